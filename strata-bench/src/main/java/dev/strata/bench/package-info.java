@@ -1,0 +1,2 @@
+/** Benchmark scenarios, JMH benchmarks and reports. */
+package dev.strata.bench;

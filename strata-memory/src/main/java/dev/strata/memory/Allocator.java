@@ -1,0 +1,52 @@
+package dev.strata.memory;
+
+/**
+ * Hands out byte ranges of a fixed address space {@code [0, capacity)}.
+ *
+ * <p>An allocation is identified by its start offset. "Full" is an expected outcome and is
+ * reported by returning {@link #FULL}, never by an exception; misuse (a non-positive size, freeing
+ * an offset that is not allocated, a double free) throws {@link IllegalArgumentException} or
+ * {@link IllegalStateException} naming the offending value.
+ *
+ * <p>Invariants every implementation keeps: allocated ranges never overlap and lie inside
+ * {@code [0, capacity)}; {@code used()} equals the sum of {@link #sizeOf} over live allocations;
+ * freeing every allocation restores {@code used() == 0}.
+ *
+ * <p>Implementations document which threads may call them.
+ */
+public interface Allocator {
+
+    /** Returned by {@link #allocate} when no range of the requested size is free. */
+    long FULL = -1L;
+
+    /**
+     * Allocates at least {@code size} bytes.
+     *
+     * @param size bytes wanted, {@code > 0}
+     * @return the offset of the range, aligned to {@link #alignment()}, or {@link #FULL}
+     */
+    long allocate(long size);
+
+    /** Releases the allocation that starts at {@code offset}. */
+    void free(long offset);
+
+    /** Bytes actually reserved for the allocation at {@code offset} (the request rounded up). */
+    long sizeOf(long offset);
+
+    /** Total bytes managed. */
+    long capacity();
+
+    /** Bytes currently reserved, rounding included. */
+    long used();
+
+    /** Bytes not reserved (fragmentation may keep a large request from fitting). */
+    default long available() {
+        return capacity() - used();
+    }
+
+    /** Alignment of every returned offset, a power of two. */
+    long alignment();
+
+    /** Number of live allocations. */
+    long allocationCount();
+}

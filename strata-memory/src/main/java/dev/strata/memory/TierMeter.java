@@ -1,0 +1,68 @@
+package dev.strata.memory;
+
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.LongAdder;
+
+/**
+ * Measures a tier's reads and writes: counts, bytes, and decayed averages of bandwidth and
+ * latency, so that placement can use measured costs instead of preset constants.
+ *
+ * <p>Bandwidth of one operation is its bytes over its duration; the averages are exponentially
+ * decayed with weight {@link #ALPHA} per sample. Threads: any; recording is lock-free (a CAS loop
+ * on each average).
+ */
+public final class TierMeter {
+
+    /** Weight of a new sample in the decayed averages. */
+    public static final double ALPHA = 0.05;
+
+    private final LongAdder readOps = new LongAdder();
+    private final LongAdder writeOps = new LongAdder();
+    private final LongAdder bytesRead = new LongAdder();
+    private final LongAdder bytesWritten = new LongAdder();
+    private final AtomicLong readBandwidthBits = new AtomicLong(); // bytes/s as double bits
+    private final AtomicLong writeBandwidthBits = new AtomicLong(); // bytes/s as double bits
+    private final AtomicLong readLatencyBits = new AtomicLong(); // ns as double bits
+    private final AtomicLong writeLatencyBits = new AtomicLong(); // ns as double bits
+
+    /** Records one completed read of {@code bytes} that took {@code nanos}. */
+    public void recordRead(long bytes, long nanos) {
+        readOps.increment();
+        bytesRead.add(bytes);
+        decay(readLatencyBits, nanos);
+        if (nanos > 0) {
+            decay(readBandwidthBits, bytes * 1e9 / nanos);
+        }
+    }
+
+    /** Records one completed write of {@code bytes} that took {@code nanos}. */
+    public void recordWrite(long bytes, long nanos) {
+        writeOps.increment();
+        bytesWritten.add(bytes);
+        decay(writeLatencyBits, nanos);
+        if (nanos > 0) {
+            decay(writeBandwidthBits, bytes * 1e9 / nanos);
+        }
+    }
+
+    private static void decay(AtomicLong bits, double sample) {
+        long prev;
+        long next;
+        do {
+            prev = bits.get();
+            double old = Double.longBitsToDouble(prev);
+            double v = old == 0.0 ? sample : old + ALPHA * (sample - old);
+            next = Double.doubleToRawLongBits(v);
+        } while (!bits.compareAndSet(prev, next));
+    }
+
+    /** A snapshot combining these measurements with the tier's occupancy. */
+    public TierStats snapshot(String name, TierKind kind, long capacity, long used, long allocations) {
+        return new TierStats(name, kind, capacity, used, allocations,
+                readOps.sum(), writeOps.sum(), bytesRead.sum(), bytesWritten.sum(),
+                Double.longBitsToDouble(readBandwidthBits.get()),
+                Double.longBitsToDouble(writeBandwidthBits.get()),
+                Double.longBitsToDouble(readLatencyBits.get()),
+                Double.longBitsToDouble(writeLatencyBits.get()));
+    }
+}
