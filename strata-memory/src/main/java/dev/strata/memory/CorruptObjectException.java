@@ -11,10 +11,10 @@ public final class CorruptObjectException extends RuntimeException {
     private final String tier;
     private final long handle;
 
-    public CorruptObjectException(String tier, long handle, long length, int expectedChecksum, int actualChecksum) {
+    public CorruptObjectException(String tier, long handle, long length, long expectedChecksum, long actualChecksum) {
         super("corrupt object in tier '" + tier + "' at handle " + handle + " (" + length + " bytes): checksum "
-                + String.format("0x%08x", actualChecksum) + " does not match stored "
-                + String.format("0x%08x", expectedChecksum));
+                + String.format("0x%016x", actualChecksum) + " does not match stored "
+                + String.format("0x%016x", expectedChecksum));
         this.tier = tier;
         this.handle = handle;
     }

@@ -1,0 +1,91 @@
+package dev.strata.memory;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.strata.testing.Property;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import org.junit.jupiter.api.Test;
+
+class Checksum64Test {
+
+    private static byte[] randomBytes(java.util.SplittableRandom r, int n) {
+        byte[] data = new byte[n];
+        for (int i = 0; i < n; i++) {
+            data[i] = (byte) r.nextInt(256);
+        }
+        return data;
+    }
+
+    @Test
+    void vectorPathMatchesScalarReferenceAtOddSizes() {
+        Property.forAll("checksum-vs-reference", 200, r -> {
+            int n = r.nextInt(0, 5000);
+            byte[] data = randomBytes(r, n);
+            MemorySegment seg = MemorySegment.ofArray(data);
+            assertThat(Checksum64.of(seg, 0, n)).as("n=%d", n).isEqualTo(Checksum64.referenceValue(data));
+        });
+    }
+
+    @Test
+    void valueDoesNotDependOnHowTheBytesAreSplit() {
+        Property.forAll("checksum-streaming", 200, r -> {
+            int n = r.nextInt(1, 9000);
+            byte[] data = randomBytes(r, n);
+            MemorySegment seg = MemorySegment.ofArray(data);
+            Checksum64 c = new Checksum64();
+            long pos = 0;
+            while (pos < n) {
+                long len = Math.min(n - pos, r.nextInt(0, 300));
+                c.update(seg, pos, len);
+                pos += len;
+            }
+            assertThat(c.value()).isEqualTo(Checksum64.referenceValue(data));
+        });
+    }
+
+    @Test
+    void copyAndUpdateCopiesExactlyAndSumsTheSame() {
+        try (Arena arena = Arena.ofConfined()) {
+            Property.forAll("checksum-copy", 100, r -> {
+                int n = r.nextInt(1, 70_000);
+                byte[] data = randomBytes(r, n);
+                MemorySegment src = arena.allocate(n + 16, 64).asSlice(r.nextInt(0, 16), n);
+                MemorySegment.copy(data, 0, src, ValueLayout.JAVA_BYTE, 0, n);
+                MemorySegment dst = arena.allocate(n + 8, 64).asSlice(r.nextInt(0, 8), n);
+                Checksum64 c = new Checksum64();
+                long half = r.nextLong(0, n + 1);
+                c.copyAndUpdate(src, 0, dst, 0, half).copyAndUpdate(src, half, dst, half, n - half);
+                assertThat(dst.toArray(ValueLayout.JAVA_BYTE)).isEqualTo(data);
+                assertThat(c.value()).isEqualTo(Checksum64.referenceValue(data));
+            });
+        }
+    }
+
+    @Test
+    void detectsEverySingleBitFlipAndLengthChange() {
+        Property.forAll("checksum-bitflip", 50, r -> {
+            int n = r.nextInt(1, 2000);
+            byte[] data = randomBytes(r, n);
+            long good = Checksum64.referenceValue(data);
+            int bit = r.nextInt(n * 8);
+            data[bit / 8] ^= (byte) (1 << (bit % 8));
+            assertThat(Checksum64.referenceValue(data)).isNotEqualTo(good);
+            data[bit / 8] ^= (byte) (1 << (bit % 8));
+            assertThat(Checksum64.referenceValue(java.util.Arrays.copyOf(data, n + 1))).isNotEqualTo(good);
+        });
+    }
+
+    @Test
+    void detectsSwappedBlocks() {
+        Property.forAll("checksum-swap", 50, r -> {
+            byte[] data = randomBytes(r, 64 * 8);
+            long good = Checksum64.referenceValue(data);
+            byte[] swapped = data.clone();
+            System.arraycopy(data, 0, swapped, 64, 64);
+            System.arraycopy(data, 64, swapped, 0, 64);
+            assertThat(Checksum64.referenceValue(swapped)).isNotEqualTo(good);
+        });
+    }
+}
