@@ -1,0 +1,293 @@
+package dev.strata.cache.config;
+
+import dev.strata.memory.Sizes;
+import dev.strata.memory.TierKind;
+import java.lang.management.ManagementFactory;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.EnumSet;
+import java.util.List;
+import java.util.Locale;
+
+/**
+ * The validated configuration of one Strata process: which tiers exist and how large they are,
+ * the object store's demotion chain, watermarks and policy, and the transfer engine's link
+ * workers.
+ *
+ * <p>Built by {@link ConfigLoader} from a YAML file, {@code --set key=value} flags and the
+ * {@code STRATA_SET} environment variable, then checked as a whole by {@link #conclude(long)},
+ * which fails fast naming the settings that cannot work together. Immutable; any thread.
+ *
+ * <pre>
+ * tiers:
+ *   device: { capacity: 2GiB }                      # CPU backend: a budgeted arena
+ *   host:   { capacity: 8GiB, allocator: best-fit }  # or: slab, with block: 256KiB
+ *   pool:   { capacity: 4GiB, paths: [/dev/shm/strata.pool], stripe: 2MiB }
+ *   disk:   { capacity: 64GiB, directory: /var/tmp/strata, direct-io: true }
+ * store:
+ *   chain: [device, host, pool, disk]
+ *   high-watermark: 0.95
+ *   low-watermark: 0.85
+ *   policy: priority-lru                            # lru, tinylfu
+ *   promote-on-access: true
+ * transfer:
+ *   memory-link-workers: 1
+ *   disk-link-workers: 4
+ * </pre>
+ *
+ * @param device   the DEVICE tier, or null when absent
+ * @param host     the HOST tier, or null when absent
+ * @param pool     the POOL tier, or null when absent
+ * @param disk     the DISK tier, or null when absent
+ * @param store    the object store's settings
+ * @param transfer the transfer engine's settings
+ */
+public record StrataConfig(DeviceTier device, HostTier host, PoolTier pool, DiskTier disk, Store store,
+                           Transfer transfer) {
+
+    /** Allocators a HOST tier can use. */
+    public enum AllocatorKind { BEST_FIT, SLAB }
+
+    /** Eviction policies of the object store. */
+    public enum PolicyKind { PRIORITY_LRU, LRU, TINYLFU }
+
+    /** @param capacity budget in bytes */
+    public record DeviceTier(long capacity) {
+    }
+
+    /**
+     * @param capacity  bytes of off-heap memory
+     * @param allocator how allocations are carved
+     * @param block     slab block size in bytes (SLAB only)
+     * @param pretouch  fault every page in at start-up
+     */
+    public record HostTier(long capacity, AllocatorKind allocator, long block, boolean pretouch) {
+    }
+
+    /**
+     * @param capacity bytes of the pool (all devices together)
+     * @param paths    one file per memory device; stripes interleave across them
+     * @param stripe   interleaving unit in bytes
+     * @param chunk    allocation unit in bytes
+     * @param create   create the pool when it does not exist
+     */
+    public record PoolTier(long capacity, List<Path> paths, long stripe, long chunk, boolean create) {
+    }
+
+    /**
+     * @param capacity  bytes of file space
+     * @param directory where the data files live
+     * @param directIo  use O_DIRECT where the file system allows it
+     */
+    public record DiskTier(long capacity, Path directory, boolean directIo) {
+    }
+
+    /**
+     * @param chain           tiers in demotion order, fastest first
+     * @param highWatermark   fraction of a tier's capacity past which eviction starts
+     * @param lowWatermark    fraction eviction brings the tier down to
+     * @param policy          eviction policy of every tier
+     * @param promoteOnAccess whether a get copies the object up to the fastest tier of the chain
+     */
+    public record Store(List<TierKind> chain, double highWatermark, double lowWatermark, PolicyKind policy,
+                        boolean promoteOnAccess) {
+    }
+
+    /**
+     * @param memoryLinkWorkers worker threads of a link between two memory tiers
+     * @param diskLinkWorkers   worker threads (requests in flight) of a link touching DISK
+     */
+    public record Transfer(int memoryLinkWorkers, int diskLinkWorkers) {
+    }
+
+    /** The configuration used when no file and no setting is given: HOST 1 GiB and nothing else. */
+    public static StrataConfig defaults() {
+        return ConfigLoader.load(null, List.of(), null);
+    }
+
+    /** Reads the tree; unknown keys are rejected by name. */
+    static StrataConfig read(ConfigNode root) {
+        ConfigNode tiers = root.child("tiers");
+        DeviceTier device = null;
+        HostTier host = null;
+        PoolTier pool = null;
+        DiskTier disk = null;
+        if (tiers == null) {
+            host = new HostTier(Sizes.GiB, AllocatorKind.BEST_FIT, 0, true);
+        } else {
+            ConfigNode d = tiers.child("device");
+            if (d != null) {
+                device = new DeviceTier(positive(d.size("capacity", -1), "tiers.device.capacity"));
+                d.rejectUnknownKeys();
+            }
+            ConfigNode h = tiers.child("host");
+            if (h != null) {
+                AllocatorKind kind = h.choice("allocator", AllocatorKind.class, AllocatorKind.BEST_FIT);
+                long block = h.size("block", kind == AllocatorKind.SLAB ? -1 : 0);
+                host = new HostTier(positive(h.size("capacity", -1), "tiers.host.capacity"), kind, block,
+                        h.bool("pretouch", true));
+                h.rejectUnknownKeys();
+            }
+            ConfigNode p = tiers.child("pool");
+            if (p != null) {
+                List<Path> paths = new ArrayList<>();
+                for (String s : p.list("paths")) {
+                    paths.add(Path.of(s));
+                }
+                if (paths.isEmpty()) {
+                    paths.add(Path.of("/dev/shm/strata.pool"));
+                }
+                pool = new PoolTier(positive(p.size("capacity", -1), "tiers.pool.capacity"), List.copyOf(paths),
+                        p.size("stripe", 2 * Sizes.MiB), p.size("chunk", 64 * Sizes.KiB), p.bool("create", true));
+                p.rejectUnknownKeys();
+            }
+            ConfigNode k = tiers.child("disk");
+            if (k != null) {
+                disk = new DiskTier(positive(k.size("capacity", -1), "tiers.disk.capacity"),
+                        Path.of(k.text("directory", "/var/tmp/strata")), k.bool("direct-io", true));
+                k.rejectUnknownKeys();
+            }
+            tiers.rejectUnknownKeys();
+        }
+        EnumSet<TierKind> present = EnumSet.noneOf(TierKind.class);
+        if (device != null) present.add(TierKind.DEVICE);
+        if (host != null) present.add(TierKind.HOST);
+        if (pool != null) present.add(TierKind.POOL);
+        if (disk != null) present.add(TierKind.DISK);
+
+        ConfigNode s = root.child("store");
+        Store store;
+        if (s == null) {
+            store = new Store(List.copyOf(present), 0.95, 0.85, PolicyKind.PRIORITY_LRU, true);
+        } else {
+            List<TierKind> chain = new ArrayList<>();
+            List<String> names = s.list("chain");
+            for (String n : names) {
+                chain.add(tierKind(n));
+            }
+            if (names.isEmpty()) {
+                chain.addAll(present);
+            }
+            store = new Store(List.copyOf(chain), s.fraction("high-watermark", 0.95), s.fraction("low-watermark", 0.85),
+                    s.choice("policy", PolicyKind.class, PolicyKind.PRIORITY_LRU), s.bool("promote-on-access", true));
+            s.rejectUnknownKeys();
+        }
+        ConfigNode t = root.child("transfer");
+        Transfer transfer = t == null ? new Transfer(1, 4)
+                : new Transfer(t.integer("memory-link-workers", 1, 1, 64), t.integer("disk-link-workers", 4, 1, 256));
+        if (t != null) {
+            t.rejectUnknownKeys();
+        }
+        root.rejectUnknownKeys();
+        return new StrataConfig(device, host, pool, disk, store, transfer);
+    }
+
+    private static long positive(long v, String key) {
+        if (v == -1) {
+            throw new ConfigException(key + " is required (e.g. 1GiB)");
+        }
+        if (v <= 0) {
+            throw new ConfigException(key + ": must be positive, found " + v);
+        }
+        return v;
+    }
+
+    private static TierKind tierKind(String name) {
+        try {
+            return TierKind.valueOf(name.trim().toUpperCase(Locale.ROOT));
+        } catch (IllegalArgumentException e) {
+            throw new ConfigException("store.chain: unknown tier '" + name + "' (expected device, host, pool or disk)");
+        }
+    }
+
+    /**
+     * Checks the settings against each other and against the machine.
+     *
+     * @param physicalMemoryBytes memory of this machine, for the DRAM-backed tiers
+     * @return this configuration
+     * @throws ConfigException naming the settings that cannot work together
+     */
+    public StrataConfig conclude(long physicalMemoryBytes) {
+        if (device == null && host == null && pool == null && disk == null) {
+            throw new ConfigException("tiers: no tier is configured; configure at least tiers.host");
+        }
+        if (host != null && host.allocator == AllocatorKind.SLAB) {
+            if (host.block <= 0) {
+                throw new ConfigException("tiers.host.block is required with allocator: slab (e.g. 256KiB)");
+            }
+            if (host.block > host.capacity) {
+                throw new ConfigException("tiers.host.block (" + Sizes.format(host.block)
+                        + ") is larger than tiers.host.capacity (" + Sizes.format(host.capacity) + ")");
+            }
+        } else if (host != null && host.block != 0) {
+            throw new ConfigException("tiers.host.block is only used with allocator: slab (allocator is best-fit)");
+        }
+        if (pool != null) {
+            if (!Sizes.isPowerOfTwo(pool.stripe) || pool.stripe < 4 * Sizes.KiB) {
+                throw new ConfigException("tiers.pool.stripe: " + pool.stripe + " bytes is not a power of two of at least 4KiB");
+            }
+            if (!Sizes.isPowerOfTwo(pool.chunk) || pool.chunk < 4 * Sizes.KiB || pool.chunk > pool.stripe) {
+                throw new ConfigException("tiers.pool.chunk: " + pool.chunk
+                        + " bytes must be a power of two between 4KiB and the stripe (" + pool.stripe + ")");
+            }
+            if (pool.capacity % (pool.stripe * pool.paths.size()) != 0) {
+                throw new ConfigException("tiers.pool.capacity (" + pool.capacity + " bytes) is not a multiple of stripe x devices ("
+                        + pool.stripe + " x " + pool.paths.size() + ")");
+            }
+        }
+        if (store.lowWatermark >= store.highWatermark) {
+            throw new ConfigException("store.low-watermark (" + store.lowWatermark
+                    + ") must be below store.high-watermark (" + store.highWatermark + ")");
+        }
+        if (store.chain.isEmpty()) {
+            throw new ConfigException("store.chain is empty; list the tiers objects demote through, e.g. [host, disk]");
+        }
+        EnumSet<TierKind> seen = EnumSet.noneOf(TierKind.class);
+        TierKind previous = null;
+        for (TierKind k : store.chain) {
+            if (!configured(k)) {
+                throw new ConfigException("store.chain names tier '" + name(k) + "' but tiers." + name(k) + " is not configured");
+            }
+            if (!seen.add(k)) {
+                throw new ConfigException("store.chain lists tier '" + name(k) + "' twice");
+            }
+            if (previous != null && k.ordinal() < previous.ordinal()) {
+                throw new ConfigException("store.chain goes from '" + name(previous) + "' to the faster '" + name(k)
+                        + "'; objects demote towards slower tiers (device, peer, host, pool, disk)");
+            }
+            previous = k;
+        }
+        long dram = (device == null ? 0 : device.capacity) + (host == null ? 0 : host.capacity);
+        if (pool != null && pool.paths.stream().allMatch(p -> p.startsWith("/dev/shm"))) {
+            dram += pool.capacity;
+        }
+        if (physicalMemoryBytes > 0 && dram > physicalMemoryBytes) {
+            throw new ConfigException("the memory-backed tiers need " + Sizes.format(dram) + " (device + host"
+                    + (pool != null ? " + pool in /dev/shm" : "") + ") but this machine has " + Sizes.format(physicalMemoryBytes));
+        }
+        return this;
+    }
+
+    /** Checks against this machine's physical memory. */
+    public StrataConfig conclude() {
+        long total = 0;
+        if (ManagementFactory.getOperatingSystemMXBean() instanceof com.sun.management.OperatingSystemMXBean os) {
+            total = os.getTotalMemorySize();
+        }
+        return conclude(total);
+    }
+
+    private boolean configured(TierKind k) {
+        return switch (k) {
+            case DEVICE -> device != null;
+            case HOST -> host != null;
+            case POOL -> pool != null;
+            case DISK -> disk != null;
+            case PEER -> false;
+        };
+    }
+
+    private static String name(TierKind k) {
+        return k.name().toLowerCase(Locale.ROOT);
+    }
+}

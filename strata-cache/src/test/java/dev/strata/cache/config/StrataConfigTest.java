@@ -1,0 +1,109 @@
+package dev.strata.cache.config;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import dev.strata.memory.Sizes;
+import dev.strata.memory.TierKind;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+class StrataConfigTest {
+
+    @TempDir
+    Path dir;
+
+    private Path yaml(String text) throws Exception {
+        Path f = dir.resolve("strata.yaml");
+        Files.writeString(f, text);
+        return f;
+    }
+
+    @Test
+    void readsAFullFileWithSizesAndDefaults() throws Exception {
+        Path f = yaml("""
+                tiers:
+                  device: { capacity: 2GiB }
+                  host: { capacity: 8GiB, allocator: slab, block: 256KiB }
+                  pool: { capacity: 4GiB, paths: [/dev/shm/a.pool, /dev/shm/b.pool] }
+                  disk: { capacity: 64GiB, directory: /var/tmp/x }
+                store:
+                  chain: [device, host, pool, disk]
+                  policy: tinylfu
+                """);
+        StrataConfig c = ConfigLoader.load(f, List.of(), null).conclude(64 * Sizes.GiB);
+        assertThat(c.device().capacity()).isEqualTo(2 * Sizes.GiB);
+        assertThat(c.host().block()).isEqualTo(256 * Sizes.KiB);
+        assertThat(c.pool().paths()).hasSize(2);
+        assertThat(c.pool().stripe()).isEqualTo(2 * Sizes.MiB);
+        assertThat(c.disk().directIo()).isTrue();
+        assertThat(c.store().chain()).containsExactly(TierKind.DEVICE, TierKind.HOST, TierKind.POOL, TierKind.DISK);
+        assertThat(c.store().policy()).isEqualTo(StrataConfig.PolicyKind.TINYLFU);
+        assertThat(c.transfer().diskLinkWorkers()).isEqualTo(4);
+    }
+
+    @Test
+    void flagsOverrideEnvironmentWhichOverridesTheFile() throws Exception {
+        Path f = yaml("tiers: { host: { capacity: 1GiB } }\n");
+        StrataConfig c = ConfigLoader.load(f, List.of("tiers.host.capacity=3GiB"),
+                "tiers.host.capacity=2GiB,store.policy=lru").conclude(64 * Sizes.GiB);
+        assertThat(c.host().capacity()).isEqualTo(3 * Sizes.GiB);
+        assertThat(c.store().policy()).isEqualTo(StrataConfig.PolicyKind.LRU);
+    }
+
+    @Test
+    void unknownKeysAreRejectedByName() throws Exception {
+        assertThatThrownBy(() -> ConfigLoader.load(yaml("tiers: { host: { capacity: 1GiB, colour: red } }\n"), List.of(), null))
+                .isInstanceOf(ConfigException.class).hasMessageContaining("'tiers.host.colour'");
+        assertThatThrownBy(() -> ConfigLoader.load(null, List.of("store.polcy=lru"), null))
+                .hasMessageContaining("'store.polcy'");
+    }
+
+    @Test
+    void badValuesNameKeyAndValue() throws Exception {
+        assertThatThrownBy(() -> ConfigLoader.load(null, List.of("tiers.host.capacity=lots"), null))
+                .hasMessageContaining("tiers.host.capacity").hasMessageContaining("'lots'");
+        assertThatThrownBy(() -> ConfigLoader.load(null, List.of("tiers.host.capacity=1GiB", "store.policy=random"), null))
+                .hasMessageContaining("store.policy").hasMessageContaining("'random'").hasMessageContaining("priority-lru");
+        assertThatThrownBy(() -> ConfigLoader.load(null, List.of("tiers.host.capacity=1GiB", "store.high-watermark=1.5"), null))
+                .hasMessageContaining("store.high-watermark").hasMessageContaining("1.5");
+        assertThatThrownBy(() -> ConfigLoader.load(null, List.of("capacity"), null)).hasMessageContaining("key=value");
+        assertThatThrownBy(() -> ConfigLoader.load(yaml("tiers: [host]\n"), List.of(), null))
+                .hasMessageContaining("tiers").hasMessageContaining("mapping");
+        assertThatThrownBy(() -> ConfigLoader.load(yaml("tiers: {host: {capacity: 1GiB}\n"), List.of(), null))
+                .hasMessageContaining("not valid YAML");
+        assertThatThrownBy(() -> ConfigLoader.load(dir.resolve("missing.yaml"), List.of(), null))
+                .hasMessageContaining("not found").hasMessageContaining("missing.yaml");
+    }
+
+    @Test
+    void impossibleCombinationsAreExplained() {
+        assertThatThrownBy(() -> ConfigLoader.load(null,
+                List.of("tiers.host.capacity=1GiB", "store.chain=[host,disk]"), null).conclude(64 * Sizes.GiB))
+                .hasMessageContaining("'disk'").hasMessageContaining("not configured");
+        assertThatThrownBy(() -> ConfigLoader.load(null, List.of("tiers.host.capacity=1GiB", "tiers.device.capacity=1GiB",
+                "store.chain=[host,device]"), null).conclude(64 * Sizes.GiB))
+                .hasMessageContaining("faster 'device'");
+        assertThatThrownBy(() -> ConfigLoader.load(null, List.of("tiers.host.capacity=1GiB",
+                "store.low-watermark=0.9", "store.high-watermark=0.8"), null).conclude(64 * Sizes.GiB))
+                .hasMessageContaining("low-watermark (0.9)").hasMessageContaining("high-watermark (0.8)");
+        assertThatThrownBy(() -> ConfigLoader.load(null, List.of("tiers.host.capacity=1GiB", "tiers.host.allocator=slab"),
+                null).conclude(64 * Sizes.GiB)).hasMessageContaining("tiers.host.block is required");
+        assertThatThrownBy(() -> ConfigLoader.load(null, List.of("tiers.host.capacity=48GiB"), null).conclude(24 * Sizes.GiB))
+                .hasMessageContaining("48 GiB").hasMessageContaining("24 GiB");
+        assertThatThrownBy(() -> ConfigLoader.load(null, List.of("tiers.pool.capacity=3MiB"), null).conclude(64 * Sizes.GiB))
+                .hasMessageContaining("tiers.pool.capacity").hasMessageContaining("multiple");
+        assertThatThrownBy(() -> ConfigLoader.load(null, List.of("tiers.disk.directory=/tmp"), null))
+                .hasMessageContaining("tiers.disk.capacity is required");
+    }
+
+    @Test
+    void defaultsGiveOneHostTier() {
+        StrataConfig c = StrataConfig.defaults().conclude(64 * Sizes.GiB);
+        assertThat(c.host().capacity()).isEqualTo(Sizes.GiB);
+        assertThat(c.store().chain()).containsExactly(TierKind.HOST);
+    }
+}
