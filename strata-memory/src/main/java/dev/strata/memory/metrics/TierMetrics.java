@@ -1,0 +1,51 @@
+package dev.strata.memory.metrics;
+
+import dev.strata.memory.TierStats;
+import java.util.Collection;
+import java.util.Locale;
+
+/**
+ * Exports tier snapshots as Prometheus families {@code strata_tier_*}, one sample per tier
+ * labelled {@code tier} (its name) and {@code kind}.
+ *
+ * <p>Stateless; any thread.
+ */
+public final class TierMetrics {
+    private TierMetrics() {
+    }
+
+    /** Appends the families of every tier in {@code tiers} to {@code out}. */
+    public static void write(PrometheusText out, Collection<TierStats> tiers) {
+        gauge(out, tiers, "strata_tier_capacity_bytes", "Bytes the tier may hold", TierStats::capacityBytes);
+        gauge(out, tiers, "strata_tier_used_bytes", "Bytes allocated in the tier, framing and rounding included", TierStats::usedBytes);
+        gauge(out, tiers, "strata_tier_free_bytes", "Bytes not allocated in the tier", TierStats::freeBytes);
+        gauge(out, tiers, "strata_tier_occupancy_ratio", "Fraction of the tier's capacity allocated", TierStats::occupancy);
+        gauge(out, tiers, "strata_tier_allocations", "Live allocations in the tier", TierStats::allocations);
+        counter(out, tiers, "strata_tier_reads_total", "Reads completed", TierStats::readOps);
+        counter(out, tiers, "strata_tier_writes_total", "Writes completed", TierStats::writeOps);
+        counter(out, tiers, "strata_tier_read_bytes_total", "Payload bytes read", TierStats::bytesRead);
+        counter(out, tiers, "strata_tier_written_bytes_total", "Payload bytes written", TierStats::bytesWritten);
+        gauge(out, tiers, "strata_tier_read_bandwidth_bytes_per_second", "Measured read bandwidth (decayed average)", TierStats::readBytesPerSec);
+        gauge(out, tiers, "strata_tier_write_bandwidth_bytes_per_second", "Measured write bandwidth (decayed average)", TierStats::writeBytesPerSec);
+        gauge(out, tiers, "strata_tier_read_latency_seconds", "Measured latency of one read (decayed average)", s -> s.readLatencyNanos() / 1e9);
+        gauge(out, tiers, "strata_tier_write_latency_seconds", "Measured latency of one write (decayed average)", s -> s.writeLatencyNanos() / 1e9);
+    }
+
+    private static void gauge(PrometheusText out, Collection<TierStats> tiers, String name, String help,
+                              java.util.function.ToDoubleFunction<TierStats> f) {
+        family(out, tiers, name, PrometheusText.Type.GAUGE, help, f);
+    }
+
+    private static void counter(PrometheusText out, Collection<TierStats> tiers, String name, String help,
+                                java.util.function.ToDoubleFunction<TierStats> f) {
+        family(out, tiers, name, PrometheusText.Type.COUNTER, help, f);
+    }
+
+    private static void family(PrometheusText out, Collection<TierStats> tiers, String name, PrometheusText.Type type,
+                               String help, java.util.function.ToDoubleFunction<TierStats> f) {
+        out.family(name, type, help);
+        for (TierStats s : tiers) {
+            out.sample(name, f.applyAsDouble(s), "tier", s.name(), "kind", s.kind().name().toLowerCase(Locale.ROOT));
+        }
+    }
+}
