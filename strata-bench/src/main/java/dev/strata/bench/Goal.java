@@ -1,0 +1,34 @@
+package dev.strata.bench;
+
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+/**
+ * A figure's goal: a comparison with a threshold, on the ratio ({@code >= 0.9}) or, when the
+ * goal names a unit, on the value itself ({@code >= 5000000 ops/s}).
+ *
+ * @param greater   true for {@code >=}, false for {@code <=}
+ * @param threshold the bound
+ * @param onValue   true if the goal applies to the value, false for the ratio
+ */
+public record Goal(boolean greater, double threshold, boolean onValue) {
+    private static final Pattern GOAL = Pattern.compile("\\s*(>=|<=)\\s*([0-9.eE+-]+)\\s*(\\S.*)?");
+
+    /** Parses {@code >= 0.9} or {@code >= 5e6 ops/s}. */
+    public static Goal parse(String text) {
+        Matcher m = GOAL.matcher(text);
+        if (!m.matches()) {
+            throw new IllegalArgumentException("not a goal: '" + text + "' (expected e.g. '>= 0.9' or '>= 5e6 ops/s')");
+        }
+        return new Goal(m.group(1).equals(">="), Double.parseDouble(m.group(2)), m.group(3) != null);
+    }
+
+    /** Whether {@code value} (or {@code ratio}) meets the goal; NaN never does. */
+    public boolean met(double value, double ratio) {
+        double x = onValue ? value : ratio;
+        if (Double.isNaN(x)) {
+            return false;
+        }
+        return greater ? x >= threshold : x <= threshold;
+    }
+}
