@@ -1,0 +1,285 @@
+package dev.strata.memory.alloc;
+
+import dev.strata.memory.Allocator;
+import dev.strata.memory.Sizes;
+
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.TreeSet;
+import java.util.concurrent.locks.ReentrantLock;
+
+/**
+ * Hands out variable-size ranges of {@code [0, capacity)}, each rounded up to a power-of-two
+ * alignment, choosing the best fit.
+ *
+ * <p>Design (policy): best fit is the smallest free range that holds the rounded request; among
+ * equal sizes the lowest offset wins, which keeps allocations packed towards the start. The
+ * allocation takes the front of that range and the remainder stays free. On free, the range is
+ * merged with a free neighbour on either side, so no two free ranges ever touch. Free ranges are
+ * indexed twice: by offset (a {@link TreeMap}, for finding neighbours) and by (size, offset) (a
+ * {@link TreeSet}, for the best fit); live allocations are in a hash map offset → size. Allocate
+ * and free are O(log n) in the number of free ranges; sizeOf is O(1).
+ *
+ * <p>Threads: any thread may call any method; one {@link ReentrantLock} guards all state (held for
+ * a few tree operations, never across a call out of this class).
+ *
+ * <p>Invariants (checked by {@link #checkInvariants()}): free and live ranges are disjoint, aligned
+ * at their start, and together cover {@code [0, capacity)} exactly; no two free ranges are
+ * adjacent; both free indexes hold the same ranges; {@code used()} is the sum of live sizes.
+ */
+public final class BestFitAllocator implements Allocator {
+
+    private static final Comparator<FreeRange> BY_SIZE_THEN_OFFSET =
+            Comparator.comparingLong(FreeRange::size).thenComparingLong(FreeRange::offset);
+
+    private final long capacity;   // bytes of address space
+    private final long alignment;  // bytes, power of two; every offset and size is a multiple (the last free range may end at capacity)
+    private final ReentrantLock lock = new ReentrantLock();
+    private final TreeMap<Long, Long> freeByOffset = new TreeMap<>();                 // offset -> size, free ranges
+    private final TreeSet<FreeRange> freeBySize = new TreeSet<>(BY_SIZE_THEN_OFFSET);  // same ranges, by (size, offset)
+    private final Map<Long, Long> live = new HashMap<>();                             // offset -> rounded size
+    private long used;             // bytes, sum of live sizes
+
+    /**
+     * @param capacity  bytes of address space, {@code > 0}
+     * @param alignment power of two; offsets are multiples of it and sizes are rounded up to it
+     */
+    public BestFitAllocator(long capacity, long alignment) {
+        if (capacity <= 0) {
+            throw new IllegalArgumentException("capacity must be positive, got " + capacity);
+        }
+        if (!Sizes.isPowerOfTwo(alignment)) {
+            throw new IllegalArgumentException("alignment must be a power of two, got " + alignment);
+        }
+        this.capacity = capacity;
+        this.alignment = alignment;
+        addFree(0, capacity);
+    }
+
+    @Override
+    public long allocate(long size) {
+        if (size <= 0) {
+            throw new IllegalArgumentException("allocation size must be positive, got " + size);
+        }
+        if (size > capacity) {
+            return FULL;
+        }
+        long rounded = Sizes.alignUp(size, alignment);
+        lock.lock();
+        try {
+            FreeRange fit = freeBySize.ceiling(new FreeRange(-1, rounded));
+            if (fit == null) {
+                return FULL;
+            }
+            removeFree(fit);
+            if (fit.size() > rounded) {
+                addFree(fit.offset() + rounded, fit.size() - rounded);
+            }
+            live.put(fit.offset(), rounded);
+            used += rounded;
+            return fit.offset();
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    @Override
+    public void free(long offset) {
+        lock.lock();
+        try {
+            Long size = live.remove(offset);
+            if (size == null) {
+                throw notAllocated(offset);
+            }
+            used -= size;
+            long start = offset;
+            long end = offset + size;
+            Map.Entry<Long, Long> before = freeByOffset.floorEntry(offset);
+            if (before != null && before.getKey() + before.getValue() == offset) {
+                removeFree(new FreeRange(before.getKey(), before.getValue()));
+                start = before.getKey();
+            }
+            Map.Entry<Long, Long> after = freeByOffset.ceilingEntry(end);
+            if (after != null && after.getKey() == end) {
+                removeFree(new FreeRange(after.getKey(), after.getValue()));
+                end = after.getKey() + after.getValue();
+            }
+            addFree(start, end - start);
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    @Override
+    public long sizeOf(long offset) {
+        lock.lock();
+        try {
+            Long size = live.get(offset);
+            if (size == null) {
+                throw notAllocated(offset);
+            }
+            return size;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** True if {@code offset} is the start of a live allocation. */
+    public boolean isAllocated(long offset) {
+        lock.lock();
+        try {
+            return live.containsKey(offset);
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    private IllegalArgumentException notAllocated(long offset) {
+        if (offset < 0 || offset >= capacity) {
+            return new IllegalArgumentException("offset " + offset + " is outside [0, " + capacity + ")");
+        }
+        return new IllegalArgumentException("offset " + offset + " is not allocated (double free, or not the start of an allocation)");
+    }
+
+    @Override
+    public long capacity() {
+        return capacity;
+    }
+
+    @Override
+    public long used() {
+        lock.lock();
+        try {
+            return used;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    @Override
+    public long alignment() {
+        return alignment;
+    }
+
+    @Override
+    public long allocationCount() {
+        lock.lock();
+        try {
+            return live.size();
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Size of the largest free range: the largest request (rounded) that can succeed now. */
+    public long largestFree() {
+        lock.lock();
+        try {
+            return freeBySize.isEmpty() ? 0 : freeBySize.last().size();
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** The free ranges, by offset. */
+    public List<FreeRange> freeRanges() {
+        lock.lock();
+        try {
+            List<FreeRange> out = new ArrayList<>(freeByOffset.size());
+            freeByOffset.forEach((o, s) -> out.add(new FreeRange(o, s)));
+            return out;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** The live allocations, by offset. */
+    public List<FreeRange> liveRanges() {
+        lock.lock();
+        try {
+            List<FreeRange> out = new ArrayList<>(live.size());
+            live.forEach((o, s) -> out.add(new FreeRange(o, s)));
+            out.sort(Comparator.comparingLong(FreeRange::offset));
+            return out;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /**
+     * Verifies the invariants listed in the class comment.
+     *
+     * @throws IllegalStateException naming the first violation and the ranges involved
+     */
+    public void checkInvariants() {
+        lock.lock();
+        try {
+            if (freeByOffset.size() != freeBySize.size()) {
+                throw new IllegalStateException("free indexes disagree: " + freeByOffset.size() + " by offset, "
+                        + freeBySize.size() + " by size");
+            }
+            TreeMap<Long, long[]> all = new TreeMap<>(); // offset -> {size, 1 if free}
+            long liveSum = 0;
+            for (Map.Entry<Long, Long> e : freeByOffset.entrySet()) {
+                if (!freeBySize.contains(new FreeRange(e.getKey(), e.getValue()))) {
+                    throw new IllegalStateException("free range at " + e.getKey() + " size " + e.getValue() + " missing from size index");
+                }
+                all.put(e.getKey(), new long[] {e.getValue(), 1});
+            }
+            for (Map.Entry<Long, Long> e : live.entrySet()) {
+                if (e.getValue() <= 0 || e.getValue() % alignment != 0) {
+                    throw new IllegalStateException("live range at " + e.getKey() + " has size " + e.getValue()
+                            + ", not a positive multiple of alignment " + alignment);
+                }
+                if (all.put(e.getKey(), new long[] {e.getValue(), 0}) != null) {
+                    throw new IllegalStateException("offset " + e.getKey() + " is both free and live");
+                }
+                liveSum += e.getValue();
+            }
+            if (liveSum != used) {
+                throw new IllegalStateException("used " + used + " differs from sum of live sizes " + liveSum);
+            }
+            long cursor = 0;
+            boolean previousFree = false;
+            for (Map.Entry<Long, long[]> e : all.entrySet()) {
+                long offset = e.getKey();
+                long size = e.getValue()[0];
+                boolean isFree = e.getValue()[1] == 1;
+                if (offset != cursor) {
+                    throw new IllegalStateException((offset > cursor ? "gap" : "overlap") + " at " + cursor
+                            + ": next range starts at " + offset);
+                }
+                if (offset % alignment != 0) {
+                    throw new IllegalStateException("range at " + offset + " is not aligned to " + alignment);
+                }
+                if (size <= 0) {
+                    throw new IllegalStateException("range at " + offset + " has size " + size);
+                }
+                if (isFree && previousFree) {
+                    throw new IllegalStateException("free range at " + offset + " touches the free range before it (not coalesced)");
+                }
+                previousFree = isFree;
+                cursor = offset + size;
+            }
+            if (cursor != capacity) {
+                throw new IllegalStateException("ranges end at " + cursor + ", capacity is " + capacity);
+            }
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    private void addFree(long offset, long size) {
+        freeByOffset.put(offset, size);
+        freeBySize.add(new FreeRange(offset, size));
+    }
+
+    private void removeFree(FreeRange range) {
+        freeByOffset.remove(range.offset());
+        freeBySize.remove(range);
+    }
+}
