@@ -9,7 +9,7 @@ import picocli.CommandLine.Command;
  */
 @Command(name = "strata", mixinStandardHelpOptions = true, version = "strata 0.1.0",
         description = "Memory management for LLM inference: KV-cache blocks and expert weights across tiers.",
-        subcommands = {CommandLine.HelpCommand.class})
+        subcommands = {BenchCommand.class, InspectCommand.class, CommandLine.HelpCommand.class})
 public final class StrataCommand implements Runnable {
 
     @CommandLine.Spec
@@ -21,6 +21,15 @@ public final class StrataCommand implements Runnable {
     }
 
     public static void main(String[] args) {
-        System.exit(new CommandLine(new StrataCommand()).execute(args));
+        CommandLine cli = new CommandLine(new StrataCommand());
+        // Bad input (configuration, arguments) ends with one clear line, not a stack trace.
+        cli.setExecutionExceptionHandler((e, cmd, parsed) -> {
+            if (e instanceof dev.strata.cache.config.ConfigException || e instanceof IllegalArgumentException) {
+                cmd.getErr().println("strata: " + e.getMessage());
+                return 2;
+            }
+            throw e;
+        });
+        System.exit(cli.execute(args));
     }
 }

@@ -22,7 +22,7 @@ import java.util.Locale;
  * tiers:
  *   device: { capacity: 2GiB }                      # CPU backend: a budgeted arena
  *   host:   { capacity: 8GiB, allocator: best-fit }  # or: slab, with block: 256KiB
- *   pool:   { capacity: 4GiB, paths: [/dev/shm/strata.pool], stripe: 2MiB }
+ *   pool:   { capacity: 4GiB, paths: [/dev/shm/strata.pool] } # several paths: 2 MiB stripes
  *   disk:   { capacity: 64GiB, directory: /var/tmp/strata, direct-io: true }
  * store:
  *   chain: [device, host, pool, disk]
@@ -45,6 +45,9 @@ import java.util.Locale;
 public record StrataConfig(DeviceTier device, HostTier host, PoolTier pool, DiskTier disk, Store store,
                            Transfer transfer) {
 
+    /** The interleaving unit of a pool striped over several files, in bytes. */
+    public static final long POOL_STRIPE = 2 * Sizes.MiB;
+
     /** Allocators a HOST tier can use. */
     public enum AllocatorKind { BEST_FIT, SLAB }
 
@@ -66,12 +69,11 @@ public record StrataConfig(DeviceTier device, HostTier host, PoolTier pool, Disk
 
     /**
      * @param capacity bytes of the pool (all devices together)
-     * @param paths    one file per memory device; stripes interleave across them
-     * @param stripe   interleaving unit in bytes
+     * @param paths    one file per memory device; 2 MiB stripes interleave across them
      * @param chunk    allocation unit in bytes
      * @param create   create the pool when it does not exist
      */
-    public record PoolTier(long capacity, List<Path> paths, long stripe, long chunk, boolean create) {
+    public record PoolTier(long capacity, List<Path> paths, long chunk, boolean create) {
     }
 
     /**
@@ -138,7 +140,7 @@ public record StrataConfig(DeviceTier device, HostTier host, PoolTier pool, Disk
                     paths.add(Path.of("/dev/shm/strata.pool"));
                 }
                 pool = new PoolTier(positive(p.size("capacity", -1), "tiers.pool.capacity"), List.copyOf(paths),
-                        p.size("stripe", 2 * Sizes.MiB), p.size("chunk", 64 * Sizes.KiB), p.bool("create", true));
+                        p.size("chunk", 64 * Sizes.KiB), p.bool("create", true));
                 p.rejectUnknownKeys();
             }
             ConfigNode k = tiers.child("disk");
@@ -222,18 +224,9 @@ public record StrataConfig(DeviceTier device, HostTier host, PoolTier pool, Disk
         } else if (host != null && host.block != 0) {
             throw new ConfigException("tiers.host.block is only used with allocator: slab (allocator is best-fit)");
         }
-        if (pool != null) {
-            if (!Sizes.isPowerOfTwo(pool.stripe) || pool.stripe < 4 * Sizes.KiB) {
-                throw new ConfigException("tiers.pool.stripe: " + pool.stripe + " bytes is not a power of two of at least 4KiB");
-            }
-            if (!Sizes.isPowerOfTwo(pool.chunk) || pool.chunk < 4 * Sizes.KiB || pool.chunk > pool.stripe) {
-                throw new ConfigException("tiers.pool.chunk: " + pool.chunk
-                        + " bytes must be a power of two between 4KiB and the stripe (" + pool.stripe + ")");
-            }
-            if (pool.capacity % (pool.stripe * pool.paths.size()) != 0) {
-                throw new ConfigException("tiers.pool.capacity (" + pool.capacity + " bytes) is not a multiple of stripe x devices ("
-                        + pool.stripe + " x " + pool.paths.size() + ")");
-            }
+        if (pool != null && (!Sizes.isPowerOfTwo(pool.chunk) || pool.chunk < 4 * Sizes.KiB || pool.chunk > POOL_STRIPE)) {
+            throw new ConfigException("tiers.pool.chunk: " + pool.chunk
+                    + " bytes must be a power of two between 4KiB and the 2MiB stripe");
         }
         if (store.lowWatermark >= store.highWatermark) {
             throw new ConfigException("store.low-watermark (" + store.lowWatermark

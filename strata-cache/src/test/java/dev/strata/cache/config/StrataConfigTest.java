@@ -38,7 +38,7 @@ class StrataConfigTest {
         assertThat(c.device().capacity()).isEqualTo(2 * Sizes.GiB);
         assertThat(c.host().block()).isEqualTo(256 * Sizes.KiB);
         assertThat(c.pool().paths()).hasSize(2);
-        assertThat(c.pool().stripe()).isEqualTo(2 * Sizes.MiB);
+        assertThat(c.pool().chunk()).isEqualTo(64 * Sizes.KiB);
         assertThat(c.disk().directIo()).isTrue();
         assertThat(c.store().chain()).containsExactly(TierKind.DEVICE, TierKind.HOST, TierKind.POOL, TierKind.DISK);
         assertThat(c.store().policy()).isEqualTo(StrataConfig.PolicyKind.TINYLFU);
@@ -94,8 +94,8 @@ class StrataConfigTest {
                 null).conclude(64 * Sizes.GiB)).hasMessageContaining("tiers.host.block is required");
         assertThatThrownBy(() -> ConfigLoader.load(null, List.of("tiers.host.capacity=48GiB"), null).conclude(24 * Sizes.GiB))
                 .hasMessageContaining("48 GiB").hasMessageContaining("24 GiB");
-        assertThatThrownBy(() -> ConfigLoader.load(null, List.of("tiers.pool.capacity=3MiB"), null).conclude(64 * Sizes.GiB))
-                .hasMessageContaining("tiers.pool.capacity").hasMessageContaining("multiple");
+        assertThatThrownBy(() -> ConfigLoader.load(null, List.of("tiers.pool.capacity=64MiB", "tiers.pool.chunk=3000"), null)
+                .conclude(64 * Sizes.GiB)).hasMessageContaining("tiers.pool.chunk").hasMessageContaining("3000");
         assertThatThrownBy(() -> ConfigLoader.load(null, List.of("tiers.disk.directory=/tmp"), null))
                 .hasMessageContaining("tiers.disk.capacity is required");
     }

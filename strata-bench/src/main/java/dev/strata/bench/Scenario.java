@@ -1,0 +1,30 @@
+package dev.strata.bench;
+
+import java.nio.file.Path;
+import java.util.List;
+
+/**
+ * A benchmark scenario run by {@code strata bench <name>}: measures figures, each as a ratio
+ * against a baseline measured in the same run.
+ *
+ * <p>Implementations run on the calling thread and may start their own workers.
+ */
+public interface Scenario {
+
+    /** Settings every scenario accepts. */
+    record Options(boolean quick, Path workDir, boolean allowInstall) {
+    }
+
+    /** The scenario's name, used for {@code bench-results/<name>.json}. */
+    String name();
+
+    /** One line saying what the scenario measures. */
+    String description();
+
+    /**
+     * Runs the scenario.
+     *
+     * @param notes receives remarks about the run as a whole (tools absent, fallbacks taken)
+     */
+    List<Figure> run(Options options, List<String> notes) throws Exception;
+}

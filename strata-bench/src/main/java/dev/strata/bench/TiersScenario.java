@@ -1,0 +1,294 @@
+package dev.strata.bench;
+
+import dev.strata.memory.Allocator;
+import dev.strata.memory.Sizes;
+import dev.strata.memory.Tier;
+import dev.strata.memory.device.DeviceTier;
+import dev.strata.memory.disk.DiskTier;
+import dev.strata.memory.disk.DiskTierOptions;
+import dev.strata.memory.disk.IoMode;
+import dev.strata.memory.host.HostTier;
+import dev.strata.memory.pool.PoolConfig;
+import dev.strata.memory.pool.PoolTier;
+import dev.strata.memory.transfer.TransferEngine;
+import dev.strata.memory.transfer.TransferResult;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.SplittableRandom;
+import java.util.concurrent.CompletableFuture;
+
+/**
+ * {@code strata bench tiers}: the Foundation's figures, each against a baseline measured in the
+ * same run.
+ *
+ * <ul>
+ *   <li>Block copies HOST ↔ DEVICE ↔ POOL through the transfer engine at 16 KiB, 256 KiB and
+ *       2 MiB, against a raw {@link MemorySegment#copy} of the same bytes between the same places
+ *       (goal ≥ 0.9×). Copies into the POOL include its checksum and publish protocol.</li>
+ *   <li>KV gather (128 × 20 KiB and 64 × 16 KiB chunks of a layer-major DEVICE KV cache into one
+ *       contiguous block in HOST or POOL) and scatter back, against a raw copy of the same bytes
+ *       (goal ≥ 0.85×).</li>
+ *   <li>DISK writes and reads at 256 KiB and 2 MiB with 4 requests in flight, against {@code fio}
+ *       with direct I/O and the same request size and depth on the same file system (goal ≥ 0.9×).</li>
+ *   <li>Object-store put/get/evict of small objects on one thread (JMH), goal ≥ 5 M ops/s.</li>
+ * </ul>
+ *
+ * <p>Runs on the calling thread; the engine's link workers do the engine side.
+ */
+public final class TiersScenario implements Scenario {
+
+    private static final long[] BLOCK_SIZES = {16 * Sizes.KiB, 256 * Sizes.KiB, 2 * Sizes.MiB};
+    private static final int WINDOW = 64; // engine requests outstanding per measurement
+
+    @Override
+    public String name() {
+        return "tiers";
+    }
+
+    @Override
+    public String description() {
+        return "tier-to-tier block copies, KV gather/scatter, DISK against fio, object-store operations";
+    }
+
+    @Override
+    public List<Figure> run(Options options, List<String> notes) throws Exception {
+        long workingSet = options.quick() ? 64 * Sizes.MiB : 256 * Sizes.MiB; // bytes per tier per size
+        int rounds = options.quick() ? 3 : 5;
+        List<Figure> figures = new ArrayList<>();
+        Progress progress = new Progress(System.err, 4);
+        Files.createDirectories(options.workDir());
+        Path poolFile = Path.of("/dev/shm", "strata-bench-" + ProcessHandle.current().pid() + ".pool");
+        long tierBytes = workingSet + 8 * Sizes.MiB;
+        try (HostTier host = HostTier.create("host", tierBytes);
+             DeviceTier device = DeviceTier.cpu("device", tierBytes);
+             PoolTier pool = PoolTier.open(PoolConfig.builder("bench").path(poolFile).capacity(tierBytes)
+                     .mode(PoolConfig.Mode.CREATE).conclude());
+             TransferEngine engine = new TransferEngine()) {
+            try {
+                progress.step("block copies HOST/DEVICE/POOL at 16 KiB, 256 KiB, 2 MiB (" + rounds + " alternating rounds each)");
+                copyFigures(engine, host, device, pool, workingSet, rounds, figures);
+                progress.step("KV gather and scatter (128 x 20 KiB, 64 x 16 KiB)");
+                gatherScatterFigures(engine, host, device, pool, workingSet, rounds, figures);
+            } finally {
+                pool.destroy();
+            }
+            progress.step("DISK at 256 KiB and 2 MiB, 4 in flight, against fio");
+            diskFigures(engine, host, options, notes, figures);
+        }
+        progress.step("object store put/get/evict (JMH)");
+        figures.addAll(StoreOpsBenchmark.figures(options.quick()));
+        return figures;
+    }
+
+    private static String label(long size) {
+        return size >= Sizes.MiB ? (size / Sizes.MiB) + "MiB" : (size / Sizes.KiB) + "KiB";
+    }
+
+    /** Allocates {@code n} objects of {@code size} in {@code tier}. */
+    private static long[] allocate(Tier tier, int n, long size) {
+        long[] handles = new long[n];
+        for (int i = 0; i < n; i++) {
+            handles[i] = tier.allocate(size);
+            if (handles[i] == Allocator.FULL) {
+                throw new IllegalStateException("tier '" + tier.name() + "' full after " + i + " objects of " + size + " bytes");
+            }
+        }
+        return handles;
+    }
+
+    private static void freeAll(Tier tier, long[] handles) {
+        for (long h : handles) {
+            tier.free(h);
+        }
+    }
+
+    /** Fills a segment with seeded random bytes (never all zero). */
+    static void fillRandom(MemorySegment seg, long seed) {
+        SplittableRandom r = new SplittableRandom(seed);
+        long n = seg.byteSize() / 8;
+        for (long i = 0; i < n; i++) {
+            seg.setAtIndex(ValueLayout.JAVA_LONG_UNALIGNED, i, r.nextLong());
+        }
+        for (long i = n * 8; i < seg.byteSize(); i++) {
+            seg.set(ValueLayout.JAVA_BYTE, i, (byte) r.nextInt());
+        }
+    }
+
+    private static void copyFigures(TransferEngine engine, HostTier host, DeviceTier device, PoolTier pool,
+                                    long workingSet, int rounds, List<Figure> figures) {
+        Tier[] tiers = {host, device, pool};
+        for (long size : BLOCK_SIZES) {
+            int n = (int) (workingSet / size);
+            long[][] handles = new long[tiers.length][];
+            for (int t = 0; t < tiers.length; t++) {
+                handles[t] = allocate(tiers[t], n, size);
+            }
+            for (int i = 0; i < n; i++) { // the same random object everywhere, published in the pool
+                MemorySegment h = host.segment(handles[0][i], 0, size);
+                fillRandom(h, i * 31L + size);
+                device.write(handles[1][i], h);
+                pool.write(handles[2][i], h);
+            }
+            for (int s = 0; s < tiers.length; s++) {
+                for (int d = 0; d < tiers.length; d++) {
+                    if (s == d) {
+                        continue;
+                    }
+                    Tier src = tiers[s];
+                    Tier dst = tiers[d];
+                    long[] sh = handles[s];
+                    long[] dh = handles[d];
+                    double[] m = Trials.alternate(rounds,
+                            () -> CopyMeasure.raw(src, sh, dst, dh, size),
+                            () -> CopyMeasure.engine(engine, src, sh, dst, dh, size, WINDOW));
+                    figures.add(Figure.of(src.name() + "_to_" + dst.name() + "_copy_" + label(size), m[1], "GB/s",
+                            "raw MemorySegment.copy", m[0], ">= 0.9"));
+                }
+            }
+            for (int t = 0; t < tiers.length; t++) {
+                freeAll(tiers[t], handles[t]);
+            }
+        }
+    }
+
+    private static void gatherScatterFigures(TransferEngine engine, HostTier host, DeviceTier device, PoolTier pool,
+                                             long workingSet, int rounds, List<Figure> figures) {
+        int[][] shapes = {{128, 20 * 1024}, {64, 16 * 1024}}; // chunks per block x bytes per chunk
+        for (int[] shape : shapes) {
+            int chunks = shape[0];
+            long chunk = shape[1];
+            long blockBytes = chunks * chunk;
+            int blocks = (int) Math.max(4, workingSet / blockBytes / 2);
+            // The engine-side KV cache: for each of `chunks` (layer, K|V) tensors, `blocks` chunks in a row.
+            long kv = device.allocate(blockBytes * blocks);
+            if (kv == Allocator.FULL) {
+                throw new IllegalStateException("device tier too small for the KV layout of " + blocks + " blocks");
+            }
+            MemorySegment cache = device.segment(kv, 0, blockBytes * blocks);
+            fillRandom(cache, blockBytes);
+            List<List<MemorySegment>> layouts = new ArrayList<>(blocks); // per block: its chunks in layer order
+            for (int b = 0; b < blocks; b++) {
+                List<MemorySegment> parts = new ArrayList<>(chunks);
+                for (int c = 0; c < chunks; c++) {
+                    parts.add(cache.asSlice(((long) c * blocks + b) * chunk, chunk));
+                }
+                layouts.add(List.copyOf(parts));
+            }
+            String shapeName = chunks + "x" + (chunk / 1024) + "KiB";
+            for (Tier dst : new Tier[] {host, pool}) {
+                long[] handles = allocate(dst, blocks, blockBytes);
+                double[] g = Trials.alternate(rounds,
+                        () -> rawContiguous(cache, dst, handles, blockBytes, true),
+                        () -> gather(engine, layouts, dst, handles, blockBytes));
+                figures.add(Figure.of("kv_gather_" + shapeName + "_device_to_" + dst.name(), g[1], "GB/s",
+                        "raw copy of the same bytes (contiguous)", g[0], ">= 0.85"));
+                double[] s = Trials.alternate(rounds,
+                        () -> rawContiguous(cache, dst, handles, blockBytes, false),
+                        () -> scatter(engine, layouts, dst, handles, blockBytes));
+                figures.add(Figure.of("kv_scatter_" + shapeName + "_" + dst.name() + "_to_device", s[1], "GB/s",
+                        "raw copy of the same bytes (contiguous)", s[0], ">= 0.85"));
+                freeAll(dst, handles);
+            }
+            device.free(kv);
+        }
+    }
+
+    /** Raw baseline: one contiguous copy per block between the KV area and the block objects. */
+    private static double rawContiguous(MemorySegment cache, Tier tier, long[] handles, long blockBytes, boolean toTier) {
+        long start = System.nanoTime();
+        for (int b = 0; b < handles.length; b++) {
+            MemorySegment obj = tier.segment(handles[b], 0, blockBytes);
+            if (toTier) {
+                MemorySegment.copy(cache, b * blockBytes, obj, 0, blockBytes);
+            } else {
+                MemorySegment.copy(obj, 0, cache, b * blockBytes, blockBytes);
+            }
+        }
+        return CopyMeasure.gbPerSecond(blockBytes * handles.length, System.nanoTime() - start);
+    }
+
+    @SuppressWarnings("unchecked")
+    private static double gather(TransferEngine engine, List<List<MemorySegment>> layouts, Tier dst, long[] handles, long blockBytes) {
+        CompletableFuture<TransferResult>[] inFlight = new CompletableFuture[handles.length];
+        long start = System.nanoTime();
+        for (int b = 0; b < handles.length; b++) {
+            inFlight[b] = engine.gather(layouts.get(b), dst, handles[b]);
+        }
+        for (CompletableFuture<TransferResult> f : inFlight) {
+            CopyMeasure.check(f.join());
+        }
+        return CopyMeasure.gbPerSecond(blockBytes * handles.length, System.nanoTime() - start);
+    }
+
+    @SuppressWarnings("unchecked")
+    private static double scatter(TransferEngine engine, List<List<MemorySegment>> layouts, Tier src, long[] handles, long blockBytes) {
+        CompletableFuture<TransferResult>[] inFlight = new CompletableFuture[handles.length];
+        long start = System.nanoTime();
+        for (int b = 0; b < handles.length; b++) {
+            inFlight[b] = engine.scatter(src, handles[b], layouts.get(b));
+        }
+        for (CompletableFuture<TransferResult> f : inFlight) {
+            CopyMeasure.check(f.join());
+        }
+        return CopyMeasure.gbPerSecond(blockBytes * handles.length, System.nanoTime() - start);
+    }
+
+    private static void diskFigures(TransferEngine engine, HostTier host, Options options, List<String> notes,
+                                    List<Figure> figures) throws Exception {
+        long total = options.quick() ? 256 * Sizes.MiB : Sizes.GiB; // bytes per measurement
+        int rounds = options.quick() ? 1 : 3;
+        Path dir = options.workDir();
+        var fio = Fio.ensureInstalled(options.allowInstall(), notes);
+        try (DiskTier disk = DiskTier.open(DiskTierOptions.in(dir.resolve("disk-tier"), total + 16 * Sizes.MiB)
+                .name("disk").deleteOnClose(true))) {
+            if (disk.ioMode() != IoMode.DIRECT) {
+                notes.add("the DISK tier fell back to buffered I/O in " + dir + " (" + disk.ioModeReason()
+                        + "): disk figures are not direct-I/O figures");
+            }
+            for (long size : new long[] {256 * Sizes.KiB, 2 * Sizes.MiB}) {
+                int n = (int) (total / size);
+                long[] hostHandles = allocate(host, Math.min(n, (int) (host.available() / size / 2)), size);
+                for (int i = 0; i < hostHandles.length; i++) {
+                    fillRandom(host.segment(hostHandles[i], 0, size), i + size);
+                }
+                long[] diskHandles = allocate(disk, n, size);
+                long[] src = new long[n];
+                for (int i = 0; i < n; i++) {
+                    src[i] = hostHandles[i % hostHandles.length];
+                }
+                for (boolean write : new boolean[] {true, false}) {
+                    String name = "disk_" + (write ? "write" : "read") + "_" + label(size) + "_qd4";
+                    if (fio.isEmpty()) {
+                        double v = write ? CopyMeasure.engine(engine, host, src, disk, diskHandles, size, 16)
+                                : CopyMeasure.engine(engine, disk, diskHandles, host, src, size, 16);
+                        figures.add(new Figure(name, v, "GB/s", "fio (absent)", Double.NaN, Double.NaN, ">= 0.9", false,
+                                "fio not available: no baseline"));
+                        continue;
+                    }
+                    double[] m = Trials.alternate(rounds,
+                            () -> fioBandwidth(fio.get(), dir, total, size, write),
+                            () -> write ? CopyMeasure.engine(engine, host, src, disk, diskHandles, size, 16)
+                                    : CopyMeasure.engine(engine, disk, diskHandles, host, src, size, 16));
+                    figures.add(Figure.of(name, m[1], "GB/s", "fio direct=1 libaio iodepth=4", m[0], ">= 0.9")
+                            .withNote(disk.ioMode() == IoMode.DIRECT ? "" : "buffered fallback"));
+                }
+                freeAll(disk, diskHandles);
+                freeAll(host, hostHandles);
+            }
+        } finally {
+            Fio.cleanUp(dir);
+        }
+    }
+
+    private static double fioBandwidth(String fio, Path dir, long total, long size, boolean write) {
+        try {
+            return Fio.bandwidth(fio, dir, total, size, 4, write) / 1e9;
+        } catch (java.io.IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        }
+    }
+}

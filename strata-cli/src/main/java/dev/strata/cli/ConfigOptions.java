@@ -1,0 +1,28 @@
+package dev.strata.cli;
+
+import dev.strata.cache.config.ConfigLoader;
+import dev.strata.cache.config.StrataConfig;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import picocli.CommandLine.Option;
+
+/**
+ * The configuration options every subcommand that builds tiers shares: a YAML file and
+ * {@code --set key=value} overrides (the {@code STRATA_SET} environment variable is read too).
+ * Confined to the main thread.
+ */
+final class ConfigOptions {
+
+    @Option(names = {"-c", "--config"}, paramLabel = "FILE", description = "YAML configuration file")
+    Path file;
+
+    @Option(names = "--set", paramLabel = "KEY=VALUE",
+            description = "override one setting, e.g. --set tiers.host.capacity=8GiB (repeatable)")
+    List<String> settings = new ArrayList<>();
+
+    /** The configuration, checked as a whole. */
+    StrataConfig load() {
+        return ConfigLoader.load(file, settings, System.getenv(ConfigLoader.ENV_SETTINGS)).conclude();
+    }
+}
