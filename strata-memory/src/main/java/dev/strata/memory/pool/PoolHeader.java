@@ -1,0 +1,226 @@
+package dev.strata.memory.pool;
+
+import dev.strata.memory.Sizes;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.lang.invoke.VarHandle;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+
+/**
+ * The header at offset 0 of a pool's logical space: identity, version and layout of everything
+ * else. It lies in the first stripe, so always in the first file.
+ *
+ * <pre>
+ * Pool logical space (striped over the devices in 2 MiB stripes):
+ * +-----------------------+ 0
+ * | header (this class)   | HEADER_SIZE = 4 KiB
+ * +-----------------------+ processTableOffset
+ * | process table         | processSlots * ProcessTable.SLOT_SIZE
+ * +-----------------------+ chunkTableOffset (64-byte aligned)
+ * | chunk table           | chunkCount * ChunkTable.WORD_SIZE
+ * +-----------------------+ descriptorTableOffset (64-byte aligned)
+ * | object descriptors    | chunkCount * ObjectDescriptorTable.DESCRIPTOR_SIZE
+ * +-----------------------+ dataOffset (chunk aligned)
+ * | data area             | chunkCount * chunkSize
+ * +-----------------------+ padding up to a multiple of STRIPE_SIZE * deviceCount = totalSize
+ *
+ * Header (all fields little-endian longs):
+ * offset  size  field
+ *      0     8  magic                 "STRATAPL" (0x4C50415441525453)
+ *      8     8  version               major << 32 | minor; 0 while initialising; WRITTEN LAST (release)
+ *     16     8  totalSize             bytes of the logical space over all devices
+ *     24     8  dataCapacity          chunkCount * chunkSize
+ *     32     8  stripeSize            2 MiB
+ *     40     8  deviceCount           files/devices the space is striped over
+ *     48     8  chunkSize             allocation unit, bytes
+ *     56     8  chunkCount            chunks in the data area
+ *     64     8  processSlots          slots in the process table
+ *     72     8  processTableOffset
+ *     80     8  chunkTableOffset
+ *     88     8  descriptorTableOffset
+ *     96     8  dataOffset
+ *    104     8  creatorPid
+ *    112     8  creatorStartMillis    creator's process start, epoch ms (0 unknown)
+ *    120     8  creatorHeartbeatMillis refreshed by the creator while it has the pool open
+ *    128     8  createdAtMillis
+ *    136    64  name                  ASCII, zero padded
+ *    200  3896  reserved (zero)
+ * </pre>
+ *
+ * <p>Invariants: once {@code version} is non-zero every other field is final, except the creator
+ * heartbeat. A major-version mismatch or a bad magic refuses the attach with a
+ * {@link PoolFormatException} naming the file and the values found.
+ *
+ * <p>Stateless helpers; any thread.
+ */
+public final class PoolHeader {
+    public static final long MAGIC = 0x4C50415441525453L; // "STRATAPL" read as a little-endian long
+    public static final int MAJOR = 1;
+    public static final int MINOR = 0;
+    public static final long HEADER_SIZE = 4 * Sizes.KiB;
+    public static final long STRIPE_SIZE = 2 * Sizes.MiB;
+
+    public static final long MAGIC_OFFSET = 0;
+    public static final long VERSION_OFFSET = 8;
+    public static final long TOTAL_SIZE_OFFSET = 16;
+    public static final long DATA_CAPACITY_OFFSET = 24;
+    public static final long STRIPE_SIZE_OFFSET = 32;
+    public static final long DEVICE_COUNT_OFFSET = 40;
+    public static final long CHUNK_SIZE_OFFSET = 48;
+    public static final long CHUNK_COUNT_OFFSET = 56;
+    public static final long PROCESS_SLOTS_OFFSET = 64;
+    public static final long PROCESS_TABLE_OFFSET_OFFSET = 72;
+    public static final long CHUNK_TABLE_OFFSET_OFFSET = 80;
+    public static final long DESCRIPTOR_TABLE_OFFSET_OFFSET = 88;
+    public static final long DATA_OFFSET_OFFSET = 96;
+    public static final long CREATOR_PID_OFFSET = 104;
+    public static final long CREATOR_START_OFFSET = 112;
+    public static final long CREATOR_HEARTBEAT_OFFSET = 120;
+    public static final long CREATED_AT_OFFSET = 128;
+    public static final long NAME_OFFSET = 136;
+    public static final int NAME_SIZE = 64;
+
+    private static final VarHandle LONG = ValueLayout.JAVA_LONG.varHandle();
+
+    private PoolHeader() {
+    }
+
+    /**
+     * Where everything lies in a pool's logical space; derived from chunk size, chunk count,
+     * process slots and device count alone, so that creator and attachers agree.
+     */
+    public record Layout(long chunkSize, long chunkCount, int processSlots, int deviceCount,
+                         long processTableOffset, long chunkTableOffset, long descriptorTableOffset,
+                         long dataOffset, long totalSize) {
+
+        public static Layout of(long chunkSize, long chunkCount, int processSlots, int deviceCount) {
+            long pt = HEADER_SIZE;
+            long ct = Sizes.alignUp(pt + (long) processSlots * ProcessTable.SLOT_SIZE, 64);
+            long dt = Sizes.alignUp(ct + chunkCount * ChunkTable.WORD_SIZE, 64);
+            long data = Sizes.alignUp(dt + chunkCount * ObjectDescriptorTable.DESCRIPTOR_SIZE, chunkSize);
+            long unit = STRIPE_SIZE * deviceCount; // not a power of two for 3, 5, ... devices
+            long total = (data + chunkCount * chunkSize + unit - 1) / unit * unit;
+            return new Layout(chunkSize, chunkCount, processSlots, deviceCount, pt, ct, dt, data, total);
+        }
+
+        public long dataCapacity() {
+            return chunkCount * chunkSize;
+        }
+
+        /** Bytes each device holds. */
+        public long perDeviceSize() {
+            return totalSize / deviceCount;
+        }
+    }
+
+    /** Writes every field except the version (the caller publishes with {@link #publishVersion}). */
+    static void writeFields(MemorySegment pool, Layout layout, String name, long pid, long startMillis, long nowMillis) {
+        LONG.set(pool, MAGIC_OFFSET, MAGIC);
+        LONG.set(pool, TOTAL_SIZE_OFFSET, layout.totalSize());
+        LONG.set(pool, DATA_CAPACITY_OFFSET, layout.dataCapacity());
+        LONG.set(pool, STRIPE_SIZE_OFFSET, STRIPE_SIZE);
+        LONG.set(pool, DEVICE_COUNT_OFFSET, (long) layout.deviceCount());
+        LONG.set(pool, CHUNK_SIZE_OFFSET, layout.chunkSize());
+        LONG.set(pool, CHUNK_COUNT_OFFSET, layout.chunkCount());
+        LONG.set(pool, PROCESS_SLOTS_OFFSET, (long) layout.processSlots());
+        LONG.set(pool, PROCESS_TABLE_OFFSET_OFFSET, layout.processTableOffset());
+        LONG.set(pool, CHUNK_TABLE_OFFSET_OFFSET, layout.chunkTableOffset());
+        LONG.set(pool, DESCRIPTOR_TABLE_OFFSET_OFFSET, layout.descriptorTableOffset());
+        LONG.set(pool, DATA_OFFSET_OFFSET, layout.dataOffset());
+        LONG.set(pool, CREATOR_PID_OFFSET, pid);
+        LONG.set(pool, CREATOR_START_OFFSET, startMillis);
+        LONG.set(pool, CREATOR_HEARTBEAT_OFFSET, nowMillis);
+        LONG.set(pool, CREATED_AT_OFFSET, nowMillis);
+        byte[] ascii = name.getBytes(StandardCharsets.US_ASCII);
+        MemorySegment nameField = pool.asSlice(NAME_OFFSET, NAME_SIZE);
+        nameField.fill((byte) 0);
+        MemorySegment.copy(MemorySegment.ofArray(ascii), 0, nameField, 0, Math.min(ascii.length, NAME_SIZE - 1));
+    }
+
+    /** Makes the header valid: release-stores the version after every other field. */
+    static void publishVersion(MemorySegment pool) {
+        LONG.setRelease(pool, VERSION_OFFSET, ((long) MAJOR << 32) | MINOR);
+    }
+
+    static void writeCreatorHeartbeat(MemorySegment pool, long nowMillis) {
+        LONG.setOpaque(pool, CREATOR_HEARTBEAT_OFFSET, nowMillis);
+    }
+
+    static long creatorHeartbeat(MemorySegment pool) {
+        return (long) LONG.getOpaque(pool, CREATOR_HEARTBEAT_OFFSET);
+    }
+
+    /** The header's fields as found in a file, read without mapping it. */
+    public record Snapshot(long magic, long version, long totalSize, long stripeSize, long deviceCount,
+                           long chunkSize, long chunkCount, long processSlots, long processTableOffset,
+                           long chunkTableOffset, long descriptorTableOffset, long dataOffset,
+                           long creatorPid, long creatorStartMillis) {
+
+        public int major() {
+            return (int) (version >>> 32);
+        }
+
+        public int minor() {
+            return (int) version;
+        }
+
+        /** Reads the fields from the first bytes of {@code buffer} (little-endian). */
+        static Snapshot of(ByteBuffer buffer) {
+            ByteBuffer b = buffer.duplicate().order(ByteOrder.LITTLE_ENDIAN);
+            return new Snapshot(b.getLong((int) MAGIC_OFFSET), b.getLong((int) VERSION_OFFSET),
+                    b.getLong((int) TOTAL_SIZE_OFFSET), b.getLong((int) STRIPE_SIZE_OFFSET),
+                    b.getLong((int) DEVICE_COUNT_OFFSET), b.getLong((int) CHUNK_SIZE_OFFSET),
+                    b.getLong((int) CHUNK_COUNT_OFFSET), b.getLong((int) PROCESS_SLOTS_OFFSET),
+                    b.getLong((int) PROCESS_TABLE_OFFSET_OFFSET), b.getLong((int) CHUNK_TABLE_OFFSET_OFFSET),
+                    b.getLong((int) DESCRIPTOR_TABLE_OFFSET_OFFSET), b.getLong((int) DATA_OFFSET_OFFSET),
+                    b.getLong((int) CREATOR_PID_OFFSET), b.getLong((int) CREATOR_START_OFFSET));
+        }
+
+        /**
+         * Checks magic, major version and layout against what this code and the caller expect.
+         *
+         * @param file         the first file, named in errors
+         * @param deviceCount  devices the caller opened
+         * @param fileSize     bytes of the first file (0 if unknown, e.g. a device)
+         * @return the layout
+         * @throws PoolFormatException naming the file and the values found
+         */
+        Layout validate(Path file, int deviceCount, long fileSize) {
+            if (magic != MAGIC) {
+                throw new PoolFormatException(file, String.format(
+                        "bad magic 0x%016x (expected 0x%016x): not a Strata pool", magic, MAGIC));
+            }
+            if (major() != MAJOR) {
+                throw new PoolFormatException(file, "major version " + major() + "." + minor()
+                        + " is not supported (this code reads major version " + MAJOR + ")");
+            }
+            if (stripeSize != STRIPE_SIZE) {
+                throw new PoolFormatException(file, "stripe size " + stripeSize + " (expected " + STRIPE_SIZE + ")");
+            }
+            if (this.deviceCount != deviceCount) {
+                throw new PoolFormatException(file, "pool is striped over " + this.deviceCount
+                        + " devices but " + deviceCount + " were given");
+            }
+            if (!Sizes.isPowerOfTwo(chunkSize) || chunkCount <= 0 || processSlots <= 0
+                    || processSlots > PoolConfig.MAX_PROCESS_SLOTS) {
+                throw new PoolFormatException(file, "implausible layout: chunk size " + chunkSize + ", chunk count "
+                        + chunkCount + ", process slots " + processSlots);
+            }
+            Layout expected = Layout.of(chunkSize, chunkCount, (int) processSlots, deviceCount);
+            if (expected.totalSize() != totalSize || expected.processTableOffset() != processTableOffset
+                    || expected.chunkTableOffset() != chunkTableOffset
+                    || expected.descriptorTableOffset() != descriptorTableOffset
+                    || expected.dataOffset() != dataOffset) {
+                throw new PoolFormatException(file, "layout fields disagree: found " + this + ", expected " + expected);
+            }
+            if (fileSize > 0 && fileSize < expected.perDeviceSize()) {
+                throw new PoolFormatException(file, "file holds " + fileSize + " bytes but the pool needs "
+                        + expected.perDeviceSize() + " per device: too small");
+            }
+            return expected;
+        }
+    }
+}

@@ -1,0 +1,533 @@
+package dev.strata.memory.pool;
+
+import dev.strata.memory.Allocator;
+import dev.strata.memory.Tier;
+import dev.strata.memory.TierIoException;
+import dev.strata.memory.TierKind;
+import dev.strata.memory.TierMeter;
+import dev.strata.memory.TierStats;
+import java.io.IOException;
+import java.io.RandomAccessFile;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.file.FileAlreadyExistsException;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.LockSupport;
+import java.util.function.LongSupplier;
+
+/**
+ * The POOL tier: a file (or several, interleaved) mapped shared by several processes, holding
+ * objects under a publish protocol so that any process may read what another published.
+ *
+ * <p>Opening: {@link #open(PoolConfig)} creates the pool or attaches to it (see
+ * {@link PoolConfig.Mode}). The creator sizes the files (mode 0600, set at creation), zeroes the
+ * tables, writes the {@link PoolHeader} and publishes its version last; attachers wait for the
+ * version and validate magic, major version and layout. Each process then claims a slot in the
+ * {@link ProcessTable} and runs a daemon heartbeat thread that also sweeps dead processes'
+ * unpublished allocations ({@link PoolAllocator}). One file is mapped with
+ * {@link FileChannel#map}; several are mapped into one contiguous range in 2 MiB stripes by
+ * {@link PosixMemoryMap}, so every object is one contiguous {@link MemorySegment} either way.
+ *
+ * <p>Objects: {@link #allocate} claims chunks (the allocation is WRITING, owned by this process);
+ * {@link #write}/{@link #gatherWrite} (or {@link #segment} followed by {@link #publish}) publish it;
+ * any process may {@link #read} it and any process may {@link #free} it. {@link #isPlainMemory()}
+ * is false: bytes written through {@link #segment} are not readable until published.
+ *
+ * <p>Invariants: allocations never overlap; a reader never sees a torn or unpublished object
+ * ({@link PublishProtocol}); published objects outlive their writer; a dead process's unpublished
+ * allocations return to the free state.
+ *
+ * <p>Threads: every method may be called from any thread of the process; {@link #close} must not
+ * race with other calls (they fail once it has run). The mapping lives in one shared arena,
+ * closed once.
+ */
+public final class PoolTier implements Tier {
+    private final PoolConfig config;
+    private final PoolHeader.Layout layout;
+    private final Arena arena;
+    private final MemorySegment pool; // the whole logical space, layout.totalSize() bytes
+    private final MemorySegment data; // the data area
+    private final ProcessTable processes;
+    private final PoolAllocator allocator;
+    private final PublishProtocol protocol;
+    private final TierMeter meter = new TierMeter();
+    private final boolean creator;
+    private final long pid;
+    private final int slot;
+    private final LongSupplier clockMillis;
+    private final Thread heartbeat;
+    private volatile boolean open = true;
+
+    private PoolTier(PoolConfig config, PoolHeader.Layout layout, Arena arena, MemorySegment pool, boolean creator,
+                     LongSupplier clockMillis) {
+        this.config = config;
+        this.layout = layout;
+        this.arena = arena;
+        this.pool = pool;
+        this.creator = creator;
+        this.clockMillis = clockMillis;
+        this.data = pool.asSlice(layout.dataOffset(), layout.dataCapacity());
+        this.processes = new ProcessTable(pool, layout.processTableOffset(), layout.processSlots(), clockMillis,
+                config.heartbeatTimeout().toMillis());
+        this.pid = ProcessHandle.current().pid();
+        int claimed = processes.claim(pid, ProcessTable.currentStartMillis());
+        if (claimed < 0) {
+            throw new IllegalStateException("pool '" + config.name() + "' at " + config.paths().getFirst()
+                    + ": all " + layout.processSlots() + " process slots are taken");
+        }
+        this.slot = claimed;
+        ChunkTable chunks = new ChunkTable(pool, layout.chunkTableOffset(), layout.chunkCount());
+        ObjectDescriptorTable descriptors =
+                new ObjectDescriptorTable(pool, layout.descriptorTableOffset(), layout.chunkCount());
+        this.allocator = new PoolAllocator(config.name(), chunks, descriptors, layout.chunkSize(), slot);
+        this.protocol = new PublishProtocol(config.name(), descriptors, data, allocator);
+        this.heartbeat = Thread.ofPlatform().daemon().name("strata-pool-heartbeat-" + config.name())
+                .unstarted(this::heartbeatLoop);
+        heartbeat.start();
+    }
+
+    /** Creates or attaches to the pool described by {@code config}, with the system clock. */
+    public static PoolTier open(PoolConfig config) {
+        return open(config, System::currentTimeMillis);
+    }
+
+    /**
+     * Creates or attaches to the pool described by {@code config}.
+     *
+     * @param clockMillis epoch milliseconds, for heartbeats (shared by all processes of the pool)
+     * @throws PoolFormatException if an existing pool is not valid for this code and config
+     * @throws TierIoException     if a file cannot be created, sized, read or mapped
+     */
+    public static PoolTier open(PoolConfig config, LongSupplier clockMillis) {
+        List<Path> paths = config.paths();
+        Path first = paths.getFirst();
+        boolean create = decideCreator(config, first);
+        Arena arena = Arena.ofShared();
+        try {
+            PoolHeader.Layout layout;
+            MemorySegment pool;
+            if (create) {
+                layout = PoolHeader.Layout.of(config.chunkSize(), config.capacity() / config.chunkSize(),
+                        config.processSlots(), paths.size());
+                for (Path p : paths.subList(1, paths.size())) {
+                    createIfAbsent(config, p);
+                }
+                for (Path p : paths) {
+                    sizeDevice(config, p, layout.perDeviceSize());
+                }
+                pool = map(config, paths, layout.totalSize(), arena);
+                pool.asSlice(0, layout.dataOffset()).fill((byte) 0);
+                long now = clockMillis.getAsLong();
+                PoolHeader.writeFields(pool, layout, config.name(), ProcessHandle.current().pid(),
+                        ProcessTable.currentStartMillis(), now);
+                PoolHeader.publishVersion(pool);
+            } else {
+                layout = awaitHeader(config, first);
+                for (Path p : paths.subList(1, paths.size())) {
+                    long size = regularSize(p);
+                    if (size >= 0 && size < layout.perDeviceSize()) {
+                        throw new PoolFormatException(p, "file holds " + size + " bytes but the pool needs "
+                                + layout.perDeviceSize() + " per device: too small");
+                    }
+                }
+                pool = map(config, paths, layout.totalSize(), arena);
+            }
+            return new PoolTier(config, layout, arena, pool, create, clockMillis);
+        } catch (RuntimeException | Error e) {
+            arena.close();
+            throw e;
+        }
+    }
+
+    private static boolean decideCreator(PoolConfig config, Path first) {
+        boolean exists = Files.exists(first);
+        boolean device = exists && !Files.isRegularFile(first);
+        switch (config.mode()) {
+            case ATTACH -> {
+                if (!exists) {
+                    throw new TierIoException(config.name(), "attaching to pool " + first,
+                            new NoSuchFileException(first.toString(), null, "no pool file to attach to"));
+                }
+                return false;
+            }
+            case CREATE -> {
+                if (device) {
+                    return true;
+                }
+                try {
+                    Files.createFile(first, PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rw-------")));
+                    return true;
+                } catch (IOException e) {
+                    throw new TierIoException(config.name(), "creating pool file " + first, e);
+                }
+            }
+            default -> {
+                if (exists) {
+                    return false;
+                }
+                return createIfAbsent(config, first);
+            }
+        }
+    }
+
+    /** Creates {@code p} with mode 0600; false if it already existed. */
+    private static boolean createIfAbsent(PoolConfig config, Path p) {
+        try {
+            Files.createFile(p, PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rw-------")));
+            return true;
+        } catch (FileAlreadyExistsException e) {
+            return false;
+        } catch (IOException e) {
+            throw new TierIoException(config.name(), "creating pool file " + p, e);
+        }
+    }
+
+    /** Sets a regular file's length; checks that a device is large enough where its size is known. */
+    private static void sizeDevice(PoolConfig config, Path p, long bytes) {
+        try {
+            if (Files.isRegularFile(p)) {
+                try (RandomAccessFile f = new RandomAccessFile(p.toFile(), "rw")) {
+                    f.setLength(bytes);
+                }
+            } else {
+                long size;
+                try (FileChannel ch = FileChannel.open(p, StandardOpenOption.READ)) {
+                    size = ch.size();
+                }
+                if (size > 0 && size < bytes) {
+                    throw new PoolFormatException(p, "device holds " + size + " bytes but the pool needs "
+                            + bytes + ": lower the capacity to fit the device");
+                }
+            }
+        } catch (IOException e) {
+            throw new TierIoException(config.name(), "sizing pool file " + p + " to " + bytes + " bytes", e);
+        }
+    }
+
+    /** Size of a regular file, -1 for a device. */
+    private static long regularSize(Path p) {
+        try {
+            return Files.isRegularFile(p) ? Files.size(p) : -1;
+        } catch (IOException e) {
+            throw new TierIoException("pool", "reading the size of " + p, e);
+        }
+    }
+
+    private static PoolHeader.Layout awaitHeader(PoolConfig config, Path first) {
+        long deadline = System.nanoTime() + config.attachTimeout().toNanos();
+        ByteBuffer buffer = ByteBuffer.allocate((int) PoolHeader.HEADER_SIZE);
+        while (true) {
+            PoolHeader.Snapshot snapshot;
+            long fileSize;
+            try (FileChannel ch = FileChannel.open(first, StandardOpenOption.READ)) {
+                fileSize = Files.isRegularFile(first) ? ch.size() : 0;
+                buffer.clear();
+                while (buffer.hasRemaining() && ch.read(buffer, buffer.position()) > 0) {
+                    // keep reading until the header is complete or the file ends
+                }
+                buffer.flip();
+            } catch (IOException e) {
+                throw new TierIoException(config.name(), "reading the header of " + first, e);
+            }
+            boolean complete = buffer.limit() == PoolHeader.HEADER_SIZE;
+            snapshot = complete ? PoolHeader.Snapshot.of(buffer) : null;
+            if (snapshot != null && snapshot.magic() != 0 && snapshot.magic() != PoolHeader.MAGIC) {
+                return snapshot.validate(first, config.paths().size(), fileSize); // throws: bad magic
+            }
+            if (snapshot != null && snapshot.version() != 0) {
+                return snapshot.validate(first, config.paths().size(), fileSize);
+            }
+            if (System.nanoTime() - deadline > 0) {
+                String creator = snapshot == null || snapshot.creatorPid() == 0 ? "unknown" : Long.toString(snapshot.creatorPid());
+                throw new PoolFormatException(first, "no initialised pool after " + config.attachTimeout()
+                        + " (file holds " + fileSize + " bytes, version 0, creator pid " + creator
+                        + "): the creator died while initialising or this is not a pool; remove the file");
+            }
+            LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(5));
+        }
+    }
+
+    private static MemorySegment map(PoolConfig config, List<Path> paths, long totalSize, Arena arena) {
+        try {
+            if (paths.size() == 1) {
+                try (FileChannel ch = FileChannel.open(paths.getFirst(), StandardOpenOption.READ, StandardOpenOption.WRITE)) {
+                    return ch.map(FileChannel.MapMode.READ_WRITE, 0, totalSize, arena);
+                }
+            }
+            return PosixMemoryMap.mapStriped(paths, totalSize, PoolHeader.STRIPE_SIZE, arena);
+        } catch (IOException e) {
+            throw new TierIoException(config.name(), "mapping " + totalSize + " bytes of " + paths, e);
+        }
+    }
+
+    private void heartbeatLoop() {
+        long intervalNanos = config.heartbeatInterval().toNanos();
+        long sweepMillis = config.sweepInterval().toMillis();
+        long lastSweep = clockMillis.getAsLong();
+        while (open) {
+            LockSupport.parkNanos(intervalNanos);
+            if (!open) {
+                return;
+            }
+            try {
+                processes.beat(slot);
+                long now = clockMillis.getAsLong();
+                if (creator) {
+                    PoolHeader.writeCreatorHeartbeat(pool, now);
+                }
+                if (sweepMillis > 0 && now - lastSweep >= sweepMillis) {
+                    lastSweep = now;
+                    reclaimDead();
+                }
+            } catch (IllegalStateException closed) {
+                if (!open) {
+                    return; // the mapping was closed under us
+                }
+                throw closed;
+            }
+        }
+    }
+
+    /**
+     * Finds processes that died with the pool open, returns their unpublished allocations to the
+     * free state and frees their process slots. Published objects stay.
+     *
+     * @return bytes returned to the free state
+     */
+    public long reclaimDead() {
+        checkOpen();
+        long reclaimed = 0;
+        for (int s = 0; s < processes.slots(); s++) {
+            if (processes.tryStartReclaim(s, slot)) {
+                reclaimed += allocator.reclaimSlot(s);
+                processes.finishReclaim(s, slot);
+            }
+        }
+        return reclaimed;
+    }
+
+    @Override
+    public String name() {
+        return config.name();
+    }
+
+    @Override
+    public TierKind kind() {
+        return TierKind.POOL;
+    }
+
+    @Override
+    public long capacity() {
+        return allocator.capacity();
+    }
+
+    @Override
+    public long used() {
+        checkOpen();
+        return allocator.used();
+    }
+
+    @Override
+    public boolean sharedAcrossProcesses() {
+        return true;
+    }
+
+    @Override
+    public boolean revocable() {
+        return false;
+    }
+
+    @Override
+    public boolean isAddressable() {
+        return true;
+    }
+
+    @Override
+    public boolean isPlainMemory() {
+        return false;
+    }
+
+    /** Allocates; if the pool is full, reclaims dead processes' allocations once and retries. */
+    @Override
+    public long allocate(long size) {
+        checkOpen();
+        long handle = allocator.allocate(size);
+        if (handle == Allocator.FULL && reclaimDead() > 0) {
+            handle = allocator.allocate(size);
+        }
+        return handle;
+    }
+
+    @Override
+    public void free(long handle) {
+        checkOpen();
+        allocator.free(handle);
+    }
+
+    @Override
+    public long allocationSize(long handle) {
+        checkOpen();
+        return allocator.sizeOf(handle);
+    }
+
+    @Override
+    public void write(long handle, MemorySegment src) {
+        gatherWrite(handle, List.of(src));
+    }
+
+    @Override
+    public void gatherWrite(long handle, List<MemorySegment> parts) {
+        checkOpen();
+        long start = System.nanoTime();
+        protocol.write(handle, parts);
+        long bytes = 0;
+        for (MemorySegment p : parts) {
+            bytes += p.byteSize();
+        }
+        meter.recordWrite(bytes, System.nanoTime() - start);
+    }
+
+    /**
+     * Publishes {@code length} bytes that the caller placed in allocation {@code handle} through
+     * {@link #segment}: computes the checksum and makes the object readable.
+     */
+    public void publish(long handle, long length) {
+        checkOpen();
+        long start = System.nanoTime();
+        protocol.publishInPlace(handle, length);
+        meter.recordWrite(length, System.nanoTime() - start);
+    }
+
+    @Override
+    public boolean read(long handle, MemorySegment dst) {
+        return scatterRead(handle, List.of(dst));
+    }
+
+    @Override
+    public boolean scatterRead(long handle, List<MemorySegment> parts) {
+        checkOpen();
+        long start = System.nanoTime();
+        boolean ok = protocol.read(handle, parts);
+        if (ok) {
+            long bytes = 0;
+            for (MemorySegment p : parts) {
+                bytes += p.byteSize();
+            }
+            meter.recordRead(bytes, System.nanoTime() - start);
+        }
+        return ok;
+    }
+
+    /** The length of the object published at {@code handle}, or -1 if none is readable now. */
+    public long publishedLength(long handle) {
+        checkOpen();
+        return protocol.publishedLength(handle);
+    }
+
+    /**
+     * A view of allocation bytes {@code [offset, offset+length)}. Writes through it become readable
+     * only by {@link #publish}; reads through it are not checked against the publish state.
+     */
+    @Override
+    public MemorySegment segment(long handle, long offset, long length) {
+        long room = allocationSize(handle);
+        if (offset < 0 || length < 0 || offset + length > room) {
+            throw new IndexOutOfBoundsException("range [" + offset + ", " + (offset + length) + ") is outside allocation "
+                    + handle + " of " + room + " bytes in tier '" + name() + "'");
+        }
+        return data.asSlice(handle + offset, length);
+    }
+
+    @Override
+    public TierStats stats() {
+        checkOpen();
+        return meter.snapshot(name(), kind(), capacity(), allocator.used(), allocator.allocationCount());
+    }
+
+    /** The pool's layout as read from (or written to) its header. */
+    public PoolHeader.Layout layout() {
+        return layout;
+    }
+
+    /** The files or devices, in stripe order. */
+    public List<Path> paths() {
+        return config.paths();
+    }
+
+    /** True if this process created (and initialised) the pool. */
+    public boolean isCreator() {
+        return creator;
+    }
+
+    /** This process's slot in the process table. */
+    public int processSlot() {
+        return slot;
+    }
+
+    /** Processes that currently hold a slot (this one included). */
+    public int attachedProcesses() {
+        checkOpen();
+        return processes.occupied();
+    }
+
+    /**
+     * Unmaps the pool and frees this process's slot. Allocations this process still holds
+     * unpublished are freed first (nobody else can publish them); published objects stay.
+     */
+    @Override
+    public void close() {
+        if (!open) {
+            return;
+        }
+        synchronized (this) {
+            if (!open) {
+                return;
+            }
+            open = false;
+        }
+        LockSupport.unpark(heartbeat);
+        try {
+            heartbeat.join(TimeUnit.SECONDS.toMillis(5));
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        try {
+            allocator.reclaimSlot(slot);
+            processes.release(slot, pid);
+        } finally {
+            arena.close();
+        }
+    }
+
+    /**
+     * Closes this process's mapping and removes the pool's files (regular files only; a device is
+     * left as it is). Processes that still have the pool mapped keep their mapping until they
+     * close. Meant for the creator when the pool is no longer wanted.
+     */
+    public void destroy() {
+        close();
+        for (Path p : config.paths()) {
+            try {
+                if (Files.isRegularFile(p)) {
+                    Files.deleteIfExists(p);
+                }
+            } catch (IOException e) {
+                throw new TierIoException(name(), "removing pool file " + p, e);
+            }
+        }
+    }
+
+    private void checkOpen() {
+        if (!open) {
+            throw new IllegalStateException("pool tier '" + name() + "' is closed");
+        }
+    }
+}
