@@ -155,7 +155,8 @@ public record DiskObjectHeader(
                 block.get(LONG, OFFSET_WRITTEN_AT));
     }
 
-    private static int headerChecksum(MemorySegment block) {
+    /** CRC32C of bytes {@code [0, CHECKSUMMED_BYTES)} of {@code block}. */
+    static int headerChecksum(MemorySegment block) {
         CRC32C crc = new CRC32C();
         crc.update(block.asSlice(0, CHECKSUMMED_BYTES).asByteBuffer());
         return (int) crc.getValue();
