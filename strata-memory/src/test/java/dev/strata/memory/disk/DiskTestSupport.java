@@ -110,7 +110,8 @@ final class DiskTestSupport {
         return problem;
     }
 
-    private static String run(List<String> command) {
+    /** Runs {@code command}; returns null if it exits 0, else what went wrong with its output. */
+    static String run(List<String> command) {
         try {
             Process p = new ProcessBuilder(command).redirectErrorStream(true).start();
             String output = new String(p.getInputStream().readAllBytes()).trim();
