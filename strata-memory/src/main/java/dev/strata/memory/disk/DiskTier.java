@@ -49,8 +49,10 @@ import java.util.concurrent.locks.ReentrantReadWriteLock;
  * that close waits for transfers in flight. Staged transfers in flight are bounded by the number of
  * staging buffers (at least as many as I/O threads is the sensible setting). As the {@link Tier}
  * contract says, a write of one allocation must not race with a read, write or free of the same
- * allocation. Do not interrupt a thread inside a read or write: {@code FileChannel} closes itself
- * when an I/O thread is interrupted.
+ * allocation. Interrupting a thread inside a read or write fails that operation with
+ * {@link TierIoException} (a failed write leaves its object unreadable); the data file's channel,
+ * which the interrupt closes, is reopened and other threads' transfers carry on
+ * ({@link #channelReopens()} counts this).
  *
  * <p>Invariants: an object is readable only after its payload and header are both on disk and its
  * record is published (a volatile store after the record's fields); a failed write leaves the
@@ -88,7 +90,7 @@ public final class DiskTier implements Tier {
     private final String name;
     private final Path directory;
     private final FileStoreInfo store;
-    private final long blockSize;                 // bytes; alignment of every offset, length and direct buffer
+    private final long blockSize;                 // bytes; I/O block: alignment of every offset, length and direct buffer
     private final long fileSize;                  // bytes of address space per data file
     private final DataFile[] files;
     private final BestFitAllocator[] allocators;  // one per data file; thread-safe
@@ -109,7 +111,7 @@ public final class DiskTier implements Tier {
         this.name = name;
         this.directory = directory;
         this.store = store;
-        this.blockSize = store.blockSize();
+        this.blockSize = store.directIoAlignment();
         this.fileSize = fileSize;
         this.files = files;
         this.mode = mode;
@@ -142,9 +144,9 @@ public final class DiskTier implements Tier {
         } catch (IOException e) {
             throw new TierIoException(name, "open of directory " + dir, e);
         }
-        long block = store.blockSize();
+        long block = store.directIoAlignment();
         if (!Sizes.isPowerOfTwo(block)) {
-            throw new IllegalArgumentException("disk tier '" + name + "': block size " + block + " of " + dir
+            throw new IllegalArgumentException("disk tier '" + name + "': block size " + store.blockSize() + " of " + dir
                     + " is not a power of two");
         }
         long fileSize;
@@ -311,7 +313,10 @@ public final class DiskTier implements Tier {
         return store;
     }
 
-    /** Bytes; the alignment of allocations and direct transfers. */
+    /**
+     * Bytes; the I/O block: the alignment of allocations, header blocks and direct transfers (the
+     * file store's block size, at least 4096; see {@link FileStoreInfo#directIoAlignment()}).
+     */
     public long blockSize() {
         return blockSize;
     }
@@ -323,6 +328,15 @@ public final class DiskTier implements Tier {
             paths.add(f.path());
         }
         return paths;
+    }
+
+    /** Times a data file's channel was reopened because an interrupted I/O thread closed it. */
+    public long channelReopens() {
+        long sum = 0;
+        for (DataFile f : files) {
+            sum += f.reopenCount();
+        }
+        return sum;
     }
 
     /** Where allocation {@code handle}'s header and payload are. */

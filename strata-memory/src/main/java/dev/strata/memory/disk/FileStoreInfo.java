@@ -31,7 +31,7 @@ import java.util.Set;
  * @param directory         the directory probed (absolute)
  * @param storeName         the file store's name (e.g. the device, {@code /dev/vda})
  * @param type              the file system type (e.g. {@code ext4}, {@code tmpfs})
- * @param blockSize         bytes, the file store's block size (the direct I/O alignment)
+ * @param blockSize         bytes, the file store's block size ({@link FileStore#getBlockSize()})
  * @param usableSpace       bytes available to this process at probe time
  * @param totalSpace        bytes of the whole file store
  * @param memoryBacked      true if the file system keeps its data in memory
@@ -52,6 +52,22 @@ public record FileStoreInfo(
     /** File system types whose files live in memory. */
     public static final Set<String> MEMORY_BACKED_TYPES = Set.of("tmpfs", "ramfs", "hugetlbfs", "devtmpfs", "shm");
 
+    /** The least alignment Strata uses for direct I/O, in bytes. */
+    public static final long MIN_DIRECT_ALIGNMENT = 4096;
+
+    /**
+     * Bytes to which direct I/O aligns buffers, offsets and lengths here: the block size, but at
+     * least {@link #MIN_DIRECT_ALIGNMENT}, so that a file system with small blocks (1 KiB ext4) on
+     * a device with 4 KiB sectors still works.
+     */
+    public long directIoAlignment() {
+        return alignmentFor(blockSize);
+    }
+
+    private static long alignmentFor(long blockSize) {
+        return Math.max(blockSize, MIN_DIRECT_ALIGNMENT);
+    }
+
     /** True if direct I/O is accepted and means something here: accepted and not memory-backed. */
     public boolean directIoEffective() {
         return directIoAccepted && !memoryBacked;
@@ -68,7 +84,7 @@ public record FileStoreInfo(
         long block = store.getBlockSize();
         String type = store.type();
         boolean memory = MEMORY_BACKED_TYPES.contains(type.toLowerCase(Locale.ROOT));
-        String problem = probeDirectIo(dir, block);
+        String problem = probeDirectIo(dir, alignmentFor(block));
         return new FileStoreInfo(dir, store.name(), type, block, store.getUsableSpace(), store.getTotalSpace(),
                 memory, problem == null, problem);
     }

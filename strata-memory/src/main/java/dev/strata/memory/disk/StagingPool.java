@@ -47,8 +47,12 @@ final class StagingPool implements AutoCloseable {
         }
     }
 
-    /** Borrows a buffer, waiting while all are borrowed. */
+    /** Borrows a buffer, waiting while all are borrowed (only the wait is interruptible). */
     MemorySegment acquire() throws InterruptedIOException {
+        MemorySegment ready = idle.poll();
+        if (ready != null) {
+            return ready;
+        }
         try {
             return idle.take();
         } catch (InterruptedException e) {

@@ -103,7 +103,7 @@ class DiskTierRoundTripTest {
         try (DiskTier tier = DiskTier.open(smallOptions(dir))) {
             assertThat(tier.ioMode()).as(tier.description()).isEqualTo(IoMode.DIRECT);
             assertThat(tier.description()).contains("DIRECT I/O").contains(probe.type());
-            assertThat(tier.blockSize()).isEqualTo(probe.blockSize());
+            assertThat(tier.blockSize()).isEqualTo(probe.directIoAlignment());
             assertThat(tier.kind()).isEqualTo(TierKind.DISK);
             assertThat(tier.isAddressable()).isFalse();
             assertThat(tier.isPlainMemory()).isFalse();
