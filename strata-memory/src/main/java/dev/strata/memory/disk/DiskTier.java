@@ -64,7 +64,13 @@ public final class DiskTier implements Tier {
     private static final System.Logger LOG = System.getLogger(DiskTier.class.getName());
     private static final long MAX_IO = 1L << 30; // bytes per single read/write call (ByteBuffer limit)
 
-    /** Where an object lives on disk, for diagnostics and tools. */
+    /**
+     * Where an allocation lives on disk, for diagnostics and tools.
+     *
+     * @param file          the data file
+     * @param headerOffset  bytes, file offset of the {@link DiskObjectHeader} block
+     * @param payloadOffset bytes, file offset of the first payload byte (one block after the header)
+     */
     public record Location(Path file, long headerOffset, long payloadOffset) {
     }
 

@@ -181,6 +181,11 @@ class DiskTierRoundTripTest {
             assertThat(tier.read(h, dst)).as("a refused write leaves the object as it was").isTrue();
             assertThat(dst.toArray(ValueLayout.JAVA_BYTE)).isEqualTo(data);
 
+            long emptyObject = tier.allocate(10);
+            tier.write(emptyObject, MemorySegment.ofArray(new byte[0]));
+            assertThat(tier.read(emptyObject, MemorySegment.ofArray(new byte[0]))).as("an empty object exists").isTrue();
+            tier.free(emptyObject);
+
             tier.free(h);
             assertThat(tier.read(h, dst)).as("freed").isFalse();
             assertThatThrownBy(() -> tier.free(h)).isInstanceOf(IllegalArgumentException.class)
