@@ -1,0 +1,164 @@
+package dev.strata.memory.disk;
+
+import dev.strata.memory.CorruptObjectException;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.ByteOrder;
+import java.util.zip.CRC32C;
+
+/**
+ * The header that precedes every object the DISK tier writes: it makes the on-disk state
+ * self-describing (which allocation, how many payload bytes, which write, which checksum) and lets
+ * a reader detect a torn or stale header.
+ *
+ * <p>Placement: each allocation starts with one header block (the file store's block size, 4096
+ * bytes here); the payload follows at the next block boundary. Only the first {@link #SIZE} bytes
+ * of the header block are used; the rest is written as zeros.
+ *
+ * <pre>
+ * allocation in a data file:
+ * +-------------------------+---------------------------------------+---------+
+ * | header block (1 block)  | payload (length bytes)                | padding |
+ * +-------------------------+---------------------------------------+---------+
+ * ^ allocation start         ^ start + block                         ^ to a block multiple
+ *
+ * header (little-endian):
+ *  offset size field
+ *  0      8    magic            {@link #MAGIC}, ASCII "STRADSKO"
+ *  8      4    header length    {@link #SIZE}
+ *  12     4    writer pid       process that wrote the object
+ *  16     8    handle           the allocation's handle in the tier (self-check)
+ *  24     8    payload length   bytes
+ *  32     8    write generation increases with every write to the tier
+ *  40     8    written at       epoch milliseconds
+ *  48     4    payload CRC32C   over the payload bytes only
+ *  52     2    minor version    {@link #MINOR_VERSION}
+ *  54     2    major version    {@link #MAJOR_VERSION} (the version is set last)
+ *  56     4    header CRC32C    over bytes [0, 56)
+ *  60     4    reserved         0
+ * </pre>
+ *
+ * <p>Write order: all fields, then the version, then the header checksum; the block then goes to
+ * disk in one write, after the payload (so a header on disk vouches for a payload already there).
+ * A reader checks magic, major version and header checksum (a torn header fails these), then the
+ * handle, length, generation and payload checksum against what the tier holds in memory (a stale
+ * header from an earlier write fails the generation check).
+ *
+ * <p>Ownership: the data files are locked exclusively by the owning process while the tier is
+ * open (a file lock, released by the kernel if the process dies), which takes the place of an
+ * owner pid and heartbeat for the file as a whole; the writer pid here records provenance.
+ *
+ * <p>Immutable value; any thread. Encoding and decoding touch only the segment given.
+ *
+ * @param handle          the allocation's handle in the tier
+ * @param payloadLength   payload bytes
+ * @param generation      write generation, {@code > 0}
+ * @param payloadChecksum CRC32C of the payload
+ * @param writerPid       pid of the writing process
+ * @param writtenAtMillis epoch milliseconds of the write
+ */
+public record DiskObjectHeader(
+        long handle,
+        long payloadLength,
+        long generation,
+        int payloadChecksum,
+        int writerPid,
+        long writtenAtMillis) {
+
+    /** ASCII "STRADSKO" read as a little-endian long. */
+    public static final long MAGIC = 0x4F4B534441525453L;
+    public static final short MAJOR_VERSION = 1;
+    public static final short MINOR_VERSION = 0;
+    /** Bytes of the header proper (the header block is larger and zero-padded). */
+    public static final int SIZE = 64;
+
+    public static final long OFFSET_MAGIC = 0;
+    public static final long OFFSET_HEADER_LENGTH = 8;
+    public static final long OFFSET_WRITER_PID = 12;
+    public static final long OFFSET_HANDLE = 16;
+    public static final long OFFSET_PAYLOAD_LENGTH = 24;
+    public static final long OFFSET_GENERATION = 32;
+    public static final long OFFSET_WRITTEN_AT = 40;
+    public static final long OFFSET_PAYLOAD_CRC = 48;
+    public static final long OFFSET_MINOR_VERSION = 52;
+    public static final long OFFSET_MAJOR_VERSION = 54;
+    public static final long OFFSET_HEADER_CRC = 56;
+    public static final long OFFSET_RESERVED = 60;
+    /** The header checksum covers bytes {@code [0, CHECKSUMMED_BYTES)}. */
+    public static final int CHECKSUMMED_BYTES = 56;
+
+    private static final ValueLayout.OfLong LONG = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
+    private static final ValueLayout.OfInt INT = ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
+    private static final ValueLayout.OfShort SHORT = ValueLayout.JAVA_SHORT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
+
+    /**
+     * Writes this header into {@code block} (at least {@link #SIZE} bytes); every byte of
+     * {@code block} beyond the header is set to zero.
+     */
+    public void encodeTo(MemorySegment block) {
+        if (block.byteSize() < SIZE) {
+            throw new IllegalArgumentException("header block of " + block.byteSize() + " bytes is smaller than " + SIZE);
+        }
+        block.fill((byte) 0);
+        block.set(LONG, OFFSET_MAGIC, MAGIC);
+        block.set(INT, OFFSET_HEADER_LENGTH, SIZE);
+        block.set(INT, OFFSET_WRITER_PID, writerPid);
+        block.set(LONG, OFFSET_HANDLE, handle);
+        block.set(LONG, OFFSET_PAYLOAD_LENGTH, payloadLength);
+        block.set(LONG, OFFSET_GENERATION, generation);
+        block.set(LONG, OFFSET_WRITTEN_AT, writtenAtMillis);
+        block.set(INT, OFFSET_PAYLOAD_CRC, payloadChecksum);
+        block.set(SHORT, OFFSET_MINOR_VERSION, MINOR_VERSION);
+        block.set(SHORT, OFFSET_MAJOR_VERSION, MAJOR_VERSION);
+        block.set(INT, OFFSET_HEADER_CRC, headerChecksum(block));
+    }
+
+    /**
+     * Reads and checks the header at the start of {@code block}.
+     *
+     * @param tier   the tier's name, for the error message
+     * @param handle the handle being read, for the error message
+     * @throws CorruptObjectException if the magic, header length, major version or header
+     *                                checksum is wrong (a torn, overwritten or foreign header)
+     */
+    public static DiskObjectHeader decode(MemorySegment block, String tier, long handle) {
+        if (block.byteSize() < SIZE) {
+            throw new IllegalArgumentException("header block of " + block.byteSize() + " bytes is smaller than " + SIZE);
+        }
+        long magic = block.get(LONG, OFFSET_MAGIC);
+        if (magic != MAGIC) {
+            throw new CorruptObjectException(tier, handle, String.format(
+                    "header magic 0x%016x is not 0x%016x (torn, never written or overwritten header)", magic, MAGIC));
+        }
+        int storedCrc = block.get(INT, OFFSET_HEADER_CRC);
+        int actualCrc = headerChecksum(block);
+        if (storedCrc != actualCrc) {
+            throw new CorruptObjectException(tier, handle, String.format(
+                    "header checksum 0x%08x does not match stored 0x%08x (torn header)", actualCrc, storedCrc));
+        }
+        short major = block.get(SHORT, OFFSET_MAJOR_VERSION);
+        if (major != MAJOR_VERSION) {
+            throw new CorruptObjectException(tier, handle,
+                    "header major version " + major + " is not supported (this build reads " + MAJOR_VERSION + ")");
+        }
+        int length = block.get(INT, OFFSET_HEADER_LENGTH);
+        if (length != SIZE) {
+            throw new CorruptObjectException(tier, handle, "header length " + length + " is not " + SIZE);
+        }
+        return new DiskObjectHeader(
+                block.get(LONG, OFFSET_HANDLE),
+                block.get(LONG, OFFSET_PAYLOAD_LENGTH),
+                block.get(LONG, OFFSET_GENERATION),
+                block.get(INT, OFFSET_PAYLOAD_CRC),
+                block.get(INT, OFFSET_WRITER_PID),
+                block.get(LONG, OFFSET_WRITTEN_AT));
+    }
+
+    /** CRC32C of bytes {@code [0, CHECKSUMMED_BYTES)} of {@code block}. */
+    static int headerChecksum(MemorySegment block) {
+        CRC32C crc = new CRC32C();
+        crc.update(block.asSlice(0, CHECKSUMMED_BYTES).asByteBuffer());
+        return (int) crc.getValue();
+    }
+}

@@ -1,0 +1,702 @@
+package dev.strata.memory.disk;
+
+import dev.strata.memory.Allocator;
+import dev.strata.memory.CorruptObjectException;
+import dev.strata.memory.Sizes;
+import dev.strata.memory.Tier;
+import dev.strata.memory.TierIoException;
+import dev.strata.memory.TierKind;
+import dev.strata.memory.TierMeter;
+import dev.strata.memory.TierStats;
+import dev.strata.memory.alloc.BestFitAllocator;
+
+import java.io.IOException;
+import java.lang.foreign.MemorySegment;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.locks.ReentrantReadWriteLock;
+
+/**
+ * The DISK tier: objects in data files under one directory, moved with direct I/O
+ * ({@code O_DIRECT}) where the file system supports it and with buffered I/O, loudly, where not.
+ *
+ * <p>Design. The tier's address space {@code [0, capacity)} is split into equal data files; a
+ * handle is {@code fileIndex * fileSize + offsetInFile}. Each file's space is managed in memory
+ * by its own {@link BestFitAllocator} aligned to the file store's block size (4096 here), so an
+ * object never spans two files. An allocation for {@code n} payload bytes reserves one header
+ * block plus {@code n} rounded up to the block size: the {@link DiskObjectHeader} (magic, length,
+ * CRC32C, write generation) sits in the first block and the payload starts at the second. A write
+ * checksums the payload, writes it, then writes the header (one write when both fit one staging
+ * buffer) and only then marks the object readable; a read checks the header against what the tier
+ * remembers (handle, length, generation, checksum, kept in memory) and the payload against its
+ * checksum, throwing {@link CorruptObjectException} on any mismatch. Direct I/O needs aligned
+ * buffers, offsets and lengths: a caller's native segment whose address is block-aligned is read
+ * or written in place except for a tail shorter than a block; everything else passes through a
+ * staging buffer from a small pool carved from one arena at open ({@link StagingPool}). Data files
+ * are sparse, so a full file system shows up as ENOSPC during a write: the write fails with
+ * {@link TierIoException}, that object stays unreadable, every other object stays readable, and
+ * later writes succeed once space frees.
+ *
+ * <p>Threads: every method may be called from any thread. Reads and writes of different objects
+ * run fully in parallel: the data path takes no exclusive lock (positional {@code FileChannel}
+ * I/O, a concurrent map of object records, per-file allocators with their own short locks); it
+ * holds the shared side of a read-write lock whose exclusive side only {@link #close} takes, so
+ * that close waits for transfers in flight. Staged transfers in flight are bounded by the number of
+ * staging buffers (at least as many as I/O threads is the sensible setting). As the {@link Tier}
+ * contract says, a write of one allocation must not race with a read, write or free of the same
+ * allocation. Interrupting a thread inside a read or write fails that operation with
+ * {@link TierIoException} (a failed write leaves its object unreadable); the data file's channel,
+ * which the interrupt closes, is reopened and other threads' transfers carry on
+ * ({@link #channelReopens()} counts this).
+ *
+ * <p>Invariants: an object is readable only after its payload and header are both on disk and its
+ * record is published (a volatile store after the record's fields); a failed write leaves the
+ * object unreadable; allocations never overlap and never span files; every allocation is freed
+ * at most once; the staging arena and the files are released exactly once, by {@link #close}.
+ */
+public final class DiskTier implements Tier {
+
+    private static final System.Logger LOG = System.getLogger(DiskTier.class.getName());
+    private static final long MAX_IO = 1L << 30; // bytes per single read/write call (ByteBuffer limit)
+
+    /**
+     * Where an allocation lives on disk, for diagnostics and tools.
+     *
+     * @param file          the data file
+     * @param headerOffset  bytes, file offset of the {@link DiskObjectHeader} block
+     * @param payloadOffset bytes, file offset of the first payload byte (one block after the header)
+     */
+    public record Location(Path file, long headerOffset, long payloadOffset) {
+    }
+
+    /** What the tier remembers about one allocation. */
+    private static final class ObjectRecord {
+        final long handle;         // the allocation's handle in the tier's address space
+        final int file;            // index of the data file
+        final long fileOffset;     // bytes, start of the allocation (the header block) in the file
+        final long payloadRoom;    // bytes of payload that fit
+        long length;               // payload bytes of the last complete write
+        int checksum;              // CRC32C of that payload
+        long generation;           // write generation of that write
+        volatile boolean readable; // published after the three fields above; false during a write
+
+        ObjectRecord(long handle, int file, long fileOffset, long payloadRoom) {
+            this.handle = handle;
+            this.file = file;
+            this.fileOffset = fileOffset;
+            this.payloadRoom = payloadRoom;
+        }
+    }
+
+    private final String name;
+    private final Path directory;
+    private final FileStoreInfo store;
+    private final long blockSize;                 // bytes; I/O block: alignment of every offset, length and direct buffer
+    private final long fileSize;                  // bytes of address space per data file
+    private final DataFile[] files;
+    private final BestFitAllocator[] allocators;  // one per data file; thread-safe
+    private final IoMode mode;
+    private final String modeReason;              // why the mode was chosen (the fallback reason when BUFFERED)
+    private final boolean deleteOnClose;
+    private final StagingPool staging;
+    private final ConcurrentHashMap<Long, ObjectRecord> records = new ConcurrentHashMap<>(); // handle -> record
+    private final TierMeter meter = new TierMeter();
+    private final AtomicLong generations = new AtomicLong();   // last write generation handed out
+    private final AtomicInteger nextFile = new AtomicInteger(); // round-robin start for allocation
+    private final ReentrantReadWriteLock lifecycle = new ReentrantReadWriteLock();
+    private final int pid = (int) ProcessHandle.current().pid();
+    private volatile boolean closed;
+
+    private DiskTier(String name, Path directory, FileStoreInfo store, long fileSize, DataFile[] files, IoMode mode,
+                     String modeReason, boolean deleteOnClose, StagingPool staging) {
+        this.name = name;
+        this.directory = directory;
+        this.store = store;
+        this.blockSize = store.directIoAlignment();
+        this.fileSize = fileSize;
+        this.files = files;
+        this.mode = mode;
+        this.modeReason = modeReason;
+        this.deleteOnClose = deleteOnClose;
+        this.staging = staging;
+        this.allocators = new BestFitAllocator[files.length];
+        for (int i = 0; i < files.length; i++) {
+            allocators[i] = new BestFitAllocator(fileSize, blockSize);
+        }
+    }
+
+    /**
+     * Opens a tier as {@code options} say: creates the directory if missing, probes its file
+     * store, creates (or truncates) and locks the data files with mode 0600, and allocates the
+     * staging arena. The tier starts empty.
+     *
+     * @throws IllegalArgumentException if the options are not valid, or the capacity exceeds the
+     *                                  usable space and {@link DiskTierOptions.CapacityCheck#FAIL} is set
+     * @throws TierIoException          if the directory or files cannot be set up
+     */
+    public static DiskTier open(DiskTierOptions options) {
+        options.conclude();
+        String name = options.name();
+        Path dir = options.directory().toAbsolutePath();
+        FileStoreInfo store;
+        try {
+            Files.createDirectories(dir);
+            store = FileStoreInfo.probe(dir);
+        } catch (IOException e) {
+            throw new TierIoException(name, "open of directory " + dir, e);
+        }
+        long block = store.directIoAlignment();
+        if (!Sizes.isPowerOfTwo(block)) {
+            throw new IllegalArgumentException("disk tier '" + name + "': block size " + store.blockSize() + " of " + dir
+                    + " is not a power of two");
+        }
+        long fileSize;
+        int fileCount;
+        if (options.fileSize() > 0) {
+            fileSize = BlockAlignment.alignUp(options.fileSize(), block);
+            long count = (options.capacity() + fileSize - 1) / fileSize;
+            if (count > Integer.MAX_VALUE) {
+                throw new IllegalArgumentException("disk tier '" + name + "': capacity " + options.capacity()
+                        + " in files of " + fileSize + " bytes needs " + count + " files");
+            }
+            fileCount = (int) count;
+        } else {
+            fileCount = options.dataFiles();
+            fileSize = BlockAlignment.alignUp((options.capacity() + fileCount - 1) / fileCount, block);
+        }
+        if (fileSize < 2 * block) {
+            throw new IllegalArgumentException("disk tier '" + name + "': data files of " + fileSize
+                    + " bytes cannot hold a header block and a payload block of " + block + " bytes");
+        }
+        long capacity = fileSize * fileCount;
+        if (capacity > store.usableSpace()) {
+            String msg = "disk tier '" + name + "': capacity " + capacity + " bytes (" + Sizes.format(capacity)
+                    + ") exceeds the usable space " + store.usableSpace() + " bytes (" + Sizes.format(store.usableSpace())
+                    + ") of " + dir + " (" + store.type() + "); writes may fail with ENOSPC";
+            if (options.capacityCheck() == DiskTierOptions.CapacityCheck.FAIL) {
+                throw new IllegalArgumentException(msg);
+            }
+            LOG.log(System.Logger.Level.WARNING, msg);
+        }
+
+        IoMode mode;
+        String reason;
+        if (!options.directIo()) {
+            mode = IoMode.BUFFERED;
+            reason = "direct I/O switched off by configuration";
+            LOG.log(System.Logger.Level.INFO, "disk tier '" + name + "' in " + dir + ": " + reason);
+        } else if (!store.directIoAccepted()) {
+            mode = IoMode.BUFFERED;
+            reason = "O_DIRECT refused in " + dir + " (" + store.type() + "): " + store.directIoProblem();
+            LOG.log(System.Logger.Level.WARNING, "disk tier '" + name + "' falls back to BUFFERED I/O: " + reason);
+        } else if (store.memoryBacked()) {
+            mode = IoMode.BUFFERED;
+            reason = "file system '" + store.type() + "' at " + dir
+                    + " is memory-backed: O_DIRECT is accepted there but bypasses nothing";
+            LOG.log(System.Logger.Level.WARNING, "disk tier '" + name + "' falls back to BUFFERED I/O: " + reason);
+        } else {
+            mode = IoMode.DIRECT;
+            reason = "O_DIRECT works in " + dir + " (" + store.type() + ", block " + block + " B)";
+        }
+
+        DataFile[] files;
+        try {
+            files = openFiles(name, dir, fileCount, mode == IoMode.DIRECT);
+        } catch (IOException e) {
+            if (mode != IoMode.DIRECT) {
+                throw new TierIoException(name, "open of data files in " + dir, e);
+            }
+            mode = IoMode.BUFFERED;
+            reason = "opening a data file with O_DIRECT in " + dir + " failed: " + e;
+            LOG.log(System.Logger.Level.WARNING, "disk tier '" + name + "' falls back to BUFFERED I/O: " + reason);
+            try {
+                files = openFiles(name, dir, fileCount, false);
+            } catch (IOException again) {
+                throw new TierIoException(name, "open of data files in " + dir, again);
+            }
+        }
+        long stagingSize = Math.max(2 * block, BlockAlignment.alignUp(options.stagingBufferSize(), block));
+        StagingPool staging;
+        try {
+            staging = new StagingPool(options.stagingBuffers(), stagingSize, block);
+        } catch (RuntimeException e) {
+            closeQuietly(files);
+            throw e;
+        }
+        DiskTier tier = new DiskTier(name, dir, store, fileSize, files, mode, reason, options.deleteOnClose(), staging);
+        LOG.log(System.Logger.Level.INFO, tier.description());
+        return tier;
+    }
+
+    private static DataFile[] openFiles(String name, Path dir, int count, boolean direct) throws IOException {
+        DataFile[] files = new DataFile[count];
+        try {
+            for (int i = 0; i < count; i++) {
+                files[i] = DataFile.open(dir.resolve(name + "-" + i + ".data"), direct);
+            }
+            return files;
+        } catch (IOException | RuntimeException e) {
+            closeQuietly(files);
+            throw e;
+        }
+    }
+
+    private static void closeQuietly(DataFile[] files) {
+        for (DataFile f : files) {
+            if (f != null) {
+                try {
+                    f.close();
+                } catch (IOException ignored) {
+                    // already failing; the first error is the one reported
+                }
+            }
+        }
+    }
+
+    // ---- identity and occupancy -------------------------------------------------------------
+
+    @Override
+    public String name() {
+        return name;
+    }
+
+    @Override
+    public TierKind kind() {
+        return TierKind.DISK;
+    }
+
+    @Override
+    public long capacity() {
+        return fileSize * files.length;
+    }
+
+    @Override
+    public long used() {
+        long sum = 0;
+        for (BestFitAllocator a : allocators) {
+            sum += a.used();
+        }
+        return sum;
+    }
+
+    @Override
+    public boolean sharedAcrossProcesses() {
+        return false;
+    }
+
+    @Override
+    public boolean revocable() {
+        return false;
+    }
+
+    @Override
+    public boolean isAddressable() {
+        return false;
+    }
+
+    @Override
+    public boolean isPlainMemory() {
+        return false;
+    }
+
+    /** How this tier does I/O. */
+    public IoMode ioMode() {
+        return mode;
+    }
+
+    /** Why {@link #ioMode()} is what it is; for BUFFERED, the reason direct I/O is not used. */
+    public String ioModeReason() {
+        return modeReason;
+    }
+
+    /** The file store probed at open. */
+    public FileStoreInfo fileStore() {
+        return store;
+    }
+
+    /**
+     * Bytes; the I/O block: the alignment of allocations, header blocks and direct transfers (the
+     * file store's block size, at least 4096; see {@link FileStoreInfo#directIoAlignment()}).
+     */
+    public long blockSize() {
+        return blockSize;
+    }
+
+    /** The data files, in handle order. */
+    public List<Path> dataFiles() {
+        List<Path> paths = new ArrayList<>(files.length);
+        for (DataFile f : files) {
+            paths.add(f.path());
+        }
+        return paths;
+    }
+
+    /** Times a data file's channel was reopened because an interrupted I/O thread closed it. */
+    public long channelReopens() {
+        long sum = 0;
+        for (DataFile f : files) {
+            sum += f.reopenCount();
+        }
+        return sum;
+    }
+
+    /** Where allocation {@code handle}'s header and payload are. */
+    public Location location(long handle) {
+        ObjectRecord r = requireRecord(handle);
+        return new Location(files[r.file].path(), r.fileOffset, r.fileOffset + blockSize);
+    }
+
+    /** One line: name, files, directory, file system, block size and I/O mode with its reason. */
+    public String description() {
+        return "disk tier '" + name + "': " + files.length + " data file(s) of " + Sizes.format(fileSize) + " ("
+                + Sizes.format(capacity()) + ") in " + directory + " on " + store.type() + " (" + store.storeName()
+                + "), block " + blockSize + " B, " + mode + " I/O: " + modeReason;
+    }
+
+    @Override
+    public String toString() {
+        return description();
+    }
+
+    @Override
+    public TierStats stats() {
+        return meter.snapshot(name, TierKind.DISK, capacity(), used(), records.size());
+    }
+
+    // ---- allocation --------------------------------------------------------------------------
+
+    @Override
+    public long allocate(long size) {
+        if (size <= 0) {
+            throw new IllegalArgumentException("allocation size must be positive in tier '" + name + "', got " + size);
+        }
+        lifecycle.readLock().lock();
+        try {
+            ensureOpen();
+            if (size > fileSize - blockSize) {
+                return Allocator.FULL; // larger than one file can ever hold
+            }
+            long reserve = blockSize + BlockAlignment.alignUp(size, blockSize);
+            int start = Math.floorMod(nextFile.getAndIncrement(), files.length);
+            for (int k = 0; k < files.length; k++) {
+                int f = (start + k) % files.length;
+                long offset = allocators[f].allocate(reserve);
+                if (offset != Allocator.FULL) {
+                    long handle = f * fileSize + offset;
+                    long room = allocators[f].sizeOf(offset) - blockSize;
+                    records.put(handle, new ObjectRecord(handle, f, offset, room));
+                    return handle;
+                }
+            }
+            return Allocator.FULL;
+        } finally {
+            lifecycle.readLock().unlock();
+        }
+    }
+
+    @Override
+    public void free(long handle) {
+        lifecycle.readLock().lock();
+        try {
+            ensureOpen();
+            ObjectRecord r = records.remove(handle);
+            if (r == null) {
+                throw new IllegalArgumentException("handle " + handle + " is not allocated in tier '" + name + "'");
+            }
+            r.readable = false;
+            allocators[r.file].free(r.fileOffset);
+        } finally {
+            lifecycle.readLock().unlock();
+        }
+    }
+
+    @Override
+    public long allocationSize(long handle) {
+        return requireRecord(handle).payloadRoom;
+    }
+
+    @Override
+    public MemorySegment segment(long handle, long offset, long length) {
+        throw new UnsupportedOperationException("tier '" + name + "' (DISK) is not addressable: use read/write");
+    }
+
+    // ---- writes ------------------------------------------------------------------------------
+
+    @Override
+    public void write(long handle, MemorySegment src) {
+        writeChain(handle, new SegmentChain(List.of(src)));
+    }
+
+    @Override
+    public void gatherWrite(long handle, List<MemorySegment> parts) {
+        writeChain(handle, new SegmentChain(parts));
+    }
+
+    private void writeChain(long handle, SegmentChain src) {
+        lifecycle.readLock().lock();
+        try {
+            ensureOpen();
+            ObjectRecord r = requireRecord(handle);
+            long length = src.length();
+            if (length > r.payloadRoom) {
+                throw new IllegalArgumentException("object of " + length + " bytes does not fit allocation " + handle
+                        + " of " + r.payloadRoom + " payload bytes in tier '" + name + "'");
+            }
+            r.readable = false;
+            long start = System.nanoTime();
+            DiskObjectHeader header;
+            try {
+                header = writeObject(r, src);
+            } catch (IOException e) {
+                String full = e.getMessage() != null && e.getMessage().contains("No space left on device")
+                        ? " [file system full]" : "";
+                throw new TierIoException(name, "write of handle " + handle + " (" + length + " payload bytes, "
+                        + (blockSize + BlockAlignment.alignUp(length, blockSize)) + " bytes on disk) to "
+                        + files[r.file].path() + " at " + r.fileOffset + full, e);
+            }
+            r.length = length;
+            r.checksum = header.payloadChecksum();
+            r.generation = header.generation();
+            r.readable = true; // publish (volatile store after the fields)
+            meter.recordWrite(length, System.nanoTime() - start);
+        } finally {
+            lifecycle.readLock().unlock();
+        }
+    }
+
+    /** Writes payload then header; returns the header written. */
+    private DiskObjectHeader writeObject(ObjectRecord r, SegmentChain src) throws IOException {
+        DataFile file = files[r.file];
+        long length = src.length();
+        long headerAt = r.fileOffset;
+        long payloadAt = headerAt + blockSize;
+        DiskObjectHeader header = new DiskObjectHeader(r.handle, length, generations.incrementAndGet(),
+                src.checksum(), pid, System.currentTimeMillis());
+        MemorySegment buf = staging.acquire();
+        try {
+            MemorySegment single = src.parts().size() == 1 ? src.parts().getFirst() : null;
+            long inPlace = single == null ? 0 : inPlaceLength(single);
+            if (inPlace > 0) {
+                writeInPlace(file, single.asSlice(0, inPlace), payloadAt);
+                long tail = length - inPlace;
+                if (tail > 0) {
+                    long io = ioLength(tail);
+                    MemorySegment.copy(single, inPlace, buf, 0, tail);
+                    buf.asSlice(tail, io - tail).fill((byte) 0);
+                    file.writeFully(buf.asSlice(0, io).asByteBuffer(), payloadAt + inPlace);
+                }
+                writeHeader(file, buf, header, headerAt);
+            } else if (blockSize + ioLength(length) <= buf.byteSize()) {
+                long io = ioLength(length);
+                header.encodeTo(buf.asSlice(0, blockSize));
+                src.copyOut(0, buf, blockSize, length);
+                buf.asSlice(blockSize + length, io - length).fill((byte) 0);
+                file.writeFully(buf.asSlice(0, blockSize + io).asByteBuffer(), headerAt);
+            } else {
+                long chunk = buf.byteSize(); // a block multiple, so every chunk but the last is aligned
+                for (long done = 0; done < length; ) {
+                    long n = Math.min(chunk, length - done);
+                    long io = ioLength(n);
+                    src.copyOut(done, buf, 0, n);
+                    buf.asSlice(n, io - n).fill((byte) 0);
+                    file.writeFully(buf.asSlice(0, io).asByteBuffer(), payloadAt + done);
+                    done += n;
+                }
+                writeHeader(file, buf, header, headerAt);
+            }
+        } finally {
+            staging.release(buf);
+        }
+        return header;
+    }
+
+    private void writeHeader(DataFile file, MemorySegment buf, DiskObjectHeader header, long headerAt) throws IOException {
+        MemorySegment block = buf.asSlice(0, blockSize);
+        header.encodeTo(block);
+        file.writeFully(block.asByteBuffer(), headerAt);
+    }
+
+    private static void writeInPlace(DataFile file, MemorySegment src, long position) throws IOException {
+        long size = src.byteSize();
+        for (long off = 0; off < size; off += MAX_IO) {
+            file.writeFully(src.asSlice(off, Math.min(MAX_IO, size - off)).asByteBuffer(), position + off);
+        }
+    }
+
+    // ---- reads -------------------------------------------------------------------------------
+
+    @Override
+    public boolean read(long handle, MemorySegment dst) {
+        return readChain(handle, new SegmentChain(List.of(dst)));
+    }
+
+    @Override
+    public boolean scatterRead(long handle, List<MemorySegment> parts) {
+        return readChain(handle, new SegmentChain(parts));
+    }
+
+    private boolean readChain(long handle, SegmentChain dst) {
+        lifecycle.readLock().lock();
+        try {
+            ensureOpen();
+            ObjectRecord r = records.get(handle);
+            if (r == null || !r.readable) {
+                return false;
+            }
+            long length = r.length;
+            if (dst.length() != length) {
+                throw new IllegalArgumentException("read of handle " + handle + " in tier '" + name + "': destination of "
+                        + dst.length() + " bytes, object of " + length + " bytes");
+            }
+            long start = System.nanoTime();
+            try {
+                readObject(r, dst, length, r.generation, r.checksum);
+            } catch (IOException e) {
+                throw new TierIoException(name, "read of handle " + handle + " (" + length + " payload bytes) from "
+                        + files[r.file].path() + " at " + r.fileOffset, e);
+            }
+            meter.recordRead(length, System.nanoTime() - start);
+            return true;
+        } finally {
+            lifecycle.readLock().unlock();
+        }
+    }
+
+    private void readObject(ObjectRecord r, SegmentChain dst, long length, long generation, int checksum)
+            throws IOException {
+        DataFile file = files[r.file];
+        long headerAt = r.fileOffset;
+        long payloadAt = headerAt + blockSize;
+        MemorySegment buf = staging.acquire();
+        try {
+            MemorySegment single = dst.parts().size() == 1 ? dst.parts().getFirst() : null;
+            long inPlace = single == null ? 0 : inPlaceLength(single);
+            if (inPlace > 0) {
+                readAndCheckHeader(file, buf, r, length, generation, checksum);
+                readInPlace(file, single.asSlice(0, inPlace), payloadAt);
+                long tail = length - inPlace;
+                if (tail > 0) {
+                    file.readFully(buf.asSlice(0, ioLength(tail)).asByteBuffer(), payloadAt + inPlace);
+                    MemorySegment.copy(buf, 0, single, inPlace, tail);
+                }
+            } else if (blockSize + ioLength(length) <= buf.byteSize()) {
+                file.readFully(buf.asSlice(0, blockSize + ioLength(length)).asByteBuffer(), headerAt);
+                checkHeader(buf, r, length, generation, checksum);
+                dst.copyIn(0, buf, blockSize, length);
+            } else {
+                readAndCheckHeader(file, buf, r, length, generation, checksum);
+                long chunk = buf.byteSize();
+                for (long done = 0; done < length; ) {
+                    long n = Math.min(chunk, length - done);
+                    file.readFully(buf.asSlice(0, ioLength(n)).asByteBuffer(), payloadAt + done);
+                    dst.copyIn(done, buf, 0, n);
+                    done += n;
+                }
+            }
+        } finally {
+            staging.release(buf);
+        }
+        int actual = dst.checksum();
+        if (actual != checksum) {
+            throw new CorruptObjectException(name, r.handle, length, checksum, actual);
+        }
+    }
+
+    private void readAndCheckHeader(DataFile file, MemorySegment buf, ObjectRecord r, long length, long generation,
+                                    int checksum) throws IOException {
+        file.readFully(buf.asSlice(0, blockSize).asByteBuffer(), r.fileOffset);
+        checkHeader(buf, r, length, generation, checksum);
+    }
+
+    private void checkHeader(MemorySegment buf, ObjectRecord r, long length, long generation, int checksum) {
+        DiskObjectHeader h = DiskObjectHeader.decode(buf.asSlice(0, blockSize), name, r.handle);
+        if (h.handle() != r.handle || h.payloadLength() != length || h.generation() != generation
+                || h.payloadChecksum() != checksum) {
+            throw new CorruptObjectException(name, r.handle, String.format(
+                    "header on disk (handle %d, %d bytes, generation %d, checksum 0x%08x) does not match the object"
+                            + " written (handle %d, %d bytes, generation %d, checksum 0x%08x): stale or misplaced header",
+                    h.handle(), h.payloadLength(), h.generation(), h.payloadChecksum(),
+                    r.handle, length, generation, checksum));
+        }
+    }
+
+    private static void readInPlace(DataFile file, MemorySegment dst, long position) throws IOException {
+        long size = dst.byteSize();
+        for (long off = 0; off < size; off += MAX_IO) {
+            file.readFully(dst.asSlice(off, Math.min(MAX_IO, size - off)).asByteBuffer(), position + off);
+        }
+    }
+
+    // ---- helpers -----------------------------------------------------------------------------
+
+    /** Leading bytes of {@code segment} that can move without staging (0 if none). */
+    private long inPlaceLength(MemorySegment segment) {
+        if (!segment.isNative()) {
+            return 0;
+        }
+        return mode == IoMode.DIRECT ? BlockAlignment.directPrefix(segment, blockSize) : segment.byteSize();
+    }
+
+    /** Bytes to transfer for {@code n} payload bytes: rounded up to the block size under direct I/O. */
+    private long ioLength(long n) {
+        return mode == IoMode.DIRECT ? BlockAlignment.alignUp(n, blockSize) : n;
+    }
+
+    private ObjectRecord requireRecord(long handle) {
+        ObjectRecord r = records.get(handle);
+        if (r == null) {
+            throw new IllegalArgumentException("handle " + handle + " is not allocated in tier '" + name + "'");
+        }
+        return r;
+    }
+
+    private void ensureOpen() {
+        if (closed) {
+            throw new IllegalStateException("tier '" + name + "' is closed");
+        }
+    }
+
+    /**
+     * Waits for transfers in flight, then closes the data files (deleting them if configured) and
+     * frees the staging arena. Later calls do nothing; every other method then fails.
+     *
+     * @throws TierIoException if a file cannot be closed or deleted (after trying all of them)
+     */
+    @Override
+    public void close() {
+        lifecycle.writeLock().lock();
+        try {
+            if (closed) {
+                return;
+            }
+            closed = true;
+        } finally {
+            lifecycle.writeLock().unlock();
+        }
+        IOException first = null;
+        for (DataFile f : files) {
+            try {
+                f.close();
+                if (deleteOnClose) {
+                    Files.deleteIfExists(f.path());
+                }
+            } catch (IOException e) {
+                if (first == null) {
+                    first = e;
+                } else {
+                    first.addSuppressed(e);
+                }
+            }
+        }
+        staging.close();
+        records.clear();
+        if (first != null) {
+            throw new TierIoException(name, "close of data files in " + directory, first);
+        }
+    }
+}
