@@ -1,0 +1,103 @@
+package dev.strata.cache;
+
+/**
+ * One object known to the store: identity, attributes and the chain of its resident copies.
+ *
+ * <p>Invariants (under the store's lock): {@link #residencies} is sorted by tier index, at most
+ * one copy per tier; {@link #tierMask} has bit {@code i} set exactly when a copy is in chain tier
+ * {@code i}; a {@link State#LIVE} object is in the placement map; a {@link State#GONE} object has
+ * no copies.
+ *
+ * <p>Threads: every field is written under the store's lock; {@link #priority}, {@link #tierMask}
+ * and {@link #state} are volatile so that the placement map's lock-free lookups read current
+ * values.
+ */
+final class StoredObject {
+    enum State {
+        /** Stored and in the placement map. */
+        LIVE,
+        /** Removed by its owner while pinned; copies are freed at the last unpin. */
+        REMOVED,
+        /** Removed, dropped or lost; no copies remain. */
+        GONE
+    }
+
+    final ObjectKey key;
+    final ObjectKind kind;
+    final Durability durability;
+    final long sizeBytes; // payload bytes
+    final long keyHash; // key.hash64(), cached for sketches
+    volatile PriorityClass priority;
+    volatile State state = State.LIVE;
+    volatile int tierMask; // bit i: a copy is in chain tier i
+    int pins; // pin count; views hold one each
+    int accesses; // hits since stored (promotion rules may use it)
+    int copies; // length of the residency chain
+    Residency residencies; // first (highest) copy, sorted by tier index
+
+    StoredObject(ObjectKey key, ObjectKind kind, Durability durability, PriorityClass priority, long sizeBytes) {
+        this.key = key;
+        this.kind = kind;
+        this.durability = durability;
+        this.priority = priority;
+        this.sizeBytes = sizeBytes;
+        this.keyHash = key.hash64();
+    }
+
+    /** Whether eviction may move this object's copies: live, unpinned and not ACTIVE. */
+    boolean evictable() {
+        return pins == 0 && priority != PriorityClass.ACTIVE && state == State.LIVE;
+    }
+
+    /** Links {@code r} into the chain at its tier's position. */
+    void attach(Residency r) {
+        Residency prev = null;
+        Residency cur = residencies;
+        while (cur != null && cur.tierIndex < r.tierIndex) {
+            prev = cur;
+            cur = cur.nextInObject;
+        }
+        if (cur != null && cur.tierIndex == r.tierIndex) {
+            throw new IllegalStateException("object " + key + " already has a copy in chain tier " + r.tierIndex);
+        }
+        r.nextInObject = cur;
+        if (prev == null) {
+            residencies = r;
+        } else {
+            prev.nextInObject = r;
+        }
+        copies++;
+        tierMask |= 1 << r.tierIndex;
+    }
+
+    /** Unlinks {@code r} from the chain. */
+    void detach(Residency r) {
+        Residency prev = null;
+        Residency cur = residencies;
+        while (cur != null && cur != r) {
+            prev = cur;
+            cur = cur.nextInObject;
+        }
+        if (cur == null) {
+            throw new IllegalStateException("copy in chain tier " + r.tierIndex + " is not a copy of object " + key);
+        }
+        if (prev == null) {
+            residencies = r.nextInObject;
+        } else {
+            prev.nextInObject = r.nextInObject;
+        }
+        r.nextInObject = null;
+        copies--;
+        tierMask &= ~(1 << r.tierIndex);
+    }
+
+    /** The copy in chain tier {@code index}, or null. */
+    Residency copyIn(int index) {
+        for (Residency r = residencies; r != null; r = r.nextInObject) {
+            if (r.tierIndex == index) {
+                return r;
+            }
+        }
+        return null;
+    }
+}

@@ -1,0 +1,874 @@
+package dev.strata.cache;
+
+import dev.strata.cache.policy.EvictionPolicy;
+import dev.strata.cache.policy.PolicyKind;
+import dev.strata.cache.policy.PolicyNode;
+import dev.strata.memory.Allocator;
+import dev.strata.memory.CorruptObjectException;
+import dev.strata.memory.Tier;
+
+import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
+import java.util.IdentityHashMap;
+import java.util.List;
+import java.util.Objects;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.locks.ReentrantLock;
+
+/**
+ * The tiered object store: KV blocks and expert weights placed over an ordered demotion chain of
+ * tiers (e.g. DEVICE → HOST → POOL → DISK), moved down under pressure and up on use.
+ *
+ * <p>Protocol:
+ * <ul>
+ *   <li><b>put</b> stores an object in its target tier (default: the top). If that would take the
+ *       tier past its high watermark, the tier's policy picks victims until the tier is back at its
+ *       low watermark (or the allocation fits). A victim with another copy elsewhere simply loses
+ *       this copy; otherwise it is demoted: copied into the next tier that can take it (applying
+ *       pressure there the same way), and only then freed here. A victim that no lower tier can
+ *       take is dropped if LOSSY (reported once to the {@link DropListener}) and skipped if BACKED.
+ *       If the target tier still cannot hold the object, the put tries the next tiers down; if none
+ *       can, it is refused ({@link PutStatus#REFUSED_NO_SPACE}): a BACKED object is never dropped to
+ *       make room.</li>
+ *   <li><b>get</b> returns a pinned {@link ObjectView} of the highest copy, after copying the object
+ *       up where the {@link PromotionRule} says (best effort; the lower copy is kept: the chain is
+ *       inclusive). A copy that fails its checksum is discarded and counted; the next copy serves;
+ *       if none is left the object is dropped (reported once) and the get misses.</li>
+ *   <li>ACTIVE and pinned objects are never victims. Keys are content identities: putting a key
+ *       that is stored leaves the object unchanged ({@link PutStatus#ALREADY_PRESENT}).</li>
+ * </ul>
+ *
+ * <p>Invariants kept: a BACKED object's last copy is never freed before another exists (DESIGN
+ * invariant 2); a LOSSY object that leaves the store other than by {@link #remove} is reported
+ * exactly once (invariant 3); every allocation the store makes is freed exactly once, by remove,
+ * eviction, drop or {@link #close()} (invariant 5); the store's reserved bytes in a tier equal the
+ * sum of its copies there.
+ *
+ * <p>Threads: every method may be called from any thread. One lock guards placement, the policies
+ * and the counters; byte copies between tiers run under it too in this synchronous version (all
+ * of them inside {@link ObjectMover}, the seam for the asynchronous transfer engine). Lookups of
+ * the {@link PlacementMap} ({@link #contains}, {@link #tierMask}) are lock-free. The bytes of an
+ * open view are read without any lock: the pin keeps them in place. Drop reports are delivered
+ * after the lock is released, on the thread that caused them. The store owns the allocations it
+ * makes, not the tiers: closing the store frees its allocations and leaves the tiers open.
+ */
+public final class TieredStore implements AutoCloseable {
+
+    private static final int MAX_TIERS = 31; // tier masks are ints
+
+    /** One tier of the chain with its settings, policy and counters (guarded by the lock). */
+    private static final class Slot {
+        final Tier tier;
+        final int index; // position in the chain
+        final double high; // fraction of capacity that triggers eviction
+        final double low; // fraction of capacity eviction brings the tier back to
+        final EvictionPolicy policy;
+        final TierCounters counters = new TierCounters();
+        long failedDemotionSize; // during a pressure pass: smallest size no lower tier could take
+
+        Slot(Tier tier, int index, double high, double low, EvictionPolicy policy) {
+            this.tier = tier;
+            this.index = index;
+            this.high = high;
+            this.low = low;
+            this.policy = policy;
+        }
+
+        long highBytes() {
+            return (long) (tier.capacity() * high);
+        }
+
+        long lowBytes() {
+            return (long) (tier.capacity() * low);
+        }
+    }
+
+    private record PendingDrop(StoredObject object, DropReason reason) {
+    }
+
+    private enum Demotion { DEMOTED, SOURCE_LOST, NO_ROOM }
+
+    private final Slot[] chain;
+    private final ReentrantLock lock = new ReentrantLock();
+    private final PlacementMap placement = new PlacementMap();
+    private final ConcurrentHashMap<ObjectKey, StoredObject> removedPinned = new ConcurrentHashMap<>(); // removed while pinned
+    private final ObjectMover mover = new ObjectMover();
+    private final PromotionRule promotion;
+    private final DropListener dropListener;
+    private final ConcurrentLinkedQueue<PendingDrop> pendingDrops = new ConcurrentLinkedQueue<>();
+    private boolean closed;
+
+    // store-wide counters, guarded by the lock
+    private long gets;
+    private long hits;
+    private long misses;
+    private long puts;
+    private long stored;
+    private long alreadyPresent;
+    private long refusedPuts;
+    private long removes;
+    private long dropsReported;
+    private long bytesStored; // payload bytes of live objects
+
+    private TieredStore(Builder b) {
+        this.chain = new Slot[b.tiers.size()];
+        for (int i = 0; i < chain.length; i++) {
+            Builder.TierEntry e = b.tiers.get(i);
+            chain[i] = new Slot(e.tier, i, e.high, e.low, e.policy);
+        }
+        this.promotion = b.promotion;
+        this.dropListener = b.dropListener;
+    }
+
+    /** A builder for a store; add tiers top first. */
+    public static Builder builder() {
+        return new Builder();
+    }
+
+    // ------------------------------------------------------------------ put
+
+    /** Stores an object in the top tier (or lower if the top has no room). See {@link #put(ObjectKey, ObjectKind, Durability, PriorityClass, MemorySegment, int)}. */
+    public PutStatus put(ObjectKey key, ObjectKind kind, Durability durability, PriorityClass priority, MemorySegment bytes) {
+        return put(key, kind, durability, priority, bytes, 0);
+    }
+
+    /**
+     * Stores a copy of {@code bytes} as object {@code key}, in chain tier {@code targetTier} or, if
+     * that tier cannot make room, in the first tier below it that can.
+     *
+     * @param targetTier chain index (0 is the top)
+     * @return the outcome; never throws for lack of space
+     * @throws IllegalArgumentException for an empty object or a tier index outside the chain
+     */
+    public PutStatus put(ObjectKey key, ObjectKind kind, Durability durability, PriorityClass priority,
+                         MemorySegment bytes, int targetTier) {
+        Objects.requireNonNull(key, "key");
+        Objects.requireNonNull(kind, "kind");
+        Objects.requireNonNull(durability, "durability");
+        Objects.requireNonNull(priority, "priority");
+        long size = bytes.byteSize();
+        if (size <= 0) {
+            throw new IllegalArgumentException("object " + key + " is empty: size " + size);
+        }
+        checkTierIndex(targetTier);
+        lock.lock();
+        try {
+            checkOpen();
+            puts++;
+            if (placement.get(key) != null) {
+                alreadyPresent++;
+                return PutStatus.ALREADY_PRESENT;
+            }
+            StoredObject object = new StoredObject(key, kind, durability, priority, size);
+            boolean fitsSomewhere = false;
+            for (int t = targetTier; t < chain.length; t++) {
+                Slot slot = chain[t];
+                if (size > slot.tier.capacity()) {
+                    continue;
+                }
+                fitsSomewhere = true;
+                long handle = allocateUnderPressure(slot, size);
+                if (handle == Allocator.FULL) {
+                    continue;
+                }
+                try {
+                    slot.tier.write(handle, bytes);
+                } catch (RuntimeException e) {
+                    slot.tier.free(handle);
+                    throw e;
+                }
+                attach(object, slot, handle);
+                placement.put(object);
+                slot.counters.puts++;
+                stored++;
+                bytesStored += size;
+                return PutStatus.STORED;
+            }
+            refusedPuts++;
+            chain[targetTier].counters.refusedPuts++;
+            return fitsSomewhere ? PutStatus.REFUSED_NO_SPACE : PutStatus.REFUSED_TOO_LARGE;
+        } finally {
+            lock.unlock();
+            deliverDrops();
+        }
+    }
+
+    // ------------------------------------------------------------------ get
+
+    /**
+     * A pinned, readable view of object {@code key}, or null on a miss. Close the view to unpin.
+     * The hit is counted in the tier that served it, and a miss in each tier above it.
+     */
+    public ObjectView get(ObjectKey key) {
+        Objects.requireNonNull(key, "key");
+        lock.lock();
+        try {
+            checkOpen();
+            gets++;
+            StoredObject object = placement.get(key);
+            if (object == null) {
+                for (Slot s : chain) {
+                    s.counters.misses++;
+                }
+                misses++;
+                return null;
+            }
+            Residency top = object.residencies;
+            Slot topSlot = chain[top.tierIndex];
+            object.accesses++;
+            topSlot.policy.onAccess(top);
+            topSlot.counters.hits++;
+            for (int i = 0; i < top.tierIndex; i++) {
+                chain[i].counters.misses++;
+            }
+            pin(object);
+            Residency serving = top;
+            int target = promotion.target(object.kind, object.priority, top.tierIndex, object.accesses);
+            if (target < top.tierIndex) {
+                Residency promoted = promote(object, top, Math.max(0, target));
+                if (promoted != null) {
+                    serving = promoted;
+                }
+            }
+            ObjectView view = viewOf(object, serving);
+            if (view == null) {
+                misses++;
+            } else {
+                hits++;
+            }
+            return view;
+        } finally {
+            lock.unlock();
+            deliverDrops();
+        }
+    }
+
+    /** Serves a view from {@code r}, falling back to lower copies when one is corrupt. Null if none is left. */
+    private ObjectView viewOf(StoredObject object, Residency r) {
+        while (r != null) {
+            Slot slot = chain[r.tierIndex];
+            Tier tier = slot.tier;
+            if (tier.isPlainMemory()) {
+                return new ObjectView(this, object, tier.segment(r.handle, 0, object.sizeBytes).asReadOnly(), tier.name());
+            }
+            if (object.sizeBytes > Integer.MAX_VALUE - 16) {
+                throw new IllegalStateException("object " + object.key + " of " + object.sizeBytes
+                        + " bytes in non-addressable tier '" + tier.name() + "' is too large for a private copy");
+            }
+            MemorySegment copy = MemorySegment.ofArray(new byte[(int) object.sizeBytes]);
+            Residency next;
+            try {
+                if (mover.readOut(tier, r.handle, copy)) {
+                    return new ObjectView(this, object, copy.asReadOnly(), tier.name());
+                }
+                next = discardLostCopy(object, r, false);
+            } catch (CorruptObjectException e) {
+                next = discardLostCopy(object, r, true);
+            }
+            r = next;
+        }
+        unpin(object); // lost: every copy failed
+        return null;
+    }
+
+    /**
+     * Discards a copy that could not be read (corrupt or gone). Returns the next copy to try, or
+     * null if none is left, in which case the object is dropped and reported.
+     */
+    private Residency discardLostCopy(StoredObject object, Residency r, boolean corrupt) {
+        Slot slot = chain[r.tierIndex];
+        if (corrupt) {
+            slot.counters.corruptCopies++;
+        }
+        Residency next = r.nextInObject;
+        if (next == null) {
+            next = object.residencies == r ? null : object.residencies;
+        }
+        freeCopy(object, r);
+        if (object.copies == 0) {
+            slot.counters.drops++;
+            forget(object, DropReason.CORRUPT, true);
+            return null;
+        }
+        return next;
+    }
+
+    // ------------------------------------------------------------------ pin, priority, remove
+
+    /** Pins object {@code key}: its copies stay where they are until as many unpins. False if not stored. */
+    public boolean pin(ObjectKey key) {
+        lock.lock();
+        try {
+            checkOpen();
+            StoredObject object = placement.get(key);
+            if (object == null) {
+                return false;
+            }
+            pin(object);
+            return true;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /**
+     * Undoes one {@link #pin}. A stored object is looked up first, then one removed while pinned.
+     *
+     * @return false if no such object is known
+     * @throws IllegalStateException if the object is not pinned
+     */
+    public boolean unpin(ObjectKey key) {
+        lock.lock();
+        try {
+            checkOpen();
+            StoredObject object = placement.get(key);
+            if (object == null) {
+                object = removedPinned.get(key);
+                if (object == null) {
+                    return false;
+                }
+            }
+            unpin(object);
+            return true;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Called by a view on close. */
+    void release(StoredObject object) {
+        lock.lock();
+        try {
+            if (!closed) {
+                unpin(object);
+            }
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    private void pin(StoredObject object) {
+        boolean wasEvictable = object.evictable();
+        object.pins++;
+        if (wasEvictable) {
+            eligibilityChanged(object);
+        }
+    }
+
+    private void unpin(StoredObject object) {
+        if (object.pins <= 0) {
+            throw new IllegalStateException("object " + object.key + " is not pinned");
+        }
+        object.pins--;
+        if (object.pins == 0) {
+            if (object.state == StoredObject.State.REMOVED) {
+                removedPinned.remove(object.key, object);
+                freeAll(object);
+                object.state = StoredObject.State.GONE;
+            } else if (object.evictable()) {
+                eligibilityChanged(object);
+            }
+        }
+    }
+
+    private void eligibilityChanged(StoredObject object) {
+        for (Residency r = object.residencies; r != null; r = r.nextInObject) {
+            chain[r.tierIndex].policy.onEligibilityChange(r);
+        }
+    }
+
+    /** Changes the priority class of {@code key}. False if not stored. */
+    public boolean setPriority(ObjectKey key, PriorityClass priority) {
+        Objects.requireNonNull(priority, "priority");
+        lock.lock();
+        try {
+            checkOpen();
+            StoredObject object = placement.get(key);
+            if (object == null) {
+                return false;
+            }
+            PriorityClass previous = object.priority;
+            if (previous == priority) {
+                return true;
+            }
+            boolean wasEvictable = object.evictable();
+            object.priority = priority;
+            boolean evictable = object.evictable();
+            for (Residency r = object.residencies; r != null; r = r.nextInObject) {
+                EvictionPolicy policy = chain[r.tierIndex].policy;
+                if (wasEvictable != evictable) {
+                    policy.onEligibilityChange(r);
+                } else {
+                    policy.onPriorityChange(r, previous);
+                }
+            }
+            return true;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /**
+     * Removes object {@code key} and frees every copy (at the last unpin if it is pinned). No drop
+     * is reported. False if not stored.
+     */
+    public boolean remove(ObjectKey key) {
+        lock.lock();
+        try {
+            checkOpen();
+            StoredObject object = placement.get(key);
+            if (object == null) {
+                return false;
+            }
+            placement.remove(object);
+            bytesStored -= object.sizeBytes;
+            removes++;
+            if (object.pins > 0) {
+                object.state = StoredObject.State.REMOVED;
+                removedPinned.put(key, object);
+            } else {
+                freeAll(object);
+                object.state = StoredObject.State.GONE;
+            }
+            return true;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    // ------------------------------------------------------------------ queries
+
+    /** True if {@code key} is stored. Lock-free. */
+    public boolean contains(ObjectKey key) {
+        return placement.contains(key);
+    }
+
+    /** Bit {@code i} set when chain tier {@code i} holds a copy of {@code key}. Lock-free. */
+    public int tierMask(ObjectKey key) {
+        return placement.tierMask(key);
+    }
+
+    /** The copies of {@code key}, top first; empty if not stored. */
+    public List<ResidencyInfo> residencies(ObjectKey key) {
+        lock.lock();
+        try {
+            StoredObject object = placement.get(key);
+            if (object == null) {
+                return List.of();
+            }
+            List<ResidencyInfo> out = new ArrayList<>(object.copies);
+            for (Residency r = object.residencies; r != null; r = r.nextInObject) {
+                out.add(new ResidencyInfo(chain[r.tierIndex].tier.name(), r.tierIndex, r.handle, r.reservedBytes));
+            }
+            return out;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** The pin count of {@code key} (0 if not stored). */
+    public int pinCount(ObjectKey key) {
+        lock.lock();
+        try {
+            StoredObject object = placement.get(key);
+            return object == null ? 0 : object.pins;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** The tiers of the chain, top first. */
+    public List<Tier> tiers() {
+        List<Tier> out = new ArrayList<>(chain.length);
+        for (Slot s : chain) {
+            out.add(s.tier);
+        }
+        return out;
+    }
+
+    /** Chain index of {@code tier}. */
+    public int indexOf(Tier tier) {
+        for (Slot s : chain) {
+            if (s.tier == tier) {
+                return s.index;
+            }
+        }
+        throw new IllegalArgumentException("tier '" + tier.name() + "' is not in this store's chain");
+    }
+
+    /** Objects stored. Lock-free. */
+    public int size() {
+        return placement.size();
+    }
+
+    /** A consistent snapshot of every counter. */
+    public StoreStats stats() {
+        lock.lock();
+        try {
+            List<TierMetrics> tiers = new ArrayList<>(chain.length);
+            for (Slot s : chain) {
+                TierCounters c = s.counters;
+                tiers.add(new TierMetrics(s.tier.name(), s.tier.kind(), s.index, s.policy.name(),
+                        s.tier.capacity(), s.tier.used(), s.high, s.low,
+                        c.residentObjects, c.residentBytes, c.reservedBytes,
+                        c.hits, c.misses, c.puts, c.refusedPuts, c.evictions, c.demotions, c.promotions,
+                        c.drops, c.corruptCopies, c.bytesIn, c.bytesOut));
+            }
+            long pinned = 0;
+            for (StoredObject o : placement.all()) {
+                if (o.pins > 0) {
+                    pinned++;
+                }
+            }
+            pinned += removedPinned.size();
+            return new StoreStats(tiers, placement.size(), pinned, bytesStored, gets, hits, misses, puts, stored,
+                    alreadyPresent, refusedPuts, removes, dropsReported, mover.bytesMoved());
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    // ------------------------------------------------------------------ pressure
+
+    /**
+     * Allocates {@code size} bytes in {@code slot}'s tier, first evicting down to the low watermark
+     * if the allocation would pass the high one, then evicting one victim at a time while the
+     * allocation does not fit. Returns {@link Allocator#FULL} when nothing more can be evicted.
+     */
+    private long allocateUnderPressure(Slot slot, long size) {
+        Tier tier = slot.tier;
+        if (tier.used() + size <= slot.highBytes()) {
+            long handle = tier.allocate(size);
+            if (handle != Allocator.FULL) {
+                return handle;
+            }
+        }
+        long savedFailed = slot.failedDemotionSize;
+        slot.failedDemotionSize = Long.MAX_VALUE;
+        try {
+            long target = slot.lowBytes() - size;
+            while (tier.used() > target) {
+                if (!evictOne(slot)) {
+                    break;
+                }
+            }
+            long handle = tier.allocate(size);
+            while (handle == Allocator.FULL && evictOne(slot)) {
+                handle = tier.allocate(size);
+            }
+            return handle;
+        } finally {
+            slot.policy.restoreSkipped();
+            slot.failedDemotionSize = savedFailed;
+        }
+    }
+
+    /** Frees room in {@code slot} by evicting one copy. False if no victim can leave. */
+    private boolean evictOne(Slot slot) {
+        EvictionPolicy policy = slot.policy;
+        for (PolicyNode node = policy.victim(); node != null; node = policy.victim()) {
+            Residency victim = (Residency) node;
+            StoredObject object = victim.object;
+            if (object.copies > 1) {
+                slot.counters.evictions++;
+                freeCopy(object, victim);
+                return true;
+            }
+            Demotion d = demote(slot, victim);
+            if (d == Demotion.DEMOTED) {
+                slot.counters.evictions++;
+                slot.counters.demotions++;
+                freeCopy(object, victim);
+                return true;
+            }
+            if (d == Demotion.SOURCE_LOST) {
+                return true; // the copy was discarded (and the object dropped if it was the last)
+            }
+            if (object.durability == Durability.LOSSY) {
+                slot.counters.evictions++;
+                slot.counters.drops++;
+                freeCopy(object, victim);
+                forget(object, DropReason.EVICTED, true);
+                return true;
+            }
+            policy.skip(victim); // BACKED and nowhere to go: it stays
+        }
+        return false;
+    }
+
+    /** Copies the only copy {@code victim} (in {@code from}) into the first lower tier that takes it. */
+    private Demotion demote(Slot from, Residency victim) {
+        StoredObject object = victim.object;
+        long size = object.sizeBytes;
+        if (size >= from.failedDemotionSize) {
+            return Demotion.NO_ROOM;
+        }
+        for (int j = from.index + 1; j < chain.length; j++) {
+            Slot to = chain[j];
+            if (size > to.tier.capacity()) {
+                continue;
+            }
+            long handle = allocateUnderPressure(to, size);
+            if (handle == Allocator.FULL) {
+                continue;
+            }
+            boolean copied;
+            try {
+                copied = mover.copy(from.tier, victim.handle, to.tier, handle, size);
+            } catch (CorruptObjectException e) {
+                to.tier.free(handle);
+                discardLostCopy(object, victim, true);
+                return Demotion.SOURCE_LOST;
+            } catch (RuntimeException e) {
+                to.tier.free(handle);
+                throw e;
+            }
+            if (!copied) {
+                to.tier.free(handle);
+                discardLostCopy(object, victim, false);
+                return Demotion.SOURCE_LOST;
+            }
+            from.counters.bytesOut += size;
+            to.counters.bytesIn += size;
+            attach(object, to, handle);
+            return Demotion.DEMOTED;
+        }
+        from.failedDemotionSize = Math.min(from.failedDemotionSize, size);
+        return Demotion.NO_ROOM;
+    }
+
+    /** Copies {@code object} from {@code source} into the highest tier from {@code target} up to source that takes it. */
+    private Residency promote(StoredObject object, Residency source, int target) {
+        long size = object.sizeBytes;
+        for (int j = target; j < source.tierIndex; j++) {
+            Slot to = chain[j];
+            if (size > to.tier.capacity()) {
+                continue;
+            }
+            long handle = allocateUnderPressure(to, size);
+            if (handle == Allocator.FULL) {
+                continue;
+            }
+            Slot from = chain[source.tierIndex];
+            boolean copied;
+            try {
+                copied = mover.copy(from.tier, source.handle, to.tier, handle, size);
+            } catch (CorruptObjectException e) {
+                to.tier.free(handle);
+                return null; // the view path meets the corrupt copy and discards it
+            } catch (RuntimeException e) {
+                to.tier.free(handle);
+                throw e;
+            }
+            if (!copied) {
+                to.tier.free(handle);
+                return null;
+            }
+            from.counters.bytesOut += size;
+            to.counters.bytesIn += size;
+            to.counters.promotions++;
+            return attach(object, to, handle);
+        }
+        return null;
+    }
+
+    // ------------------------------------------------------------------ bookkeeping
+
+    private Residency attach(StoredObject object, Slot slot, long handle) {
+        Residency r = new Residency(object, slot.index, handle, slot.tier.allocationSize(handle));
+        object.attach(r);
+        slot.policy.onInsert(r);
+        TierCounters c = slot.counters;
+        c.residentObjects++;
+        c.residentBytes += object.sizeBytes;
+        c.reservedBytes += r.reservedBytes;
+        return r;
+    }
+
+    private void freeCopy(StoredObject object, Residency r) {
+        Slot slot = chain[r.tierIndex];
+        slot.policy.onRemove(r);
+        object.detach(r);
+        slot.tier.free(r.handle);
+        TierCounters c = slot.counters;
+        c.residentObjects--;
+        c.residentBytes -= object.sizeBytes;
+        c.reservedBytes -= r.reservedBytes;
+    }
+
+    private void freeAll(StoredObject object) {
+        Residency r;
+        while ((r = object.residencies) != null) {
+            freeCopy(object, r);
+        }
+    }
+
+    /** Takes a copy-less object out of the store and queues its drop report (once). */
+    private void forget(StoredObject object, DropReason reason, boolean report) {
+        freeAll(object);
+        StoredObject.State previous = object.state;
+        object.state = StoredObject.State.GONE;
+        if (previous == StoredObject.State.LIVE) {
+            placement.remove(object);
+            bytesStored -= object.sizeBytes;
+        } else if (previous == StoredObject.State.REMOVED) {
+            removedPinned.remove(object.key, object);
+            return; // its owner removed it: no report
+        } else {
+            return;
+        }
+        if (report) {
+            dropsReported++;
+            pendingDrops.add(new PendingDrop(object, reason));
+        }
+    }
+
+    private void deliverDrops() {
+        if (pendingDrops.isEmpty()) {
+            return;
+        }
+        PendingDrop d;
+        while ((d = pendingDrops.poll()) != null) {
+            StoredObject o = d.object();
+            dropListener.dropped(o.key, o.kind, o.durability, o.sizeBytes, d.reason());
+        }
+    }
+
+    private void checkTierIndex(int index) {
+        if (index < 0 || index >= chain.length) {
+            throw new IllegalArgumentException("tier index " + index + " is outside the chain of " + chain.length + " tiers");
+        }
+    }
+
+    private void checkOpen() {
+        if (closed) {
+            throw new IllegalStateException("store is closed");
+        }
+    }
+
+    /**
+     * Frees every copy the store holds (open views become invalid), and releases the staging
+     * memory. The tiers stay open: their owner closes them.
+     */
+    @Override
+    public void close() {
+        lock.lock();
+        try {
+            if (closed) {
+                return;
+            }
+            closed = true;
+            List<StoredObject> all = new ArrayList<>();
+            placement.all().forEach(all::add);
+            all.addAll(removedPinned.values());
+            for (StoredObject o : all) {
+                freeAll(o);
+                placement.remove(o);
+                o.state = StoredObject.State.GONE;
+            }
+            removedPinned.clear();
+            mover.close();
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    @Override
+    public String toString() {
+        StringBuilder sb = new StringBuilder("TieredStore[");
+        for (Slot s : chain) {
+            if (s.index > 0) {
+                sb.append(" -> ");
+            }
+            sb.append(s.tier.name()).append('(').append(s.policy.name()).append(')');
+        }
+        return sb.append(", ").append(placement.size()).append(" objects]").toString();
+    }
+
+    // ------------------------------------------------------------------ builder
+
+    /**
+     * Configures a store: the chain of tiers top first, each with its watermarks and policy; the
+     * promotion rule; the drop listener. {@link #build()} validates everything and fails fast with
+     * the offending values.
+     *
+     * <p>Threads: one thread builds.
+     */
+    public static final class Builder {
+        /** Default high watermark: evict when a tier would pass 95% of its capacity. */
+        public static final double DEFAULT_HIGH = 0.95;
+        /** Default low watermark: evict until 85% of capacity. */
+        public static final double DEFAULT_LOW = 0.85;
+
+        private record TierEntry(Tier tier, double high, double low, EvictionPolicy policy) {
+        }
+
+        private final List<TierEntry> tiers = new ArrayList<>();
+        private PromotionRule promotion = PromotionRule.toTop();
+        private DropListener dropListener = DropListener.NONE;
+
+        private Builder() {
+        }
+
+        /** Appends {@code tier} below the previous ones, with default watermarks and the priority-LRU policy. */
+        public Builder tier(Tier tier) {
+            return tier(tier, DEFAULT_HIGH, DEFAULT_LOW, PolicyKind.PRIORITY_LRU);
+        }
+
+        /** Appends {@code tier} with watermarks (fractions of capacity) and a policy kind. */
+        public Builder tier(Tier tier, double high, double low, PolicyKind policy) {
+            return tier(tier, high, low, policy.create());
+        }
+
+        /** Appends {@code tier} with watermarks and a policy instance (not shared with another tier). */
+        public Builder tier(Tier tier, double high, double low, EvictionPolicy policy) {
+            tiers.add(new TierEntry(Objects.requireNonNull(tier, "tier"), high, low, Objects.requireNonNull(policy, "policy")));
+            return this;
+        }
+
+        public Builder promotion(PromotionRule rule) {
+            this.promotion = Objects.requireNonNull(rule, "promotion rule");
+            return this;
+        }
+
+        public Builder dropListener(DropListener listener) {
+            this.dropListener = Objects.requireNonNull(listener, "drop listener");
+            return this;
+        }
+
+        /** Checks the configuration; throws {@link IllegalArgumentException} naming what is wrong. */
+        public Builder conclude() {
+            if (tiers.isEmpty()) {
+                throw new IllegalArgumentException("a store needs at least one tier");
+            }
+            if (tiers.size() > MAX_TIERS) {
+                throw new IllegalArgumentException("a store chain holds at most " + MAX_TIERS + " tiers, got " + tiers.size());
+            }
+            IdentityHashMap<Object, Boolean> seen = new IdentityHashMap<>();
+            java.util.Set<String> names = new java.util.HashSet<>();
+            for (TierEntry e : tiers) {
+                String n = e.tier.name();
+                if (!(e.low > 0 && e.low <= e.high && e.high <= 1.0)) {
+                    throw new IllegalArgumentException("tier '" + n + "': watermarks must satisfy 0 < low <= high <= 1, got low "
+                            + e.low + ", high " + e.high);
+                }
+                if (seen.put(e.tier, Boolean.TRUE) != null || !names.add(n)) {
+                    throw new IllegalArgumentException("tier '" + n + "' appears twice in the chain");
+                }
+                if (seen.put(e.policy, Boolean.TRUE) != null) {
+                    throw new IllegalArgumentException("tier '" + n + "': its policy instance is shared with another tier");
+                }
+                if (e.policy.size() != 0) {
+                    throw new IllegalArgumentException("tier '" + n + "': its policy already tracks " + e.policy.size() + " entries");
+                }
+            }
+            return this;
+        }
+
+        public TieredStore build() {
+            conclude();
+            return new TieredStore(this);
+        }
+    }
+}
