@@ -65,7 +65,7 @@ public final class TiersScenario implements Scenario {
         long tierBytes = workingSet + 8 * Sizes.MiB;
         try (HostTier host = HostTier.create("host", tierBytes);
              DeviceTier device = DeviceTier.cpu("device", tierBytes);
-             PoolTier pool = PoolTier.open(PoolConfig.builder("bench").path(poolFile).capacity(tierBytes)
+             PoolTier pool = PoolTier.open(PoolConfig.builder("bench").path(poolFile).capacity(tierBytes).chunkSize(16 * Sizes.KiB)
                      .mode(PoolConfig.Mode.CREATE).conclude());
              TransferEngine engine = new TransferEngine()) {
             try {

@@ -125,9 +125,9 @@ final class ConfigNode {
         if (t == null) {
             return fallback;
         }
-        String wanted = t.trim().toUpperCase(Locale.ROOT).replace('-', '_');
+        String wanted = t.trim().toUpperCase(Locale.ROOT).replace("-", "").replace("_", "");
         for (E e : type.getEnumConstants()) {
-            if (e.name().equals(wanted)) {
+            if (e.name().replace("_", "").equals(wanted)) {
                 return e;
             }
         }

@@ -1,5 +1,6 @@
 package dev.strata.cache.config;
 
+import dev.strata.cache.policy.PolicyKind;
 import dev.strata.memory.Sizes;
 import dev.strata.memory.TierKind;
 import java.lang.management.ManagementFactory;
@@ -28,7 +29,7 @@ import java.util.Locale;
  *   chain: [device, host, pool, disk]
  *   high-watermark: 0.95
  *   low-watermark: 0.85
- *   policy: priority-lru                            # lru, tinylfu
+ *   policy: priority-lru                            # lru, tiny-lfu
  *   promote-on-access: true
  * transfer:
  *   memory-link-workers: 1
@@ -51,9 +52,6 @@ public record StrataConfig(DeviceTier device, HostTier host, PoolTier pool, Disk
     /** Allocators a HOST tier can use. */
     public enum AllocatorKind { BEST_FIT, SLAB }
 
-    /** Eviction policies of the object store. */
-    public enum PolicyKind { PRIORITY_LRU, LRU, TINYLFU }
-
     /** @param capacity budget in bytes */
     public record DeviceTier(long capacity) {
     }
@@ -62,9 +60,8 @@ public record StrataConfig(DeviceTier device, HostTier host, PoolTier pool, Disk
      * @param capacity  bytes of off-heap memory
      * @param allocator how allocations are carved
      * @param block     slab block size in bytes (SLAB only)
-     * @param pretouch  fault every page in at start-up
      */
-    public record HostTier(long capacity, AllocatorKind allocator, long block, boolean pretouch) {
+    public record HostTier(long capacity, AllocatorKind allocator, long block) {
     }
 
     /**
@@ -115,7 +112,7 @@ public record StrataConfig(DeviceTier device, HostTier host, PoolTier pool, Disk
         PoolTier pool = null;
         DiskTier disk = null;
         if (tiers == null) {
-            host = new HostTier(Sizes.GiB, AllocatorKind.BEST_FIT, 0, true);
+            host = new HostTier(Sizes.GiB, AllocatorKind.BEST_FIT, 0);
         } else {
             ConfigNode d = tiers.child("device");
             if (d != null) {
@@ -126,8 +123,7 @@ public record StrataConfig(DeviceTier device, HostTier host, PoolTier pool, Disk
             if (h != null) {
                 AllocatorKind kind = h.choice("allocator", AllocatorKind.class, AllocatorKind.BEST_FIT);
                 long block = h.size("block", kind == AllocatorKind.SLAB ? -1 : 0);
-                host = new HostTier(positive(h.size("capacity", -1), "tiers.host.capacity"), kind, block,
-                        h.bool("pretouch", true));
+                host = new HostTier(positive(h.size("capacity", -1), "tiers.host.capacity"), kind, block);
                 h.rejectUnknownKeys();
             }
             ConfigNode p = tiers.child("pool");

@@ -3,6 +3,7 @@ package dev.strata.cache.config;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.strata.cache.policy.PolicyKind;
 import dev.strata.memory.Sizes;
 import dev.strata.memory.TierKind;
 import java.nio.file.Files;
@@ -41,7 +42,7 @@ class StrataConfigTest {
         assertThat(c.pool().chunk()).isEqualTo(64 * Sizes.KiB);
         assertThat(c.disk().directIo()).isTrue();
         assertThat(c.store().chain()).containsExactly(TierKind.DEVICE, TierKind.HOST, TierKind.POOL, TierKind.DISK);
-        assertThat(c.store().policy()).isEqualTo(StrataConfig.PolicyKind.TINYLFU);
+        assertThat(c.store().policy()).isEqualTo(PolicyKind.TINY_LFU);
         assertThat(c.transfer().diskLinkWorkers()).isEqualTo(4);
     }
 
@@ -51,7 +52,7 @@ class StrataConfigTest {
         StrataConfig c = ConfigLoader.load(f, List.of("tiers.host.capacity=3GiB"),
                 "tiers.host.capacity=2GiB,store.policy=lru").conclude(64 * Sizes.GiB);
         assertThat(c.host().capacity()).isEqualTo(3 * Sizes.GiB);
-        assertThat(c.store().policy()).isEqualTo(StrataConfig.PolicyKind.LRU);
+        assertThat(c.store().policy()).isEqualTo(PolicyKind.LRU);
     }
 
     @Test

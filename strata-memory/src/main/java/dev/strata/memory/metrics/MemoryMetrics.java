@@ -1,17 +1,19 @@
 package dev.strata.memory.metrics;
 
 import dev.strata.memory.TierStats;
+import dev.strata.memory.transfer.LinkStats;
 import java.util.Collection;
 import java.util.Locale;
 
 /**
- * Exports tier snapshots as Prometheus families {@code strata_tier_*}, one sample per tier
- * labelled {@code tier} (its name) and {@code kind}.
+ * Exports tier and link snapshots as Prometheus families: {@code strata_tier_*}, one sample per
+ * tier labelled {@code tier} (its name) and {@code kind}; {@code strata_link_*}, one sample per
+ * link labelled {@code source} and {@code destination}.
  *
  * <p>Stateless; any thread.
  */
-public final class TierMetrics {
-    private TierMetrics() {
+public final class MemoryMetrics {
+    private MemoryMetrics() {
     }
 
     /** Appends the families of every tier in {@code tiers} to {@code out}. */
@@ -29,6 +31,36 @@ public final class TierMetrics {
         gauge(out, tiers, "strata_tier_write_bandwidth_bytes_per_second", "Measured write bandwidth (decayed average)", TierStats::writeBytesPerSec);
         gauge(out, tiers, "strata_tier_read_latency_seconds", "Measured latency of one read (decayed average)", s -> s.readLatencyNanos() / 1e9);
         gauge(out, tiers, "strata_tier_write_latency_seconds", "Measured latency of one write (decayed average)", s -> s.writeLatencyNanos() / 1e9);
+    }
+
+    /** Appends the families of every link in {@code links} to {@code out}. */
+    public static void writeLinks(PrometheusText out, Collection<LinkStats> links) {
+        link(out, links, "strata_link_transfers_total", PrometheusText.Type.COUNTER, "Transfers finished", LinkStats::operations);
+        link(out, links, "strata_link_failed_total", PrometheusText.Type.COUNTER, "Transfers that failed", LinkStats::failed);
+        link(out, links, "strata_link_not_found_total", PrometheusText.Type.COUNTER, "Transfers whose source object was missing",
+                LinkStats::notFound);
+        link(out, links, "strata_link_bytes_total", PrometheusText.Type.COUNTER, "Bytes moved", LinkStats::bytes);
+        link(out, links, "strata_link_queue_depth", PrometheusText.Type.GAUGE, "Requests waiting", LinkStats::queueDepth);
+        link(out, links, "strata_link_queue_depth_max", PrometheusText.Type.GAUGE, "Most requests ever waiting at once",
+                LinkStats::maxQueueDepth);
+        link(out, links, "strata_link_busy_bandwidth_bytes_per_second", PrometheusText.Type.GAUGE,
+                "Bytes moved over the time workers were busy", l -> l.busyGBps() * 1e9);
+        out.family("strata_link_latency_seconds", PrometheusText.Type.SUMMARY, "Transfer latency, submission to completion");
+        for (LinkStats l : links) {
+            for (var q : new Object[][] {{"0.5", l.p50Nanos()}, {"0.99", l.p99Nanos()}, {"0.999", l.p999Nanos()}}) {
+                out.sample("strata_link_latency_seconds", ((Long) q[1]) / 1e9,
+                        "source", l.source(), "destination", l.destination(), "quantile", (String) q[0]);
+            }
+            out.sample("strata_link_latency_seconds_count", l.operations(), "source", l.source(), "destination", l.destination());
+        }
+    }
+
+    private static void link(PrometheusText out, Collection<LinkStats> links, String name, PrometheusText.Type type,
+                             String help, java.util.function.ToDoubleFunction<LinkStats> f) {
+        out.family(name, type, help);
+        for (LinkStats l : links) {
+            out.sample(name, f.applyAsDouble(l), "source", l.source(), "destination", l.destination());
+        }
     }
 
     private static void gauge(PrometheusText out, Collection<TierStats> tiers, String name, String help,

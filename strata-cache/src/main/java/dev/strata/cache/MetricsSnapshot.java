@@ -1,0 +1,71 @@
+package dev.strata.cache;
+
+import dev.strata.memory.TierStats;
+import dev.strata.memory.metrics.MemoryMetrics;
+import dev.strata.memory.metrics.PrometheusText;
+import dev.strata.memory.transfer.LinkStats;
+import java.util.List;
+import java.util.Locale;
+
+/**
+ * Everything Strata measures at one moment: each tier's occupancy and measured performance, each
+ * link's traffic and latency, and the object store's per-tier hits, misses, evictions, demotions
+ * and bytes moved. {@link #toPrometheus()} renders it in the Prometheus text format.
+ *
+ * <p>Immutable; any thread.
+ *
+ * @param tiers the tiers, in the order they were opened
+ * @param links the transfer engine's links
+ * @param store the object store's counters, or null when no store runs
+ */
+public record MetricsSnapshot(List<TierStats> tiers, List<LinkStats> links, StoreStats store) {
+
+    public MetricsSnapshot {
+        tiers = List.copyOf(tiers);
+        links = List.copyOf(links);
+    }
+
+    /** The snapshot in Prometheus text exposition format. */
+    public String toPrometheus() {
+        PrometheusText out = new PrometheusText();
+        MemoryMetrics.write(out, tiers);
+        MemoryMetrics.writeLinks(out, links);
+        if (store != null) {
+            writeStore(out, store);
+        }
+        return out.toString();
+    }
+
+    private static void writeStore(PrometheusText out, StoreStats s) {
+        store(out, s, "strata_store_hits_total", PrometheusText.Type.COUNTER, "Gets served by this tier", TierMetrics::hits);
+        store(out, s, "strata_store_misses_total", PrometheusText.Type.COUNTER, "Gets this tier could not serve", TierMetrics::misses);
+        store(out, s, "strata_store_puts_total", PrometheusText.Type.COUNTER, "Objects stored into this tier", TierMetrics::puts);
+        store(out, s, "strata_store_refused_puts_total", PrometheusText.Type.COUNTER, "Puts this tier refused", TierMetrics::refusedPuts);
+        store(out, s, "strata_store_evictions_total", PrometheusText.Type.COUNTER, "Copies evicted from this tier", TierMetrics::evictions);
+        store(out, s, "strata_store_demotions_total", PrometheusText.Type.COUNTER, "Copies demoted to a lower tier", TierMetrics::demotions);
+        store(out, s, "strata_store_promotions_total", PrometheusText.Type.COUNTER, "Copies promoted into this tier", TierMetrics::promotions);
+        store(out, s, "strata_store_drops_total", PrometheusText.Type.COUNTER, "LOSSY objects dropped from this tier", TierMetrics::drops);
+        store(out, s, "strata_store_corrupt_copies_total", PrometheusText.Type.COUNTER, "Copies that failed their checksum",
+                TierMetrics::corruptCopies);
+        store(out, s, "strata_store_bytes_in_total", PrometheusText.Type.COUNTER, "Payload bytes copied into this tier", TierMetrics::bytesIn);
+        store(out, s, "strata_store_bytes_out_total", PrometheusText.Type.COUNTER, "Payload bytes copied out of this tier", TierMetrics::bytesOut);
+        store(out, s, "strata_store_resident_objects", PrometheusText.Type.GAUGE, "Objects with a copy in this tier", TierMetrics::residentObjects);
+        store(out, s, "strata_store_resident_bytes", PrometheusText.Type.GAUGE, "Payload bytes of copies in this tier", TierMetrics::residentBytes);
+        store(out, s, "strata_store_hit_ratio", PrometheusText.Type.GAUGE, "Hits over lookups that reached this tier", TierMetrics::hitRate);
+        out.family("strata_store_objects", PrometheusText.Type.GAUGE, "Live objects in the store").sample("strata_store_objects", s.objects());
+        out.family("strata_store_pinned_objects", PrometheusText.Type.GAUGE, "Objects pinned by a reader")
+                .sample("strata_store_pinned_objects", s.pinnedObjects());
+        out.family("strata_store_dropped_total", PrometheusText.Type.COUNTER, "Drops reported to the owner")
+                .sample("strata_store_dropped_total", s.dropsReported());
+        out.family("strata_store_moved_bytes_total", PrometheusText.Type.COUNTER, "Payload bytes copied between tiers")
+                .sample("strata_store_moved_bytes_total", s.bytesMoved());
+    }
+
+    private static void store(PrometheusText out, StoreStats s, String name, PrometheusText.Type type, String help,
+                              java.util.function.ToDoubleFunction<TierMetrics> f) {
+        out.family(name, type, help);
+        for (TierMetrics t : s.tiers()) {
+            out.sample(name, f.applyAsDouble(t), "tier", t.name(), "kind", t.kind().name().toLowerCase(Locale.ROOT));
+        }
+    }
+}
