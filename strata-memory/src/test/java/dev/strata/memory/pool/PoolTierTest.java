@@ -133,6 +133,23 @@ class PoolTierTest {
     }
 
     @Test
+    void roundTripsThroughHeapSegmentsOfOtherArrayTypes() throws Exception {
+        try (PoolFiles files = new PoolFiles("floats", 1);
+             PoolTier pool = PoolTier.open(files.config().capacity(2 * Sizes.MiB).conclude())) {
+            SplittableRandom random = new SplittableRandom(21);
+            float[] values = new float[33_333];
+            for (int i = 0; i < values.length; i++) {
+                values[i] = (float) random.nextDouble(-3, 3);
+            }
+            long h = pool.allocate(values.length * 4L);
+            pool.write(h, MemorySegment.ofArray(values));
+            float[] back = new float[values.length];
+            assertThat(pool.read(h, MemorySegment.ofArray(back))).isTrue();
+            assertThat(back).isEqualTo(values);
+        }
+    }
+
+    @Test
     void rewritingAPublishedObjectReplacesIt() throws Exception {
         try (PoolFiles files = new PoolFiles("rewrite", 1);
              PoolTier pool = PoolTier.open(files.config().capacity(2 * Sizes.MiB).conclude())) {
