@@ -227,13 +227,8 @@ public final class PoolTier implements Tier {
         while (true) {
             PoolHeader.Snapshot snapshot;
             long fileSize;
-            try (FileChannel ch = FileChannel.open(first, StandardOpenOption.READ)) {
-                fileSize = Files.isRegularFile(first) ? ch.size() : 0;
-                buffer.clear();
-                while (buffer.hasRemaining() && ch.read(buffer, buffer.position()) > 0) {
-                    // keep reading until the header is complete or the file ends
-                }
-                buffer.flip();
+            try {
+                fileSize = readHeader(first, buffer);
             } catch (IOException e) {
                 throw new TierIoException(config.name(), "reading the header of " + first, e);
             }
@@ -255,9 +250,36 @@ public final class PoolTier implements Tier {
         }
     }
 
+    /**
+     * Reads the first {@link PoolHeader#HEADER_SIZE} bytes of {@code first} into {@code buffer}
+     * (flipped; shorter if the file is). A device (e.g. {@code /dev/dax0.0}) may support only
+     * {@code mmap}, so its first stripe is mapped briefly instead.
+     *
+     * @return the file's size, 0 for a device
+     */
+    private static long readHeader(Path first, ByteBuffer buffer) throws IOException {
+        buffer.clear();
+        if (!Files.isRegularFile(first)) {
+            try (Arena scratch = Arena.ofConfined()) {
+                MemorySegment stripe = PosixMemoryMap.mapStriped(List.of(first), PoolHeader.STRIPE_SIZE,
+                        PoolHeader.STRIPE_SIZE, scratch);
+                buffer.put(stripe.asSlice(0, PoolHeader.HEADER_SIZE).asByteBuffer());
+            }
+            buffer.flip();
+            return 0;
+        }
+        try (FileChannel ch = FileChannel.open(first, StandardOpenOption.READ)) {
+            while (buffer.hasRemaining() && ch.read(buffer, buffer.position()) > 0) {
+                // keep reading until the header is complete or the file ends
+            }
+            buffer.flip();
+            return ch.size();
+        }
+    }
+
     private static MemorySegment map(PoolConfig config, List<Path> paths, long totalSize, Arena arena) {
         try {
-            if (paths.size() == 1) {
+            if (paths.size() == 1 && Files.isRegularFile(paths.getFirst())) {
                 try (FileChannel ch = FileChannel.open(paths.getFirst(), StandardOpenOption.READ, StandardOpenOption.WRITE)) {
                     return ch.map(FileChannel.MapMode.READ_WRITE, 0, totalSize, arena);
                 }

@@ -31,9 +31,11 @@ import java.util.function.LongSupplier;
  * reclaim, an owner number found in the chunk table always belongs to one incarnation.
  *
  * <p>Liveness: a process is alive when a process with its pid exists and has the recorded start
- * time (this survives pid reuse). Only where a start time is unknown does a heartbeat older than
- * the timeout count as death: a live but paused process must not lose an allocation it is still
- * writing into, so a stale heartbeat alone never condemns a process whose identity is verified.
+ * time, within {@link #START_TOLERANCE_MILLIS} (this survives pid reuse). Pids are those of this
+ * host's pid namespace: processes sharing a pool must share it. Only where a start time is
+ * unknown does a heartbeat older than the timeout count as death: a live but paused process must
+ * not lose an allocation it is still writing into, so a stale heartbeat alone never condemns a
+ * process whose identity is verified.
  *
  * <p>Threads: any; every change is a CAS or an ordered store on the shared segment.
  */
@@ -49,6 +51,13 @@ final class ProcessTable {
     static final int CLAIMING = 1;
     static final int ACTIVE = 2;
     static final int RECLAIMING = 3;
+
+    /**
+     * Start instants are derived from the boot time each JVM reads once, which clock steps can
+     * shift; two readings of one process's start may differ by this much. A pid reused within
+     * this window of the dead process's start is not told apart.
+     */
+    static final long START_TOLERANCE_MILLIS = 2000;
 
     private static final VarHandle LONG = ValueLayout.JAVA_LONG.varHandle();
 
@@ -174,7 +183,7 @@ final class ProcessTable {
         long recordedStart = (long) LONG.get(pool, at(slot, START_OFFSET));
         long actualStart = handle.get().info().startInstant().map(Instant::toEpochMilli).orElse(0L);
         if (recordedStart != 0 && actualStart != 0) {
-            return recordedStart == actualStart;
+            return Math.abs(recordedStart - actualStart) <= START_TOLERANCE_MILLIS;
         }
         return heartbeatTimeoutMillis == 0 || clockMillis.getAsLong() - heartbeat(slot) <= heartbeatTimeoutMillis;
     }

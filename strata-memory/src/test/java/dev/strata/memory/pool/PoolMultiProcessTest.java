@@ -156,4 +156,26 @@ class PoolMultiProcessTest {
             assertThat(pool.reclaimDead()).isZero();
         }
     }
+
+    @Test
+    void thePeriodicSweepReclaimsAKilledWriterWithoutAnAllocationFailure() throws Exception {
+        try (PoolFiles files = new PoolFiles("sweep", 1);
+             PoolTier pool = PoolTier.open(files.config().capacity(16 * Sizes.MiB)
+                     .heartbeatInterval(Duration.ofMillis(20)).sweepInterval(Duration.ofMillis(100)).conclude())) {
+            Process writer = ChildJvm.start(PoolChild.class, "slowwrite", files.name, files.joined(), Long.toString(3 * Sizes.MiB));
+            BufferedReader out = new BufferedReader(new InputStreamReader(writer.getInputStream(), StandardCharsets.UTF_8));
+            long smallHandle = Long.parseLong(readLineStartingWith(out, "published ").split(" ")[1]);
+            readLineStartingWith(out, "writing ");
+            writer.destroyForcibly();
+            assertThat(writer.waitFor(30, TimeUnit.SECONDS)).isTrue();
+            long smallSize = pool.allocationSize(smallHandle);
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+            while (pool.used() != smallSize && System.nanoTime() < deadline) {
+                Thread.sleep(20);
+            }
+            assertThat(pool.used()).isEqualTo(smallSize);
+            assertThat(pool.attachedProcesses()).isEqualTo(1);
+            pool.free(smallHandle);
+        }
+    }
 }

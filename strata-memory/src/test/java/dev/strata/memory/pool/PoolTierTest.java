@@ -133,6 +133,46 @@ class PoolTierTest {
     }
 
     @Test
+    void roundTripsThroughHeapSegmentsOfOtherArrayTypes() throws Exception {
+        try (PoolFiles files = new PoolFiles("floats", 1);
+             PoolTier pool = PoolTier.open(files.config().capacity(2 * Sizes.MiB).conclude())) {
+            SplittableRandom random = new SplittableRandom(21);
+            float[] values = new float[33_333];
+            for (int i = 0; i < values.length; i++) {
+                values[i] = (float) random.nextDouble(-3, 3);
+            }
+            long h = pool.allocate(values.length * 4L);
+            pool.write(h, MemorySegment.ofArray(values));
+            float[] back = new float[values.length];
+            assertThat(pool.read(h, MemorySegment.ofArray(back))).isTrue();
+            assertThat(back).isEqualTo(values);
+        }
+    }
+
+    @Test
+    void aDevicePathIsFormattedInPlaceAndMappedWithMmap() {
+        // /dev/zero stands in for a DAX device: a character device that is only mapped, never
+        // sized. Each mapping of it is a fresh object as long as the mapping, so the pool is kept
+        // to one stripe (mapped at offset 0).
+        PoolConfig config = PoolConfig.builder("device-" + ProcessHandle.current().pid())
+                .path(java.nio.file.Path.of("/dev/zero")).capacity(1 * Sizes.MiB).mode(PoolConfig.Mode.CREATE).conclude();
+        try (PoolTier pool = PoolTier.open(config)) {
+            assertThat(pool.isCreator()).isTrue();
+            assertThat(pool.layout().totalSize()).isEqualTo(PoolHeader.STRIPE_SIZE);
+            byte[] payload = randomBytes(new SplittableRandom(17), 100_003);
+            long h = pool.allocate(payload.length);
+            pool.write(h, MemorySegment.ofArray(payload));
+            byte[] back = new byte[payload.length];
+            assertThat(pool.read(h, MemorySegment.ofArray(back))).isTrue();
+            assertThat(back).isEqualTo(payload);
+        }
+        // attaching reads a device's header through a mapping; /dev/zero never holds one
+        assertThatThrownBy(() -> PoolTier.open(PoolConfig.builder("device-attach").path(java.nio.file.Path.of("/dev/zero"))
+                .mode(PoolConfig.Mode.ATTACH).attachTimeout(Duration.ofMillis(50)).conclude()))
+                .isInstanceOf(PoolFormatException.class).hasMessageContaining("/dev/zero").hasMessageContaining("no initialised pool");
+    }
+
+    @Test
     void rewritingAPublishedObjectReplacesIt() throws Exception {
         try (PoolFiles files = new PoolFiles("rewrite", 1);
              PoolTier pool = PoolTier.open(files.config().capacity(2 * Sizes.MiB).conclude())) {

@@ -1,0 +1,13 @@
+/**
+ * The POOL tier: one memory pool (a file under {@code /dev/shm}, or a CXL/DAX device) mapped by
+ * several processes, optionally interleaved over several files in 2 MiB stripes.
+ *
+ * <p>Structures in the pool, each with its descriptor class: {@link dev.strata.memory.pool.PoolHeader}
+ * (identity, version, layout), {@code ProcessTable} (who has the pool open, for crash detection),
+ * {@code ChunkTable} and {@code ObjectDescriptorTable} (allocation and publish state). Behaviour:
+ * {@code PoolAllocator} (lock-free, cross-process allocation and reclaim of dead processes'
+ * unpublished allocations), {@code PublishProtocol} (single writer, many readers, seqlock-checked
+ * reads with CRC32C) and {@link dev.strata.memory.pool.PoolTier}, which ties them to the
+ * {@link dev.strata.memory.Tier} interface.
+ */
+package dev.strata.memory.pool;
