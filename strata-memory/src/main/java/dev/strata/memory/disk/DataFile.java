@@ -19,6 +19,7 @@ import java.nio.file.attribute.PosixFilePermission;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.util.HashSet;
 import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 
 /**
  * One data file of a DISK tier: a channel opened with or without {@code O_DIRECT}, locked
@@ -38,19 +39,37 @@ import java.util.Set;
  */
 final class DataFile implements AutoCloseable {
 
+    /** Another tier (in this or another process) holds the data file's lock. */
+    static final class LockedException extends IOException {
+        private static final long serialVersionUID = 1L;
+
+        LockedException(Path path) {
+            super("data file " + path + " is locked by another DISK tier (this or another process)");
+        }
+    }
+
     private static final String OWNER_ONLY_TEXT = "rw-------";
     private static final FileAttribute<Set<PosixFilePermission>> OWNER_ONLY =
             PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString(OWNER_ONLY_TEXT));
 
+    /**
+     * Data files open in this process. POSIX record locks belong to the process, and closing any
+     * descriptor of a file drops them all, so a second tier in this process must be turned away
+     * before it opens (and closes) a descriptor of a file another tier has locked.
+     */
+    private static final Set<Path> OPEN_IN_THIS_PROCESS = ConcurrentHashMap.newKeySet();
+
     private final Path path;
+    private final Path key;               // absolute, normalised path in OPEN_IN_THIS_PROCESS
     private final boolean direct;
     private volatile FileChannel channel; // replaced when an interrupt closed the previous one
     private FileLock lock;                // guarded by this
     private volatile boolean closed;
     private long reopenCount;             // guarded by this
 
-    private DataFile(Path path, boolean direct, FileChannel channel, FileLock lock) {
+    private DataFile(Path path, Path key, boolean direct, FileChannel channel, FileLock lock) {
         this.path = path;
+        this.key = key;
         this.direct = direct;
         this.channel = channel;
         this.lock = lock;
@@ -60,17 +79,27 @@ final class DataFile implements AutoCloseable {
      * Creates (or truncates) and locks {@code path}.
      *
      * @param direct open with {@code O_DIRECT}
-     * @throws IOException if the file cannot be opened (e.g. EINVAL where {@code O_DIRECT} is
-     *                     refused) or another tier holds its lock
+     * @throws LockedException if another tier holds the file's lock
+     * @throws IOException     if the file cannot be opened (e.g. EINVAL where {@code O_DIRECT} is
+     *                         refused)
      */
     static DataFile open(Path path, boolean direct) throws IOException {
-        FileChannel channel = openChannel(path, direct);
+        Path key = path.toAbsolutePath().normalize();
+        if (!OPEN_IN_THIS_PROCESS.add(key)) {
+            throw new LockedException(path);
+        }
         try {
-            FileLock lock = lockOrFail(channel, path);
-            channel.truncate(0); // a tier starts empty; only after the lock is ours
-            return new DataFile(path, direct, channel, lock);
+            FileChannel channel = openChannel(path, direct);
+            try {
+                FileLock lock = lockOrFail(channel, path);
+                channel.truncate(0); // a tier starts empty; only after the lock is ours
+                return new DataFile(path, key, direct, channel, lock);
+            } catch (IOException | RuntimeException e) {
+                channel.close();
+                throw e;
+            }
         } catch (IOException | RuntimeException e) {
-            channel.close();
+            OPEN_IN_THIS_PROCESS.remove(key);
             throw e;
         }
     }
@@ -99,7 +128,7 @@ final class DataFile implements AutoCloseable {
             lock = null;
         }
         if (lock == null) {
-            throw new IOException("data file " + path + " is locked by another DISK tier (this or another process)");
+            throw new LockedException(path);
         }
         return lock;
     }
@@ -203,7 +232,11 @@ final class DataFile implements AutoCloseable {
                 lock.release();
             }
         } finally {
-            channel.close();
+            try {
+                channel.close();
+            } finally {
+                OPEN_IN_THIS_PROCESS.remove(key);
+            }
         }
     }
 }

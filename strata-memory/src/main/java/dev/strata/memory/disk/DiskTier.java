@@ -27,8 +27,8 @@ import java.util.concurrent.locks.ReentrantReadWriteLock;
  *
  * <p>Design. The tier's address space {@code [0, capacity)} is split into equal data files; a
  * handle is {@code fileIndex * fileSize + offsetInFile}. Each file's space is managed in memory
- * by its own {@link BestFitAllocator} aligned to the file store's block size (4096 here), so an
- * object never spans two files. An allocation for {@code n} payload bytes reserves one header
+ * by its own {@link BestFitAllocator} aligned to the I/O block (the file store's block size, at
+ * least 4096), so an object never spans two files. An allocation for {@code n} payload bytes reserves one header
  * block plus {@code n} rounded up to the block size: the {@link DiskObjectHeader} (magic, length,
  * CRC32C, write generation) sits in the first block and the payload starts at the second. A write
  * checksums the payload, writes it, then writes the header (one write when both fit one staging
@@ -40,7 +40,9 @@ import java.util.concurrent.locks.ReentrantReadWriteLock;
  * staging buffer from a small pool carved from one arena at open ({@link StagingPool}). Data files
  * are sparse, so a full file system shows up as ENOSPC during a write: the write fails with
  * {@link TierIoException}, that object stays unreadable, every other object stays readable, and
- * later writes succeed once space frees.
+ * later writes succeed once space frees. Nothing is synced to stable storage and a tier starts
+ * empty at open (its files are truncated): DISK holds a cache that does not outlive the process;
+ * the headers make the files self-describing for inspection.
  *
  * <p>Threads: every method may be called from any thread. Reads and writes of different objects
  * run fully in parallel: the data path takes no exclusive lock (positional {@code FileChannel}
@@ -208,7 +210,7 @@ public final class DiskTier implements Tier {
         try {
             files = openFiles(name, dir, fileCount, mode == IoMode.DIRECT);
         } catch (IOException e) {
-            if (mode != IoMode.DIRECT) {
+            if (mode != IoMode.DIRECT || e instanceof DataFile.LockedException) {
                 throw new TierIoException(name, "open of data files in " + dir, e);
             }
             mode = IoMode.BUFFERED;

@@ -250,9 +250,17 @@ class DiskTierRoundTripTest {
     @Test
     void filesAreKeptOnCloseByDefaultAndAreLockedWhileOpen(@TempDir Path dir) {
         DiskTier tier = DiskTier.open(DiskTierOptions.in(dir, 1L << 20).name("kept"));
-        try {
+        try (DiskTestSupport.LogCapture log = new DiskTestSupport.LogCapture()) {
             assertThatThrownBy(() -> DiskTier.open(DiskTierOptions.in(dir, 1L << 20).name("kept")))
-                    .hasMessageContaining("locked");
+                    .isInstanceOf(dev.strata.memory.TierIoException.class).hasMessageContaining("locked");
+            assertThat(log.warnings()).as("a lock conflict is not a direct I/O problem")
+                    .noneSatisfy(w -> assertThat(w).contains("BUFFERED"));
+            byte[] data = DiskTestSupport.randomBytes(5000, new SplittableRandom(9));
+            long h = tier.allocate(data.length);
+            tier.write(h, MemorySegment.ofArray(data));
+            byte[] back = new byte[data.length];
+            assertThat(tier.read(h, MemorySegment.ofArray(back))).as("the first tier is untouched").isTrue();
+            assertThat(back).isEqualTo(data);
         } finally {
             tier.close();
         }
@@ -268,10 +276,11 @@ class DiskTierRoundTripTest {
             assertThat(log.warnings()).anySatisfy(w -> assertThat(w).contains("exceeds the usable space")
                     .contains(String.valueOf(tier.capacity())));
         }
+        long effective = BlockAlignment.alignUp(capacity, FileStoreInfo.probe(dir).directIoAlignment());
         assertThatThrownBy(() -> DiskTier.open(DiskTierOptions.in(dir, capacity).name("huge2")
                 .capacityCheck(DiskTierOptions.CapacityCheck.FAIL)))
                 .isInstanceOf(IllegalArgumentException.class)
-                .hasMessageContaining("exceeds the usable space").hasMessageContaining(String.valueOf(capacity));
+                .hasMessageContaining("exceeds the usable space").hasMessageContaining(String.valueOf(effective));
     }
 
     @Test
