@@ -48,8 +48,7 @@ public final class Link {
     private final MpmcQueue<Object> queue;      // CopyRequest or BatchSlice
     private final Worker[] workers;
 
-    private final AtomicInteger queueDepth = new AtomicInteger();     // requests waiting
-    private final AtomicInteger maxQueueDepth = new AtomicInteger();  // most ever waiting
+    private final AtomicInteger maxQueueDepth = new AtomicInteger();  // most requests ever waiting (queue depth is the queue's size)
     private final LongAdder operations = new LongAdder();
     private final LongAdder completed = new LongAdder();
     private final LongAdder notFound = new LongAdder();
@@ -112,11 +111,6 @@ public final class Link {
     // ---------------------------------------------------------------- submission
 
     void submit(Object request) {
-        int depth = queueDepth.incrementAndGet();
-        int max = maxQueueDepth.get();
-        while (depth > max && !maxQueueDepth.compareAndSet(max, depth)) {
-            max = maxQueueDepth.get();
-        }
         int tries = 0;
         while (!queue.offer(request)) {
             if (++tries < 64) {
@@ -126,6 +120,11 @@ public final class Link {
             }
         }
         wakeOne();
+        int depth = queue.size();
+        int max = maxQueueDepth.get();
+        while (depth > max && !maxQueueDepth.compareAndSet(max, depth)) {
+            max = maxQueueDepth.get();
+        }
     }
 
     private void wakeOne() {
@@ -169,7 +168,6 @@ public final class Link {
                     continue;
                 }
             }
-            queueDepth.decrementAndGet();
             if (workers.length > 1 && queue.hasReady()) {
                 wakeOne();
             }
@@ -210,7 +208,7 @@ public final class Link {
         noteStart(start);
         long moved;
         try {
-            moved = perform(r.kind, r.source, r.sourceHandle, r.destination, r.destinationHandle, r.length, r.segments, start);
+            moved = perform(r.kind, r.source, r.sourceHandle, r.destination, r.destinationHandle, r.length, r.segments);
         } catch (Throwable t) {
             long end = System.nanoTime();
             account(TransferStatus.FAILED, 0, end - start, end - r.submittedAt);
@@ -220,6 +218,9 @@ public final class Link {
         long end = System.nanoTime();
         TransferStatus status = moved < 0 ? TransferStatus.NOT_FOUND : TransferStatus.COMPLETED;
         long moves = Math.max(moved, 0);
+        if (moved > 0) {
+            meterDirectAccess(r.kind, r.source, r.destination, moved, end - start);
+        }
         account(status, moves, end - start, end - r.submittedAt);
         r.complete(new TransferResult(status, moves, start - r.submittedAt, end - start, null));
     }
@@ -233,9 +234,12 @@ public final class Link {
             TransferResult result;
             try {
                 long moved = perform(t.kind(), t.source(), t.sourceHandle(), t.destination(), t.destinationHandle(),
-                        t.length(), t.segments(), start);
+                        t.length(), t.segments());
                 long end = System.nanoTime();
                 TransferStatus status = moved < 0 ? TransferStatus.NOT_FOUND : TransferStatus.COMPLETED;
+                if (moved > 0) {
+                    meterDirectAccess(t.kind(), t.source(), t.destination(), moved, end - start);
+                }
                 account(status, Math.max(moved, 0), end - start, end - tracker.submittedAt);
                 result = new TransferResult(status, Math.max(moved, 0), start - tracker.submittedAt, end - start, null);
             } catch (Throwable e) {
@@ -264,26 +268,48 @@ public final class Link {
     }
 
     /**
+     * Records, in the meter of a plain-memory tier, the side of a transfer that went through its
+     * view rather than its read or write methods (those meter themselves).
+     */
+    private static void meterDirectAccess(Transfer.Kind kind, Tier src, Tier dst, long bytes, long nanos) {
+        switch (kind) {
+            case COPY -> {
+                if (dst.isPlainMemory()) {
+                    if (dst instanceof PlainMemoryTier plain) {
+                        plain.recordDirectWrite(bytes, nanos);
+                    }
+                } else if (src instanceof PlainMemoryTier plain) {
+                    plain.recordDirectRead(bytes, nanos);
+                }
+            }
+            case GATHER -> {
+                if (dst instanceof PlainMemoryTier plain) {
+                    plain.recordDirectWrite(bytes, nanos);
+                }
+            }
+            case SCATTER -> {
+                if (src instanceof PlainMemoryTier plain) {
+                    plain.recordDirectRead(bytes, nanos);
+                }
+            }
+        }
+    }
+
+    /**
      * Moves the bytes of one transfer.
      *
      * @return bytes moved, or -1 if the source object was not found
      */
     private long perform(Transfer.Kind kind, Tier src, long srcHandle, Tier dst, long dstHandle, long length,
-                         List<MemorySegment> segments, long start) throws InterruptedException {
+                         List<MemorySegment> segments) throws InterruptedException {
         switch (kind) {
             case COPY -> {
                 if (dst.isPlainMemory()) {
                     if (!src.read(srcHandle, dst.segment(dstHandle, 0, length))) {
                         return -1;
                     }
-                    if (dst instanceof PlainMemoryTier plain) {
-                        plain.recordDirectWrite(length, System.nanoTime() - start);
-                    }
                 } else if (src.isPlainMemory()) {
                     dst.write(dstHandle, src.segment(srcHandle, 0, length));
-                    if (src instanceof PlainMemoryTier plain) {
-                        plain.recordDirectRead(length, System.nanoTime() - start);
-                    }
                 } else {
                     MemorySegment buffer = staging.acquire(length);
                     try {
@@ -307,9 +333,6 @@ public final class Link {
                         MemorySegment.copy(part, 0, view, at, len);
                         at += len;
                     }
-                    if (dst instanceof PlainMemoryTier plain) {
-                        plain.recordDirectWrite(length, System.nanoTime() - start);
-                    }
                 } else {
                     dst.gatherWrite(dstHandle, segments);
                 }
@@ -324,9 +347,6 @@ public final class Link {
                         long len = part.byteSize();
                         MemorySegment.copy(view, at, part, 0, len);
                         at += len;
-                    }
-                    if (src instanceof PlainMemoryTier plain) {
-                        plain.recordDirectRead(length, System.nanoTime() - start);
                     }
                 } else if (!src.scatterRead(srcHandle, segments)) {
                     return -1;
@@ -369,7 +389,7 @@ public final class Link {
         boolean any = h.getTotalCount() > 0;
         return new LinkStats(sourceName, destinationName, workers.length,
                 operations.sum(), completed.sum(), notFound.sum(), failed.sum(), moved,
-                queueDepth.get(), maxQueueDepth.get(),
+                queue.size(), maxQueueDepth.get(),
                 any ? h.getValueAtPercentile(50) : 0,
                 any ? h.getValueAtPercentile(99) : 0,
                 any ? h.getValueAtPercentile(99.9) : 0,
