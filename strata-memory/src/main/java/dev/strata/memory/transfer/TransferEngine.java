@@ -37,7 +37,9 @@ import java.util.concurrent.atomic.AtomicInteger;
  * work queued so far to completion, joins the workers and releases the staging pool.
  *
  * <p>Threads: every method may be called from any thread; submission is lock-free apart from the
- * first use of a link (which creates it).
+ * first use of a link (which creates it). Futures complete on link worker threads: dependent
+ * actions attached without an executor run there, so they must be short and must not wait on
+ * further transfers (use the {@code ...Async} variants for that).
  */
 public final class TransferEngine implements AutoCloseable {
 
