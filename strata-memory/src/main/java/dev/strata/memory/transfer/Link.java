@@ -407,7 +407,7 @@ public final class Link {
     // ---------------------------------------------------------------- requests
 
     /** One submitted transfer; the request is its own future, so a transfer allocates one object plus its result. */
-    static final class CopyRequest extends CompletableFuture<TransferResult> {
+    static final class CopyRequest extends SpinningFuture<TransferResult> {
         final Transfer.Kind kind;
         final Tier source;                 // null for GATHER
         final long sourceHandle;
@@ -450,7 +450,7 @@ public final class Link {
         final Transfer[] transfers;
         final TransferResult[] results;            // filled by the slices' workers
         final AtomicInteger remaining;             // transfers not yet finished
-        final CompletableFuture<BatchResult> future = new CompletableFuture<>();
+        final CompletableFuture<BatchResult> future = new SpinningFuture<>();
         final long submittedAt;                    // System.nanoTime()
 
         BatchTracker(Transfer[] transfers, long submittedAt) {
