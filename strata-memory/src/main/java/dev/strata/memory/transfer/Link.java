@@ -112,15 +112,18 @@ public final class Link {
 
     void submit(Object request) {
         int tries = 0;
-        while (!queue.offer(request)) {
+        long head = queue.headPosition(); // read before offering: the depth below counts this request
+        long position;
+        while ((position = queue.offerAt(request)) < 0) {
             if (++tries < 64) {
                 Thread.onSpinWait();
             } else {
                 Thread.yield();
             }
+            head = queue.headPosition();
         }
         wakeOne();
-        int depth = queue.size();
+        int depth = (int) Math.min(Integer.MAX_VALUE, position + 1 - head); // requests waiting when this one was queued, itself included
         int max = maxQueueDepth.get();
         while (depth > max && !maxQueueDepth.compareAndSet(max, depth)) {
             max = maxQueueDepth.get();
