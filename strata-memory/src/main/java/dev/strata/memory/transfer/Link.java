@@ -48,8 +48,7 @@ public final class Link {
     private final MpmcQueue<Object> queue;      // CopyRequest or BatchSlice
     private final Worker[] workers;
 
-    private final AtomicInteger queueDepth = new AtomicInteger();     // requests waiting
-    private final AtomicInteger maxQueueDepth = new AtomicInteger();  // most ever waiting
+    private final AtomicInteger maxQueueDepth = new AtomicInteger();  // most requests ever waiting (queue depth is the queue's size)
     private final LongAdder operations = new LongAdder();
     private final LongAdder completed = new LongAdder();
     private final LongAdder notFound = new LongAdder();
@@ -112,20 +111,23 @@ public final class Link {
     // ---------------------------------------------------------------- submission
 
     void submit(Object request) {
-        int depth = queueDepth.incrementAndGet();
-        int max = maxQueueDepth.get();
-        while (depth > max && !maxQueueDepth.compareAndSet(max, depth)) {
-            max = maxQueueDepth.get();
-        }
         int tries = 0;
-        while (!queue.offer(request)) {
+        long head = queue.headPosition(); // read before offering: the depth below counts this request
+        long position;
+        while ((position = queue.offerAt(request)) < 0) {
             if (++tries < 64) {
                 Thread.onSpinWait();
             } else {
                 Thread.yield();
             }
+            head = queue.headPosition();
         }
         wakeOne();
+        int depth = (int) Math.min(Integer.MAX_VALUE, position + 1 - head); // requests waiting when this one was queued, itself included
+        int max = maxQueueDepth.get();
+        while (depth > max && !maxQueueDepth.compareAndSet(max, depth)) {
+            max = maxQueueDepth.get();
+        }
     }
 
     private void wakeOne() {
@@ -155,9 +157,13 @@ public final class Link {
     // ---------------------------------------------------------------- workers
 
     private void runWorker(Worker self) {
+        // End of the previous run when this worker went straight on to the next request, else 0.
+        // Back to back, that end is also the next start (clock reads cost tens of ns here).
+        long lastEnd = 0;
         while (true) {
             Object request = queue.poll();
             if (request == null) {
+                lastEnd = 0;
                 if (stopping) {
                     // every submission finished before stopping was set: a last poll sees them all
                     request = queue.poll();
@@ -169,16 +175,20 @@ public final class Link {
                     continue;
                 }
             }
-            queueDepth.decrementAndGet();
             if (workers.length > 1 && queue.hasReady()) {
                 wakeOne();
             }
             if (request instanceof CopyRequest single) {
-                runSingle(single);
+                lastEnd = runSingle(single, lastEnd);
             } else {
-                runSlice((BatchSlice) request);
+                lastEnd = runSlice((BatchSlice) request, lastEnd);
             }
         }
+    }
+
+    /** Start time of a run: the previous run's end when back to back (never before submission), else now. */
+    private static long startTime(long lastEnd, long submittedAt) {
+        return lastEnd != 0 ? Math.max(lastEnd, submittedAt) : System.nanoTime();
     }
 
     /** Spins, then parks, until work may be ready or the link stops. */
@@ -205,48 +215,61 @@ public final class Link {
         }
     }
 
-    private void runSingle(CopyRequest r) {
-        long start = System.nanoTime();
+    /** Runs one request; returns the time it ended. */
+    private long runSingle(CopyRequest r, long lastEnd) {
+        long start = startTime(lastEnd, r.submittedAt);
         noteStart(start);
         long moved;
         try {
-            moved = perform(r.kind, r.source, r.sourceHandle, r.destination, r.destinationHandle, r.length, r.segments, start);
+            moved = perform(r.kind, r.source, r.sourceHandle, r.destination, r.destinationHandle, r.length, r.segments);
         } catch (Throwable t) {
             long end = System.nanoTime();
             account(TransferStatus.FAILED, 0, end - start, end - r.submittedAt);
             r.completeExceptionally(new TransferException(name, r.describe(), t));
-            return;
+            return end;
         }
         long end = System.nanoTime();
         TransferStatus status = moved < 0 ? TransferStatus.NOT_FOUND : TransferStatus.COMPLETED;
         long moves = Math.max(moved, 0);
+        if (moved > 0) {
+            meterDirectAccess(r.kind, r.source, r.destination, moved, end - start);
+        }
         account(status, moves, end - start, end - r.submittedAt);
         r.complete(new TransferResult(status, moves, start - r.submittedAt, end - start, null));
+        return end;
     }
 
-    private void runSlice(BatchSlice slice) {
+    /** Runs a batch slice item by item; returns the time the last item ended. */
+    private long runSlice(BatchSlice slice, long lastEnd) {
         BatchTracker tracker = slice.tracker;
+        long previousEnd = lastEnd;
         for (int index : slice.indices) {
             Transfer t = tracker.transfers[index];
-            long start = System.nanoTime();
+            long start = startTime(previousEnd, tracker.submittedAt);
+            long end;
             noteStart(start);
             TransferResult result;
             try {
                 long moved = perform(t.kind(), t.source(), t.sourceHandle(), t.destination(), t.destinationHandle(),
-                        t.length(), t.segments(), start);
-                long end = System.nanoTime();
+                        t.length(), t.segments());
+                end = System.nanoTime();
                 TransferStatus status = moved < 0 ? TransferStatus.NOT_FOUND : TransferStatus.COMPLETED;
+                if (moved > 0) {
+                    meterDirectAccess(t.kind(), t.source(), t.destination(), moved, end - start);
+                }
                 account(status, Math.max(moved, 0), end - start, end - tracker.submittedAt);
                 result = new TransferResult(status, Math.max(moved, 0), start - tracker.submittedAt, end - start, null);
             } catch (Throwable e) {
-                long end = System.nanoTime();
+                end = System.nanoTime();
                 account(TransferStatus.FAILED, 0, end - start, end - tracker.submittedAt);
                 result = new TransferResult(TransferStatus.FAILED, 0, start - tracker.submittedAt, end - start,
                         new TransferException(name, describe(t) + " (batch item " + index + ")", e));
             }
             tracker.results[index] = result;
+            previousEnd = end;
         }
         tracker.finished(slice.indices.length);
+        return previousEnd;
     }
 
     private void account(TransferStatus status, long moved, long runNanos, long totalNanos) {
@@ -264,26 +287,58 @@ public final class Link {
     }
 
     /**
+     * Records, in the meter of a plain-memory tier, the side of a transfer that went through its
+     * view rather than its read or write methods (those meter themselves).
+     */
+    private static void meterDirectAccess(Transfer.Kind kind, Tier src, Tier dst, long bytes, long nanos) {
+        switch (kind) {
+            case COPY -> {
+                if (dst.isPlainMemory()) {
+                    if (dst instanceof PlainMemoryTier plain) {
+                        plain.recordDirectWrite(bytes, nanos);
+                    }
+                    if (src instanceof PlainMemoryTier plain) {
+                        plain.recordDirectRead(bytes, nanos);
+                    }
+                } else if (src instanceof PlainMemoryTier plain) {
+                    plain.recordDirectRead(bytes, nanos);
+                }
+            }
+            case GATHER -> {
+                if (dst instanceof PlainMemoryTier plain) {
+                    plain.recordDirectWrite(bytes, nanos);
+                }
+            }
+            case SCATTER -> {
+                if (src instanceof PlainMemoryTier plain) {
+                    plain.recordDirectRead(bytes, nanos);
+                }
+            }
+        }
+    }
+
+    /**
      * Moves the bytes of one transfer.
      *
      * @return bytes moved, or -1 if the source object was not found
      */
     private long perform(Transfer.Kind kind, Tier src, long srcHandle, Tier dst, long dstHandle, long length,
-                         List<MemorySegment> segments, long start) throws InterruptedException {
+                         List<MemorySegment> segments) throws InterruptedException {
         switch (kind) {
             case COPY -> {
                 if (dst.isPlainMemory()) {
-                    if (!src.read(srcHandle, dst.segment(dstHandle, 0, length))) {
+                    if (src instanceof PlainMemoryTier plainSource) {
+                        // both plain: one copy between the two views, metered on both sides after the run
+                        MemorySegment from = plainSource.viewIfAllocated(srcHandle, length);
+                        if (from == null) {
+                            return -1;
+                        }
+                        MemorySegment.copy(from, 0, dst.segment(dstHandle, 0, length), 0, length);
+                    } else if (!src.read(srcHandle, dst.segment(dstHandle, 0, length))) {
                         return -1;
-                    }
-                    if (dst instanceof PlainMemoryTier plain) {
-                        plain.recordDirectWrite(length, System.nanoTime() - start);
                     }
                 } else if (src.isPlainMemory()) {
                     dst.write(dstHandle, src.segment(srcHandle, 0, length));
-                    if (src instanceof PlainMemoryTier plain) {
-                        plain.recordDirectRead(length, System.nanoTime() - start);
-                    }
                 } else {
                     MemorySegment buffer = staging.acquire(length);
                     try {
@@ -307,9 +362,6 @@ public final class Link {
                         MemorySegment.copy(part, 0, view, at, len);
                         at += len;
                     }
-                    if (dst instanceof PlainMemoryTier plain) {
-                        plain.recordDirectWrite(length, System.nanoTime() - start);
-                    }
                 } else {
                     dst.gatherWrite(dstHandle, segments);
                 }
@@ -324,9 +376,6 @@ public final class Link {
                         long len = part.byteSize();
                         MemorySegment.copy(view, at, part, 0, len);
                         at += len;
-                    }
-                    if (src instanceof PlainMemoryTier plain) {
-                        plain.recordDirectRead(length, System.nanoTime() - start);
                     }
                 } else if (!src.scatterRead(srcHandle, segments)) {
                     return -1;
@@ -369,7 +418,7 @@ public final class Link {
         boolean any = h.getTotalCount() > 0;
         return new LinkStats(sourceName, destinationName, workers.length,
                 operations.sum(), completed.sum(), notFound.sum(), failed.sum(), moved,
-                queueDepth.get(), maxQueueDepth.get(),
+                queue.size(), maxQueueDepth.get(),
                 any ? h.getValueAtPercentile(50) : 0,
                 any ? h.getValueAtPercentile(99) : 0,
                 any ? h.getValueAtPercentile(99.9) : 0,
@@ -387,7 +436,7 @@ public final class Link {
     // ---------------------------------------------------------------- requests
 
     /** One submitted transfer; the request is its own future, so a transfer allocates one object plus its result. */
-    static final class CopyRequest extends CompletableFuture<TransferResult> {
+    static final class CopyRequest extends SpinningFuture<TransferResult> {
         final Transfer.Kind kind;
         final Tier source;                 // null for GATHER
         final long sourceHandle;
@@ -430,7 +479,7 @@ public final class Link {
         final Transfer[] transfers;
         final TransferResult[] results;            // filled by the slices' workers
         final AtomicInteger remaining;             // transfers not yet finished
-        final CompletableFuture<BatchResult> future = new CompletableFuture<>();
+        final CompletableFuture<BatchResult> future = new SpinningFuture<>();
         final long submittedAt;                    // System.nanoTime()
 
         BatchTracker(Transfer[] transfers, long submittedAt) {

@@ -1,6 +1,5 @@
 package dev.strata.memory.transfer;
 
-import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicLongArray;
 
 /**
@@ -21,8 +20,11 @@ final class MpmcQueue<E> {
     private final Object[] slots;           // [capacity] elements
     private final AtomicLongArray sequence; // [capacity] per-slot sequence numbers
     private final int mask;                 // capacity - 1
-    private final AtomicLong tail = new AtomicLong(); // next position to produce
-    private final AtomicLong head = new AtomicLong(); // next position to consume
+    // positions: [TAIL] next position to produce, [HEAD] next position to consume; 128 bytes apart
+    // so that producers and consumers do not share a cache line
+    private final AtomicLongArray positions = new AtomicLongArray(32);
+    private static final int TAIL = 8;
+    private static final int HEAD = 24;
 
     /** @param capacity a power of two, at least 2 */
     MpmcQueue(int capacity) {
@@ -39,21 +41,26 @@ final class MpmcQueue<E> {
 
     /** Adds {@code e}; false if the queue is full (would block). */
     boolean offer(E e) {
-        long pos = tail.get();
+        return offerAt(e) >= 0;
+    }
+
+    /** Adds {@code e}; returns the position it took, or -1 if the queue is full (would block). */
+    long offerAt(E e) {
+        long pos = positions.get(TAIL);
         while (true) {
             int index = (int) pos & mask;
             long diff = sequence.get(index) - pos;
             if (diff == 0) {
-                if (tail.compareAndSet(pos, pos + 1)) {
+                if (positions.compareAndSet(TAIL, pos, pos + 1)) {
                     slots[index] = e;
                     sequence.set(index, pos + 1);
-                    return true;
+                    return pos;
                 }
-                pos = tail.get();
+                pos = positions.get(TAIL);
             } else if (diff < 0) {
-                return false;
+                return -1;
             } else {
-                pos = tail.get();
+                pos = positions.get(TAIL);
             }
         }
     }
@@ -61,29 +68,40 @@ final class MpmcQueue<E> {
     /** Takes the oldest element, or null if none is ready. */
     @SuppressWarnings("unchecked")
     E poll() {
-        long pos = head.get();
+        long pos = positions.get(HEAD);
         while (true) {
             int index = (int) pos & mask;
             long diff = sequence.get(index) - (pos + 1);
             if (diff == 0) {
-                if (head.compareAndSet(pos, pos + 1)) {
+                if (positions.compareAndSet(HEAD, pos, pos + 1)) {
                     E e = (E) slots[index];
                     slots[index] = null;
                     sequence.set(index, pos + mask + 1);
                     return e;
                 }
-                pos = head.get();
+                pos = positions.get(HEAD);
             } else if (diff < 0) {
                 return null;
             } else {
-                pos = head.get();
+                pos = positions.get(HEAD);
             }
         }
     }
 
+    /** The next position a consumer will take (positions count every element ever offered). */
+    long headPosition() {
+        return positions.get(HEAD);
+    }
+
+    /** Elements queued or being queued now (a racy estimate when producers or consumers are active). */
+    int size() {
+        long head = positions.get(HEAD);
+        return (int) Math.max(0, positions.get(TAIL) - head);
+    }
+
     /** True if an element is ready at the head (a volatile read). */
     boolean hasReady() {
-        long pos = head.get();
+        long pos = positions.get(HEAD);
         return sequence.get((int) pos & mask) == pos + 1;
     }
 }
