@@ -13,8 +13,8 @@ public final class CorruptObjectException extends RuntimeException {
 
     public CorruptObjectException(String tier, long handle, long length, long expectedChecksum, long actualChecksum) {
         super("corrupt object in tier '" + tier + "' at handle " + handle + " (" + length + " bytes): checksum "
-                + String.format("0x%016x", actualChecksum) + " does not match stored "
-                + String.format("0x%016x", expectedChecksum));
+                + String.format("0x%x", actualChecksum) + " does not match stored "
+                + String.format("0x%x", expectedChecksum));
         this.tier = tier;
         this.handle = handle;
     }

@@ -605,7 +605,7 @@ public final class DiskTier implements Tier {
         }
         int actual = dst.checksum();
         if (actual != checksum) {
-            throw new CorruptObjectException(name, r.handle, length, checksum, actual);
+            throw new CorruptObjectException(name, r.handle, length, Integer.toUnsignedLong(checksum), Integer.toUnsignedLong(actual));
         }
     }
 

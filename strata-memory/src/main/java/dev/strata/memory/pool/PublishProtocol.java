@@ -151,7 +151,7 @@ final class PublishProtocol {
         }
         int actual = Crc32cChecksum.of(parts);
         if (actual != stored) {
-            throw new CorruptObjectException(tierName, handle, length, stored, actual);
+            throw new CorruptObjectException(tierName, handle, length, Integer.toUnsignedLong(stored), Integer.toUnsignedLong(actual));
         }
         return true;
     }
