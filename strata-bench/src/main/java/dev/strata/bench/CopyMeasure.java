@@ -1,18 +1,25 @@
 package dev.strata.bench;
 
 import dev.strata.memory.Tier;
+import dev.strata.memory.transfer.BatchResult;
+import dev.strata.memory.transfer.Transfer;
 import dev.strata.memory.transfer.TransferEngine;
 import dev.strata.memory.transfer.TransferResult;
+import dev.strata.memory.transfer.TransferStatus;
 import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.CompletableFuture;
 
 /**
  * Measures copies of whole objects between two tiers, through the transfer engine and as a raw
  * {@link MemorySegment#copy} of the same bytes between the same places, in GB/s.
  *
- * <p>Both sides copy the same set of objects in the same order; the engine side submits every copy
- * as its own asynchronous request (pipelined, up to {@code window} outstanding) and waits for all.
- * Confined to the calling thread.
+ * <p>Both sides copy the same set of objects in the same order. The engine side is measured two
+ * ways: {@link #batched} hands the engine batches (as a block manager does: the blocks of a
+ * sequence at once) with two batches in flight and one wait per batch; {@link #engine} submits
+ * every copy as its own request with up to {@code window} outstanding, which keeps several
+ * requests in flight on links with several workers (DISK). Confined to the calling thread.
  */
 final class CopyMeasure {
     private CopyMeasure() {
@@ -45,6 +52,41 @@ final class CopyMeasure {
             }
         }
         return gbPerSecond(size * srcHandles.length, System.nanoTime() - start);
+    }
+
+    /**
+     * The same copies through {@code engine} in batches of about {@code batchBytes}, two batches in
+     * flight: the caller waits once per batch, never per copy.
+     */
+    static double batched(TransferEngine engine, Tier src, long[] srcHandles, Tier dst, long[] dstHandles, long size,
+                          long batchBytes) {
+        int perBatch = (int) Math.max(1, Math.min(256, batchBytes / size));
+        List<List<Transfer>> batches = new ArrayList<>();
+        for (int i = 0; i < srcHandles.length; i += perBatch) {
+            List<Transfer> batch = new ArrayList<>(perBatch);
+            for (int j = i; j < Math.min(srcHandles.length, i + perBatch); j++) {
+                batch.add(Transfer.copy(src, srcHandles[j], dst, dstHandles[j], size));
+            }
+            batches.add(batch);
+        }
+        long start = System.nanoTime();
+        CompletableFuture<BatchResult> previous = null;
+        for (List<Transfer> batch : batches) {
+            CompletableFuture<BatchResult> current = engine.submitBatch(batch);
+            if (previous != null) {
+                check(previous.join());
+            }
+            previous = current;
+        }
+        check(previous.join());
+        return gbPerSecond(size * srcHandles.length, System.nanoTime() - start);
+    }
+
+    static void check(BatchResult r) {
+        if (r.count(TransferStatus.COMPLETED) != r.results().size()) {
+            throw new IllegalStateException("a batched transfer failed in benchmark: " + r.results().stream()
+                    .filter(t -> !t.completed()).findFirst().orElseThrow());
+        }
     }
 
     static void check(TransferResult r) {
