@@ -13,7 +13,6 @@ import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Objects;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.locks.ReentrantLock;
 
 /**
@@ -84,9 +83,6 @@ public final class TieredStore implements AutoCloseable {
         }
     }
 
-    private record PendingDrop(StoredObject object, DropReason reason) {
-    }
-
     private enum Demotion { DEMOTED, SOURCE_LOST, NO_ROOM }
 
     private final Slot[] chain;
@@ -96,7 +92,7 @@ public final class TieredStore implements AutoCloseable {
     private final ObjectMover mover = new ObjectMover();
     private final PromotionRule promotion;
     private final DropListener dropListener;
-    private final ConcurrentLinkedQueue<PendingDrop> pendingDrops = new ConcurrentLinkedQueue<>();
+    private ArrayList<StoredObject> pendingDrops = new ArrayList<>(); // dropped under the lock, reported after it
     private boolean closed;
 
     // store-wide counters, guarded by the lock
@@ -189,8 +185,7 @@ public final class TieredStore implements AutoCloseable {
             chain[targetTier].counters.refusedPuts++;
             return fitsSomewhere ? PutStatus.REFUSED_NO_SPACE : PutStatus.REFUSED_TOO_LARGE;
         } finally {
-            lock.unlock();
-            deliverDrops();
+            unlockAndReportDrops();
         }
     }
 
@@ -239,8 +234,7 @@ public final class TieredStore implements AutoCloseable {
             }
             return view;
         } finally {
-            lock.unlock();
-            deliverDrops();
+            unlockAndReportDrops();
         }
     }
 
@@ -288,7 +282,7 @@ public final class TieredStore implements AutoCloseable {
         freeCopy(object, r);
         if (object.copies == 0) {
             slot.counters.drops++;
-            forget(object, DropReason.CORRUPT, true);
+            forget(object, DropReason.CORRUPT);
             return null;
         }
         return next;
@@ -589,7 +583,7 @@ public final class TieredStore implements AutoCloseable {
                 slot.counters.evictions++;
                 slot.counters.drops++;
                 freeCopy(object, victim);
-                forget(object, DropReason.EVICTED, true);
+                forget(object, DropReason.EVICTED);
                 return true;
             }
             policy.skip(victim); // BACKED and nowhere to go: it stays
@@ -705,7 +699,7 @@ public final class TieredStore implements AutoCloseable {
     }
 
     /** Takes a copy-less object out of the store and queues its drop report (once). */
-    private void forget(StoredObject object, DropReason reason, boolean report) {
+    private void forget(StoredObject object, DropReason reason) {
         freeAll(object);
         StoredObject.State previous = object.state;
         object.state = StoredObject.State.GONE;
@@ -718,20 +712,24 @@ public final class TieredStore implements AutoCloseable {
         } else {
             return;
         }
-        if (report) {
-            dropsReported++;
-            pendingDrops.add(new PendingDrop(object, reason));
-        }
+        dropsReported++;
+        object.dropReason = reason;
+        pendingDrops.add(object);
     }
 
-    private void deliverDrops() {
-        if (pendingDrops.isEmpty()) {
-            return;
+    /** Releases the lock, then tells the listener about the drops queued while it was held. */
+    private void unlockAndReportDrops() {
+        ArrayList<StoredObject> drops = null;
+        if (!pendingDrops.isEmpty()) {
+            drops = pendingDrops;
+            pendingDrops = new ArrayList<>();
         }
-        PendingDrop d;
-        while ((d = pendingDrops.poll()) != null) {
-            StoredObject o = d.object();
-            dropListener.dropped(o.key, o.kind, o.durability, o.sizeBytes, d.reason());
+        lock.unlock();
+        if (drops != null) {
+            for (int i = 0, n = drops.size(); i < n; i++) {
+                StoredObject o = drops.get(i);
+                dropListener.dropped(o.key, o.kind, o.durability, o.sizeBytes, o.dropReason);
+            }
         }
     }
 
