@@ -5,7 +5,6 @@ import dev.strata.memory.Sizes;
 
 import java.util.ArrayList;
 import java.util.Comparator;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
@@ -41,7 +40,7 @@ public final class BestFitAllocator implements Allocator {
     private final ReentrantLock lock = new ReentrantLock();
     private final TreeMap<Long, Long> freeByOffset = new TreeMap<>();                 // offset -> size, free ranges
     private final TreeSet<FreeRange> freeBySize = new TreeSet<>(BY_SIZE_THEN_OFFSET);  // same ranges, by (size, offset)
-    private final Map<Long, Long> live = new HashMap<>();                             // offset -> rounded size
+    private final LongLongMap live = new LongLongMap();                               // offset -> rounded size, live allocations
     private long used;             // bytes, sum of live sizes
 
     /**
@@ -91,8 +90,8 @@ public final class BestFitAllocator implements Allocator {
     public void free(long offset) {
         lock.lock();
         try {
-            Long size = live.remove(offset);
-            if (size == null) {
+            long size = offset < 0 ? LongLongMap.MISSING : live.remove(offset);
+            if (size == LongLongMap.MISSING) {
                 throw notAllocated(offset);
             }
             used -= size;
@@ -118,8 +117,8 @@ public final class BestFitAllocator implements Allocator {
     public long sizeOf(long offset) {
         lock.lock();
         try {
-            Long size = live.get(offset);
-            if (size == null) {
+            long size = offset < 0 ? LongLongMap.MISSING : live.get(offset);
+            if (size == LongLongMap.MISSING) {
                 throw notAllocated(offset);
             }
             return size;
@@ -132,7 +131,7 @@ public final class BestFitAllocator implements Allocator {
     public boolean isAllocated(long offset) {
         lock.lock();
         try {
-            return live.containsKey(offset);
+            return offset >= 0 && live.get(offset) != LongLongMap.MISSING;
         } finally {
             lock.unlock();
         }
@@ -201,13 +200,17 @@ public final class BestFitAllocator implements Allocator {
     public List<FreeRange> liveRanges() {
         lock.lock();
         try {
-            List<FreeRange> out = new ArrayList<>(live.size());
-            live.forEach((o, s) -> out.add(new FreeRange(o, s)));
-            out.sort(Comparator.comparingLong(FreeRange::offset));
-            return out;
+            return liveRangesLocked();
         } finally {
             lock.unlock();
         }
+    }
+
+    private List<FreeRange> liveRangesLocked() {
+        List<FreeRange> out = new ArrayList<>(live.size());
+        live.forEach((o, sz) -> out.add(new FreeRange(o, sz)));
+        out.sort(Comparator.comparingLong(FreeRange::offset));
+        return out;
     }
 
     /**
@@ -230,15 +233,15 @@ public final class BestFitAllocator implements Allocator {
                 }
                 all.put(e.getKey(), new long[] {e.getValue(), 1});
             }
-            for (Map.Entry<Long, Long> e : live.entrySet()) {
-                if (e.getValue() <= 0 || e.getValue() % alignment != 0) {
-                    throw new IllegalStateException("live range at " + e.getKey() + " has size " + e.getValue()
+            for (FreeRange r : liveRangesLocked()) {
+                if (r.size() <= 0 || r.size() % alignment != 0) {
+                    throw new IllegalStateException("live range at " + r.offset() + " has size " + r.size()
                             + ", not a positive multiple of alignment " + alignment);
                 }
-                if (all.put(e.getKey(), new long[] {e.getValue(), 0}) != null) {
-                    throw new IllegalStateException("offset " + e.getKey() + " is both free and live");
+                if (all.put(r.offset(), new long[] {r.size(), 0}) != null) {
+                    throw new IllegalStateException("offset " + r.offset() + " is both free and live");
                 }
-                liveSum += e.getValue();
+                liveSum += r.size();
             }
             if (liveSum != used) {
                 throw new IllegalStateException("used " + used + " differs from sum of live sizes " + liveSum);

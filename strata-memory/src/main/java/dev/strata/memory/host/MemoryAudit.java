@@ -31,7 +31,23 @@ public final class MemoryAudit {
     private static final ConcurrentHashMap<Long, LiveRegion> LIVE = new ConcurrentHashMap<>();
     private static final AtomicLong NEXT_ID = new AtomicLong(1);
 
+    private static final java.util.concurrent.atomic.AtomicBoolean HOOK_INSTALLED = new java.util.concurrent.atomic.AtomicBoolean();
+
     private MemoryAudit() {
+    }
+
+    /**
+     * Installs (once per process) a shutdown hook that prints {@link #report()} to standard error
+     * when regions are still live at exit, so leaks show up in every run.
+     */
+    public static void installShutdownAudit() {
+        if (HOOK_INSTALLED.compareAndSet(false, true)) {
+            Runtime.getRuntime().addShutdownHook(Thread.ofPlatform().name("strata-memory-audit").unstarted(() -> {
+                if (!LIVE.isEmpty()) {
+                    System.err.println(report());
+                }
+            }));
+        }
     }
 
     /** Registers a region; returns its id for {@link #unregister}. */

@@ -1,0 +1,474 @@
+package dev.strata.memory.transfer;
+
+import dev.strata.memory.Tier;
+import dev.strata.memory.host.PlainMemoryTier;
+import org.HdrHistogram.Histogram;
+import org.HdrHistogram.Recorder;
+
+import java.lang.foreign.MemorySegment;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.LongAdder;
+import java.util.concurrent.locks.LockSupport;
+
+/**
+ * One source-tier → destination-tier path of the {@link TransferEngine}: its own request queue,
+ * its own worker threads and its own measurements.
+ *
+ * <p>Design (protocol): submitters add requests to a lock-free bounded queue ({@link MpmcQueue};
+ * when it is full they spin and yield, which is the link's back-pressure) and then unpark one
+ * parked worker, if any. A worker takes a request (a single transfer, or a whole batch slice in
+ * one go), runs it and completes its future; with nothing queued it spins for
+ * {@link TransferEngine.Settings#spinNanos()} before parking, so back-to-back transfers pay no
+ * wake-up. Parking follows a flag handshake: the worker sets its {@code parked} flag, re-checks
+ * the queue, and only then parks; a submitter publishes its request before reading the flags, so
+ * one of the two always sees the other. A worker that takes a request while more are ready wakes
+ * another parked worker, so links with several workers keep several requests in flight.
+ *
+ * <p>Statistics are recorded before a future completes, so a caller that waited on a future sees
+ * that transfer counted.
+ *
+ * <p>Threads: {@link #stats()} and the package-private submit methods may be called from any
+ * thread; futures complete on the link's worker threads (dependent actions that are not async run
+ * there, and should be short).
+ */
+public final class Link {
+
+    /** Name of the endpoint for raw memory ranges (sources of a gather, destinations of a scatter). */
+    public static final String MEMORY = "memory";
+
+    private final String sourceName;
+    private final String destinationName;
+    private final String name;                  // source->destination
+    private final long spinNanos;               // ns a worker spins before parking
+    private final StagingPool staging;          // shared by the engine, for non-plain to non-plain copies
+    private final MpmcQueue<Object> queue;      // CopyRequest or BatchSlice
+    private final Worker[] workers;
+
+    private final AtomicInteger maxQueueDepth = new AtomicInteger();  // most requests ever waiting (queue depth is the queue's size)
+    private final LongAdder operations = new LongAdder();
+    private final LongAdder completed = new LongAdder();
+    private final LongAdder notFound = new LongAdder();
+    private final LongAdder failed = new LongAdder();
+    private final LongAdder bytes = new LongAdder();                  // bytes moved by completed transfers
+    private final LongAdder busyNanos = new LongAdder();              // ns spent running, summed over workers
+    private final AtomicLong firstStartNanos = new AtomicLong(Long.MIN_VALUE); // nanoTime of the first run, MIN_VALUE before
+    private final Recorder latency = new Recorder(3);                // ns, submission to completion
+    private final Histogram cumulative = new Histogram(3);           // ns, guarded by this
+    private Histogram interval;                                       // recycled, guarded by this
+    private volatile boolean stopping;
+
+    /** A worker thread and its park flag. */
+    private static final class Worker {
+        final Thread thread;
+        volatile boolean parked;
+
+        Worker(Thread thread) {
+            this.thread = thread;
+        }
+    }
+
+    Link(String sourceName, String destinationName, int workerCount, int queueCapacity, long spinNanos, StagingPool staging) {
+        this.sourceName = sourceName;
+        this.destinationName = destinationName;
+        this.name = sourceName + "->" + destinationName;
+        this.spinNanos = spinNanos;
+        this.staging = staging;
+        this.queue = new MpmcQueue<>(queueCapacity);
+        this.workers = new Worker[workerCount];
+        for (int i = 0; i < workerCount; i++) {
+            Worker[] holder = new Worker[1];
+            Thread t = Thread.ofPlatform().daemon().name("strata-link-" + name + "-" + i).unstarted(() -> runWorker(holder[0]));
+            holder[0] = new Worker(t);
+            workers[i] = holder[0];
+        }
+        for (Worker w : workers) {
+            w.thread.start();
+        }
+    }
+
+    /** {@code source->destination}. */
+    public String name() {
+        return name;
+    }
+
+    public String sourceName() {
+        return sourceName;
+    }
+
+    public String destinationName() {
+        return destinationName;
+    }
+
+    /** Worker threads serving this link. */
+    public int workerCount() {
+        return workers.length;
+    }
+
+    // ---------------------------------------------------------------- submission
+
+    void submit(Object request) {
+        int tries = 0;
+        while (!queue.offer(request)) {
+            if (++tries < 64) {
+                Thread.onSpinWait();
+            } else {
+                Thread.yield();
+            }
+        }
+        wakeOne();
+        int depth = queue.size();
+        int max = maxQueueDepth.get();
+        while (depth > max && !maxQueueDepth.compareAndSet(max, depth)) {
+            max = maxQueueDepth.get();
+        }
+    }
+
+    private void wakeOne() {
+        for (Worker w : workers) {
+            if (w.parked) {
+                LockSupport.unpark(w.thread);
+                return;
+            }
+        }
+    }
+
+    /** Lets the workers finish every queued request and exit; returns at once. */
+    void stop() {
+        stopping = true;
+        for (Worker w : workers) {
+            LockSupport.unpark(w.thread);
+        }
+    }
+
+    /** Waits for the workers to exit after {@link #stop()}. */
+    void join() throws InterruptedException {
+        for (Worker w : workers) {
+            w.thread.join();
+        }
+    }
+
+    // ---------------------------------------------------------------- workers
+
+    private void runWorker(Worker self) {
+        while (true) {
+            Object request = queue.poll();
+            if (request == null) {
+                if (stopping) {
+                    // every submission finished before stopping was set: a last poll sees them all
+                    request = queue.poll();
+                    if (request == null) {
+                        return;
+                    }
+                } else {
+                    awaitWork(self);
+                    continue;
+                }
+            }
+            if (workers.length > 1 && queue.hasReady()) {
+                wakeOne();
+            }
+            if (request instanceof CopyRequest single) {
+                runSingle(single);
+            } else {
+                runSlice((BatchSlice) request);
+            }
+        }
+    }
+
+    /** Spins, then parks, until work may be ready or the link stops. */
+    private void awaitWork(Worker self) {
+        long deadline = System.nanoTime() + spinNanos;
+        while (System.nanoTime() < deadline) {
+            if (queue.hasReady() || stopping) {
+                return;
+            }
+            Thread.onSpinWait();
+        }
+        self.parked = true;
+        if (queue.hasReady() || stopping) {
+            self.parked = false;
+            return;
+        }
+        LockSupport.parkNanos(this, TimeUnit.MILLISECONDS.toNanos(100));
+        self.parked = false;
+    }
+
+    private void noteStart(long start) {
+        if (firstStartNanos.get() == Long.MIN_VALUE) {
+            firstStartNanos.compareAndSet(Long.MIN_VALUE, start);
+        }
+    }
+
+    private void runSingle(CopyRequest r) {
+        long start = System.nanoTime();
+        noteStart(start);
+        long moved;
+        try {
+            moved = perform(r.kind, r.source, r.sourceHandle, r.destination, r.destinationHandle, r.length, r.segments);
+        } catch (Throwable t) {
+            long end = System.nanoTime();
+            account(TransferStatus.FAILED, 0, end - start, end - r.submittedAt);
+            r.completeExceptionally(new TransferException(name, r.describe(), t));
+            return;
+        }
+        long end = System.nanoTime();
+        TransferStatus status = moved < 0 ? TransferStatus.NOT_FOUND : TransferStatus.COMPLETED;
+        long moves = Math.max(moved, 0);
+        if (moved > 0) {
+            meterDirectAccess(r.kind, r.source, r.destination, moved, end - start);
+        }
+        account(status, moves, end - start, end - r.submittedAt);
+        r.complete(new TransferResult(status, moves, start - r.submittedAt, end - start, null));
+    }
+
+    private void runSlice(BatchSlice slice) {
+        BatchTracker tracker = slice.tracker;
+        for (int index : slice.indices) {
+            Transfer t = tracker.transfers[index];
+            long start = System.nanoTime();
+            noteStart(start);
+            TransferResult result;
+            try {
+                long moved = perform(t.kind(), t.source(), t.sourceHandle(), t.destination(), t.destinationHandle(),
+                        t.length(), t.segments());
+                long end = System.nanoTime();
+                TransferStatus status = moved < 0 ? TransferStatus.NOT_FOUND : TransferStatus.COMPLETED;
+                if (moved > 0) {
+                    meterDirectAccess(t.kind(), t.source(), t.destination(), moved, end - start);
+                }
+                account(status, Math.max(moved, 0), end - start, end - tracker.submittedAt);
+                result = new TransferResult(status, Math.max(moved, 0), start - tracker.submittedAt, end - start, null);
+            } catch (Throwable e) {
+                long end = System.nanoTime();
+                account(TransferStatus.FAILED, 0, end - start, end - tracker.submittedAt);
+                result = new TransferResult(TransferStatus.FAILED, 0, start - tracker.submittedAt, end - start,
+                        new TransferException(name, describe(t) + " (batch item " + index + ")", e));
+            }
+            tracker.results[index] = result;
+        }
+        tracker.finished(slice.indices.length);
+    }
+
+    private void account(TransferStatus status, long moved, long runNanos, long totalNanos) {
+        operations.increment();
+        switch (status) {
+            case COMPLETED -> {
+                completed.increment();
+                bytes.add(moved);
+            }
+            case NOT_FOUND -> notFound.increment();
+            case FAILED -> failed.increment();
+        }
+        busyNanos.add(runNanos);
+        latency.recordValue(Math.max(totalNanos, 0));
+    }
+
+    /**
+     * Records, in the meter of a plain-memory tier, the side of a transfer that went through its
+     * view rather than its read or write methods (those meter themselves).
+     */
+    private static void meterDirectAccess(Transfer.Kind kind, Tier src, Tier dst, long bytes, long nanos) {
+        switch (kind) {
+            case COPY -> {
+                if (dst.isPlainMemory()) {
+                    if (dst instanceof PlainMemoryTier plain) {
+                        plain.recordDirectWrite(bytes, nanos);
+                    }
+                } else if (src instanceof PlainMemoryTier plain) {
+                    plain.recordDirectRead(bytes, nanos);
+                }
+            }
+            case GATHER -> {
+                if (dst instanceof PlainMemoryTier plain) {
+                    plain.recordDirectWrite(bytes, nanos);
+                }
+            }
+            case SCATTER -> {
+                if (src instanceof PlainMemoryTier plain) {
+                    plain.recordDirectRead(bytes, nanos);
+                }
+            }
+        }
+    }
+
+    /**
+     * Moves the bytes of one transfer.
+     *
+     * @return bytes moved, or -1 if the source object was not found
+     */
+    private long perform(Transfer.Kind kind, Tier src, long srcHandle, Tier dst, long dstHandle, long length,
+                         List<MemorySegment> segments) throws InterruptedException {
+        switch (kind) {
+            case COPY -> {
+                if (dst.isPlainMemory()) {
+                    if (!src.read(srcHandle, dst.segment(dstHandle, 0, length))) {
+                        return -1;
+                    }
+                } else if (src.isPlainMemory()) {
+                    dst.write(dstHandle, src.segment(srcHandle, 0, length));
+                } else {
+                    MemorySegment buffer = staging.acquire(length);
+                    try {
+                        if (!src.read(srcHandle, buffer)) {
+                            return -1;
+                        }
+                        dst.write(dstHandle, buffer);
+                    } finally {
+                        staging.release(buffer);
+                    }
+                }
+                return length;
+            }
+            case GATHER -> {
+                if (dst.isPlainMemory()) {
+                    MemorySegment view = dst.segment(dstHandle, 0, length);
+                    long at = 0;
+                    for (int i = 0, n = segments.size(); i < n; i++) {
+                        MemorySegment part = segments.get(i);
+                        long len = part.byteSize();
+                        MemorySegment.copy(part, 0, view, at, len);
+                        at += len;
+                    }
+                } else {
+                    dst.gatherWrite(dstHandle, segments);
+                }
+                return length;
+            }
+            case SCATTER -> {
+                if (src.isPlainMemory()) {
+                    MemorySegment view = src.segment(srcHandle, 0, length);
+                    long at = 0;
+                    for (int i = 0, n = segments.size(); i < n; i++) {
+                        MemorySegment part = segments.get(i);
+                        long len = part.byteSize();
+                        MemorySegment.copy(view, at, part, 0, len);
+                        at += len;
+                    }
+                } else if (!src.scatterRead(srcHandle, segments)) {
+                    return -1;
+                }
+                return length;
+            }
+        }
+        throw new IllegalStateException("unknown transfer kind " + kind);
+    }
+
+    static String describe(Transfer t) {
+        return describe(t.kind(), t.source(), t.sourceHandle(), t.destination(), t.destinationHandle(), t.length(), t.segments().size());
+    }
+
+    static String describe(Transfer.Kind kind, Tier src, long srcHandle, Tier dst, long dstHandle, long length, int parts) {
+        return switch (kind) {
+            case COPY -> "copy of " + length + " bytes from handle " + srcHandle + " in tier '" + src.name()
+                    + "' to handle " + dstHandle + " in tier '" + dst.name() + "'";
+            case GATHER -> "gather of " + parts + " ranges (" + length + " bytes) to handle " + dstHandle
+                    + " in tier '" + dst.name() + "'";
+            case SCATTER -> "scatter of handle " + srcHandle + " in tier '" + src.name() + "' (" + length
+                    + " bytes) to " + parts + " ranges";
+        };
+    }
+
+    // ---------------------------------------------------------------- statistics
+
+    /** A snapshot of this link's measurements. */
+    public LinkStats stats() {
+        Histogram h;
+        synchronized (this) {
+            interval = latency.getIntervalHistogram(interval);
+            cumulative.add(interval);
+            h = cumulative.copy();
+        }
+        long moved = bytes.sum();
+        long busy = busyNanos.sum();
+        long first = firstStartNanos.get();
+        long wall = first == Long.MIN_VALUE ? 0 : System.nanoTime() - first;
+        boolean any = h.getTotalCount() > 0;
+        return new LinkStats(sourceName, destinationName, workers.length,
+                operations.sum(), completed.sum(), notFound.sum(), failed.sum(), moved,
+                queue.size(), maxQueueDepth.get(),
+                any ? h.getValueAtPercentile(50) : 0,
+                any ? h.getValueAtPercentile(99) : 0,
+                any ? h.getValueAtPercentile(99.9) : 0,
+                any ? h.getMaxValue() : 0,
+                busy, wall,
+                busy > 0 ? (double) moved / busy : 0.0,
+                wall > 0 ? (double) moved / wall : 0.0);
+    }
+
+    @Override
+    public String toString() {
+        return "Link[" + name + ", " + workers.length + " worker(s)]";
+    }
+
+    // ---------------------------------------------------------------- requests
+
+    /** One submitted transfer; the request is its own future, so a transfer allocates one object plus its result. */
+    static final class CopyRequest extends SpinningFuture<TransferResult> {
+        final Transfer.Kind kind;
+        final Tier source;                 // null for GATHER
+        final long sourceHandle;
+        final Tier destination;            // null for SCATTER
+        final long destinationHandle;
+        final long length;                 // bytes
+        final List<MemorySegment> segments;
+        final long submittedAt;            // System.nanoTime()
+
+        CopyRequest(Transfer.Kind kind, Tier source, long sourceHandle, Tier destination, long destinationHandle,
+                    long length, List<MemorySegment> segments, long submittedAt) {
+            this.kind = kind;
+            this.source = source;
+            this.sourceHandle = sourceHandle;
+            this.destination = destination;
+            this.destinationHandle = destinationHandle;
+            this.length = length;
+            this.segments = segments;
+            this.submittedAt = submittedAt;
+        }
+
+        String describe() {
+            return Link.describe(kind, source, sourceHandle, destination, destinationHandle, length, segments.size());
+        }
+    }
+
+    /** The part of a batch that runs on one link, taken by a worker in one go. */
+    static final class BatchSlice {
+        final BatchTracker tracker;
+        final int[] indices; // positions in tracker.transfers, ascending
+
+        BatchSlice(BatchTracker tracker, int[] indices) {
+            this.tracker = tracker;
+            this.indices = indices;
+        }
+    }
+
+    /** A batch across one or more links: completes its future when every slice is done. */
+    static final class BatchTracker {
+        final Transfer[] transfers;
+        final TransferResult[] results;            // filled by the slices' workers
+        final AtomicInteger remaining;             // transfers not yet finished
+        final CompletableFuture<BatchResult> future = new SpinningFuture<>();
+        final long submittedAt;                    // System.nanoTime()
+
+        BatchTracker(Transfer[] transfers, long submittedAt) {
+            this.transfers = transfers;
+            this.results = new TransferResult[transfers.length];
+            this.remaining = new AtomicInteger(transfers.length);
+            this.submittedAt = submittedAt;
+        }
+
+        void finished(int count) {
+            // the decrement is a full fence: results written by every slice are visible to the last one
+            if (remaining.addAndGet(-count) == 0) {
+                long moved = 0;
+                for (TransferResult r : results) {
+                    moved += r.bytes();
+                }
+                future.complete(new BatchResult(List.of(results), moved));
+            }
+        }
+    }
+}
