@@ -106,6 +106,7 @@ public final class TieredStore implements AutoCloseable {
     private long removes;
     private long dropsReported;
     private long bytesStored; // payload bytes of live objects
+    private long pinnedObjects; // objects (live or removed-pending) with pins > 0
 
     private TieredStore(Builder b) {
         this.chain = new Slot[b.tiers.size()];
@@ -344,7 +345,9 @@ public final class TieredStore implements AutoCloseable {
 
     private void pin(StoredObject object) {
         boolean wasEvictable = object.evictable();
-        object.pins++;
+        if (object.pins++ == 0) {
+            pinnedObjects++;
+        }
         if (wasEvictable) {
             eligibilityChanged(object);
         }
@@ -356,6 +359,7 @@ public final class TieredStore implements AutoCloseable {
         }
         object.pins--;
         if (object.pins == 0) {
+            pinnedObjects--;
             if (object.state == StoredObject.State.REMOVED) {
                 removedPinned.remove(object.key, object);
                 freeAll(object);
@@ -509,14 +513,7 @@ public final class TieredStore implements AutoCloseable {
                         c.hits, c.misses, c.puts, c.refusedPuts, c.evictions, c.demotions, c.promotions,
                         c.drops, c.corruptCopies, c.bytesIn, c.bytesOut));
             }
-            long pinned = 0;
-            for (StoredObject o : placement.all()) {
-                if (o.pins > 0) {
-                    pinned++;
-                }
-            }
-            pinned += removedPinned.size();
-            return new StoreStats(tiers, placement.size(), pinned, bytesStored, gets, hits, misses, puts, stored,
+            return new StoreStats(tiers, placement.size(), pinnedObjects, bytesStored, gets, hits, misses, puts, stored,
                     alreadyPresent, refusedPuts, removes, dropsReported, mover.bytesMoved());
         } finally {
             lock.unlock();
@@ -726,9 +723,22 @@ public final class TieredStore implements AutoCloseable {
         }
         lock.unlock();
         if (drops != null) {
+            RuntimeException failure = null;
             for (int i = 0, n = drops.size(); i < n; i++) {
                 StoredObject o = drops.get(i);
-                dropListener.dropped(o.key, o.kind, o.durability, o.sizeBytes, o.dropReason);
+                try {
+                    dropListener.dropped(o.key, o.kind, o.durability, o.sizeBytes, o.dropReason);
+                } catch (RuntimeException e) {
+                    // every drop is still reported once; the listener's failure surfaces afterwards
+                    if (failure == null) {
+                        failure = e;
+                    } else {
+                        failure.addSuppressed(e);
+                    }
+                }
+            }
+            if (failure != null) {
+                throw failure;
             }
         }
     }

@@ -257,6 +257,26 @@ class TieredStoreTest {
     }
 
     @Test
+    void aFailingListenerStillHearsOfEveryDropOnce() {
+        DeviceTier dev = device(4);
+        List<ObjectKey> heard = new ArrayList<>();
+        try (TieredStore store = TieredStore.builder().tier(dev, 1.0, 0.25, PolicyKind.LRU)
+                .dropListener((key, kind, durability, size, reason) -> {
+                    heard.add(key);
+                    throw new IllegalStateException("listener failed for " + key);
+                }).build()) {
+            for (int i = 0; i < 4; i++) {
+                put(store, i, LOSSY, IDLE, 4000, 0);
+            }
+            assertThatThrownBy(() -> put(store, 4, LOSSY, IDLE, 4000, 0)).hasMessageContaining("listener failed");
+            // back to the low watermark (one page) with room for the new object: all four leave
+            assertThat(heard).containsExactly(ObjectKey.of(0), ObjectKey.of(1), ObjectKey.of(2), ObjectKey.of(3));
+            assertThat(store.contains(ObjectKey.of(4))).isTrue();
+            assertThat(store.stats().dropsReported()).isEqualTo(4);
+        }
+    }
+
+    @Test
     void putOfAStoredKeyLeavesItUnchangedAndATargetTierIsHonoured() {
         DeviceTier dev = device(4);
         HostTier host = host("host", 8);
