@@ -45,8 +45,10 @@ import java.util.concurrent.locks.ReentrantLock;
  * sum of its copies there.
  *
  * <p>Threads: every method may be called from any thread. One lock guards placement, the policies
- * and the counters; byte copies between tiers run under it too in this synchronous version (all
- * of them inside {@link ObjectMover}, the seam for the asynchronous transfer engine). Lookups of
+ * and the counters. A put copies an object of {@value #WRITE_OUTSIDE_LOCK_BYTES} bytes or more into
+ * its reserved allocation without the lock (smaller ones under it: cheaper than a second lock
+ * round trip); copies between tiers (demotion, promotion) run under the lock in this synchronous
+ * version, all inside {@link ObjectMover}, the seam for the asynchronous transfer engine. Lookups of
  * the {@link PlacementMap} ({@link #contains}, {@link #tierMask}) are lock-free. The bytes of an
  * open view are read without any lock: the pin keeps them in place. Drop reports are delivered
  * after the lock is released, on the thread that caused them. The store owns the allocations it
@@ -55,6 +57,8 @@ import java.util.concurrent.locks.ReentrantLock;
 public final class TieredStore implements AutoCloseable {
 
     private static final int MAX_TIERS = 31; // tier masks are ints
+    /** Objects at least this large (bytes) are copied into their tier without holding the lock. */
+    public static final long WRITE_OUTSIDE_LOCK_BYTES = 64 * 1024;
 
     /** One tier of the chain with its settings, policy and counters (guarded by the lock). */
     private static final class Slot {
@@ -149,6 +153,9 @@ public final class TieredStore implements AutoCloseable {
             throw new IllegalArgumentException("object " + key + " is empty: size " + size);
         }
         checkTierIndex(targetTier);
+        StoredObject object;
+        Slot reservedSlot = null; // a large object's room, written outside the lock
+        long reservedHandle = Allocator.FULL;
         lock.lock();
         try {
             checkOpen();
@@ -157,7 +164,7 @@ public final class TieredStore implements AutoCloseable {
                 alreadyPresent++;
                 return PutStatus.ALREADY_PRESENT;
             }
-            StoredObject object = new StoredObject(key, kind, durability, priority, size);
+            object = new StoredObject(key, kind, durability, priority, size);
             boolean fitsSomewhere = false;
             for (int t = targetTier; t < chain.length; t++) {
                 Slot slot = chain[t];
@@ -169,25 +176,67 @@ public final class TieredStore implements AutoCloseable {
                 if (handle == Allocator.FULL) {
                     continue;
                 }
+                if (size >= WRITE_OUTSIDE_LOCK_BYTES) {
+                    reservedSlot = slot;
+                    reservedHandle = handle;
+                    break;
+                }
                 try {
                     slot.tier.write(handle, bytes);
                 } catch (RuntimeException e) {
                     slot.tier.free(handle);
                     throw e;
                 }
-                attach(object, slot, handle);
-                placement.put(object);
-                slot.counters.puts++;
-                stored++;
-                bytesStored += size;
+                publish(object, slot, handle);
                 return PutStatus.STORED;
             }
-            refusedPuts++;
-            chain[targetTier].counters.refusedPuts++;
-            return fitsSomewhere ? PutStatus.REFUSED_NO_SPACE : PutStatus.REFUSED_TOO_LARGE;
+            if (reservedSlot == null) {
+                refusedPuts++;
+                chain[targetTier].counters.refusedPuts++;
+                return fitsSomewhere ? PutStatus.REFUSED_NO_SPACE : PutStatus.REFUSED_TOO_LARGE;
+            }
         } finally {
             unlockAndReportDrops();
         }
+        return writeOutsideLockAndPublish(object, reservedSlot, reservedHandle, bytes);
+    }
+
+    /**
+     * Second half of a large put: the allocation is reserved (invisible to policies and lookups),
+     * the bytes are copied without the lock, then the object is published, unless a concurrent put
+     * of the same key won meanwhile.
+     */
+    private PutStatus writeOutsideLockAndPublish(StoredObject object, Slot slot, long handle, MemorySegment bytes) {
+        boolean written = false;
+        try {
+            slot.tier.write(handle, bytes);
+            written = true;
+        } finally {
+            lock.lock();
+            try {
+                if (!written || closed) {
+                    slot.tier.free(handle);
+                    checkOpen();
+                } else if (placement.get(object.key) != null) {
+                    slot.tier.free(handle);
+                    alreadyPresent++;
+                    return PutStatus.ALREADY_PRESENT;
+                } else {
+                    publish(object, slot, handle);
+                }
+            } finally {
+                lock.unlock();
+            }
+        }
+        return PutStatus.STORED;
+    }
+
+    private void publish(StoredObject object, Slot slot, long handle) {
+        attach(object, slot, handle);
+        placement.put(object);
+        slot.counters.puts++;
+        stored++;
+        bytesStored += object.sizeBytes;
     }
 
     // ------------------------------------------------------------------ get

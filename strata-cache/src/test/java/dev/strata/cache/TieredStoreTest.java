@@ -257,6 +257,24 @@ class TieredStoreTest {
     }
 
     @Test
+    void largeObjectsAreStoredAndDemotedExactly() {
+        DeviceTier dev = device(64);
+        HostTier host = host("host", 256);
+        try (TieredStore store = builder().tier(dev).tier(host).build()) {
+            int size = (int) TieredStore.WRITE_OUTSIDE_LOCK_BYTES + 12_345;
+            for (int i = 0; i < 8; i++) {
+                assertThat(put(store, i, BACKED, IDLE, size, 0)).isEqualTo(PutStatus.STORED);
+            }
+            assertThat(put(store, 3, BACKED, IDLE, size, 0)).isEqualTo(PutStatus.ALREADY_PRESENT);
+            assertThat(store.stats().tier("device").demotions()).isPositive();
+            for (int i = 0; i < 8; i++) {
+                assertBytes(store, i);
+            }
+            assertAccounting(store);
+        }
+    }
+
+    @Test
     void aFailingListenerStillHearsOfEveryDropOnce() {
         DeviceTier dev = device(4);
         List<ObjectKey> heard = new ArrayList<>();
