@@ -9,7 +9,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
 import java.util.TreeSet;
-import java.util.concurrent.locks.ReentrantLock;
+import java.util.concurrent.locks.StampedLock;
 
 /**
  * Hands out variable-size ranges of {@code [0, capacity)}, each rounded up to a power-of-two
@@ -23,8 +23,10 @@ import java.util.concurrent.locks.ReentrantLock;
  * {@link TreeSet}, for the best fit); live allocations are in a hash map offset → size. Allocate
  * and free are O(log n) in the number of free ranges; sizeOf is O(1).
  *
- * <p>Threads: any thread may call any method; one {@link ReentrantLock} guards all state (held for
- * a few tree operations, never across a call out of this class).
+ * <p>Threads: any thread may call any method; one {@link StampedLock} guards all state. Changes and
+ * listings hold it exclusively (for a few tree operations, never across a call out of this
+ * class); {@link #sizeOf} and {@link #isAllocated}, on every data access of a tier, read
+ * optimistically without writing shared memory and fall back to the lock when a change raced.
  *
  * <p>Invariants (checked by {@link #checkInvariants()}): free and live ranges are disjoint, aligned
  * at their start, and together cover {@code [0, capacity)} exactly; no two free ranges are
@@ -37,7 +39,7 @@ public final class BestFitAllocator implements Allocator {
 
     private final long capacity;   // bytes of address space
     private final long alignment;  // bytes, power of two; every offset and size is a multiple (the last free range may end at capacity)
-    private final ReentrantLock lock = new ReentrantLock();
+    private final StampedLock lock = new StampedLock(); // write mode for every change and listing; optimistic reads for sizeOf
     private final TreeMap<Long, Long> freeByOffset = new TreeMap<>();                 // offset -> size, free ranges
     private final TreeSet<FreeRange> freeBySize = new TreeSet<>(BY_SIZE_THEN_OFFSET);  // same ranges, by (size, offset)
     private final LongLongMap live = new LongLongMap();                               // offset -> rounded size, live allocations
@@ -68,7 +70,7 @@ public final class BestFitAllocator implements Allocator {
             return FULL;
         }
         long rounded = Sizes.alignUp(size, alignment);
-        lock.lock();
+        long stamp = lock.writeLock();
         try {
             FreeRange fit = freeBySize.ceiling(new FreeRange(-1, rounded));
             if (fit == null) {
@@ -82,13 +84,13 @@ public final class BestFitAllocator implements Allocator {
             used += rounded;
             return fit.offset();
         } finally {
-            lock.unlock();
+            lock.unlockWrite(stamp);
         }
     }
 
     @Override
     public void free(long offset) {
-        lock.lock();
+        long stamp = lock.writeLock();
         try {
             long size = offset < 0 ? LongLongMap.MISSING : live.remove(offset);
             if (size == LongLongMap.MISSING) {
@@ -109,31 +111,41 @@ public final class BestFitAllocator implements Allocator {
             }
             addFree(start, end - start);
         } finally {
-            lock.unlock();
+            lock.unlockWrite(stamp);
         }
     }
 
     @Override
     public long sizeOf(long offset) {
-        lock.lock();
-        try {
-            long size = offset < 0 ? LongLongMap.MISSING : live.get(offset);
-            if (size == LongLongMap.MISSING) {
-                throw notAllocated(offset);
-            }
-            return size;
-        } finally {
-            lock.unlock();
+        long size = lookup(offset);
+        if (size == LongLongMap.MISSING) {
+            throw notAllocated(offset);
         }
+        return size;
     }
 
     /** True if {@code offset} is the start of a live allocation. */
     public boolean isAllocated(long offset) {
-        lock.lock();
+        return lookup(offset) != LongLongMap.MISSING;
+    }
+
+    /** The live size at {@code offset} or MISSING: an optimistic read, validated, else under the lock. */
+    private long lookup(long offset) {
+        if (offset < 0) {
+            return LongLongMap.MISSING;
+        }
+        long stamp = lock.tryOptimisticRead();
+        if (stamp != 0) {
+            long size = live.getOptimistic(offset);
+            if (lock.validate(stamp)) {
+                return size;
+            }
+        }
+        stamp = lock.readLock();
         try {
-            return offset >= 0 && live.get(offset) != LongLongMap.MISSING;
+            return live.get(offset);
         } finally {
-            lock.unlock();
+            lock.unlockRead(stamp);
         }
     }
 
@@ -151,11 +163,11 @@ public final class BestFitAllocator implements Allocator {
 
     @Override
     public long used() {
-        lock.lock();
+        long stamp = lock.writeLock();
         try {
             return used;
         } finally {
-            lock.unlock();
+            lock.unlockWrite(stamp);
         }
     }
 
@@ -166,43 +178,43 @@ public final class BestFitAllocator implements Allocator {
 
     @Override
     public long allocationCount() {
-        lock.lock();
+        long stamp = lock.writeLock();
         try {
             return live.size();
         } finally {
-            lock.unlock();
+            lock.unlockWrite(stamp);
         }
     }
 
     /** Size of the largest free range: the largest request (rounded) that can succeed now. */
     public long largestFree() {
-        lock.lock();
+        long stamp = lock.writeLock();
         try {
             return freeBySize.isEmpty() ? 0 : freeBySize.last().size();
         } finally {
-            lock.unlock();
+            lock.unlockWrite(stamp);
         }
     }
 
     /** The free ranges, by offset. */
     public List<FreeRange> freeRanges() {
-        lock.lock();
+        long stamp = lock.writeLock();
         try {
             List<FreeRange> out = new ArrayList<>(freeByOffset.size());
             freeByOffset.forEach((o, s) -> out.add(new FreeRange(o, s)));
             return out;
         } finally {
-            lock.unlock();
+            lock.unlockWrite(stamp);
         }
     }
 
     /** The live allocations, by offset. */
     public List<FreeRange> liveRanges() {
-        lock.lock();
+        long stamp = lock.writeLock();
         try {
             return liveRangesLocked();
         } finally {
-            lock.unlock();
+            lock.unlockWrite(stamp);
         }
     }
 
@@ -219,7 +231,7 @@ public final class BestFitAllocator implements Allocator {
      * @throws IllegalStateException naming the first violation and the ranges involved
      */
     public void checkInvariants() {
-        lock.lock();
+        long stamp = lock.writeLock();
         try {
             if (freeByOffset.size() != freeBySize.size()) {
                 throw new IllegalStateException("free indexes disagree: " + freeByOffset.size() + " by offset, "
@@ -272,7 +284,7 @@ public final class BestFitAllocator implements Allocator {
                 throw new IllegalStateException("ranges end at " + cursor + ", capacity is " + capacity);
             }
         } finally {
-            lock.unlock();
+            lock.unlockWrite(stamp);
         }
     }
 

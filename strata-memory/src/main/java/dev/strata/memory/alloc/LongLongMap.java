@@ -56,6 +56,29 @@ final class LongLongMap {
         }
     }
 
+    /**
+     * Like {@link #get}, but safe to call while another thread modifies the map: it never fails
+     * or loops forever, though its answer may be wrong. For optimistic readers that validate
+     * afterwards (a {@link java.util.concurrent.locks.StampedLock} stamp) and retry under a lock.
+     */
+    long getOptimistic(long key) {
+        long[] k = keys;      // the arrays may be replaced concurrently; work on one snapshot of each
+        long[] v = values;
+        int m = k.length - 1;
+        int i = hash(key) & m;
+        for (int probes = 0; probes < k.length; probes++) {
+            long found = k[i];
+            if (found == key) {
+                return i < v.length ? v[i] : MISSING;
+            }
+            if (found == MISSING) {
+                return MISSING;
+            }
+            i = (i + 1) & m;
+        }
+        return MISSING;
+    }
+
     /** Inserts or replaces; {@code key >= 0}. */
     void put(long key, long value) {
         if (key < 0) {

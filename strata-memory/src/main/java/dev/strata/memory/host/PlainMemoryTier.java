@@ -222,6 +222,27 @@ public class PlainMemoryTier implements Tier {
     }
 
     /**
+     * The view of the first {@code length} bytes of allocation {@code handle}, or null if
+     * {@code handle} is not allocated (the object is not there, as {@link #read} returning false).
+     * For copy engines that move bytes between views; such callers meter the access with
+     * {@link #recordDirectRead}.
+     *
+     * @throws IllegalArgumentException if {@code length} is negative or does not fit the allocation
+     */
+    public final MemorySegment viewIfAllocated(long handle, long length) {
+        checkOpen();
+        long size = sizeOrMissing(handle);
+        if (size < 0) {
+            return null;
+        }
+        if (length < 0) {
+            throw new IllegalArgumentException("tier '" + name + "': view length " + length + " is negative (handle " + handle + ")");
+        }
+        checkFits("read", handle, size, length);
+        return memory.asSlice(handle, length);
+    }
+
+    /**
      * Records a read or write that a caller performed directly on a {@link #segment} view, so that
      * the meter sees zero-copy traffic too.
      */

@@ -112,15 +112,18 @@ public final class Link {
 
     void submit(Object request) {
         int tries = 0;
-        while (!queue.offer(request)) {
+        long head = queue.headPosition(); // read before offering: the depth below counts this request
+        long position;
+        while ((position = queue.offerAt(request)) < 0) {
             if (++tries < 64) {
                 Thread.onSpinWait();
             } else {
                 Thread.yield();
             }
+            head = queue.headPosition();
         }
         wakeOne();
-        int depth = queue.size();
+        int depth = (int) Math.min(Integer.MAX_VALUE, position + 1 - head); // requests waiting when this one was queued, itself included
         int max = maxQueueDepth.get();
         while (depth > max && !maxQueueDepth.compareAndSet(max, depth)) {
             max = maxQueueDepth.get();
@@ -154,9 +157,13 @@ public final class Link {
     // ---------------------------------------------------------------- workers
 
     private void runWorker(Worker self) {
+        // End of the previous run when this worker went straight on to the next request, else 0.
+        // Back to back, that end is also the next start (clock reads cost tens of ns here).
+        long lastEnd = 0;
         while (true) {
             Object request = queue.poll();
             if (request == null) {
+                lastEnd = 0;
                 if (stopping) {
                     // every submission finished before stopping was set: a last poll sees them all
                     request = queue.poll();
@@ -172,11 +179,16 @@ public final class Link {
                 wakeOne();
             }
             if (request instanceof CopyRequest single) {
-                runSingle(single);
+                lastEnd = runSingle(single, lastEnd);
             } else {
-                runSlice((BatchSlice) request);
+                lastEnd = runSlice((BatchSlice) request, lastEnd);
             }
         }
+    }
+
+    /** Start time of a run: the previous run's end when back to back (never before submission), else now. */
+    private static long startTime(long lastEnd, long submittedAt) {
+        return lastEnd != 0 ? Math.max(lastEnd, submittedAt) : System.nanoTime();
     }
 
     /** Spins, then parks, until work may be ready or the link stops. */
@@ -203,8 +215,9 @@ public final class Link {
         }
     }
 
-    private void runSingle(CopyRequest r) {
-        long start = System.nanoTime();
+    /** Runs one request; returns the time it ended. */
+    private long runSingle(CopyRequest r, long lastEnd) {
+        long start = startTime(lastEnd, r.submittedAt);
         noteStart(start);
         long moved;
         try {
@@ -213,7 +226,7 @@ public final class Link {
             long end = System.nanoTime();
             account(TransferStatus.FAILED, 0, end - start, end - r.submittedAt);
             r.completeExceptionally(new TransferException(name, r.describe(), t));
-            return;
+            return end;
         }
         long end = System.nanoTime();
         TransferStatus status = moved < 0 ? TransferStatus.NOT_FOUND : TransferStatus.COMPLETED;
@@ -223,19 +236,23 @@ public final class Link {
         }
         account(status, moves, end - start, end - r.submittedAt);
         r.complete(new TransferResult(status, moves, start - r.submittedAt, end - start, null));
+        return end;
     }
 
-    private void runSlice(BatchSlice slice) {
+    /** Runs a batch slice item by item; returns the time the last item ended. */
+    private long runSlice(BatchSlice slice, long lastEnd) {
         BatchTracker tracker = slice.tracker;
+        long previousEnd = lastEnd;
         for (int index : slice.indices) {
             Transfer t = tracker.transfers[index];
-            long start = System.nanoTime();
+            long start = startTime(previousEnd, tracker.submittedAt);
+            long end;
             noteStart(start);
             TransferResult result;
             try {
                 long moved = perform(t.kind(), t.source(), t.sourceHandle(), t.destination(), t.destinationHandle(),
                         t.length(), t.segments());
-                long end = System.nanoTime();
+                end = System.nanoTime();
                 TransferStatus status = moved < 0 ? TransferStatus.NOT_FOUND : TransferStatus.COMPLETED;
                 if (moved > 0) {
                     meterDirectAccess(t.kind(), t.source(), t.destination(), moved, end - start);
@@ -243,14 +260,16 @@ public final class Link {
                 account(status, Math.max(moved, 0), end - start, end - tracker.submittedAt);
                 result = new TransferResult(status, Math.max(moved, 0), start - tracker.submittedAt, end - start, null);
             } catch (Throwable e) {
-                long end = System.nanoTime();
+                end = System.nanoTime();
                 account(TransferStatus.FAILED, 0, end - start, end - tracker.submittedAt);
                 result = new TransferResult(TransferStatus.FAILED, 0, start - tracker.submittedAt, end - start,
                         new TransferException(name, describe(t) + " (batch item " + index + ")", e));
             }
             tracker.results[index] = result;
+            previousEnd = end;
         }
         tracker.finished(slice.indices.length);
+        return previousEnd;
     }
 
     private void account(TransferStatus status, long moved, long runNanos, long totalNanos) {
@@ -277,6 +296,9 @@ public final class Link {
                 if (dst.isPlainMemory()) {
                     if (dst instanceof PlainMemoryTier plain) {
                         plain.recordDirectWrite(bytes, nanos);
+                    }
+                    if (src instanceof PlainMemoryTier plain) {
+                        plain.recordDirectRead(bytes, nanos);
                     }
                 } else if (src instanceof PlainMemoryTier plain) {
                     plain.recordDirectRead(bytes, nanos);
@@ -305,7 +327,14 @@ public final class Link {
         switch (kind) {
             case COPY -> {
                 if (dst.isPlainMemory()) {
-                    if (!src.read(srcHandle, dst.segment(dstHandle, 0, length))) {
+                    if (src instanceof PlainMemoryTier plainSource) {
+                        // both plain: one copy between the two views, metered on both sides after the run
+                        MemorySegment from = plainSource.viewIfAllocated(srcHandle, length);
+                        if (from == null) {
+                            return -1;
+                        }
+                        MemorySegment.copy(from, 0, dst.segment(dstHandle, 0, length), 0, length);
+                    } else if (!src.read(srcHandle, dst.segment(dstHandle, 0, length))) {
                         return -1;
                     }
                 } else if (src.isPlainMemory()) {

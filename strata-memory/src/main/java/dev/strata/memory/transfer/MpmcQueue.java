@@ -41,6 +41,11 @@ final class MpmcQueue<E> {
 
     /** Adds {@code e}; false if the queue is full (would block). */
     boolean offer(E e) {
+        return offerAt(e) >= 0;
+    }
+
+    /** Adds {@code e}; returns the position it took, or -1 if the queue is full (would block). */
+    long offerAt(E e) {
         long pos = positions.get(TAIL);
         while (true) {
             int index = (int) pos & mask;
@@ -49,11 +54,11 @@ final class MpmcQueue<E> {
                 if (positions.compareAndSet(TAIL, pos, pos + 1)) {
                     slots[index] = e;
                     sequence.set(index, pos + 1);
-                    return true;
+                    return pos;
                 }
                 pos = positions.get(TAIL);
             } else if (diff < 0) {
-                return false;
+                return -1;
             } else {
                 pos = positions.get(TAIL);
             }
@@ -81,6 +86,11 @@ final class MpmcQueue<E> {
                 pos = positions.get(HEAD);
             }
         }
+    }
+
+    /** The next position a consumer will take (positions count every element ever offered). */
+    long headPosition() {
+        return positions.get(HEAD);
     }
 
     /** Elements queued or being queued now (a racy estimate when producers or consumers are active). */

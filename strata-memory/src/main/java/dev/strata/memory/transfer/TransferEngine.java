@@ -20,7 +20,9 @@ import java.util.concurrent.atomic.AtomicInteger;
  *
  * <p>Design: every call returns at once with a future; the link's workers do the copying. Routing
  * of one copy of {@code length} bytes: into a plain-memory destination, the source reads straight
- * into the destination's view ({@code src.read(h, dst.segment(...))}); else from a plain-memory
+ * into the destination's view ({@code src.read(h, dst.segment(...))}; when the source is a
+ * {@link dev.strata.memory.host.PlainMemoryTier} too, one copy between the two views, with both
+ * tiers' meters updated after the run); else from a plain-memory
  * source, the destination writes straight from the source's view; else through a page-aligned
  * HOST staging buffer from a pool reserved once (never per transfer). A gather into plain memory
  * copies each part into the destination's view, into other tiers it calls
