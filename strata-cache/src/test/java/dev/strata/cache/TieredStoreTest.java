@@ -336,7 +336,7 @@ class TieredStoreTest {
             pinned.close();
             assertThat(dev.used()).isZero();
             assertThat(host.used()).isZero();
-            assertThat(((DeviceTier) dev).allocationCount() + host.allocationCount()).isZero();
+            assertThat(dev.allocationCount() + host.allocationCount()).isZero();
             assertThat(drops).isEmpty();
             assertThat(store.stats().objects()).isZero();
         }
