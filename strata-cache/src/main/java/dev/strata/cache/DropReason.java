@@ -9,6 +9,8 @@ package dev.strata.cache;
  *   <li>{@link #CORRUPT}: every remaining copy failed its checksum (possible for BACKED objects
  *       too: the bytes are gone, and the owner is told).</li>
  * </ul>
+ *
+ * <p>Immutable; any thread.
  */
 public enum DropReason {
     EVICTED,

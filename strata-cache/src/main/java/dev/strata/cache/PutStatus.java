@@ -12,6 +12,8 @@ package dev.strata.cache;
  *       BACKED object or moving an ACTIVE or pinned one.</li>
  *   <li>{@link #REFUSED_TOO_LARGE}: the object is larger than every tier from the target down.</li>
  * </ul>
+ *
+ * <p>Immutable; any thread.
  */
 public enum PutStatus {
     STORED,

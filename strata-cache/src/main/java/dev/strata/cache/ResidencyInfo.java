@@ -1,7 +1,7 @@
 package dev.strata.cache;
 
 /**
- * Where one copy of an object is (a snapshot for inspection and tests).
+ * Where one copy of an object is (a snapshot for inspection and tests). Immutable; any thread.
  *
  * @param tierName      the tier
  * @param chainIndex    its position in the chain

@@ -5,6 +5,7 @@ import java.util.List;
 /**
  * A consistent snapshot of a {@link TieredStore} (taken under its lock): every tier's metrics and
  * the store-wide totals. Exporters (Prometheus text, JSON) are built from this record.
+ * Immutable; any thread.
  *
  * @param tiers           per-tier metrics, in chain order
  * @param objects         live objects

@@ -34,6 +34,7 @@ final class StoredObject {
     int accesses; // hits since stored (promotion rules may use it)
     int copies; // length of the residency chain
     Residency residencies; // first (highest) copy, sorted by tier index
+    DropReason dropReason; // set once when the object is dropped, for the report
 
     StoredObject(ObjectKey key, ObjectKind kind, Durability durability, PriorityClass priority, long sizeBytes) {
         this.key = key;

@@ -4,6 +4,7 @@ import dev.strata.memory.TierKind;
 
 /**
  * A snapshot of one tier of a {@link TieredStore}: occupancy and everything the store did there.
+ * Counters run from the store's creation. Immutable; any thread.
  *
  * @param name            tier name
  * @param kind            tier kind

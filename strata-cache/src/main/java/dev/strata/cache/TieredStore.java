@@ -13,7 +13,6 @@ import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Objects;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.locks.ReentrantLock;
 
 /**
@@ -46,8 +45,10 @@ import java.util.concurrent.locks.ReentrantLock;
  * sum of its copies there.
  *
  * <p>Threads: every method may be called from any thread. One lock guards placement, the policies
- * and the counters; byte copies between tiers run under it too in this synchronous version (all
- * of them inside {@link ObjectMover}, the seam for the asynchronous transfer engine). Lookups of
+ * and the counters. A put copies an object of {@value #WRITE_OUTSIDE_LOCK_BYTES} bytes or more into
+ * its reserved allocation without the lock (smaller ones under it: cheaper than a second lock
+ * round trip); copies between tiers (demotion, promotion) run under the lock in this synchronous
+ * version, all inside {@link ObjectMover}, the seam for the asynchronous transfer engine. Lookups of
  * the {@link PlacementMap} ({@link #contains}, {@link #tierMask}) are lock-free. The bytes of an
  * open view are read without any lock: the pin keeps them in place. Drop reports are delivered
  * after the lock is released, on the thread that caused them. The store owns the allocations it
@@ -56,6 +57,8 @@ import java.util.concurrent.locks.ReentrantLock;
 public final class TieredStore implements AutoCloseable {
 
     private static final int MAX_TIERS = 31; // tier masks are ints
+    /** Objects at least this large (bytes) are copied into their tier without holding the lock. */
+    public static final long WRITE_OUTSIDE_LOCK_BYTES = 64 * 1024;
 
     /** One tier of the chain with its settings, policy and counters (guarded by the lock). */
     private static final class Slot {
@@ -84,9 +87,6 @@ public final class TieredStore implements AutoCloseable {
         }
     }
 
-    private record PendingDrop(StoredObject object, DropReason reason) {
-    }
-
     private enum Demotion { DEMOTED, SOURCE_LOST, NO_ROOM }
 
     private final Slot[] chain;
@@ -96,7 +96,7 @@ public final class TieredStore implements AutoCloseable {
     private final ObjectMover mover = new ObjectMover();
     private final PromotionRule promotion;
     private final DropListener dropListener;
-    private final ConcurrentLinkedQueue<PendingDrop> pendingDrops = new ConcurrentLinkedQueue<>();
+    private ArrayList<StoredObject> pendingDrops = new ArrayList<>(); // dropped under the lock, reported after it
     private boolean closed;
 
     // store-wide counters, guarded by the lock
@@ -110,6 +110,7 @@ public final class TieredStore implements AutoCloseable {
     private long removes;
     private long dropsReported;
     private long bytesStored; // payload bytes of live objects
+    private long pinnedObjects; // objects (live or removed-pending) with pins > 0
 
     private TieredStore(Builder b) {
         this.chain = new Slot[b.tiers.size()];
@@ -152,6 +153,9 @@ public final class TieredStore implements AutoCloseable {
             throw new IllegalArgumentException("object " + key + " is empty: size " + size);
         }
         checkTierIndex(targetTier);
+        StoredObject object;
+        Slot reservedSlot = null; // a large object's room, written outside the lock
+        long reservedHandle = Allocator.FULL;
         lock.lock();
         try {
             checkOpen();
@@ -160,7 +164,7 @@ public final class TieredStore implements AutoCloseable {
                 alreadyPresent++;
                 return PutStatus.ALREADY_PRESENT;
             }
-            StoredObject object = new StoredObject(key, kind, durability, priority, size);
+            object = new StoredObject(key, kind, durability, priority, size);
             boolean fitsSomewhere = false;
             for (int t = targetTier; t < chain.length; t++) {
                 Slot slot = chain[t];
@@ -172,26 +176,67 @@ public final class TieredStore implements AutoCloseable {
                 if (handle == Allocator.FULL) {
                     continue;
                 }
+                if (size >= WRITE_OUTSIDE_LOCK_BYTES) {
+                    reservedSlot = slot;
+                    reservedHandle = handle;
+                    break;
+                }
                 try {
                     slot.tier.write(handle, bytes);
                 } catch (RuntimeException e) {
                     slot.tier.free(handle);
                     throw e;
                 }
-                attach(object, slot, handle);
-                placement.put(object);
-                slot.counters.puts++;
-                stored++;
-                bytesStored += size;
+                publish(object, slot, handle);
                 return PutStatus.STORED;
             }
-            refusedPuts++;
-            chain[targetTier].counters.refusedPuts++;
-            return fitsSomewhere ? PutStatus.REFUSED_NO_SPACE : PutStatus.REFUSED_TOO_LARGE;
+            if (reservedSlot == null) {
+                refusedPuts++;
+                chain[targetTier].counters.refusedPuts++;
+                return fitsSomewhere ? PutStatus.REFUSED_NO_SPACE : PutStatus.REFUSED_TOO_LARGE;
+            }
         } finally {
-            lock.unlock();
-            deliverDrops();
+            unlockAndReportDrops();
         }
+        return writeOutsideLockAndPublish(object, reservedSlot, reservedHandle, bytes);
+    }
+
+    /**
+     * Second half of a large put: the allocation is reserved (invisible to policies and lookups),
+     * the bytes are copied without the lock, then the object is published, unless a concurrent put
+     * of the same key won meanwhile.
+     */
+    private PutStatus writeOutsideLockAndPublish(StoredObject object, Slot slot, long handle, MemorySegment bytes) {
+        boolean written = false;
+        try {
+            slot.tier.write(handle, bytes);
+            written = true;
+        } finally {
+            lock.lock();
+            try {
+                if (!written || closed) {
+                    slot.tier.free(handle);
+                    checkOpen();
+                } else if (placement.get(object.key) != null) {
+                    slot.tier.free(handle);
+                    alreadyPresent++;
+                    return PutStatus.ALREADY_PRESENT;
+                } else {
+                    publish(object, slot, handle);
+                }
+            } finally {
+                lock.unlock();
+            }
+        }
+        return PutStatus.STORED;
+    }
+
+    private void publish(StoredObject object, Slot slot, long handle) {
+        attach(object, slot, handle);
+        placement.put(object);
+        slot.counters.puts++;
+        stored++;
+        bytesStored += object.sizeBytes;
     }
 
     // ------------------------------------------------------------------ get
@@ -239,8 +284,7 @@ public final class TieredStore implements AutoCloseable {
             }
             return view;
         } finally {
-            lock.unlock();
-            deliverDrops();
+            unlockAndReportDrops();
         }
     }
 
@@ -288,7 +332,7 @@ public final class TieredStore implements AutoCloseable {
         freeCopy(object, r);
         if (object.copies == 0) {
             slot.counters.drops++;
-            forget(object, DropReason.CORRUPT, true);
+            forget(object, DropReason.CORRUPT);
             return null;
         }
         return next;
@@ -350,7 +394,9 @@ public final class TieredStore implements AutoCloseable {
 
     private void pin(StoredObject object) {
         boolean wasEvictable = object.evictable();
-        object.pins++;
+        if (object.pins++ == 0) {
+            pinnedObjects++;
+        }
         if (wasEvictable) {
             eligibilityChanged(object);
         }
@@ -362,6 +408,7 @@ public final class TieredStore implements AutoCloseable {
         }
         object.pins--;
         if (object.pins == 0) {
+            pinnedObjects--;
             if (object.state == StoredObject.State.REMOVED) {
                 removedPinned.remove(object.key, object);
                 freeAll(object);
@@ -515,14 +562,7 @@ public final class TieredStore implements AutoCloseable {
                         c.hits, c.misses, c.puts, c.refusedPuts, c.evictions, c.demotions, c.promotions,
                         c.drops, c.corruptCopies, c.bytesIn, c.bytesOut));
             }
-            long pinned = 0;
-            for (StoredObject o : placement.all()) {
-                if (o.pins > 0) {
-                    pinned++;
-                }
-            }
-            pinned += removedPinned.size();
-            return new StoreStats(tiers, placement.size(), pinned, bytesStored, gets, hits, misses, puts, stored,
+            return new StoreStats(tiers, placement.size(), pinnedObjects, bytesStored, gets, hits, misses, puts, stored,
                     alreadyPresent, refusedPuts, removes, dropsReported, mover.bytesMoved());
         } finally {
             lock.unlock();
@@ -589,7 +629,7 @@ public final class TieredStore implements AutoCloseable {
                 slot.counters.evictions++;
                 slot.counters.drops++;
                 freeCopy(object, victim);
-                forget(object, DropReason.EVICTED, true);
+                forget(object, DropReason.EVICTED);
                 return true;
             }
             policy.skip(victim); // BACKED and nowhere to go: it stays
@@ -705,7 +745,7 @@ public final class TieredStore implements AutoCloseable {
     }
 
     /** Takes a copy-less object out of the store and queues its drop report (once). */
-    private void forget(StoredObject object, DropReason reason, boolean report) {
+    private void forget(StoredObject object, DropReason reason) {
         freeAll(object);
         StoredObject.State previous = object.state;
         object.state = StoredObject.State.GONE;
@@ -718,20 +758,37 @@ public final class TieredStore implements AutoCloseable {
         } else {
             return;
         }
-        if (report) {
-            dropsReported++;
-            pendingDrops.add(new PendingDrop(object, reason));
-        }
+        dropsReported++;
+        object.dropReason = reason;
+        pendingDrops.add(object);
     }
 
-    private void deliverDrops() {
-        if (pendingDrops.isEmpty()) {
-            return;
+    /** Releases the lock, then tells the listener about the drops queued while it was held. */
+    private void unlockAndReportDrops() {
+        ArrayList<StoredObject> drops = null;
+        if (!pendingDrops.isEmpty()) {
+            drops = pendingDrops;
+            pendingDrops = new ArrayList<>();
         }
-        PendingDrop d;
-        while ((d = pendingDrops.poll()) != null) {
-            StoredObject o = d.object();
-            dropListener.dropped(o.key, o.kind, o.durability, o.sizeBytes, d.reason());
+        lock.unlock();
+        if (drops != null) {
+            RuntimeException failure = null;
+            for (int i = 0, n = drops.size(); i < n; i++) {
+                StoredObject o = drops.get(i);
+                try {
+                    dropListener.dropped(o.key, o.kind, o.durability, o.sizeBytes, o.dropReason);
+                } catch (RuntimeException e) {
+                    // every drop is still reported once; the listener's failure surfaces afterwards
+                    if (failure == null) {
+                        failure = e;
+                    } else {
+                        failure.addSuppressed(e);
+                    }
+                }
+            }
+            if (failure != null) {
+                throw failure;
+            }
         }
     }
 

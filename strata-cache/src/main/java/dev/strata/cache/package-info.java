@@ -1,5 +1,8 @@
 /**
- * What lives where and why: objects, the placement map, eviction and admission policies and the
- * tiered object store.
+ * What lives where and why: objects ({@link dev.strata.cache.ObjectKey}, kinds, durability,
+ * priority classes), the {@link dev.strata.cache.PlacementMap} of their copies, and the
+ * {@link dev.strata.cache.TieredStore} that places them over a demotion chain of tiers, evicting
+ * with the policies of {@link dev.strata.cache.policy} and moving bytes only through
+ * {@code ObjectMover}.
  */
 package dev.strata.cache;

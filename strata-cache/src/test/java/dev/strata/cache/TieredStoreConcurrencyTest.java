@@ -85,6 +85,62 @@ class TieredStoreConcurrencyTest {
         }
     }
 
+    @Test
+    void largeObjectsRacingForTheSameKeysStayExact() throws Exception {
+        try (DeviceTier dev = DeviceTier.cpu("device", 2L << 20); HostTier host = HostTier.create("host", 4L << 20)) {
+            TieredStore store = TieredStore.builder().tier(dev, 0.9, 0.6, PolicyKind.PRIORITY_LRU).tier(host).build();
+            try (store) {
+                ExecutorService pool = Executors.newFixedThreadPool(3);
+                List<Future<?>> futures = new ArrayList<>();
+                for (int t = 0; t < 3; t++) {
+                    SplittableRandom random = new SplittableRandom(100 + t);
+                    futures.add(pool.submit(() -> {
+                        for (int i = 0; i < 300; i++) {
+                            int id = random.nextInt(40);
+                            ObjectKey key = ObjectKey.of(id);
+                            byte[] bytes = contentOf(id); // keys are content identities
+                            if (random.nextBoolean()) {
+                                PutStatus s = store.put(key, ObjectKind.EXPERT, Durability.LOSSY, PriorityClass.IDLE, TestBytes.segment(bytes));
+                                assertThat(s).isIn(PutStatus.STORED, PutStatus.ALREADY_PRESENT);
+                            } else {
+                                try (ObjectView v = store.get(key)) {
+                                    if (v != null) {
+                                        assertThat(TestBytes.toArray(v.bytes())).as("bytes of %s", key).isEqualTo(bytes);
+                                    }
+                                }
+                            }
+                        }
+                        return null;
+                    }));
+                }
+                for (Future<?> f : futures) {
+                    f.get(2, TimeUnit.MINUTES);
+                }
+                pool.shutdown();
+                StoreStats stats = store.stats();
+                assertThat(dev.used()).isEqualTo(stats.tier("device").reservedBytes());
+                assertThat(host.used()).isEqualTo(stats.tier("host").reservedBytes());
+                for (int id = 0; id < 40; id++) {
+                    ObjectKey key = ObjectKey.of(id);
+                    for (ResidencyInfo r : store.residencies(key)) {
+                        byte[] actual = new byte[contentOf(id).length];
+                        assertThat((r.chainIndex() == 0 ? (Tier) dev : host).read(r.handle(), TestBytes.segment(actual))).isTrue();
+                        assertThat(actual).isEqualTo(contentOf(id));
+                    }
+                    store.remove(key);
+                }
+            }
+            assertThat(dev.used()).isZero();
+            assertThat(host.used()).isZero();
+        }
+    }
+
+    /** The bytes of large object {@code id}: 64 to 200 KiB, odd sizes, seeded by the id. */
+    private static byte[] contentOf(int id) {
+        SplittableRandom r = new SplittableRandom(id * 7919L);
+        return TestBytes.random(r, (int) TieredStore.WRITE_OUTSIDE_LOCK_BYTES + r.nextInt(136 * 1024) + 1);
+    }
+
     private static Model work(TieredStore store, int thread, SplittableRandom random) {
         Model m = new Model();
         List<ObjectKey> keys = new ArrayList<>();
@@ -170,8 +226,13 @@ class TieredStoreConcurrencyTest {
                 }
                 if (present) {
                     stored++;
-                    try (ObjectView v = store.get(key)) {
-                        assertThat(TestBytes.toArray(v.bytes())).isEqualTo(entry.getValue().bytes());
+                    // read every copy straight from its tier: a get could promote and so change the state checked
+                    List<ResidencyInfo> copies = store.residencies(key);
+                    assertThat(copies).isNotEmpty();
+                    for (ResidencyInfo r : copies) {
+                        byte[] actual = new byte[entry.getValue().bytes().length];
+                        assertThat(tiers.get(r.chainIndex()).read(r.handle(), TestBytes.segment(actual))).isTrue();
+                        assertThat(actual).as("bytes of %s in %s", key, r.tierName()).isEqualTo(entry.getValue().bytes());
                     }
                 }
             }

@@ -251,6 +251,8 @@ class TieredStorePropertyTest {
                     e.protectedMask = 0;
                 }
             }
+            long pinned = removedPinned.size() + live.values().stream().filter(e -> e.pins + e.views > 0).count();
+            assertThat(stats.pinnedObjects()).as("%s: pinned objects", step).isEqualTo(pinned);
             for (OpenView ov : views) {
                 assertThat(TestBytes.toArray(ov.view().bytes())).as("%s: open view of %s", step, ov.key()).isEqualTo(ov.expected().bytes);
             }

@@ -257,6 +257,44 @@ class TieredStoreTest {
     }
 
     @Test
+    void largeObjectsAreStoredAndDemotedExactly() {
+        DeviceTier dev = device(64);
+        HostTier host = host("host", 256);
+        try (TieredStore store = builder().tier(dev).tier(host).build()) {
+            int size = (int) TieredStore.WRITE_OUTSIDE_LOCK_BYTES + 12_345;
+            for (int i = 0; i < 8; i++) {
+                assertThat(put(store, i, BACKED, IDLE, size, 0)).isEqualTo(PutStatus.STORED);
+            }
+            assertThat(put(store, 3, BACKED, IDLE, size, 0)).isEqualTo(PutStatus.ALREADY_PRESENT);
+            assertThat(store.stats().tier("device").demotions()).isPositive();
+            for (int i = 0; i < 8; i++) {
+                assertBytes(store, i);
+            }
+            assertAccounting(store);
+        }
+    }
+
+    @Test
+    void aFailingListenerStillHearsOfEveryDropOnce() {
+        DeviceTier dev = device(4);
+        List<ObjectKey> heard = new ArrayList<>();
+        try (TieredStore store = TieredStore.builder().tier(dev, 1.0, 0.25, PolicyKind.LRU)
+                .dropListener((key, kind, durability, size, reason) -> {
+                    heard.add(key);
+                    throw new IllegalStateException("listener failed for " + key);
+                }).build()) {
+            for (int i = 0; i < 4; i++) {
+                put(store, i, LOSSY, IDLE, 4000, 0);
+            }
+            assertThatThrownBy(() -> put(store, 4, LOSSY, IDLE, 4000, 0)).hasMessageContaining("listener failed");
+            // back to the low watermark (one page) with room for the new object: all four leave
+            assertThat(heard).containsExactly(ObjectKey.of(0), ObjectKey.of(1), ObjectKey.of(2), ObjectKey.of(3));
+            assertThat(store.contains(ObjectKey.of(4))).isTrue();
+            assertThat(store.stats().dropsReported()).isEqualTo(4);
+        }
+    }
+
+    @Test
     void putOfAStoredKeyLeavesItUnchangedAndATargetTierIsHonoured() {
         DeviceTier dev = device(4);
         HostTier host = host("host", 8);
@@ -298,7 +336,7 @@ class TieredStoreTest {
             pinned.close();
             assertThat(dev.used()).isZero();
             assertThat(host.used()).isZero();
-            assertThat(((DeviceTier) dev).allocationCount() + host.allocationCount()).isZero();
+            assertThat(dev.allocationCount() + host.allocationCount()).isZero();
             assertThat(drops).isEmpty();
             assertThat(store.stats().objects()).isZero();
         }
