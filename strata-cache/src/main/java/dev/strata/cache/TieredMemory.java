@@ -75,9 +75,15 @@ public final class TieredMemory implements AutoCloseable {
             StrataConfig.Store s = config.store();
             TieredStore.Builder builder = TieredStore.builder().dropListener(listener);
             for (TierKind kind : s.chain()) {
-                builder.tier(tiers.get(kind), s.highWatermark(), s.lowWatermark(), s.policy());
+                StrataConfig.TierPolicy p = s.policyOf(kind);
+                builder.tier(tiers.get(kind), p.highWatermark(), p.lowWatermark(), p.policy());
             }
-            builder.promotion(s.promoteOnAccess() ? PromotionRule.toTop() : PromotionRule.never());
+            builder.promotion(switch (s.promotion()) {
+                case NEVER -> PromotionRule.never();
+                case TO_TOP -> PromotionRule.toTop();
+                case ONE_LEVEL_UP -> PromotionRule.oneLevelUp();
+                case TO_TOP_AFTER -> PromotionRule.toTopAfter(s.promoteAfter());
+            });
             return new TieredMemory(tiers, engine, builder.build());
         } catch (RuntimeException e) {
             if (engine != null) {

@@ -36,7 +36,7 @@ class TieredMemoryTest {
                   chain: [device, host, pool, disk]
                   high-watermark: 0.9
                   low-watermark: 0.6
-                  promote-on-access: false
+                  promotion: never
                 """.formatted(poolFile, dir.resolve("disk")));
         StrataConfig config = ConfigLoader.load(yaml, List.of(), null).conclude();
         var liveBefore = MemoryAudit.liveRegions().stream().map(MemoryAudit.LiveRegion::id).toList();

@@ -7,8 +7,10 @@ import java.lang.management.ManagementFactory;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.EnumSet;
+import java.util.EnumMap;
 import java.util.List;
 import java.util.Locale;
+import java.util.Map;
 
 /**
  * The validated configuration of one Strata process: which tiers exist and how large they are,
@@ -30,7 +32,10 @@ import java.util.Locale;
  *   high-watermark: 0.95
  *   low-watermark: 0.85
  *   policy: priority-lru                            # lru, tiny-lfu
- *   promote-on-access: true
+ *   promotion: to-top                               # never, one-level-up, to-top-after
+ *   promote-after: 2                                # hits before promotion (to-top-after)
+ *   tiers:                                          # optional per-tier overrides
+ *     disk: { high-watermark: 0.98, policy: tiny-lfu }
  * transfer:
  *   memory-link-workers: 1
  *   disk-link-workers: 4
@@ -81,15 +86,36 @@ public record StrataConfig(DeviceTier device, HostTier host, PoolTier pool, Disk
     public record DiskTier(long capacity, Path directory, boolean directIo) {
     }
 
+    /** When a get copies an object up the chain. */
+    public enum Promotion { NEVER, TO_TOP, ONE_LEVEL_UP, TO_TOP_AFTER }
+
     /**
-     * @param chain           tiers in demotion order, fastest first
-     * @param highWatermark   fraction of a tier's capacity past which eviction starts
-     * @param lowWatermark    fraction eviction brings the tier down to
-     * @param policy          eviction policy of every tier
-     * @param promoteOnAccess whether a get copies the object up to the fastest tier of the chain
+     * Watermarks and policy of one tier of the chain.
+     *
+     * @param highWatermark fraction of the tier's capacity past which eviction starts
+     * @param lowWatermark  fraction eviction brings the tier down to
+     * @param policy        the tier's eviction policy
      */
-    public record Store(List<TierKind> chain, double highWatermark, double lowWatermark, PolicyKind policy,
-                        boolean promoteOnAccess) {
+    public record TierPolicy(double highWatermark, double lowWatermark, PolicyKind policy) {
+    }
+
+    /**
+     * @param chain        tiers in demotion order, fastest first
+     * @param tierPolicies watermarks and policy of each tier of the chain (defaults or per-tier overrides)
+     * @param promotion    when a get copies an object up
+     * @param promoteAfter hits before promotion, for {@link Promotion#TO_TOP_AFTER}
+     */
+    public record Store(List<TierKind> chain, Map<TierKind, TierPolicy> tierPolicies, Promotion promotion,
+                        int promoteAfter) {
+        public Store {
+            chain = List.copyOf(chain);
+            tierPolicies = Map.copyOf(tierPolicies);
+        }
+
+        /** The settings of chain tier {@code kind}. */
+        public TierPolicy policyOf(TierKind kind) {
+            return tierPolicies.get(kind);
+        }
     }
 
     /**
@@ -154,22 +180,8 @@ public record StrataConfig(DeviceTier device, HostTier host, PoolTier pool, Disk
         if (disk != null) present.add(TierKind.DISK);
 
         ConfigNode s = root.child("store");
-        Store store;
-        if (s == null) {
-            store = new Store(List.copyOf(present), 0.95, 0.85, PolicyKind.PRIORITY_LRU, true);
-        } else {
-            List<TierKind> chain = new ArrayList<>();
-            List<String> names = s.list("chain");
-            for (String n : names) {
-                chain.add(tierKind(n));
-            }
-            if (names.isEmpty()) {
-                chain.addAll(present);
-            }
-            store = new Store(List.copyOf(chain), s.fraction("high-watermark", 0.95), s.fraction("low-watermark", 0.85),
-                    s.choice("policy", PolicyKind.class, PolicyKind.PRIORITY_LRU), s.bool("promote-on-access", true));
-            s.rejectUnknownKeys();
-        }
+        Store store = readStore(s == null ? new ConfigNode("store", com.fasterxml.jackson.databind.node.JsonNodeFactory.instance.objectNode()) : s,
+                present);
         ConfigNode t = root.child("transfer");
         Transfer transfer = t == null ? new Transfer(1, 4)
                 : new Transfer(t.integer("memory-link-workers", 1, 1, 64), t.integer("disk-link-workers", 4, 1, 256));
@@ -178,6 +190,43 @@ public record StrataConfig(DeviceTier device, HostTier host, PoolTier pool, Disk
         }
         root.rejectUnknownKeys();
         return new StrataConfig(device, host, pool, disk, store, transfer);
+    }
+
+    private static Store readStore(ConfigNode s, EnumSet<TierKind> present) {
+        List<TierKind> chain = new ArrayList<>();
+        List<String> names = s.list("chain");
+        for (String n : names) {
+            chain.add(tierKind(n, "store.chain"));
+        }
+        if (names.isEmpty()) {
+            chain.addAll(present);
+        }
+        TierPolicy defaults = new TierPolicy(s.fraction("high-watermark", 0.95), s.fraction("low-watermark", 0.85),
+                s.choice("policy", PolicyKind.class, PolicyKind.PRIORITY_LRU));
+        Map<TierKind, TierPolicy> policies = new EnumMap<>(TierKind.class);
+        for (TierKind k : chain) {
+            policies.put(k, defaults);
+        }
+        ConfigNode overrides = s.child("tiers");
+        if (overrides != null) {
+            for (TierKind k : TierKind.values()) {
+                ConfigNode o = overrides.child(k.name().toLowerCase(Locale.ROOT));
+                if (o == null) {
+                    continue;
+                }
+                if (!chain.contains(k)) {
+                    throw new ConfigException("store.tiers." + k.name().toLowerCase(Locale.ROOT) + " configures a tier that is not in store.chain " + chain);
+                }
+                policies.put(k, new TierPolicy(o.fraction("high-watermark", defaults.highWatermark()),
+                        o.fraction("low-watermark", defaults.lowWatermark()), o.choice("policy", PolicyKind.class, defaults.policy())));
+                o.rejectUnknownKeys();
+            }
+            overrides.rejectUnknownKeys();
+        }
+        Store store = new Store(chain, policies, s.choice("promotion", Promotion.class, Promotion.TO_TOP),
+                s.integer("promote-after", 2, 1, 1_000_000));
+        s.rejectUnknownKeys();
+        return store;
     }
 
     private static long positive(long v, String key) {
@@ -190,11 +239,11 @@ public record StrataConfig(DeviceTier device, HostTier host, PoolTier pool, Disk
         return v;
     }
 
-    private static TierKind tierKind(String name) {
+    private static TierKind tierKind(String name, String key) {
         try {
             return TierKind.valueOf(name.trim().toUpperCase(Locale.ROOT));
         } catch (IllegalArgumentException e) {
-            throw new ConfigException("store.chain: unknown tier '" + name + "' (expected device, host, pool or disk)");
+            throw new ConfigException(key + ": unknown tier '" + name + "' (expected device, host, pool or disk)");
         }
     }
 
@@ -224,9 +273,13 @@ public record StrataConfig(DeviceTier device, HostTier host, PoolTier pool, Disk
             throw new ConfigException("tiers.pool.chunk: " + pool.chunk
                     + " bytes must be a power of two between 4KiB and the 2MiB stripe");
         }
-        if (store.lowWatermark >= store.highWatermark) {
-            throw new ConfigException("store.low-watermark (" + store.lowWatermark
-                    + ") must be below store.high-watermark (" + store.highWatermark + ")");
+        for (var e : store.tierPolicies.entrySet()) {
+            TierPolicy p = e.getValue();
+            if (p.lowWatermark() >= p.highWatermark()) {
+                throw new ConfigException("the low watermark (" + p.lowWatermark() + ") of tier '" + name(e.getKey())
+                        + "' must be below its high watermark (" + p.highWatermark() + "): see store.low-watermark,"
+                        + " store.high-watermark and store.tiers." + name(e.getKey()));
+            }
         }
         if (store.chain.isEmpty()) {
             throw new ConfigException("store.chain is empty; list the tiers objects demote through, e.g. [host, disk]");

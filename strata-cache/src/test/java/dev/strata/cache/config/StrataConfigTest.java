@@ -42,7 +42,7 @@ class StrataConfigTest {
         assertThat(c.pool().chunk()).isEqualTo(64 * Sizes.KiB);
         assertThat(c.disk().directIo()).isTrue();
         assertThat(c.store().chain()).containsExactly(TierKind.DEVICE, TierKind.HOST, TierKind.POOL, TierKind.DISK);
-        assertThat(c.store().policy()).isEqualTo(PolicyKind.TINY_LFU);
+        assertThat(c.store().policyOf(TierKind.HOST).policy()).isEqualTo(PolicyKind.TINY_LFU);
         assertThat(c.transfer().diskLinkWorkers()).isEqualTo(4);
     }
 
@@ -52,7 +52,7 @@ class StrataConfigTest {
         StrataConfig c = ConfigLoader.load(f, List.of("tiers.host.capacity=3GiB"),
                 "tiers.host.capacity=2GiB,store.policy=lru").conclude(64 * Sizes.GiB);
         assertThat(c.host().capacity()).isEqualTo(3 * Sizes.GiB);
-        assertThat(c.store().policy()).isEqualTo(PolicyKind.LRU);
+        assertThat(c.store().policyOf(TierKind.HOST).policy()).isEqualTo(PolicyKind.LRU);
     }
 
     @Test
@@ -90,7 +90,7 @@ class StrataConfigTest {
                 .hasMessageContaining("faster 'device'");
         assertThatThrownBy(() -> ConfigLoader.load(null, List.of("tiers.host.capacity=1GiB",
                 "store.low-watermark=0.9", "store.high-watermark=0.8"), null).conclude(64 * Sizes.GiB))
-                .hasMessageContaining("low-watermark (0.9)").hasMessageContaining("high-watermark (0.8)");
+                .hasMessageContaining("low watermark (0.9)").hasMessageContaining("high watermark (0.8)");
         assertThatThrownBy(() -> ConfigLoader.load(null, List.of("tiers.host.capacity=1GiB", "tiers.host.allocator=slab"),
                 null).conclude(64 * Sizes.GiB)).hasMessageContaining("tiers.host.block is required");
         assertThatThrownBy(() -> ConfigLoader.load(null, List.of("tiers.host.capacity=48GiB"), null).conclude(24 * Sizes.GiB))
@@ -99,6 +99,21 @@ class StrataConfigTest {
                 .conclude(64 * Sizes.GiB)).hasMessageContaining("tiers.pool.chunk").hasMessageContaining("3000");
         assertThatThrownBy(() -> ConfigLoader.load(null, List.of("tiers.disk.directory=/tmp"), null))
                 .hasMessageContaining("tiers.disk.capacity is required");
+    }
+
+    @Test
+    void perTierOverridesAndPromotion() {
+        StrataConfig c = ConfigLoader.load(null, List.of("tiers.host.capacity=1GiB", "tiers.device.capacity=1GiB",
+                "store.tiers.host.policy=tiny-lfu", "store.tiers.host.high-watermark=0.99", "store.promotion=to-top-after",
+                "store.promote-after=3"), null).conclude(64 * Sizes.GiB);
+        assertThat(c.store().policyOf(TierKind.DEVICE)).isEqualTo(new StrataConfig.TierPolicy(0.95, 0.85, PolicyKind.PRIORITY_LRU));
+        assertThat(c.store().policyOf(TierKind.HOST)).isEqualTo(new StrataConfig.TierPolicy(0.99, 0.85, PolicyKind.TINY_LFU));
+        assertThat(c.store().promotion()).isEqualTo(StrataConfig.Promotion.TO_TOP_AFTER);
+        assertThat(c.store().promoteAfter()).isEqualTo(3);
+        assertThatThrownBy(() -> ConfigLoader.load(null, List.of("tiers.host.capacity=1GiB", "store.tiers.disk.policy=lru"), null))
+                .hasMessageContaining("store.tiers.disk").hasMessageContaining("not in store.chain");
+        assertThatThrownBy(() -> ConfigLoader.load(null, List.of("tiers.host.capacity=1GiB", "store.tiers.host.low-watermark=0.99"),
+                null).conclude(64 * Sizes.GiB)).hasMessageContaining("tier 'host'").hasMessageContaining("0.99");
     }
 
     @Test
