@@ -60,26 +60,43 @@ final class CopyMeasure {
      */
     static double batched(TransferEngine engine, Tier src, long[] srcHandles, Tier dst, long[] dstHandles, long size,
                           long batchBytes) {
-        int perBatch = (int) Math.max(1, Math.min(256, batchBytes / size));
+        List<Transfer> all = new ArrayList<>(srcHandles.length);
+        for (int i = 0; i < srcHandles.length; i++) {
+            all.add(Transfer.copy(src, srcHandles[i], dst, dstHandles[i], size));
+        }
+        return batched(engine, all, batchBytes);
+    }
+
+    /** Runs {@code transfers} through {@code engine} in batches of about {@code batchBytes}, two in flight. */
+    static double batched(TransferEngine engine, List<Transfer> transfers, long batchBytes) {
         List<List<Transfer>> batches = new ArrayList<>();
-        for (int i = 0; i < srcHandles.length; i += perBatch) {
-            List<Transfer> batch = new ArrayList<>(perBatch);
-            for (int j = i; j < Math.min(srcHandles.length, i + perBatch); j++) {
-                batch.add(Transfer.copy(src, srcHandles[j], dst, dstHandles[j], size));
+        List<Transfer> batch = new ArrayList<>();
+        long inBatch = 0;
+        long total = 0;
+        for (Transfer t : transfers) {
+            batch.add(t);
+            inBatch += t.length();
+            total += t.length();
+            if (inBatch >= batchBytes || batch.size() == 256) {
+                batches.add(batch);
+                batch = new ArrayList<>();
+                inBatch = 0;
             }
+        }
+        if (!batch.isEmpty()) {
             batches.add(batch);
         }
         long start = System.nanoTime();
         CompletableFuture<BatchResult> previous = null;
-        for (List<Transfer> batch : batches) {
-            CompletableFuture<BatchResult> current = engine.submitBatch(batch);
+        for (List<Transfer> b : batches) {
+            CompletableFuture<BatchResult> current = engine.submitBatch(b);
             if (previous != null) {
                 check(previous.join());
             }
             previous = current;
         }
         check(previous.join());
-        return gbPerSecond(size * srcHandles.length, System.nanoTime() - start);
+        return gbPerSecond(total, System.nanoTime() - start);
     }
 
     static void check(BatchResult r) {

@@ -10,8 +10,8 @@ import dev.strata.memory.disk.IoMode;
 import dev.strata.memory.host.HostTier;
 import dev.strata.memory.pool.PoolConfig;
 import dev.strata.memory.pool.PoolTier;
+import dev.strata.memory.transfer.Transfer;
 import dev.strata.memory.transfer.TransferEngine;
-import dev.strata.memory.transfer.TransferResult;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.file.Files;
@@ -19,7 +19,6 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.SplittableRandom;
-import java.util.concurrent.CompletableFuture;
 
 /**
  * {@code strata bench tiers}: the Foundation's figures, each against a baseline measured in the
@@ -183,12 +182,12 @@ public final class TiersScenario implements Scenario {
                 long[] handles = allocate(dst, blocks, blockBytes);
                 double[] g = Trials.alternate(rounds,
                         () -> rawContiguous(cache, dst, handles, blockBytes, true),
-                        () -> gather(engine, layouts, dst, handles, blockBytes));
+                        () -> gather(engine, layouts, dst, handles));
                 figures.add(Figure.of("kv_gather_" + shapeName + "_device_to_" + dst.name(), g[1], "GB/s",
                         "raw copy of the same bytes (contiguous)", g[0], ">= 0.85"));
                 double[] s = Trials.alternate(rounds,
                         () -> rawContiguous(cache, dst, handles, blockBytes, false),
-                        () -> scatter(engine, layouts, dst, handles, blockBytes));
+                        () -> scatter(engine, layouts, dst, handles));
                 figures.add(Figure.of("kv_scatter_" + shapeName + "_" + dst.name() + "_to_device", s[1], "GB/s",
                         "raw copy of the same bytes (contiguous)", s[0], ">= 0.85"));
                 freeAll(dst, handles);
@@ -211,30 +210,20 @@ public final class TiersScenario implements Scenario {
         return CopyMeasure.gbPerSecond(blockBytes * handles.length, System.nanoTime() - start);
     }
 
-    @SuppressWarnings("unchecked")
-    private static double gather(TransferEngine engine, List<List<MemorySegment>> layouts, Tier dst, long[] handles, long blockBytes) {
-        CompletableFuture<TransferResult>[] inFlight = new CompletableFuture[handles.length];
-        long start = System.nanoTime();
+    private static double gather(TransferEngine engine, List<List<MemorySegment>> layouts, Tier dst, long[] handles) {
+        List<Transfer> all = new ArrayList<>(handles.length);
         for (int b = 0; b < handles.length; b++) {
-            inFlight[b] = engine.gather(layouts.get(b), dst, handles[b]);
+            all.add(Transfer.gather(layouts.get(b), dst, handles[b]));
         }
-        for (CompletableFuture<TransferResult> f : inFlight) {
-            CopyMeasure.check(f.join());
-        }
-        return CopyMeasure.gbPerSecond(blockBytes * handles.length, System.nanoTime() - start);
+        return CopyMeasure.batched(engine, all, BATCH_BYTES);
     }
 
-    @SuppressWarnings("unchecked")
-    private static double scatter(TransferEngine engine, List<List<MemorySegment>> layouts, Tier src, long[] handles, long blockBytes) {
-        CompletableFuture<TransferResult>[] inFlight = new CompletableFuture[handles.length];
-        long start = System.nanoTime();
+    private static double scatter(TransferEngine engine, List<List<MemorySegment>> layouts, Tier src, long[] handles) {
+        List<Transfer> all = new ArrayList<>(handles.length);
         for (int b = 0; b < handles.length; b++) {
-            inFlight[b] = engine.scatter(src, handles[b], layouts.get(b));
+            all.add(Transfer.scatter(src, handles[b], layouts.get(b)));
         }
-        for (CompletableFuture<TransferResult> f : inFlight) {
-            CopyMeasure.check(f.join());
-        }
-        return CopyMeasure.gbPerSecond(blockBytes * handles.length, System.nanoTime() - start);
+        return CopyMeasure.batched(engine, all, BATCH_BYTES);
     }
 
     private static void diskFigures(TransferEngine engine, HostTier host, Options options, List<String> notes,

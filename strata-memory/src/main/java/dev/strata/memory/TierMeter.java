@@ -27,19 +27,32 @@ public final class TierMeter {
 
     /** Records one completed read of {@code bytes} that took {@code nanos}. */
     public void recordRead(long bytes, long nanos) {
-        readOps.increment();
+        recordReads(1, bytes, nanos);
+    }
+
+    /** Records one completed write of {@code bytes} that took {@code nanos}. */
+    public void recordWrite(long bytes, long nanos) {
+        recordWrites(1, bytes, nanos);
+    }
+
+    /**
+     * Records {@code ops} completed reads, back to back, of {@code bytes} in all that took
+     * {@code nanos} in all: one latency sample of their mean, one bandwidth sample of the whole.
+     */
+    public void recordReads(long ops, long bytes, long nanos) {
+        readOps.add(ops);
         bytesRead.add(bytes);
-        decay(readLatencyBits, nanos);
+        decay(readLatencyBits, (double) nanos / ops);
         if (nanos > 0) {
             decay(readBandwidthBits, bytes * 1e9 / nanos);
         }
     }
 
-    /** Records one completed write of {@code bytes} that took {@code nanos}. */
-    public void recordWrite(long bytes, long nanos) {
-        writeOps.increment();
+    /** Like {@link #recordReads}, for writes. */
+    public void recordWrites(long ops, long bytes, long nanos) {
+        writeOps.add(ops);
         bytesWritten.add(bytes);
-        decay(writeLatencyBits, nanos);
+        decay(writeLatencyBits, (double) nanos / ops);
         if (nanos > 0) {
             decay(writeBandwidthBits, bytes * 1e9 / nanos);
         }

@@ -246,13 +246,13 @@ public class PlainMemoryTier implements Tier {
      * Records a read or write that a caller performed directly on a {@link #segment} view, so that
      * the meter sees zero-copy traffic too.
      */
-    public final void recordDirectRead(long bytes, long nanos) {
-        meter.recordRead(bytes, nanos);
+    public final void recordDirectRead(long ops, long bytes, long nanos) {
+        meter.recordReads(ops, bytes, nanos);
     }
 
     /** See {@link #recordDirectRead}. */
-    public final void recordDirectWrite(long bytes, long nanos) {
-        meter.recordWrite(bytes, nanos);
+    public final void recordDirectWrite(long ops, long bytes, long nanos) {
+        meter.recordWrites(ops, bytes, nanos);
     }
 
     @Override
