@@ -45,6 +45,8 @@ final class StoreOpsBenchmark {
                 "ConcurrentHashMap remove+put", score.getOrDefault("mapPutEvict", Double.NaN), ">= 5000000 ops/s"));
         figures.add(Figure.of("store_get_64B_ops", score.getOrDefault("storeGet", Double.NaN), "ops/s",
                 "ConcurrentHashMap get", score.getOrDefault("mapGet", Double.NaN), ">= 5000000 ops/s"));
+        figures.add(Figure.of("store_mixed_put_evict_get_64B_ops", score.getOrDefault("storeMixed", Double.NaN), "ops/s",
+                "ConcurrentHashMap, same mix", score.getOrDefault("mapMixed", Double.NaN), ">= 5000000 ops/s"));
         return figures;
     }
 }

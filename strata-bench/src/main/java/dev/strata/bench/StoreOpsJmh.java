@@ -29,8 +29,8 @@ import org.openjdk.jmh.annotations.TearDown;
  *
  * <p>{@code putEvict}: the store's one HOST tier is full, so every put of a new key evicts the
  * least recently used object (LOSSY: dropped and reported). {@code get}: a hit, view opened and
- * closed. Keys cycle over four times the tier's capacity in objects, so a put always meets a key
- * that was evicted long ago.
+ * closed. {@code mixed}: put-with-eviction and get alternately. Keys cycle over four times the
+ * tier's capacity in objects, so a put always meets a key that was evicted long ago.
  */
 @BenchmarkMode(Mode.Throughput)
 @OutputTimeUnit(TimeUnit.SECONDS)
@@ -117,6 +117,16 @@ public class StoreOpsJmh {
         try (ObjectView v = s.store.get(key)) {
             return v == null ? -1 : v.sizeBytes();
         }
+    }
+
+    @Benchmark
+    public long storeMixed(StoreState s) {
+        return (s.next & 1) == 0 ? storePutEvict(s).ordinal() : storeGet(s);
+    }
+
+    @Benchmark
+    public Object mapMixed(MapState s) {
+        return (s.next & 1) == 0 ? mapPutEvict(s) : mapGet(s);
     }
 
     @Benchmark
