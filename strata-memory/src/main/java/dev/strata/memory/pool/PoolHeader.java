@@ -58,7 +58,7 @@ import java.nio.file.Path;
  */
 public final class PoolHeader {
     public static final long MAGIC = 0x4C50415441525453L; // "STRATAPL" read as a little-endian long
-    public static final int MAJOR = 1;
+    public static final int MAJOR = 2; // 1 -> 2: descriptors hold a 64-bit Checksum64 instead of a CRC32C
     public static final int MINOR = 0;
     public static final long HEADER_SIZE = 4 * Sizes.KiB;
     public static final long STRIPE_SIZE = 2 * Sizes.MiB;
