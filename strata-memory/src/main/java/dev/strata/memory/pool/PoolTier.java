@@ -87,7 +87,8 @@ public final class PoolTier implements Tier {
         ChunkTable chunks = new ChunkTable(pool, layout.chunkTableOffset(), layout.chunkCount());
         ObjectDescriptorTable descriptors =
                 new ObjectDescriptorTable(pool, layout.descriptorTableOffset(), layout.chunkCount());
-        this.allocator = new PoolAllocator(config.name(), chunks, descriptors, layout.chunkSize(), slot);
+        this.allocator = new PoolAllocator(config.name(), chunks, descriptors,
+                new AllocationCounters(pool, PoolHeader.ALLOCATED_CHUNKS_OFFSET), layout.chunkSize(), slot);
         this.protocol = new PublishProtocol(config.name(), descriptors, data, allocator);
         this.heartbeat = Thread.ofPlatform().daemon().name("strata-pool-heartbeat-" + config.name())
                 .unstarted(this::heartbeatLoop);
@@ -320,18 +321,24 @@ public final class PoolTier implements Tier {
 
     /**
      * Finds processes that died with the pool open, returns their unpublished allocations to the
-     * free state and frees their process slots. Published objects stay.
+     * free state and frees their process slots. Published objects stay. If any process was
+     * reclaimed, the allocation counters are recounted from the tables (see {@link PoolAllocator}).
      *
      * @return bytes returned to the free state
      */
     public long reclaimDead() {
         checkOpen();
         long reclaimed = 0;
+        boolean any = false;
         for (int s = 0; s < processes.slots(); s++) {
             if (processes.tryStartReclaim(s, slot)) {
                 reclaimed += allocator.reclaimSlot(s);
                 processes.finishReclaim(s, slot);
+                any = true;
             }
+        }
+        if (any) {
+            allocator.recount();
         }
         return reclaimed;
     }
@@ -355,6 +362,21 @@ public final class PoolTier implements Tier {
     public long used() {
         checkOpen();
         return allocator.used();
+    }
+
+    /**
+     * Bytes held by allocations, counted by a scan of the chunk table (O(chunks)); {@link #used()}
+     * reads the shared counter instead. For tests and inspection.
+     */
+    public long usedByScan() {
+        checkOpen();
+        return allocator.usedByScan();
+    }
+
+    /** Allocations WRITING or PUBLISHED, counted by a scan of the descriptors (O(chunks)). */
+    public long allocationCountByScan() {
+        checkOpen();
+        return allocator.allocationCountByScan();
     }
 
     @Override
