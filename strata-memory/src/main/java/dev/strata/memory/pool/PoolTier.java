@@ -95,6 +95,14 @@ public final class PoolTier implements Tier {
         heartbeat.start();
     }
 
+    /**
+     * Reads the state of the pool in {@code firstPath} without attaching to it (read-only, no
+     * process slot): see {@link PoolInspector}.
+     */
+    public static PoolInspector.Report inspect(Path firstPath) {
+        return PoolInspector.inspect(firstPath);
+    }
+
     /** Creates or attaches to the pool described by {@code config}, with the system clock. */
     public static PoolTier open(PoolConfig config) {
         return open(config, System::currentTimeMillis);
@@ -258,12 +266,12 @@ public final class PoolTier implements Tier {
      *
      * @return the file's size, 0 for a device
      */
-    private static long readHeader(Path first, ByteBuffer buffer) throws IOException {
+    static long readHeader(Path first, ByteBuffer buffer) throws IOException {
         buffer.clear();
         if (!Files.isRegularFile(first)) {
             try (Arena scratch = Arena.ofConfined()) {
                 MemorySegment stripe = PosixMemoryMap.mapStriped(List.of(first), PoolHeader.STRIPE_SIZE,
-                        PoolHeader.STRIPE_SIZE, scratch);
+                        PoolHeader.STRIPE_SIZE, scratch, true);
                 buffer.put(stripe.asSlice(0, PoolHeader.HEADER_SIZE).asByteBuffer());
             }
             buffer.flip();
