@@ -366,6 +366,11 @@ public final class PoolTier implements Tier {
         return allocator.capacity();
     }
 
+    /**
+     * Bytes held by allocations, from the pool's shared counter (one load; exact when no
+     * operation is in flight and no process died mid-operation since the last reclaim, see
+     * {@link PoolAllocator}). {@link #usedByScan()} counts the chunk table instead.
+     */
     @Override
     public long used() {
         checkOpen();
