@@ -1,11 +1,11 @@
 package dev.strata.memory.disk;
 
+import dev.strata.memory.Checksum64;
 import dev.strata.memory.CorruptObjectException;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.ByteOrder;
-import java.util.zip.CRC32C;
 
 /**
  * The header that precedes every object the DISK tier writes: it makes the on-disk state
@@ -32,12 +32,17 @@ import java.util.zip.CRC32C;
  *  24     8    payload length   bytes
  *  32     8    write generation increases with every write to the tier
  *  40     8    written at       epoch milliseconds
- *  48     4    payload CRC32C   over the payload bytes only
- *  52     2    minor version    {@link #MINOR_VERSION}
- *  54     2    major version    {@link #MAJOR_VERSION} (the version is set last)
- *  56     4    header CRC32C    over bytes [0, 56)
- *  60     4    reserved         0
+ *  48     8    payload checksum {@link Checksum64} of the payload bytes only
+ *  56     2    minor version    {@link #MINOR_VERSION}
+ *  58     2    major version    {@link #MAJOR_VERSION} (the version is set last)
+ *  60     4    header checksum  low 32 bits of {@link Checksum64} over bytes [0, 60)
  * </pre>
+ *
+ * <p>Versions: major 1 held a 32-bit CRC32C of the payload at 48, the versions at 52/54 and a
+ * CRC32C of the header at 56; major 2 widens the payload checksum to 64 bits and uses
+ * {@link Checksum64} for both checks (one checksum mechanism in Strata). The header check keeps
+ * 32 bits of it: the header is tiny, the finaliser mixes every input bit into every output bit,
+ * and 32 bits keep the header proper at 64 bytes.
  *
  * <p>Write order: all fields, then the version, then the header checksum; the block then goes to
  * disk in one write, after the payload (so a header on disk vouches for a payload already there).
@@ -54,7 +59,7 @@ import java.util.zip.CRC32C;
  * @param handle          the allocation's handle in the tier
  * @param payloadLength   payload bytes
  * @param generation      write generation, {@code > 0}
- * @param payloadChecksum CRC32C of the payload
+ * @param payloadChecksum Checksum64 of the payload
  * @param writerPid       pid of the writing process
  * @param writtenAtMillis epoch milliseconds of the write
  */
@@ -62,13 +67,13 @@ public record DiskObjectHeader(
         long handle,
         long payloadLength,
         long generation,
-        int payloadChecksum,
+        long payloadChecksum,
         int writerPid,
         long writtenAtMillis) {
 
     /** ASCII "STRADSKO" read as a little-endian long. */
     public static final long MAGIC = 0x4F4B534441525453L;
-    public static final short MAJOR_VERSION = 1;
+    public static final short MAJOR_VERSION = 2;
     public static final short MINOR_VERSION = 0;
     /** Bytes of the header proper (the header block is larger and zero-padded). */
     public static final int SIZE = 64;
@@ -80,13 +85,12 @@ public record DiskObjectHeader(
     public static final long OFFSET_PAYLOAD_LENGTH = 24;
     public static final long OFFSET_GENERATION = 32;
     public static final long OFFSET_WRITTEN_AT = 40;
-    public static final long OFFSET_PAYLOAD_CRC = 48;
-    public static final long OFFSET_MINOR_VERSION = 52;
-    public static final long OFFSET_MAJOR_VERSION = 54;
-    public static final long OFFSET_HEADER_CRC = 56;
-    public static final long OFFSET_RESERVED = 60;
+    public static final long OFFSET_PAYLOAD_CHECKSUM = 48;
+    public static final long OFFSET_MINOR_VERSION = 56;
+    public static final long OFFSET_MAJOR_VERSION = 58;
+    public static final long OFFSET_HEADER_CHECKSUM = 60;
     /** The header checksum covers bytes {@code [0, CHECKSUMMED_BYTES)}. */
-    public static final int CHECKSUMMED_BYTES = 56;
+    public static final int CHECKSUMMED_BYTES = 60;
 
     private static final ValueLayout.OfLong LONG = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
     private static final ValueLayout.OfInt INT = ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
@@ -108,10 +112,10 @@ public record DiskObjectHeader(
         block.set(LONG, OFFSET_PAYLOAD_LENGTH, payloadLength);
         block.set(LONG, OFFSET_GENERATION, generation);
         block.set(LONG, OFFSET_WRITTEN_AT, writtenAtMillis);
-        block.set(INT, OFFSET_PAYLOAD_CRC, payloadChecksum);
+        block.set(LONG, OFFSET_PAYLOAD_CHECKSUM, payloadChecksum);
         block.set(SHORT, OFFSET_MINOR_VERSION, MINOR_VERSION);
         block.set(SHORT, OFFSET_MAJOR_VERSION, MAJOR_VERSION);
-        block.set(INT, OFFSET_HEADER_CRC, headerChecksum(block));
+        block.set(INT, OFFSET_HEADER_CHECKSUM, headerChecksum(block));
     }
 
     /**
@@ -131,11 +135,11 @@ public record DiskObjectHeader(
             throw new CorruptObjectException(tier, handle, String.format(
                     "header magic 0x%016x is not 0x%016x (torn, never written or overwritten header)", magic, MAGIC));
         }
-        int storedCrc = block.get(INT, OFFSET_HEADER_CRC);
-        int actualCrc = headerChecksum(block);
-        if (storedCrc != actualCrc) {
+        int stored = block.get(INT, OFFSET_HEADER_CHECKSUM);
+        int actual = headerChecksum(block);
+        if (stored != actual) {
             throw new CorruptObjectException(tier, handle, String.format(
-                    "header checksum 0x%08x does not match stored 0x%08x (torn header)", actualCrc, storedCrc));
+                    "header checksum 0x%08x does not match stored 0x%08x (torn header)", actual, stored));
         }
         short major = block.get(SHORT, OFFSET_MAJOR_VERSION);
         if (major != MAJOR_VERSION) {
@@ -150,15 +154,13 @@ public record DiskObjectHeader(
                 block.get(LONG, OFFSET_HANDLE),
                 block.get(LONG, OFFSET_PAYLOAD_LENGTH),
                 block.get(LONG, OFFSET_GENERATION),
-                block.get(INT, OFFSET_PAYLOAD_CRC),
+                block.get(LONG, OFFSET_PAYLOAD_CHECKSUM),
                 block.get(INT, OFFSET_WRITER_PID),
                 block.get(LONG, OFFSET_WRITTEN_AT));
     }
 
-    /** CRC32C of bytes {@code [0, CHECKSUMMED_BYTES)} of {@code block}. */
+    /** Low 32 bits of the {@link Checksum64} of bytes {@code [0, CHECKSUMMED_BYTES)} of {@code block}. */
     static int headerChecksum(MemorySegment block) {
-        CRC32C crc = new CRC32C();
-        crc.update(block.asSlice(0, CHECKSUMMED_BYTES).asByteBuffer());
-        return (int) crc.getValue();
+        return (int) Checksum64.of(block, 0, CHECKSUMMED_BYTES);
     }
 }

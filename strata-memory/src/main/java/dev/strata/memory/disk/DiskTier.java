@@ -1,6 +1,7 @@
 package dev.strata.memory.disk;
 
 import dev.strata.memory.Allocator;
+import dev.strata.memory.Checksum64;
 import dev.strata.memory.CorruptObjectException;
 import dev.strata.memory.Sizes;
 import dev.strata.memory.Tier;
@@ -30,9 +31,12 @@ import java.util.concurrent.locks.ReentrantReadWriteLock;
  * by its own {@link BestFitAllocator} aligned to the I/O block (the file store's block size, at
  * least 4096), so an object never spans two files. An allocation for {@code n} payload bytes reserves one header
  * block plus {@code n} rounded up to the block size: the {@link DiskObjectHeader} (magic, length,
- * CRC32C, write generation) sits in the first block and the payload starts at the second. A write
- * checksums the payload, writes it, then writes the header (one write when both fit one staging
- * buffer) and only then marks the object readable; a read checks the header against what the tier
+ * {@link Checksum64}, write generation) sits in the first block and the payload starts at the second.
+ * A write checksums the payload as it moves it (in the same pass as the copy into a staging buffer,
+ * {@link Checksum64#copyAndUpdate}; a caller segment written in place is checksummed over the
+ * source), writes it, then writes the header (one write when both fit one staging buffer) and
+ * only then marks the object readable; a read checksums the same way as it copies out of staging
+ * (in place: over the bytes read); a read checks the header against what the tier
  * remembers (handle, length, generation, checksum, kept in memory) and the payload against its
  * checksum, throwing {@link CorruptObjectException} on any mismatch. Direct I/O needs aligned
  * buffers, offsets and lengths: a caller's native segment whose address is block-aligned is read
@@ -83,7 +87,7 @@ public final class DiskTier implements Tier {
         final long fileOffset;     // bytes, start of the allocation (the header block) in the file
         final long payloadRoom;    // bytes of payload that fit
         long length;               // payload bytes of the last complete write
-        int checksum;              // CRC32C of that payload
+        long checksum;             // Checksum64 of that payload
         long generation;           // write generation of that write
         volatile boolean readable; // published after the three fields above; false during a write
 
@@ -94,6 +98,9 @@ public final class DiskTier implements Tier {
             this.payloadRoom = payloadRoom;
         }
     }
+
+    /** One checksum state per thread, reset per object: transfers allocate none. */
+    private static final ThreadLocal<Checksum64> CHECKSUM = ThreadLocal.withInitial(Checksum64::new);
 
     private final String name;
     private final Path directory;
@@ -477,44 +484,53 @@ public final class DiskTier implements Tier {
         long length = src.length();
         long headerAt = r.fileOffset;
         long payloadAt = headerAt + blockSize;
-        DiskObjectHeader header = new DiskObjectHeader(r.handle, length, generations.incrementAndGet(),
-                src.checksum(), pid, System.currentTimeMillis());
+        long generation = generations.incrementAndGet();
+        Checksum64 checksum = CHECKSUM.get().reset();
+        DiskObjectHeader header;
         MemorySegment buf = staging.acquire();
         try {
             MemorySegment single = src.parts().size() == 1 ? src.parts().getFirst() : null;
             long inPlace = single == null ? 0 : inPlaceLength(single);
             if (inPlace > 0) {
+                checksum.update(single, 0, inPlace); // written straight from the source: summed over it
                 writeInPlace(file, single.asSlice(0, inPlace), payloadAt);
                 long tail = length - inPlace;
                 if (tail > 0) {
                     long io = ioLength(tail);
-                    MemorySegment.copy(single, inPlace, buf, 0, tail);
+                    checksum.copyAndUpdate(single, inPlace, buf, 0, tail);
                     buf.asSlice(tail, io - tail).fill((byte) 0);
                     file.writeFully(buf.asSlice(0, io).asByteBuffer(), payloadAt + inPlace);
                 }
+                header = header(r, length, generation, checksum);
                 writeHeader(file, buf, header, headerAt);
             } else if (blockSize + ioLength(length) <= buf.byteSize()) {
                 long io = ioLength(length);
-                header.encodeTo(buf.asSlice(0, blockSize));
-                src.copyOut(0, buf, blockSize, length);
+                src.copyOut(0, buf, blockSize, length, checksum);
                 buf.asSlice(blockSize + length, io - length).fill((byte) 0);
+                header = header(r, length, generation, checksum);
+                header.encodeTo(buf.asSlice(0, blockSize));
                 file.writeFully(buf.asSlice(0, blockSize + io).asByteBuffer(), headerAt);
             } else {
                 long chunk = buf.byteSize(); // a block multiple, so every chunk but the last is aligned
                 for (long done = 0; done < length; ) {
                     long n = Math.min(chunk, length - done);
                     long io = ioLength(n);
-                    src.copyOut(done, buf, 0, n);
+                    src.copyOut(done, buf, 0, n, checksum);
                     buf.asSlice(n, io - n).fill((byte) 0);
                     file.writeFully(buf.asSlice(0, io).asByteBuffer(), payloadAt + done);
                     done += n;
                 }
+                header = header(r, length, generation, checksum);
                 writeHeader(file, buf, header, headerAt);
             }
         } finally {
             staging.release(buf);
         }
         return header;
+    }
+
+    private DiskObjectHeader header(ObjectRecord r, long length, long generation, Checksum64 checksum) {
+        return new DiskObjectHeader(r.handle, length, generation, checksum.value(), pid, System.currentTimeMillis());
     }
 
     private void writeHeader(DataFile file, MemorySegment buf, DiskObjectHeader header, long headerAt) throws IOException {
@@ -569,11 +585,12 @@ public final class DiskTier implements Tier {
         }
     }
 
-    private void readObject(ObjectRecord r, SegmentChain dst, long length, long generation, int checksum)
+    private void readObject(ObjectRecord r, SegmentChain dst, long length, long generation, long checksum)
             throws IOException {
         DataFile file = files[r.file];
         long headerAt = r.fileOffset;
         long payloadAt = headerAt + blockSize;
+        Checksum64 sum = CHECKSUM.get().reset();
         MemorySegment buf = staging.acquire();
         try {
             MemorySegment single = dst.parts().size() == 1 ? dst.parts().getFirst() : null;
@@ -581,47 +598,48 @@ public final class DiskTier implements Tier {
             if (inPlace > 0) {
                 readAndCheckHeader(file, buf, r, length, generation, checksum);
                 readInPlace(file, single.asSlice(0, inPlace), payloadAt);
+                sum.update(single, 0, inPlace); // read straight into the destination: summed over it
                 long tail = length - inPlace;
                 if (tail > 0) {
                     file.readFully(buf.asSlice(0, ioLength(tail)).asByteBuffer(), payloadAt + inPlace);
-                    MemorySegment.copy(buf, 0, single, inPlace, tail);
+                    sum.copyAndUpdate(buf, 0, single, inPlace, tail);
                 }
             } else if (blockSize + ioLength(length) <= buf.byteSize()) {
                 file.readFully(buf.asSlice(0, blockSize + ioLength(length)).asByteBuffer(), headerAt);
                 checkHeader(buf, r, length, generation, checksum);
-                dst.copyIn(0, buf, blockSize, length);
+                dst.copyIn(0, buf, blockSize, length, sum);
             } else {
                 readAndCheckHeader(file, buf, r, length, generation, checksum);
                 long chunk = buf.byteSize();
                 for (long done = 0; done < length; ) {
                     long n = Math.min(chunk, length - done);
                     file.readFully(buf.asSlice(0, ioLength(n)).asByteBuffer(), payloadAt + done);
-                    dst.copyIn(done, buf, 0, n);
+                    dst.copyIn(done, buf, 0, n, sum);
                     done += n;
                 }
             }
         } finally {
             staging.release(buf);
         }
-        int actual = dst.checksum();
+        long actual = sum.value();
         if (actual != checksum) {
-            throw new CorruptObjectException(name, r.handle, length, Integer.toUnsignedLong(checksum), Integer.toUnsignedLong(actual));
+            throw new CorruptObjectException(name, r.handle, length, checksum, actual);
         }
     }
 
     private void readAndCheckHeader(DataFile file, MemorySegment buf, ObjectRecord r, long length, long generation,
-                                    int checksum) throws IOException {
+                                    long checksum) throws IOException {
         file.readFully(buf.asSlice(0, blockSize).asByteBuffer(), r.fileOffset);
         checkHeader(buf, r, length, generation, checksum);
     }
 
-    private void checkHeader(MemorySegment buf, ObjectRecord r, long length, long generation, int checksum) {
+    private void checkHeader(MemorySegment buf, ObjectRecord r, long length, long generation, long checksum) {
         DiskObjectHeader h = DiskObjectHeader.decode(buf.asSlice(0, blockSize), name, r.handle);
         if (h.handle() != r.handle || h.payloadLength() != length || h.generation() != generation
                 || h.payloadChecksum() != checksum) {
             throw new CorruptObjectException(name, r.handle, String.format(
-                    "header on disk (handle %d, %d bytes, generation %d, checksum 0x%08x) does not match the object"
-                            + " written (handle %d, %d bytes, generation %d, checksum 0x%08x): stale or misplaced header",
+                    "header on disk (handle %d, %d bytes, generation %d, checksum 0x%016x) does not match the object"
+                            + " written (handle %d, %d bytes, generation %d, checksum 0x%016x): stale or misplaced header",
                     h.handle(), h.payloadLength(), h.generation(), h.payloadChecksum(),
                     r.handle, length, generation, checksum));
         }

@@ -1,21 +1,18 @@
 package dev.strata.memory.disk;
 
+import dev.strata.memory.Checksum64;
 import java.lang.foreign.MemorySegment;
 import java.util.List;
-import java.util.zip.CRC32C;
 
 /**
  * Several memory segments seen as one run of bytes, for gather-writes and scatter-reads: copies a
- * range of the run to or from another segment wherever the part boundaries fall, and checksums
- * the whole run.
+ * range of the run to or from another segment wherever the part boundaries fall, adding the
+ * bytes copied to a {@link Checksum64} in the same pass.
  *
  * <p>Not thread-safe; one operation owns it. Invariant: {@code starts[i]} is the run offset of
  * part {@code i}, and {@code starts[n]} the run's length.
  */
 final class SegmentChain {
-
-    private static final long CHECKSUM_CHUNK = 1L << 30;  // bytes per CRC32C update (ByteBuffer limit)
-    private static final int HEAP_CHUNK = 64 * 1024;      // bytes per copy for segments with no ByteBuffer view
 
     private final List<MemorySegment> parts;
     private final long[] starts; // run offsets, length parts.size() + 1
@@ -36,17 +33,24 @@ final class SegmentChain {
         return parts;
     }
 
-    /** Copies {@code length} bytes of the run starting at {@code from} into {@code dst} at {@code dstOffset}. */
-    void copyOut(long from, MemorySegment dst, long dstOffset, long length) {
-        transfer(from, dst, dstOffset, length, true);
+    /**
+     * Copies {@code length} bytes of the run starting at {@code from} into {@code dst} at
+     * {@code dstOffset}, adding them to {@code checksum} in the same pass.
+     */
+    void copyOut(long from, MemorySegment dst, long dstOffset, long length, Checksum64 checksum) {
+        transfer(from, dst, dstOffset, length, true, checksum);
     }
 
-    /** Copies {@code length} bytes from {@code src} at {@code srcOffset} into the run starting at {@code to}. */
-    void copyIn(long to, MemorySegment src, long srcOffset, long length) {
-        transfer(to, src, srcOffset, length, false);
+    /**
+     * Copies {@code length} bytes from {@code src} at {@code srcOffset} into the run starting at
+     * {@code to}, adding them to {@code checksum} in the same pass.
+     */
+    void copyIn(long to, MemorySegment src, long srcOffset, long length, Checksum64 checksum) {
+        transfer(to, src, srcOffset, length, false, checksum);
     }
 
-    private void transfer(long runOffset, MemorySegment other, long otherOffset, long length, boolean out) {
+    private void transfer(long runOffset, MemorySegment other, long otherOffset, long length, boolean out,
+                          Checksum64 checksum) {
         if (runOffset < 0 || length < 0 || runOffset + length > length()) {
             throw new IndexOutOfBoundsException("range [" + runOffset + ", " + (runOffset + length)
                     + ") outside a run of " + length() + " bytes");
@@ -58,9 +62,9 @@ final class SegmentChain {
             long inPart = runOffset + done - starts[i];
             long n = Math.min(part.byteSize() - inPart, length - done);
             if (out) {
-                MemorySegment.copy(part, inPart, other, otherOffset + done, n);
+                checksum.copyAndUpdate(part, inPart, other, otherOffset + done, n);
             } else {
-                MemorySegment.copy(other, otherOffset + done, part, inPart, n);
+                checksum.copyAndUpdate(other, otherOffset + done, part, inPart, n);
             }
             done += n;
             i++;
@@ -83,32 +87,5 @@ final class SegmentChain {
             lo++;
         }
         return lo;
-    }
-
-    /** CRC32C of the whole run. */
-    int checksum() {
-        CRC32C crc = new CRC32C();
-        for (MemorySegment part : parts) {
-            update(crc, part);
-        }
-        return (int) crc.getValue();
-    }
-
-    /** Adds {@code segment}'s bytes to {@code crc}. */
-    static void update(CRC32C crc, MemorySegment segment) {
-        long size = segment.byteSize();
-        boolean viewable = segment.isNative() || segment.heapBase().map(b -> b instanceof byte[]).orElse(false);
-        if (viewable) {
-            for (long off = 0; off < size; off += CHECKSUM_CHUNK) {
-                crc.update(segment.asSlice(off, Math.min(CHECKSUM_CHUNK, size - off)).asByteBuffer());
-            }
-        } else {
-            byte[] chunk = new byte[(int) Math.min(HEAP_CHUNK, size)];
-            for (long off = 0; off < size; off += chunk.length) {
-                int n = (int) Math.min(chunk.length, size - off);
-                MemorySegment.copy(segment, java.lang.foreign.ValueLayout.JAVA_BYTE, off, chunk, 0, n);
-                crc.update(chunk, 0, n);
-            }
-        }
     }
 }

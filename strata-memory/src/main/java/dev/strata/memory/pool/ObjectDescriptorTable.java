@@ -18,9 +18,9 @@ import java.lang.invoke.VarHandle;
  *                        bits 18-63 generation
  *      8    8 runChunks  chunks of the allocation (set before WRITING, stable until FREE)
  *     16    8 length     payload bytes of the published object
- *     24    4 crc32c     CRC32C of those bytes
- *     28    4 reserved
+ *     24    8 checksum   Checksum64 of those bytes (dev.strata.memory.Checksum64)
  * </pre>
+ * (Format major 1 held a 32-bit CRC32C at 24 and 4 reserved bytes at 28.)
  *
  * <p>State machine (every arrow one CAS on the state word; the generation grows on every arrow
  * except WRITING -&gt; PUBLISHED and FREEING -&gt; FREE, so a PUBLISHED word never recurs):
@@ -37,7 +37,7 @@ final class ObjectDescriptorTable {
     static final long STATE_OFFSET = 0;
     static final long RUN_CHUNKS_OFFSET = 8;
     static final long LENGTH_OFFSET = 16;
-    static final long CRC_OFFSET = 24;
+    static final long CHECKSUM_OFFSET = 24;
 
     static final int FREE = 0;
     static final int WRITING = 1;
@@ -49,7 +49,6 @@ final class ObjectDescriptorTable {
     private static final int OWNER_SHIFT = 2;
     private static final int GENERATION_SHIFT = 18;
     private static final VarHandle LONG = ValueLayout.JAVA_LONG.varHandle();
-    private static final VarHandle INT = ValueLayout.JAVA_INT.varHandle();
 
     private final MemorySegment segment;
     private final long base; // byte offset of descriptor 0 in segment
@@ -112,14 +111,14 @@ final class ObjectDescriptorTable {
         return (long) LONG.get(segment, at(chunk, LENGTH_OFFSET));
     }
 
-    int crc(long chunk) {
-        return (int) INT.get(segment, at(chunk, CRC_OFFSET));
+    long checksum(long chunk) {
+        return (long) LONG.get(segment, at(chunk, CHECKSUM_OFFSET));
     }
 
     /** Plain stores: made visible by the CAS that publishes. */
-    void setLengthAndCrc(long chunk, long length, int crc) {
+    void setLengthAndChecksum(long chunk, long length, long checksum) {
         LONG.set(segment, at(chunk, LENGTH_OFFSET), length);
-        INT.set(segment, at(chunk, CRC_OFFSET), crc);
+        LONG.set(segment, at(chunk, CHECKSUM_OFFSET), checksum);
     }
 
     private long at(long chunk, long field) {

@@ -28,8 +28,31 @@ import dev.strata.memory.Allocator;
  * for the next one). Only allocations that never became readable are reclaimed; they cannot be
  * referenced by anyone but their dead writer.
  *
- * <p>Accounting: {@link #used()} and {@link #allocationCount()} scan the tables (O(chunks)); they
- * are exact when no operation is in flight.
+ * <p>Accounting ({@link AllocationCounters}, two shared words in the header). {@link #used()} and
+ * {@link #allocationCount()} are one load each; the object store asks for {@code used()} on every
+ * put, so a scan (about 1 ms per million chunks) is not affordable there. Update rules, chosen so
+ * that every error a live process can cause is an over-count (the pool looks fuller than it is,
+ * never emptier):
+ * <ul>
+ *   <li>the allocator that CASes a head descriptor FREE -&gt; WRITING adds {@code +runChunks, +1}
+ *       after its chunk claims and that CAS;</li>
+ *   <li>whoever wins the CAS WRITING/PUBLISHED -&gt; FREEING (a free, or reclaim of a dead
+ *       writer's unpublished allocation) adds {@code -runChunks, -1} before it releases the chunks;</li>
+ *   <li>chunk claims that are rolled back, cut short by a death, or cleared by reclaim were never
+ *       counted and change nothing.</li>
+ * </ul>
+ * With no process death, the counters are exact whenever no operation is in flight (the property
+ * tests check this after every step). A process that dies between its descriptor CAS and its
+ * counter update leaves them off by one run (a claim not yet added under-counts; a free not yet
+ * subtracted over-counts, and reclaim, finishing that FREEING run, does not subtract it).
+ * The repair: after reclaiming any dead process, the reclaimer recounts ({@link #recount()}): it
+ * reads both counters, scans the tables, and CASes the scanned values in only if the counters did
+ * not change during the scan (else it scans again, a few times; reclaim is rare). A successful CAS
+ * means no operation updated a counter during the scan, so the only operations the scan can
+ * misjudge are those paused between their chunk CAS and their counter update; under the rules
+ * above each of those leaves an over-count of its run, never an under-count, and the next recount
+ * removes it. {@link #usedByScan()} and {@link #allocationCountByScan()} keep the scans for tests
+ * and inspection.
  *
  * <p>Threads: any; one instance per process (it carries the process's slot).
  */
@@ -37,15 +60,18 @@ final class PoolAllocator implements Allocator {
     private final String tierName;
     private final ChunkTable chunks;
     private final ObjectDescriptorTable descriptors;
+    private final AllocationCounters counters;
     private final long chunkSize; // bytes, power of two
     private final int chunkShift;
     private final int mySlot;
     private volatile long cursor; // next-fit start chunk; a hint only
 
-    PoolAllocator(String tierName, ChunkTable chunks, ObjectDescriptorTable descriptors, long chunkSize, int mySlot) {
+    PoolAllocator(String tierName, ChunkTable chunks, ObjectDescriptorTable descriptors, AllocationCounters counters,
+                  long chunkSize, int mySlot) {
         this.tierName = tierName;
         this.chunks = chunks;
         this.descriptors = descriptors;
+        this.counters = counters;
         this.chunkSize = chunkSize;
         this.chunkShift = Long.numberOfTrailingZeros(chunkSize);
         this.mySlot = mySlot;
@@ -101,6 +127,7 @@ final class PoolAllocator implements Allocator {
                 throw new IllegalStateException("pool '" + tierName + "' is inconsistent: descriptor of claimed chunk "
                         + i + " changed to " + ObjectDescriptorTable.describe(descriptors.stateAcquire(i)));
             }
+            counters.add(n, 1);
             cursor = (i + n) % total;
             return i << chunkShift;
         }
@@ -139,6 +166,7 @@ final class PoolAllocator implements Allocator {
             long freeing = ObjectDescriptorTable.word(ObjectDescriptorTable.FREEING, mySlot,
                     ObjectDescriptorTable.generation(w) + 1);
             if (descriptors.compareAndSetState(head, w, freeing)) {
+                counters.add(-descriptors.runChunks(head), -1);
                 finishFree(head, freeing);
                 return;
             }
@@ -167,7 +195,9 @@ final class PoolAllocator implements Allocator {
 
     /**
      * Returns the unpublished allocations of the dead process in {@code deadSlot} to the free
-     * state. The caller holds {@code deadSlot} in RECLAIMING (see {@link ProcessTable}).
+     * state. The caller holds {@code deadSlot} in RECLAIMING (see {@link ProcessTable}), or
+     * {@code deadSlot} is the caller's own slot at close. The caller of a dead slot's reclaim then
+     * calls {@link #recount()}.
      *
      * @return bytes returned to the free state
      */
@@ -184,6 +214,7 @@ final class PoolAllocator implements Allocator {
                 long freeing = ObjectDescriptorTable.word(ObjectDescriptorTable.FREEING, mySlot,
                         ObjectDescriptorTable.generation(w) + 1);
                 if (descriptors.compareAndSetState(h, w, freeing)) {
+                    counters.add(-descriptors.runChunks(h), -1);
                     finishFree(h, freeing);
                 }
             } else if (s == ObjectDescriptorTable.FREEING) {
@@ -235,9 +266,35 @@ final class PoolAllocator implements Allocator {
         return chunks.chunkCount() << chunkShift;
     }
 
+    /** Bytes held by allocations, from the shared counter: O(1). See the accounting note. */
     @Override
     public long used() {
+        return Math.clamp(counters.allocatedChunks(), 0, chunks.chunkCount()) << chunkShift;
+    }
+
+    /** Bytes held by allocations, by a scan of the chunk table: O(chunks), for tests and inspection. */
+    long usedByScan() {
         return chunks.countInUse() << chunkShift;
+    }
+
+    /**
+     * Replaces the counters by a scan of the tables if no operation changes them meanwhile (tried
+     * a few times). Called after a dead process is reclaimed.
+     *
+     * @return true if both counters now hold scanned values
+     */
+    boolean recount() {
+        boolean chunksDone = false;
+        boolean allocationsDone = false;
+        for (int attempt = 0; attempt < 4 && !(chunksDone && allocationsDone); attempt++) {
+            long c0 = counters.allocatedChunks();
+            long a0 = counters.liveAllocations();
+            long scannedChunks = chunksDone ? 0 : chunks.countInUse();
+            long scannedAllocations = allocationsDone ? 0 : allocationCountByScan();
+            chunksDone = chunksDone || counters.compareAndSetChunks(c0, scannedChunks);
+            allocationsDone = allocationsDone || counters.compareAndSetAllocations(a0, scannedAllocations);
+        }
+        return chunksDone && allocationsDone;
     }
 
     @Override
@@ -245,8 +302,14 @@ final class PoolAllocator implements Allocator {
         return chunkSize;
     }
 
+    /** Allocations WRITING or PUBLISHED, from the shared counter: O(1). */
     @Override
     public long allocationCount() {
+        return Math.max(0, counters.liveAllocations());
+    }
+
+    /** Allocations WRITING or PUBLISHED, by a scan of the descriptors: O(chunks). */
+    long allocationCountByScan() {
         long n = 0;
         for (long h = 0; h < descriptors.chunkCount(); h++) {
             int s = ObjectDescriptorTable.state(descriptors.stateAcquire(h));

@@ -47,18 +47,23 @@ import java.nio.file.Path;
  *    120     8  creatorHeartbeatMillis refreshed by the creator while it has the pool open
  *    128     8  createdAtMillis
  *    136    64  name                  ASCII, zero padded
- *    200  3896  reserved (zero)
+ *    200     8  allocatedChunks       live chunks, shared counter (AllocationCounters); changes at run time
+ *    208     8  liveAllocations       live allocations, shared counter; changes at run time
+ *    216  3880  reserved (zero)
  * </pre>
  *
  * <p>Invariants: once {@code version} is non-zero every other field is final, except the creator
- * heartbeat. A major-version mismatch or a bad magic refuses the attach with a
+ * heartbeat and the two counters.
+ *
+ * <p>Versions: major 2 (from 1) widened the descriptors' checksum to a 64-bit Checksum64 and
+ * added the counters at 200 and 208. A major-version mismatch or a bad magic refuses the attach with a
  * {@link PoolFormatException} naming the file and the values found.
  *
  * <p>Stateless helpers; any thread.
  */
 public final class PoolHeader {
     public static final long MAGIC = 0x4C50415441525453L; // "STRATAPL" read as a little-endian long
-    public static final int MAJOR = 1;
+    public static final int MAJOR = 2; // 1 -> 2: 64-bit Checksum64 in descriptors, allocation counters
     public static final int MINOR = 0;
     public static final long HEADER_SIZE = 4 * Sizes.KiB;
     public static final long STRIPE_SIZE = 2 * Sizes.MiB;
@@ -82,6 +87,8 @@ public final class PoolHeader {
     public static final long CREATED_AT_OFFSET = 128;
     public static final long NAME_OFFSET = 136;
     public static final int NAME_SIZE = 64;
+    public static final long ALLOCATED_CHUNKS_OFFSET = 200;
+    public static final long LIVE_ALLOCATIONS_OFFSET = ALLOCATED_CHUNKS_OFFSET + AllocationCounters.LIVE_ALLOCATIONS;
 
     private static final VarHandle LONG = ValueLayout.JAVA_LONG.varHandle();
 

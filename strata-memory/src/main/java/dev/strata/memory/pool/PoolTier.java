@@ -87,11 +87,20 @@ public final class PoolTier implements Tier {
         ChunkTable chunks = new ChunkTable(pool, layout.chunkTableOffset(), layout.chunkCount());
         ObjectDescriptorTable descriptors =
                 new ObjectDescriptorTable(pool, layout.descriptorTableOffset(), layout.chunkCount());
-        this.allocator = new PoolAllocator(config.name(), chunks, descriptors, layout.chunkSize(), slot);
+        this.allocator = new PoolAllocator(config.name(), chunks, descriptors,
+                new AllocationCounters(pool, PoolHeader.ALLOCATED_CHUNKS_OFFSET), layout.chunkSize(), slot);
         this.protocol = new PublishProtocol(config.name(), descriptors, data, allocator);
         this.heartbeat = Thread.ofPlatform().daemon().name("strata-pool-heartbeat-" + config.name())
                 .unstarted(this::heartbeatLoop);
         heartbeat.start();
+    }
+
+    /**
+     * Reads the state of the pool in {@code firstPath} without attaching to it (read-only, no
+     * process slot): see {@link PoolInspector}.
+     */
+    public static PoolInspector.Report inspect(Path firstPath) {
+        return PoolInspector.inspect(firstPath);
     }
 
     /** Creates or attaches to the pool described by {@code config}, with the system clock. */
@@ -257,12 +266,12 @@ public final class PoolTier implements Tier {
      *
      * @return the file's size, 0 for a device
      */
-    private static long readHeader(Path first, ByteBuffer buffer) throws IOException {
+    static long readHeader(Path first, ByteBuffer buffer) throws IOException {
         buffer.clear();
         if (!Files.isRegularFile(first)) {
             try (Arena scratch = Arena.ofConfined()) {
                 MemorySegment stripe = PosixMemoryMap.mapStriped(List.of(first), PoolHeader.STRIPE_SIZE,
-                        PoolHeader.STRIPE_SIZE, scratch);
+                        PoolHeader.STRIPE_SIZE, scratch, true);
                 buffer.put(stripe.asSlice(0, PoolHeader.HEADER_SIZE).asByteBuffer());
             }
             buffer.flip();
@@ -320,18 +329,24 @@ public final class PoolTier implements Tier {
 
     /**
      * Finds processes that died with the pool open, returns their unpublished allocations to the
-     * free state and frees their process slots. Published objects stay.
+     * free state and frees their process slots. Published objects stay. If any process was
+     * reclaimed, the allocation counters are recounted from the tables (see {@link PoolAllocator}).
      *
      * @return bytes returned to the free state
      */
     public long reclaimDead() {
         checkOpen();
         long reclaimed = 0;
+        boolean any = false;
         for (int s = 0; s < processes.slots(); s++) {
             if (processes.tryStartReclaim(s, slot)) {
                 reclaimed += allocator.reclaimSlot(s);
                 processes.finishReclaim(s, slot);
+                any = true;
             }
+        }
+        if (any) {
+            allocator.recount();
         }
         return reclaimed;
     }
@@ -351,10 +366,30 @@ public final class PoolTier implements Tier {
         return allocator.capacity();
     }
 
+    /**
+     * Bytes held by allocations, from the pool's shared counter (one load; exact when no
+     * operation is in flight and no process died mid-operation since the last reclaim, see
+     * {@link PoolAllocator}). {@link #usedByScan()} counts the chunk table instead.
+     */
     @Override
     public long used() {
         checkOpen();
         return allocator.used();
+    }
+
+    /**
+     * Bytes held by allocations, counted by a scan of the chunk table (O(chunks)); {@link #used()}
+     * reads the shared counter instead. For tests and inspection.
+     */
+    public long usedByScan() {
+        checkOpen();
+        return allocator.usedByScan();
+    }
+
+    /** Allocations WRITING or PUBLISHED, counted by a scan of the descriptors (O(chunks)). */
+    public long allocationCountByScan() {
+        checkOpen();
+        return allocator.allocationCountByScan();
     }
 
     @Override

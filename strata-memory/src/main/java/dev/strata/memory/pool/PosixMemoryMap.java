@@ -37,6 +37,7 @@ final class PosixMemoryMap {
     static final int MAP_FIXED = 0x10;
     static final int MAP_ANONYMOUS = 0x20;
     static final int MAP_NORESERVE = 0x4000;
+    static final int O_RDONLY = 0x0;
     static final int O_RDWR = 0x2;
     static final int O_CLOEXEC = 0x80000;
 
@@ -77,6 +78,15 @@ final class PosixMemoryMap {
      * @throws IOException naming the file and the errno if a call fails (nothing stays mapped then)
      */
     static MemorySegment mapStriped(List<Path> files, long totalSize, long stripeSize, Arena arena) throws IOException {
+        return mapStriped(files, totalSize, stripeSize, arena, false);
+    }
+
+    /**
+     * As {@link #mapStriped(List, long, long, Arena)}; with {@code readOnly} the files are opened
+     * {@code O_RDONLY}, mapped {@code PROT_READ} and the segment is read-only.
+     */
+    static MemorySegment mapStriped(List<Path> files, long totalSize, long stripeSize, Arena arena, boolean readOnly)
+            throws IOException {
         int n = files.size();
         if (totalSize <= 0 || totalSize % (stripeSize * n) != 0) {
             throw new IllegalArgumentException("total size " + totalSize + " is not a positive multiple of "
@@ -95,7 +105,7 @@ final class PosixMemoryMap {
             try {
                 for (int d = 0; d < n; d++) {
                     MemorySegment cPath = scratch.allocateFrom(files.get(d).toString());
-                    int fd = (int) OPEN.invokeExact(state, cPath, O_RDWR | O_CLOEXEC, 0);
+                    int fd = (int) OPEN.invokeExact(state, cPath, (readOnly ? O_RDONLY : O_RDWR) | O_CLOEXEC, 0);
                     if (fd < 0) {
                         throw new IOException("open(" + files.get(d) + ") failed: errno " + errno(state));
                     }
@@ -107,7 +117,7 @@ final class PosixMemoryMap {
                     long fileOffset = (i / n) * stripeSize;
                     MemorySegment want = MemorySegment.ofAddress(base.address() + i * stripeSize);
                     MemorySegment got = (MemorySegment) MMAP.invokeExact(state, want, stripeSize,
-                            PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fds[device], fileOffset);
+                            readOnly ? PROT_READ : PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fds[device], fileOffset);
                     if (got.address() != want.address()) {
                         throw new IOException("mapping stripe " + i + " of " + files.get(device) + " at file offset "
                                 + fileOffset + " failed: errno " + errno(state));
@@ -127,7 +137,8 @@ final class PosixMemoryMap {
                 }
             }
             long address = base.address();
-            return base.reinterpret(totalSize, arena, ignored -> unmap(address, totalSize));
+            MemorySegment whole = base.reinterpret(totalSize, arena, ignored -> unmap(address, totalSize));
+            return readOnly ? whole.asReadOnly() : whole;
         } catch (IOException | RuntimeException | Error e) {
             throw e;
         } catch (Throwable t) {

@@ -1,5 +1,6 @@
 package dev.strata.memory.pool;
 
+import dev.strata.memory.Checksum64;
 import dev.strata.memory.CorruptObjectException;
 import java.lang.foreign.MemorySegment;
 import java.lang.invoke.VarHandle;
@@ -14,15 +15,18 @@ import java.util.List;
  * <ul>
  *   <li><b>Write</b>: the allocation's descriptor is WRITING and owned by the writer (a PUBLISHED
  *       object being rewritten is first CASed to WRITING with a new generation, which readers in
- *       flight will notice). The writer copies the payload, computes its CRC32C, stores length and
- *       checksum with plain stores, then CASes WRITING -&gt; PUBLISHED. The CAS is the release
+ *       flight will notice). The writer copies the payload and computes its
+ *       {@link Checksum64} in the same pass ({@link Checksum64#copyAndUpdate}, one trip through
+ *       memory; a payload placed through a zero-copy view is checksummed in place instead),
+ *       stores length and checksum with plain stores, then CASes WRITING -&gt; PUBLISHED. The CAS is the release
  *       that orders every payload byte before the state; it also fails if the allocation was freed
  *       or reclaimed meanwhile, which is reported.</li>
  *   <li><b>Read</b> (a seqlock): acquire-load the state word; anything but PUBLISHED is "no
- *       object" ({@code false}). Load length and checksum, copy the payload, then
+ *       object" ({@code false}). Load length and checksum, copy the payload out while checksumming
+ *       it (one pass), then
  *       {@link VarHandle#loadLoadFence()} and load the state word again: if it changed (freed,
  *       reused, rewritten: every such change bumps the generation) the copy may be torn and the
- *       read returns {@code false}. Otherwise the checksum is verified over the copy: a mismatch
+ *       read returns {@code false}. Otherwise the checksum of the copy is compared with the stored one: a mismatch
  *       means corruption of the pool memory itself and throws {@link CorruptObjectException}.</li>
  * </ul>
  * A reader therefore never returns a torn or half-written object. The writer's side needs no
@@ -32,6 +36,9 @@ import java.util.List;
  * <p>Threads: any, in any process; the protocol is lock-free.
  */
 final class PublishProtocol {
+    /** One checksum state per thread, reset per object: the hot paths allocate nothing. */
+    private static final ThreadLocal<Checksum64> CHECKSUM = ThreadLocal.withInitial(Checksum64::new);
+
     private final String tierName;
     private final ObjectDescriptorTable descriptors;
     private final MemorySegment data; // the data area, chunkCount * chunkSize bytes
@@ -52,12 +59,13 @@ final class PublishProtocol {
             total += p.byteSize();
         }
         long writing = beginWrite(handle, head, total);
+        Checksum64 checksum = CHECKSUM.get().reset();
         long at = handle;
         for (MemorySegment p : parts) {
-            MemorySegment.copy(p, 0, data, at, p.byteSize());
+            checksum.copyAndUpdate(p, 0, data, at, p.byteSize());
             at += p.byteSize();
         }
-        finishWrite(handle, head, writing, total);
+        finishWrite(handle, head, writing, total, checksum.value());
     }
 
     /**
@@ -66,7 +74,7 @@ final class PublishProtocol {
     void publishInPlace(long handle, long length) {
         long head = allocator.headChunk(handle);
         long writing = beginWrite(handle, head, length);
-        finishWrite(handle, head, writing, length);
+        finishWrite(handle, head, writing, length, CHECKSUM.get().reset().update(data, handle, length).value());
     }
 
     private long beginWrite(long handle, long head, long length) {
@@ -101,9 +109,8 @@ final class PublishProtocol {
         }
     }
 
-    private void finishWrite(long handle, long head, long writing, long length) {
-        int crc = Crc32cChecksum.of(data.asSlice(handle, length));
-        descriptors.setLengthAndCrc(head, length, crc);
+    private void finishWrite(long handle, long head, long writing, long length, long checksum) {
+        descriptors.setLengthAndChecksum(head, length, checksum);
         long published = ObjectDescriptorTable.word(ObjectDescriptorTable.PUBLISHED,
                 ObjectDescriptorTable.owner(writing), ObjectDescriptorTable.generation(writing));
         if (!descriptors.compareAndSetState(head, writing, published)) {
@@ -127,7 +134,7 @@ final class PublishProtocol {
             return false;
         }
         long length = descriptors.length(head);
-        int stored = descriptors.crc(head);
+        long stored = descriptors.checksum(head);
         long wanted = 0;
         for (MemorySegment p : parts) {
             wanted += p.byteSize();
@@ -140,18 +147,19 @@ final class PublishProtocol {
             throw new IllegalArgumentException("destination of " + wanted + " bytes does not match object of "
                     + length + " bytes at handle " + handle + " in tier '" + tierName + "'");
         }
+        Checksum64 checksum = CHECKSUM.get().reset();
         long at = handle;
         for (MemorySegment p : parts) {
-            MemorySegment.copy(data, at, p, 0, p.byteSize());
+            checksum.copyAndUpdate(data, at, p, 0, p.byteSize());
             at += p.byteSize();
         }
         VarHandle.loadLoadFence();
         if (descriptors.stateAcquire(head) != before) {
             return false;
         }
-        int actual = Crc32cChecksum.of(parts);
+        long actual = checksum.value();
         if (actual != stored) {
-            throw new CorruptObjectException(tierName, handle, length, Integer.toUnsignedLong(stored), Integer.toUnsignedLong(actual));
+            throw new CorruptObjectException(tierName, handle, length, stored, actual);
         }
         return true;
     }

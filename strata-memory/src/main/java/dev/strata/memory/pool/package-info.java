@@ -7,7 +7,7 @@
  * {@code ChunkTable} and {@code ObjectDescriptorTable} (allocation and publish state). Behaviour:
  * {@code PoolAllocator} (lock-free, cross-process allocation and reclaim of dead processes'
  * unpublished allocations), {@code PublishProtocol} (single writer, many readers, seqlock-checked
- * reads with CRC32C) and {@link dev.strata.memory.pool.PoolTier}, which ties them to the
+ * reads checked by {@link dev.strata.memory.Checksum64}, computed in the same pass as the copy) and {@link dev.strata.memory.pool.PoolTier}, which ties them to the
  * {@link dev.strata.memory.Tier} interface.
  */
 package dev.strata.memory.pool;

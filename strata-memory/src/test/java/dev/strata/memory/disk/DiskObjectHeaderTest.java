@@ -16,7 +16,7 @@ class DiskObjectHeaderTest {
 
     private static DiskObjectHeader randomHeader(java.util.SplittableRandom r) {
         return new DiskObjectHeader(r.nextLong(0, 1L << 40) * 4096, r.nextLong(0, 1L << 34), r.nextLong(1, Long.MAX_VALUE),
-                r.nextInt(), r.nextInt(1, 1 << 22), r.nextLong(0, 1L << 42));
+                r.nextLong(), r.nextInt(1, 1 << 22), r.nextLong(0, 1L << 42));
     }
 
     @Test
@@ -52,7 +52,7 @@ class DiskObjectHeaderTest {
             Property.forAll("headerFlip", 1000, r -> {
                 DiskObjectHeader h = randomHeader(r);
                 h.encodeTo(block);
-                long at = r.nextLong(0, DiskObjectHeader.OFFSET_HEADER_CRC + 4);
+                long at = r.nextLong(0, DiskObjectHeader.OFFSET_HEADER_CHECKSUM + 4);
                 byte old = block.get(ValueLayout.JAVA_BYTE, at);
                 block.set(ValueLayout.JAVA_BYTE, at, (byte) (old ^ (1 << r.nextInt(8))));
                 assertThatThrownBy(() -> DiskObjectHeader.decode(block, "disk0", 8192))
@@ -80,10 +80,10 @@ class DiskObjectHeaderTest {
             new DiskObjectHeader(4096, 12345, 9, 0x1234_5678, 42, 1).encodeTo(block);
             var shortLe = ValueLayout.JAVA_SHORT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
             var intLe = ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
-            block.set(shortLe, DiskObjectHeader.OFFSET_MAJOR_VERSION, (short) 2);
-            block.set(intLe, DiskObjectHeader.OFFSET_HEADER_CRC, DiskObjectHeader.headerChecksum(block));
+            block.set(shortLe, DiskObjectHeader.OFFSET_MAJOR_VERSION, (short) 3);
+            block.set(intLe, DiskObjectHeader.OFFSET_HEADER_CHECKSUM, DiskObjectHeader.headerChecksum(block));
             assertThatThrownBy(() -> DiskObjectHeader.decode(block, "disk0", 4096))
-                    .isInstanceOf(CorruptObjectException.class).hasMessageContaining("major version 2");
+                    .isInstanceOf(CorruptObjectException.class).hasMessageContaining("major version 3");
         }
     }
 }

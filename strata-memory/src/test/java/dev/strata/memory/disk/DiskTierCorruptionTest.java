@@ -1,5 +1,6 @@
 package dev.strata.memory.disk;
 
+import dev.strata.memory.Checksum64;
 import dev.strata.memory.CorruptObjectException;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.io.TempDir;
@@ -13,7 +14,6 @@ import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.lang.foreign.MemorySegment;
 import java.util.SplittableRandom;
-import java.util.zip.CRC32C;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
@@ -45,10 +45,8 @@ class DiskTierCorruptionTest {
                 .stagingBuffers(2).stagingBufferSize(64 * 1024).deleteOnClose(true));
     }
 
-    private static int crc32c(byte[] data) {
-        CRC32C c = new CRC32C();
-        c.update(data);
-        return (int) c.getValue();
+    private static long checksum(byte[] data) {
+        return Checksum64.of(MemorySegment.ofArray(data), 0, data.length);
     }
 
     private static byte[] readFile(Path file, long position, int length) throws IOException {
@@ -93,8 +91,8 @@ class DiskTierCorruptionTest {
                 byte[] damaged = data.clone();
                 damaged[k] ^= 0x5A;
 
-                String expected = String.format("0x%08x", crc32c(data));
-                String actual = String.format("0x%08x", crc32c(damaged));
+                String expected = String.format("0x%x", checksum(data));
+                String actual = String.format("0x%x", checksum(damaged));
                 assertThatThrownBy(() -> tier.read(h, MemorySegment.ofArray(new byte[size])))
                         .isInstanceOf(CorruptObjectException.class)
                         .hasMessageContaining("disk-c").hasMessageContaining("handle " + h)

@@ -31,7 +31,8 @@ class DiskTierProcessLockTest {
     private static String runChild(Path dir) throws Exception {
         String java = ProcessHandle.current().info().command().orElse("java");
         Process p = new ProcessBuilder(List.of(java, "-cp", System.getProperty("java.class.path"),
-                "--enable-native-access=ALL-UNNAMED", DiskTierProcessLockTest.class.getName(), dir.toString()))
+                "--enable-native-access=ALL-UNNAMED", "--add-modules=jdk.incubator.vector",
+                DiskTierProcessLockTest.class.getName(), dir.toString()))
                 .redirectErrorStream(true).start();
         String out = new String(p.getInputStream().readAllBytes());
         assertThat(p.waitFor(60, TimeUnit.SECONDS)).isTrue();

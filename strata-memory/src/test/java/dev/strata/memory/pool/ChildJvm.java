@@ -20,6 +20,7 @@ final class ChildJvm {
 
     static Process start(Class<?> main, String... args) throws IOException {
         List<String> command = new ArrayList<>(List.of(javaBinary(), "--enable-native-access=ALL-UNNAMED",
+                "--add-modules=jdk.incubator.vector",
                 "-Xmx128m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
                 "-cp", System.getProperty("java.class.path"), main.getName()));
         command.addAll(List.of(args));

@@ -22,6 +22,7 @@ class PoolAllocatorTest {
         final ChunkTable chunkTable;
         final ObjectDescriptorTable descriptors;
         final MemorySegment data;
+        final AllocationCounters counters = AllocationCounters.onHeap();
 
         Tables(long chunks) {
             this.chunks = chunks;
@@ -31,7 +32,7 @@ class PoolAllocatorTest {
         }
 
         PoolAllocator allocator(int slot) {
-            return new PoolAllocator("prop", chunkTable, descriptors, CHUNK, slot);
+            return new PoolAllocator("prop", chunkTable, descriptors, counters, CHUNK, slot);
         }
     }
 
@@ -94,8 +95,10 @@ class PoolAllocatorTest {
                 assertThat(ChunkTable.head(t.chunkTable.get(c))).as("chunk " + c + " belongs to its allocation").isEqualTo(head);
             }
         }
-        assertThat(a.used()).isEqualTo(sum);
-        assertThat(a.allocationCount()).isEqualTo(live.size());
+        assertThat(a.used()).as("counted used bytes").isEqualTo(sum);
+        assertThat(a.usedByScan()).as("scanned used bytes").isEqualTo(sum);
+        assertThat(a.allocationCount()).as("counted allocations").isEqualTo(live.size());
+        assertThat(a.allocationCountByScan()).as("scanned allocations").isEqualTo(live.size());
     }
 
     @Test
@@ -139,8 +142,22 @@ class PoolAllocatorTest {
                 assertThat(t.descriptors.compareAndSetState(head, w, ObjectDescriptorTable.word(
                         ObjectDescriptorTable.FREEING, 1, ObjectDescriptorTable.generation(w) + 1))).isTrue();
             }
+            // a claim whose descriptor CAS succeeded but whose counter update never ran
+            long uncounted = freeRunStart(t, 2);
+            if (uncounted >= 0 && random.nextBoolean()) {
+                for (long c = uncounted; c < uncounted + 2; c++) {
+                    assertThat(t.chunkTable.compareAndSet(c, 0, ChunkTable.word(1, uncounted))).isTrue();
+                }
+                long free = t.descriptors.stateAcquire(uncounted);
+                t.descriptors.setRunChunks(uncounted, 2);
+                assertThat(t.descriptors.compareAndSetState(uncounted, free, ObjectDescriptorTable.word(
+                        ObjectDescriptorTable.WRITING, 1, ObjectDescriptorTable.generation(free) + 1))).isTrue();
+            }
             survivor.reclaimSlot(1);
-            assertThat(survivor.used()).isEqualTo(survivor.sizeOf(kept) + published);
+            assertThat(survivor.usedByScan()).isEqualTo(survivor.sizeOf(kept) + published);
+            assertThat(survivor.allocationCountByScan()).isEqualTo(1 + publishedHandles.size());
+            assertThat(survivor.recount()).as("recount with no concurrent operation").isTrue();
+            assertThat(survivor.used()).as("counters repaired after reclaim").isEqualTo(survivor.sizeOf(kept) + published);
             assertThat(survivor.allocationCount()).isEqualTo(1 + publishedHandles.size());
             for (long h : publishedHandles) {
                 byte[] back = new byte[(int) t.descriptors.length(h / CHUNK)];
@@ -150,6 +167,7 @@ class PoolAllocatorTest {
             }
             survivor.free(kept);
             assertThat(survivor.used()).isZero();
+            assertThat(survivor.allocationCount()).isZero();
         });
     }
 

@@ -82,6 +82,8 @@ class PoolMultiProcessTest {
             }
             assertThat(overlappingInTime).as("processes really ran concurrently").isPositive();
             assertThat(pool.used()).isZero();
+            assertThat(pool.usedByScan()).isZero();
+            assertThat(pool.allocationCountByScan()).isZero();
             assertThat(pool.stats().allocations()).isZero();
             assertThat(pool.attachedProcesses()).isEqualTo(1);
         }
@@ -144,6 +146,9 @@ class PoolMultiProcessTest {
             long all = pool.allocate(big);
             assertThat(all).isNotEqualTo(Allocator.FULL);
             assertThat(pool.attachedProcesses()).as("the dead writer's slot is free again").isEqualTo(1);
+            assertThat(pool.used()).as("counter matches a scan after reclaim").isEqualTo(pool.usedByScan())
+                    .isEqualTo(smallSize + pool.allocationSize(all));
+            assertThat(pool.stats().allocations()).isEqualTo(pool.allocationCountByScan()).isEqualTo(2);
             assertThat(pool.read(h, MemorySegment.ofArray(dst))).isFalse();
             pool.free(all);
             assertThat(pool.used()).as("capacity accounting restored").isEqualTo(smallSize);
@@ -173,7 +178,8 @@ class PoolMultiProcessTest {
             while (pool.used() != smallSize && System.nanoTime() < deadline) {
                 Thread.sleep(20);
             }
-            assertThat(pool.used()).isEqualTo(smallSize);
+            assertThat(pool.used()).isEqualTo(smallSize).isEqualTo(pool.usedByScan());
+            assertThat(pool.stats().allocations()).isEqualTo(pool.allocationCountByScan()).isEqualTo(1);
             assertThat(pool.attachedProcesses()).isEqualTo(1);
             pool.free(smallHandle);
         }

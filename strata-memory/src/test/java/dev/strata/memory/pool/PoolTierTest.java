@@ -187,6 +187,55 @@ class PoolTierTest {
         }
     }
 
+    /** The descriptor's checksum field of the allocation at {@code handle}, read from the file. */
+    private static long storedChecksum(PoolFiles files, PoolTier pool, long handle) throws Exception {
+        long at = pool.layout().descriptorTableOffset()
+                + handle / pool.layout().chunkSize() * ObjectDescriptorTable.DESCRIPTOR_SIZE
+                + ObjectDescriptorTable.CHECKSUM_OFFSET;
+        try (FileChannel ch = FileChannel.open(files.paths.getFirst(), StandardOpenOption.READ)) {
+            ByteBuffer b = ByteBuffer.allocate(8).order(ByteOrder.LITTLE_ENDIAN);
+            ch.read(b, at);
+            return b.getLong(0);
+        }
+    }
+
+    @Test
+    void everyWritePathStoresTheSame64BitChecksumOfThePayload() throws Exception {
+        try (PoolFiles files = new PoolFiles("checksum64", 1);
+             PoolTier pool = PoolTier.open(files.config().capacity(4 * Sizes.MiB).chunkSize(16 * Sizes.KiB).conclude())) {
+            Property.forAll("pool checksum paths", 20, random -> {
+                byte[] payload = randomBytes(random, 1 + random.nextInt(200_000));
+                long expected = dev.strata.memory.Checksum64.referenceValue(payload);
+                long whole = pool.allocate(payload.length);
+                pool.write(whole, MemorySegment.ofArray(payload));
+                long gathered = pool.allocate(payload.length);
+                List<MemorySegment> parts = new ArrayList<>();
+                for (int at = 0; at < payload.length; ) {
+                    int n = Math.min(payload.length - at, 1 + random.nextInt(5_000)); // splits off 64-byte boundaries
+                    parts.add(MemorySegment.ofArray(Arrays.copyOfRange(payload, at, at + n)));
+                    at += n;
+                }
+                pool.gatherWrite(gathered, parts);
+                long inPlace = pool.allocate(payload.length);
+                MemorySegment.copy(MemorySegment.ofArray(payload), 0, pool.segment(inPlace, 0, payload.length), 0, payload.length);
+                pool.publish(inPlace, payload.length);
+                try {
+                    for (long h : new long[] {whole, gathered, inPlace}) {
+                        assertThat(storedChecksum(files, pool, h)).as("stored checksum of handle " + h).isEqualTo(expected);
+                        byte[] back = new byte[payload.length];
+                        assertThat(pool.read(h, MemorySegment.ofArray(back))).isTrue();
+                        assertThat(back).isEqualTo(payload);
+                    }
+                } catch (Exception e) {
+                    throw new AssertionError(e);
+                }
+                pool.free(whole);
+                pool.free(gathered);
+                pool.free(inPlace);
+            });
+        }
+    }
+
     @Test
     void corruptedBytesFailTheChecksum() throws Exception {
         try (PoolFiles files = new PoolFiles("corrupt", 1);

@@ -48,7 +48,8 @@ public final class PublishProtocolStress {
         final ObjectDescriptorTable descriptors = new ObjectDescriptorTable(
                 MemorySegment.ofArray(new long[(int) (CHUNKS * ObjectDescriptorTable.DESCRIPTOR_SIZE / 8)]), 0, CHUNKS);
         final MemorySegment data = MemorySegment.ofArray(new byte[(int) (CHUNK * CHUNKS)]);
-        final PoolAllocator allocator = new PoolAllocator("stress", chunks, descriptors, CHUNK, 0);
+        final PoolAllocator allocator = new PoolAllocator("stress", chunks, descriptors,
+                AllocationCounters.onHeap(), CHUNK, 0);
         final PublishProtocol protocol = new PublishProtocol("stress", descriptors, data, allocator);
     }
 

@@ -31,11 +31,13 @@ class PublishProtocolStressTest {
     void publishProtocolHasNoForbiddenOutcomes(@TempDir Path dir) throws Exception {
         String mode = System.getProperty("strata.jcstress.mode", "quick");
         List<String> command = new ArrayList<>(List.of(ChildJvm.javaBinary(),
+                "--add-modules=jdk.incubator.vector", // the protocol checksums with the Vector API
                 "-cp", System.getProperty("java.class.path"),
                 "org.openjdk.jcstress.Main",
                 "-t", "dev\\.strata\\.memory\\.pool\\.PublishProtocolStress",
                 "-m", mode,
-                "-r", dir.resolve("results").toString()));
+                "-r", dir.resolve("results").toString(),
+                "-jvmArgsPrepend", "--add-modules=jdk.incubator.vector"));
         boolean regularSuite = "quick".equals(mode);
         if (regularSuite) {
             command.addAll(List.of("-jvmArgs", "-XX:+UseParallelGC", "-sc", "false"));
