@@ -40,6 +40,8 @@ public final class Checksum64 {
 
     private final long[] a = new long[8]; // running word sums, one per word position
     private final long[] b = new long[8]; // running sums of a
+    private final long[] finalA = new long[8]; // scratch for value(): a with the last partial block
+    private final long[] finalB = new long[8]; // scratch for value(): b with the last partial block
     private final byte[] carry = new byte[BLOCK]; // bytes of an incomplete block
     private final MemorySegment carrySegment = MemorySegment.ofArray(carry);
     private int carryLength; // bytes held in carry, 0..63
@@ -71,8 +73,10 @@ public final class Checksum64 {
 
     /** The checksum of the bytes added since the last reset. */
     public long value() {
-        long[] fa = a.clone();
-        long[] fb = b.clone();
+        long[] fa = finalA;
+        long[] fb = finalB;
+        System.arraycopy(a, 0, fa, 0, 8);
+        System.arraycopy(b, 0, fb, 0, 8);
         if (carryLength > 0) {
             java.util.Arrays.fill(carry, carryLength, BLOCK, (byte) 0);
             blockScalar(carrySegment, 0, fa, fb);
