@@ -1,8 +1,6 @@
 package dev.strata.cli;
 
 import dev.strata.cache.config.StrataConfig;
-import dev.strata.memory.TierIoException;
-import dev.strata.memory.pool.PoolFormatException;
 import dev.strata.memory.pool.PoolHeader;
 import dev.strata.memory.pool.PoolInspector;
 import java.nio.file.Path;
@@ -24,6 +22,51 @@ final class InspectCommand implements Runnable {
         new picocli.CommandLine(this).usage(System.out);
     }
 
+    /** The configuration as YAML-like text, sizes in binary units. */
+    static String describe(StrataConfig c) {
+        StringBuilder b = new StringBuilder("tiers:\n");
+        if (c.device() != null) {
+            b.append("  device: { capacity: ").append(size(c.device().capacity())).append(" }\n");
+        }
+        if (c.host() != null) {
+            b.append("  host:   { capacity: ").append(size(c.host().capacity())).append(", allocator: ")
+                    .append(name(c.host().allocator()));
+            if (c.host().allocator() == StrataConfig.AllocatorKind.SLAB) {
+                b.append(", block: ").append(size(c.host().block()));
+            }
+            b.append(" }\n");
+        }
+        if (c.pool() != null) {
+            b.append("  pool:   { capacity: ").append(size(c.pool().capacity())).append(", paths: ").append(c.pool().paths())
+                    .append(", chunk: ").append(size(c.pool().chunk())).append(", create: ").append(c.pool().create()).append(" }\n");
+        }
+        if (c.disk() != null) {
+            b.append("  disk:   { capacity: ").append(size(c.disk().capacity())).append(", directory: ")
+                    .append(c.disk().directory()).append(", direct-io: ").append(c.disk().directIo()).append(" }\n");
+        }
+        b.append("store:\n  chain: ").append(c.store().chain().stream().map(InspectCommand::name).toList()).append('\n');
+        for (var kind : c.store().chain()) {
+            StrataConfig.TierPolicy p = c.store().policyOf(kind);
+            b.append("  ").append(name(kind)).append(": { high-watermark: ").append(p.highWatermark())
+                    .append(", low-watermark: ").append(p.lowWatermark()).append(", policy: ").append(name(p.policy())).append(" }\n");
+        }
+        b.append("  promotion: ").append(name(c.store().promotion()));
+        if (c.store().promotion() == StrataConfig.Promotion.TO_TOP_AFTER) {
+            b.append(" (after ").append(c.store().promoteAfter()).append(" hits)");
+        }
+        b.append("\ntransfer: { memory-link-workers: ").append(c.transfer().memoryLinkWorkers())
+                .append(", disk-link-workers: ").append(c.transfer().diskLinkWorkers()).append(" }\n");
+        return b.toString();
+    }
+
+    private static String size(long bytes) {
+        return dev.strata.memory.Sizes.format(bytes).replace(" ", "");
+    }
+
+    private static String name(Enum<?> e) {
+        return e.name().toLowerCase(java.util.Locale.ROOT).replace('_', '-');
+    }
+
     /** {@code strata inspect config}: the configuration after file, environment and flags, checked. */
     @Command(name = "config", mixinStandardHelpOptions = true,
             description = "Prints the configuration after the file, STRATA_SET and --set are applied and checked.")
@@ -34,12 +77,7 @@ final class InspectCommand implements Runnable {
         @Override
         public Integer call() {
             StrataConfig c = options.load();
-            System.out.println("device:   " + (c.device() == null ? "-" : c.device()));
-            System.out.println("host:     " + (c.host() == null ? "-" : c.host()));
-            System.out.println("pool:     " + (c.pool() == null ? "-" : c.pool()));
-            System.out.println("disk:     " + (c.disk() == null ? "-" : c.disk()));
-            System.out.println("store:    " + c.store());
-            System.out.println("transfer: " + c.transfer());
+            System.out.print(describe(c));
             System.out.println("configuration is valid");
             return 0;
         }
@@ -58,13 +96,7 @@ final class InspectCommand implements Runnable {
 
         @Override
         public Integer call() {
-            PoolInspector.Report r;
-            try {
-                r = PoolInspector.inspect(paths);
-            } catch (PoolFormatException | TierIoException e) {
-                System.err.println("strata: " + e.getMessage());
-                return 2;
-            }
+            PoolInspector.Report r = PoolInspector.inspect(paths);
             PoolHeader.Layout l = r.layout();
             PoolInspector.Occupancy o = r.occupancy();
             System.out.printf("pool '%s' at %s%n", r.name(), r.paths());

@@ -21,15 +21,23 @@ public final class StrataCommand implements Runnable {
     }
 
     public static void main(String[] args) {
+        System.exit(commandLine().execute(args));
+    }
+
+    /**
+     * The command line with Strata's error handling: bad input (configuration, arguments, a file that
+     * is not a pool) and I/O failures end with one clear line on standard error and status 2.
+     */
+    static CommandLine commandLine() {
         CommandLine cli = new CommandLine(new StrataCommand());
-        // Bad input (configuration, arguments) ends with one clear line, not a stack trace.
         cli.setExecutionExceptionHandler((e, cmd, parsed) -> {
-            if (e instanceof dev.strata.cache.config.ConfigException || e instanceof IllegalArgumentException) {
+            if (e instanceof dev.strata.cache.config.ConfigException || e instanceof IllegalArgumentException
+                    || e instanceof dev.strata.memory.pool.PoolFormatException || e instanceof dev.strata.memory.TierIoException) {
                 cmd.getErr().println("strata: " + e.getMessage());
                 return 2;
             }
             throw e;
         });
-        System.exit(cli.execute(args));
+        return cli;
     }
 }

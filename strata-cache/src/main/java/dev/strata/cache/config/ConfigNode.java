@@ -4,23 +4,19 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.strata.memory.Sizes;
 import java.util.ArrayList;
-import java.util.HashSet;
 import java.util.Iterator;
 import java.util.List;
 import java.util.Locale;
-import java.util.Set;
 
 /**
- * A read cursor over one mapping of the configuration tree that remembers its dotted path and
- * which keys were read, so that every value error names its key and every unknown key is
- * reported ({@link #rejectUnknownKeys()}).
+ * A read cursor over one mapping of the configuration tree that remembers its dotted path, so
+ * that every value error names its key; {@link #allowOnly} reports unknown keys by name.
  *
  * <p>Confined to the thread that loads the configuration.
  */
 final class ConfigNode {
     private final String path; // dotted path of this mapping, "" at the root
     private final ObjectNode node;
-    private final Set<String> read = new HashSet<>();
 
     ConfigNode(String path, ObjectNode node) {
         this.path = path;
@@ -32,14 +28,12 @@ final class ConfigNode {
     }
 
     boolean has(String name) {
-        read.add(name);
         JsonNode v = node.get(name);
         return v != null && !v.isNull();
     }
 
     /** The child mapping {@code name}, or null when absent. */
     ConfigNode child(String name) {
-        read.add(name);
         JsonNode v = node.get(name);
         if (v == null || v.isNull()) {
             return null;
@@ -51,7 +45,6 @@ final class ConfigNode {
     }
 
     String text(String name, String fallback) {
-        read.add(name);
         JsonNode v = node.get(name);
         if (v == null || v.isNull()) {
             return fallback;
@@ -140,7 +133,6 @@ final class ConfigNode {
 
     /** A list of scalar values; a single scalar counts as a one-element list. */
     List<String> list(String name) {
-        read.add(name);
         JsonNode v = node.get(name);
         List<String> out = new ArrayList<>();
         if (v == null || v.isNull()) {
@@ -165,14 +157,21 @@ final class ConfigNode {
         return out;
     }
 
-    /** Fails naming the first key of this mapping that no reader asked for. */
-    void rejectUnknownKeys() {
+    /**
+     * Fails naming the first key of this mapping that is not one of {@code known}; called before
+     * any value is read, so a misspelt key is reported as such rather than as a missing one.
+     */
+    ConfigNode allowOnly(String... known) {
+        java.util.Set<String> allowed = java.util.Set.of(known);
         Iterator<String> names = node.fieldNames();
         while (names.hasNext()) {
             String n = names.next();
-            if (!read.contains(n)) {
-                throw new ConfigException("unknown configuration key '" + key(n) + "'");
+            if (!allowed.contains(n)) {
+                throw new ConfigException("unknown configuration key '" + key(n) + "' (known here: "
+                        + new java.util.TreeSet<>(allowed) + ")");
             }
         }
+        return this;
     }
+
 }

@@ -132,6 +132,7 @@ public record StrataConfig(DeviceTier device, HostTier host, PoolTier pool, Disk
 
     /** Reads the tree; unknown keys are rejected by name. */
     static StrataConfig read(ConfigNode root) {
+        root.allowOnly("tiers", "store", "transfer");
         ConfigNode tiers = root.child("tiers");
         DeviceTier device = null;
         HostTier host = null;
@@ -140,20 +141,22 @@ public record StrataConfig(DeviceTier device, HostTier host, PoolTier pool, Disk
         if (tiers == null) {
             host = new HostTier(Sizes.GiB, AllocatorKind.BEST_FIT, 0);
         } else {
+            tiers.allowOnly("device", "host", "pool", "disk");
             ConfigNode d = tiers.child("device");
             if (d != null) {
+                d.allowOnly("capacity");
                 device = new DeviceTier(positive(d.size("capacity", -1), "tiers.device.capacity"));
-                d.rejectUnknownKeys();
             }
             ConfigNode h = tiers.child("host");
             if (h != null) {
+                h.allowOnly("capacity", "allocator", "block");
                 AllocatorKind kind = h.choice("allocator", AllocatorKind.class, AllocatorKind.BEST_FIT);
                 long block = h.size("block", kind == AllocatorKind.SLAB ? -1 : 0);
                 host = new HostTier(positive(h.size("capacity", -1), "tiers.host.capacity"), kind, block);
-                h.rejectUnknownKeys();
             }
             ConfigNode p = tiers.child("pool");
             if (p != null) {
+                p.allowOnly("capacity", "paths", "chunk", "create");
                 List<Path> paths = new ArrayList<>();
                 for (String s : p.list("paths")) {
                     paths.add(Path.of(s));
@@ -163,15 +166,13 @@ public record StrataConfig(DeviceTier device, HostTier host, PoolTier pool, Disk
                 }
                 pool = new PoolTier(positive(p.size("capacity", -1), "tiers.pool.capacity"), List.copyOf(paths),
                         p.size("chunk", 64 * Sizes.KiB), p.bool("create", true));
-                p.rejectUnknownKeys();
             }
             ConfigNode k = tiers.child("disk");
             if (k != null) {
+                k.allowOnly("capacity", "directory", "direct-io");
                 disk = new DiskTier(positive(k.size("capacity", -1), "tiers.disk.capacity"),
                         Path.of(k.text("directory", "/var/tmp/strata")), k.bool("direct-io", true));
-                k.rejectUnknownKeys();
             }
-            tiers.rejectUnknownKeys();
         }
         EnumSet<TierKind> present = EnumSet.noneOf(TierKind.class);
         if (device != null) present.add(TierKind.DEVICE);
@@ -183,16 +184,16 @@ public record StrataConfig(DeviceTier device, HostTier host, PoolTier pool, Disk
         Store store = readStore(s == null ? new ConfigNode("store", com.fasterxml.jackson.databind.node.JsonNodeFactory.instance.objectNode()) : s,
                 present);
         ConfigNode t = root.child("transfer");
+        if (t != null) {
+            t.allowOnly("memory-link-workers", "disk-link-workers");
+        }
         Transfer transfer = t == null ? new Transfer(1, 4)
                 : new Transfer(t.integer("memory-link-workers", 1, 1, 64), t.integer("disk-link-workers", 4, 1, 256));
-        if (t != null) {
-            t.rejectUnknownKeys();
-        }
-        root.rejectUnknownKeys();
         return new StrataConfig(device, host, pool, disk, store, transfer);
     }
 
     private static Store readStore(ConfigNode s, EnumSet<TierKind> present) {
+        s.allowOnly("chain", "high-watermark", "low-watermark", "policy", "promotion", "promote-after", "tiers");
         List<TierKind> chain = new ArrayList<>();
         List<String> names = s.list("chain");
         for (String n : names) {
@@ -209,23 +210,22 @@ public record StrataConfig(DeviceTier device, HostTier host, PoolTier pool, Disk
         }
         ConfigNode overrides = s.child("tiers");
         if (overrides != null) {
+            overrides.allowOnly("device", "host", "pool", "disk");
             for (TierKind k : TierKind.values()) {
                 ConfigNode o = overrides.child(k.name().toLowerCase(Locale.ROOT));
                 if (o == null) {
                     continue;
                 }
+                o.allowOnly("high-watermark", "low-watermark", "policy");
                 if (!chain.contains(k)) {
                     throw new ConfigException("store.tiers." + k.name().toLowerCase(Locale.ROOT) + " configures a tier that is not in store.chain " + chain);
                 }
                 policies.put(k, new TierPolicy(o.fraction("high-watermark", defaults.highWatermark()),
                         o.fraction("low-watermark", defaults.lowWatermark()), o.choice("policy", PolicyKind.class, defaults.policy())));
-                o.rejectUnknownKeys();
             }
-            overrides.rejectUnknownKeys();
         }
         Store store = new Store(chain, policies, s.choice("promotion", Promotion.class, Promotion.TO_TOP),
                 s.integer("promote-after", 2, 1, 1_000_000));
-        s.rejectUnknownKeys();
         return store;
     }
 

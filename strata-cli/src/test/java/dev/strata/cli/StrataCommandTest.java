@@ -1,0 +1,58 @@
+package dev.strata.cli;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.nio.charset.StandardCharsets;
+import org.junit.jupiter.api.Test;
+
+class StrataCommandTest {
+
+    private record Run(int status, String out, String err) {
+    }
+
+    private static Run run(String... args) {
+        var cli = StrataCommand.commandLine();
+        StringWriter err = new StringWriter();
+        cli.setErr(new PrintWriter(err, true));
+        PrintStream saved = System.out;
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        System.setOut(new PrintStream(out, true, StandardCharsets.UTF_8));
+        try {
+            int status = cli.execute(args);
+            return new Run(status, out.toString(StandardCharsets.UTF_8), err.toString());
+        } finally {
+            System.setOut(saved);
+        }
+    }
+
+    @Test
+    void inspectConfigPrintsTheCheckedConfiguration() {
+        Run r = run("inspect", "config", "--set", "tiers.host.capacity=64MiB", "--set", "tiers.device.capacity=16MiB");
+        assertThat(r.status()).isZero();
+        assertThat(r.out()).contains("host:   { capacity: 64MiB, allocator: best-fit }")
+                .contains("chain: [device, host]").contains("configuration is valid");
+    }
+
+    @Test
+    void badSettingsEndWithOneLineNamingTheKeyAndStatus2() {
+        Run r = run("inspect", "config", "--set", "tiers.host.capacity=lots");
+        assertThat(r.status()).isEqualTo(2);
+        assertThat(r.err().strip()).isEqualTo("strata: tiers.host.capacity: not a size: 'lots' (expected e.g. 4096, 64KiB, 8GiB, 2GB)");
+        Run unknown = run("inspect", "config", "--set", "tiers.host.capacty=1GiB");
+        assertThat(unknown.err()).contains("unknown configuration key 'tiers.host.capacty'").contains("capacity");
+    }
+
+    @Test
+    void unknownScenarioAndMissingPoolAreNamed() {
+        Run r = run("bench", "nosuch");
+        assertThat(r.status()).isEqualTo(2);
+        assertThat(r.err()).contains("unknown benchmark scenario 'nosuch'").contains("tiers");
+        Run pool = run("inspect", "pool", "/dev/shm/strata-no-such-pool-" + ProcessHandle.current().pid() + ".pool");
+        assertThat(pool.status()).isEqualTo(2);
+        assertThat(pool.err()).contains("strata-no-such-pool");
+    }
+}
