@@ -21,7 +21,12 @@ final class StoreOpsBenchmark {
     private StoreOpsBenchmark() {
     }
 
-    static List<Figure> figures(boolean quick) throws RunnerException {
+    /**
+     * Runs the benchmarks.
+     *
+     * @param log where JMH's own progress output goes
+     */
+    static List<Figure> figures(boolean quick, java.nio.file.Path log) throws RunnerException {
         Options opts = new OptionsBuilder()
                 .include(StoreOpsJmh.class.getName().replace("$", "\\$") + "\\.")
                 .forks(1)
@@ -33,6 +38,7 @@ final class StoreOpsBenchmark {
                 .jvmArgsAppend("--enable-native-access=ALL-UNNAMED", "--add-modules", "jdk.incubator.vector",
                         "-XX:+UseParallelGC", "-Xmx1g")
                 .shouldFailOnError(true)
+                .output(log.toString())
                 .build();
         Collection<RunResult> results = new Runner(opts).run();
         Map<String, Double> score = new HashMap<>();

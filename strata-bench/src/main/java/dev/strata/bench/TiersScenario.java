@@ -78,8 +78,9 @@ public final class TiersScenario implements Scenario {
             progress.step("DISK at 256 KiB and 2 MiB, 4 in flight, against fio");
             diskFigures(engine, host, options, notes, figures);
         }
-        progress.step("object store put/get/evict (JMH)");
-        figures.addAll(StoreOpsBenchmark.figures(options.quick()));
+        Path jmhLog = options.workDir().resolve("store-jmh.log");
+        progress.step("object store put/get/evict (JMH, forked JVMs; its log: " + jmhLog + ")");
+        figures.addAll(StoreOpsBenchmark.figures(options.quick(), jmhLog));
         return figures;
     }
 
