@@ -35,14 +35,20 @@ final class StoredObject {
     int copies; // length of the residency chain
     Residency residencies; // first (highest) copy, sorted by tier index
     DropReason dropReason; // set once when the object is dropped, for the report
+    StoredObject nextDrop; // next in the store's queue of drops to report after the lock
 
     StoredObject(ObjectKey key, ObjectKind kind, Durability durability, PriorityClass priority, long sizeBytes) {
+        this(key, key.hash64(), kind, durability, priority, sizeBytes);
+    }
+
+    /** An object whose key hash ({@link ObjectKey#hash64()}) the caller has computed already. */
+    StoredObject(ObjectKey key, long keyHash, ObjectKind kind, Durability durability, PriorityClass priority, long sizeBytes) {
         this.key = key;
         this.kind = kind;
         this.durability = durability;
         this.priority = priority;
         this.sizeBytes = sizeBytes;
-        this.keyHash = key.hash64();
+        this.keyHash = keyHash;
     }
 
     /** Whether eviction may move this object's copies: live, unpinned and not ACTIVE. */

@@ -9,10 +9,10 @@ import dev.strata.memory.Tier;
 
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Objects;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.locks.ReentrantLock;
 
 /**
@@ -48,8 +48,13 @@ import java.util.concurrent.locks.ReentrantLock;
  * and the counters. A put copies an object of {@value #WRITE_OUTSIDE_LOCK_BYTES} bytes or more into
  * its reserved allocation without the lock (smaller ones under it: cheaper than a second lock
  * round trip); copies between tiers (demotion, promotion) run under the lock in this synchronous
- * version, all inside {@link ObjectMover}, the seam for the asynchronous transfer engine. Lookups of
- * the {@link PlacementMap} ({@link #contains}, {@link #tierMask}) are lock-free. The bytes of an
+ * version, all inside {@link ObjectMover}, the seam for the asynchronous transfer engine. Besides
+ * {@link #tiers} and {@link #indexOf} (the chain never changes), exactly three methods never take
+ * the lock: {@link #contains}, {@link #tierMask} and {@link #size}. They
+ * read the {@link PlacementMap} under its sequence counter, so they never wait for a store
+ * operation (an eviction pass, a copy between tiers) to finish; they retry only while one single
+ * insert or removal of the map (a few stores; a resize copies the table) is in progress, and see
+ * the map as of the last completed insert or removal. Every other method takes the lock. The bytes of an
  * open view are read without any lock: the pin keeps them in place. Drop reports are delivered
  * after the lock is released, on the thread that caused them. The store owns the allocations it
  * makes, not the tiers: closing the store frees its allocations and leaves the tiers open.
@@ -92,11 +97,12 @@ public final class TieredStore implements AutoCloseable {
     private final Slot[] chain;
     private final ReentrantLock lock = new ReentrantLock();
     private final PlacementMap placement = new PlacementMap();
-    private final ConcurrentHashMap<ObjectKey, StoredObject> removedPinned = new ConcurrentHashMap<>(); // removed while pinned
+    private final HashMap<ObjectKey, StoredObject> removedPinned = new HashMap<>(); // removed while pinned; under the lock
     private final ObjectMover mover = new ObjectMover();
     private final PromotionRule promotion;
     private final DropListener dropListener;
-    private ArrayList<StoredObject> pendingDrops = new ArrayList<>(); // dropped under the lock, reported after it
+    private StoredObject pendingDrops; // dropped under the lock, reported after it: a queue linked by nextDrop
+    private StoredObject pendingDropsTail; // last of that queue
     private boolean closed;
 
     // store-wide counters, guarded by the lock
@@ -160,11 +166,12 @@ public final class TieredStore implements AutoCloseable {
         try {
             checkOpen();
             puts++;
-            if (placement.get(key) != null) {
+            long hash = key.hash64();
+            if (placement.findForInsert(key, hash) != null) {
                 alreadyPresent++;
                 return PutStatus.ALREADY_PRESENT;
             }
-            object = new StoredObject(key, kind, durability, priority, size);
+            object = new StoredObject(key, hash, kind, durability, priority, size);
             boolean fitsSomewhere = false;
             for (int t = targetTier; t < chain.length; t++) {
                 Slot slot = chain[t];
@@ -233,7 +240,7 @@ public final class TieredStore implements AutoCloseable {
 
     private void publish(StoredObject object, Slot slot, long handle) {
         attach(object, slot, handle);
-        placement.put(object);
+        placement.insert(object);
         slot.counters.puts++;
         stored++;
         bytesStored += object.sizeBytes;
@@ -760,21 +767,25 @@ public final class TieredStore implements AutoCloseable {
         }
         dropsReported++;
         object.dropReason = reason;
-        pendingDrops.add(object);
+        if (pendingDrops == null) {
+            pendingDrops = object;
+        } else {
+            pendingDropsTail.nextDrop = object;
+        }
+        pendingDropsTail = object;
     }
 
     /** Releases the lock, then tells the listener about the drops queued while it was held. */
     private void unlockAndReportDrops() {
-        ArrayList<StoredObject> drops = null;
-        if (!pendingDrops.isEmpty()) {
-            drops = pendingDrops;
-            pendingDrops = new ArrayList<>();
-        }
+        StoredObject drops = pendingDrops;
+        pendingDrops = null;
+        pendingDropsTail = null;
         lock.unlock();
         if (drops != null) {
             RuntimeException failure = null;
-            for (int i = 0, n = drops.size(); i < n; i++) {
-                StoredObject o = drops.get(i);
+            for (StoredObject o = drops, next; o != null; o = next) {
+                next = o.nextDrop;
+                o.nextDrop = null;
                 try {
                     dropListener.dropped(o.key, o.kind, o.durability, o.sizeBytes, o.dropReason);
                 } catch (RuntimeException e) {
@@ -789,6 +800,25 @@ public final class TieredStore implements AutoCloseable {
             if (failure != null) {
                 throw failure;
             }
+        }
+    }
+
+    /**
+     * Checks the placement map's table invariants and that every object in it is LIVE with at
+     * least one copy; throws {@link IllegalStateException} naming the first broken one. For tests.
+     */
+    void checkPlacement() {
+        lock.lock();
+        try {
+            placement.checkInvariants();
+            placement.forEach(o -> {
+                if (o.state != StoredObject.State.LIVE || o.copies == 0 || o.residencies == null) {
+                    throw new IllegalStateException("object " + o.key + " in the placement map is " + o.state
+                            + " with " + o.copies + " copies");
+                }
+            });
+        } finally {
+            lock.unlock();
         }
     }
 
@@ -816,12 +846,12 @@ public final class TieredStore implements AutoCloseable {
                 return;
             }
             closed = true;
-            List<StoredObject> all = new ArrayList<>();
-            placement.all().forEach(all::add);
+            List<StoredObject> all = new ArrayList<>(placement.size() + removedPinned.size());
+            placement.forEach(all::add);
             all.addAll(removedPinned.values());
+            placement.clear();
             for (StoredObject o : all) {
                 freeAll(o);
-                placement.remove(o);
                 o.state = StoredObject.State.GONE;
             }
             removedPinned.clear();
