@@ -90,7 +90,7 @@ public final class PlacementMap {
      */
     public int tierMask(ObjectKey key) {
         StoredObject o = findStable(key);
-        return o == null ? 0 : o.tierMask;
+        return o == null ? 0 : o.tierMaskAcquire();
     }
 
     /** Objects stored. Lock-free (see the class notes). */

@@ -71,6 +71,9 @@ public final class TieredStore implements AutoCloseable {
         final int index; // position in the chain
         final double high; // fraction of capacity that triggers eviction
         final double low; // fraction of capacity eviction brings the tier back to
+        private long capacitySeen = -1; // bytes: the tier capacity the two marks below were computed for
+        private long highBytes; // bytes: capacity * high
+        private long lowBytes; // bytes: capacity * low
         final EvictionPolicy policy;
         final TierCounters counters = new TierCounters();
         long failedDemotionSize; // during a pressure pass: smallest size no lower tier could take
@@ -83,12 +86,25 @@ public final class TieredStore implements AutoCloseable {
             this.policy = policy;
         }
 
+        /** Bytes at the high watermark (recomputed only if the tier's capacity changed). */
         long highBytes() {
-            return (long) (tier.capacity() * high);
+            refreshMarks();
+            return highBytes;
         }
 
+        /** Bytes at the low watermark. */
         long lowBytes() {
-            return (long) (tier.capacity() * low);
+            refreshMarks();
+            return lowBytes;
+        }
+
+        private void refreshMarks() {
+            long capacity = tier.capacity();
+            if (capacity != capacitySeen) {
+                highBytes = (long) (capacity * high);
+                lowBytes = (long) (capacity * low);
+                capacitySeen = capacity;
+            }
         }
     }
 
