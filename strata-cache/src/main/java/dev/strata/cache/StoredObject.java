@@ -41,6 +41,7 @@ final class StoredObject {
     final Durability durability;
     final long sizeBytes; // payload bytes
     final long keyHash; // key.hash64(), cached for sketches
+    int placementIndex = -1; // index in the placement map's object array while in the map, else -1
     PriorityClass priority;
     State state = State.LIVE;
     int tierMask; // bit i: a copy is in chain tier i; written with setRelease, read lock-free with getAcquire
