@@ -37,6 +37,11 @@ public record ObjectKey(long high, long low) {
 
     /** A well-mixed 64-bit hash of both halves (for sketches and hash tables). */
     public long hash64() {
+        return hash64(high, low);
+    }
+
+    /** {@link #hash64()} of the key with these halves, without making the key. */
+    public static long hash64(long high, long low) {
         long h = high * 0x9E3779B97F4A7C15L ^ Long.rotateLeft(low, 31) * 0xC2B2AE3D27D4EB4FL;
         h ^= h >>> 33;
         h *= 0xFF51AFD7ED558CCDL;

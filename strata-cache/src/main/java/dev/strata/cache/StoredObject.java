@@ -1,5 +1,8 @@
 package dev.strata.cache;
 
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
+
 /**
  * One object known to the store: identity, attributes and the chain of its resident copies.
  *
@@ -8,11 +11,22 @@ package dev.strata.cache;
  * {@code i}; a {@link State#LIVE} object is in the placement map; a {@link State#GONE} object has
  * no copies.
  *
- * <p>Threads: every field is written under the store's lock; {@link #priority}, {@link #tierMask}
- * and {@link #state} are volatile so that the placement map's lock-free lookups read current
- * values.
+ * <p>Threads: every field is written under the store's lock, and read under it, except the final
+ * fields and {@link #tierMask}, which the placement map's lock-free {@link PlacementMap#tierMask}
+ * reads with {@link #tierMaskAcquire()}; the lock holder writes it with a release store (a plain
+ * store on x86: no fence on the put path, unlike a volatile field).
  */
 final class StoredObject {
+    private static final VarHandle TIER_MASK;
+
+    static {
+        try {
+            TIER_MASK = MethodHandles.lookup().findVarHandle(StoredObject.class, "tierMask", int.class);
+        } catch (ReflectiveOperationException e) {
+            throw new ExceptionInInitializerError(e);
+        }
+    }
+
     enum State {
         /** Stored and in the placement map. */
         LIVE,
@@ -27,22 +41,34 @@ final class StoredObject {
     final Durability durability;
     final long sizeBytes; // payload bytes
     final long keyHash; // key.hash64(), cached for sketches
-    volatile PriorityClass priority;
-    volatile State state = State.LIVE;
-    volatile int tierMask; // bit i: a copy is in chain tier i
+    int placementIndex = -1; // index in the placement map's object array while in the map, else -1
+    PriorityClass priority;
+    State state = State.LIVE;
+    int tierMask; // bit i: a copy is in chain tier i; written with setRelease, read lock-free with getAcquire
     int pins; // pin count; views hold one each
     int accesses; // hits since stored (promotion rules may use it)
     int copies; // length of the residency chain
     Residency residencies; // first (highest) copy, sorted by tier index
     DropReason dropReason; // set once when the object is dropped, for the report
+    StoredObject nextDrop; // next in the store's queue of drops to report after the lock
 
     StoredObject(ObjectKey key, ObjectKind kind, Durability durability, PriorityClass priority, long sizeBytes) {
+        this(key, key.hash64(), kind, durability, priority, sizeBytes);
+    }
+
+    /** An object whose key hash ({@link ObjectKey#hash64()}) the caller has computed already. */
+    StoredObject(ObjectKey key, long keyHash, ObjectKind kind, Durability durability, PriorityClass priority, long sizeBytes) {
         this.key = key;
         this.kind = kind;
         this.durability = durability;
         this.priority = priority;
         this.sizeBytes = sizeBytes;
-        this.keyHash = key.hash64();
+        this.keyHash = keyHash;
+    }
+
+    /** {@link #tierMask} read without the store's lock. */
+    int tierMaskAcquire() {
+        return (int) TIER_MASK.getAcquire(this);
     }
 
     /** Whether eviction may move this object's copies: live, unpinned and not ACTIVE. */
@@ -68,7 +94,7 @@ final class StoredObject {
             prev.nextInObject = r;
         }
         copies++;
-        tierMask |= 1 << r.tierIndex;
+        TIER_MASK.setRelease(this, tierMask | 1 << r.tierIndex);
     }
 
     /** Unlinks {@code r} from the chain. */
@@ -89,7 +115,7 @@ final class StoredObject {
         }
         r.nextInObject = null;
         copies--;
-        tierMask &= ~(1 << r.tierIndex);
+        TIER_MASK.setRelease(this, tierMask & ~(1 << r.tierIndex));
     }
 
     /** The copy in chain tier {@code index}, or null. */

@@ -6,13 +6,14 @@ import dev.strata.cache.policy.PolicyNode;
 import dev.strata.memory.Allocator;
 import dev.strata.memory.CorruptObjectException;
 import dev.strata.memory.Tier;
+import dev.strata.memory.host.HostTier;
 
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Objects;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.locks.ReentrantLock;
 
 /**
@@ -47,9 +48,17 @@ import java.util.concurrent.locks.ReentrantLock;
  * <p>Threads: every method may be called from any thread. One lock guards placement, the policies
  * and the counters. A put copies an object of {@value #WRITE_OUTSIDE_LOCK_BYTES} bytes or more into
  * its reserved allocation without the lock (smaller ones under it: cheaper than a second lock
- * round trip); copies between tiers (demotion, promotion) run under the lock in this synchronous
- * version, all inside {@link ObjectMover}, the seam for the asynchronous transfer engine. Lookups of
- * the {@link PlacementMap} ({@link #contains}, {@link #tierMask}) are lock-free. The bytes of an
+ * round trip; into a HOST tier through its view, reported to the tier's meter in batches of
+ * {@value #METER_BATCH}, so the tier's own write figures may lag by fewer than that many writes
+ * until the next batch, {@link #stats()} or {@link #close()}); copies between tiers (demotion,
+ * promotion) run under the lock in this synchronous version, all inside {@link ObjectMover}, the
+ * seam for the asynchronous transfer engine. Besides
+ * {@link #tiers} and {@link #indexOf} (the chain never changes), exactly three methods never take
+ * the lock: {@link #contains}, {@link #tierMask} and {@link #size}. They
+ * read the {@link PlacementMap} under its sequence counter, so they never wait for a store
+ * operation (an eviction pass, a copy between tiers) to finish; they retry only while one single
+ * insert or removal of the map (a few stores; a resize copies the table) is in progress, and see
+ * the map as of the last completed insert or removal. Every other method takes the lock. The bytes of an
  * open view are read without any lock: the pin keeps them in place. Drop reports are delivered
  * after the lock is released, on the thread that caused them. The store owns the allocations it
  * makes, not the tiers: closing the store frees its allocations and leaves the tiers open.
@@ -59,6 +68,8 @@ public final class TieredStore implements AutoCloseable {
     private static final int MAX_TIERS = 31; // tier masks are ints
     /** Objects at least this large (bytes) are copied into their tier without holding the lock. */
     public static final long WRITE_OUTSIDE_LOCK_BYTES = 64 * 1024;
+    /** Small writes into a HOST tier reach its meter in batches of this many; the first of each is timed. */
+    static final int METER_BATCH = 16;
 
     /** One tier of the chain with its settings, policy and counters (guarded by the lock). */
     private static final class Slot {
@@ -66,9 +77,16 @@ public final class TieredStore implements AutoCloseable {
         final int index; // position in the chain
         final double high; // fraction of capacity that triggers eviction
         final double low; // fraction of capacity eviction brings the tier back to
+        private long capacitySeen = -1; // bytes: the tier capacity the two marks below were computed for
+        private long highBytes; // bytes: capacity * high
+        private long lowBytes; // bytes: capacity * low
         final EvictionPolicy policy;
         final TierCounters counters = new TierCounters();
         long failedDemotionSize; // during a pressure pass: smallest size no lower tier could take
+        final HostTier host; // the tier when it is a HOST tier (small puts copy into its view), else null
+        int meteredWrites; // small writes copied directly, not yet reported to the tier's meter
+        long meteredBytes; // bytes of those writes
+        long sampledNanos; // time of the first of them (the timed sample)
 
         Slot(Tier tier, int index, double high, double low, EvictionPolicy policy) {
             this.tier = tier;
@@ -76,14 +94,28 @@ public final class TieredStore implements AutoCloseable {
             this.high = high;
             this.low = low;
             this.policy = policy;
+            this.host = tier instanceof HostTier h ? h : null;
         }
 
+        /** Bytes at the high watermark (recomputed only if the tier's capacity changed). */
         long highBytes() {
-            return (long) (tier.capacity() * high);
+            refreshMarks();
+            return highBytes;
         }
 
+        /** Bytes at the low watermark. */
         long lowBytes() {
-            return (long) (tier.capacity() * low);
+            refreshMarks();
+            return lowBytes;
+        }
+
+        private void refreshMarks() {
+            long capacity = tier.capacity();
+            if (capacity != capacitySeen) {
+                highBytes = (long) (capacity * high);
+                lowBytes = (long) (capacity * low);
+                capacitySeen = capacity;
+            }
         }
     }
 
@@ -92,11 +124,12 @@ public final class TieredStore implements AutoCloseable {
     private final Slot[] chain;
     private final ReentrantLock lock = new ReentrantLock();
     private final PlacementMap placement = new PlacementMap();
-    private final ConcurrentHashMap<ObjectKey, StoredObject> removedPinned = new ConcurrentHashMap<>(); // removed while pinned
+    private final HashMap<ObjectKey, StoredObject> removedPinned = new HashMap<>(); // removed while pinned; under the lock
     private final ObjectMover mover = new ObjectMover();
     private final PromotionRule promotion;
     private final DropListener dropListener;
-    private ArrayList<StoredObject> pendingDrops = new ArrayList<>(); // dropped under the lock, reported after it
+    private StoredObject pendingDrops; // dropped under the lock, reported after it: a queue linked by nextDrop
+    private StoredObject pendingDropsTail; // last of that queue
     private boolean closed;
 
     // store-wide counters, guarded by the lock
@@ -160,11 +193,12 @@ public final class TieredStore implements AutoCloseable {
         try {
             checkOpen();
             puts++;
-            if (placement.get(key) != null) {
+            long hash = key.hash64();
+            if (placement.findForInsert(key, hash) != null) {
                 alreadyPresent++;
                 return PutStatus.ALREADY_PRESENT;
             }
-            object = new StoredObject(key, kind, durability, priority, size);
+            object = new StoredObject(key, hash, kind, durability, priority, size);
             boolean fitsSomewhere = false;
             for (int t = targetTier; t < chain.length; t++) {
                 Slot slot = chain[t];
@@ -182,7 +216,7 @@ public final class TieredStore implements AutoCloseable {
                     break;
                 }
                 try {
-                    slot.tier.write(handle, bytes);
+                    writeSmall(slot, handle, bytes);
                 } catch (RuntimeException e) {
                     slot.tier.free(handle);
                     throw e;
@@ -231,9 +265,46 @@ public final class TieredStore implements AutoCloseable {
         return PutStatus.STORED;
     }
 
+    /**
+     * Copies a small object into its allocation under the lock. A HOST tier gets the bytes through
+     * its view, and the writes reach its meter in batches of {@value #METER_BATCH} (the first of a
+     * batch timed, standing for each of them): a tier write times and meters every call, which
+     * costs more than copying a small object. Other tiers get {@link Tier#write}.
+     */
+    private void writeSmall(Slot slot, long handle, MemorySegment bytes) {
+        HostTier host = slot.host;
+        if (host == null) {
+            slot.tier.write(handle, bytes);
+            return;
+        }
+        long length = bytes.byteSize();
+        MemorySegment target = host.segment(handle, 0, length); // checks that the bytes fit the allocation
+        if (slot.meteredWrites == 0) {
+            long start = System.nanoTime();
+            MemorySegment.copy(bytes, 0, target, 0, length);
+            slot.sampledNanos = System.nanoTime() - start;
+        } else {
+            MemorySegment.copy(bytes, 0, target, 0, length);
+        }
+        slot.meteredBytes += length;
+        if (++slot.meteredWrites == METER_BATCH) {
+            flushWriteMeter(slot);
+        }
+    }
+
+    /** Reports the batched small writes of {@code slot} to its tier's meter. Under the lock. */
+    private static void flushWriteMeter(Slot slot) {
+        if (slot.meteredWrites > 0) {
+            slot.host.recordDirectWrite(slot.meteredWrites, slot.meteredBytes, slot.sampledNanos * slot.meteredWrites);
+            slot.meteredWrites = 0;
+            slot.meteredBytes = 0;
+            slot.sampledNanos = 0;
+        }
+    }
+
     private void publish(StoredObject object, Slot slot, long handle) {
         attach(object, slot, handle);
-        placement.put(object);
+        placement.insert(object);
         slot.counters.puts++;
         stored++;
         bytesStored += object.sizeBytes;
@@ -555,6 +626,7 @@ public final class TieredStore implements AutoCloseable {
         try {
             List<TierMetrics> tiers = new ArrayList<>(chain.length);
             for (Slot s : chain) {
+                flushWriteMeter(s);
                 TierCounters c = s.counters;
                 tiers.add(new TierMetrics(s.tier.name(), s.tier.kind(), s.index, s.policy.name(),
                         s.tier.capacity(), s.tier.used(), s.high, s.low,
@@ -760,21 +832,25 @@ public final class TieredStore implements AutoCloseable {
         }
         dropsReported++;
         object.dropReason = reason;
-        pendingDrops.add(object);
+        if (pendingDrops == null) {
+            pendingDrops = object;
+        } else {
+            pendingDropsTail.nextDrop = object;
+        }
+        pendingDropsTail = object;
     }
 
     /** Releases the lock, then tells the listener about the drops queued while it was held. */
     private void unlockAndReportDrops() {
-        ArrayList<StoredObject> drops = null;
-        if (!pendingDrops.isEmpty()) {
-            drops = pendingDrops;
-            pendingDrops = new ArrayList<>();
-        }
+        StoredObject drops = pendingDrops;
+        pendingDrops = null;
+        pendingDropsTail = null;
         lock.unlock();
         if (drops != null) {
             RuntimeException failure = null;
-            for (int i = 0, n = drops.size(); i < n; i++) {
-                StoredObject o = drops.get(i);
+            for (StoredObject o = drops, next; o != null; o = next) {
+                next = o.nextDrop;
+                o.nextDrop = null;
                 try {
                     dropListener.dropped(o.key, o.kind, o.durability, o.sizeBytes, o.dropReason);
                 } catch (RuntimeException e) {
@@ -789,6 +865,25 @@ public final class TieredStore implements AutoCloseable {
             if (failure != null) {
                 throw failure;
             }
+        }
+    }
+
+    /**
+     * Checks the placement map's table invariants and that every object in it is LIVE with at
+     * least one copy; throws {@link IllegalStateException} naming the first broken one. For tests.
+     */
+    void checkPlacement() {
+        lock.lock();
+        try {
+            placement.checkInvariants();
+            placement.forEach(o -> {
+                if (o.state != StoredObject.State.LIVE || o.copies == 0 || o.residencies == null) {
+                    throw new IllegalStateException("object " + o.key + " in the placement map is " + o.state
+                            + " with " + o.copies + " copies");
+                }
+            });
+        } finally {
+            lock.unlock();
         }
     }
 
@@ -816,12 +911,15 @@ public final class TieredStore implements AutoCloseable {
                 return;
             }
             closed = true;
-            List<StoredObject> all = new ArrayList<>();
-            placement.all().forEach(all::add);
+            for (Slot s : chain) {
+                flushWriteMeter(s);
+            }
+            List<StoredObject> all = new ArrayList<>(placement.size() + removedPinned.size());
+            placement.forEach(all::add);
             all.addAll(removedPinned.values());
+            placement.clear();
             for (StoredObject o : all) {
                 freeAll(o);
-                placement.remove(o);
                 o.state = StoredObject.State.GONE;
             }
             removedPinned.clear();

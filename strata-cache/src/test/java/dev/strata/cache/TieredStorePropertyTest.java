@@ -219,6 +219,7 @@ class TieredStorePropertyTest {
         }
 
         void check(TieredStore store) {
+            store.checkPlacement();
             assertThat(store.size()).as("%s: objects stored", step).isEqualTo(live.size());
             StoreStats stats = store.stats();
             assertThat(stats.objects()).isEqualTo(live.size());

@@ -88,6 +88,80 @@ class TieredStoreTest {
         }
     }
 
+    /** contains, tierMask and size run without the lock while another thread's puts evict. */
+    @Test
+    void lockFreeQueriesSeePinnedObjectsWhilePutsEvict() throws Exception {
+        HostTier host = host("host", 64);
+        try (TieredStore store = builder().tier(host).build()) {
+            int pinned = 8;
+            for (int i = 0; i < pinned; i++) {
+                assertThat(put(store, 5000 + i, Durability.LOSSY, PriorityClass.IDLE, 300 + i, 0)).isEqualTo(PutStatus.STORED);
+                assertThat(store.pin(ObjectKey.of(5000 + i))).isTrue();
+            }
+            java.util.concurrent.atomic.AtomicBoolean stop = new java.util.concurrent.atomic.AtomicBoolean();
+            java.util.concurrent.atomic.AtomicReference<String> failure = new java.util.concurrent.atomic.AtomicReference<>();
+            Thread reader = new Thread(() -> {
+                long reads = 0;
+                while ((!stop.get() || reads < 1000) && failure.get() == null) {
+                    ObjectKey key = ObjectKey.of(5000 + reads % pinned);
+                    if (!store.contains(key) || store.tierMask(key) != 1) {
+                        failure.set("pinned " + key + " not seen in tier 0");
+                    }
+                    if (store.contains(ObjectKey.of(-1 - reads % 7)) || store.size() < pinned) {
+                        failure.set("absent key seen or size below the pinned objects: " + store.size());
+                    }
+                    reads++;
+                }
+            });
+            reader.start();
+            for (int i = 0; i < 4000; i++) {
+                assertThat(put(store, 10_000 + i, Durability.LOSSY, PriorityClass.EVICTABLE, 100 + random.nextInt(1900), 0))
+                        .isEqualTo(PutStatus.STORED);
+            }
+            stop.set(true);
+            reader.join();
+            assertThat(failure.get()).isNull();
+            assertThat(drops).isNotEmpty();
+            store.checkPlacement();
+            for (int i = 0; i < pinned; i++) {
+                assertBytes(store, 5000 + i);
+                assertThat(store.unpin(ObjectKey.of(5000 + i))).isTrue();
+            }
+            assertAccounting(store);
+        }
+    }
+
+    /** Small puts into a HOST tier are metered in batches: every write and byte counts after stats() or close(). */
+    @Test
+    void smallPutsIntoAHostTierReachItsMeter() {
+        HostTier host = host("host", 256);
+        long writesBefore = host.stats().writeOps();
+        long bytes = host.stats().bytesWritten();
+        int n = TieredStore.METER_BATCH * 3 + 5; // not a whole number of batches
+        try (TieredStore store = builder().tier(host).build()) {
+            for (int i = 0; i < n; i++) {
+                int size = 1 + random.nextInt(1500);
+                assertThat(put(store, 700 + i, Durability.LOSSY, PriorityClass.IDLE, size, 0)).isEqualTo(PutStatus.STORED);
+                bytes += size;
+            }
+            assertThat(store.stats().stored()).isEqualTo(n); // stats() reports the partial batch
+            assertThat(host.stats().writeOps() - writesBefore).isEqualTo(n);
+            assertThat(host.stats().bytesWritten()).isEqualTo(bytes);
+            assertThat(host.stats().writeLatencyNanos()).isGreaterThanOrEqualTo(0.0);
+            for (int i = 0; i < n; i++) {
+                assertBytes(store, 700 + i);
+            }
+            int more = 3;
+            for (int i = 0; i < more; i++) {
+                assertThat(put(store, 900 + i, Durability.LOSSY, PriorityClass.IDLE, 77 + i, 0)).isEqualTo(PutStatus.STORED);
+                bytes += 77 + i;
+            }
+            store.close(); // reports the rest
+            assertThat(host.stats().writeOps() - writesBefore).isEqualTo(n + more);
+            assertThat(host.stats().bytesWritten()).isEqualTo(bytes);
+        }
+    }
+
     @Test
     void putsBeyondTheTopTierDemoteDownTheChain() {
         DeviceTier dev = device(8);
