@@ -131,37 +131,6 @@ class TieredStoreTest {
         }
     }
 
-    /** Small puts into a HOST tier are metered in batches: every write and byte counts after stats() or close(). */
-    @Test
-    void smallPutsIntoAHostTierReachItsMeter() {
-        HostTier host = host("host", 256);
-        long writesBefore = host.stats().writeOps();
-        long bytes = host.stats().bytesWritten();
-        int n = TieredStore.METER_BATCH * 3 + 5; // not a whole number of batches
-        try (TieredStore store = builder().tier(host).build()) {
-            for (int i = 0; i < n; i++) {
-                int size = 1 + random.nextInt(1500);
-                assertThat(put(store, 700 + i, Durability.LOSSY, PriorityClass.IDLE, size, 0)).isEqualTo(PutStatus.STORED);
-                bytes += size;
-            }
-            assertThat(store.stats().stored()).isEqualTo(n); // stats() reports the partial batch
-            assertThat(host.stats().writeOps() - writesBefore).isEqualTo(n);
-            assertThat(host.stats().bytesWritten()).isEqualTo(bytes);
-            assertThat(host.stats().writeLatencyNanos()).isGreaterThanOrEqualTo(0.0);
-            for (int i = 0; i < n; i++) {
-                assertBytes(store, 700 + i);
-            }
-            int more = 3;
-            for (int i = 0; i < more; i++) {
-                assertThat(put(store, 900 + i, Durability.LOSSY, PriorityClass.IDLE, 77 + i, 0)).isEqualTo(PutStatus.STORED);
-                bytes += 77 + i;
-            }
-            store.close(); // reports the rest
-            assertThat(host.stats().writeOps() - writesBefore).isEqualTo(n + more);
-            assertThat(host.stats().bytesWritten()).isEqualTo(bytes);
-        }
-    }
-
     @Test
     void putsBeyondTheTopTierDemoteDownTheChain() {
         DeviceTier dev = device(8);
