@@ -6,7 +6,6 @@ import dev.strata.cache.policy.PolicyNode;
 import dev.strata.memory.Allocator;
 import dev.strata.memory.CorruptObjectException;
 import dev.strata.memory.Tier;
-import dev.strata.memory.host.HostTier;
 
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
@@ -48,11 +47,8 @@ import java.util.concurrent.locks.ReentrantLock;
  * <p>Threads: every method may be called from any thread. One lock guards placement, the policies
  * and the counters. A put copies an object of {@value #WRITE_OUTSIDE_LOCK_BYTES} bytes or more into
  * its reserved allocation without the lock (smaller ones under it: cheaper than a second lock
- * round trip; into a HOST tier through its view, reported to the tier's meter in batches of
- * {@value #METER_BATCH}, so the tier's own write figures may lag by fewer than that many writes
- * until the next batch, {@link #stats()} or {@link #close()}); copies between tiers (demotion,
- * promotion) run under the lock in this synchronous version, all inside {@link ObjectMover}, the
- * seam for the asynchronous transfer engine. Besides
+ * round trip); copies between tiers (demotion, promotion) run under the lock in this synchronous
+ * version, all inside {@link ObjectMover}, the seam for the asynchronous transfer engine. Besides
  * {@link #tiers} and {@link #indexOf} (the chain never changes), exactly three methods never take
  * the lock: {@link #contains}, {@link #tierMask} and {@link #size}. They
  * read the {@link PlacementMap} under its sequence counter, so they never wait for a store
@@ -68,8 +64,6 @@ public final class TieredStore implements AutoCloseable {
     private static final int MAX_TIERS = 31; // tier masks are ints
     /** Objects at least this large (bytes) are copied into their tier without holding the lock. */
     public static final long WRITE_OUTSIDE_LOCK_BYTES = 64 * 1024;
-    /** Small writes into a HOST tier reach its meter in batches of this many; the first of each is timed. */
-    static final int METER_BATCH = 16;
 
     /** One tier of the chain with its settings, policy and counters (guarded by the lock). */
     private static final class Slot {
@@ -83,10 +77,6 @@ public final class TieredStore implements AutoCloseable {
         final EvictionPolicy policy;
         final TierCounters counters = new TierCounters();
         long failedDemotionSize; // during a pressure pass: smallest size no lower tier could take
-        final HostTier host; // the tier when it is a HOST tier (small puts copy into its view), else null
-        int meteredWrites; // small writes copied directly, not yet reported to the tier's meter
-        long meteredBytes; // bytes of those writes
-        long sampledNanos; // time of the first of them (the timed sample)
 
         Slot(Tier tier, int index, double high, double low, EvictionPolicy policy) {
             this.tier = tier;
@@ -94,7 +84,6 @@ public final class TieredStore implements AutoCloseable {
             this.high = high;
             this.low = low;
             this.policy = policy;
-            this.host = tier instanceof HostTier h ? h : null;
         }
 
         /** Bytes at the high watermark (recomputed only if the tier's capacity changed). */
@@ -216,7 +205,7 @@ public final class TieredStore implements AutoCloseable {
                     break;
                 }
                 try {
-                    writeSmall(slot, handle, bytes);
+                    slot.tier.write(handle, bytes);
                 } catch (RuntimeException e) {
                     slot.tier.free(handle);
                     throw e;
@@ -263,43 +252,6 @@ public final class TieredStore implements AutoCloseable {
             }
         }
         return PutStatus.STORED;
-    }
-
-    /**
-     * Copies a small object into its allocation under the lock. A HOST tier gets the bytes through
-     * its view, and the writes reach its meter in batches of {@value #METER_BATCH} (the first of a
-     * batch timed, standing for each of them): a tier write times and meters every call, which
-     * costs more than copying a small object. Other tiers get {@link Tier#write}.
-     */
-    private void writeSmall(Slot slot, long handle, MemorySegment bytes) {
-        HostTier host = slot.host;
-        if (host == null) {
-            slot.tier.write(handle, bytes);
-            return;
-        }
-        long length = bytes.byteSize();
-        MemorySegment target = host.segment(handle, 0, length); // checks that the bytes fit the allocation
-        if (slot.meteredWrites == 0) {
-            long start = System.nanoTime();
-            MemorySegment.copy(bytes, 0, target, 0, length);
-            slot.sampledNanos = System.nanoTime() - start;
-        } else {
-            MemorySegment.copy(bytes, 0, target, 0, length);
-        }
-        slot.meteredBytes += length;
-        if (++slot.meteredWrites == METER_BATCH) {
-            flushWriteMeter(slot);
-        }
-    }
-
-    /** Reports the batched small writes of {@code slot} to its tier's meter. Under the lock. */
-    private static void flushWriteMeter(Slot slot) {
-        if (slot.meteredWrites > 0) {
-            slot.host.recordDirectWrite(slot.meteredWrites, slot.meteredBytes, slot.sampledNanos * slot.meteredWrites);
-            slot.meteredWrites = 0;
-            slot.meteredBytes = 0;
-            slot.sampledNanos = 0;
-        }
     }
 
     private void publish(StoredObject object, Slot slot, long handle) {
@@ -626,7 +578,6 @@ public final class TieredStore implements AutoCloseable {
         try {
             List<TierMetrics> tiers = new ArrayList<>(chain.length);
             for (Slot s : chain) {
-                flushWriteMeter(s);
                 TierCounters c = s.counters;
                 tiers.add(new TierMetrics(s.tier.name(), s.tier.kind(), s.index, s.policy.name(),
                         s.tier.capacity(), s.tier.used(), s.high, s.low,
@@ -911,9 +862,6 @@ public final class TieredStore implements AutoCloseable {
                 return;
             }
             closed = true;
-            for (Slot s : chain) {
-                flushWriteMeter(s);
-            }
             List<StoredObject> all = new ArrayList<>(placement.size() + removedPinned.size());
             placement.forEach(all::add);
             all.addAll(removedPinned.values());
