@@ -10,11 +10,22 @@ import java.util.concurrent.atomic.LongAdder;
  * <p>Bandwidth of one operation is its bytes over its duration; the averages are exponentially
  * decayed with weight {@link #ALPHA} per sample. Threads: any; recording is lock-free (a CAS loop
  * on each average).
+ *
+ * <p>Small operations are timed by sampling: {@link #start()} reads the clock for about one
+ * operation in {@link #SAMPLE_EVERY} and {@link #readDone}/{@link #writeDone} fold only those into
+ * the averages, while counts and bytes stay exact. Two clock reads and two CAS loops cost about as
+ * much as copying a few hundred bytes; sampling keeps the meter off the cost of small objects.
  */
 public final class TierMeter {
 
     /** Weight of a new sample in the decayed averages. */
     public static final double ALPHA = 0.05;
+
+    /** About one operation in this many is timed by {@link #start()}. */
+    public static final int SAMPLE_EVERY = 16;
+
+    /** What {@link #start()} returns for an operation that is not timed. */
+    public static final long NOT_TIMED = Long.MIN_VALUE;
 
     private final LongAdder readOps = new LongAdder();
     private final LongAdder writeOps = new LongAdder();
@@ -24,6 +35,31 @@ public final class TierMeter {
     private final AtomicLong writeBandwidthBits = new AtomicLong(); // bytes/s as double bits
     private final AtomicLong readLatencyBits = new AtomicLong(); // ns as double bits
     private final AtomicLong writeLatencyBits = new AtomicLong(); // ns as double bits
+
+    /** The start of an operation: the clock for a sampled operation, else {@link #NOT_TIMED}. */
+    public long start() {
+        return java.util.concurrent.ThreadLocalRandom.current().nextInt(SAMPLE_EVERY) == 0 ? System.nanoTime() : NOT_TIMED;
+    }
+
+    /** Records one completed read of {@code bytes} that began at {@code start} (from {@link #start()}). */
+    public void readDone(long bytes, long start) {
+        if (start == NOT_TIMED) {
+            readOps.increment();
+            bytesRead.add(bytes);
+        } else {
+            recordReads(1, bytes, System.nanoTime() - start);
+        }
+    }
+
+    /** Records one completed write of {@code bytes} that began at {@code start} (from {@link #start()}). */
+    public void writeDone(long bytes, long start) {
+        if (start == NOT_TIMED) {
+            writeOps.increment();
+            bytesWritten.add(bytes);
+        } else {
+            recordWrites(1, bytes, System.nanoTime() - start);
+        }
+    }
 
     /** Records one completed read of {@code bytes} that took {@code nanos}. */
     public void recordRead(long bytes, long nanos) {

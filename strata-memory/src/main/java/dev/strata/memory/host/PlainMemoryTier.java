@@ -152,9 +152,9 @@ public class PlainMemoryTier implements Tier {
         long size = allocationSize(handle);
         long length = src.byteSize();
         checkFits("write", handle, size, length);
-        long start = System.nanoTime();
+        long start = meter.start();
         MemorySegment.copy(src, 0, memory, handle, length);
-        meter.recordWrite(length, System.nanoTime() - start);
+        meter.writeDone(length, start);
     }
 
     @Override
@@ -163,7 +163,7 @@ public class PlainMemoryTier implements Tier {
         long size = allocationSize(handle);
         long total = totalBytes(parts);
         checkFits("gather write", handle, size, total);
-        long start = System.nanoTime();
+        long start = meter.start();
         long at = handle;
         for (int i = 0, n = parts.size(); i < n; i++) {
             MemorySegment part = parts.get(i);
@@ -171,7 +171,7 @@ public class PlainMemoryTier implements Tier {
             MemorySegment.copy(part, 0, memory, at, len);
             at += len;
         }
-        meter.recordWrite(total, System.nanoTime() - start);
+        meter.writeDone(total, start);
     }
 
     @Override
@@ -183,9 +183,9 @@ public class PlainMemoryTier implements Tier {
         }
         long length = dst.byteSize();
         checkFits("read", handle, size, length);
-        long start = System.nanoTime();
+        long start = meter.start();
         MemorySegment.copy(memory, handle, dst, 0, length);
-        meter.recordRead(length, System.nanoTime() - start);
+        meter.readDone(length, start);
         return true;
     }
 
@@ -198,7 +198,7 @@ public class PlainMemoryTier implements Tier {
         }
         long total = totalBytes(parts);
         checkFits("scatter read", handle, size, total);
-        long start = System.nanoTime();
+        long start = meter.start();
         long at = handle;
         for (int i = 0, n = parts.size(); i < n; i++) {
             MemorySegment part = parts.get(i);
@@ -206,7 +206,7 @@ public class PlainMemoryTier implements Tier {
             MemorySegment.copy(memory, at, part, 0, len);
             at += len;
         }
-        meter.recordRead(total, System.nanoTime() - start);
+        meter.readDone(total, start);
         return true;
     }
 

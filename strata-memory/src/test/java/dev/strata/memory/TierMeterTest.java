@@ -1,0 +1,43 @@
+package dev.strata.memory;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import org.junit.jupiter.api.Test;
+
+class TierMeterTest {
+
+    @Test
+    void sampledOperationsKeepExactCountsAndMeasureAverages() {
+        TierMeter meter = new TierMeter();
+        long bytes = 0;
+        int timed = 0;
+        for (int i = 1; i <= 2000; i++) {
+            long start = meter.start();
+            if (start != TierMeter.NOT_TIMED) {
+                timed++;
+            }
+            meter.writeDone(i, start);
+            meter.readDone(2L * i, meter.start());
+            bytes += i;
+        }
+        TierStats s = meter.snapshot("t", TierKind.HOST, 1 << 20, 0, 0);
+        assertThat(s.writeOps()).isEqualTo(2000);
+        assertThat(s.readOps()).isEqualTo(2000);
+        assertThat(s.bytesWritten()).isEqualTo(bytes);
+        assertThat(s.bytesRead()).isEqualTo(2 * bytes);
+        assertThat(timed).as("about one in %d timed", TierMeter.SAMPLE_EVERY).isBetween(2000 / TierMeter.SAMPLE_EVERY / 3,
+                2000 / TierMeter.SAMPLE_EVERY * 3);
+        assertThat(s.writeLatencyNanos()).isPositive();
+        assertThat(s.readLatencyNanos()).isPositive();
+    }
+
+    @Test
+    void batchesRecordTheirMeanLatencyAndWholeBandwidth() {
+        TierMeter meter = new TierMeter();
+        meter.recordWrites(4, 4_000_000, 2_000_000); // 4 MB in 2 ms: 2 GB/s, 0.5 ms each
+        TierStats s = meter.snapshot("t", TierKind.HOST, 1 << 20, 0, 0);
+        assertThat(s.writeOps()).isEqualTo(4);
+        assertThat(s.writeBytesPerSec()).isEqualTo(2e9);
+        assertThat(s.writeLatencyNanos()).isEqualTo(500_000);
+    }
+}
