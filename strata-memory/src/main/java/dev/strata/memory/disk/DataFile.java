@@ -15,6 +15,7 @@ import java.nio.file.attribute.PosixFilePermission;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.LongAdder;
 
 /**
  * One data file of a DISK tier: created with mode 0600, locked exclusively for this tier, and
@@ -77,6 +78,7 @@ final class DataFile implements AutoCloseable {
     private final FileChannel lockChannel; // holds the lock; no I/O goes through it
     private final FileLock lock;
     private final VectoredCall io;
+    private final LongAdder ioCalls = new LongAdder(); // vectored calls made, EINTR answers included
     private boolean closed;            // guarded by this
 
     private DataFile(Path path, Path key, boolean direct, int fd, FileChannel lockChannel, FileLock lock,
@@ -149,6 +151,11 @@ final class DataFile implements AutoCloseable {
         return direct;
     }
 
+    /** Vectored calls made so far (a transfer makes one unless the kernel moved less than asked). */
+    long ioCalls() {
+        return ioCalls.sum();
+    }
+
     /**
      * Moves all bytes of {@code parts} (at most {@link PosixFileIo#MAX_IOVECS}, in file order, none
      * empty) to ({@code write}) or from the file range starting at {@code position}, with as few
@@ -186,6 +193,7 @@ final class DataFile implements AutoCloseable {
                 PosixFileIo.iovec(scratch, k++, parts[i].address() + from, parts[i].byteSize() - from);
             }
             long n = io.call(write, fd, scratch, k, position + done);
+            ioCalls.increment();
             if (n < 0) {
                 int errno = (int) -n;
                 if (errno == PosixFileIo.EINTR) {

@@ -359,6 +359,15 @@ public final class DiskTier implements Tier {
         return paths;
     }
 
+    /** Vectored I/O calls made on the data files so far (normally one per object read or written). */
+    long ioCalls() {
+        long sum = 0;
+        for (DataFile f : files) {
+            sum += f.ioCalls();
+        }
+        return sum;
+    }
+
     /** Where allocation {@code handle}'s header and payload are. */
     public Location location(long handle) {
         ObjectRecord r = requireRecord(handle);

@@ -196,6 +196,7 @@ final class PosixFileIo {
             case 29 -> "ESPIPE (Illegal seek)";
             case 30 -> "EROFS (Read-only file system)";
             case 36 -> "ENAMETOOLONG (File name too long)";
+            case 38 -> "ENOSYS (Function not implemented)";
             case 75 -> "EOVERFLOW (Value too large for defined data type)";
             case 95 -> "EOPNOTSUPP (Operation not supported)";
             case 116 -> "ESTALE (Stale file handle)";
