@@ -60,7 +60,8 @@ import java.util.concurrent.locks.ReentrantReadWriteLock;
  * generation and the payload's checksum against that record, so a torn object is reported as
  * {@link CorruptObjectException}, never returned. On disk, a header vouches for a payload only
  * if the payload's {@link Checksum64} matches the one it records: a torn object is detectable by
- * anyone inspecting the files.
+ * anyone inspecting the files. A read that throws leaves the destination's bytes unspecified (an
+ * in-place payload lands there before the checks run).
  *
  * <p>Threads: every method may be called from any thread. Reads and writes of different objects
  * run fully in parallel: the data path takes no exclusive lock (positional vectored I/O on a raw

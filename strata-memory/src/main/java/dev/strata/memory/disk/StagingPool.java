@@ -13,7 +13,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * made and closed once when it is closed (never an arena per operation).
  *
  * <p>An operation borrows one buffer for its whole duration and returns it; when all are
- * borrowed, {@link #acquire} waits, which bounds the number of staged transfers in flight to
+ * borrowed, {@link #acquire} waits, which bounds the number of transfers in flight to
  * {@link #count()}.
  *
  * <p>Threads: {@link #acquire} and {@link #release} from any thread (a blocking queue);
