@@ -1,41 +1,46 @@
 package dev.strata.memory.disk;
 
-import com.sun.nio.file.ExtendedOpenOption;
-
 import java.io.EOFException;
 import java.io.IOException;
-import java.nio.ByteBuffer;
-import java.nio.channels.ClosedByInterruptException;
-import java.nio.channels.ClosedChannelException;
+import java.io.InterruptedIOException;
+import java.lang.foreign.MemorySegment;
 import java.nio.channels.FileChannel;
 import java.nio.channels.FileLock;
 import java.nio.channels.OverlappingFileLockException;
 import java.nio.file.Files;
-import java.nio.file.OpenOption;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.nio.file.attribute.FileAttribute;
 import java.nio.file.attribute.PosixFilePermission;
 import java.nio.file.attribute.PosixFilePermissions;
-import java.util.HashSet;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.LongAdder;
 
 /**
- * One data file of a DISK tier: a channel opened with or without {@code O_DIRECT}, locked
- * exclusively for this process, created with mode 0600, with positional whole-buffer reads and
- * writes.
+ * One data file of a DISK tier: created with mode 0600, locked exclusively for this tier, and
+ * moved to and from with positional vectored I/O ({@code pwritev(2)}, {@code preadv(2)}) on a raw
+ * descriptor opened with {@code open(2)}, with {@code O_DIRECT} or without.
  *
- * <p>Interrupts: a {@link FileChannel} closes itself when a thread blocked in it is interrupted,
- * which would break the file for every other thread. This class recovers: the interrupted
- * operation fails ({@link ClosedByInterruptException}), the channel is reopened (same file, same
- * mode, not truncated, locked again), and operations of other threads that saw the channel close
- * under them are retried on the new channel from where they stopped.
+ * <p>Two descriptions of the file are open: a {@link FileChannel} that creates the file, holds
+ * its lock (a POSIX record lock, which the kernel drops if the process dies) and truncates it at
+ * open; and the raw descriptor that does all I/O. One vectored call moves several buffers (header
+ * block, payload, staged tail) to or from one contiguous file range, so an object costs one I/O.
  *
- * <p>Threads: {@link #readFully} and {@link #writeFully} from any number of threads at once
- * (positional I/O on a {@link FileChannel} takes no channel-wide lock and does not move a shared
- * position); reopening is serialised on this object; {@link #close} once, when no I/O is in
- * flight.
+ * <p>Transfers: {@link #transfer} loops until every byte moved: a short count (the kernel moves at
+ * most about 2 GiB per call; a nearly full file system may write part) continues from where it
+ * stopped, EINTR is retried, any other errno fails with {@link PosixFileIo.ErrnoException} naming
+ * the call, the file, the offset and the errno; a read that meets the end of the file fails with
+ * {@link EOFException}.
+ *
+ * <p>Interrupts: a raw descriptor is not closed by {@link Thread#interrupt()} (a
+ * {@code FileChannel} would be, breaking the file for every thread). A transfer started by a
+ * thread whose interrupt flag is set fails at once with {@link InterruptedIOException}, flag
+ * kept, so interrupting cancels that thread's next operation and touches nobody else's.
+ *
+ * <p>Threads: {@link #transfer} from any number of threads at once (positional calls share no
+ * file position); {@link #close} once, when no transfer is in flight (the tier's lifecycle lock
+ * guarantees it: the descriptor number must not be reused under a transfer).
  */
 final class DataFile implements AutoCloseable {
 
@@ -46,6 +51,13 @@ final class DataFile implements AutoCloseable {
         LockedException(Path path) {
             super("data file " + path + " is locked by another DISK tier (this or another process)");
         }
+    }
+
+    /** One vectored positional call; {@link PosixFileIo#vectored} in production. */
+    @FunctionalInterface
+    interface VectoredCall {
+        /** Returns bytes moved, or {@code -errno}. */
+        long call(boolean write, int fd, MemorySegment scratch, int count, long position);
     }
 
     private static final String OWNER_ONLY_TEXT = "rw-------";
@@ -60,40 +72,54 @@ final class DataFile implements AutoCloseable {
     private static final Set<Path> OPEN_IN_THIS_PROCESS = ConcurrentHashMap.newKeySet();
 
     private final Path path;
-    private final Path key;               // absolute, normalised path in OPEN_IN_THIS_PROCESS
+    private final Path key;             // absolute, normalised path in OPEN_IN_THIS_PROCESS
     private final boolean direct;
-    private volatile FileChannel channel; // replaced when an interrupt closed the previous one
-    private FileLock lock;                // guarded by this
-    private volatile boolean closed;
-    private long reopenCount;             // guarded by this
+    private final int fd;              // raw descriptor for all I/O; valid until close
+    private final FileChannel lockChannel; // holds the lock; no I/O goes through it
+    private final FileLock lock;
+    private final VectoredCall io;
+    private final LongAdder ioCalls = new LongAdder(); // vectored calls made, EINTR answers included
+    private boolean closed;            // guarded by this
 
-    private DataFile(Path path, Path key, boolean direct, FileChannel channel, FileLock lock) {
+    private DataFile(Path path, Path key, boolean direct, int fd, FileChannel lockChannel, FileLock lock,
+                     VectoredCall io) {
         this.path = path;
         this.key = key;
         this.direct = direct;
-        this.channel = channel;
+        this.fd = fd;
+        this.lockChannel = lockChannel;
         this.lock = lock;
+        this.io = io;
     }
 
     /**
-     * Creates (or truncates) and locks {@code path}.
+     * Creates (or truncates) and locks {@code path}, then opens its I/O descriptor.
      *
-     * @param direct open with {@code O_DIRECT}
+     * @param direct open the descriptor with {@code O_DIRECT}
      * @throws LockedException if another tier holds the file's lock
      * @throws IOException     if the file cannot be opened (e.g. EINVAL where {@code O_DIRECT} is
      *                         refused)
      */
     static DataFile open(Path path, boolean direct) throws IOException {
+        return open(path, direct, PosixFileIo::vectored);
+    }
+
+    /** As {@link #open(Path, boolean)}, with the vectored call given (tests wrap the real one). */
+    static DataFile open(Path path, boolean direct, VectoredCall io) throws IOException {
         Path key = path.toAbsolutePath().normalize();
         if (!OPEN_IN_THIS_PROCESS.add(key)) {
             throw new LockedException(path);
         }
         try {
-            FileChannel channel = openChannel(path, direct);
+            FileChannel channel = FileChannel.open(path, Set.of(StandardOpenOption.CREATE, StandardOpenOption.READ,
+                    StandardOpenOption.WRITE), OWNER_ONLY);
             try {
+                Files.setPosixFilePermissions(path, PosixFilePermissions.fromString(OWNER_ONLY_TEXT)); // if it existed
                 FileLock lock = lockOrFail(channel, path);
                 channel.truncate(0); // a tier starts empty; only after the lock is ours
-                return new DataFile(path, key, direct, channel, lock);
+                int flags = PosixFileIo.O_RDWR | PosixFileIo.O_CLOEXEC | (direct ? PosixFileIo.O_DIRECT : 0);
+                int fd = PosixFileIo.open(path, flags);
+                return new DataFile(path, key, direct, fd, channel, lock, io);
             } catch (IOException | RuntimeException e) {
                 channel.close();
                 throw e;
@@ -102,22 +128,6 @@ final class DataFile implements AutoCloseable {
             OPEN_IN_THIS_PROCESS.remove(key);
             throw e;
         }
-    }
-
-    private static FileChannel openChannel(Path path, boolean direct) throws IOException {
-        Set<OpenOption> options = new HashSet<>(Set.of(StandardOpenOption.CREATE, StandardOpenOption.READ,
-                StandardOpenOption.WRITE));
-        if (direct) {
-            options.add(ExtendedOpenOption.DIRECT);
-        }
-        FileChannel channel = FileChannel.open(path, options, OWNER_ONLY);
-        try {
-            Files.setPosixFilePermissions(path, PosixFilePermissions.fromString(OWNER_ONLY_TEXT)); // if it existed
-        } catch (IOException | RuntimeException e) {
-            channel.close();
-            throw e;
-        }
-        return channel;
     }
 
     private static FileLock lockOrFail(FileChannel channel, Path path) throws IOException {
@@ -141,84 +151,82 @@ final class DataFile implements AutoCloseable {
         return direct;
     }
 
-    /** How many times the channel was reopened after an interrupt closed it. */
-    synchronized long reopenCount() {
-        return reopenCount;
-    }
-
-    /** Writes all of {@code buffer}'s remaining bytes at file offset {@code position}. */
-    void writeFully(ByteBuffer buffer, long position) throws IOException {
-        int start = buffer.position();
-        while (buffer.hasRemaining()) {
-            FileChannel ch = channel;
-            try {
-                while (buffer.hasRemaining()) {
-                    ch.write(buffer, position + (buffer.position() - start));
-                }
-            } catch (ClosedChannelException e) {
-                recover(ch, e);
-            }
-        }
+    /** Vectored calls made so far (a transfer makes one unless the kernel moved less than asked). */
+    long ioCalls() {
+        return ioCalls.sum();
     }
 
     /**
-     * Fills {@code buffer}'s remaining bytes from file offset {@code position}.
+     * Moves all bytes of {@code parts} (at most {@link PosixFileIo#MAX_IOVECS}, in file order, none
+     * empty) to ({@code write}) or from the file range starting at {@code position}, with as few
+     * vectored calls as the kernel allows (one, normally). Under direct I/O every part's address
+     * and length and {@code position} must be block multiples.
      *
-     * @throws EOFException if the file ends first
+     * @param scratch {@link PosixFileIo#SCRATCH_BYTES} of native memory owned by this transfer
+     * @throws InterruptedIOException if this thread's interrupt flag is set (the flag is kept)
+     * @throws EOFException           if a read meets the end of the file
+     * @throws IOException            naming the call, file, offset and errno if a call fails
      */
-    void readFully(ByteBuffer buffer, long position) throws IOException {
-        int start = buffer.position();
-        while (buffer.hasRemaining()) {
-            FileChannel ch = channel;
-            try {
-                while (buffer.hasRemaining()) {
-                    long at = position + (buffer.position() - start);
-                    if (ch.read(buffer, at) < 0) {
-                        throw new EOFException("data file " + path + " ends at " + at + " before " + buffer.remaining()
-                                + " more bytes (reading from " + position + ")");
-                    }
+    void transfer(boolean write, MemorySegment scratch, long position, MemorySegment... parts) throws IOException {
+        if (Thread.currentThread().isInterrupted()) {
+            throw new InterruptedIOException((write ? "write to " : "read from ") + path + " at " + position
+                    + " not started: the thread is interrupted");
+        }
+        int count = parts.length;
+        if (count == 0 || count > PosixFileIo.MAX_IOVECS) {
+            throw new IllegalArgumentException(count + " parts for one vectored call (1 to " + PosixFileIo.MAX_IOVECS + ")");
+        }
+        long total = 0;
+        for (MemorySegment p : parts) {
+            if (!p.isNative() || p.byteSize() == 0) {
+                throw new IllegalArgumentException("vectored I/O part " + p + " is not native memory or is empty");
+            }
+            total += p.byteSize();
+        }
+        int first = 0;  // first part not yet fully moved
+        long skip = 0;  // bytes of parts[first] already moved
+        long done = 0;  // bytes moved in all
+        while (first < count) {
+            int k = 0;
+            for (int i = first; i < count; i++) {
+                long from = i == first ? skip : 0;
+                PosixFileIo.iovec(scratch, k++, parts[i].address() + from, parts[i].byteSize() - from);
+            }
+            long n = io.call(write, fd, scratch, k, position + done);
+            ioCalls.increment();
+            if (n < 0) {
+                int errno = (int) -n;
+                if (errno == PosixFileIo.EINTR) {
+                    continue;
                 }
-            } catch (ClosedChannelException e) {
-                recover(ch, e);
+                throw new PosixFileIo.ErrnoException(describe(write, k, total - done, position + done, done), errno);
+            }
+            if (n == 0) {
+                if (!write) {
+                    throw new EOFException("data file " + path + " ends at " + (position + done) + " before "
+                            + (total - done) + " more bytes (reading " + total + " bytes from " + position + ")");
+                }
+                throw new IOException(describe(true, k, total - done, position + done, done) + " wrote nothing");
+            }
+            done += n;
+            while (n > 0) {
+                long left = parts[first].byteSize() - skip;
+                if (n >= left) {
+                    n -= left;
+                    first++;
+                    skip = 0;
+                } else {
+                    skip += n;
+                    n = 0;
+                }
             }
         }
     }
 
-    /**
-     * Handles a closed channel: if this file is closed, or this thread was interrupted, rethrows
-     * (after reopening, in the interrupt case); otherwise reopens if still needed and returns so
-     * the caller retries.
-     */
-    private void recover(FileChannel broken, ClosedChannelException e) throws IOException {
-        if (closed) {
-            throw e;
-        }
-        reopen(broken);
-        if (e instanceof ClosedByInterruptException) {
-            throw e; // this thread's operation was interrupted; others carry on
-        }
-    }
-
-    private synchronized void reopen(FileChannel broken) throws IOException {
-        if (closed || channel != broken) {
-            return; // closed for good, or another thread reopened already
-        }
-        boolean interrupted = Thread.interrupted(); // let the reopen itself run to completion
-        try {
-            FileChannel fresh = openChannel(path, direct);
-            try {
-                lock = lockOrFail(fresh, path);
-            } catch (IOException | RuntimeException e) {
-                fresh.close();
-                throw e;
-            }
-            channel = fresh;
-            reopenCount++;
-        } finally {
-            if (interrupted) {
-                Thread.currentThread().interrupt();
-            }
-        }
+    private String describe(boolean write, int iovecs, long bytes, long at, long alreadyDone) {
+        return (write ? "pwritev" : "preadv") + " of " + bytes + " bytes in " + iovecs + " buffer(s) at offset " + at
+                + " of " + path + (direct ? " (O_DIRECT)" : "") + (alreadyDone > 0 ? ", after " + alreadyDone
+                + " bytes moved," : "");
     }
 
     @Override
@@ -228,14 +236,18 @@ final class DataFile implements AutoCloseable {
         }
         closed = true;
         try {
-            if (lock.isValid()) {
-                lock.release();
-            }
+            PosixFileIo.close(fd, path); // drops this process's record locks on the file too
         } finally {
             try {
-                channel.close();
+                if (lock.isValid()) {
+                    lock.release();
+                }
             } finally {
-                OPEN_IN_THIS_PROCESS.remove(key);
+                try {
+                    lockChannel.close();
+                } finally {
+                    OPEN_IN_THIS_PROCESS.remove(key);
+                }
             }
         }
     }

@@ -44,11 +44,17 @@ import java.nio.ByteOrder;
  * 32 bits of it: the header is tiny, the finaliser mixes every input bit into every output bit,
  * and 32 bits keep the header proper at 64 bytes.
  *
- * <p>Write order: all fields, then the version, then the header checksum; the block then goes to
- * disk in one write, after the payload (so a header on disk vouches for a payload already there).
- * A reader checks magic, major version and header checksum (a torn header fails these), then the
- * handle, length, generation and payload checksum against what the tier holds in memory (a stale
- * header from an earlier write fails the generation check).
+ * <p>Write order: all fields, then the version, then the header checksum (encoded in memory). The
+ * header block and the payload then go to disk together, in one vectored write
+ * ({@code pwritev(2)}; only objects larger than a staging buffer write the payload first and the
+ * header last), so the device may land them in any order: a crash or failed write mid-way can
+ * leave a new header over an old or partial payload, or an old header over a new payload. A
+ * header on disk therefore vouches for a payload only when the payload's {@link Checksum64}
+ * matches the one it records: a torn object is detectable. A reader checks magic, major version
+ * and header checksum (a torn header fails these), then the handle, length, generation and payload
+ * checksum against what the tier holds in memory (a stale header from an earlier write fails the
+ * generation check; a torn payload fails the payload checksum). While the tier is open, that
+ * in-memory record is the source of truth; the files are truncated when a tier opens.
  *
  * <p>Ownership: the data files are locked exclusively by the owning process while the tier is
  * open (a file lock, released by the kernel if the process dies), which takes the place of an

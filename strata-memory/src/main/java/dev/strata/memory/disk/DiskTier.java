@@ -12,12 +12,14 @@ import dev.strata.memory.TierStats;
 import dev.strata.memory.alloc.BestFitAllocator;
 
 import java.io.IOException;
+import java.io.InterruptedIOException;
 import java.lang.foreign.MemorySegment;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.ReentrantReadWriteLock;
@@ -34,31 +36,47 @@ import java.util.concurrent.locks.ReentrantReadWriteLock;
  * {@link Checksum64}, write generation) sits in the first block and the payload starts at the second.
  * A write checksums the payload as it moves it (in the same pass as the copy into a staging buffer,
  * {@link Checksum64#copyAndUpdate}; a caller segment written in place is checksummed over the
- * source), writes it, then writes the header (one write when both fit one staging buffer) and
- * only then marks the object readable; a read checksums the same way as it copies out of staging
- * (in place: over the bytes read); a read checks the header against what the tier
- * remembers (handle, length, generation, checksum, kept in memory) and the payload against its
- * checksum, throwing {@link CorruptObjectException} on any mismatch. Direct I/O needs aligned
- * buffers, offsets and lengths: a caller's native segment whose address is block-aligned is read
- * or written in place except for a tail shorter than a block; everything else passes through a
- * staging buffer from a small pool carved from one arena at open ({@link StagingPool}). Data files
- * are sparse, so a full file system shows up as ENOSPC during a write: the write fails with
- * {@link TierIoException}, that object stays unreadable, every other object stays readable, and
- * later writes succeed once space frees. Nothing is synced to stable storage and a tier starts
- * empty at open (its files are truncated): DISK holds a cache that does not outlive the process;
- * the headers make the files self-describing for inspection.
+ * source), encodes the header into a staging block and moves header and payload with ONE
+ * positional vectored write ({@code pwritev(2)} on a raw descriptor, see {@link DataFile}):
+ * [header block from staging | payload straight from the caller's segment | staged tail block];
+ * only then is the object marked readable. A read is likewise ONE {@code preadv(2)} of
+ * [header block into staging | payload straight into the caller's segment | tail block into
+ * staging], after which the header is checked against what the tier remembers (handle, length,
+ * generation, checksum, kept in memory) and the payload against its checksum (summed over the
+ * bytes read, or fused with the copy out of staging), throwing {@link CorruptObjectException} on
+ * any mismatch. Direct I/O needs aligned buffers, offsets and lengths: a caller's native segment
+ * whose address is block-aligned moves in place except for a tail shorter than a block;
+ * everything else is copied through a staging buffer from a small pool carved from one arena at
+ * open ({@link StagingPool}), header and payload still in one I/O when they fit one buffer
+ * (an object larger than a staging buffer goes chunk by chunk: writes put the header last, reads
+ * take it with the first chunk). Data files are sparse, so a full file system shows up as ENOSPC
+ * during a write: the write fails with {@link TierIoException}, that object stays unreadable,
+ * every other object stays readable, and later writes succeed once space frees. Nothing is synced
+ * to stable storage and a tier starts empty at open (its files are truncated): DISK holds a cache
+ * that does not outlive the process; the headers make the files self-describing for inspection.
+ *
+ * <p>Crash and ordering. One vectored write gives no order between its blocks: a crash (or a
+ * failed write) mid-way can leave the new header over an old or partial payload, or the old header
+ * over a new payload. While the tier is open the in-memory record is the source of truth: an
+ * object is readable only after its write returned in full, and every read checks the header's
+ * generation and the payload's checksum against that record, so a torn object is reported as
+ * {@link CorruptObjectException}, never returned. On disk, a header vouches for a payload only
+ * if the payload's {@link Checksum64} matches the one it records: a torn object is detectable by
+ * anyone inspecting the files. A read that throws leaves the destination's bytes unspecified (an
+ * in-place payload lands there before the checks run).
  *
  * <p>Threads: every method may be called from any thread. Reads and writes of different objects
- * run fully in parallel: the data path takes no exclusive lock (positional {@code FileChannel}
- * I/O, a concurrent map of object records, per-file allocators with their own short locks); it
- * holds the shared side of a read-write lock whose exclusive side only {@link #close} takes, so
- * that close waits for transfers in flight. Staged transfers in flight are bounded by the number of
- * staging buffers (at least as many as I/O threads is the sensible setting). As the {@link Tier}
- * contract says, a write of one allocation must not race with a read, write or free of the same
- * allocation. Interrupting a thread inside a read or write fails that operation with
- * {@link TierIoException} (a failed write leaves its object unreadable); the data file's channel,
- * which the interrupt closes, is reopened and other threads' transfers carry on
- * ({@link #channelReopens()} counts this).
+ * run fully in parallel: the data path takes no exclusive lock (positional vectored I/O on a raw
+ * descriptor, a concurrent map of object records, per-file allocators with their own short
+ * locks); it holds the shared side of a read-write lock whose exclusive side only {@link #close}
+ * takes, so that close waits for transfers in flight. Transfers in flight are bounded by the
+ * number of staging buffers (every transfer borrows one for its header block; at least as many as
+ * I/O threads is the sensible setting). As the {@link Tier} contract says, a write of one
+ * allocation must not race with a read, write or free of the same allocation. A read or write
+ * started by a thread whose interrupt flag is set fails with {@link TierIoException} (cause
+ * {@link java.io.InterruptedIOException}, flag kept; a failed write leaves its object
+ * unreadable); an I/O call already in the kernel completes. Interrupts never disturb the data
+ * files or other threads' transfers (a raw descriptor is not closed by an interrupt).
  *
  * <p>Invariants: an object is readable only after its payload and header are both on disk and its
  * record is published (a volatile store after the record's fields); a failed write leaves the
@@ -68,7 +86,11 @@ import java.util.concurrent.locks.ReentrantReadWriteLock;
 public final class DiskTier implements Tier {
 
     private static final System.Logger LOG = System.getLogger(DiskTier.class.getName());
-    private static final long MAX_IO = 1L << 30; // bytes per single read/write call (ByteBuffer limit)
+    /** Bytes checksummed at the first open to get the checksum loop compiled (see {@link #warmChecksum}). */
+    private static final long CHECKSUM_WARM_BYTES = 64 * Sizes.MiB;
+    /** Nanoseconds the warm-up may take at most, whatever it reached. */
+    private static final long CHECKSUM_WARM_NANOS = 300_000_000L;
+    private static final AtomicBoolean CHECKSUM_WARMED = new AtomicBoolean(); // once per JVM
 
     /**
      * Where an allocation lives on disk, for diagnostics and tools.
@@ -237,9 +259,44 @@ public final class DiskTier implements Tier {
             closeQuietly(files);
             throw e;
         }
+        warmChecksum(staging);
         DiskTier tier = new DiskTier(name, dir, store, fileSize, files, mode, reason, options.deleteOnClose(), staging);
         LOG.log(System.Logger.Level.INFO, tier.description());
         return tier;
+    }
+
+    /**
+     * Runs the payload checksum over a staging buffer, alone and fused with a copy, until the JIT
+     * has compiled it: before C2 compiles it the Vector API code runs many times slower than the
+     * disk, and without this a tier's first few hundred MiB moved would pay for that (measured: a
+     * first 256 MiB of 256 KiB writes at a third of the speed of the next). Once per JVM, at the
+     * first open; at most {@link #CHECKSUM_WARM_BYTES} bytes or {@link #CHECKSUM_WARM_NANOS}.
+     */
+    private static void warmChecksum(StagingPool staging) {
+        if (!CHECKSUM_WARMED.compareAndSet(false, true)) {
+            return;
+        }
+        StagingPool.Lease lease;
+        try {
+            lease = staging.acquire(); // a fresh pool: never waits
+        } catch (InterruptedIOException e) {
+            CHECKSUM_WARMED.set(false); // the next open warms up instead
+            return;
+        }
+        try {
+            MemorySegment buf = lease.buffer();
+            long slice = Math.min(64 * Sizes.KiB, buf.byteSize() / 2); // many calls: invocation and loop counters
+            buf.fill((byte) 0x5A);
+            Checksum64 checksum = new Checksum64();
+            long deadline = System.nanoTime() + CHECKSUM_WARM_NANOS;
+            for (long done = 0; done < CHECKSUM_WARM_BYTES && System.nanoTime() < deadline; done += 2 * slice) {
+                checksum.reset().update(buf, 0, slice);
+                checksum.copyAndUpdate(buf, 0, buf, slice, slice);
+            }
+            buf.fill((byte) 0);
+        } finally {
+            staging.release(lease);
+        }
     }
 
     private static DataFile[] openFiles(String name, Path dir, int count, boolean direct) throws IOException {
@@ -345,11 +402,11 @@ public final class DiskTier implements Tier {
         return paths;
     }
 
-    /** Times a data file's channel was reopened because an interrupted I/O thread closed it. */
-    public long channelReopens() {
+    /** Vectored I/O calls made on the data files so far (normally one per object read or written). */
+    long ioCalls() {
         long sum = 0;
         for (DataFile f : files) {
-            sum += f.reopenCount();
+            sum += f.ioCalls();
         }
         return sum;
     }
@@ -462,7 +519,7 @@ public final class DiskTier implements Tier {
             try {
                 header = writeObject(r, src);
             } catch (IOException e) {
-                String full = e.getMessage() != null && e.getMessage().contains("No space left on device")
+                String full = e instanceof PosixFileIo.ErrnoException errno && errno.errno() == PosixFileIo.ENOSPC
                         ? " [file system full]" : "";
                 throw new TierIoException(name, "write of handle " + handle + " (" + length + " payload bytes, "
                         + (blockSize + BlockAlignment.alignUp(length, blockSize)) + " bytes on disk) to "
@@ -478,7 +535,10 @@ public final class DiskTier implements Tier {
         }
     }
 
-    /** Writes payload then header; returns the header written. */
+    /**
+     * Writes header and payload, in one vectored call unless the object must be staged and is
+     * larger than a staging buffer; returns the header written.
+     */
     private DiskObjectHeader writeObject(ObjectRecord r, SegmentChain src) throws IOException {
         DataFile file = files[r.file];
         long length = src.length();
@@ -487,63 +547,64 @@ public final class DiskTier implements Tier {
         long generation = generations.incrementAndGet();
         Checksum64 checksum = CHECKSUM.get().reset();
         DiskObjectHeader header;
-        MemorySegment buf = staging.acquire();
+        StagingPool.Lease lease = staging.acquire();
+        MemorySegment buf = lease.buffer();
+        MemorySegment scratch = lease.scratch();
         try {
             MemorySegment single = src.parts().size() == 1 ? src.parts().getFirst() : null;
             long inPlace = single == null ? 0 : inPlaceLength(single);
             if (inPlace > 0) {
+                // [header block | payload straight from the caller | staged tail], one pwritev
                 checksum.update(single, 0, inPlace); // written straight from the source: summed over it
-                writeInPlace(file, single.asSlice(0, inPlace), payloadAt);
-                long tail = length - inPlace;
+                long tail = length - inPlace;        // < one block (direct); 0 (buffered)
+                MemorySegment tailBlock = null;
                 if (tail > 0) {
                     long io = ioLength(tail);
-                    checksum.copyAndUpdate(single, inPlace, buf, 0, tail);
-                    buf.asSlice(tail, io - tail).fill((byte) 0);
-                    file.writeFully(buf.asSlice(0, io).asByteBuffer(), payloadAt + inPlace);
+                    checksum.copyAndUpdate(single, inPlace, buf, blockSize, tail);
+                    buf.asSlice(blockSize + tail, io - tail).fill((byte) 0);
+                    tailBlock = buf.asSlice(blockSize, io);
                 }
                 header = header(r, length, generation, checksum);
-                writeHeader(file, buf, header, headerAt);
+                MemorySegment block = buf.asSlice(0, blockSize);
+                header.encodeTo(block);
+                MemorySegment payload = single.asSlice(0, inPlace);
+                if (tailBlock == null) {
+                    file.transfer(true, scratch, headerAt, block, payload);
+                } else {
+                    file.transfer(true, scratch, headerAt, block, payload, tailBlock);
+                }
             } else if (blockSize + ioLength(length) <= buf.byteSize()) {
+                // [header block | staged payload] contiguous in one buffer, one pwritev
                 long io = ioLength(length);
                 src.copyOut(0, buf, blockSize, length, checksum);
                 buf.asSlice(blockSize + length, io - length).fill((byte) 0);
                 header = header(r, length, generation, checksum);
                 header.encodeTo(buf.asSlice(0, blockSize));
-                file.writeFully(buf.asSlice(0, blockSize + io).asByteBuffer(), headerAt);
+                file.transfer(true, scratch, headerAt, buf.asSlice(0, blockSize + io));
             } else {
+                // larger than a staging buffer: payload chunk by chunk, then the header
                 long chunk = buf.byteSize(); // a block multiple, so every chunk but the last is aligned
                 for (long done = 0; done < length; ) {
                     long n = Math.min(chunk, length - done);
                     long io = ioLength(n);
                     src.copyOut(done, buf, 0, n, checksum);
                     buf.asSlice(n, io - n).fill((byte) 0);
-                    file.writeFully(buf.asSlice(0, io).asByteBuffer(), payloadAt + done);
+                    file.transfer(true, scratch, payloadAt + done, buf.asSlice(0, io));
                     done += n;
                 }
                 header = header(r, length, generation, checksum);
-                writeHeader(file, buf, header, headerAt);
+                MemorySegment block = buf.asSlice(0, blockSize);
+                header.encodeTo(block);
+                file.transfer(true, scratch, headerAt, block);
             }
         } finally {
-            staging.release(buf);
+            staging.release(lease);
         }
         return header;
     }
 
     private DiskObjectHeader header(ObjectRecord r, long length, long generation, Checksum64 checksum) {
         return new DiskObjectHeader(r.handle, length, generation, checksum.value(), pid, System.currentTimeMillis());
-    }
-
-    private void writeHeader(DataFile file, MemorySegment buf, DiskObjectHeader header, long headerAt) throws IOException {
-        MemorySegment block = buf.asSlice(0, blockSize);
-        header.encodeTo(block);
-        file.writeFully(block.asByteBuffer(), headerAt);
-    }
-
-    private static void writeInPlace(DataFile file, MemorySegment src, long position) throws IOException {
-        long size = src.byteSize();
-        for (long off = 0; off < size; off += MAX_IO) {
-            file.writeFully(src.asSlice(off, Math.min(MAX_IO, size - off)).asByteBuffer(), position + off);
-        }
     }
 
     // ---- reads -------------------------------------------------------------------------------
@@ -591,46 +652,52 @@ public final class DiskTier implements Tier {
         long headerAt = r.fileOffset;
         long payloadAt = headerAt + blockSize;
         Checksum64 sum = CHECKSUM.get().reset();
-        MemorySegment buf = staging.acquire();
+        StagingPool.Lease lease = staging.acquire();
+        MemorySegment buf = lease.buffer();
+        MemorySegment scratch = lease.scratch();
         try {
             MemorySegment single = dst.parts().size() == 1 ? dst.parts().getFirst() : null;
             long inPlace = single == null ? 0 : inPlaceLength(single);
             if (inPlace > 0) {
-                readAndCheckHeader(file, buf, r, length, generation, checksum);
-                readInPlace(file, single.asSlice(0, inPlace), payloadAt);
-                sum.update(single, 0, inPlace); // read straight into the destination: summed over it
+                // [header block | payload straight into the caller | staged tail], one preadv
                 long tail = length - inPlace;
+                MemorySegment block = buf.asSlice(0, blockSize);
+                MemorySegment payload = single.asSlice(0, inPlace);
                 if (tail > 0) {
-                    file.readFully(buf.asSlice(0, ioLength(tail)).asByteBuffer(), payloadAt + inPlace);
-                    sum.copyAndUpdate(buf, 0, single, inPlace, tail);
+                    file.transfer(false, scratch, headerAt, block, payload, buf.asSlice(blockSize, ioLength(tail)));
+                } else {
+                    file.transfer(false, scratch, headerAt, block, payload);
+                }
+                checkHeader(buf, r, length, generation, checksum);
+                sum.update(single, 0, inPlace); // read straight into the destination: summed over it
+                if (tail > 0) {
+                    sum.copyAndUpdate(buf, blockSize, single, inPlace, tail);
                 }
             } else if (blockSize + ioLength(length) <= buf.byteSize()) {
-                file.readFully(buf.asSlice(0, blockSize + ioLength(length)).asByteBuffer(), headerAt);
+                file.transfer(false, scratch, headerAt, buf.asSlice(0, blockSize + ioLength(length)));
                 checkHeader(buf, r, length, generation, checksum);
                 dst.copyIn(0, buf, blockSize, length, sum);
             } else {
-                readAndCheckHeader(file, buf, r, length, generation, checksum);
+                // larger than a staging buffer: the header with the first chunk, then the rest
+                long first = buf.byteSize() - blockSize; // a block multiple
+                file.transfer(false, scratch, headerAt, buf);
+                checkHeader(buf, r, length, generation, checksum);
+                dst.copyIn(0, buf, blockSize, first, sum);
                 long chunk = buf.byteSize();
-                for (long done = 0; done < length; ) {
+                for (long done = first; done < length; ) {
                     long n = Math.min(chunk, length - done);
-                    file.readFully(buf.asSlice(0, ioLength(n)).asByteBuffer(), payloadAt + done);
+                    file.transfer(false, scratch, payloadAt + done, buf.asSlice(0, ioLength(n)));
                     dst.copyIn(done, buf, 0, n, sum);
                     done += n;
                 }
             }
         } finally {
-            staging.release(buf);
+            staging.release(lease);
         }
         long actual = sum.value();
         if (actual != checksum) {
             throw new CorruptObjectException(name, r.handle, length, checksum, actual);
         }
-    }
-
-    private void readAndCheckHeader(DataFile file, MemorySegment buf, ObjectRecord r, long length, long generation,
-                                    long checksum) throws IOException {
-        file.readFully(buf.asSlice(0, blockSize).asByteBuffer(), r.fileOffset);
-        checkHeader(buf, r, length, generation, checksum);
     }
 
     private void checkHeader(MemorySegment buf, ObjectRecord r, long length, long generation, long checksum) {
@@ -642,13 +709,6 @@ public final class DiskTier implements Tier {
                             + " written (handle %d, %d bytes, generation %d, checksum 0x%016x): stale or misplaced header",
                     h.handle(), h.payloadLength(), h.generation(), h.payloadChecksum(),
                     r.handle, length, generation, checksum));
-        }
-    }
-
-    private static void readInPlace(DataFile file, MemorySegment dst, long position) throws IOException {
-        long size = dst.byteSize();
-        for (long off = 0; off < size; off += MAX_IO) {
-            file.readFully(dst.asSlice(off, Math.min(MAX_IO, size - off)).asByteBuffer(), position + off);
         }
     }
 

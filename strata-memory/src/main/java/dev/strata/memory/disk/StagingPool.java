@@ -7,12 +7,13 @@ import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
- * A small fixed set of block-aligned staging buffers for direct I/O, all carved from one shared
- * arena created when the pool is made and closed once when it is closed (never an arena per
- * operation).
+ * A small fixed set of block-aligned staging buffers for direct I/O, each with a small native
+ * scratch area for the vectored I/O call ({@code struct iovec} array and captured errno, see
+ * {@link PosixFileIo#SCRATCH_BYTES}), all carved from one shared arena created when the pool is
+ * made and closed once when it is closed (never an arena per operation).
  *
  * <p>An operation borrows one buffer for its whole duration and returns it; when all are
- * borrowed, {@link #acquire} waits, which bounds the number of staged transfers in flight to
+ * borrowed, {@link #acquire} waits, which bounds the number of transfers in flight to
  * {@link #count()}.
  *
  * <p>Threads: {@link #acquire} and {@link #release} from any thread (a blocking queue);
@@ -22,7 +23,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
 final class StagingPool implements AutoCloseable {
 
     private final Arena arena = Arena.ofShared();
-    private final ArrayBlockingQueue<MemorySegment> idle;
+    private final ArrayBlockingQueue<Lease> idle;
     private final int count;          // buffers in all
     private final long bufferSize;    // bytes per buffer, a multiple of the alignment
     private final AtomicBoolean closed = new AtomicBoolean();
@@ -43,13 +44,23 @@ final class StagingPool implements AutoCloseable {
         for (int i = 0; i < count; i++) {
             MemorySegment buffer = arena.allocate(bufferSize, alignment);
             buffer.fill((byte) 0); // touch every page now rather than on the first transfer
-            idle.add(buffer);
+            MemorySegment scratch = arena.allocate(PosixFileIo.SCRATCH_BYTES, PosixFileIo.SCRATCH_ALIGNMENT);
+            idle.add(new Lease(buffer, scratch));
         }
     }
 
+    /**
+     * What one operation borrows.
+     *
+     * @param buffer  {@link #bufferSize()} bytes, block-aligned
+     * @param scratch {@link PosixFileIo#SCRATCH_BYTES} bytes for one vectored call at a time
+     */
+    record Lease(MemorySegment buffer, MemorySegment scratch) {
+    }
+
     /** Borrows a buffer, waiting while all are borrowed (only the wait is interruptible). */
-    MemorySegment acquire() throws InterruptedIOException {
-        MemorySegment ready = idle.poll();
+    Lease acquire() throws InterruptedIOException {
+        Lease ready = idle.poll();
         if (ready != null) {
             return ready;
         }
@@ -62,8 +73,8 @@ final class StagingPool implements AutoCloseable {
     }
 
     /** Returns a buffer borrowed with {@link #acquire}. */
-    void release(MemorySegment buffer) {
-        if (!idle.offer(buffer)) {
+    void release(Lease lease) {
+        if (!idle.offer(lease)) {
             throw new IllegalStateException("staging buffer returned twice (pool holds " + count + ")");
         }
     }

@@ -109,7 +109,8 @@ class DiskTierFullDiskTest {
             assertThat(handles).as("some objects fit before the file system filled").hasSizeGreaterThan(3);
             assertThat(failure.tier()).isEqualTo("tiny-disk");
             assertThat(failure.getMessage()).contains("tier 'tiny-disk'").contains("write of handle " + failedHandle)
-                    .contains(OBJECT + " payload bytes").contains("No space left on device");
+                    .contains(OBJECT + " payload bytes").contains("[file system full]")
+                    .contains("ENOSPC (No space left on device)");
 
             // the failed object is not readable
             assertThat(tier.read(failedHandle, MemorySegment.ofArray(new byte[OBJECT]))).isFalse();
