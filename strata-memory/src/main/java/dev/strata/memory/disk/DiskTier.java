@@ -12,14 +12,12 @@ import dev.strata.memory.TierStats;
 import dev.strata.memory.alloc.BestFitAllocator;
 
 import java.io.IOException;
-import java.io.InterruptedIOException;
 import java.lang.foreign.MemorySegment;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.ReentrantReadWriteLock;
@@ -86,11 +84,6 @@ import java.util.concurrent.locks.ReentrantReadWriteLock;
 public final class DiskTier implements Tier {
 
     private static final System.Logger LOG = System.getLogger(DiskTier.class.getName());
-    /** Bytes checksummed at the first open to get the checksum loop compiled (see {@link #warmChecksum}). */
-    private static final long CHECKSUM_WARM_BYTES = 64 * Sizes.MiB;
-    /** Nanoseconds the warm-up may take at most, whatever it reached. */
-    private static final long CHECKSUM_WARM_NANOS = 300_000_000L;
-    private static final AtomicBoolean CHECKSUM_WARMED = new AtomicBoolean(); // once per JVM
 
     /**
      * Where an allocation lives on disk, for diagnostics and tools.
@@ -259,44 +252,9 @@ public final class DiskTier implements Tier {
             closeQuietly(files);
             throw e;
         }
-        warmChecksum(staging);
         DiskTier tier = new DiskTier(name, dir, store, fileSize, files, mode, reason, options.deleteOnClose(), staging);
         LOG.log(System.Logger.Level.INFO, tier.description());
         return tier;
-    }
-
-    /**
-     * Runs the payload checksum over a staging buffer, alone and fused with a copy, until the JIT
-     * has compiled it: before C2 compiles it the Vector API code runs many times slower than the
-     * disk, and without this a tier's first few hundred MiB moved would pay for that (measured: a
-     * first 256 MiB of 256 KiB writes at a third of the speed of the next). Once per JVM, at the
-     * first open; at most {@link #CHECKSUM_WARM_BYTES} bytes or {@link #CHECKSUM_WARM_NANOS}.
-     */
-    private static void warmChecksum(StagingPool staging) {
-        if (!CHECKSUM_WARMED.compareAndSet(false, true)) {
-            return;
-        }
-        StagingPool.Lease lease;
-        try {
-            lease = staging.acquire(); // a fresh pool: never waits
-        } catch (InterruptedIOException e) {
-            CHECKSUM_WARMED.set(false); // the next open warms up instead
-            return;
-        }
-        try {
-            MemorySegment buf = lease.buffer();
-            long slice = Math.min(64 * Sizes.KiB, buf.byteSize() / 2); // many calls: invocation and loop counters
-            buf.fill((byte) 0x5A);
-            Checksum64 checksum = new Checksum64();
-            long deadline = System.nanoTime() + CHECKSUM_WARM_NANOS;
-            for (long done = 0; done < CHECKSUM_WARM_BYTES && System.nanoTime() < deadline; done += 2 * slice) {
-                checksum.reset().update(buf, 0, slice);
-                checksum.copyAndUpdate(buf, 0, buf, slice, slice);
-            }
-            buf.fill((byte) 0);
-        } finally {
-            staging.release(lease);
-        }
     }
 
     private static DataFile[] openFiles(String name, Path dir, int count, boolean direct) throws IOException {
