@@ -4,7 +4,8 @@ import java.util.Arrays;
 import java.util.function.DoubleSupplier;
 
 /**
- * Measures a candidate against its baseline fairly on a noisy shared machine: the two run in
+ * Measures a candidate against its baseline fairly on a noisy shared machine: each side runs
+ * once unmeasured (JIT compilation, first touch of pages and file blocks), then the two run in
  * alternation, several times, and each side's median is kept.
  *
  * <p>Stateless; any thread.
@@ -13,8 +14,10 @@ public final class Trials {
     private Trials() {
     }
 
-    /** Medians of {@code rounds} alternating runs: {@code [baseline, candidate]}. */
+    /** Medians of {@code rounds} alternating runs after one warm-up run of each: {@code [baseline, candidate]}. */
     public static double[] alternate(int rounds, DoubleSupplier baseline, DoubleSupplier candidate) {
+        baseline.getAsDouble();
+        candidate.getAsDouble();
         double[] b = new double[rounds];
         double[] c = new double[rounds];
         for (int i = 0; i < rounds; i++) {
