@@ -41,7 +41,7 @@ import java.util.SplittableRandom;
 public final class TiersScenario implements Scenario {
 
     private static final long[] BLOCK_SIZES = {16 * Sizes.KiB, 256 * Sizes.KiB, 2 * Sizes.MiB};
-    private static final long BATCH_BYTES = 4 * Sizes.MiB; // bytes per engine batch in memory-to-memory figures
+    private static final long BATCH_BYTES = 16 * Sizes.MiB; // bytes per engine batch (at most 256 transfers) in memory figures
 
     @Override
     public String name() {
@@ -146,7 +146,7 @@ public final class TiersScenario implements Scenario {
                             () -> CopyMeasure.raw(src, sh, dst, dh, size),
                             () -> CopyMeasure.batched(engine, src, sh, dst, dh, size, BATCH_BYTES));
                     figures.add(Figure.of(src.name() + "_to_" + dst.name() + "_copy_" + label(size), m[1], "GB/s",
-                            "raw MemorySegment.copy", m[0], ">= 0.9").withNote("submitBatch, 4 MiB batches, 2 in flight"));
+                            "raw MemorySegment.copy", m[0], ">= 0.9").withNote("submitBatch, 16 MiB or 256 transfers a batch, 2 in flight"));
                 }
             }
             for (int t = 0; t < tiers.length; t++) {

@@ -11,7 +11,7 @@ import java.util.concurrent.atomic.LongAdder;
  * decayed with weight {@link #ALPHA} per sample. Threads: any; recording is lock-free (a CAS loop
  * on each average).
  *
- * <p>Small operations are timed by sampling: {@link #start()} reads the clock for about one
+ * <p>Small operations are timed by sampling: {@link #startRead()} and {@link #startWrite()} read the clock for about one
  * operation in {@link #SAMPLE_EVERY} and {@link #readDone}/{@link #writeDone} fold only those into
  * the averages, while counts and bytes stay exact. Two clock reads and two CAS loops cost about as
  * much as copying a few hundred bytes; sampling keeps the meter off the cost of small objects.
@@ -27,6 +27,8 @@ public final class TierMeter {
     /** What {@link #start()} returns for an operation that is not timed. */
     public static final long NOT_TIMED = Long.MIN_VALUE;
 
+    private volatile boolean timedRead; // a read has been timed
+    private volatile boolean timedWrite; // a write has been timed
     private final LongAdder readOps = new LongAdder();
     private final LongAdder writeOps = new LongAdder();
     private final LongAdder bytesRead = new LongAdder();
@@ -36,12 +38,22 @@ public final class TierMeter {
     private final AtomicLong readLatencyBits = new AtomicLong(); // ns as double bits
     private final AtomicLong writeLatencyBits = new AtomicLong(); // ns as double bits
 
-    /** The start of an operation: the clock for a sampled operation, else {@link #NOT_TIMED}. */
-    public long start() {
-        return java.util.concurrent.ThreadLocalRandom.current().nextInt(SAMPLE_EVERY) == 0 ? System.nanoTime() : NOT_TIMED;
+    /**
+     * The start of a read: the clock for a sampled read, else {@link #NOT_TIMED}. Until one read
+     * has been timed, every read is, so the averages exist as soon as anything ran.
+     */
+    public long startRead() {
+        return !timedRead || java.util.concurrent.ThreadLocalRandom.current().nextInt(SAMPLE_EVERY) == 0
+                ? System.nanoTime() : NOT_TIMED;
     }
 
-    /** Records one completed read of {@code bytes} that began at {@code start} (from {@link #start()}). */
+    /** Like {@link #startRead()}, for a write. */
+    public long startWrite() {
+        return !timedWrite || java.util.concurrent.ThreadLocalRandom.current().nextInt(SAMPLE_EVERY) == 0
+                ? System.nanoTime() : NOT_TIMED;
+    }
+
+    /** Records one completed read of {@code bytes} that began at {@code start} (from {@link #startRead()} or {@link #startWrite()}). */
     public void readDone(long bytes, long start) {
         if (start == NOT_TIMED) {
             readOps.increment();
@@ -51,7 +63,7 @@ public final class TierMeter {
         }
     }
 
-    /** Records one completed write of {@code bytes} that began at {@code start} (from {@link #start()}). */
+    /** Records one completed write of {@code bytes} that began at {@code start} (from {@link #startRead()} or {@link #startWrite()}). */
     public void writeDone(long bytes, long start) {
         if (start == NOT_TIMED) {
             writeOps.increment();
@@ -76,6 +88,9 @@ public final class TierMeter {
      * {@code nanos} in all: one latency sample of their mean, one bandwidth sample of the whole.
      */
     public void recordReads(long ops, long bytes, long nanos) {
+        if (!timedRead) {
+            timedRead = true;
+        }
         readOps.add(ops);
         bytesRead.add(bytes);
         decay(readLatencyBits, (double) nanos / ops);
@@ -86,6 +101,9 @@ public final class TierMeter {
 
     /** Like {@link #recordReads}, for writes. */
     public void recordWrites(long ops, long bytes, long nanos) {
+        if (!timedWrite) {
+            timedWrite = true;
+        }
         writeOps.add(ops);
         bytesWritten.add(bytes);
         decay(writeLatencyBits, (double) nanos / ops);

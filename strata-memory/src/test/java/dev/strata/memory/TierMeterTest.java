@@ -12,12 +12,12 @@ class TierMeterTest {
         long bytes = 0;
         int timed = 0;
         for (int i = 1; i <= 2000; i++) {
-            long start = meter.start();
+            long start = meter.startWrite();
             if (start != TierMeter.NOT_TIMED) {
                 timed++;
             }
             meter.writeDone(i, start);
-            meter.readDone(2L * i, meter.start());
+            meter.readDone(2L * i, meter.startRead());
             bytes += i;
         }
         TierStats s = meter.snapshot("t", TierKind.HOST, 1 << 20, 0, 0);
@@ -29,6 +29,25 @@ class TierMeterTest {
                 2000 / TierMeter.SAMPLE_EVERY * 3);
         assertThat(s.writeLatencyNanos()).isPositive();
         assertThat(s.readLatencyNanos()).isPositive();
+    }
+
+    @Test
+    void theFirstOperationOfEachDirectionIsTimedThenSamplingStarts() {
+        TierMeter meter = new TierMeter();
+        long first = meter.startWrite();
+        assertThat(first).as("nothing timed yet: the first write is timed").isNotEqualTo(TierMeter.NOT_TIMED);
+        meter.writeDone(100, first);
+        assertThat(meter.snapshot("t", TierKind.HOST, 1 << 20, 0, 0).writeLatencyNanos()).isPositive();
+        int timed = 0;
+        for (int i = 0; i < 1600; i++) { // a tier that is only ever written is sampled too
+            long start = meter.startWrite();
+            if (start != TierMeter.NOT_TIMED) {
+                timed++;
+            }
+            meter.writeDone(100, start);
+        }
+        assertThat(timed).isBetween(1600 / TierMeter.SAMPLE_EVERY / 3, 1600 / TierMeter.SAMPLE_EVERY * 3);
+        assertThat(meter.startRead()).as("reads have their own first timing").isNotEqualTo(TierMeter.NOT_TIMED);
     }
 
     @Test

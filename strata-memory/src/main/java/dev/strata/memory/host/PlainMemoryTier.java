@@ -152,7 +152,7 @@ public class PlainMemoryTier implements Tier {
         long size = allocationSize(handle);
         long length = src.byteSize();
         checkFits("write", handle, size, length);
-        long start = meter.start();
+        long start = meter.startWrite();
         MemorySegment.copy(src, 0, memory, handle, length);
         meter.writeDone(length, start);
     }
@@ -163,7 +163,7 @@ public class PlainMemoryTier implements Tier {
         long size = allocationSize(handle);
         long total = totalBytes(parts);
         checkFits("gather write", handle, size, total);
-        long start = meter.start();
+        long start = meter.startWrite();
         long at = handle;
         for (int i = 0, n = parts.size(); i < n; i++) {
             MemorySegment part = parts.get(i);
@@ -183,7 +183,7 @@ public class PlainMemoryTier implements Tier {
         }
         long length = dst.byteSize();
         checkFits("read", handle, size, length);
-        long start = meter.start();
+        long start = meter.startRead();
         MemorySegment.copy(memory, handle, dst, 0, length);
         meter.readDone(length, start);
         return true;
@@ -198,7 +198,7 @@ public class PlainMemoryTier implements Tier {
         }
         long total = totalBytes(parts);
         checkFits("scatter read", handle, size, total);
-        long start = meter.start();
+        long start = meter.startRead();
         long at = handle;
         for (int i = 0, n = parts.size(); i < n; i++) {
             MemorySegment part = parts.get(i);

@@ -443,13 +443,13 @@ public final class PoolTier implements Tier {
     @Override
     public void gatherWrite(long handle, List<MemorySegment> parts) {
         checkOpen();
-        long start = System.nanoTime();
+        long start = meter.startWrite();
         protocol.write(handle, parts);
         long bytes = 0;
         for (MemorySegment p : parts) {
             bytes += p.byteSize();
         }
-        meter.recordWrite(bytes, System.nanoTime() - start);
+        meter.writeDone(bytes, start);
     }
 
     /**
@@ -471,14 +471,14 @@ public final class PoolTier implements Tier {
     @Override
     public boolean scatterRead(long handle, List<MemorySegment> parts) {
         checkOpen();
-        long start = System.nanoTime();
+        long start = meter.startRead();
         boolean ok = protocol.read(handle, parts);
         if (ok) {
             long bytes = 0;
             for (MemorySegment p : parts) {
                 bytes += p.byteSize();
             }
-            meter.recordRead(bytes, System.nanoTime() - start);
+            meter.readDone(bytes, start);
         }
         return ok;
     }
