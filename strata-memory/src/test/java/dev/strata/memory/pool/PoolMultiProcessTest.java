@@ -175,7 +175,8 @@ class PoolMultiProcessTest {
             assertThat(writer.waitFor(30, TimeUnit.SECONDS)).isTrue();
             long smallSize = pool.allocationSize(smallHandle);
             long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
-            while (pool.used() != smallSize && System.nanoTime() < deadline) {
+            // the sweep reclaims the dead writer's chunks, then frees its process slot: wait for both
+            while ((pool.used() != smallSize || pool.attachedProcesses() != 1) && System.nanoTime() < deadline) {
                 Thread.sleep(20);
             }
             assertThat(pool.used()).isEqualTo(smallSize).isEqualTo(pool.usedByScan());
