@@ -1,5 +1,6 @@
 package dev.strata.memory.disk;
 
+import dev.strata.memory.posix.Libc;
 import java.io.EOFException;
 import java.io.IOException;
 import java.io.InterruptedIOException;
@@ -117,7 +118,7 @@ final class DataFile implements AutoCloseable {
                 Files.setPosixFilePermissions(path, PosixFilePermissions.fromString(OWNER_ONLY_TEXT)); // if it existed
                 FileLock lock = lockOrFail(channel, path);
                 channel.truncate(0); // a tier starts empty; only after the lock is ours
-                int flags = PosixFileIo.O_RDWR | PosixFileIo.O_CLOEXEC | (direct ? PosixFileIo.O_DIRECT : 0);
+                int flags = Libc.O_RDWR | Libc.O_CLOEXEC | (direct ? Libc.O_DIRECT : 0);
                 int fd = PosixFileIo.open(path, flags);
                 return new DataFile(path, key, direct, fd, channel, lock, io);
             } catch (IOException | RuntimeException e) {
@@ -196,7 +197,7 @@ final class DataFile implements AutoCloseable {
             ioCalls.increment();
             if (n < 0) {
                 int errno = (int) -n;
-                if (errno == PosixFileIo.EINTR) {
+                if (errno == Libc.EINTR) {
                     continue;
                 }
                 throw new PosixFileIo.ErrnoException(describe(write, k, total - done, position + done, done), errno);

@@ -1,5 +1,6 @@
 package dev.strata.memory.disk;
 
+import dev.strata.memory.posix.Libc;
 import dev.strata.memory.Allocator;
 import dev.strata.memory.Checksum64;
 import dev.strata.memory.CorruptObjectException;
@@ -477,7 +478,7 @@ public final class DiskTier implements Tier {
             try {
                 header = writeObject(r, src);
             } catch (IOException e) {
-                String full = e instanceof PosixFileIo.ErrnoException errno && errno.errno() == PosixFileIo.ENOSPC
+                String full = e instanceof PosixFileIo.ErrnoException errno && errno.errno() == Libc.ENOSPC
                         ? " [file system full]" : "";
                 throw new TierIoException(name, "write of handle " + handle + " (" + length + " payload bytes, "
                         + (blockSize + BlockAlignment.alignUp(length, blockSize)) + " bytes on disk) to "

@@ -1,15 +1,12 @@
 package dev.strata.memory.disk;
 
+import static dev.strata.memory.posix.Libc.*;
+
 import java.io.IOException;
 import java.lang.foreign.Arena;
-import java.lang.foreign.FunctionDescriptor;
 import java.lang.foreign.Linker;
-import java.lang.foreign.MemoryLayout;
 import java.lang.foreign.MemorySegment;
-import java.lang.foreign.StructLayout;
 import java.lang.foreign.ValueLayout;
-import java.lang.invoke.MethodHandle;
-import java.lang.invoke.VarHandle;
 import java.nio.file.Path;
 
 /**
@@ -32,22 +29,11 @@ import java.nio.file.Path;
 @SuppressWarnings("restricted") // open, close, preadv and pwritev are called on purpose, with checked arguments
 final class PosixFileIo {
 
-    static final int O_RDWR = 0x2;
-    static final int O_CLOEXEC = 0x80000;
-    /** {@code O_DIRECT}: 040000 on x86-64, 0200000 on AArch64. */
-    static final int O_DIRECT = "aarch64".equals(System.getProperty("os.arch")) ? 0x10000 : 0x4000;
 
-    static final int EINTR = 4;
-    static final int EAGAIN = 11;
-    static final int ENOSPC = 28;
 
     /** Most {@code struct iovec} entries one call passes (header block, payload, staged tail). */
     static final int MAX_IOVECS = 4;
 
-    private static final Linker LINKER = Linker.nativeLinker();
-    private static final StructLayout CALL_STATE = Linker.Option.captureStateLayout();
-    private static final VarHandle ERRNO = CALL_STATE.varHandle(MemoryLayout.PathElement.groupElement("errno"));
-    private static final Linker.Option CAPTURE_ERRNO = Linker.Option.captureCallState("errno");
     private static final long IOVEC_BYTES = 16; // struct iovec { void *iov_base; size_t iov_len; } on LP64
     private static final long CALL_STATE_AT = MAX_IOVECS * IOVEC_BYTES; // bytes, offset of the call state in scratch
 
@@ -56,27 +42,6 @@ final class PosixFileIo {
     /** Alignment of the scratch segment. */
     static final long SCRATCH_ALIGNMENT = Math.max(8, CALL_STATE.byteAlignment());
 
-    /** {@code int open(const char *path, int flags, ...)}: variadic, the mode is the first variadic. */
-    private static final MethodHandle OPEN = LINKER.downcallHandle(
-            LINKER.defaultLookup().findOrThrow("open"),
-            FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.JAVA_INT, ValueLayout.JAVA_INT),
-            CAPTURE_ERRNO, Linker.Option.firstVariadicArg(2));
-    private static final MethodHandle CLOSE = LINKER.downcallHandle(
-            LINKER.defaultLookup().findOrThrow("close"),
-            FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_INT),
-            CAPTURE_ERRNO);
-    /** {@code ssize_t pwritev(int fd, const struct iovec *iov, int iovcnt, off_t offset)}. */
-    private static final MethodHandle PWRITEV = LINKER.downcallHandle(
-            LINKER.defaultLookup().findOrThrow("pwritev"),
-            FunctionDescriptor.of(ValueLayout.JAVA_LONG, ValueLayout.JAVA_INT, ValueLayout.ADDRESS,
-                    ValueLayout.JAVA_INT, ValueLayout.JAVA_LONG),
-            CAPTURE_ERRNO);
-    /** {@code ssize_t preadv(int fd, const struct iovec *iov, int iovcnt, off_t offset)}. */
-    private static final MethodHandle PREADV = LINKER.downcallHandle(
-            LINKER.defaultLookup().findOrThrow("preadv"),
-            FunctionDescriptor.of(ValueLayout.JAVA_LONG, ValueLayout.JAVA_INT, ValueLayout.ADDRESS,
-                    ValueLayout.JAVA_INT, ValueLayout.JAVA_LONG),
-            CAPTURE_ERRNO);
 
     /** A failed call: which call, on which file, and the errno. */
     static final class ErrnoException extends IOException {
@@ -165,44 +130,5 @@ final class PosixFileIo {
         return n >= 0 ? n : -errno(state);
     }
 
-    private static int errno(MemorySegment state) {
-        return (int) ERRNO.get(state, 0L);
-    }
 
-    /** "ENOSPC (No space left on device)" for the errno values a file transfer can meet; "errno N" otherwise. */
-    static String describe(int errno) {
-        String text = switch (errno) {
-            case 1 -> "EPERM (Operation not permitted)";
-            case 2 -> "ENOENT (No such file or directory)";
-            case 4 -> "EINTR (Interrupted system call)";
-            case 5 -> "EIO (Input/output error)";
-            case 6 -> "ENXIO (No such device or address)";
-            case 9 -> "EBADF (Bad file descriptor)";
-            case 11 -> "EAGAIN (Resource temporarily unavailable)";
-            case 12 -> "ENOMEM (Cannot allocate memory)";
-            case 13 -> "EACCES (Permission denied)";
-            case 14 -> "EFAULT (Bad address)";
-            case 16 -> "EBUSY (Device or resource busy)";
-            case 17 -> "EEXIST (File exists)";
-            case 19 -> "ENODEV (No such device)";
-            case 20 -> "ENOTDIR (Not a directory)";
-            case 21 -> "EISDIR (Is a directory)";
-            case 22 -> "EINVAL (Invalid argument)";
-            case 23 -> "ENFILE (Too many open files in system)";
-            case 24 -> "EMFILE (Too many open files)";
-            case 26 -> "ETXTBSY (Text file busy)";
-            case 27 -> "EFBIG (File too large)";
-            case 28 -> "ENOSPC (No space left on device)";
-            case 29 -> "ESPIPE (Illegal seek)";
-            case 30 -> "EROFS (Read-only file system)";
-            case 36 -> "ENAMETOOLONG (File name too long)";
-            case 38 -> "ENOSYS (Function not implemented)";
-            case 75 -> "EOVERFLOW (Value too large for defined data type)";
-            case 95 -> "EOPNOTSUPP (Operation not supported)";
-            case 116 -> "ESTALE (Stale file handle)";
-            case 122 -> "EDQUOT (Disk quota exceeded)";
-            default -> null;
-        };
-        return text != null ? text : "errno " + errno;
-    }
 }

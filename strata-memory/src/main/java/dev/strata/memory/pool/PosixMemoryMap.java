@@ -1,15 +1,11 @@
 package dev.strata.memory.pool;
 
+import static dev.strata.memory.posix.Libc.*;
+
 import java.io.IOException;
 import java.lang.foreign.Arena;
-import java.lang.foreign.FunctionDescriptor;
 import java.lang.foreign.Linker;
-import java.lang.foreign.MemoryLayout;
 import java.lang.foreign.MemorySegment;
-import java.lang.foreign.StructLayout;
-import java.lang.foreign.ValueLayout;
-import java.lang.invoke.MethodHandle;
-import java.lang.invoke.VarHandle;
 import java.nio.file.Path;
 import java.util.List;
 
@@ -29,42 +25,8 @@ import java.util.List;
  */
 @SuppressWarnings("restricted") // mmap, munmap, open and close are called on purpose, with checked arguments
 final class PosixMemoryMap {
-    static final int PROT_NONE = 0;
-    static final int PROT_READ = 1;
-    static final int PROT_WRITE = 2;
-    static final int MAP_SHARED = 0x01;
-    static final int MAP_PRIVATE = 0x02;
-    static final int MAP_FIXED = 0x10;
-    static final int MAP_ANONYMOUS = 0x20;
-    static final int MAP_NORESERVE = 0x4000;
-    static final int O_RDONLY = 0x0;
-    static final int O_RDWR = 0x2;
-    static final int O_CLOEXEC = 0x80000;
 
-    private static final Linker LINKER = Linker.nativeLinker();
-    private static final StructLayout CALL_STATE = Linker.Option.captureStateLayout();
-    private static final VarHandle ERRNO =
-            CALL_STATE.varHandle(MemoryLayout.PathElement.groupElement("errno"));
-    private static final Linker.Option CAPTURE_ERRNO = Linker.Option.captureCallState("errno");
 
-    private static final MethodHandle MMAP = LINKER.downcallHandle(
-            LINKER.defaultLookup().findOrThrow("mmap"),
-            FunctionDescriptor.of(ValueLayout.ADDRESS, ValueLayout.ADDRESS, ValueLayout.JAVA_LONG,
-                    ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.JAVA_LONG),
-            CAPTURE_ERRNO);
-    private static final MethodHandle MUNMAP = LINKER.downcallHandle(
-            LINKER.defaultLookup().findOrThrow("munmap"),
-            FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.JAVA_LONG),
-            CAPTURE_ERRNO);
-    /** {@code int open(const char *path, int flags, ...)}: variadic, the mode is passed as the first variadic. */
-    private static final MethodHandle OPEN = LINKER.downcallHandle(
-            LINKER.defaultLookup().findOrThrow("open"),
-            FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.JAVA_INT, ValueLayout.JAVA_INT),
-            CAPTURE_ERRNO, Linker.Option.firstVariadicArg(2));
-    private static final MethodHandle CLOSE = LINKER.downcallHandle(
-            LINKER.defaultLookup().findOrThrow("close"),
-            FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_INT),
-            CAPTURE_ERRNO);
 
     private PosixMemoryMap() {
     }
@@ -161,7 +123,4 @@ final class PosixMemoryMap {
         }
     }
 
-    private static int errno(MemorySegment state) {
-        return (int) ERRNO.get(state, 0L);
-    }
 }

@@ -1,5 +1,6 @@
 package dev.strata.memory.disk;
 
+import dev.strata.memory.posix.Libc;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -41,7 +42,7 @@ class DataFileTest {
         @Override
         public long call(boolean write, int fd, MemorySegment scratch, int count, long position) {
             if (calls++ % 2 == 0) {
-                return -PosixFileIo.EINTR;
+                return -Libc.EINTR;
             }
             long left = cap;
             int k = 0;
@@ -174,15 +175,15 @@ class DataFileTest {
 
     @Test
     void errnoNames() {
-        assertThat(PosixFileIo.describe(PosixFileIo.ENOSPC)).isEqualTo("ENOSPC (No space left on device)");
-        assertThat(PosixFileIo.describe(PosixFileIo.EINTR)).isEqualTo("EINTR (Interrupted system call)");
-        assertThat(PosixFileIo.describe(122)).isEqualTo("EDQUOT (Disk quota exceeded)");
-        assertThat(PosixFileIo.describe(4_321)).isEqualTo("errno 4321");
+        assertThat(Libc.describe(Libc.ENOSPC)).isEqualTo("ENOSPC (No space left on device)");
+        assertThat(Libc.describe(Libc.EINTR)).isEqualTo("EINTR (Interrupted system call)");
+        assertThat(Libc.describe(122)).isEqualTo("EDQUOT (Disk quota exceeded)");
+        assertThat(Libc.describe(4_321)).isEqualTo("errno 4321");
     }
 
     @Test
     void openingAMissingDirectoryNamesTheErrno(@TempDir Path dir) {
-        assertThatThrownBy(() -> PosixFileIo.open(dir.resolve("absent").resolve("x.data"), PosixFileIo.O_RDWR))
+        assertThatThrownBy(() -> PosixFileIo.open(dir.resolve("absent").resolve("x.data"), Libc.O_RDWR))
                 .isInstanceOf(IOException.class).hasMessageContaining("absent")
                 .hasMessageContaining("ENOENT (No such file or directory)");
     }

@@ -1,0 +1,117 @@
+package dev.strata.memory.posix;
+
+import java.lang.foreign.FunctionDescriptor;
+import java.lang.foreign.Linker;
+import java.lang.foreign.MemoryLayout;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.StructLayout;
+import java.lang.foreign.ValueLayout;
+import java.lang.invoke.MethodHandle;
+import java.lang.invoke.VarHandle;
+
+/**
+ * The C library calls Strata makes through the Foreign Function &amp; Memory API, bound once:
+ * {@code open}, {@code close}, {@code mmap}, {@code munmap}, {@code preadv}, {@code pwritev}, the
+ * flags they take (Linux values), and errno capture. Every handle captures errno into a
+ * {@link #CALL_STATE} segment passed as its first argument; {@link #errno} reads it back and
+ * {@link #describe} names it.
+ *
+ * <p>Internal to strata-memory's tiers (the POOL's mappings, the DISK's direct I/O); callers check
+ * their arguments before calling. Stateless; any thread.
+ */
+@SuppressWarnings("restricted") // the downcalls are made on purpose, with checked arguments
+public final class Libc {
+
+    public static final int O_RDONLY = 0x0;
+    public static final int O_RDWR = 0x2;
+    public static final int O_CLOEXEC = 0x80000;
+    /** {@code O_DIRECT}: 040000 on x86-64, 0200000 on AArch64. */
+    public static final int O_DIRECT = "aarch64".equals(System.getProperty("os.arch")) ? 0x10000 : 0x4000;
+
+    public static final int PROT_NONE = 0;
+    public static final int PROT_READ = 1;
+    public static final int PROT_WRITE = 2;
+    public static final int MAP_SHARED = 0x01;
+    public static final int MAP_PRIVATE = 0x02;
+    public static final int MAP_FIXED = 0x10;
+    public static final int MAP_ANONYMOUS = 0x20;
+    public static final int MAP_NORESERVE = 0x4000;
+
+    public static final int EINTR = 4;
+    public static final int EAGAIN = 11;
+    public static final int ENOSPC = 28;
+
+    private static final Linker LINKER = Linker.nativeLinker();
+    /** The layout of the captured call state (errno); allocate one per call in progress. */
+    public static final StructLayout CALL_STATE = Linker.Option.captureStateLayout();
+    private static final VarHandle ERRNO = CALL_STATE.varHandle(MemoryLayout.PathElement.groupElement("errno"));
+    private static final Linker.Option CAPTURE_ERRNO = Linker.Option.captureCallState("errno");
+
+    /** {@code void *mmap(void *addr, size_t length, int prot, int flags, int fd, off_t offset)}. */
+    public static final MethodHandle MMAP = bind("mmap", FunctionDescriptor.of(ValueLayout.ADDRESS, ValueLayout.ADDRESS,
+            ValueLayout.JAVA_LONG, ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.JAVA_LONG));
+    /** {@code int munmap(void *addr, size_t length)}. */
+    public static final MethodHandle MUNMAP = bind("munmap",
+            FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.JAVA_LONG));
+    /** {@code int open(const char *path, int flags, ...)}: variadic, the mode is the first variadic argument. */
+    public static final MethodHandle OPEN = LINKER.downcallHandle(LINKER.defaultLookup().findOrThrow("open"),
+            FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.JAVA_INT, ValueLayout.JAVA_INT),
+            CAPTURE_ERRNO, Linker.Option.firstVariadicArg(2));
+    /** {@code int close(int fd)}. */
+    public static final MethodHandle CLOSE = bind("close", FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_INT));
+    /** {@code ssize_t pwritev(int fd, const struct iovec *iov, int iovcnt, off_t offset)}. */
+    public static final MethodHandle PWRITEV = bind("pwritev", FunctionDescriptor.of(ValueLayout.JAVA_LONG,
+            ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.JAVA_INT, ValueLayout.JAVA_LONG));
+    /** {@code ssize_t preadv(int fd, const struct iovec *iov, int iovcnt, off_t offset)}. */
+    public static final MethodHandle PREADV = bind("preadv", FunctionDescriptor.of(ValueLayout.JAVA_LONG,
+            ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.JAVA_INT, ValueLayout.JAVA_LONG));
+
+    private Libc() {
+    }
+
+    private static MethodHandle bind(String name, FunctionDescriptor descriptor) {
+        return LINKER.downcallHandle(LINKER.defaultLookup().findOrThrow(name), descriptor, CAPTURE_ERRNO);
+    }
+
+    /** The errno a call captured into {@code state} (a {@link #CALL_STATE} segment). */
+    public static int errno(MemorySegment state) {
+        return (int) ERRNO.get(state, 0L);
+    }
+
+    /** "ENOSPC (No space left on device)" for the errno values a file transfer can meet; "errno N" otherwise. */
+    public static String describe(int errno) {
+        String text = switch (errno) {
+            case 1 -> "EPERM (Operation not permitted)";
+            case 2 -> "ENOENT (No such file or directory)";
+            case 4 -> "EINTR (Interrupted system call)";
+            case 5 -> "EIO (Input/output error)";
+            case 6 -> "ENXIO (No such device or address)";
+            case 9 -> "EBADF (Bad file descriptor)";
+            case 11 -> "EAGAIN (Resource temporarily unavailable)";
+            case 12 -> "ENOMEM (Cannot allocate memory)";
+            case 13 -> "EACCES (Permission denied)";
+            case 14 -> "EFAULT (Bad address)";
+            case 16 -> "EBUSY (Device or resource busy)";
+            case 17 -> "EEXIST (File exists)";
+            case 19 -> "ENODEV (No such device)";
+            case 20 -> "ENOTDIR (Not a directory)";
+            case 21 -> "EISDIR (Is a directory)";
+            case 22 -> "EINVAL (Invalid argument)";
+            case 23 -> "ENFILE (Too many open files in system)";
+            case 24 -> "EMFILE (Too many open files)";
+            case 26 -> "ETXTBSY (Text file busy)";
+            case 27 -> "EFBIG (File too large)";
+            case 28 -> "ENOSPC (No space left on device)";
+            case 29 -> "ESPIPE (Illegal seek)";
+            case 30 -> "EROFS (Read-only file system)";
+            case 36 -> "ENAMETOOLONG (File name too long)";
+            case 38 -> "ENOSYS (Function not implemented)";
+            case 75 -> "EOVERFLOW (Value too large for defined data type)";
+            case 95 -> "EOPNOTSUPP (Operation not supported)";
+            case 116 -> "ESTALE (Stale file handle)";
+            case 122 -> "EDQUOT (Disk quota exceeded)";
+            default -> null;
+        };
+        return text != null ? text : "errno " + errno;
+    }
+}
