@@ -30,8 +30,22 @@ public interface Allocator {
     /** Releases the allocation that starts at {@code offset}. */
     void free(long offset);
 
-    /** Bytes actually reserved for the allocation at {@code offset} (the request rounded up). */
+    /** Returned by {@link #sizeIfAllocated} for an offset where no allocation starts. */
+    long NOT_ALLOCATED = -1L;
+
+    /**
+     * Bytes actually reserved for the allocation at {@code offset} (the request rounded up).
+     *
+     * @throws IllegalArgumentException naming the offset if no allocation starts there
+     */
     long sizeOf(long offset);
+
+    /**
+     * Like {@link #sizeOf}, for callers to whom a missing allocation is an expected outcome (a read
+     * of an object that is not there): returns {@link #NOT_ALLOCATED} instead of throwing, for any
+     * offset, inside the address space or not.
+     */
+    long sizeIfAllocated(long offset);
 
     /** Total bytes managed. */
     long capacity();

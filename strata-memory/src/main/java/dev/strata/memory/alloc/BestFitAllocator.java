@@ -116,6 +116,12 @@ public final class BestFitAllocator implements Allocator {
     }
 
     @Override
+    public long sizeIfAllocated(long offset) {
+        long size = lookup(offset);
+        return size == LongLongMap.MISSING ? NOT_ALLOCATED : size;
+    }
+
+    @Override
     public long sizeOf(long offset) {
         long size = lookup(offset);
         if (size == LongLongMap.MISSING) {

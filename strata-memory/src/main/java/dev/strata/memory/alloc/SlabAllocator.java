@@ -98,6 +98,14 @@ public final class SlabAllocator implements Allocator {
     }
 
     @Override
+    public long sizeIfAllocated(long offset) {
+        if (offset < 0 || offset >= capacity() || offset % blockSize != 0) {
+            return NOT_ALLOCATED;
+        }
+        return isLive((int) (offset / blockSize)) ? blockSize : NOT_ALLOCATED;
+    }
+
+    @Override
     public long sizeOf(long offset) {
         int index = blockIndex(offset);
         if (!isLive(index)) {

@@ -78,6 +78,11 @@ public final class CpuDeviceBackend implements DeviceBackend {
     }
 
     @Override
+    public long sizeIfAllocated(long offset) {
+        return allocator.sizeIfAllocated(offset);
+    }
+
+    @Override
     public void copyHostToDevice(MemorySegment src, long dstOffset) {
         checkRange("host->device copy", dstOffset, src.byteSize());
         MemorySegment.copy(src, 0, region.segment(), dstOffset, src.byteSize());

@@ -42,8 +42,11 @@ public interface DeviceBackend extends AutoCloseable {
     /** Frees the range at {@code offset}; throws {@link IllegalArgumentException} naming it if not allocated. */
     void free(long offset);
 
-    /** Bytes reserved for the range at {@code offset}. */
+    /** Bytes reserved for the range at {@code offset}; throws {@link IllegalArgumentException} naming it if not allocated. */
     long sizeOf(long offset);
+
+    /** Bytes reserved for the range at {@code offset}, or {@link dev.strata.memory.Allocator#NOT_ALLOCATED}. */
+    long sizeIfAllocated(long offset);
 
     /** Copies all of {@code src} (host memory) to device offset {@code dstOffset}. */
     void copyHostToDevice(MemorySegment src, long dstOffset);

@@ -66,6 +66,11 @@ public final class DeviceTier extends PlainMemoryTier {
         }
 
         @Override
+        public long sizeIfAllocated(long offset) {
+            return backend.sizeIfAllocated(offset);
+        }
+
+        @Override
         public long capacity() {
             return backend.budgetBytes();
         }

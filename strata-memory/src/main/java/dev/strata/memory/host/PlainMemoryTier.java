@@ -130,15 +130,6 @@ public class PlainMemoryTier implements Tier {
         }
     }
 
-    /** Size of the allocation, or -1 if {@code handle} is not allocated. */
-    private long sizeOrMissing(long handle) {
-        try {
-            return allocator.sizeOf(handle);
-        } catch (IllegalArgumentException | IllegalStateException e) {
-            return -1;
-        }
-    }
-
     private void checkFits(String operation, long handle, long size, long length) {
         if (length > size) {
             throw new IllegalArgumentException("tier '" + name + "': " + operation + " of " + length
@@ -177,7 +168,7 @@ public class PlainMemoryTier implements Tier {
     @Override
     public boolean read(long handle, MemorySegment dst) {
         checkOpen();
-        long size = sizeOrMissing(handle);
+        long size = allocator.sizeIfAllocated(handle);
         if (size < 0) {
             return false;
         }
@@ -192,7 +183,7 @@ public class PlainMemoryTier implements Tier {
     @Override
     public boolean scatterRead(long handle, List<MemorySegment> parts) {
         checkOpen();
-        long size = sizeOrMissing(handle);
+        long size = allocator.sizeIfAllocated(handle);
         if (size < 0) {
             return false;
         }
@@ -231,7 +222,7 @@ public class PlainMemoryTier implements Tier {
      */
     public final MemorySegment viewIfAllocated(long handle, long length) {
         checkOpen();
-        long size = sizeOrMissing(handle);
+        long size = allocator.sizeIfAllocated(handle);
         if (size < 0) {
             return null;
         }

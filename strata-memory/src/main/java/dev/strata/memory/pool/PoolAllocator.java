@@ -250,6 +250,17 @@ final class PoolAllocator implements Allocator {
     }
 
     @Override
+    public long sizeIfAllocated(long offset) {
+        if (offset < 0 || (offset & (chunkSize - 1)) != 0 || (offset >>> chunkShift) >= chunks.chunkCount()) {
+            return NOT_ALLOCATED;
+        }
+        long head = offset >>> chunkShift;
+        int s = ObjectDescriptorTable.state(descriptors.stateAcquire(head));
+        return s == ObjectDescriptorTable.WRITING || s == ObjectDescriptorTable.PUBLISHED
+                ? descriptors.runChunks(head) << chunkShift : NOT_ALLOCATED;
+    }
+
+    @Override
     public long sizeOf(long offset) {
         long head = headChunk(offset);
         long w = descriptors.stateAcquire(head);

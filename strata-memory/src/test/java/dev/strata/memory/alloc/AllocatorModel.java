@@ -41,6 +41,7 @@ final class AllocatorModel {
             assertThat(offset % allocator.alignment()).as("alignment of %d", offset).isZero();
             assertThat(reserved).isGreaterThanOrEqualTo(requested);
             assertThat(allocator.sizeOf(offset)).isEqualTo(reserved);
+            assertThat(allocator.sizeIfAllocated(offset)).isEqualTo(reserved);
             assertThat(offset + reserved).as("end of %d", offset).isLessThanOrEqualTo(allocator.capacity());
             previousEnd = offset + reserved;
             sum += reserved;
@@ -54,6 +55,7 @@ final class AllocatorModel {
         TreeMap<Long, FreeRange> all = new TreeMap<>();
         for (FreeRange r : freeRanges) {
             assertThat(r.size()).isPositive();
+            assertThat(allocator.sizeIfAllocated(r.offset())).as("free offset %d", r.offset()).isEqualTo(Allocator.NOT_ALLOCATED);
             assertThat(all.put(r.offset(), r)).as("free range %s collides", r).isNull();
         }
         for (FreeRange r : liveRanges) {
@@ -65,5 +67,8 @@ final class AllocatorModel {
             cursor = r.end();
         }
         assertThat(cursor).as("ranges end at capacity").isEqualTo(allocator.capacity());
+        for (long outside : new long[] {-allocator.alignment(), allocator.capacity(), Long.MAX_VALUE}) {
+            assertThat(allocator.sizeIfAllocated(outside)).as("offset %d outside", outside).isEqualTo(Allocator.NOT_ALLOCATED);
+        }
     }
 }

@@ -90,6 +90,10 @@ class PoolAllocatorTest {
             end = e.getKey() + e.getValue();
             assertThat(end).isLessThanOrEqualTo(a.capacity());
             sum += e.getValue();
+            assertThat(a.sizeIfAllocated(e.getKey())).isEqualTo(e.getValue());
+            if (e.getValue() > CHUNK) {
+                assertThat(a.sizeIfAllocated(e.getKey() + CHUNK)).as("inside an allocation").isEqualTo(Allocator.NOT_ALLOCATED);
+            }
             long head = e.getKey() / CHUNK;
             for (long c = head; c < end / CHUNK; c++) {
                 assertThat(ChunkTable.head(t.chunkTable.get(c))).as("chunk " + c + " belongs to its allocation").isEqualTo(head);
