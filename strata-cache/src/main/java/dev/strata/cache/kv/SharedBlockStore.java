@@ -1,0 +1,53 @@
+package dev.strata.cache.kv;
+
+import dev.strata.cache.ObjectKey;
+import java.lang.foreign.MemorySegment;
+import java.util.List;
+
+/**
+ * KV blocks shared by several engine processes through one pool: the seam between the block
+ * manager of one process and the global index that lives in the pool.
+ *
+ * <p>A block is published once, under its chained prefix hash, as one contiguous object in the
+ * pool; any process may then read it. Contents are immutable after publication: the same hash
+ * always names the same bytes.
+ *
+ * <p>Threads: implementations are safe for concurrent use by any thread of any process attached
+ * to the same pool. Calls may block briefly (a copy of one block); they never wait on another
+ * process indefinitely.
+ */
+public interface SharedBlockStore {
+
+    /** Outcome of {@link #publish}. */
+    enum PublishStatus {
+        /** The block is now published under its key. */
+        PUBLISHED,
+        /** A block with this key was already published (or is being written) by someone else. */
+        EXISTS,
+        /** No space could be found, even after evicting unpinned blocks. */
+        FULL
+    }
+
+    /**
+     * The number of leading keys of {@code keys[from, from + count)} whose blocks are published
+     * now: the length of the shared prefix a reader may load.
+     */
+    int matchPrefix(ObjectKey[] keys, int from, int count);
+
+    /**
+     * Copies the block published under {@code key} into {@code destinations}, in order, under a
+     * read lease that keeps it from being evicted during the copy; the copy is verified against
+     * the block's checksum.
+     *
+     * @return false if no block is published under {@code key} (never published, or evicted)
+     * @throws dev.strata.memory.CorruptObjectException if the copy does not match its checksum
+     * @throws IllegalArgumentException if the destinations do not add up to the block's length
+     */
+    boolean read(ObjectKey key, List<MemorySegment> destinations);
+
+    /**
+     * Writes the concatenation of {@code sources} as a new block and publishes it under
+     * {@code key}, evicting unpinned blocks if the pool is full.
+     */
+    PublishStatus publish(ObjectKey key, List<MemorySegment> sources);
+}
