@@ -32,7 +32,7 @@ public final class PlanReport {
         b.append(String.format(Locale.ROOT, "model     %s: %d layers, %d attention heads, %d KV heads x %d dims, %s KV%n",
                 m.name(), m.layers(), m.attentionHeads(), m.kvHeads(), m.headDim(), g.dtype().label()));
         if (m.isMoe()) {
-            b.append(String.format(Locale.ROOT, "experts   %d per layer, %d per token, %s each per layer (%s)%n", m.experts(),
+            b.append(String.format(Locale.ROOT, "experts   %d per layer, %d per token, %s per expert per layer (%s)%n", m.experts(),
                     m.expertsPerToken(), decimal(m.expertBytes()), m.dtype().label()));
         }
         b.append(String.format(Locale.ROOT, "split     tp %d: %d KV head%s per rank%n", r.tp(), g.kvHeads(),
