@@ -11,7 +11,9 @@ import java.util.List;
  * <p>The contiguous form of a block is the canonical order: for each layer {@code 0..layers-1},
  * the K of the selected tokens, then their V; within a token, heads in order, each head
  * {@code headDim} elements. A full block is therefore {@link KvGeometry#bytesPerBlock()} bytes, a
- * sparse one {@code 2 × layers × selected × headBytesPerToken}.
+ * sparse one {@code 2 × layers × selected × headBytesPerToken}. A selection of no tokens is an
+ * empty block: no segments and zero bytes (there is nothing to transfer; tiers hold no empty
+ * objects).
  *
  * <p>Threads: implementations are immutable descriptions; any thread may call them. The bytes the
  * segments point at belong to the engine, which decides who may write them when.

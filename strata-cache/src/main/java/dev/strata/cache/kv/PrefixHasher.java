@@ -32,7 +32,7 @@ public final class PrefixHasher {
 
     /** A hasher for one context. */
     public PrefixHasher(PrefixHashContext context) {
-        this.context = context;
+        this.context = java.util.Objects.requireNonNull(context, "prefix hash context");
         Hash128 h = new Hash128(0x5354524154414B56L /* "STRATAKV" */, VERSION);
         h.add(context.modelFingerprint().high());
         h.add(context.modelFingerprint().low());

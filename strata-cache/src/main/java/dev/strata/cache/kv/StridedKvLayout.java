@@ -51,9 +51,7 @@ public final class StridedKvLayout implements KvLayout {
     private StridedKvLayout(KvGeometry geometry, int slots, MemorySegment[] regions, MemorySegment[] roots,
             long[] rootOffsets, long slotStride, long tokenStride, long headStride) {
         this.geometry = Objects.requireNonNull(geometry, "geometry");
-        if (slots <= 0) {
-            throw new IllegalArgumentException("slot count must be positive, got " + slots);
-        }
+        checkSlots(slots);
         if (regions.length != 2 * geometry.layers()) {
             throw new IllegalArgumentException("a layout of " + geometry.layers() + " layers needs "
                     + 2 * geometry.layers() + " regions (K and V per layer), got " + regions.length);
@@ -87,6 +85,12 @@ public final class StridedKvLayout implements KvLayout {
 
     /** The canonical order in one arena: {@code [slot][layer][K,V][token][head][dim]}. */
     public static StridedKvLayout blockMajor(KvGeometry geometry, int slots, MemorySegment arena) {
+        checkSlots(slots);
+        long need = blockMajorBytes(geometry, slots);
+        if (arena.byteSize() < need) {
+            throw new IllegalArgumentException("a block-major arena of " + slots + " slots of " + geometry.bytesPerBlock()
+                    + " bytes needs " + need + " bytes, got " + arena.byteSize());
+        }
         long part = geometry.partBytesPerBlock();
         MemorySegment[] regions = new MemorySegment[2 * geometry.layers()];
         MemorySegment[] roots = new MemorySegment[regions.length];
@@ -112,7 +116,7 @@ public final class StridedKvLayout implements KvLayout {
      *                     {@link #layerMajorBytesPerLayer} bytes
      */
     public static StridedKvLayout layerMajor(KvGeometry geometry, int slots, MemorySegment[] layerTensors) {
-        checkLayerCount(geometry, layerTensors);
+        checkLayerTensors(geometry, slots, layerTensors, "layer-major");
         long half = (long) slots * geometry.partBytesPerBlock();
         MemorySegment[] regions = new MemorySegment[2 * geometry.layers()];
         MemorySegment[] roots = new MemorySegment[regions.length];
@@ -135,7 +139,7 @@ public final class StridedKvLayout implements KvLayout {
      *                     {@link #layerMajorBytesPerLayer} bytes
      */
     public static StridedKvLayout headMajor(KvGeometry geometry, int slots, MemorySegment[] layerTensors) {
-        checkLayerCount(geometry, layerTensors);
+        checkLayerTensors(geometry, slots, layerTensors, "head-major");
         long run = (long) geometry.headDim() * geometry.dtype().bytes();
         long part = geometry.partBytesPerBlock();
         MemorySegment[] regions = new MemorySegment[2 * geometry.layers()];
@@ -223,10 +227,24 @@ public final class StridedKvLayout implements KvLayout {
         }
     }
 
-    private static void checkLayerCount(KvGeometry geometry, MemorySegment[] tensors) {
+    private static void checkLayerTensors(KvGeometry geometry, int slots, MemorySegment[] tensors, String kind) {
+        checkSlots(slots);
         if (tensors.length != geometry.layers()) {
             throw new IllegalArgumentException("a layout of " + geometry.layers() + " layers needs one tensor per layer, got "
                     + tensors.length);
+        }
+        long need = layerMajorBytesPerLayer(geometry, slots);
+        for (int l = 0; l < tensors.length; l++) {
+            if (tensors[l].byteSize() < need) {
+                throw new IllegalArgumentException("the tensor of layer " + l + " has " + tensors[l].byteSize()
+                        + " bytes but a " + kind + " layout of " + slots + " slots needs " + need);
+            }
+        }
+    }
+
+    private static void checkSlots(int slots) {
+        if (slots <= 0) {
+            throw new IllegalArgumentException("slot count must be positive, got " + slots);
         }
     }
 }

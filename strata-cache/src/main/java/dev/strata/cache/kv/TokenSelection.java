@@ -29,6 +29,13 @@ public final class TokenSelection {
     }
 
     /**
+     * No position: an empty block, which a layout describes with no segments and zero bytes.
+     */
+    public static TokenSelection none(int blockTokens) {
+        return range(blockTokens, 0, 0);
+    }
+
+    /**
      * Positions {@code [from, to)}.
      *
      * @throws IllegalArgumentException if the range is not within the block

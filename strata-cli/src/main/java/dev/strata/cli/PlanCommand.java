@@ -1,0 +1,104 @@
+package dev.strata.cli;
+
+import dev.strata.cache.kv.KvDtype;
+import dev.strata.cache.kv.plan.KvCapacityPlan;
+import dev.strata.cache.kv.plan.KvCapacityPlanner;
+import dev.strata.cache.kv.plan.ModelSpec;
+import dev.strata.cache.kv.plan.PlanReport;
+import dev.strata.cache.kv.plan.PlanRequest;
+import dev.strata.cache.kv.plan.PlanUnits;
+import java.nio.file.Path;
+import java.util.concurrent.Callable;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+/**
+ * {@code strata plan}: how many KV blocks and sequences each tier of one rank holds for a model,
+ * and how many blocks each link can bring to the device per decode step. The arithmetic lives in
+ * {@link KvCapacityPlanner}; this class only reads the options. Runs on the main thread.
+ */
+@Command(name = "plan", mixinStandardHelpOptions = true, sortOptions = false,
+        description = {"Plans KV-cache capacity per tier and the transfer budget per decode step.",
+                "Sizes of --host, --pool and --disk are per rank (per device), like an engine's swap space.",
+                "Sizes: KB, MB, GB, TB are decimal (GB = 10^9 bytes); KiB, MiB, GiB, TiB binary."})
+final class PlanCommand implements Callable<Integer> {
+
+    @Option(names = "--preset", paramLabel = "NAME", description = "a known model: llama-2-7b, llama-2-70b, llama-3-8b, "
+            + "llama-3-70b, mixtral-8x7b, qwen3-30b-a3b, qwen3-32b")
+    String preset;
+
+    @Option(names = "--config", paramLabel = "FILE", description = "the model's Hugging Face config.json")
+    Path config;
+
+    @Option(names = "--tp", paramLabel = "N", defaultValue = "1", description = "tensor-parallel degree (default: ${DEFAULT-VALUE})")
+    int tp;
+
+    @Option(names = "--device", paramLabel = "SIZE", required = true, description = "device memory per rank, e.g. 80GB")
+    String device;
+
+    @Option(names = "--weights-per-device", paramLabel = "SIZE", required = true,
+            description = "model weights on each device, e.g. 32.5GB")
+    String weights;
+
+    @Option(names = "--overhead", paramLabel = "SIZE", defaultValue = "0",
+            description = "device memory for activations and runtime (default: ${DEFAULT-VALUE})")
+    String overhead;
+
+    @Option(names = "--host", paramLabel = "SIZE", defaultValue = "0", description = "host memory for KV per rank (default: none)")
+    String host;
+
+    @Option(names = "--pool", paramLabel = "SIZE", defaultValue = "0", description = "shared-pool memory for KV per rank (default: none)")
+    String pool;
+
+    @Option(names = "--disk", paramLabel = "SIZE", defaultValue = "0", description = "disk for KV per rank (default: none)")
+    String disk;
+
+    @Option(names = "--block-tokens", paramLabel = "N", defaultValue = "16", description = "tokens per block (default: ${DEFAULT-VALUE})")
+    int blockTokens;
+
+    @Option(names = "--seq-tokens", paramLabel = "N", defaultValue = "4096",
+            description = "sequence length to count sequences in (default: ${DEFAULT-VALUE})")
+    int seqTokens;
+
+    @Option(names = "--kv-dtype", paramLabel = "DTYPE", description = "KV element type: fp32, fp16, bf16, fp8_e4m3, fp8_e5m2, "
+            + "int8 (default: the model's dtype)")
+    String kvDtype;
+
+    @Option(names = "--decode-step", paramLabel = "TIME", defaultValue = "15ms",
+            description = "duration of one decode step (default: ${DEFAULT-VALUE})")
+    String decodeStep;
+
+    @Option(names = "--host-link", paramLabel = "RATE", defaultValue = "24GB/s",
+            description = "host to device bandwidth per rank (default: ${DEFAULT-VALUE})")
+    String hostLink;
+
+    @Option(names = "--pool-link", paramLabel = "RATE", description = "pool to device bandwidth per rank (default: --host-link)")
+    String poolLink;
+
+    @Option(names = "--disk-link", paramLabel = "RATE", defaultValue = "7GB/s",
+            description = "disk to device bandwidth per rank (default: ${DEFAULT-VALUE})")
+    String diskLink;
+
+    @Option(names = "--json", description = "print the plan as JSON")
+    boolean json;
+
+    @Override
+    public Integer call() {
+        KvDtype dtype = kvDtype == null ? null : KvDtype.parse(kvDtype);
+        ModelSpec model;
+        if ((preset == null) == (config == null)) {
+            throw new IllegalArgumentException("give the model with exactly one of --preset NAME or --config FILE");
+        }
+        model = preset != null ? ModelSpec.preset(preset) : ModelSpec.fromConfigJson(config, dtype);
+        long hostLinkRate = PlanUnits.bytesPerSecond("--host-link", hostLink);
+        PlanRequest request = new PlanRequest(model, tp, dtype, blockTokens, seqTokens,
+                PlanUnits.size("--device", device), PlanUnits.size("--weights-per-device", weights),
+                PlanUnits.size("--overhead", overhead), PlanUnits.size("--host", host), PlanUnits.size("--pool", pool),
+                PlanUnits.size("--disk", disk), PlanUnits.durationNanos("--decode-step", decodeStep), hostLinkRate,
+                poolLink == null ? hostLinkRate : PlanUnits.bytesPerSecond("--pool-link", poolLink),
+                PlanUnits.bytesPerSecond("--disk-link", diskLink));
+        KvCapacityPlan plan = KvCapacityPlanner.plan(request);
+        System.out.print(json ? PlanReport.json(plan) : PlanReport.text(plan));
+        return 0;
+    }
+}

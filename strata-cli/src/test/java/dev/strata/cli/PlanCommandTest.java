@@ -1,0 +1,113 @@
+package dev.strata.cli;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** {@code strata plan}: the seed's capacity table, JSON, config.json input and one-line errors with status 2. */
+class PlanCommandTest {
+    private static final String[] SEED = {"plan", "--preset", "llama-2-70b", "--tp", "4", "--device", "80GB",
+            "--weights-per-device", "32.5GB", "--overhead", "2GB", "--host", "256GB"};
+
+    @TempDir
+    Path dir;
+
+    private record Run(int status, String out, String err) {
+    }
+
+    private static Run run(String... args) {
+        var cli = StrataCommand.commandLine();
+        StringWriter err = new StringWriter();
+        cli.setErr(new PrintWriter(err, true));
+        PrintStream saved = System.out;
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        System.setOut(new PrintStream(out, true, StandardCharsets.UTF_8));
+        try {
+            int status = cli.execute(args);
+            return new Run(status, out.toString(StandardCharsets.UTF_8), err.toString());
+        } finally {
+            System.setOut(saved);
+        }
+    }
+
+    private static String[] with(String[] base, String... more) {
+        String[] all = java.util.Arrays.copyOf(base, base.length + more.length);
+        System.arraycopy(more, 0, all, base.length, more.length);
+        return all;
+    }
+
+    @Test
+    void reproducesTheSeedsTable() {
+        Run r = run(SEED);
+        assertThat(r.status()).as(r.err()).isZero();
+        assertThat(r.out()).contains("llama-2-70b: 80 layers, 64 attention heads, 8 KV heads x 128 dims, fp16 KV")
+                .contains("tp 4: 2 KV heads per rank")
+                .contains("block     16 tokens = 1.31 MB per rank")
+                .containsPattern("device\\s+45\\.50 GB\\s+34,713\\s+135\\n")
+                .containsPattern("host\\s+256\\.00 GB\\s+195,312\\s+762\\n")
+                .containsPattern("host->device\\s+24\\.00 GB/s\\s+54\\.6 us\\s+274\\s+4,384");
+        assertThat(r.err()).isEmpty();
+    }
+
+    @Test
+    void jsonOutput() throws Exception {
+        Run r = run(with(SEED, "--disk", "1TB", "--decode-step", "20ms", "--disk-link", "3.5GB/s", "--json"));
+        assertThat(r.status()).as(r.err()).isZero();
+        JsonNode j = new ObjectMapper().readTree(r.out());
+        assertThat(j.get("tiers").get(0).get("blocks").asLong()).isEqualTo(34_713L);
+        assertThat(j.get("tiers").get(2).get("tier").asText()).isEqualTo("disk");
+        assertThat(j.get("decode_step_ns").asLong()).isEqualTo(20_000_000L);
+        // 20 ms × 3.5 GB/s / 1,310,720 B = 53.4
+        assertThat(j.get("links").get(1).get("blocks_per_step").asLong()).isEqualTo(53L);
+    }
+
+    @Test
+    void readsAConfigJson() throws Exception {
+        Path config = Files.writeString(dir.resolve("config.json"), """
+                {"hidden_size": 8192, "num_attention_heads": 64, "num_hidden_layers": 80, "num_key_value_heads": 8,
+                 "torch_dtype": "bfloat16"}
+                """);
+        Run r = run("plan", "--config", config.toString(), "--tp", "4", "--device", "80GB", "--weights-per-device", "32.5GB",
+                "--overhead", "2GB", "--host", "256GB", "--kv-dtype", "fp8");
+        assertThat(r.status()).as(r.err()).isZero();
+        // fp8 halves the block: twice the blocks of the fp16 table
+        assertThat(r.out()).contains("fp8_e4m3 KV").contains("655.36 KB per rank").containsPattern("device\\s+45\\.50 GB\\s+69,427\\s+271");
+    }
+
+    @Test
+    void errorsAreOneLineAndStatus2() throws Exception {
+        assertError(run("plan", "--preset", "llama-2-70b", "--tp", "4", "--device", "30GB", "--weights-per-device", "32.5GB",
+                "--overhead", "2GB"),
+                "strata: weights (32.50 GB) + overhead (2.00 GB) = 34.50 GB leave no room for KV on a device of 30.00 GB");
+        assertError(run("plan", "--preset", "gpt-5", "--device", "80GB", "--weights-per-device", "1GB"),
+                "strata: unknown model preset 'gpt-5' (choose llama-2-7b, llama-2-70b, llama-3-8b, llama-3-70b, mixtral-8x7b, "
+                        + "qwen3-30b-a3b, qwen3-32b)");
+        assertError(run("plan", "--preset", "llama-2-70b", "--tp", "3", "--device", "80GB", "--weights-per-device", "1GB"),
+                "strata: tensor-parallel degree 3 does not divide the 64 attention heads of llama-2-70b");
+        assertError(run("plan", "--device", "80GB", "--weights-per-device", "1GB"),
+                "strata: give the model with exactly one of --preset NAME or --config FILE");
+        assertError(run(with(SEED, "--host-link", "fast")),
+                "strata: --host-link: not a bandwidth: 'fast' (expected e.g. 24GB/s, 900MiB/s)");
+        assertError(run(with(SEED, "--kv-dtype", "fp64")),
+                "strata: unknown KV dtype 'fp64' (choose fp32, fp16, bf16, fp8_e4m3, fp8_e5m2 or int8)");
+        Path bad = Files.writeString(dir.resolve("config.json"), "{\"hidden_size\": 4096, \"num_attention_heads\": 32}");
+        assertError(run("plan", "--config", bad.toString(), "--device", "80GB", "--weights-per-device", "1GB"),
+                "strata: model config " + bad + ": field 'num_hidden_layers' is missing");
+    }
+
+    private static void assertError(Run r, String line) {
+        assertThat(r.status()).as(r.out()).isEqualTo(2);
+        assertThat(r.err()).isEqualTo(line + System.lineSeparator());
+        assertThat(r.out()).isEmpty();
+    }
+}
