@@ -313,6 +313,13 @@ public final class KvReplaySimulator {
         for (int k = indexOf(t) + 1; k < enabled.length; k++) {
             int to = enabled[k];
             if (makeRoom(to)) {
+                int parent = trace.parent(b);
+                if (config.dropUnreachable() && parent >= 0 && tierOf[parent] < 0) {
+                    // making room below dropped an ancestor while b was on its way down: b is unreachable now
+                    unreachableDrops++;
+                    dropped(b);
+                    return;
+                }
                 insert(b, to);
                 moved[t][to]++;
                 return;
@@ -333,7 +340,7 @@ public final class KvReplaySimulator {
         while (top > 0) {
             int c = stack[--top];
             if (tierOf[c] < 0) {
-                continue; // the resident set is prefix-closed: nothing below a missing block
+                continue; // nothing resident below a missing block, except below a victim on its way down (see evict)
             }
             if (pinned[c]) {
                 throw new IllegalStateException("block " + c + " is in use but its ancestor " + b + " was dropped");
