@@ -153,6 +153,7 @@ public final class KvReplaySimulator {
     private final byte[] tierOf; // [block] tier holding it, -1 when none
     private final boolean[] pinned; // [block] used by the request being replayed
     private final long[] reach; // [block] requests that reached it so far
+    private final boolean[] inFlight; // [block] between two tiers: removed from one, room being made in another
     private final int[][] childrenIn; // [tier][block] children resident in that tier
     private final int[] firstChild; // [block] first child in the trie, -1 if none
     private final int[] nextSibling; // [block] next child of the same parent, -1 if none
@@ -183,6 +184,7 @@ public final class KvReplaySimulator {
         Arrays.fill(tierOf, (byte) -1);
         this.pinned = new boolean[n];
         this.reach = new long[n];
+        this.inFlight = new boolean[n];
         this.childrenIn = new int[3][n];
         this.firstChild = new int[n];
         this.nextSibling = new int[n];
@@ -243,7 +245,9 @@ public final class KvReplaySimulator {
                     policies[t].onAccess(copies[t][b]);
                 } else {
                     remove(b);
+                    inFlight[b] = true;
                     int to = place(b);
+                    inFlight[b] = false;
                     if (to >= 0) {
                         countHops(t, to);
                     }
@@ -310,22 +314,27 @@ public final class KvReplaySimulator {
             strandingEvictions++;
         }
         remove(b);
-        for (int k = indexOf(t) + 1; k < enabled.length; k++) {
-            int to = enabled[k];
-            if (makeRoom(to)) {
-                int parent = trace.parent(b);
-                if (config.dropUnreachable() && parent >= 0 && tierOf[parent] < 0) {
-                    // making room below dropped an ancestor while b was on its way down: b is unreachable now
-                    unreachableDrops++;
-                    dropped(b);
+        inFlight[b] = true; // not resident while room is made for it below
+        try {
+            for (int k = indexOf(t) + 1; k < enabled.length; k++) {
+                int to = enabled[k];
+                if (makeRoom(to)) {
+                    int parent = trace.parent(b);
+                    if (config.dropUnreachable() && parent >= 0 && tierOf[parent] < 0 && !inFlight[parent]) {
+                        // making room below dropped an ancestor while b was on its way down: b is unreachable now
+                        unreachableDrops++;
+                        dropped(b);
+                        return;
+                    }
+                    insert(b, to);
+                    moved[t][to]++;
                     return;
                 }
-                insert(b, to);
-                moved[t][to]++;
-                return;
             }
+            dropped(b);
+        } finally {
+            inFlight[b] = false;
         }
-        dropped(b);
     }
 
     /** Block {@code b} left the last tier: its resident descendants are unreachable. */
@@ -340,7 +349,7 @@ public final class KvReplaySimulator {
         while (top > 0) {
             int c = stack[--top];
             if (tierOf[c] < 0) {
-                continue; // nothing resident below a missing block, except below a victim on its way down (see evict)
+                continue; // nothing resident below a missing block, except below one in flight (checked when it lands)
             }
             if (pinned[c]) {
                 throw new IllegalStateException("block " + c + " is in use but its ancestor " + b + " was dropped");

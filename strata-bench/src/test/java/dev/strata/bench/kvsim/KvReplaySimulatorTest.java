@@ -171,6 +171,8 @@ class KvReplaySimulatorTest {
                     }
                     if (kind == PolicyKind.PREFIX_AWARE) {
                         assertThat(r.strandingEvictions()).as(what + ": evictions of blocks with a resident child").isZero();
+                        // leaves go first in every tier, so a parent never sits below its children: none is ever stranded
+                        assertThat(r.unreachableDrops()).as(what + ": blocks made unreachable").isZero();
                     }
                 }
             }
