@@ -56,6 +56,11 @@ import java.util.Arrays;
  * right: a running sequence uses its whole prefix. Priority classes other than ACTIVE do not order
  * this policy.
  *
+ * <p>Across tiers: when every tier of a chain runs this policy and victims move down the chain,
+ * a block's parent is never in a lower tier than the block (a leaf leaves a tier before its
+ * parent can; a hit brings the whole prefix up, parent first), so no block is ever stranded by an
+ * eviction, in its own tier or another.
+ *
  * <p>Cost: O(log n) per insert, access, removal and victim; no allocation except when the heap
  * array or the skip stack grows (amortised, doubling).
  *
