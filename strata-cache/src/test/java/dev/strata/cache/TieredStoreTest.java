@@ -250,6 +250,36 @@ class TieredStoreTest {
     }
 
     @Test
+    void thePrefixAwarePolicyDrivesTheStoreWithPinsSkipsAndDemotions() {
+        DeviceTier dev = device(4);
+        HostTier host = host("host", 6);
+        try (TieredStore store = builder().tier(dev, 1.0, 0.5, PolicyKind.PREFIX_AWARE)
+                .tier(host, 1.0, 1.0, PolicyKind.PREFIX_AWARE).build()) {
+            put(store, 1, BACKED, ACTIVE, 4000, 0);
+            put(store, 2, BACKED, IDLE, 4000, 0);
+            assertThat(store.pin(ObjectKey.of(2))).isTrue();
+            int stored = 0;
+            for (int i = 10; i < 30; i++) { // fills device, demotes to host, then BACKED victims are skipped and puts refused
+                PutStatus st = put(store, i, BACKED, EVICTABLE);
+                if (st == PutStatus.STORED) {
+                    stored++;
+                } else {
+                    assertThat(st).isEqualTo(PutStatus.REFUSED_NO_SPACE);
+                }
+            }
+            assertThat(stored).isBetween(4, 8);
+            assertThat(store.tierMask(ObjectKey.of(1))).isEqualTo(0b01);
+            assertThat(store.tierMask(ObjectKey.of(2))).isEqualTo(0b01);
+            assertThat(store.unpin(ObjectKey.of(2))).isTrue();
+            assertThat(drops).isEmpty();
+            for (ObjectKey k : written.keySet()) {
+                assertBytes(store, k.low());
+            }
+            assertAccounting(store);
+        }
+    }
+
+    @Test
     void backedObjectsAreRefusedRatherThanDropped() {
         DeviceTier dev = device(3);
         HostTier host = host("host", 5);

@@ -31,7 +31,7 @@ import java.util.Map;
  *   chain: [device, host, pool, disk]
  *   high-watermark: 0.95
  *   low-watermark: 0.85
- *   policy: priority-lru                            # lru, tiny-lfu
+ *   policy: priority-lru                            # lru, tiny-lfu, prefix-aware
  *   promotion: to-top                               # never, one-level-up, to-top-after
  *   promote-after: 2                                # hits before promotion (to-top-after)
  *   tiers:                                          # optional per-tier overrides

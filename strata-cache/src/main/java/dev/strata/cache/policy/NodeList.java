@@ -101,6 +101,9 @@ final class NodeList {
     }
 
     private void checkFree(PolicyNode n) {
+        if (n.prefixOwner != null) {
+            throw new IllegalStateException("node is tracked by a prefix-aware policy, cannot add to '" + name + "'");
+        }
         if (n.list != null) {
             throw new IllegalStateException("node is already in list '" + n.list.name + "', cannot add to '" + name + "'");
         }

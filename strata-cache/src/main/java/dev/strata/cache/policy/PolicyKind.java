@@ -13,7 +13,9 @@ public enum PolicyKind {
     /** {@link LruPolicy}. */
     LRU,
     /** {@link TinyLfuPolicy}. */
-    TINY_LFU;
+    TINY_LFU,
+    /** {@link PrefixAwarePolicy}: leaves of the prefix tree first, for KV blocks. */
+    PREFIX_AWARE;
 
     /** A new, empty policy of this kind (one per tier). */
     public EvictionPolicy create() {
@@ -21,11 +23,12 @@ public enum PolicyKind {
             case PRIORITY_LRU -> new PriorityLruPolicy();
             case LRU -> new LruPolicy();
             case TINY_LFU -> new TinyLfuPolicy();
+            case PREFIX_AWARE -> new PrefixAwarePolicy();
         };
     }
 
     /**
-     * Parses {@code priority-lru}, {@code lru} or {@code tiny-lfu} (case and {@code _}/{@code -}
+     * Parses {@code priority-lru}, {@code lru}, {@code tiny-lfu} or {@code prefix-aware} (case and {@code _}/{@code -}
      * insensitive).
      *
      * @throws IllegalArgumentException naming the text and the choices
@@ -37,6 +40,6 @@ public enum PolicyKind {
                 return k;
             }
         }
-        throw new IllegalArgumentException("unknown eviction policy '" + text + "' (choose priority-lru, lru or tiny-lfu)");
+        throw new IllegalArgumentException("unknown eviction policy '" + text + "' (choose priority-lru, lru, tiny-lfu or prefix-aware)");
     }
 }

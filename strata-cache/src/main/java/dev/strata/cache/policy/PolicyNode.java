@@ -19,6 +19,14 @@ public abstract class PolicyNode {
     NodeList list; // the list holding this node now, null when not tracked
     NodeList home; // where a parked or skipped node returns to
 
+    // State kept by PrefixAwarePolicy (unused by the list-based policies).
+    PrefixAwarePolicy prefixOwner; // the prefix-aware policy tracking this node, null otherwise
+    byte prefixState; // PrefixAwarePolicy.LEAF, INNER, PARKED or SKIPPED while tracked
+    int heapIndex = -1; // index in the owner's leaf heap, -1 when not in it
+    int prefixChildren; // children of this block tracked by the same policy
+    long prefixValue; // eviction order: reach class (bit 62) | logical time of the last use
+    long localHits; // hits counted by the policy, for nodes that are not PrefixNodes
+
     /** The object's priority class now. */
     public abstract PriorityClass priority();
 
@@ -30,6 +38,6 @@ public abstract class PolicyNode {
 
     /** True while some policy tracks this node. */
     public final boolean tracked() {
-        return list != null;
+        return list != null || prefixOwner != null;
     }
 }

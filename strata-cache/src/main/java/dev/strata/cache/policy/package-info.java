@@ -1,6 +1,9 @@
 /**
  * Eviction policies for one tier each: priority-class LRU (the default), plain LRU and a
  * W-TinyLFU-style frequency-aware policy, all O(1) per operation over intrusive lists of
- * {@link dev.strata.cache.policy.PolicyNode}s.
+ * {@link dev.strata.cache.policy.PolicyNode}s; and the prefix-aware policy for KV blocks
+ * ({@link dev.strata.cache.policy.PrefixAwarePolicy}, O(log n) over an indexed heap), which evicts
+ * only leaves of the resident prefix tree, given by nodes that implement
+ * {@link dev.strata.cache.policy.PrefixNode}.
  */
 package dev.strata.cache.policy;

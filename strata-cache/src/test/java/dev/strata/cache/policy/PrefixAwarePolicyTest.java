@@ -1,0 +1,285 @@
+package dev.strata.cache.policy;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import dev.strata.cache.PriorityClass;
+import dev.strata.testing.Property;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.SplittableRandom;
+import org.junit.jupiter.api.Test;
+
+/** The prefix-aware policy: leaves only, value order, exact child counts under any order of events. */
+class PrefixAwarePolicyTest {
+
+    /** A block of a prefix tree in one tier: knows its parent and whether it is tracked now. */
+    private static final class Block extends PolicyNode implements PrefixNode {
+        final String name;
+        final Block parent;
+        final List<Block> children = new ArrayList<>();
+        boolean inTier; // tracked by the policy under test
+        boolean pinned;
+        long reach = 1;
+
+        Block(String name, Block parent) {
+            this.name = name;
+            this.parent = parent;
+            if (parent != null) {
+                parent.children.add(this);
+            }
+        }
+
+        @Override
+        public PriorityClass priority() {
+            return pinned ? PriorityClass.ACTIVE : PriorityClass.RECENT;
+        }
+
+        @Override
+        public boolean evictable() {
+            return !pinned;
+        }
+
+        @Override
+        public long keyHash() {
+            return name.hashCode() * 0x9E3779B97F4A7C15L;
+        }
+
+        @Override
+        public PolicyNode prefixParent() {
+            return parent != null && parent.inTier ? parent : null;
+        }
+
+        @Override
+        public int residentPrefixChildren() {
+            return (int) children.stream().filter(c -> c.inTier).count();
+        }
+
+        @Override
+        public long prefixReach() {
+            return reach;
+        }
+
+        int trackedChildren() {
+            return (int) children.stream().filter(c -> c.inTier).count();
+        }
+
+        @Override
+        public String toString() {
+            return name;
+        }
+    }
+
+    private static void insert(PrefixAwarePolicy p, Block b) {
+        b.inTier = true; // the store records residency, then tells the policy
+        p.onInsert(b);
+    }
+
+    private static void remove(PrefixAwarePolicy p, Block b) {
+        p.onRemove(b); // the policy hears of the removal while the block is still resident
+        b.inTier = false;
+    }
+
+    private static List<String> drain(PrefixAwarePolicy p, List<Block> all) {
+        List<String> order = new ArrayList<>();
+        PolicyNode v;
+        while ((v = p.victim()) != null) {
+            Block b = (Block) v;
+            assertThat(b.trackedChildren()).as("children of victim %s", b).isZero();
+            order.add(b.name);
+            remove(p, b);
+        }
+        return order;
+    }
+
+    @Test
+    void evictsLeavesFirstEvenWhenTheParentIsOlder() {
+        PrefixAwarePolicy p = new PrefixAwarePolicy();
+        Block a = new Block("a", null);
+        Block b = new Block("b", a);
+        Block c = new Block("c", b);
+        Block x = new Block("x", null);
+        insert(p, a);
+        insert(p, b);
+        insert(p, c);
+        insert(p, x);
+        // LRU would offer a first; here a and b are inner nodes, so c (older than x) goes first
+        assertThat(p.candidateCount()).isEqualTo(2);
+        assertThat(drain(p, List.of(a, b, c, x))).containsExactly("c", "b", "a", "x");
+    }
+
+    @Test
+    void aBlockReachedByMoreRequestsOutlivesOneTurnoverOfSingleUseBlocks() {
+        PrefixAwarePolicy p = new PrefixAwarePolicy();
+        Block shared = new Block("shared", null);
+        shared.reach = 2;
+        insert(p, shared);
+        Block[] once = new Block[3];
+        for (int i = 0; i < once.length; i++) {
+            once[i] = new Block("once" + i, null);
+            insert(p, once[i]);
+        }
+        // values: once0..2 are worth their times 2, 3, 4 (reach 1: no bonus); re-touched at time 5 with
+        // 4 blocks tracked, shared is worth 5 + 4 * log2(2) = 9, one turnover above its recency
+        p.onAccess(shared);
+        assertThat(drain(p, List.of())).containsExactly("once0", "once1", "once2", "shared");
+    }
+
+    @Test
+    void aParentArrivingAfterItsChildrenIsNotACandidateUntilTheyLeave() {
+        PrefixAwarePolicy p = new PrefixAwarePolicy();
+        Block a = new Block("a", null);
+        Block b = new Block("b", a);
+        Block c = new Block("c", a);
+        insert(p, b); // demoted first: the leaves arrive before their parent
+        insert(p, c);
+        insert(p, a);
+        assertThat(p.trackedChildren(a)).isEqualTo(2);
+        assertThat(p.victim()).isIn(b, c);
+        remove(p, b);
+        assertThat(p.victim()).isSameAs(c);
+        remove(p, c);
+        assertThat(p.victim()).isSameAs(a);
+    }
+
+    @Test
+    void pinnedLeavesProtectTheirAncestorsAndUnpinningCountsAsAUse() {
+        PrefixAwarePolicy p = new PrefixAwarePolicy();
+        Block a = new Block("a", null);
+        Block b = new Block("b", a);
+        Block y = new Block("y", null);
+        insert(p, a);
+        insert(p, b);
+        insert(p, y);
+        b.pinned = true;
+        p.onEligibilityChange(b);
+        assertThat(p.victim()).isSameAs(y);
+        remove(p, y);
+        assertThat(p.victim()).isNull(); // a has a resident (pinned) child, b is pinned
+        b.pinned = false;
+        p.onEligibilityChange(b);
+        assertThat(p.victim()).isSameAs(b);
+        assertThat(p.size()).isEqualTo(2);
+    }
+
+    @Test
+    void skippedLeavesComeBackAndMisuseIsRefused() {
+        PrefixAwarePolicy p = new PrefixAwarePolicy();
+        Block a = new Block("a", null);
+        Block b = new Block("b", null);
+        insert(p, a);
+        insert(p, b);
+        PolicyNode v = p.victim();
+        p.skip(v);
+        PolicyNode w = p.victim();
+        assertThat(w).isNotSameAs(v);
+        p.skip(w);
+        assertThat(p.victim()).isNull();
+        p.restoreSkipped();
+        assertThat(p.victim()).isSameAs(v);
+        assertThatThrownBy(() -> p.onInsert(a)).isInstanceOf(IllegalStateException.class).hasMessageContaining("already tracked");
+        assertThatThrownBy(() -> new PrefixAwarePolicy().onAccess(a)).isInstanceOf(IllegalStateException.class)
+                .hasMessageContaining("not tracked by this prefix-aware policy");
+        assertThatThrownBy(() -> new LruPolicy().onInsert(a)).isInstanceOf(IllegalStateException.class);
+    }
+
+    @Test
+    void parsesAsAPolicyKind() {
+        assertThat(PolicyKind.parse("prefix-aware")).isEqualTo(PolicyKind.PREFIX_AWARE);
+        assertThat(PolicyKind.PREFIX_AWARE.create()).isInstanceOf(PrefixAwarePolicy.class);
+        assertThat(PolicyKind.PREFIX_AWARE.create().name()).isEqualTo("prefix-aware");
+        assertThatThrownBy(() -> PolicyKind.parse("prefix")).hasMessageContaining("prefix-aware");
+    }
+
+    @Test
+    void neverOffersABlockWithAResidentDescendantUnderRandomEvents() {
+        Property.forAll("prefix-aware victims are leaves", 60, rnd -> {
+            PrefixAwarePolicy p = new PrefixAwarePolicy();
+            List<Block> blocks = new ArrayList<>();
+            int n = 5 + rnd.nextInt(60);
+            for (int i = 0; i < n; i++) {
+                Block parent = i == 0 || rnd.nextInt(5) == 0 ? null : blocks.get(rnd.nextInt(blocks.size()));
+                blocks.add(new Block("b" + i, parent));
+            }
+            List<Block> skipped = new ArrayList<>();
+            for (int step = 0; step < 400; step++) {
+                Block b = blocks.get(rnd.nextInt(n));
+                switch (rnd.nextInt(7)) {
+                    case 0, 1 -> {
+                        if (!b.inTier) {
+                            b.reach += rnd.nextInt(3);
+                            insert(p, b);
+                        }
+                    }
+                    case 2 -> {
+                        if (b.inTier && !skipped.contains(b)) {
+                            b.reach++;
+                            p.onAccess(b);
+                        }
+                    }
+                    case 3 -> {
+                        if (b.inTier) { // removal by the store, possibly of an inner block
+                            skipped.remove(b);
+                            remove(p, b);
+                        }
+                    }
+                    case 4 -> {
+                        if (b.inTier && !skipped.contains(b)) {
+                            b.pinned = !b.pinned;
+                            p.onEligibilityChange(b);
+                        } else if (!b.inTier) {
+                            b.pinned = rnd.nextBoolean();
+                        }
+                    }
+                    case 5 -> {
+                        PolicyNode v = p.victim();
+                        if (v != null) {
+                            if (rnd.nextBoolean()) {
+                                remove(p, (Block) v);
+                            } else {
+                                p.skip(v);
+                                skipped.add((Block) v);
+                            }
+                        }
+                    }
+                    default -> {
+                        p.restoreSkipped();
+                        skipped.clear();
+                    }
+                }
+                check(p, blocks, skipped, rnd);
+            }
+        });
+    }
+
+    /** The victim is the least valuable evictable leaf; counts and sizes match the model. */
+    private static void check(PrefixAwarePolicy p, List<Block> blocks, List<Block> skipped, SplittableRandom rnd) {
+        long tracked = blocks.stream().filter(b -> b.inTier).count();
+        assertThat(p.size()).isEqualTo((int) tracked);
+        Block best = null;
+        int candidates = 0;
+        for (Block b : blocks) {
+            if (!b.inTier) {
+                continue;
+            }
+            assertThat(p.trackedChildren(b)).as("children of %s", b).isEqualTo(b.trackedChildren());
+            if (b.evictable() && b.trackedChildren() == 0 && !skipped.contains(b)) {
+                candidates++;
+                if (best == null || b.prefixValue < best.prefixValue) {
+                    best = b;
+                }
+            }
+        }
+        assertThat(p.candidateCount()).isEqualTo(candidates);
+        PolicyNode v = p.victim();
+        if (best == null) {
+            assertThat(v).isNull();
+        } else {
+            assertThat(v).isNotNull();
+            Block vb = (Block) v;
+            assertThat(vb.trackedChildren()).isZero();
+            assertThat(vb.evictable()).isTrue();
+            assertThat(vb.prefixValue).isEqualTo(best.prefixValue);
+        }
+    }
+}
