@@ -7,9 +7,11 @@ import java.util.Arrays;
  * exact {@link MissCurve}.
  *
  * <p>Design. Every reference gets a time (its position in a window of {@code capacity} slots).
- * A Fenwick tree over the window holds a mark at the time of each item's most recent reference,
- * so the marks after an item's previous reference time count exactly the distinct items
- * referenced since: its reuse distance. A reference clears the item's old mark and sets one at
+ * The window holds a mark at the time of each item's most recent reference, so the marks after an
+ * item's previous reference time count exactly the distinct items referenced since: its reuse
+ * distance. Marks are bits of 64-bit words, and a Fenwick tree (binary indexed tree) over the
+ * words counts the marks of each prefix of words: a count is one tree walk over
+ * {@code window / 64} entries plus one popcount, six fewer levels than a tree over single times. A reference clears the item's old mark and sets one at
  * the current time. An open-addressing map from {@code long} id to the item's last time (primitive
  * arrays, linear probing, no allocation per reference) finds the old mark; the window remembers
  * which map slot each live mark belongs to. When
@@ -36,7 +38,8 @@ public final class ReuseDistanceTracker {
     private int mapMask;
 
     // the window
-    private int[] fenwick; // [window + 1] 1-based Fenwick tree of marks
+    private long[] marks; // [window / 64] bit t % 64 of word t / 64: a mark at time t
+    private int[] fenwick; // [window / 64 + 1] 1-based Fenwick tree of the marks per word
     private int[] itemAt; // [window] map slot of the item whose last reference is at this time, EMPTY if none
     private int window; // times available before compaction
     private int now; // next time to hand out
@@ -59,7 +62,8 @@ public final class ReuseDistanceTracker {
         Arrays.fill(times, EMPTY);
         mapMask = mapCapacity - 1;
         window = Math.max(MIN_WINDOW, Integer.highestOneBit(Math.max(1, expectedItems) - 1) * 4);
-        fenwick = new int[window + 1];
+        marks = new long[window >>> 6];
+        fenwick = new int[(window >>> 6) + 1];
         itemAt = new int[window];
         Arrays.fill(itemAt, EMPTY);
         histogram = new long[Math.max(16, expectedItems)];
@@ -85,10 +89,13 @@ public final class ReuseDistanceTracker {
             distance = FIRST_SIGHT;
         } else {
             int prev = times[slot];
-            // one mark per distinct item; prefix(prev + 1) counts those at times 0..prev, the item's own
+            // one mark per distinct item; marksUpTo(prev) counts those at times 0..prev, the item's own
             // included, so the rest are the distinct items referenced since
-            distance = distinct - prefix(prev + 1);
-            add(prev + 1, -1);
+            int word = prev >>> 6;
+            long bits = marks[word];
+            distance = distinct - prefix(word) - Long.bitCount(bits & (-1L >>> (63 - (prev & 63))));
+            marks[word] = bits & ~(1L << prev);
+            add(word + 1, -1);
             itemAt[prev] = EMPTY;
             if (distance >= histogram.length) {
                 histogram = Arrays.copyOf(histogram, Math.max(distance + 1, histogram.length * 2));
@@ -100,7 +107,8 @@ public final class ReuseDistanceTracker {
         }
         times[slot] = now;
         itemAt[now] = slot;
-        add(now + 1, 1);
+        marks[now >>> 6] |= 1L << now;
+        add((now >>> 6) + 1, 1);
         now++;
         return distance;
     }
@@ -156,6 +164,7 @@ public final class ReuseDistanceTracker {
     public void clear() {
         Arrays.fill(times, EMPTY);
         Arrays.fill(fenwick, 0);
+        Arrays.fill(marks, 0);
         Arrays.fill(itemAt, EMPTY);
         Arrays.fill(histogram, 0);
         distinct = 0;
@@ -166,7 +175,7 @@ public final class ReuseDistanceTracker {
 
     /** Bytes of the tracker's arrays (memory grows with distinct items, not with references). */
     public long footprintBytes() {
-        return 8L * keys.length + 4L * times.length + 4L * fenwick.length + 4L * itemAt.length
+        return 8L * keys.length + 4L * times.length + 8L * marks.length + 4L * fenwick.length + 4L * itemAt.length
                 + 8L * histogram.length;
     }
 
@@ -215,32 +224,41 @@ public final class ReuseDistanceTracker {
         if (window < needed) {
             int grown = Integer.highestOneBit(needed - 1) * 2;
             itemAt = Arrays.copyOf(itemAt, grown);
-            fenwick = new int[grown + 1];
+            marks = new long[grown >>> 6];
+            fenwick = new int[(grown >>> 6) + 1];
             window = grown;
         }
         Arrays.fill(itemAt, live, window, EMPTY);
-        // linear Fenwick build over marks at 0..live-1
+        // marks at 0..live-1, then a linear Fenwick build over the words' counts
+        int words = window >>> 6;
+        Arrays.fill(marks, 0);
+        for (int w = 0; w < (live >>> 6); w++) {
+            marks[w] = -1L;
+        }
+        if ((live & 63) != 0) {
+            marks[live >>> 6] = -1L >>> (64 - (live & 63));
+        }
         Arrays.fill(fenwick, 0);
-        for (int i = 1; i <= window; i++) {
-            if (i <= live) {
-                fenwick[i] += 1;
-            }
+        for (int i = 1; i <= words; i++) {
+            fenwick[i] += Long.bitCount(marks[i - 1]);
             int parent = i + (i & -i);
-            if (parent <= window) {
+            if (parent <= words) {
                 fenwick[parent] += fenwick[i];
             }
         }
         now = live;
     }
 
+    /** Adds {@code delta} to the count of word {@code i - 1} (1-based {@code i}). */
     private void add(int i, int delta) {
         int[] f = fenwick;
-        for (; i <= window; i += i & -i) {
+        int n = f.length - 1;
+        for (; i <= n; i += i & -i) {
             f[i] += delta;
         }
     }
 
-    /** Marks at 1-based positions 1..i (times 0..i-1). */
+    /** Marks in words 0..i-1 (times 0..64i-1). */
     private int prefix(int i) {
         int[] f = fenwick;
         int s = 0;
