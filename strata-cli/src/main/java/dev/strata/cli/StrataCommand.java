@@ -14,6 +14,7 @@ import picocli.CommandLine.Command;
                 InspectCommand.class,
                 PlanCommand.class,
                 SimulateCommand.class,
+                TraceCommand.class,
                 CommandLine.HelpCommand.class})
 public final class StrataCommand implements Runnable {
 
@@ -37,7 +38,8 @@ public final class StrataCommand implements Runnable {
         CommandLine cli = new CommandLine(new StrataCommand());
         cli.setExecutionExceptionHandler((e, cmd, parsed) -> {
             if (e instanceof dev.strata.cache.config.ConfigException || e instanceof IllegalArgumentException
-                    || e instanceof dev.strata.memory.pool.PoolFormatException || e instanceof dev.strata.memory.TierIoException) {
+                    || e instanceof dev.strata.memory.pool.PoolFormatException || e instanceof dev.strata.memory.TierIoException
+                    || e instanceof dev.strata.cache.routing.RoutingTraceException || e instanceof java.io.UncheckedIOException) {
                 cmd.getErr().println("strata: " + e.getMessage());
                 return 2;
             }
