@@ -3,7 +3,8 @@
  * several processes, optionally interleaved over several files in 2 MiB stripes.
  *
  * <p>Structures in the pool, each with its descriptor class: {@link dev.strata.memory.pool.PoolHeader}
- * (identity, version, layout), {@code ProcessTable} (who has the pool open, for crash detection),
+ * (identity, version, layout, and the root region it reserves for a structure built on the pool,
+ * such as the KV block index of {@code strata-node}), {@code ProcessTable} (who has the pool open, for crash detection),
  * {@code ChunkTable} and {@code ObjectDescriptorTable} (allocation and publish state). Behaviour:
  * {@code PoolAllocator} (lock-free, cross-process allocation and reclaim of dead processes'
  * unpublished allocations), {@code PublishProtocol} (single writer, many readers, seqlock-checked
