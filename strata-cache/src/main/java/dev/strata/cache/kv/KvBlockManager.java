@@ -582,8 +582,9 @@ public final class KvBlockManager implements AutoCloseable {
 
     /**
      * Gives {@code seq} slots for {@code newTokens} more tokens, evicting cached blocks (never one
-     * that is ACTIVE, held or in flight; by the slot policy's order) when no slot is free. A
-     * progressively loaded sequence first starts all its remaining loads.
+     * that is ACTIVE, held or in flight; by the slot policy's order) when no slot is free.
+     *
+     * @throws IllegalStateException if a progressive load of the sequence has blocks not started
      */
     public AllocationStatus allocate(KvSequence seq, int newTokens) {
         poll();
@@ -593,10 +594,7 @@ public final class KvBlockManager implements AutoCloseable {
             throw new IllegalArgumentException("token count must not be negative, got " + newTokens);
         }
         if (seq.pending != null) {
-            startPending(seq, Integer.MAX_VALUE);
-            if (seq.pending != null) {
-                return pendingEvictions > 0 ? AllocationStatus.WAIT : AllocationStatus.NO_SPACE;
-            }
+            throw new IllegalStateException("sequence " + seq.id + " is still loading progressively; require its blocks first");
         }
         long needTokens = (long) seq.tokens + newTokens;
         long needBlocks = (needTokens + blockTokens - 1) / blockTokens;

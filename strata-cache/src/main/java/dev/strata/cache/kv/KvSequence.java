@@ -47,6 +47,11 @@ public final class KvSequence {
         return state;
     }
 
+    /** True while a progressive load has blocks not yet started ({@link KvBlockManager#require} them). */
+    public boolean loadingProgressively() {
+        return pending != null;
+    }
+
     /** Blocks in the block table. */
     public int blockCount() {
         return blocks.size();
