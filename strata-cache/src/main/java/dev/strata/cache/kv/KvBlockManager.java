@@ -21,7 +21,6 @@ import dev.strata.memory.transfer.TransferResult;
 
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.HashSet;
 import java.util.IdentityHashMap;
 import java.util.List;
@@ -83,6 +82,15 @@ import java.util.concurrent.locks.LockSupport;
  */
 public final class KvBlockManager implements AutoCloseable {
     private static final CompletableFuture<Void> DONE = CompletableFuture.completedFuture(null);
+    private static final int CACHED_OUTCOMES = 64; // complete outcomes of loads of fewer blocks are shared
+    @SuppressWarnings("unchecked")
+    private static final CompletableFuture<LoadOutcome>[] COMPLETE = new CompletableFuture[CACHED_OUTCOMES];
+
+    static {
+        for (int n = 0; n < CACHED_OUTCOMES; n++) {
+            COMPLETE[n] = CompletableFuture.completedFuture(new LoadOutcome(n, n, List.of(), 0));
+        }
+    }
 
     private final KvLayout layout;
     private final PrefixHasher hasher;
@@ -101,9 +109,10 @@ public final class KvBlockManager implements AutoCloseable {
     private final DeviceBlock[] slotOwner; // [slot] the block in it, null when free
     private final int[] freeSlots; // stack of free slot indices
     private int freeCount; // entries of freeSlots in use
-    private final HashMap<ObjectKey, DeviceBlock> resident = new HashMap<>(); // keyed blocks in slots (loading too)
+    private final BlockKeyTable resident; // keyed blocks in slots (loading too), by key
     private final Set<ObjectKey> offloaded = new HashSet<>(); // keys this manager put into the store, not dropped since
-    private final HashMap<Long, KvSequence> sequences = new HashMap<>(); // open sequences by id
+    private KvSequence firstSequence; // open sequences (running or preempted), an intrusive list
+    private int openSequences; // length of that list
     private long nextSequenceId;
     private int pendingEvictions; // blocks with evictAfterOffload set
 
@@ -135,6 +144,7 @@ public final class KvBlockManager implements AutoCloseable {
                 ? HostTier.slab("kv-staging", config.stagingBlocks() * stagingBlock, stagingBlock) : null;
         int slots = layout.slots();
         this.slotOwner = new DeviceBlock[slots];
+        this.resident = new BlockKeyTable(slots);
         this.freeSlots = new int[slots];
         for (int s = slots - 1; s >= 0; s--) {
             freeSlots[freeCount++] = s;
@@ -162,8 +172,13 @@ public final class KvBlockManager implements AutoCloseable {
     /** A new, empty running sequence. */
     public KvSequence newSequence() {
         poll();
-        KvSequence s = new KvSequence(nextSequenceId++, root);
-        sequences.put(s.id, s);
+        KvSequence s = new KvSequence(this, nextSequenceId++, root);
+        s.next = firstSequence;
+        if (firstSequence != null) {
+            firstSequence.prev = s;
+        }
+        firstSequence = s;
+        openSequences++;
         return s;
     }
 
@@ -242,13 +257,12 @@ public final class KvBlockManager implements AutoCloseable {
         checkRunning(seq);
         checkLoadable(seq, match);
         int n = match.blocks();
-        List<CompletableFuture<Void>> ready = new ArrayList<>(n);
-        List<BlockLocation> sources = new ArrayList<>(n);
-        List<BlockLoadFailure> early = new ArrayList<>();
+        BlockLocation[] sources = new BlockLocation[n]; // [block] where it is read from
+        BlockLoadFailure early = null; // a block gone between match and load
+        boolean async = false; // some block is still loading
         for (int i = 0; i < seq.blocks.size(); i++) {
-            DeviceBlock held = seq.blocks.get(i);
-            ready.add(held.loading ? held.ready : DONE);
-            sources.add(BlockLocation.DEVICE);
+            async |= seq.blocks.get(i).loading;
+            sources[i] = BlockLocation.DEVICE;
         }
         int slotsShort = 0;
         for (int i = seq.blocks.size(); i < n; i++) {
@@ -260,8 +274,8 @@ public final class KvBlockManager implements AutoCloseable {
             } else {
                 source = currentLocation(match, i);
                 if (source == null) {
-                    early.add(new BlockLoadFailure(i, key, match.location(i), "block " + key + " (block " + i
-                            + ") left every tier between match and load", null));
+                    early = new BlockLoadFailure(i, key, match.location(i), "block " + key + " (block " + i
+                            + ") left every tier between match and load", null);
                     counters.inc(KvCounters.FAILED_LOADS);
                     break;
                 }
@@ -274,18 +288,29 @@ public final class KvBlockManager implements AutoCloseable {
                 startLoad(b, source, KvLink.RELOAD);
             }
             seq.blocks.add(b);
-            ready.add(b.loading ? b.ready : DONE);
-            sources.add(source);
+            async |= b.loading;
+            sources[i] = source;
         }
         int acquired = seq.blocks.size();
         seq.committed = acquired;
         seq.tokens = acquired * blockTokens;
         seq.lastKey = acquired == 0 ? root : match.key(acquired - 1);
-        return outcomeOf(match, n, ready, sources, early, slotsShort);
+        List<BlockLoadFailure> failures = early == null ? List.of() : List.of(early);
+        if (!async) {
+            if (acquired == n && acquired < CACHED_OUTCOMES) {
+                return COMPLETE[n];
+            }
+            return CompletableFuture.completedFuture(new LoadOutcome(n, acquired, failures, slotsShort));
+        }
+        List<CompletableFuture<Void>> ready = new ArrayList<>(acquired);
+        for (DeviceBlock b : seq.blocks) {
+            ready.add(b.loading ? b.ready : DONE);
+        }
+        return outcomeOf(match, n, ready, sources, failures, slotsShort);
     }
 
     private static CompletableFuture<LoadOutcome> outcomeOf(PrefixMatch match, int requested,
-            List<CompletableFuture<Void>> ready, List<BlockLocation> sources, List<BlockLoadFailure> early, int slotsShort) {
+            List<CompletableFuture<Void>> ready, BlockLocation[] sources, List<BlockLoadFailure> early, int slotsShort) {
         CompletableFuture<?>[] all = ready.toArray(new CompletableFuture<?>[0]);
         return CompletableFuture.allOf(all).handle((ignored, error) -> {
             List<BlockLoadFailure> failures = new ArrayList<>();
@@ -293,7 +318,7 @@ public final class KvBlockManager implements AutoCloseable {
             for (int i = 0; i < all.length; i++) {
                 if (all[i].isCompletedExceptionally()) {
                     Throwable t = causeOf(all[i]);
-                    failures.add(new BlockLoadFailure(i, match.key(i), sources.get(i), t.getMessage(), t.getCause()));
+                    failures.add(new BlockLoadFailure(i, match.key(i), sources[i], t.getMessage(), t.getCause()));
                     if (loaded < 0) {
                         loaded = i;
                     }
@@ -551,7 +576,7 @@ public final class KvBlockManager implements AutoCloseable {
             offloaded.remove(b.key);
         }
         unregister(b);
-        for (KvSequence s : new ArrayList<>(sequences.values())) {
+        for (KvSequence s = firstSequence; s != null; s = s.next) {
             if (s.state != KvSequence.State.RUNNING) {
                 continue;
             }
@@ -645,24 +670,24 @@ public final class KvBlockManager implements AutoCloseable {
             DeviceBlock b = seq.blocks.get(i);
             ObjectKey parent = seq.lastKey;
             ObjectKey key = hasher.next(parent, tokens, i * blockTokens);
-            DeviceBlock existing = resident.get(key);
-            if (existing != null && !existing.loading) {
-                hold(existing);
-                seq.blocks.set(i, existing);
-                b.refCount = 0;
-                freeSlot(b);
-                counters.inc(KvCounters.DEDUPS);
-            } else if (existing != null) {
-                b.key = key; // its twin is still loading: keep this one private to the sequence
-                b.parentKey = parent;
-                b.keyHash = key.hash64();
-            } else {
-                register(b, key, parent);
+            DeviceBlock existing = resident.putIfAbsent(key, b);
+            if (existing == null) {
+                registerMapped(b, key, parent);
                 counters.inc(KvCounters.COMMITS);
                 boolean toStore = config.offload() == OffloadMode.WRITE_THROUGH && store != null && !inStore(key);
                 if (toStore || publishNow) {
                     startOffload(b, false, toStore, publishNow);
                 }
+            } else if (!existing.loading) {
+                hold(existing);
+                seq.blocks.set(i, existing);
+                b.refCount = 0;
+                freeSlot(b);
+                counters.inc(KvCounters.DEDUPS);
+            } else {
+                b.key = key; // its twin is still loading: keep this one private to the sequence
+                b.parentKey = parent;
+                b.keyHash = key.hash64();
             }
             if (admission != null) {
                 admission.recordUse(key);
@@ -706,7 +731,21 @@ public final class KvBlockManager implements AutoCloseable {
         seq.pending = null;
         seq.preemptedKeys = null;
         seq.state = KvSequence.State.RELEASED;
-        sequences.remove(seq.id);
+        unlink(seq);
+    }
+
+    private void unlink(KvSequence seq) {
+        if (seq.prev != null) {
+            seq.prev.next = seq.next;
+        } else {
+            firstSequence = seq.next;
+        }
+        if (seq.next != null) {
+            seq.next.prev = seq.prev;
+        }
+        seq.prev = null;
+        seq.next = null;
+        openSequences--;
     }
 
     /**
@@ -837,11 +876,18 @@ public final class KvBlockManager implements AutoCloseable {
     }
 
     private void register(DeviceBlock b, ObjectKey key, ObjectKey parent) {
+        if (resident.putIfAbsent(key, b) != null) {
+            throw new IllegalStateException("block " + key + " is already in a DEVICE slot");
+        }
+        registerMapped(b, key, parent);
+    }
+
+    /** Registers a block already entered in the key table. */
+    private void registerMapped(DeviceBlock b, ObjectKey key, ObjectKey parent) {
         b.key = key;
         b.keyHash = key.hash64();
         b.parentKey = parent;
         b.registered = true;
-        resident.put(key, b);
         b.reportedEvictable = b.evictable();
         policy.onInsert(b);
     }
@@ -1031,7 +1077,7 @@ public final class KvBlockManager implements AutoCloseable {
 
     /** Counters and gauges now. */
     public KvManagerStats stats() {
-        return new KvManagerStats(counters.snapshot(), slotOwner.length, freeCount, resident.size(), sequences.size());
+        return new KvManagerStats(counters.snapshot(), slotOwner.length, freeCount, resident.size(), openSequences);
     }
 
     /** The engine KV layout the slots live in. */
@@ -1087,7 +1133,7 @@ public final class KvBlockManager implements AutoCloseable {
             }
         }
         IdentityHashMap<DeviceBlock, Integer> holders = new IdentityHashMap<>();
-        for (KvSequence seq : sequences.values()) {
+        for (KvSequence seq = firstSequence; seq != null; seq = seq.next) {
             if (seq.state != KvSequence.State.RUNNING && !seq.blocks.isEmpty()) {
                 throw new IllegalStateException("sequence " + seq.id + " is " + seq.state + " but holds blocks");
             }
@@ -1152,7 +1198,14 @@ public final class KvBlockManager implements AutoCloseable {
         if (evictAfter != pendingEvictions) {
             throw new IllegalStateException(evictAfter + " blocks wait for eviction but the count says " + pendingEvictions);
         }
-        if (counters.snapshot()[KvCounters.UNEXPECTED_DROPS] != 0) {
+        int listed = 0;
+        for (KvSequence seq = firstSequence; seq != null; seq = seq.next) {
+            listed++;
+        }
+        if (listed != openSequences) {
+            throw new IllegalStateException(listed + " sequences listed but the count says " + openSequences);
+        }
+        if (counters.get(KvCounters.UNEXPECTED_DROPS) != 0) {
             throw new IllegalStateException("the store dropped blocks this manager had not offloaded");
         }
     }
@@ -1170,14 +1223,15 @@ public final class KvBlockManager implements AutoCloseable {
         }
         boolean idle = awaitIdle(60, TimeUnit.SECONDS);
         closed = true;
-        for (KvSequence s : new ArrayList<>(sequences.values())) {
+        while (firstSequence != null) {
+            KvSequence s = firstSequence;
             for (int i = s.blocks.size() - 1; i >= 0; i--) {
                 unhold(s.blocks.get(i), PriorityClass.RECENT);
             }
             s.blocks.clear();
             s.state = KvSequence.State.RELEASED;
+            unlink(s);
         }
-        sequences.clear();
         io.shutdown();
         try {
             if (!io.awaitTermination(60, TimeUnit.SECONDS)) {
@@ -1208,7 +1262,7 @@ public final class KvBlockManager implements AutoCloseable {
     }
 
     private void checkOwn(KvSequence seq) {
-        if (sequences.get(seq.id) != seq) {
+        if (seq.owner != this || seq.state == KvSequence.State.RELEASED) {
             throw new IllegalArgumentException("sequence " + seq.id + " does not belong to this manager or is released");
         }
     }

@@ -1,15 +1,19 @@
 package dev.strata.cache.kv;
 
 import dev.strata.cache.PriorityClass;
-import java.util.concurrent.atomic.AtomicLongArray;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
 
 /**
- * The manager's running counters, one atomic cell each, so a metrics scrape on any thread reads
- * them without stopping the scheduler.
+ * The manager's running counters. One writer (the manager's scheduler thread: every counted event
+ * is applied there) updates them with opaque stores, so a metrics scrape on any other thread reads
+ * each counter whole and eventually current, and the writer pays no fence on its hot path.
  *
- * <p>Threads: any thread may add and read.
+ * <p>Threads: {@code add}/{@code inc}/{@code hit}/{@code link}/{@code eviction} by the scheduler
+ * thread only; {@link #snapshot()} by any thread.
  */
 final class KvCounters {
+    private static final VarHandle CELL = MethodHandles.arrayElementVarHandle(long[].class);
     private static final int LOCATIONS = BlockLocation.values().length;
     private static final int LINKS = KvLink.values().length;
     private static final int CLASSES = PriorityClass.values().length;
@@ -30,33 +34,39 @@ final class KvCounters {
     static final int OFFLOAD_REFUSED = UNEXPECTED_DROPS + 1; // offloads the store refused (no space)
     static final int SIZE = OFFLOAD_REFUSED + 1;
 
-    private final AtomicLongArray cells = new AtomicLongArray(SIZE);
+    private final long[] cells = new long[SIZE];
 
     void add(int cell, long delta) {
-        cells.getAndAdd(cell, delta);
+        if (delta != 0) {
+            CELL.setOpaque(cells, cell, (long) CELL.getOpaque(cells, cell) + delta);
+        }
     }
 
     void inc(int cell) {
-        cells.getAndIncrement(cell);
+        CELL.setOpaque(cells, cell, (long) CELL.getOpaque(cells, cell) + 1);
     }
 
     void hit(BlockLocation where) {
-        cells.getAndIncrement(HITS + where.ordinal());
+        inc(HITS + where.ordinal());
     }
 
     void link(KvLink link, long bytes) {
-        cells.getAndIncrement(LINK_BLOCKS + link.ordinal());
-        cells.getAndAdd(LINK_BYTES + link.ordinal(), bytes);
+        inc(LINK_BLOCKS + link.ordinal());
+        add(LINK_BYTES + link.ordinal(), bytes);
     }
 
     void eviction(PriorityClass c) {
-        cells.getAndIncrement(EVICTIONS + c.ordinal());
+        inc(EVICTIONS + c.ordinal());
+    }
+
+    long get(int cell) {
+        return (long) CELL.getOpaque(cells, cell);
     }
 
     long[] snapshot() {
         long[] out = new long[SIZE];
         for (int i = 0; i < SIZE; i++) {
-            out[i] = cells.get(i);
+            out[i] = (long) CELL.getOpaque(cells, i);
         }
         return out;
     }

@@ -22,8 +22,11 @@ public final class KvSequence {
         RELEASED
     }
 
+    final KvBlockManager owner;
     final long id;
-    final List<DeviceBlock> blocks = new ArrayList<>(); // block table: index = block of the sequence
+    KvSequence prev; // neighbours in the manager's list of open sequences
+    KvSequence next;
+    final List<DeviceBlock> blocks = new ArrayList<>(4); // block table: index = block of the sequence
     int tokens; // tokens with slots: the engine may write positions [0, tokens)
     int committed; // leading blocks committed (keyed)
     ObjectKey lastKey; // key of the last committed block (the hasher's root when none)
@@ -33,7 +36,8 @@ public final class KvSequence {
     int pendingNext; // progressive load: next match block not yet started
     int pendingFailedAt = -1; // progressive load: first block that could not be loaded, -1 if none
 
-    KvSequence(long id, ObjectKey root) {
+    KvSequence(KvBlockManager owner, long id, ObjectKey root) {
+        this.owner = owner;
         this.id = id;
         this.lastKey = root;
     }
