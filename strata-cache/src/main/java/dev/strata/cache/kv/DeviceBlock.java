@@ -24,6 +24,7 @@ public final class DeviceBlock extends PolicyNode {
     ObjectKey parentKey; // key of the block before it (the hasher's root for block 0); null while writing
     long keyHash; // key.hash64(), 0 while writing
     int refCount; // sequences holding this block
+    long reach; // requests that reached this block while it was in a slot: its commit, then each load that shared it
     int inFlight; // transfers reading or writing the slot now
     PriorityClass priority = PriorityClass.ACTIVE;
     boolean loading; // a transfer is filling the slot: bytes not valid yet
@@ -60,6 +61,15 @@ public final class DeviceBlock extends PolicyNode {
     /** Sequences holding the block now. */
     public int refCount() {
         return refCount;
+    }
+
+    /**
+     * Requests that reached the block while it was in this slot: the commit (or load) that
+     * brought it in, then each sequence that shared it. A prefix-aware slot policy reads it as
+     * the block's reach.
+     */
+    public long reach() {
+        return reach;
     }
 
     /** True while a load is filling the slot. */

@@ -888,6 +888,7 @@ public final class KvBlockManager implements AutoCloseable {
         b.keyHash = key.hash64();
         b.parentKey = parent;
         b.registered = true;
+        b.reach = Math.max(1, b.reach);
         b.reportedEvictable = b.evictable();
         policy.onInsert(b);
     }
@@ -933,6 +934,7 @@ public final class KvBlockManager implements AutoCloseable {
     }
 
     private void hold(DeviceBlock b) {
+        b.reach++;
         if (b.refCount++ == 0) {
             if (b.evictAfterOffload) {
                 b.evictAfterOffload = false; // wanted again: keep it when the copy lands
