@@ -22,8 +22,6 @@ public enum BlockLocation {
     /** The cross-process shared block pool. */
     SHARED;
 
-    private static final BlockLocation[] VALUES = values();
-
     /** The location of a copy in a store tier of {@code kind}. */
     public static BlockLocation of(TierKind kind) {
         return switch (kind) {
@@ -33,10 +31,5 @@ public enum BlockLocation {
             case POOL -> POOL;
             case DISK -> DISK;
         };
-    }
-
-    /** The location with the given ordinal. */
-    static BlockLocation ofOrdinal(int ordinal) {
-        return VALUES[ordinal];
     }
 }

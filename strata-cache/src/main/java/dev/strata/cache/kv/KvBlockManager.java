@@ -523,10 +523,15 @@ public final class KvBlockManager implements AutoCloseable {
                             + "' (handle " + top.handle() + "): " + r.status(), null);
                 }
                 final boolean remove = failure != null;
+                outstanding.incrementAndGet(); // the unpin counts as in flight until it has run
                 io.execute(() -> {
-                    store.unpin(key);
-                    if (remove) {
-                        store.remove(key); // a block that cannot be read is treated as missing from now on
+                    try {
+                        store.unpin(key);
+                        if (remove) {
+                            store.remove(key); // a block that cannot be read is treated as missing from now on
+                        }
+                    } finally {
+                        outstanding.decrementAndGet();
                     }
                 });
                 loadDone(b, failure, remove, link, sh != Allocator.FULL && failure == null);
@@ -1319,7 +1324,8 @@ public final class KvBlockManager implements AutoCloseable {
 
         /**
          * The store blocks are offloaded into (top tier first: HOST), the transfer engine that moves
-         * them, and the relay installed as the store's drop listener.
+         * them, and the relay installed as the store's drop listener. Close the manager before
+         * the store, the engine and the tiers.
          */
         public Builder store(TieredStore store, TransferEngine transfers, KvDropRelay relay) {
             this.store = Objects.requireNonNull(store, "store");

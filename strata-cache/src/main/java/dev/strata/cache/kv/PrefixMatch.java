@@ -61,10 +61,6 @@ public final class PrefixMatch {
         return n;
     }
 
-    ObjectKey[] keysArray() {
-        return keys;
-    }
-
     @Override
     public String toString() {
         return "PrefixMatch[" + blocks() + " of " + keys.length + " blocks: " + Arrays.toString(locations) + "]";
