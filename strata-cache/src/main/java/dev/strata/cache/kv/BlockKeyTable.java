@@ -7,7 +7,8 @@ import dev.strata.cache.ObjectKey;
  * with linear probing over parallel arrays (the key's two halves side by side, the block beside),
  * sized once for the number of slots so it never resizes, with backward-shift deletion (no
  * tombstones). A lookup touches one run of the key array, where a {@code HashMap} would chase a
- * table entry, a node and a key object.
+ * table entry, a node and a key object. Each block records its position and its key's hash, so
+ * removal needs no probe and shifting needs no rehash.
  *
  * <p>Invariant: every key is at the first free-or-matching position of its probe run, so a lookup
  * stops at the first empty entry. Capacity is at least twice the most entries it can hold, so
@@ -65,7 +66,8 @@ final class BlockKeyTable {
     DeviceBlock putIfAbsent(ObjectKey key, DeviceBlock block) {
         long hi = key.high();
         long lo = key.low();
-        int i = (int) ObjectKey.hash64(hi, lo) & mask;
+        long hash = ObjectKey.hash64(hi, lo);
+        int i = (int) hash & mask;
         while (true) {
             DeviceBlock b = blocks[i];
             if (b == null) {
@@ -75,6 +77,8 @@ final class BlockKeyTable {
                 keys[2 * i] = hi;
                 keys[2 * i + 1] = lo;
                 blocks[i] = block;
+                block.keyHash = hash;
+                block.tableIndex = i;
                 size++;
                 return null;
             }
@@ -87,23 +91,13 @@ final class BlockKeyTable {
 
     /** Removes {@code key} if it maps to {@code block}; true if it did. */
     boolean remove(ObjectKey key, DeviceBlock block) {
-        long hi = key.high();
-        long lo = key.low();
-        int i = (int) ObjectKey.hash64(hi, lo) & mask;
-        while (true) {
-            DeviceBlock b = blocks[i];
-            if (b == null) {
-                return false;
-            }
-            if (keys[2 * i] == hi && keys[2 * i + 1] == lo) {
-                if (b != block) {
-                    return false;
-                }
-                deleteAt(i);
-                return true;
-            }
-            i = (i + 1) & mask;
+        int i = block.tableIndex;
+        if (i < 0 || i > mask || blocks[i] != block || keys[2 * i] != key.high() || keys[2 * i + 1] != key.low()) {
+            return false;
         }
+        deleteAt(i);
+        block.tableIndex = -1;
+        return true;
     }
 
     /** Empties entry {@code hole}, shifting later entries of its run back so no lookup stops early. */
@@ -116,13 +110,14 @@ final class BlockKeyTable {
             if (b == null) {
                 break;
             }
-            int home = (int) ObjectKey.hash64(keys[2 * i], keys[2 * i + 1]) & mask;
+            int home = (int) b.keyHash & mask; // the block caches its key's hash
             // move the entry at i into the hole if its home is not in (hole, i] (cyclically)
             boolean stays = hole <= i ? (home > hole && home <= i) : (home > hole || home <= i);
             if (!stays) {
                 keys[2 * hole] = keys[2 * i];
                 keys[2 * hole + 1] = keys[2 * i + 1];
                 blocks[hole] = b;
+                b.tableIndex = hole;
                 hole = i;
             }
         }

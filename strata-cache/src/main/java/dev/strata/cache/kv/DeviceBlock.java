@@ -23,6 +23,7 @@ public final class DeviceBlock extends PolicyNode {
     ObjectKey key; // chained key; null while the engine is still writing the block
     ObjectKey parentKey; // key of the block before it (the hasher's root for block 0); null while writing
     long keyHash; // key.hash64(), 0 while writing
+    int tableIndex = -1; // position in the manager's key table, -1 when not in it
     int refCount; // sequences holding this block
     long reach; // requests that reached this block while it was in a slot: its commit, then each load that shared it
     int inFlight; // transfers reading or writing the slot now

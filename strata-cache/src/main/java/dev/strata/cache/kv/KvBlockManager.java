@@ -889,8 +889,7 @@ public final class KvBlockManager implements AutoCloseable {
 
     /** Registers a block already entered in the key table. */
     private void registerMapped(DeviceBlock b, ObjectKey key, ObjectKey parent) {
-        b.key = key;
-        b.keyHash = key.hash64();
+        b.key = key; // keyHash was set by the key table
         b.parentKey = parent;
         b.registered = true;
         b.reach = Math.max(1, b.reach);
