@@ -2,6 +2,7 @@ package dev.strata.cache.kv;
 
 import dev.strata.cache.ObjectKey;
 import dev.strata.cache.PriorityClass;
+import dev.strata.cache.policy.PolicyKind;
 import dev.strata.testing.Property;
 import org.junit.jupiter.api.Test;
 
@@ -39,6 +40,7 @@ class KvBlockManagerPropertyTest {
             boolean withShared = random.nextBoolean();
             OffloadMode mode = OffloadMode.values()[random.nextInt(2)];
             KvManagerConfig config = KvManagerConfig.defaults().offload(mode)
+                    .devicePolicy(PolicyKind.values()[random.nextInt(PolicyKind.values().length)])
                     .sharedPublish(random.nextBoolean() ? SharedPublishMode.AT_COMMIT : SharedPublishMode.ON_EVICTION)
                     .lookahead(random.nextInt(3), 1 + random.nextInt(3)).maxPendingEvictions(1 + random.nextInt(4));
             KvRig.Spec spec = KvRig.Spec.of(5 + random.nextInt(4), 1 + random.nextInt(3), 3, 3 + random.nextInt(5)).config(config);

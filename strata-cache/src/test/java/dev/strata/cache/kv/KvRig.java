@@ -226,5 +226,9 @@ final class KvRig implements AutoCloseable {
         }
         assertThat(MemoryAudit.liveRegions().stream().filter(r -> r.name().contains(id)).toList())
                 .as("off-heap regions of this rig still live").isEmpty();
+        if (disk != null) { // the manager's own HOST staging for two-stage disk reads is released too
+            assertThat(MemoryAudit.liveRegions().stream().filter(r -> r.name().contains("kv-staging")).toList())
+                    .as("staging regions still live").isEmpty();
+        }
     }
 }
