@@ -24,7 +24,8 @@ import java.util.SplittableRandom;
 /**
  * The KV block manager's bookkeeping speed on one thread, per block: a request of one block that
  * misses (match, allocate a slot evicting the least recently used cached block, commit under the
- * chained key, release) and one that hits (match, share the resident block, release). No bytes
+ * chained key computed by the match, release) and one that hits (match, share the resident block,
+ * release). No bytes
  * move: the figures are the manager's own cost (hashing the block's tokens included), against
  * the same key set through a {@link HashMap} (get, put, remove per key) measured in the same run.
  *
@@ -111,7 +112,7 @@ public final class KvBlockOpsMeasure {
                     if (m.allocate(s, bt) != AllocationStatus.ALLOCATED) {
                         throw new IllegalStateException("no slot for a one-block request: " + m.stats().freeSlots() + " free");
                     }
-                    m.commit(s, tokens, bt);
+                    m.commit(s, match, 1); // the keys the match computed for these tokens
                 }
                 m.release(s);
                 ops++;

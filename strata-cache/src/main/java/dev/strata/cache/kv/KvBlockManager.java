@@ -655,53 +655,97 @@ public final class KvBlockManager implements AutoCloseable {
      */
     public int commit(KvSequence seq, int[] tokens, int length) {
         poll();
+        checkCommittable(seq);
+        if (length < 0 || length > tokens.length) {
+            throw new IllegalArgumentException("length " + length + " is outside a token array of " + tokens.length);
+        }
+        int full = checkFullBlocks(seq, length / blockTokens);
+        int done = 0;
+        for (int i = seq.committed; i < full; i++) {
+            commitBlock(seq, i, hasher.next(seq.lastKey, tokens, i * blockTokens));
+            done++;
+        }
+        return done;
+    }
+
+    /**
+     * Commits the first {@code blocks} blocks of {@code seq} under the keys {@code match} computed
+     * for them (its {@link PrefixMatch#fullBlocks()} keys, matched or not), saving the hashing
+     * that {@link #commit(KvSequence, int[], int)} does: for an engine that matched its prompt,
+     * loaded the cached prefix and computed the rest from the same tokens. Otherwise the same as
+     * that method.
+     *
+     * @return blocks committed by this call
+     * @throws IllegalArgumentException if {@code blocks} exceeds the match's full blocks or the
+     *                                  sequence's slots, or the sequence's committed prefix is not
+     *                                  the match's
+     */
+    public int commit(KvSequence seq, PrefixMatch match, int blocks) {
+        poll();
+        checkCommittable(seq);
+        if (blocks < 0 || blocks > match.fullBlocks()) {
+            throw new IllegalArgumentException("commit of " + blocks + " blocks, but the match keys " + match.fullBlocks());
+        }
+        int full = checkFullBlocks(seq, blocks);
+        ObjectKey expected = seq.committed == 0 ? root : match.key(seq.committed - 1);
+        if (full > seq.committed && !expected.equals(seq.lastKey)) {
+            throw new IllegalArgumentException("sequence " + seq.id + " ends in block " + seq.lastKey + " but the match has "
+                    + expected + " at block " + (seq.committed - 1) + ": it keys other tokens");
+        }
+        int done = 0;
+        for (int i = seq.committed; i < full; i++) {
+            commitBlock(seq, i, match.key(i));
+            done++;
+        }
+        return done;
+    }
+
+    private void checkCommittable(KvSequence seq) {
         checkOpen();
         checkRunning(seq);
         if (seq.pending != null) {
             throw new IllegalStateException("sequence " + seq.id + " is still loading progressively; require its blocks first");
         }
-        if (length < 0 || length > tokens.length) {
-            throw new IllegalArgumentException("length " + length + " is outside a token array of " + tokens.length);
-        }
-        int full = length / blockTokens;
+    }
+
+    private int checkFullBlocks(KvSequence seq, int full) {
         if (full > seq.blocks.size()) {
             throw new IllegalArgumentException("commit of " + full + " full blocks, but sequence " + seq.id + " has slots for "
                     + seq.blocks.size() + " blocks");
         }
-        int done = 0;
-        KvDiskAdmission admission = config.diskAdmission();
-        boolean publishNow = shared != null && config.sharedPublish() == SharedPublishMode.AT_COMMIT;
-        for (int i = seq.committed; i < full; i++) {
-            DeviceBlock b = seq.blocks.get(i);
-            ObjectKey parent = seq.lastKey;
-            ObjectKey key = hasher.next(parent, tokens, i * blockTokens);
-            DeviceBlock existing = resident.putIfAbsent(key, b);
-            if (existing == null) {
-                registerMapped(b, key, parent);
-                counters.inc(KvCounters.COMMITS);
-                boolean toStore = config.offload() == OffloadMode.WRITE_THROUGH && store != null && !inStore(key);
-                if (toStore || publishNow) {
-                    startOffload(b, false, toStore, publishNow);
-                }
-            } else if (!existing.loading) {
-                hold(existing);
-                seq.blocks.set(i, existing);
-                b.refCount = 0;
-                freeSlot(b);
-                counters.inc(KvCounters.DEDUPS);
-            } else {
-                b.key = key; // its twin is still loading: keep this one private to the sequence
-                b.parentKey = parent;
-                b.keyHash = key.hash64();
+        return full;
+    }
+
+    /** Commits block {@code i} of {@code seq} (the next uncommitted one) under {@code key}. */
+    private void commitBlock(KvSequence seq, int i, ObjectKey key) {
+        DeviceBlock b = seq.blocks.get(i);
+        ObjectKey parent = seq.lastKey;
+        DeviceBlock existing = resident.putIfAbsent(key, b);
+        if (existing == null) {
+            registerMapped(b, key, parent);
+            counters.inc(KvCounters.COMMITS);
+            boolean toStore = config.offload() == OffloadMode.WRITE_THROUGH && store != null && !inStore(key);
+            boolean publishNow = shared != null && config.sharedPublish() == SharedPublishMode.AT_COMMIT;
+            if (toStore || publishNow) {
+                startOffload(b, false, toStore, publishNow);
             }
-            if (admission != null) {
-                admission.recordUse(key);
-            }
-            seq.lastKey = key;
-            seq.committed = i + 1;
-            done++;
+        } else if (!existing.loading) {
+            hold(existing);
+            seq.blocks.set(i, existing);
+            b.refCount = 0;
+            freeSlot(b);
+            counters.inc(KvCounters.DEDUPS);
+        } else {
+            b.key = key; // its twin is still loading: keep this one private to the sequence
+            b.parentKey = parent;
+            b.keyHash = key.hash64();
         }
-        return done;
+        KvDiskAdmission admission = config.diskAdmission();
+        if (admission != null) {
+            admission.recordUse(key);
+        }
+        seq.lastKey = key;
+        seq.committed = i + 1;
     }
 
     private boolean inStore(ObjectKey key) {

@@ -84,6 +84,39 @@ class KvBlockManagerTest {
     }
 
     @Test
+    void committingWithTheMatchKeysEqualsCommittingWithTheTokens() throws Exception {
+        try (KvRig rig = new KvRig(KvRig.Spec.of(12, 8, 0, 0))) {
+            KvBlockManager m = rig.manager;
+            int[] t = KvRig.tokens(21, 3 * BT + 1);
+            KvSequence first = m.newSequence();
+            rig.extend(first, t, 2 * BT); // two blocks cached
+            PrefixMatch match = m.match(t, t.length);
+            assertThat(match.blocks()).isEqualTo(2);
+            assertThat(match.fullBlocks()).isEqualTo(3);
+            KvSequence s = m.newSequence();
+            assertThat(m.load(match, s).get(10, TimeUnit.SECONDS).complete()).isTrue();
+            assertThat(m.allocate(s, BT + 1)).isEqualTo(AllocationStatus.ALLOCATED);
+            rig.fill(s, 2, match.key(2));
+            assertThat(m.commit(s, match, 3)).isEqualTo(1);
+            assertThat(s.key(2)).isEqualTo(rig.hasher.chain(t, t.length)[2]);
+            rig.assertCommittedBytes(s);
+            int[] other = KvRig.tokens(22, 3 * BT);
+            PrefixMatch foreign = m.match(other, other.length);
+            KvSequence u = m.newSequence();
+            rig.extend(u, t, BT);
+            assertThat(m.allocate(u, BT)).isEqualTo(AllocationStatus.ALLOCATED);
+            assertThatThrownBy(() -> m.commit(u, foreign, 2)).isInstanceOf(IllegalArgumentException.class)
+                    .hasMessageContaining("keys other tokens");
+            assertThatThrownBy(() -> m.commit(s, match, 4)).isInstanceOf(IllegalArgumentException.class)
+                    .hasMessageContaining("the match keys 3");
+            m.release(first);
+            m.release(s);
+            m.release(u);
+            m.checkInvariants();
+        }
+    }
+
+    @Test
     void writeBackOffloadsOnEvictionAndReloadsByteExact() throws Exception {
         try (KvRig rig = new KvRig(KvRig.Spec.of(4, 16, 0, 0))) {
             KvBlockManager m = rig.manager;
