@@ -70,7 +70,8 @@ public final class KvBlockOpsMeasure {
             HashMap<ObjectKey, Integer> map = new HashMap<>(2 * keys);
             try {
                 runBlocks(hitting, blocks, bt, 1); // commits every key
-                for (int w = 0; w < (quick ? 2 : 6); w++) { // compiles the hot paths before measuring
+                long warmUntil = System.nanoTime() + (quick ? 500_000_000L : 4_000_000_000L);
+                while (System.nanoTime() < warmUntil) { // until the hot paths are compiled: steady state only
                     runBlocks(missing, blocks, bt, 1);
                     runBlocks(hitting, blocks, bt, 1);
                     mapOps(map, keySet, 1);
