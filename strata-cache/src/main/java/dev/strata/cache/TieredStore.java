@@ -75,15 +75,17 @@ public final class TieredStore implements AutoCloseable {
         private long highBytes; // bytes: capacity * high
         private long lowBytes; // bytes: capacity * low
         final EvictionPolicy policy;
+        final AdmissionFilter admission; // which demoted copies this tier takes
         final TierCounters counters = new TierCounters();
         long failedDemotionSize; // during a pressure pass: smallest size no lower tier could take
 
-        Slot(Tier tier, int index, double high, double low, EvictionPolicy policy) {
+        Slot(Tier tier, int index, double high, double low, EvictionPolicy policy, AdmissionFilter admission) {
             this.tier = tier;
             this.index = index;
             this.high = high;
             this.low = low;
             this.policy = policy;
+            this.admission = admission;
         }
 
         /** Bytes at the high watermark (recomputed only if the tier's capacity changed). */
@@ -138,7 +140,7 @@ public final class TieredStore implements AutoCloseable {
         this.chain = new Slot[b.tiers.size()];
         for (int i = 0; i < chain.length; i++) {
             Builder.TierEntry e = b.tiers.get(i);
-            chain[i] = new Slot(e.tier, i, e.high, e.low, e.policy);
+            chain[i] = new Slot(e.tier, i, e.high, e.low, e.policy, e.admission);
         }
         this.promotion = b.promotion;
         this.dropListener = b.dropListener;
@@ -166,11 +168,28 @@ public final class TieredStore implements AutoCloseable {
      */
     public PutStatus put(ObjectKey key, ObjectKind kind, Durability durability, PriorityClass priority,
                          MemorySegment bytes, int targetTier) {
+        return put(key, kind, durability, priority, List.of(bytes), targetTier);
+    }
+
+    /**
+     * Stores the concatenation of {@code parts} as object {@code key} (a gather-write: the parts
+     * are copied straight into the tier, without a contiguous intermediate copy), in chain tier
+     * {@code targetTier} or, if that tier cannot make room, in the first tier below it that can.
+     *
+     * @param targetTier chain index (0 is the top)
+     * @return the outcome; never throws for lack of space
+     * @throws IllegalArgumentException for an empty object or a tier index outside the chain
+     */
+    public PutStatus put(ObjectKey key, ObjectKind kind, Durability durability, PriorityClass priority,
+                         List<MemorySegment> parts, int targetTier) {
         Objects.requireNonNull(key, "key");
         Objects.requireNonNull(kind, "kind");
         Objects.requireNonNull(durability, "durability");
         Objects.requireNonNull(priority, "priority");
-        long size = bytes.byteSize();
+        long size = 0;
+        for (MemorySegment part : parts) {
+            size += part.byteSize();
+        }
         if (size <= 0) {
             throw new IllegalArgumentException("object " + key + " is empty: size " + size);
         }
@@ -205,7 +224,7 @@ public final class TieredStore implements AutoCloseable {
                     break;
                 }
                 try {
-                    slot.tier.write(handle, bytes);
+                    writeParts(slot.tier, handle, parts);
                 } catch (RuntimeException e) {
                     slot.tier.free(handle);
                     throw e;
@@ -221,7 +240,15 @@ public final class TieredStore implements AutoCloseable {
         } finally {
             unlockAndReportDrops();
         }
-        return writeOutsideLockAndPublish(object, reservedSlot, reservedHandle, bytes);
+        return writeOutsideLockAndPublish(object, reservedSlot, reservedHandle, parts);
+    }
+
+    private static void writeParts(Tier tier, long handle, List<MemorySegment> parts) {
+        if (parts.size() == 1) {
+            tier.write(handle, parts.get(0));
+        } else {
+            tier.gatherWrite(handle, parts);
+        }
     }
 
     /**
@@ -229,10 +256,10 @@ public final class TieredStore implements AutoCloseable {
      * the bytes are copied without the lock, then the object is published, unless a concurrent put
      * of the same key won meanwhile.
      */
-    private PutStatus writeOutsideLockAndPublish(StoredObject object, Slot slot, long handle, MemorySegment bytes) {
+    private PutStatus writeOutsideLockAndPublish(StoredObject object, Slot slot, long handle, List<MemorySegment> parts) {
         boolean written = false;
         try {
-            slot.tier.write(handle, bytes);
+            writeParts(slot.tier, handle, parts);
             written = true;
         } finally {
             lock.lock();
@@ -669,7 +696,7 @@ public final class TieredStore implements AutoCloseable {
         }
         for (int j = from.index + 1; j < chain.length; j++) {
             Slot to = chain[j];
-            if (size > to.tier.capacity()) {
+            if (size > to.tier.capacity() || !to.admission.admit(object.key, object.kind, size)) {
                 continue;
             }
             long handle = allocateUnderPressure(to, size);
@@ -904,7 +931,7 @@ public final class TieredStore implements AutoCloseable {
         /** Default low watermark: evict until 85% of capacity. */
         public static final double DEFAULT_LOW = 0.85;
 
-        private record TierEntry(Tier tier, double high, double low, EvictionPolicy policy) {
+        private record TierEntry(Tier tier, double high, double low, EvictionPolicy policy, AdmissionFilter admission) {
         }
 
         private final List<TierEntry> tiers = new ArrayList<>();
@@ -926,7 +953,25 @@ public final class TieredStore implements AutoCloseable {
 
         /** Appends {@code tier} with watermarks and a policy instance (not shared with another tier). */
         public Builder tier(Tier tier, double high, double low, EvictionPolicy policy) {
-            tiers.add(new TierEntry(Objects.requireNonNull(tier, "tier"), high, low, Objects.requireNonNull(policy, "policy")));
+            tiers.add(new TierEntry(Objects.requireNonNull(tier, "tier"), high, low, Objects.requireNonNull(policy, "policy"),
+                    AdmissionFilter.ALL));
+            return this;
+        }
+
+        /**
+         * Sets which demoted copies the tier added last takes (default: all); a copy the filter
+         * refuses goes on to the next tier down, or is dropped (LOSSY) if none takes it. Puts that
+         * target the tier are not filtered.
+         *
+         * @throws IllegalStateException if no tier was added yet
+         */
+        public Builder admission(AdmissionFilter filter) {
+            Objects.requireNonNull(filter, "admission filter");
+            if (tiers.isEmpty()) {
+                throw new IllegalStateException("add a tier before its admission filter");
+            }
+            TierEntry last = tiers.removeLast();
+            tiers.add(new TierEntry(last.tier, last.high, last.low, last.policy, filter));
             return this;
         }
 

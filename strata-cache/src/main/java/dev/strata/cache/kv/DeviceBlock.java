@@ -1,0 +1,101 @@
+package dev.strata.cache.kv;
+
+import dev.strata.cache.ObjectKey;
+import dev.strata.cache.PriorityClass;
+import dev.strata.cache.policy.PolicyNode;
+import java.util.concurrent.CompletableFuture;
+
+/**
+ * One DEVICE block slot's occupant, as the {@link KvBlockManager} and its slot eviction policy see
+ * it: the slot, the block's chained key and its parent's key (so a prefix-aware policy can tell
+ * leaves from inner blocks), how many sequences hold it, and how many transfers read or write the
+ * slot now.
+ *
+ * <p>States: <i>writing</i> (held by one sequence, no key yet: the engine is filling it),
+ * <i>loading</i> (keyed, a transfer is filling the slot), <i>resident</i> (keyed, valid). Keyed
+ * blocks are tracked by the slot policy; they are evictable only when resident, held by no
+ * sequence, not ACTIVE and with no transfer in flight.
+ *
+ * <p>Threads: owned by the manager's scheduler thread; policies read it under the same rule.
+ */
+public final class DeviceBlock extends PolicyNode {
+    final int slot; // index into the engine's KV layout
+    ObjectKey key; // chained key; null while the engine is still writing the block
+    ObjectKey parentKey; // key of the block before it (the hasher's root for block 0); null while writing
+    long keyHash; // key.hash64(), 0 while writing
+    int tableIndex = -1; // position in the manager's key table, -1 when not in it
+    int refCount; // sequences holding this block
+    long reach; // requests that reached this block while it was in a slot: its commit, then each load that shared it
+    int inFlight; // transfers reading or writing the slot now
+    PriorityClass priority = PriorityClass.ACTIVE;
+    boolean loading; // a transfer is filling the slot: bytes not valid yet
+    boolean registered; // in the manager's key map and the slot policy
+    boolean evictAfterOffload; // free the slot once the running offload has landed (if still unreferenced)
+    boolean reportedEvictable; // eligibility last reported to the policy
+    boolean published; // a copy is in the shared pool (published by this manager or found there)
+    boolean byPrefetch; // loaded ahead of being required
+    boolean required; // a progressive load has asked for it
+    CompletableFuture<Void> ready; // completes when a load lands (exceptionally when it fails); null if none
+
+    DeviceBlock(int slot) {
+        this.slot = slot;
+    }
+
+    /** The engine KV slot this block occupies. */
+    public int slot() {
+        return slot;
+    }
+
+    /** The block's chained key, or null while it is still being written. */
+    public ObjectKey key() {
+        return key;
+    }
+
+    /**
+     * The key of the block this one extends (the hasher's root for a sequence's first block), or
+     * null while the block is still being written.
+     */
+    public ObjectKey parent() {
+        return parentKey;
+    }
+
+    /** Sequences holding the block now. */
+    public int refCount() {
+        return refCount;
+    }
+
+    /**
+     * Requests that reached the block while it was in this slot: the commit (or load) that
+     * brought it in, then each sequence that shared it. A prefix-aware slot policy reads it as
+     * the block's reach.
+     */
+    public long reach() {
+        return reach;
+    }
+
+    /** True while a load is filling the slot. */
+    public boolean loading() {
+        return loading;
+    }
+
+    @Override
+    public PriorityClass priority() {
+        return priority;
+    }
+
+    @Override
+    public boolean evictable() {
+        return registered && !loading && refCount == 0 && inFlight == 0 && priority != PriorityClass.ACTIVE;
+    }
+
+    @Override
+    public long keyHash() {
+        return keyHash;
+    }
+
+    @Override
+    public String toString() {
+        return "DeviceBlock[slot " + slot + ", key " + key + ", refs " + refCount + ", in flight " + inFlight + ", "
+                + priority + (loading ? ", loading" : "") + "]";
+    }
+}

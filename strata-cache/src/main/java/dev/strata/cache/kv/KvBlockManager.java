@@ -1,0 +1,1406 @@
+package dev.strata.cache.kv;
+
+import dev.strata.cache.Durability;
+import dev.strata.cache.ObjectKey;
+import dev.strata.cache.ObjectKind;
+import dev.strata.cache.PriorityClass;
+import dev.strata.cache.PutStatus;
+import dev.strata.cache.ResidencyInfo;
+import dev.strata.cache.TieredStore;
+import dev.strata.cache.policy.EvictionPolicy;
+import dev.strata.cache.policy.PolicyNode;
+import dev.strata.memory.Allocator;
+import dev.strata.memory.CorruptObjectException;
+import dev.strata.memory.Tier;
+import dev.strata.memory.Sizes;
+import dev.strata.memory.TierKind;
+import dev.strata.memory.host.HostTier;
+import dev.strata.memory.host.OffHeapRegion;
+import dev.strata.memory.transfer.TransferEngine;
+import dev.strata.memory.transfer.TransferResult;
+
+import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.IdentityHashMap;
+import java.util.List;
+import java.util.Objects;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.ThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.locks.LockSupport;
+
+/**
+ * The KV block manager an engine calls: it finds the cached prefix of a token sequence across
+ * every tier, brings matched blocks into the engine's DEVICE block slots, hands out slots for new
+ * tokens (evicting cached blocks by priority class), shares committed blocks between sequences
+ * under their chained prefix hashes, and moves blocks to and from the tiered store
+ * asynchronously: offload, reload, lookahead prefetch, preempt and resume.
+ *
+ * <p><b>Model.</b> The engine's KV lives in {@link KvLayout#slots()} block slots described by a
+ * {@link KvLayout}; a slot is free or holds exactly one {@link DeviceBlock}. A block the engine is
+ * still writing has no key; {@link #commit} gives each full block its chained key
+ * ({@link PrefixHasher}) and makes it shareable: a later sequence whose tokens start the same way
+ * {@link #match matches} it and {@link #load loads} it by reference (the block's refcount is the
+ * number of sequences holding it). Released blocks stay cached in their slots (RECENT; IDLE for
+ * preempted sequences; EVICTABLE on request) until the slot policy (any
+ * {@link EvictionPolicy}, priority-class LRU by default) picks them to make room. Offloaded copies
+ * live in a {@link TieredStore} (top tier HOST, then POOL, DISK by the store's demotion policy) as
+ * LOSSY {@code KV_BLOCK} objects; an optional {@link SharedBlockStore} is consulted after the local
+ * tiers and receives committed blocks.
+ *
+ * <p><b>Transfers.</b> Offload gather-writes the slot's segments ({@link KvLayout#segments})
+ * straight into the store's top tier; reload scatters the store's copy into the slot through the
+ * {@link TransferEngine}; a DISK copy comes back in two stages, DISK → HOST staging, then HOST →
+ * DEVICE as soon as the first stage lands. Write-through ({@link OffloadMode#WRITE_THROUGH})
+ * offloads at commit, write-back at eviction and preemption; a slot whose copy is in flight is
+ * never reused or evicted, and an eviction that needs a copy frees its slot when the copy lands.
+ *
+ * <p><b>Threads.</b> One scheduler thread calls every method of the manager (the engine's
+ * scheduling loop); the manager is not thread-safe. Work that may wait runs elsewhere: store calls
+ * (which take the store's lock and may write to disk) and shared-pool copies run on the manager's
+ * single I/O thread, in submission order; byte copies run on the transfer engine's link threads.
+ * Their completions are handed back through a lock-free queue and applied on the scheduler thread
+ * at the start of the next call (or by {@link #poll()}); so the manager's state only ever changes on
+ * the scheduler thread. Futures returned by {@link #load} complete on I/O or transfer threads as
+ * soon as the bytes are in place; the block table reflects a failure from the next call on. No
+ * method waits for a transfer except {@link #awaitIdle} and {@link #close}, which say so. The store
+ * must be used only through this manager while it is open (its drop listener must be the
+ * manager's {@link KvDropRelay}).
+ *
+ * <p><b>Invariants</b> (checked by {@link #checkInvariants()}): a slot is free or holds exactly one
+ * block; a block's refcount equals the number of running sequences holding it; a block with a
+ * transfer in flight is never evicted and its slot never reused; every keyed block is in the key map
+ * and the slot policy exactly once; a block the store drops is forgotten exactly once; after
+ * {@link #close()} the manager holds nothing in the store.
+ */
+public final class KvBlockManager implements AutoCloseable {
+    private static final CompletableFuture<Void> DONE = CompletableFuture.completedFuture(null);
+    private static final int CACHED_OUTCOMES = 64; // complete outcomes of loads of fewer blocks are shared
+    @SuppressWarnings("unchecked")
+    private static final CompletableFuture<LoadOutcome>[] COMPLETE = new CompletableFuture[CACHED_OUTCOMES];
+
+    static {
+        for (int n = 0; n < CACHED_OUTCOMES; n++) {
+            COMPLETE[n] = CompletableFuture.completedFuture(new LoadOutcome(n, n, List.of(), 0));
+        }
+    }
+
+    private final KvLayout layout;
+    private final PrefixHasher hasher;
+    private final TieredStore store; // null: DEVICE only
+    private final TransferEngine transfers;
+    private final SharedBlockStore shared; // null: no shared pool
+    private final KvManagerConfig config;
+    private final EvictionPolicy policy; // over the keyed DEVICE blocks
+    private final ObjectKey root; // the hasher's root: parent of every block 0
+    private final int blockTokens; // tokens per block
+    private final long blockBytes; // bytes of one block's contiguous form
+    private final TokenSelection allTokens;
+    private final List<Tier> storeTiers; // the store's chain, top first
+    private final HostTier staging; // the manager's own HOST staging for two-stage disk reads, null if none
+
+    private final DeviceBlock[] slotOwner; // [slot] the block in it, null when free
+    private final int[] freeSlots; // stack of free slot indices
+    private int freeCount; // entries of freeSlots in use
+    private final BlockKeyTable resident; // keyed blocks in slots (loading too), by key
+    private final Set<ObjectKey> offloaded = new HashSet<>(); // keys this manager put into the store, not dropped since
+    private KvSequence firstSequence; // open sequences (running or preempted), an intrusive list
+    private int openSequences; // length of that list
+    private long nextSequenceId;
+    private int pendingEvictions; // blocks with evictAfterOffload set
+
+    private final ConcurrentLinkedQueue<Runnable> completions = new ConcurrentLinkedQueue<>(); // to run on the scheduler
+    private final AtomicInteger outstanding = new AtomicInteger(); // tasks and transfers whose completion is not yet queued
+    private final ExecutorService io; // the single I/O thread
+    private final KvCounters counters = new KvCounters();
+    private boolean closed;
+
+    private KvBlockManager(Builder b) {
+        this.layout = b.layout;
+        this.hasher = b.hasher;
+        this.store = b.store;
+        this.transfers = b.transfers;
+        this.shared = b.shared;
+        this.config = b.config.conclude();
+        this.policy = config.newDevicePolicy();
+        this.root = hasher.root();
+        this.blockTokens = hasher.blockTokens();
+        this.allTokens = TokenSelection.all(blockTokens);
+        this.blockBytes = layout.blockBytes(allTokens);
+        this.storeTiers = store == null ? List.of() : store.tiers();
+        boolean hasDisk = false;
+        for (Tier t : storeTiers) {
+            hasDisk |= t.kind() == TierKind.DISK;
+        }
+        long stagingBlock = Sizes.alignUp(blockBytes, OffHeapRegion.PAGE);
+        this.staging = hasDisk && config.twoStageDisk() && config.stagingBlocks() > 0
+                ? HostTier.slab("kv-staging", config.stagingBlocks() * stagingBlock, stagingBlock) : null;
+        int slots = layout.slots();
+        this.slotOwner = new DeviceBlock[slots];
+        this.resident = new BlockKeyTable(slots);
+        this.freeSlots = new int[slots];
+        for (int s = slots - 1; s >= 0; s--) {
+            freeSlots[freeCount++] = s;
+        }
+        this.io = new ThreadPoolExecutor(1, 1, 0, TimeUnit.MILLISECONDS, new LinkedBlockingQueue<>(), r -> {
+            Thread t = new Thread(r, "strata-kv-io");
+            t.setDaemon(true);
+            return t;
+        });
+        if (b.relay != null) {
+            b.relay.attach(key -> completions.add(() -> forgetDropped(key)));
+        }
+    }
+
+    /**
+     * A builder for a manager over the engine's KV {@code layout}, hashing with {@code hasher}
+     * (whose block size must be the layout's).
+     */
+    public static Builder builder(KvLayout layout, PrefixHasher hasher) {
+        return new Builder(layout, hasher);
+    }
+
+    // ------------------------------------------------------------------ sequences
+
+    /** A new, empty running sequence. */
+    public KvSequence newSequence() {
+        poll();
+        KvSequence s = new KvSequence(this, nextSequenceId++, root);
+        s.next = firstSequence;
+        if (firstSequence != null) {
+            firstSequence.prev = s;
+        }
+        firstSequence = s;
+        openSequences++;
+        return s;
+    }
+
+    // ------------------------------------------------------------------ match
+
+    /**
+     * The cached prefix of {@code tokens[0, length)}: the leading full blocks whose KV is in a
+     * DEVICE slot, a store tier or the shared pool (after the local tiers), each with its location.
+     * Changes nothing but the hit counters.
+     */
+    public PrefixMatch match(int[] tokens, int length) {
+        poll();
+        checkOpen();
+        return matchKeys(hasher.chain(tokens, length), length);
+    }
+
+    private PrefixMatch matchKeys(ObjectKey[] keys, int tokensLength) {
+        counters.inc(KvCounters.LOOKUPS);
+        BlockLocation[] where = new BlockLocation[keys.length];
+        int n = 0;
+        while (n < keys.length) {
+            BlockLocation l = locateLocally(keys[n]);
+            if (l == null) {
+                break;
+            }
+            where[n++] = l;
+        }
+        if (shared != null && n < keys.length) {
+            int more = shared.matchPrefix(keys, n, keys.length - n);
+            for (int i = 0; i < more; i++) {
+                where[n++] = BlockLocation.SHARED;
+            }
+        }
+        for (int i = 0; i < n; i++) {
+            counters.hit(where[i]);
+            if (config.diskAdmission() != null) {
+                config.diskAdmission().recordUse(keys[i]);
+            }
+        }
+        counters.add(KvCounters.MISSES, keys.length - n);
+        BlockLocation[] matched = n == keys.length ? where : java.util.Arrays.copyOf(where, n);
+        return new PrefixMatch(keys, matched, tokensLength);
+    }
+
+    /** Where {@code key} is in this process now (DEVICE, or the top store copy), or null. */
+    private BlockLocation locateLocally(ObjectKey key) {
+        if (resident.containsKey(key)) {
+            return BlockLocation.DEVICE;
+        }
+        if (store != null) {
+            int mask = store.tierMask(key);
+            if (mask != 0) {
+                return BlockLocation.of(storeTiers.get(Integer.numberOfTrailingZeros(mask)).kind());
+            }
+        }
+        return null;
+    }
+
+    // ------------------------------------------------------------------ load
+
+    /**
+     * Brings the matched blocks into DEVICE slots of {@code seq}: blocks already in slots are
+     * shared by reference, the others get a slot (evicting cached blocks if needed) and are read
+     * from where they are, asynchronously. The sequence's block table lists them at once (its
+     * tokens are the loaded blocks' tokens); the engine must not read a block before the returned
+     * future completes. {@code seq} must hold no blocks but a prefix of the match loaded before: a
+     * load cut short for lack of slots ({@link LoadOutcome#slotsShort()}) is continued by calling
+     * load again with the same match.
+     *
+     * @return completes when every block has landed or failed; a failed block and every block after
+     *         it leave the sequence (from the next call on) and are for the engine to recompute
+     */
+    public CompletableFuture<LoadOutcome> load(PrefixMatch match, KvSequence seq) {
+        poll();
+        checkOpen();
+        checkRunning(seq);
+        checkLoadable(seq, match);
+        int n = match.blocks();
+        BlockLocation[] sources = new BlockLocation[n]; // [block] where it is read from
+        BlockLoadFailure early = null; // a block gone between match and load
+        boolean async = false; // some block is still loading
+        for (int i = 0; i < seq.blocks.size(); i++) {
+            async |= seq.blocks.get(i).loading;
+            sources[i] = BlockLocation.DEVICE;
+        }
+        int slotsShort = 0;
+        for (int i = seq.blocks.size(); i < n; i++) {
+            ObjectKey key = match.key(i);
+            DeviceBlock b = resident.get(key);
+            BlockLocation source = BlockLocation.DEVICE;
+            if (b != null) {
+                hold(b);
+            } else {
+                source = currentLocation(match, i);
+                if (source == null) {
+                    early = new BlockLoadFailure(i, key, match.location(i), "block " + key + " (block " + i
+                            + ") left every tier between match and load", null);
+                    counters.inc(KvCounters.FAILED_LOADS);
+                    break;
+                }
+                int slot = takeSlot();
+                if (slot < 0) {
+                    slotsShort = n - i;
+                    break;
+                }
+                b = newLoadingBlock(slot, key, i == 0 ? root : match.key(i - 1));
+                startLoad(b, source, KvLink.RELOAD);
+            }
+            seq.blocks.add(b);
+            async |= b.loading;
+            sources[i] = source;
+        }
+        int acquired = seq.blocks.size();
+        seq.committed = acquired;
+        seq.tokens = acquired * blockTokens;
+        seq.lastKey = acquired == 0 ? root : match.key(acquired - 1);
+        List<BlockLoadFailure> failures = early == null ? List.of() : List.of(early);
+        if (!async) {
+            if (acquired == n && acquired < CACHED_OUTCOMES) {
+                return COMPLETE[n];
+            }
+            return CompletableFuture.completedFuture(new LoadOutcome(n, acquired, failures, slotsShort));
+        }
+        List<CompletableFuture<Void>> ready = new ArrayList<>(acquired);
+        for (DeviceBlock b : seq.blocks) {
+            ready.add(b.loading ? b.ready : DONE);
+        }
+        return outcomeOf(match, n, ready, sources, failures, slotsShort);
+    }
+
+    private static CompletableFuture<LoadOutcome> outcomeOf(PrefixMatch match, int requested,
+            List<CompletableFuture<Void>> ready, BlockLocation[] sources, List<BlockLoadFailure> early, int slotsShort) {
+        CompletableFuture<?>[] all = ready.toArray(new CompletableFuture<?>[0]);
+        return CompletableFuture.allOf(all).handle((ignored, error) -> {
+            List<BlockLoadFailure> failures = new ArrayList<>();
+            int loaded = -1;
+            for (int i = 0; i < all.length; i++) {
+                if (all[i].isCompletedExceptionally()) {
+                    Throwable t = causeOf(all[i]);
+                    failures.add(new BlockLoadFailure(i, match.key(i), sources[i], t.getMessage(), t.getCause()));
+                    if (loaded < 0) {
+                        loaded = i;
+                    }
+                }
+            }
+            if (loaded < 0) {
+                loaded = all.length;
+            }
+            failures.addAll(early);
+            return new LoadOutcome(requested, loaded, failures, slotsShort);
+        });
+    }
+
+    private static Throwable causeOf(CompletableFuture<?> f) {
+        try {
+            f.join();
+            return null;
+        } catch (CompletionException e) {
+            return e.getCause() == null ? e : e.getCause();
+        } catch (java.util.concurrent.CancellationException e) {
+            return e;
+        }
+    }
+
+    /** Where matched block {@code i} can be read from now, or null if it is gone. */
+    private BlockLocation currentLocation(PrefixMatch match, int i) {
+        BlockLocation l = locateLocally(match.key(i));
+        if (l == null && match.location(i) == BlockLocation.SHARED && shared != null) {
+            return BlockLocation.SHARED; // the read will tell if it is still published
+        }
+        return l;
+    }
+
+    /**
+     * Starts a progressive load of {@code match} into {@code seq} (which must hold no blocks yet):
+     * blocks are loaded in order as the engine {@link #require}s them, each block {@code j} started
+     * once the engine requires a block at or past {@code j - lookahead}, the lookahead being that of
+     * the tier the block is in ({@link KvManagerConfig#hostLookahead()},
+     * {@link KvManagerConfig#diskLookahead()}). Block 0 and its lookahead start now.
+     *
+     * @return the number of blocks started (or shared from DEVICE) so far
+     */
+    public int loadProgressively(PrefixMatch match, KvSequence seq) {
+        poll();
+        checkOpen();
+        checkRunning(seq);
+        checkEmpty(seq);
+        seq.pending = match;
+        seq.pendingNext = 0;
+        seq.pendingFailedAt = -1;
+        startPending(seq, 0);
+        return seq.blocks.size();
+    }
+
+    /**
+     * Says the engine is about to use block {@code blockIndex} of a progressively loaded sequence,
+     * starts the loads its lookahead covers, and tells whether the block is usable. The first call
+     * for a block counts a prefetch hit (the prefetch had landed) or a late prefetch (still in
+     * flight).
+     */
+    public BlockReadiness require(KvSequence seq, int blockIndex) {
+        poll();
+        checkOpen();
+        checkRunning(seq);
+        if (blockIndex < 0) {
+            throw new IllegalArgumentException("block index must not be negative, got " + blockIndex);
+        }
+        if (seq.pending != null) {
+            startPending(seq, blockIndex);
+        }
+        if (blockIndex >= seq.blocks.size()) {
+            return seq.pending != null && blockIndex < seq.pending.blocks() ? BlockReadiness.IN_FLIGHT
+                    : BlockReadiness.MISSING;
+        }
+        DeviceBlock b = seq.blocks.get(blockIndex);
+        if (!b.required) {
+            b.required = true;
+            if (b.byPrefetch) {
+                counters.inc(b.loading ? KvCounters.PREFETCH_LATE : KvCounters.PREFETCH_HITS);
+            }
+        }
+        return b.loading ? BlockReadiness.IN_FLIGHT : BlockReadiness.READY;
+    }
+
+    /** Starts the pending blocks of a progressive load that the lookahead from {@code need} covers. */
+    private void startPending(KvSequence seq, int need) {
+        PrefixMatch m = seq.pending;
+        while (seq.pendingNext < m.blocks()) {
+            int j = seq.pendingNext;
+            ObjectKey key = m.key(j);
+            DeviceBlock b = resident.get(key);
+            if (b != null) {
+                hold(b);
+            } else {
+                BlockLocation source = currentLocation(m, j);
+                if (source == null) {
+                    counters.inc(KvCounters.FAILED_LOADS);
+                    seq.pendingFailedAt = j;
+                    seq.pending = null;
+                    return;
+                }
+                int ahead = source == BlockLocation.DISK ? config.diskLookahead() : config.hostLookahead();
+                if ((long) j > (long) need + ahead) {
+                    return;
+                }
+                int slot = takeSlot();
+                if (slot < 0) {
+                    return;
+                }
+                b = newLoadingBlock(slot, key, j == 0 ? root : m.key(j - 1));
+                b.byPrefetch = j > need;
+                startLoad(b, source, b.byPrefetch ? KvLink.PREFETCH : KvLink.RELOAD);
+            }
+            seq.blocks.add(b);
+            seq.pendingNext++;
+            seq.committed = seq.blocks.size();
+            seq.tokens = seq.committed * blockTokens;
+            seq.lastKey = key;
+        }
+        seq.pending = null;
+    }
+
+    private DeviceBlock newLoadingBlock(int slot, ObjectKey key, ObjectKey parent) {
+        DeviceBlock b = new DeviceBlock(slot);
+        slotOwner[slot] = b;
+        b.loading = true;
+        b.ready = new CompletableFuture<>();
+        b.refCount = 1;
+        b.priority = PriorityClass.ACTIVE;
+        register(b, key, parent);
+        return b;
+    }
+
+    /** Starts reading {@code b}'s bytes from {@code source} into its slot. */
+    private void startLoad(DeviceBlock b, BlockLocation source, KvLink link) {
+        b.inFlight++;
+        outstanding.incrementAndGet();
+        final ObjectKey key = b.key;
+        final int slot = b.slot;
+        if (source == BlockLocation.SHARED) {
+            io.execute(() -> {
+                KvLoadException failure = null;
+                try {
+                    if (!shared.read(key, segmentsOf(slot))) {
+                        failure = new KvLoadException(key, source, "block " + key + " is no longer published in the shared pool",
+                                null);
+                    }
+                } catch (RuntimeException e) {
+                    failure = new KvLoadException(key, source, "reading block " + key + " from the shared pool failed: " + e,
+                            e);
+                }
+                loadDone(b, failure, false, KvLink.SHARED_READ, false);
+            });
+            return;
+        }
+        io.execute(() -> loadFromStore(b, key, slot, link));
+    }
+
+    /** On the I/O thread: pins the store copy and starts the transfer(s) into the slot. */
+    private void loadFromStore(DeviceBlock b, ObjectKey key, int slot, KvLink link) {
+        boolean pinned = false;
+        try {
+            pinned = store.pin(key);
+            List<ResidencyInfo> copies = pinned ? store.residencies(key) : List.of();
+            if (copies.isEmpty()) {
+                if (pinned) {
+                    store.unpin(key);
+                }
+                loadDone(b, new KvLoadException(key, null, "block " + key + " is no longer in the store", null), false, link,
+                        false);
+                return;
+            }
+            ResidencyInfo top = copies.get(0);
+            Tier src = storeTiers.get(top.chainIndex());
+            BlockLocation where = BlockLocation.of(src.kind());
+            List<MemorySegment> dst = segmentsOf(slot);
+            long stagingHandle = Allocator.FULL;
+            if (src.kind() == TierKind.DISK && staging != null) {
+                stagingHandle = staging.allocate(blockBytes);
+            }
+            CompletableFuture<TransferResult> f;
+            final long sh = stagingHandle;
+            if (sh != Allocator.FULL) {
+                f = transfers.copy(src, top.handle(), staging, sh, blockBytes)
+                        .thenCompose(r -> r.completed() ? transfers.scatter(staging, sh, dst) : CompletableFuture.completedFuture(r));
+            } else {
+                f = transfers.scatter(src, top.handle(), dst);
+            }
+            f.whenComplete((r, e) -> {
+                if (sh != Allocator.FULL) {
+                    staging.free(sh);
+                }
+                KvLoadException failure = null;
+                if (e != null) {
+                    Throwable cause = e instanceof CompletionException && e.getCause() != null ? e.getCause() : e;
+                    boolean corrupt = rootCause(cause) instanceof CorruptObjectException;
+                    failure = new KvLoadException(key, where, (corrupt ? "corrupt copy of block " : "reading block ") + key
+                            + " from tier '" + src.name() + "' (handle " + top.handle() + ") failed: " + rootCause(cause).getMessage(),
+                            cause);
+                } else if (!r.completed()) {
+                    failure = new KvLoadException(key, where, "block " + key + " was not found in tier '" + src.name()
+                            + "' (handle " + top.handle() + "): " + r.status(), null);
+                }
+                final boolean remove = failure != null;
+                outstanding.incrementAndGet(); // the unpin counts as in flight until it has run
+                io.execute(() -> {
+                    try {
+                        store.unpin(key);
+                        if (remove) {
+                            store.remove(key); // a block that cannot be read is treated as missing from now on
+                        }
+                    } finally {
+                        outstanding.decrementAndGet();
+                    }
+                });
+                loadDone(b, failure, remove, link, sh != Allocator.FULL && failure == null);
+            });
+        } catch (RuntimeException e) {
+            if (pinned) {
+                store.unpin(key);
+            }
+            loadDone(b, new KvLoadException(key, null, "starting the load of block " + key + " failed: " + e, e), false, link,
+                    false);
+        }
+    }
+
+    private static Throwable rootCause(Throwable t) {
+        Throwable c = t;
+        while (c.getCause() != null && c.getCause() != c) {
+            c = c.getCause();
+        }
+        return c;
+    }
+
+    /** On an I/O or transfer thread: hands a finished load to the scheduler, then completes its future. */
+    private void loadDone(DeviceBlock b, KvLoadException failure, boolean forgetStoreCopy, KvLink link, boolean twoStage) {
+        completions.add(() -> applyLoad(b, failure, forgetStoreCopy, link, twoStage));
+        outstanding.decrementAndGet();
+        if (failure == null) {
+            b.ready.complete(null);
+        } else {
+            b.ready.completeExceptionally(failure);
+        }
+    }
+
+    /** On the scheduler thread: the load of {@code b} finished. */
+    private void applyLoad(DeviceBlock b, KvLoadException failure, boolean forgetStoreCopy, KvLink link, boolean twoStage) {
+        b.inFlight--;
+        b.loading = false;
+        if (failure == null) {
+            counters.link(link, blockBytes);
+            if (twoStage) {
+                counters.link(KvLink.DISK_TO_HOST, blockBytes);
+            }
+            sync(b);
+            return;
+        }
+        counters.inc(KvCounters.FAILED_LOADS);
+        if (forgetStoreCopy) {
+            offloaded.remove(b.key);
+        }
+        unregister(b);
+        for (KvSequence s = firstSequence; s != null; s = s.next) {
+            if (s.state != KvSequence.State.RUNNING) {
+                continue;
+            }
+            int at = s.blocks.indexOf(b);
+            if (at >= 0) {
+                truncate(s, at);
+                if (s.pending != null || s.pendingNext > at) {
+                    s.pending = null;
+                    s.pendingFailedAt = at;
+                }
+            }
+        }
+        maybeFree(b);
+    }
+
+    /** Drops blocks {@code [from, end)} from {@code seq}'s table. */
+    private void truncate(KvSequence seq, int from) {
+        for (int i = seq.blocks.size() - 1; i >= from; i--) {
+            unhold(seq.blocks.get(i), PriorityClass.RECENT);
+        }
+        seq.blocks.subList(from, seq.blocks.size()).clear();
+        seq.committed = Math.min(seq.committed, from);
+        seq.tokens = Math.min(seq.tokens, from * blockTokens);
+        seq.lastKey = seq.committed == 0 ? root : seq.blocks.get(seq.committed - 1).key;
+    }
+
+    // ------------------------------------------------------------------ allocate and commit
+
+    /**
+     * Gives {@code seq} slots for {@code newTokens} more tokens, evicting cached blocks (never one
+     * that is ACTIVE, held or in flight; by the slot policy's order) when no slot is free.
+     *
+     * @throws IllegalStateException if a progressive load of the sequence has blocks not started
+     */
+    public AllocationStatus allocate(KvSequence seq, int newTokens) {
+        poll();
+        checkOpen();
+        checkRunning(seq);
+        if (newTokens < 0) {
+            throw new IllegalArgumentException("token count must not be negative, got " + newTokens);
+        }
+        if (seq.pending != null) {
+            throw new IllegalStateException("sequence " + seq.id + " is still loading progressively; require its blocks first");
+        }
+        long needTokens = (long) seq.tokens + newTokens;
+        long needBlocks = (needTokens + blockTokens - 1) / blockTokens;
+        while (seq.blocks.size() < needBlocks) {
+            int slot = takeSlot();
+            if (slot < 0) {
+                return pendingEvictions > 0 ? AllocationStatus.WAIT : AllocationStatus.NO_SPACE;
+            }
+            DeviceBlock b = new DeviceBlock(slot);
+            slotOwner[slot] = b;
+            b.refCount = 1;
+            seq.blocks.add(b);
+        }
+        seq.tokens = (int) needTokens;
+        return AllocationStatus.ALLOCATED;
+    }
+
+    /**
+     * Commits every full block of {@code seq} among {@code tokens[0, length)} not committed yet:
+     * each gets its chained key and becomes shareable. A block whose key is already resident is
+     * deduplicated: the sequence shares the resident block and the duplicate's slot is freed, so
+     * the engine must re-read the block table ({@link KvSequence#slot}) after a commit. With
+     * write-through the new blocks' offload starts now; with a shared pool in
+     * {@link SharedPublishMode#AT_COMMIT} mode, their publication too.
+     *
+     * @return blocks committed by this call
+     * @throws IllegalArgumentException if the full blocks exceed the sequence's slots
+     */
+    public int commit(KvSequence seq, int[] tokens, int length) {
+        poll();
+        checkCommittable(seq);
+        if (length < 0 || length > tokens.length) {
+            throw new IllegalArgumentException("length " + length + " is outside a token array of " + tokens.length);
+        }
+        int full = checkFullBlocks(seq, length / blockTokens);
+        int done = 0;
+        for (int i = seq.committed; i < full; i++) {
+            commitBlock(seq, i, hasher.next(seq.lastKey, tokens, i * blockTokens));
+            done++;
+        }
+        return done;
+    }
+
+    /**
+     * Commits the first {@code blocks} blocks of {@code seq} under the keys {@code match} computed
+     * for them (its {@link PrefixMatch#fullBlocks()} keys, matched or not), saving the hashing
+     * that {@link #commit(KvSequence, int[], int)} does: for an engine that matched its prompt,
+     * loaded the cached prefix and computed the rest from the same tokens. Otherwise the same as
+     * that method.
+     *
+     * @return blocks committed by this call
+     * @throws IllegalArgumentException if {@code blocks} exceeds the match's full blocks or the
+     *                                  sequence's slots, or the sequence's committed prefix is not
+     *                                  the match's
+     */
+    public int commit(KvSequence seq, PrefixMatch match, int blocks) {
+        poll();
+        checkCommittable(seq);
+        if (blocks < 0 || blocks > match.fullBlocks()) {
+            throw new IllegalArgumentException("commit of " + blocks + " blocks, but the match keys " + match.fullBlocks());
+        }
+        int full = checkFullBlocks(seq, blocks);
+        ObjectKey expected = seq.committed == 0 ? root : match.key(seq.committed - 1);
+        if (full > seq.committed && !expected.equals(seq.lastKey)) {
+            throw new IllegalArgumentException("sequence " + seq.id + " ends in block " + seq.lastKey + " but the match has "
+                    + expected + " at block " + (seq.committed - 1) + ": it keys other tokens");
+        }
+        int done = 0;
+        for (int i = seq.committed; i < full; i++) {
+            commitBlock(seq, i, match.key(i));
+            done++;
+        }
+        return done;
+    }
+
+    private void checkCommittable(KvSequence seq) {
+        checkOpen();
+        checkRunning(seq);
+        if (seq.pending != null) {
+            throw new IllegalStateException("sequence " + seq.id + " is still loading progressively; require its blocks first");
+        }
+    }
+
+    private int checkFullBlocks(KvSequence seq, int full) {
+        if (full > seq.blocks.size()) {
+            throw new IllegalArgumentException("commit of " + full + " full blocks, but sequence " + seq.id + " has slots for "
+                    + seq.blocks.size() + " blocks");
+        }
+        return full;
+    }
+
+    /** Commits block {@code i} of {@code seq} (the next uncommitted one) under {@code key}. */
+    private void commitBlock(KvSequence seq, int i, ObjectKey key) {
+        DeviceBlock b = seq.blocks.get(i);
+        ObjectKey parent = seq.lastKey;
+        DeviceBlock existing = resident.putIfAbsent(key, b);
+        if (existing == null) {
+            registerMapped(b, key, parent);
+            counters.inc(KvCounters.COMMITS);
+            boolean toStore = config.offload() == OffloadMode.WRITE_THROUGH && store != null && !inStore(key);
+            boolean publishNow = shared != null && config.sharedPublish() == SharedPublishMode.AT_COMMIT;
+            if (toStore || publishNow) {
+                startOffload(b, false, toStore, publishNow);
+            }
+        } else if (!existing.loading) {
+            hold(existing);
+            seq.blocks.set(i, existing);
+            b.refCount = 0;
+            freeSlot(b);
+            counters.inc(KvCounters.DEDUPS);
+        } else {
+            b.key = key; // its twin is still loading: keep this one private to the sequence
+            b.parentKey = parent;
+            b.keyHash = key.hash64();
+        }
+        KvDiskAdmission admission = config.diskAdmission();
+        if (admission != null) {
+            admission.recordUse(key);
+        }
+        seq.lastKey = key;
+        seq.committed = i + 1;
+    }
+
+    private boolean inStore(ObjectKey key) {
+        return offloaded.contains(key) || store.contains(key);
+    }
+
+    // ------------------------------------------------------------------ release, preempt, resume
+
+    /** Releases {@code seq}: its blocks stay cached as RECENT, evictable once no sequence holds them. */
+    public void release(KvSequence seq) {
+        release(seq, PriorityClass.RECENT);
+    }
+
+    /**
+     * Releases {@code seq}; blocks no other sequence holds stay cached in class {@code cachedAs}
+     * (RECENT, IDLE or EVICTABLE). Blocks still being written (not committed) are freed.
+     */
+    public void release(KvSequence seq, PriorityClass cachedAs) {
+        poll();
+        checkOpen();
+        if (cachedAs == PriorityClass.ACTIVE) {
+            throw new IllegalArgumentException("released blocks cannot stay ACTIVE");
+        }
+        if (seq.state == KvSequence.State.RELEASED) {
+            throw new IllegalStateException("sequence " + seq.id + " is already released");
+        }
+        checkOwn(seq);
+        for (int i = seq.blocks.size() - 1; i >= 0; i--) {
+            unhold(seq.blocks.get(i), cachedAs);
+        }
+        seq.blocks.clear();
+        seq.pending = null;
+        seq.preemptedKeys = null;
+        seq.state = KvSequence.State.RELEASED;
+        unlink(seq);
+    }
+
+    private void unlink(KvSequence seq) {
+        if (seq.prev != null) {
+            seq.prev.next = seq.next;
+        } else {
+            firstSequence = seq.next;
+        }
+        if (seq.next != null) {
+            seq.next.prev = seq.prev;
+        }
+        seq.prev = null;
+        seq.next = null;
+        openSequences--;
+    }
+
+    /**
+     * Preempts {@code seq}: its committed blocks that no other sequence holds are marked IDLE and
+     * offloaded asynchronously (unless a copy is already in the store), and their slots freed once
+     * the copy has landed; blocks still being written are freed now (the engine recomputes that
+     * tail on resume). The sequence gives up its block table.
+     */
+    public void preempt(KvSequence seq) {
+        poll();
+        checkOpen();
+        checkRunning(seq);
+        ObjectKey[] keys = new ObjectKey[seq.committed];
+        for (int i = 0; i < seq.committed; i++) {
+            keys[i] = seq.blocks.get(i).key;
+        }
+        for (int i = seq.blocks.size() - 1; i >= 0; i--) {
+            DeviceBlock b = seq.blocks.get(i);
+            unhold(b, PriorityClass.IDLE);
+            if (b.registered && b.refCount == 0 && !b.loading && !b.evictAfterOffload) {
+                boolean toStore = config.offload() != OffloadMode.NONE && store != null && !inStore(b.key);
+                boolean toShared = needsSharedCopy(b);
+                if (toStore || toShared) {
+                    if (b.inFlight == 0) {
+                        startOffload(b, true, toStore, toShared);
+                    } else {
+                        markEvictAfterOffload(b);
+                    }
+                } else if (b.inFlight == 0) {
+                    evictNow(b);
+                } else {
+                    markEvictAfterOffload(b);
+                }
+            }
+        }
+        seq.blocks.clear();
+        seq.pending = null;
+        seq.committed = 0;
+        seq.tokens = 0;
+        seq.lastKey = root;
+        seq.preemptedKeys = keys;
+        seq.state = KvSequence.State.PREEMPTED;
+    }
+
+    /**
+     * Resumes a preempted sequence: matches its committed blocks again and loads them (as
+     * {@link #load}); the tokens of its uncommitted tail are for the engine to recompute.
+     */
+    public CompletableFuture<LoadOutcome> resume(KvSequence seq) {
+        poll();
+        checkOpen();
+        checkOwn(seq);
+        if (seq.state != KvSequence.State.PREEMPTED) {
+            throw new IllegalStateException("sequence " + seq.id + " is " + seq.state + ", not preempted");
+        }
+        ObjectKey[] keys = seq.preemptedKeys;
+        seq.preemptedKeys = null;
+        seq.state = KvSequence.State.RUNNING;
+        return load(matchKeys(keys, keys.length * blockTokens), seq);
+    }
+
+    // ------------------------------------------------------------------ slots and eviction
+
+    /** A free slot, evicting if needed; -1 if none can be had now. */
+    private int takeSlot() {
+        while (freeCount == 0) {
+            PolicyNode node = policy.victim();
+            if (node == null) {
+                return -1;
+            }
+            DeviceBlock b = (DeviceBlock) node;
+            if (!b.evictable()) {
+                throw new IllegalStateException("slot policy '" + policy.name() + "' offered a block that is not evictable: " + b);
+            }
+            boolean toStore = config.offload() == OffloadMode.WRITE_BACK && store != null && !inStore(b.key);
+            boolean toShared = needsSharedCopy(b);
+            if (toStore || toShared) {
+                if (pendingEvictions >= config.maxPendingEvictions()) {
+                    return -1;
+                }
+                startOffload(b, true, toStore, toShared);
+            } else {
+                evictNow(b);
+            }
+        }
+        int slot = freeSlots[--freeCount];
+        if (slotOwner[slot] != null) {
+            throw new IllegalStateException("free slot " + slot + " is held by " + slotOwner[slot]);
+        }
+        return slot;
+    }
+
+    private boolean needsSharedCopy(DeviceBlock b) {
+        return shared != null && config.sharedPublish() == SharedPublishMode.ON_EVICTION && !b.published;
+    }
+
+    private void markEvictAfterOffload(DeviceBlock b) {
+        if (!b.evictAfterOffload) {
+            b.evictAfterOffload = true;
+            pendingEvictions++;
+        }
+    }
+
+    /** Removes an evictable block from its slot. */
+    private void evictNow(DeviceBlock b) {
+        counters.eviction(b.priority);
+        unregister(b);
+        freeSlot(b);
+    }
+
+    private void freeSlot(DeviceBlock b) {
+        if (slotOwner[b.slot] != b) {
+            throw new IllegalStateException("slot " + b.slot + " is not held by " + b);
+        }
+        slotOwner[b.slot] = null;
+        freeSlots[freeCount++] = b.slot;
+    }
+
+    /** Frees the slot of a block no one needs any more (unregistered, unreferenced, idle). */
+    private void maybeFree(DeviceBlock b) {
+        if (!b.registered && b.refCount == 0 && b.inFlight == 0 && slotOwner[b.slot] == b) {
+            if (b.evictAfterOffload) {
+                b.evictAfterOffload = false;
+                pendingEvictions--;
+            }
+            freeSlot(b);
+        }
+    }
+
+    private void register(DeviceBlock b, ObjectKey key, ObjectKey parent) {
+        if (resident.putIfAbsent(key, b) != null) {
+            throw new IllegalStateException("block " + key + " is already in a DEVICE slot");
+        }
+        registerMapped(b, key, parent);
+    }
+
+    /** Registers a block already entered in the key table. */
+    private void registerMapped(DeviceBlock b, ObjectKey key, ObjectKey parent) {
+        b.key = key; // keyHash was set by the key table
+        b.parentKey = parent;
+        b.registered = true;
+        b.reach = Math.max(1, b.reach);
+        b.reportedEvictable = b.evictable();
+        policy.onInsert(b);
+    }
+
+    private void unregister(DeviceBlock b) {
+        if (!b.registered) {
+            return;
+        }
+        policy.onRemove(b);
+        b.registered = false;
+        b.reportedEvictable = false;
+        resident.remove(b.key, b);
+    }
+
+    /** Tells the policy when the block's eligibility flipped. */
+    private void sync(DeviceBlock b) {
+        if (!b.registered) {
+            return;
+        }
+        boolean now = b.evictable();
+        if (now != b.reportedEvictable) {
+            b.reportedEvictable = now;
+            policy.onEligibilityChange(b);
+        }
+    }
+
+    private void setPriority(DeviceBlock b, PriorityClass p) {
+        PriorityClass previous = b.priority;
+        if (previous == p) {
+            return;
+        }
+        b.priority = p;
+        if (!b.registered) {
+            return;
+        }
+        boolean now = b.evictable();
+        if (now != b.reportedEvictable) {
+            b.reportedEvictable = now;
+            policy.onEligibilityChange(b);
+        } else {
+            policy.onPriorityChange(b, previous);
+        }
+    }
+
+    private void hold(DeviceBlock b) {
+        b.reach++;
+        if (b.refCount++ == 0) {
+            if (b.evictAfterOffload) {
+                b.evictAfterOffload = false; // wanted again: keep it when the copy lands
+                pendingEvictions--;
+            }
+            setPriority(b, PriorityClass.ACTIVE);
+        } else if (b.registered) {
+            policy.onAccess(b);
+        }
+    }
+
+    private void unhold(DeviceBlock b, PriorityClass cachedAs) {
+        if (b.refCount <= 0) {
+            throw new IllegalStateException("block " + b + " is not held");
+        }
+        if (--b.refCount == 0) {
+            if (b.registered) {
+                setPriority(b, cachedAs);
+            } else {
+                maybeFree(b);
+            }
+        }
+    }
+
+    // ------------------------------------------------------------------ offload
+
+    /** Starts copying {@code b} to the store and/or the shared pool; optionally frees it once landed. */
+    private void startOffload(DeviceBlock b, boolean evictAfter, boolean toStore, boolean toShared) {
+        b.inFlight++;
+        if (evictAfter) {
+            markEvictAfterOffload(b);
+        }
+        sync(b);
+        outstanding.incrementAndGet();
+        final ObjectKey key = b.key;
+        final int slot = b.slot;
+        final PriorityClass cls = b.priority == PriorityClass.ACTIVE ? PriorityClass.RECENT : b.priority;
+        io.execute(() -> {
+            PutStatus put = null;
+            SharedBlockStore.PublishStatus pub = null;
+            RuntimeException error = null;
+            try {
+                List<MemorySegment> src = segmentsOf(slot);
+                if (toStore) {
+                    put = store.put(key, ObjectKind.KV_BLOCK, Durability.LOSSY, cls, src, 0);
+                }
+                if (toShared) {
+                    pub = shared.publish(key, src);
+                }
+            } catch (RuntimeException e) {
+                error = e;
+            }
+            final PutStatus p = put;
+            final SharedBlockStore.PublishStatus s = pub;
+            final RuntimeException err = error;
+            completions.add(() -> applyOffload(b, p, s, err));
+            outstanding.decrementAndGet();
+        });
+    }
+
+    /** On the scheduler thread: an offload of {@code b} finished. */
+    private void applyOffload(DeviceBlock b, PutStatus put, SharedBlockStore.PublishStatus pub, RuntimeException error) {
+        b.inFlight--;
+        if (put == PutStatus.STORED || put == PutStatus.ALREADY_PRESENT) {
+            offloaded.add(b.key);
+            if (put == PutStatus.STORED) {
+                counters.link(KvLink.OFFLOAD, blockBytes);
+            }
+        } else if (put != null || error != null) {
+            counters.inc(KvCounters.OFFLOAD_REFUSED);
+        }
+        if (pub == SharedBlockStore.PublishStatus.PUBLISHED || pub == SharedBlockStore.PublishStatus.EXISTS) {
+            b.published = true;
+            if (pub == SharedBlockStore.PublishStatus.PUBLISHED) {
+                counters.link(KvLink.SHARED_PUBLISH, blockBytes);
+            }
+        }
+        if (b.evictAfterOffload && b.inFlight == 0) {
+            b.evictAfterOffload = false;
+            pendingEvictions--;
+            if (b.registered && b.refCount == 0 && !b.loading) {
+                evictNow(b);
+                return;
+            }
+        }
+        sync(b);
+        maybeFree(b);
+    }
+
+    /** On the scheduler thread: the store dropped {@code key}. */
+    private void forgetDropped(ObjectKey key) {
+        if (offloaded.remove(key)) {
+            counters.inc(KvCounters.DROPS);
+        } else {
+            counters.inc(KvCounters.UNEXPECTED_DROPS);
+        }
+    }
+
+    private List<MemorySegment> segmentsOf(int slot) {
+        List<MemorySegment> out = new ArrayList<>(4);
+        layout.segments(slot, allTokens, out);
+        return out;
+    }
+
+    // ------------------------------------------------------------------ completions, waiting, stats
+
+    /**
+     * Applies the transfer completions and store drops handed over since the last call (every
+     * public method does this first). Never waits.
+     *
+     * @return completions applied
+     */
+    public int poll() {
+        int n = 0;
+        Runnable r;
+        while ((r = completions.poll()) != null) {
+            r.run();
+            n++;
+        }
+        return n;
+    }
+
+    /**
+     * Waits until no transfer or store task of this manager is in flight, applying completions as
+     * they arrive. Waits: for tests, shutdown and barriers, not for the scheduling loop.
+     *
+     * @return false if the timeout passed first
+     */
+    public boolean awaitIdle(long timeout, TimeUnit unit) {
+        long deadline = System.nanoTime() + unit.toNanos(timeout);
+        while (true) {
+            poll();
+            if (outstanding.get() == 0 && completions.isEmpty()) {
+                return true;
+            }
+            if (System.nanoTime() - deadline > 0) {
+                return false;
+            }
+            LockSupport.parkNanos(20_000);
+        }
+    }
+
+    /** Counters and gauges now. */
+    public KvManagerStats stats() {
+        return new KvManagerStats(counters.snapshot(), slotOwner.length, freeCount, resident.size(), openSequences);
+    }
+
+    /** The engine KV layout the slots live in. */
+    public KvLayout layout() {
+        return layout;
+    }
+
+    /** The hasher that keys the blocks. */
+    public PrefixHasher hasher() {
+        return hasher;
+    }
+
+    /** The slot eviction policy's name. */
+    public String policyName() {
+        return policy.name();
+    }
+
+    /** Free DEVICE slots now. */
+    public int freeSlots() {
+        return freeCount;
+    }
+
+    /** True if block {@code key} is in a DEVICE slot (loaded or loading). */
+    public boolean isOnDevice(ObjectKey key) {
+        return resident.containsKey(key);
+    }
+
+    /** The DEVICE block of {@code key}, or null (for inspection and policies). */
+    public DeviceBlock deviceBlock(ObjectKey key) {
+        return resident.get(key);
+    }
+
+    /** Keys this manager has offloaded to the store and not seen dropped (a copy, for tests). */
+    public Set<ObjectKey> offloadedKeys() {
+        return Set.copyOf(offloaded);
+    }
+
+    /**
+     * Checks every invariant of the class comment and throws {@link IllegalStateException} naming
+     * the first one broken. Scheduler thread; for tests.
+     */
+    public void checkInvariants() {
+        int owned = 0;
+        boolean[] free = new boolean[slotOwner.length];
+        for (int i = 0; i < freeCount; i++) {
+            int s = freeSlots[i];
+            if (free[s]) {
+                throw new IllegalStateException("slot " + s + " is on the free list twice");
+            }
+            free[s] = true;
+            if (slotOwner[s] != null) {
+                throw new IllegalStateException("free slot " + s + " is held by " + slotOwner[s]);
+            }
+        }
+        IdentityHashMap<DeviceBlock, Integer> holders = new IdentityHashMap<>();
+        for (KvSequence seq = firstSequence; seq != null; seq = seq.next) {
+            if (seq.state != KvSequence.State.RUNNING && !seq.blocks.isEmpty()) {
+                throw new IllegalStateException("sequence " + seq.id + " is " + seq.state + " but holds blocks");
+            }
+            for (DeviceBlock b : seq.blocks) {
+                holders.merge(b, 1, Integer::sum);
+            }
+            if (seq.committed > seq.blocks.size() || seq.tokens > seq.blocks.size() * blockTokens) {
+                throw new IllegalStateException("sequence " + seq + " claims more than its blocks hold");
+            }
+        }
+        int registered = 0;
+        int evictAfter = 0;
+        for (int s = 0; s < slotOwner.length; s++) {
+            DeviceBlock b = slotOwner[s];
+            if (b == null) {
+                if (!free[s]) {
+                    throw new IllegalStateException("slot " + s + " is neither free nor held");
+                }
+                continue;
+            }
+            owned++;
+            if (b.slot != s) {
+                throw new IllegalStateException("slot " + s + " holds " + b + " which names slot " + b.slot);
+            }
+            int held = holders.getOrDefault(b, 0);
+            if (b.refCount != held) {
+                throw new IllegalStateException(b + " has refcount " + b.refCount + " but " + held + " sequences hold it");
+            }
+            if (b.registered) {
+                registered++;
+                if (resident.get(b.key) != b) {
+                    throw new IllegalStateException(b + " is registered but not in the key map");
+                }
+                if (b.reportedEvictable != b.evictable()) {
+                    throw new IllegalStateException(b + ": the policy was not told that its eligibility changed");
+                }
+            } else if (b.refCount == 0 && b.inFlight == 0) {
+                throw new IllegalStateException(b + " is held by no one and not cached: its slot leaked");
+            }
+            if ((b.refCount > 0) != (b.priority == PriorityClass.ACTIVE) && b.registered) {
+                throw new IllegalStateException(b + ": ACTIVE exactly while held");
+            }
+            if (b.loading && b.inFlight == 0) {
+                throw new IllegalStateException(b + " is loading with no transfer in flight");
+            }
+            if (b.evictAfterOffload) {
+                evictAfter++;
+            }
+        }
+        if (owned + freeCount != slotOwner.length) {
+            throw new IllegalStateException(owned + " held + " + freeCount + " free slots != " + slotOwner.length);
+        }
+        for (DeviceBlock b : holders.keySet()) {
+            if (slotOwner[b.slot] != b) {
+                throw new IllegalStateException("a sequence holds " + b + " but its slot does not");
+            }
+        }
+        if (registered != resident.size() || registered != policy.size()) {
+            throw new IllegalStateException(registered + " registered blocks, " + resident.size() + " in the key map, "
+                    + policy.size() + " in the policy");
+        }
+        if (evictAfter != pendingEvictions) {
+            throw new IllegalStateException(evictAfter + " blocks wait for eviction but the count says " + pendingEvictions);
+        }
+        int listed = 0;
+        for (KvSequence seq = firstSequence; seq != null; seq = seq.next) {
+            listed++;
+        }
+        if (listed != openSequences) {
+            throw new IllegalStateException(listed + " sequences listed but the count says " + openSequences);
+        }
+        if (counters.get(KvCounters.UNEXPECTED_DROPS) != 0) {
+            throw new IllegalStateException("the store dropped blocks this manager had not offloaded");
+        }
+    }
+
+    /**
+     * Waits for every transfer in flight (up to a minute), releases the open sequences, removes
+     * the manager's blocks from the store and stops the I/O thread. Waits.
+     *
+     * @throws IllegalStateException if transfers were still in flight after a minute
+     */
+    @Override
+    public void close() {
+        if (closed) {
+            return;
+        }
+        boolean idle = awaitIdle(60, TimeUnit.SECONDS);
+        closed = true;
+        while (firstSequence != null) {
+            KvSequence s = firstSequence;
+            for (int i = s.blocks.size() - 1; i >= 0; i--) {
+                unhold(s.blocks.get(i), PriorityClass.RECENT);
+            }
+            s.blocks.clear();
+            s.state = KvSequence.State.RELEASED;
+            unlink(s);
+        }
+        io.shutdown();
+        try {
+            if (!io.awaitTermination(60, TimeUnit.SECONDS)) {
+                idle = false;
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        poll();
+        if (store != null) {
+            for (ObjectKey k : offloaded) {
+                store.remove(k);
+            }
+        }
+        offloaded.clear();
+        if (staging != null) {
+            staging.close();
+        }
+        if (!idle) {
+            throw new IllegalStateException("KV block manager closed with " + outstanding.get() + " transfers in flight");
+        }
+    }
+
+    private void checkOpen() {
+        if (closed) {
+            throw new IllegalStateException("KV block manager is closed");
+        }
+    }
+
+    private void checkOwn(KvSequence seq) {
+        if (seq.owner != this || seq.state == KvSequence.State.RELEASED) {
+            throw new IllegalArgumentException("sequence " + seq.id + " does not belong to this manager or is released");
+        }
+    }
+
+    private void checkRunning(KvSequence seq) {
+        checkOwn(seq);
+        if (seq.state != KvSequence.State.RUNNING) {
+            throw new IllegalStateException("sequence " + seq.id + " is " + seq.state + ", not running");
+        }
+    }
+
+    /** {@code seq} holds nothing but a prefix of {@code match}'s blocks. */
+    private static void checkLoadable(KvSequence seq, PrefixMatch match) {
+        if (seq.pending != null || seq.blocks.size() != seq.committed || seq.committed > match.blocks()) {
+            throw new IllegalStateException("sequence " + seq.id + " already holds " + seq.blocks.size()
+                    + " blocks: load into a new (or resumed) sequence");
+        }
+        for (int i = 0; i < seq.committed; i++) {
+            if (!seq.blocks.get(i).key.equals(match.key(i))) {
+                throw new IllegalStateException("sequence " + seq.id + " holds block " + seq.blocks.get(i).key + " at " + i
+                        + ", not the match's " + match.key(i) + ": load into a new (or resumed) sequence");
+            }
+        }
+    }
+
+    private static void checkEmpty(KvSequence seq) {
+        if (!seq.blocks.isEmpty() || seq.pending != null) {
+            throw new IllegalStateException("sequence " + seq.id + " already holds " + seq.blocks.size()
+                    + " blocks: load into a new (or resumed) sequence");
+        }
+    }
+
+    /**
+     * Configures a manager: the engine's KV layout and hasher (required), the store and transfer
+     * engine for offload (optional together), the store's drop relay, the shared pool, settings.
+     *
+     * <p>Threads: one thread builds.
+     */
+    public static final class Builder {
+        private final KvLayout layout;
+        private final PrefixHasher hasher;
+        private TieredStore store;
+        private TransferEngine transfers;
+        private KvDropRelay relay;
+        private SharedBlockStore shared;
+        private KvManagerConfig config = KvManagerConfig.defaults();
+
+        private Builder(KvLayout layout, PrefixHasher hasher) {
+            this.layout = Objects.requireNonNull(layout, "KV layout");
+            this.hasher = Objects.requireNonNull(hasher, "prefix hasher");
+        }
+
+        /**
+         * The store blocks are offloaded into (top tier first: HOST), the transfer engine that moves
+         * them, and the relay installed as the store's drop listener. Close the manager before
+         * the store, the engine and the tiers.
+         */
+        public Builder store(TieredStore store, TransferEngine transfers, KvDropRelay relay) {
+            this.store = Objects.requireNonNull(store, "store");
+            this.transfers = Objects.requireNonNull(transfers, "transfer engine");
+            this.relay = Objects.requireNonNull(relay, "drop relay");
+            return this;
+        }
+
+        /** The cross-process shared block pool (optional). */
+        public Builder shared(SharedBlockStore sharedStore) {
+            this.shared = Objects.requireNonNull(sharedStore, "shared block store");
+            return this;
+        }
+
+        public Builder config(KvManagerConfig settings) {
+            this.config = Objects.requireNonNull(settings, "config");
+            return this;
+        }
+
+        /**
+         * @throws IllegalArgumentException if the hasher's block size is not the layout's, or the
+         *                                  configuration is invalid
+         */
+        public KvBlockManager build() {
+            if (hasher.blockTokens() != layout.geometry().blockTokens()) {
+                throw new IllegalArgumentException("hasher keys blocks of " + hasher.blockTokens()
+                        + " tokens but the layout holds blocks of " + layout.geometry().blockTokens());
+            }
+            if (store == null && config.offload() != OffloadMode.NONE) {
+                config = config.offload(OffloadMode.NONE);
+            }
+            return new KvBlockManager(this);
+        }
+    }
+}

@@ -1,0 +1,168 @@
+package dev.strata.cache.kv;
+
+import dev.strata.cache.PriorityClass;
+import dev.strata.memory.metrics.PrometheusText;
+import java.util.Locale;
+
+/**
+ * A snapshot of a {@link KvBlockManager}'s counters (running since it was created) and gauges:
+ * prefix hits by where the block was found, blocks and bytes per link, prefetch hits and late
+ * prefetches, evictions from DEVICE slots by priority class, dedups, drops and failed loads.
+ * {@link #writeTo} renders them in the Prometheus text format beside the store's metrics
+ * ({@code strata_kv_*}).
+ *
+ * <p>Immutable; any thread.
+ */
+public final class KvManagerStats {
+    private final long[] c; // counter cells, see KvCounters
+    private final int slots; // DEVICE block slots
+    private final int freeSlots; // slots free now
+    private final int residentBlocks; // keyed blocks in slots
+    private final int openSequences; // sequences not released
+
+    KvManagerStats(long[] cells, int slots, int freeSlots, int residentBlocks, int openSequences) {
+        this.c = cells;
+        this.slots = slots;
+        this.freeSlots = freeSlots;
+        this.residentBlocks = residentBlocks;
+        this.openSequences = openSequences;
+    }
+
+    /** Matched blocks found at {@code where} (shared-pool hits are {@code hits(SHARED)}). */
+    public long hits(BlockLocation where) {
+        return c[KvCounters.HITS + where.ordinal()];
+    }
+
+    /** Full blocks asked for by matches that lay past the cached prefix. */
+    public long misses() {
+        return c[KvCounters.MISSES];
+    }
+
+    /** Calls of match. */
+    public long lookups() {
+        return c[KvCounters.LOOKUPS];
+    }
+
+    /** Blocks moved over {@code link}. */
+    public long blocks(KvLink link) {
+        return c[KvCounters.LINK_BLOCKS + link.ordinal()];
+    }
+
+    /** Bytes moved over {@code link}. */
+    public long bytes(KvLink link) {
+        return c[KvCounters.LINK_BYTES + link.ordinal()];
+    }
+
+    /** Blocks evicted from DEVICE slots while in class {@code c}. */
+    public long evictions(PriorityClass priority) {
+        return c[KvCounters.EVICTIONS + priority.ordinal()];
+    }
+
+    /** Blocks committed under a key not yet resident. */
+    public long commits() {
+        return c[KvCounters.COMMITS];
+    }
+
+    /** Commits that shared an already resident block and freed their own slot. */
+    public long dedups() {
+        return c[KvCounters.DEDUPS];
+    }
+
+    /** Required blocks that a prefetch had already brought in. */
+    public long prefetchHits() {
+        return c[KvCounters.PREFETCH_HITS];
+    }
+
+    /** Required blocks whose load was still in flight. */
+    public long prefetchLate() {
+        return c[KvCounters.PREFETCH_LATE];
+    }
+
+    /** Block loads that failed (corrupt copy, I/O error, gone). */
+    public long failedLoads() {
+        return c[KvCounters.FAILED_LOADS];
+    }
+
+    /** Offloaded blocks the store dropped, each forgotten once. */
+    public long drops() {
+        return c[KvCounters.DROPS];
+    }
+
+    /** Drops of keys the manager had not offloaded (a broken invariant if not zero). */
+    public long unexpectedDrops() {
+        return c[KvCounters.UNEXPECTED_DROPS];
+    }
+
+    /** Offloads the store refused for lack of space. */
+    public long refusedOffloads() {
+        return c[KvCounters.OFFLOAD_REFUSED];
+    }
+
+    public int slots() {
+        return slots;
+    }
+
+    public int freeSlots() {
+        return freeSlots;
+    }
+
+    public int residentBlocks() {
+        return residentBlocks;
+    }
+
+    public int openSequences() {
+        return openSequences;
+    }
+
+    /** Appends the {@code strata_kv_*} families to {@code out}. */
+    public void writeTo(PrometheusText out) {
+        out.family("strata_kv_hits_total", PrometheusText.Type.COUNTER, "Matched prefix blocks by where they were found");
+        for (BlockLocation l : BlockLocation.values()) {
+            out.sample("strata_kv_hits_total", hits(l), "location", lower(l));
+        }
+        out.family("strata_kv_misses_total", PrometheusText.Type.COUNTER, "Full blocks past the matched prefix")
+                .sample("strata_kv_misses_total", misses());
+        out.family("strata_kv_link_blocks_total", PrometheusText.Type.COUNTER, "KV blocks moved per link");
+        for (KvLink k : KvLink.values()) {
+            out.sample("strata_kv_link_blocks_total", blocks(k), "link", lower(k));
+        }
+        out.family("strata_kv_link_bytes_total", PrometheusText.Type.COUNTER, "KV bytes moved per link");
+        for (KvLink k : KvLink.values()) {
+            out.sample("strata_kv_link_bytes_total", bytes(k), "link", lower(k));
+        }
+        out.family("strata_kv_evictions_total", PrometheusText.Type.COUNTER, "Blocks evicted from device slots by class");
+        for (PriorityClass p : PriorityClass.values()) {
+            out.sample("strata_kv_evictions_total", evictions(p), "class", lower(p));
+        }
+        out.family("strata_kv_prefetch_hits_total", PrometheusText.Type.COUNTER, "Required blocks already prefetched")
+                .sample("strata_kv_prefetch_hits_total", prefetchHits());
+        out.family("strata_kv_prefetch_late_total", PrometheusText.Type.COUNTER, "Required blocks still in flight")
+                .sample("strata_kv_prefetch_late_total", prefetchLate());
+        out.family("strata_kv_commits_total", PrometheusText.Type.COUNTER, "Blocks committed under a new key")
+                .sample("strata_kv_commits_total", commits());
+        out.family("strata_kv_dedups_total", PrometheusText.Type.COUNTER, "Commits shared onto a resident block")
+                .sample("strata_kv_dedups_total", dedups());
+        out.family("strata_kv_failed_loads_total", PrometheusText.Type.COUNTER, "Block loads that failed")
+                .sample("strata_kv_failed_loads_total", failedLoads());
+        out.family("strata_kv_drops_total", PrometheusText.Type.COUNTER, "Offloaded blocks dropped by the store")
+                .sample("strata_kv_drops_total", drops());
+        out.family("strata_kv_slots", PrometheusText.Type.GAUGE, "Device block slots").sample("strata_kv_slots", slots);
+        out.family("strata_kv_free_slots", PrometheusText.Type.GAUGE, "Free device block slots")
+                .sample("strata_kv_free_slots", freeSlots);
+        out.family("strata_kv_resident_blocks", PrometheusText.Type.GAUGE, "Keyed blocks in device slots")
+                .sample("strata_kv_resident_blocks", residentBlocks);
+        out.family("strata_kv_sequences", PrometheusText.Type.GAUGE, "Open sequences")
+                .sample("strata_kv_sequences", openSequences);
+    }
+
+    /** The counters alone in the Prometheus text format. */
+    public String toPrometheus() {
+        PrometheusText out = new PrometheusText();
+        writeTo(out);
+        return out.toString();
+    }
+
+    private static String lower(Enum<?> e) {
+        return e.name().toLowerCase(Locale.ROOT);
+    }
+}
