@@ -21,14 +21,17 @@ import java.util.List;
  *       {@code ceil(|union| / C)} ({@link TokenGroups#provablyFewest()}): each group covers at most
  *       {@code C} of the union's experts.</li>
  * </ol>
- * Construction: best fit over tokens in three orders (most overlap first, where a token's overlap
- * is the number of other tokens sharing each of its experts; largest token first; batch order): a
- * token goes to the open group it adds the fewest new experts to, ties to the earliest group, or
- * opens a group. The fewest-groups result is kept, then an improvement pass tries to empty each
- * group, smallest first, by moving its tokens into the others. Against exhaustive search on small
+ * Construction, several candidates, the one with the fewest groups kept (stopping early at the
+ * lower bound): (a) <em>group fill</em>: open a group with the remaining token of most overlap (a
+ * token's overlap counts the other tokens sharing each of its experts), then keep adding the
+ * remaining token that brings the fewest new experts while the union fits, so clusters of tokens
+ * with shared experts end up together; (b) <em>best fit</em> over tokens in three orders (most
+ * overlap first, largest first, batch order): a token joins the open group it adds the fewest new
+ * experts to, ties to the earliest, or opens a group. After each, an improvement pass tries to
+ * empty each group, smallest first, by moving its tokens into the others. Against exhaustive search on small
  * random batches (the test {@code TokenGrouperTest}) it finds the optimum in the large majority of
- * cases and is never more than one group above it there. Cost: O(tokens × groups × experts / 64)
- * per order.
+ * cases and is never more than one group above it there. Cost: O(tokens² + tokens × top-K ×
+ * fan-out) for the group fill, O(tokens × groups × experts / 64) per best-fit order.
  *
  * <p>Stateless; any thread.
  */
@@ -103,15 +106,16 @@ public final class TokenGrouper {
         Arrays.sort(bySize, (a, b) -> size[a] != size[b] ? Integer.compare(size[b], size[a])
                 : overlap[a] != overlap[b] ? Long.compare(overlap[b], overlap[a]) : Integer.compare(a, b));
         Integer[] inOrder = indices(n);
-        Packing best = null;
+        Packing best = fill(byOverlap, bits, words, capacity, experts);
+        best.improve(bits, capacity);
         for (Integer[] order : List.of(byOverlap, bySize, inOrder)) {
-            Packing p = bestFit(order, bits, words, capacity);
-            p.improve(bits, capacity);
-            if (best == null || p.groupCount() < best.groupCount()) {
-                best = p;
-            }
             if (best.groupCount() == lowerBound) {
                 break;
+            }
+            Packing p = bestFit(order, bits, words, capacity);
+            p.improve(bits, capacity);
+            if (p.groupCount() < best.groupCount()) {
+                best = p;
             }
         }
         return new TokenGroups(best.toGroups(), unionSize, capacity, lowerBound);
@@ -123,6 +127,82 @@ public final class TokenGrouper {
             a[i] = i;
         }
         return a;
+    }
+
+    /**
+     * Fills one group at a time: it starts from the remaining token with the most overlap and
+     * repeatedly takes the remaining token that adds the fewest new experts (ties: the earliest
+     * in {@code order}) while the union fits; then the next group starts. Each token's count of
+     * experts missing from the open group is kept current through an expert → tokens index.
+     */
+    private static Packing fill(Integer[] order, long[][] bits, int words, int capacity, int experts) {
+        int n = order.length;
+        int[][] tokensOf = new int[experts][];
+        int[] fanout = new int[experts];
+        for (int t = 0; t < n; t++) {
+            for (int w = 0; w < words; w++) {
+                for (long b = bits[t][w]; b != 0; b &= b - 1) {
+                    fanout[(w << 6) + Long.numberOfTrailingZeros(b)]++;
+                }
+            }
+        }
+        for (int e = 0; e < experts; e++) {
+            tokensOf[e] = new int[fanout[e]];
+            fanout[e] = 0;
+        }
+        for (int t = 0; t < n; t++) {
+            for (int w = 0; w < words; w++) {
+                for (long b = bits[t][w]; b != 0; b &= b - 1) {
+                    int e = (w << 6) + Long.numberOfTrailingZeros(b);
+                    tokensOf[e][fanout[e]++] = t;
+                }
+            }
+        }
+        int[] rank = new int[n];
+        for (int i = 0; i < n; i++) {
+            rank[order[i]] = i;
+        }
+        boolean[] placed = new boolean[n];
+        int[] missing = new int[n];
+        Packing p = new Packing(n, words);
+        int left = n;
+        int next = 0; // position in order of the next seed candidate
+        while (left > 0) {
+            while (placed[order[next]]) {
+                next++;
+            }
+            int g = p.open();
+            for (int t = 0; t < n; t++) {
+                missing[t] = TokenGrouper.popcount(bits[t]);
+            }
+            int size = 0;
+            int chosen = order[next];
+            while (chosen >= 0) {
+                placed[chosen] = true;
+                left--;
+                long[] u = p.unions.get(g);
+                for (int w = 0; w < words; w++) {
+                    for (long b = bits[chosen][w] & ~u[w]; b != 0; b &= b - 1) {
+                        int e = (w << 6) + Long.numberOfTrailingZeros(b);
+                        for (int t : tokensOf[e]) {
+                            missing[t]--;
+                        }
+                        size++;
+                    }
+                }
+                p.add(g, chosen, bits[chosen]);
+                chosen = -1;
+                int bestMissing = Integer.MAX_VALUE;
+                for (int t = 0; t < n; t++) {
+                    if (!placed[t] && size + missing[t] <= capacity
+                            && (missing[t] < bestMissing || (missing[t] == bestMissing && rank[t] < rank[chosen]))) {
+                        chosen = t;
+                        bestMissing = missing[t];
+                    }
+                }
+            }
+        }
+        return p;
     }
 
     private static Packing bestFit(Integer[] order, long[][] bits, int words, int capacity) {
