@@ -7,8 +7,6 @@ import dev.strata.memory.host.PlainMemoryTier;
 import dev.strata.memory.transfer.TransferEngine;
 import dev.strata.memory.transfer.TransferResult;
 import java.lang.foreign.MemorySegment;
-import java.lang.invoke.MethodHandles;
-import java.lang.invoke.VarHandle;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -62,11 +60,13 @@ import java.util.concurrent.CompletionException;
  * <p>Threads: one thread drives the pager ({@code page}, {@code plan}, {@code resize},
  * {@code close}: the engine's step thread, or whoever holds what excludes it).
  * {@link #stats()} and the {@link ResizablePool} getters may be called from any thread: counters
- * are written with opaque stores and may lag a call behind.
+ * are plain {@code long} array elements written only by the driving thread (64-bit stores, which
+ * the 64-bit JVMs Strata runs on never split), so another thread reads each counter whole but
+ * possibly some calls behind, and counters of one snapshot may come from different moments;
+ * {@link #units()} is volatile.
  */
 public final class ExpertPager implements ResizablePool, AutoCloseable, ExpertPolicy.Pins {
 
-    private static final VarHandle COUNTER = MethodHandles.arrayElementVarHandle(long[].class);
     private static final int HITS = 0;        // counter offsets within a layer's stride
     private static final int MISSES = 1;
     private static final int EVICTIONS = 2;
@@ -97,6 +97,7 @@ public final class ExpertPager implements ResizablePool, AutoCloseable, ExpertPo
     private int k;                                // slots per layer (unit of the pool)
     private volatile int publishedK;              // k, for other threads
     private int groupCapacity;                    // slots per group: k or k x layers
+    private int layerCap;                         // distinct experts one call may route: min(groupCapacity, experts)
     private final int[][] expertMap;              // [layers][experts] slot of each expert or -1
     private long[][] slotHandle;                  // [groups][groupCapacity] DEVICE allocation of each slot
     private MemorySegment[][] slotView;           // [groups][groupCapacity] view of each slot's image
@@ -105,16 +106,17 @@ public final class ExpertPager implements ResizablePool, AutoCloseable, ExpertPo
     private int[][] freeSlots;                    // [groups][groupCapacity] stack of free slot ids
     private final int[] freeCount;                // [groups] entries on each free stack
     private final int[] residents;                // [groups] resident experts
-    private final long[] pinStamp;                // [layers x experts] stamp of the call that pinned each key
+    private final long[] pinStamp;                // [experts] stamp of the call that pinned each expert of pinLayer
     private long stamp;                           // current call's stamp
+    private int pinLayer = -1;                    // layer of the current call
     private long tick;                            // policy clock, one per paged call
     private final int[] hitKeys;                  // [experts] scratch: keys hit in the current call
     private final int[] missExperts;              // [experts] scratch: experts missing in the current call
     private final int[] missSlots;                // [experts] scratch: slots given to them
     private final CompletableFuture<?>[] pending; // [experts] scratch: fetches in flight
     private int[] flat = new int[64];             // scratch for grouped calls, grows
-    private final long[] counters;                // [layers x STRIDE] per-layer counters, opaque access
-    private final long[] pagerCounters = new long[2]; // resizes, failed resizes, opaque access
+    private final long[] counters;                // [layers x STRIDE] per-layer counters, plain 64-bit stores by the driving thread
+    private final long[] pagerCounters = new long[2]; // resizes, failed resizes, as counters
     private boolean closed;
 
     private ExpertPager(Builder b, long slotBytes, long[] initial) {
@@ -161,7 +163,8 @@ public final class ExpertPager implements ResizablePool, AutoCloseable, ExpertPo
             }
             freeCount[g] = groupCapacity;
         }
-        this.pinStamp = new long[layers * experts];
+        this.pinStamp = new long[experts];
+        this.layerCap = Math.min(groupCapacity, experts);
         this.hitKeys = new int[experts];
         this.missExperts = new int[experts];
         this.missSlots = new int[experts];
@@ -211,59 +214,100 @@ public final class ExpertPager implements ResizablePool, AutoCloseable, ExpertPo
      * @throws IllegalArgumentException naming the value for a layer or expert id out of range, or
      *                                  when the distinct routed experts exceed {@link #layerCapacity}
      *                                  (use {@link #plan}); nothing changes then
-     * @throws IllegalStateException    when a fetch from a master fails (the experts it was fetching
+     * @throws IllegalStateException    when the pager is closed, or a fetch from a master fails (the experts it was fetching
      *                                  are left non-resident; the pager stays usable)
      */
     public int[] page(int layer, int[] routed, int count) {
-        if (closed) {
-            throw new IllegalStateException("expert pager '" + name + "' is closed");
+        if (closed || layer < 0 || layer >= layers || count < 0 || count > routed.length) {
+            throw misuse(layer, routed, count);
         }
-        if (layer < 0 || layer >= layers) {
-            throw new IllegalArgumentException("layer " + layer + " is outside [0, " + layers + ") in expert pager '" + name + "'");
+        for (int i = 0; i < count; i++) { // ids first, so a refused call changes nothing
+            int e = routed[i];
+            if ((e | (experts - 1 - e)) < 0) {
+                throw outOfRange(layer, routed, i);
+            }
         }
-        if (count < 0 || count > routed.length) {
-            throw new IllegalArgumentException("count " + count + " is outside [0, " + routed.length + "] routed ids");
+        if (count > layerCap) {
+            return pageCheckingUnion(layer, routed, count);
         }
+        // The union fits whatever it is: touch hits as they come.
         int[] map = expertMap[layer];
         int base = layer * experts;
+        int g = group(layer);
         long s = ++stamp;
+        long t = ++tick;
+        pinLayer = layer;
         long[] pins = pinStamp;
         int hits = 0;
         int misses = 0;
         for (int i = 0; i < count; i++) {
             int e = routed[i];
-            if (e < 0 || e >= experts) {
-                throw new IllegalArgumentException("routed expert " + e + " (entry " + i + ") is outside [0, " + experts
-                        + ") in layer " + layer + " of expert pager '" + name + "'");
-            }
-            int key = base + e;
-            if (pins[key] == s) {
-                continue;
-            }
-            pins[key] = s;
-            if (map[e] >= 0) {
-                hitKeys[hits++] = key;
-            } else {
-                missExperts[misses++] = e;
+            if (pins[e] != s) {
+                pins[e] = s;
+                if (map[e] >= 0) {
+                    hits++;
+                    policy.onHit(g, base + e, t);
+                } else {
+                    missExperts[misses++] = e;
+                }
             }
         }
-        int capacity = layerCapacity(layer);
-        if (hits + misses > capacity) {
-            throw new IllegalArgumentException("layer " + layer + " routes " + (hits + misses) + " distinct experts, more than its "
-                    + capacity + " slots in expert pager '" + name + "'; split the tokens with plan()");
-        }
-        int g = group(layer);
-        long t = ++tick;
-        for (int i = 0; i < hits; i++) {
-            policy.onHit(g, hitKeys[i], t);
-        }
-        int at = layer * STRIDE;
-        add(at + HITS, hits);
+        counters[layer * STRIDE + HITS] += hits;
         if (misses > 0) {
-            add(at + MISSES, misses);
             fetch(layer, g, base, misses, t);
         }
         return map;
+    }
+
+    /** {@link #page} for a call listing more ids than the layer's capacity: checks the union before touching anything. */
+    private int[] pageCheckingUnion(int layer, int[] routed, int count) {
+        int[] map = expertMap[layer];
+        int base = layer * experts;
+        int g = group(layer);
+        long s = ++stamp;
+        long t = ++tick;
+        pinLayer = layer;
+        long[] pins = pinStamp;
+        int hits = 0;
+        int misses = 0;
+        for (int i = 0; i < count; i++) {
+            int e = routed[i];
+            if (pins[e] != s) {
+                pins[e] = s;
+                if (map[e] >= 0) {
+                    hitKeys[hits++] = base + e;
+                } else {
+                    missExperts[misses++] = e;
+                }
+            }
+        }
+        if (hits + misses > layerCap) {
+            throw new IllegalArgumentException("layer " + layer + " routes " + (hits + misses) + " distinct experts, more than its "
+                    + layerCap + " slots in expert pager '" + name + "'; split the tokens with plan()");
+        }
+        for (int i = 0; i < hits; i++) {
+            policy.onHit(g, hitKeys[i], t);
+        }
+        counters[layer * STRIDE + HITS] += hits;
+        if (misses > 0) {
+            fetch(layer, g, base, misses, t);
+        }
+        return map;
+    }
+
+    private RuntimeException misuse(int layer, int[] routed, int count) {
+        if (closed) {
+            return new IllegalStateException("expert pager '" + name + "' is closed");
+        }
+        if (layer < 0 || layer >= layers) {
+            return new IllegalArgumentException("layer " + layer + " is outside [0, " + layers + ") in expert pager '" + name + "'");
+        }
+        return new IllegalArgumentException("count " + count + " is outside [0, " + routed.length + "] routed ids");
+    }
+
+    private IllegalArgumentException outOfRange(int layer, int[] routed, int i) {
+        return new IllegalArgumentException("routed expert " + routed[i] + " (entry " + i + ") is outside [0, " + experts
+                + ") in layer " + layer + " of expert pager '" + name + "'");
     }
 
     /** Pages {@code layer} for the tokens of one group: {@code routed[t]} for each {@code t} in {@code tokens}. */
@@ -300,10 +344,11 @@ public final class ExpertPager implements ResizablePool, AutoCloseable, ExpertPo
 
     /** The most distinct experts one call may route in {@code layer}: {@code k}, or {@code min(experts, k × layers)} shared. */
     public int layerCapacity(int layer) {
-        return Math.min(groupCapacity, experts);
+        return layerCap;
     }
 
     private void fetch(int layer, int g, int base, int misses, long t) {
+        add(layer * STRIDE + MISSES, misses);
         for (int i = 0; i < misses; i++) {
             int slot = takeSlot(g);
             int e = missExperts[i];
@@ -405,11 +450,12 @@ public final class ExpertPager implements ResizablePool, AutoCloseable, ExpertPo
     /** For the policy: true if {@code key} is routed by the current call. */
     @Override
     public boolean pinned(int key) {
-        return pinStamp[key] == stamp;
+        int layer = key / experts;
+        return layer == pinLayer && pinStamp[key - layer * experts] == stamp;
     }
 
     private void add(int index, long delta) {
-        COUNTER.setOpaque(counters, index, (long) COUNTER.getOpaque(counters, index) + delta);
+        counters[index] += delta;
     }
 
     // ------------------------------------------------------------------ access for the engine
@@ -541,8 +587,7 @@ public final class ExpertPager implements ResizablePool, AutoCloseable, ExpertPo
             return true;
         }
         boolean done = units > k ? grow(units) : shrink(units);
-        COUNTER.setOpaque(pagerCounters, done ? RESIZES : FAILED_RESIZES,
-                (long) COUNTER.getOpaque(pagerCounters, done ? RESIZES : FAILED_RESIZES) + 1);
+        pagerCounters[done ? RESIZES : FAILED_RESIZES]++;
         return done;
     }
 
@@ -589,6 +634,7 @@ public final class ExpertPager implements ResizablePool, AutoCloseable, ExpertPo
         }
         k = units;
         groupCapacity = newCap;
+        layerCap = Math.min(newCap, experts);
         publishedK = units;
         return true;
     }
@@ -648,6 +694,7 @@ public final class ExpertPager implements ResizablePool, AutoCloseable, ExpertPo
         }
         k = units;
         groupCapacity = newCap;
+        layerCap = Math.min(newCap, experts);
         publishedK = units;
         return true;
     }
@@ -665,11 +712,11 @@ public final class ExpertPager implements ResizablePool, AutoCloseable, ExpertPo
         int units = publishedK;
         int slots = capacityFor(units) * groups;
         return new ExpertPagerStats(name, policy.name(), scope, units, slots, slotBytes, slots * slotBytes,
-                (long) COUNTER.getOpaque(pagerCounters, RESIZES), (long) COUNTER.getOpaque(pagerCounters, FAILED_RESIZES), list);
+                pagerCounters[RESIZES], pagerCounters[FAILED_RESIZES], list);
     }
 
     private long read(int index) {
-        return (long) COUNTER.getOpaque(counters, index);
+        return counters[index];
     }
 
     /**

@@ -32,10 +32,9 @@ public final class LfuExpertPolicy implements ExpertPolicy {
     private final int agingPeriodOverride; // references between halvings, 0 = DEFAULT_PERIOD_PER_KEY x keys
     private int agingPeriod;               // references between halvings
     private int[] count;                   // [keys] decayed references
-    private long[] last;                   // [keys] tick of the latest reference
-    private int[][] members;               // [groups][capacity] resident keys, dense in [0, sizes[g])
-    private int[] position;                // [keys] index in its group's members, -1 when not resident
-    private int[] sizes;                   // [groups] resident keys
+    private long[] last;                   // [keys] stamp of the latest reference (ties between equal counts: oldest leaves)
+    private long clock;                    // the latest stamp given
+    private GroupMembers members;          // residents of each group
     private int untilAging;                // references left before the next halving
 
     /** Aging every {@value #DEFAULT_PERIOD_PER_KEY} × keys references. */
@@ -66,10 +65,7 @@ public final class LfuExpertPolicy implements ExpertPolicy {
         untilAging = agingPeriod;
         count = new int[keys];
         last = new long[keys];
-        position = new int[keys];
-        java.util.Arrays.fill(position, -1);
-        members = new int[groups][(keys + groups - 1) / groups];
-        sizes = new int[groups];
+        members = new GroupMembers(groups, keys);
     }
 
     /** The decayed reference count of {@code key} (for tests and reports). */
@@ -79,7 +75,7 @@ public final class LfuExpertPolicy implements ExpertPolicy {
 
     private void reference(int key, long tick) {
         count[key]++;
-        last[key] = tick;
+        last[key] = ++clock;
         if (--untilAging == 0) {
             untilAging = agingPeriod;
             int[] c = count;
@@ -97,28 +93,21 @@ public final class LfuExpertPolicy implements ExpertPolicy {
     @Override
     public void onAdmit(int group, int key, long tick) {
         reference(key, tick);
-        int at = sizes[group]++;
-        members[group][at] = key;
-        position[key] = at;
+        members.add(group, key);
     }
 
     @Override
     public void onEvict(int group, int key) {
-        int at = position[key];
-        int lastIndex = --sizes[group];
-        int moved = members[group][lastIndex];
-        members[group][at] = moved;
-        position[moved] = at;
-        position[key] = -1;
+        members.remove(group, key);
     }
 
     @Override
     public int victim(int group, Pins pins) {
-        int[] m = members[group];
+        int[] m = members.of(group);
         int best = -1;
         int bestCount = Integer.MAX_VALUE;
         long bestLast = Long.MAX_VALUE;
-        for (int i = 0, n = sizes[group]; i < n; i++) {
+        for (int i = 0, n = members.size(group); i < n; i++) {
             int k = m[i];
             int c = count[k];
             if (c < bestCount || (c == bestCount && last[k] < bestLast)) {
@@ -134,6 +123,6 @@ public final class LfuExpertPolicy implements ExpertPolicy {
 
     @Override
     public int size(int group) {
-        return sizes[group];
+        return members.size(group);
     }
 }
