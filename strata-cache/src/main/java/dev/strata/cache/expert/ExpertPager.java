@@ -376,8 +376,24 @@ public final class ExpertPager implements ResizablePool, AutoCloseable, ExpertPo
             return;
         }
         for (int i = 0; i < misses; i++) {
-            pending[i] = engine.copy(masters.tier(), masters.handle(layer, missExperts[i]), device,
-                    slotHandle[g][missSlots[i]], expertBytes);
+            try {
+                pending[i] = engine.copy(masters.tier(), masters.handle(layer, missExperts[i]), device,
+                        slotHandle[g][missSlots[i]], expertBytes);
+            } catch (RuntimeException e) { // e.g. the engine was closed: none of these experts is resident
+                for (int j = 0; j < misses; j++) {
+                    if (j < i) {
+                        try {
+                            pending[j].join(); // it writes into the slot: let it finish before the slot is reused
+                        } catch (RuntimeException ignored) {
+                            // the submission failure below is what the caller needs to see
+                        }
+                        pending[j] = null;
+                    }
+                    unmap(g, missSlots[j], base + missExperts[j]);
+                }
+                throw new IllegalStateException("expert pager '" + name + "': could not submit the fetch of layer " + layer
+                        + " expert " + missExperts[i] + " from tier '" + masters.tier().name() + "': " + e.getMessage(), e);
+            }
         }
         List<String> failures = null;
         Throwable firstCause = null;

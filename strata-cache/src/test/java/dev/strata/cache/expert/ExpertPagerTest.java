@@ -174,6 +174,16 @@ class ExpertPagerTest {
                 pager.page(0, new int[] {0, 1, 3});
                 assertThat(pager.verifyResidentBytes()).isEqualTo(3);
                 pager.checkInvariants();
+                engine.close();
+                assertThatThrownBy(() -> pager.page(0, new int[] {2, 5})).isInstanceOf(IllegalStateException.class)
+                        .hasMessageContaining("could not submit").hasMessageContaining("expert 2");
+                assertThat(pager.slotOf(0, 2)).isEqualTo(-1);
+                assertThat(pager.slotOf(0, 5)).isEqualTo(-1);
+                pager.checkInvariants();
+                // The two misses evicted experts 0 and 1 before the submission failed; expert 3 stays.
+                assertThat(pager.resident(0)).isEqualTo(1);
+                assertThat(pager.page(0, new int[] {3})[3]).as("hits need no engine").isNotNegative();
+                assertThat(pager.verifyResidentBytes()).isEqualTo(1);
             }
         }
     }
