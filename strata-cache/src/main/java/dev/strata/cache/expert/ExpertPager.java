@@ -54,8 +54,25 @@ import java.util.concurrent.CompletionException;
  * any moment, resizes included: a grow allocates only new slots (refused by the tier when over
  * budget, the pager unchanged), a shrink only frees.
  *
+ * <p>Design note:
+ * <ul>
+ *   <li>One DEVICE allocation per slot rather than one scratch tensor per layer: a resize then
+ *       allocates or frees only the slots that change, so it never holds an old and a new scratch
+ *       at once (the budget holds at every moment) and a refused grow has nothing to undo but its
+ *       own new slots. The engine reads a slot through {@link #slot} or {@link #tensor} (views made
+ *       once per slot). A kernel that wants one {@code [k, ...]} tensor per layer would need the
+ *       slots of a layer contiguous, which this layout does not promise.</li>
+ *   <li>A shrink re-pages survivors by a DEVICE-to-DEVICE copy of their byte-equal images into the
+ *       slots that stay, rather than re-reading their masters: the same bytes, without a HOST or
+ *       DISK read.</li>
+ *   <li>Pins are a stamp per expert of the current layer: the routed set is pinned by writing the
+ *       call's stamp, and nothing has to be unpinned afterwards.</li>
+ *   <li>A call whose id count is at most the capacity cannot exceed it, so hits are touched in
+ *       the policy as they are found; only longer calls check the union first.</li>
+ * </ul>
+ *
  * <p>Hot path: a call whose routed experts are all resident allocates nothing and does O(routed)
- * array work (a stamp per expert, a policy touch, one counter update per call).
+ * array work (a range check, a stamp and a policy touch per expert, one counter update per call).
  *
  * <p>Threads: one thread drives the pager ({@code page}, {@code plan}, {@code resize},
  * {@code close}: the engine's step thread, or whoever holds what excludes it).
