@@ -82,7 +82,7 @@ import java.util.concurrent.CompletionException;
  * possibly some calls behind, and counters of one snapshot may come from different moments;
  * {@link #units()} is volatile.
  */
-public final class ExpertPager implements ResizablePool, AutoCloseable, ExpertPolicy.Pins {
+public final class ExpertPager implements ResizablePool, AutoCloseable {
 
     private static final int HITS = 0;        // counter offsets within a layer's stride
     private static final int MISSES = 1;
@@ -126,6 +126,7 @@ public final class ExpertPager implements ResizablePool, AutoCloseable, ExpertPo
     private final long[] pinStamp;                // [experts] stamp of the call that pinned each expert of pinLayer
     private long stamp;                           // current call's stamp
     private int pinLayer = -1;                    // layer of the current call
+    private final ExpertPolicy.Pins currentPins = this::pinned; // the current call's routed experts, for victim choice
     private long tick;                            // policy clock, one per paged call
     private final int[] hitKeys;                  // [experts] scratch: keys hit in the current call
     private final int[] missExperts;              // [experts] scratch: experts missing in the current call
@@ -448,7 +449,7 @@ public final class ExpertPager implements ResizablePool, AutoCloseable, ExpertPo
         if (freeCount[g] > 0) {
             return freeSlots[g][--freeCount[g]];
         }
-        int victim = policy.victim(g, this);
+        int victim = policy.victim(g, currentPins);
         if (victim < 0) {
             throw new IllegalStateException("expert pager '" + name + "': policy '" + policy.name() + "' found no unpinned victim in group "
                     + g + " (" + residents[g] + " residents, capacity " + groupCapacity + ")");
@@ -481,8 +482,7 @@ public final class ExpertPager implements ResizablePool, AutoCloseable, ExpertPo
     }
 
     /** For the policy: true if {@code key} is routed by the current call. */
-    @Override
-    public boolean pinned(int key) {
+    private boolean pinned(int key) {
         int layer = key / experts;
         return layer == pinLayer && pinStamp[key - layer * experts] == stamp;
     }
