@@ -172,6 +172,24 @@ class RpcServerClientTest {
     }
 
     @Test
+    void aServerStuckInAHandlerIsReportedUnresponsiveAndTheRequestStaysOutstanding() {
+        try (RpcServer server = start(1, 4, 64); RpcClient client = RpcClient.attach(path,
+                RpcClientOptions.defaults().withServerHeartbeatTimeout(Duration.ofMillis(150)))) {
+            RpcResponse r = new RpcResponse(64);
+            client.post(EchoHandler.SLEEP, 900, 0, 0, 0);
+            assertThat(client.await(r)).isEqualTo(RpcStatus.SERVER_UNRESPONSIVE);
+            assertThat(client.outstanding()).isEqualTo(1);
+            int status;
+            do {
+                status = client.await(r);
+            } while (status == RpcStatus.SERVER_UNRESPONSIVE);
+            assertThat(status).isEqualTo(RpcStatus.OK);
+            assertThat(r.value(0)).isEqualTo(900);
+            assertThat(r.sequence()).isZero();
+        }
+    }
+
+    @Test
     void aStoppedServerIsReportedNotWaitedFor() throws Exception {
         RpcServer server = start(1, 4, 64);
         try (RpcClient client = RpcClient.attach(path)) {
