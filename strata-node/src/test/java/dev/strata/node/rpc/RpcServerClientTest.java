@@ -120,7 +120,7 @@ class RpcServerClientTest {
                         RpcResponse r = new RpcResponse(64);
                         SplittableRandom rnd = new SplittableRandom(seed);
                         long[] sent = new long[client.capacity()];
-                        for (int i = 0; i < 2000; i++) {
+                        for (int i = 0; i < 400; i++) {
                             int batch = 1 + rnd.nextInt(client.capacity());
                             for (int b = 0; b < batch; b++) {
                                 sent[b] = rnd.nextLong();
