@@ -173,6 +173,45 @@ final class PoolAllocator implements Allocator {
         }
     }
 
+    /**
+     * The generation of the allocation at {@code offset} (WRITING or PUBLISHED), or -1 if none is
+     * there. The generation changes whenever the head chunk is allocated again, so it tells one
+     * allocation at an offset from a later one.
+     */
+    long generationIfAllocated(long offset) {
+        if (offset < 0 || (offset & (chunkSize - 1)) != 0 || (offset >>> chunkShift) >= chunks.chunkCount()) {
+            return -1;
+        }
+        long w = descriptors.stateAcquire(offset >>> chunkShift);
+        int s = ObjectDescriptorTable.state(w);
+        return s == ObjectDescriptorTable.WRITING || s == ObjectDescriptorTable.PUBLISHED
+                ? ObjectDescriptorTable.generation(w) : -1;
+    }
+
+    /**
+     * Frees the allocation at {@code offset} if it is still the one of {@code generation}
+     * (WRITING or PUBLISHED); a later allocation at the same offset, or none, is left alone.
+     *
+     * @return true if this call freed it
+     */
+    boolean freeIfGeneration(long offset, long generation) {
+        long head = headChunk(offset);
+        while (true) {
+            long w = descriptors.stateAcquire(head);
+            int s = ObjectDescriptorTable.state(w);
+            if ((s != ObjectDescriptorTable.WRITING && s != ObjectDescriptorTable.PUBLISHED)
+                    || ObjectDescriptorTable.generation(w) != generation) {
+                return false;
+            }
+            long freeing = ObjectDescriptorTable.word(ObjectDescriptorTable.FREEING, mySlot, generation + 1);
+            if (descriptors.compareAndSetState(head, w, freeing)) {
+                counters.add(-descriptors.runChunks(head), -1);
+                finishFree(head, freeing);
+                return true;
+            }
+        }
+    }
+
     /** Releases the chunks of the run at {@code head} whose descriptor holds {@code freeing}. */
     private void finishFree(long head, long freeing) {
         long n = descriptors.runChunks(head);

@@ -32,6 +32,10 @@ import java.util.Objects;
  *                          {@link Duration#ZERO} disables the periodic sweep (allocation failures
  *                          still trigger one)
  * @param attachTimeout     how long an attacher waits for a creator to finish initialising
+ * @param rootRegionSize    bytes reserved between the pool's tables and its data area for a
+ *                          structure built on the pool (the KV block index), a multiple of 4 KiB,
+ *                          0 for none; used only when the pool is created, attachers read it from
+ *                          the header
  */
 public record PoolConfig(
         String name,
@@ -43,7 +47,8 @@ public record PoolConfig(
         Duration heartbeatInterval,
         Duration heartbeatTimeout,
         Duration sweepInterval,
-        Duration attachTimeout) {
+        Duration attachTimeout,
+        long rootRegionSize) {
 
     /** Whether {@link PoolTier#open} may create the pool. */
     public enum Mode {
@@ -84,6 +89,7 @@ public record PoolConfig(
         private Duration heartbeatTimeout = Duration.ofSeconds(30);
         private Duration sweepInterval = Duration.ofSeconds(5);
         private Duration attachTimeout = Duration.ofSeconds(10);
+        private long rootRegionSize;
 
         private Builder(String name) {
             this.name = name;
@@ -140,6 +146,12 @@ public record PoolConfig(
             return this;
         }
 
+        /** Reserves a root region of {@code bytes} (rounded up to 4 KiB; 0 for none) when the pool is created. */
+        public Builder rootRegionSize(long bytes) {
+            this.rootRegionSize = bytes;
+            return this;
+        }
+
         /** Validates the settings and builds the config; throws {@link IllegalArgumentException} naming the bad value. */
         public PoolConfig conclude() {
             List<String> problems = new ArrayList<>();
@@ -156,6 +168,9 @@ public record PoolConfig(
             if (processSlots < 1 || processSlots > MAX_PROCESS_SLOTS) {
                 problems.add("process slots " + processSlots + " must be between 1 and " + MAX_PROCESS_SLOTS);
             }
+            if (rootRegionSize < 0) {
+                problems.add("root region size " + rootRegionSize + " must be zero or positive");
+            }
             if (paths.stream().distinct().count() != paths.size()) {
                 problems.add("paths " + paths + " name the same file twice");
             }
@@ -168,7 +183,8 @@ public record PoolConfig(
             }
             List<Path> chosen = paths.isEmpty() ? List.of(defaultPath(name)) : paths;
             return new PoolConfig(name, chosen, Sizes.alignUp(capacity, chunkSize), chunkSize, processSlots, mode,
-                    heartbeatInterval, heartbeatTimeout, sweepInterval, attachTimeout);
+                    heartbeatInterval, heartbeatTimeout, sweepInterval, attachTimeout,
+                    Sizes.alignUp(Math.max(0, rootRegionSize), PoolHeader.ROOT_REGION_ALIGNMENT));
         }
 
         private static void checkDuration(List<String> problems, String what, Duration d, boolean zeroAllowed) {

@@ -23,6 +23,9 @@ import java.nio.file.Path;
  * | chunk table           | chunkCount * ChunkTable.WORD_SIZE
  * +-----------------------+ descriptorTableOffset (64-byte aligned)
  * | object descriptors    | chunkCount * ObjectDescriptorTable.DESCRIPTOR_SIZE
+ * +-----------------------+ rootRegionOffset (4 KiB aligned)
+ * | root region           | rootRegionSize (a multiple of 4 KiB, may be 0): zeroed at creation,
+ * |                       | then owned by a structure built on the pool (the KV block index)
  * +-----------------------+ dataOffset (chunk aligned)
  * | data area             | chunkCount * chunkSize
  * +-----------------------+ padding up to a multiple of STRIPE_SIZE * deviceCount = totalSize
@@ -49,21 +52,25 @@ import java.nio.file.Path;
  *    136    64  name                  ASCII, zero padded
  *    200     8  allocatedChunks       live chunks, shared counter (AllocationCounters); changes at run time
  *    208     8  liveAllocations       live allocations, shared counter; changes at run time
- *    216  3880  reserved (zero)
+ *    216     8  rootRegionOffset      (major 3)
+ *    224     8  rootRegionSize        bytes, 0 for none (major 3)
+ *    232  3864  reserved (zero)
  * </pre>
  *
  * <p>Invariants: once {@code version} is non-zero every other field is final, except the creator
  * heartbeat and the two counters.
  *
  * <p>Versions: major 2 (from 1) widened the descriptors' checksum to a 64-bit Checksum64 and
- * added the counters at 200 and 208. A major-version mismatch or a bad magic refuses the attach with a
+ * added the counters at 200 and 208; major 3 (from 2) added the root region between the
+ * descriptors and the data area (fields at 216 and 224), which moves the data area, so older
+ * code must not attach. A major-version mismatch or a bad magic refuses the attach with a
  * {@link PoolFormatException} naming the file and the values found.
  *
  * <p>Stateless helpers; any thread.
  */
 public final class PoolHeader {
     public static final long MAGIC = 0x4C50415441525453L; // "STRATAPL" read as a little-endian long
-    public static final int MAJOR = 2; // 1 -> 2: 64-bit Checksum64 in descriptors, allocation counters
+    public static final int MAJOR = 3; // 1 -> 2: Checksum64, allocation counters; 2 -> 3: root region
     public static final int MINOR = 0;
     public static final long HEADER_SIZE = 4 * Sizes.KiB;
     public static final long STRIPE_SIZE = 2 * Sizes.MiB;
@@ -89,6 +96,10 @@ public final class PoolHeader {
     public static final int NAME_SIZE = 64;
     public static final long ALLOCATED_CHUNKS_OFFSET = 200;
     public static final long LIVE_ALLOCATIONS_OFFSET = ALLOCATED_CHUNKS_OFFSET + AllocationCounters.LIVE_ALLOCATIONS;
+    public static final long ROOT_REGION_OFFSET_OFFSET = 216;
+    public static final long ROOT_REGION_SIZE_OFFSET = 224;
+    /** The root region's size is a multiple of this, and so is its offset. */
+    public static final long ROOT_REGION_ALIGNMENT = 4 * Sizes.KiB;
 
     private static final VarHandle LONG = ValueLayout.JAVA_LONG.varHandle();
 
@@ -97,20 +108,28 @@ public final class PoolHeader {
 
     /**
      * Where everything lies in a pool's logical space; derived from chunk size, chunk count,
-     * process slots and device count alone, so that creator and attachers agree.
+     * process slots, device count and root region size alone, so that creator and attachers agree.
      */
     public record Layout(long chunkSize, long chunkCount, int processSlots, int deviceCount,
                          long processTableOffset, long chunkTableOffset, long descriptorTableOffset,
-                         long dataOffset, long totalSize) {
+                         long rootRegionOffset, long rootRegionSize, long dataOffset, long totalSize) {
 
+        /** A layout without a root region. */
         public static Layout of(long chunkSize, long chunkCount, int processSlots, int deviceCount) {
+            return of(chunkSize, chunkCount, processSlots, deviceCount, 0);
+        }
+
+        /** A layout with a root region of {@code rootRegionSize} bytes (a multiple of 4 KiB, or 0). */
+        public static Layout of(long chunkSize, long chunkCount, int processSlots, int deviceCount, long rootRegionSize) {
             long pt = HEADER_SIZE;
             long ct = Sizes.alignUp(pt + (long) processSlots * ProcessTable.SLOT_SIZE, 64);
             long dt = Sizes.alignUp(ct + chunkCount * ChunkTable.WORD_SIZE, 64);
-            long data = Sizes.alignUp(dt + chunkCount * ObjectDescriptorTable.DESCRIPTOR_SIZE, chunkSize);
+            long root = Sizes.alignUp(dt + chunkCount * ObjectDescriptorTable.DESCRIPTOR_SIZE, ROOT_REGION_ALIGNMENT);
+            long data = Sizes.alignUp(root + rootRegionSize, chunkSize);
             long unit = STRIPE_SIZE * deviceCount; // not a power of two for 3, 5, ... devices
             long total = (data + chunkCount * chunkSize + unit - 1) / unit * unit;
-            return new Layout(chunkSize, chunkCount, processSlots, deviceCount, pt, ct, dt, data, total);
+            return new Layout(chunkSize, chunkCount, processSlots, deviceCount, pt, ct, dt, root, rootRegionSize,
+                    data, total);
         }
 
         public long dataCapacity() {
@@ -137,6 +156,8 @@ public final class PoolHeader {
         LONG.set(pool, CHUNK_TABLE_OFFSET_OFFSET, layout.chunkTableOffset());
         LONG.set(pool, DESCRIPTOR_TABLE_OFFSET_OFFSET, layout.descriptorTableOffset());
         LONG.set(pool, DATA_OFFSET_OFFSET, layout.dataOffset());
+        LONG.set(pool, ROOT_REGION_OFFSET_OFFSET, layout.rootRegionOffset());
+        LONG.set(pool, ROOT_REGION_SIZE_OFFSET, layout.rootRegionSize());
         LONG.set(pool, CREATOR_PID_OFFSET, pid);
         LONG.set(pool, CREATOR_START_OFFSET, startMillis);
         LONG.set(pool, CREATOR_HEARTBEAT_OFFSET, nowMillis);
@@ -164,7 +185,7 @@ public final class PoolHeader {
     public record Snapshot(long magic, long version, long totalSize, long stripeSize, long deviceCount,
                            long chunkSize, long chunkCount, long processSlots, long processTableOffset,
                            long chunkTableOffset, long descriptorTableOffset, long dataOffset,
-                           long creatorPid, long creatorStartMillis) {
+                           long creatorPid, long creatorStartMillis, long rootRegionOffset, long rootRegionSize) {
 
         public int major() {
             return (int) (version >>> 32);
@@ -183,7 +204,8 @@ public final class PoolHeader {
                     b.getLong((int) CHUNK_COUNT_OFFSET), b.getLong((int) PROCESS_SLOTS_OFFSET),
                     b.getLong((int) PROCESS_TABLE_OFFSET_OFFSET), b.getLong((int) CHUNK_TABLE_OFFSET_OFFSET),
                     b.getLong((int) DESCRIPTOR_TABLE_OFFSET_OFFSET), b.getLong((int) DATA_OFFSET_OFFSET),
-                    b.getLong((int) CREATOR_PID_OFFSET), b.getLong((int) CREATOR_START_OFFSET));
+                    b.getLong((int) CREATOR_PID_OFFSET), b.getLong((int) CREATOR_START_OFFSET),
+                    b.getLong((int) ROOT_REGION_OFFSET_OFFSET), b.getLong((int) ROOT_REGION_SIZE_OFFSET));
         }
 
         /**
@@ -212,12 +234,13 @@ public final class PoolHeader {
                         + " devices but " + deviceCount + " were given");
             }
             if (!Sizes.isPowerOfTwo(chunkSize) || chunkCount <= 0 || processSlots <= 0
-                    || processSlots > PoolConfig.MAX_PROCESS_SLOTS) {
+                    || processSlots > PoolConfig.MAX_PROCESS_SLOTS || rootRegionSize < 0
+                    || rootRegionSize % ROOT_REGION_ALIGNMENT != 0) {
                 throw new PoolFormatException(file, "implausible layout: chunk size " + chunkSize + ", chunk count "
-                        + chunkCount + ", process slots " + processSlots);
+                        + chunkCount + ", process slots " + processSlots + ", root region size " + rootRegionSize);
             }
-            Layout expected = Layout.of(chunkSize, chunkCount, (int) processSlots, deviceCount);
-            if (expected.totalSize() != totalSize || expected.processTableOffset() != processTableOffset
+            Layout expected = Layout.of(chunkSize, chunkCount, (int) processSlots, deviceCount, rootRegionSize);
+            if (expected.totalSize() != totalSize || expected.rootRegionOffset() != rootRegionOffset || expected.processTableOffset() != processTableOffset
                     || expected.chunkTableOffset() != chunkTableOffset
                     || expected.descriptorTableOffset() != descriptorTableOffset
                     || expected.dataOffset() != dataOffset) {

@@ -17,6 +17,8 @@ import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
+import java.util.function.BiFunction;
+import java.util.function.Function;
 
 /**
  * Reads a pool's state for people and tools, without taking part in it: the files are opened and
@@ -92,6 +94,23 @@ public final class PoolInspector {
      * @throws TierIoException     if a file is missing or cannot be read or mapped
      */
     public static Report inspect(List<Path> paths) {
+        return withReadOnlyPool(paths, (pool, layout) -> read(paths, pool, layout));
+    }
+
+    /**
+     * Maps the pool striped over {@code paths} read-only, as {@link #inspect} does, and applies
+     * {@code reader} to its root region (zero bytes long if the pool has none), for tools that
+     * inspect a structure built on the pool. The segment is valid only during the call.
+     *
+     * @throws PoolFormatException if the header is not valid for this code (as {@link PoolTier#open})
+     * @throws TierIoException     if a file is missing or cannot be read or mapped
+     */
+    public static <T> T readRootRegion(List<Path> paths, Function<MemorySegment, T> reader) {
+        return withReadOnlyPool(paths, (pool, layout) ->
+                reader.apply(pool.asSlice(layout.rootRegionOffset(), layout.rootRegionSize())));
+    }
+
+    private static <T> T withReadOnlyPool(List<Path> paths, BiFunction<MemorySegment, PoolHeader.Layout, T> reader) {
         if (paths.isEmpty()) {
             throw new IllegalArgumentException("no pool path given");
         }
@@ -115,7 +134,7 @@ public final class PoolInspector {
         PoolHeader.Layout layout = snapshot.validate(first, paths.size(), fileSize);
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment pool = mapReadOnly(paths, layout.totalSize(), arena);
-            return read(paths, pool, layout);
+            return reader.apply(pool, layout);
         }
     }
 

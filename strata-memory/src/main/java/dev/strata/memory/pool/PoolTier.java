@@ -55,6 +55,7 @@ public final class PoolTier implements Tier {
     private final Arena arena;
     private final MemorySegment pool; // the whole logical space, layout.totalSize() bytes
     private final MemorySegment data; // the data area
+    private final MemorySegment root; // the root region, layout.rootRegionSize() bytes (possibly 0)
     private final ProcessTable processes;
     private final PoolAllocator allocator;
     private final PublishProtocol protocol;
@@ -75,6 +76,7 @@ public final class PoolTier implements Tier {
         this.creator = creator;
         this.clockMillis = clockMillis;
         this.data = pool.asSlice(layout.dataOffset(), layout.dataCapacity());
+        this.root = pool.asSlice(layout.rootRegionOffset(), layout.rootRegionSize());
         this.processes = new ProcessTable(pool, layout.processTableOffset(), layout.processSlots(), clockMillis,
                 config.heartbeatTimeout().toMillis());
         this.pid = ProcessHandle.current().pid();
@@ -125,7 +127,7 @@ public final class PoolTier implements Tier {
             MemorySegment pool;
             if (create) {
                 layout = PoolHeader.Layout.of(config.chunkSize(), config.capacity() / config.chunkSize(),
-                        config.processSlots(), paths.size());
+                        config.processSlots(), paths.size(), config.rootRegionSize());
                 for (Path p : paths.subList(1, paths.size())) {
                     createIfAbsent(config, p);
                 }
@@ -481,6 +483,90 @@ public final class PoolTier implements Tier {
             meter.readDone(bytes, start);
         }
         return ok;
+    }
+
+    /**
+     * Publishes {@code length} bytes placed in allocation {@code handle} through {@link #segment}
+     * whose {@link dev.strata.memory.Checksum64} the caller computed while placing them (e.g. with
+     * {@link dev.strata.memory.Checksum64#copyAndUpdate}), so the bytes are not read again. A wrong
+     * checksum makes every later read fail with a {@link dev.strata.memory.CorruptObjectException}.
+     */
+    public void publish(long handle, long length, long checksum) {
+        checkOpen();
+        long start = System.nanoTime();
+        protocol.publishInPlace(handle, length, checksum);
+        meter.recordWrite(length, System.nanoTime() - start);
+    }
+
+    /**
+     * The generation of the allocation at {@code handle} (being written or published), or -1 if
+     * nothing is allocated there. A later allocation at the same handle has another generation,
+     * so a structure that records handle and generation can tell whether the allocation it
+     * recorded is still there (see {@link #freeIfGeneration}).
+     */
+    public long allocationGeneration(long handle) {
+        checkOpen();
+        return allocator.generationIfAllocated(handle);
+    }
+
+    /**
+     * Frees the allocation at {@code handle} only if it is still the one of {@code generation};
+     * a later allocation at that handle, or none, is left alone. Safe against a concurrent free
+     * or reclaim of the same allocation: exactly one of them frees it.
+     *
+     * @return true if this call freed it
+     */
+    public boolean freeIfGeneration(long handle, long generation) {
+        checkOpen();
+        return allocator.freeIfGeneration(handle, generation);
+    }
+
+    /**
+     * The root region reserved in the pool for a structure built on it (see
+     * {@link PoolConfig#rootRegionSize()}); zero bytes long if the pool has none. Zeroed when the
+     * pool was created; its layout belongs to that structure.
+     */
+    public MemorySegment rootRegion() {
+        checkOpen();
+        return root;
+    }
+
+    /** The data area: handle {@code h} is at offset {@code h} of this segment. */
+    public MemorySegment dataArea() {
+        checkOpen();
+        return data;
+    }
+
+    /** The incarnation of this process's slot: bumped at every claim of a slot. */
+    public long processIncarnation() {
+        return processes.incarnation(slot);
+    }
+
+    /**
+     * The incarnation of the process holding {@code processSlot} if that slot is held (ACTIVE),
+     * else -1. With {@link #isProcessAlive} it tells whether a recorded (slot, incarnation) owner
+     * is still the same, living process.
+     */
+    public long processIncarnation(int processSlot) {
+        checkOpen();
+        long w = processes.stateWord(processSlot);
+        long incarnation = processes.incarnation(processSlot);
+        return ProcessTable.state(w) == ProcessTable.ACTIVE && processes.stateWord(processSlot) == w ? incarnation : -1;
+    }
+
+    /**
+     * True if the process holding {@code processSlot} with incarnation {@code incarnation} is
+     * alive (its pid exists with the recorded start time; see {@link ProcessTable}). A slot held
+     * by another incarnation, free, or being reclaimed means that process is gone.
+     */
+    public boolean isProcessAlive(int processSlot, long incarnation) {
+        checkOpen();
+        long w = processes.stateWord(processSlot);
+        if (ProcessTable.state(w) != ProcessTable.ACTIVE || processes.incarnation(processSlot) != incarnation) {
+            return false;
+        }
+        boolean alive = processSlot == slot || processes.isAlive(processSlot, ProcessTable.payload(w));
+        return alive && processes.stateWord(processSlot) == w && processes.incarnation(processSlot) == incarnation;
     }
 
     /** The length of the object published at {@code handle}, or -1 if none is readable now. */

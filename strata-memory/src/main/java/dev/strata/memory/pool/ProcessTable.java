@@ -114,6 +114,10 @@ final class ProcessTable {
         return -1;
     }
 
+    long incarnation(int slot) {
+        return (long) LONG.getAcquire(pool, at(slot, INCARNATION_OFFSET));
+    }
+
     /** Refreshes the heartbeat of {@code slot} (the caller's own). */
     void beat(int slot) {
         LONG.setOpaque(pool, at(slot, HEARTBEAT_OFFSET), clockMillis.getAsLong());

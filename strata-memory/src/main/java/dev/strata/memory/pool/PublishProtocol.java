@@ -77,6 +77,16 @@ final class PublishProtocol {
         finishWrite(handle, head, writing, length, CHECKSUM.get().reset().update(data, handle, length).value());
     }
 
+    /**
+     * Publishes {@code length} bytes already placed in the allocation, whose {@link Checksum64}
+     * the caller computed while placing them (fused into its copy), so no second pass is made.
+     */
+    void publishInPlace(long handle, long length, long checksum) {
+        long head = allocator.headChunk(handle);
+        long writing = beginWrite(handle, head, length);
+        finishWrite(handle, head, writing, length, checksum);
+    }
+
     private long beginWrite(long handle, long head, long length) {
         int me = allocator.slot();
         while (true) {

@@ -1,0 +1,78 @@
+package dev.strata.node.index;
+
+import dev.strata.cache.ObjectKey;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Objects;
+import java.util.function.LongSupplier;
+
+/**
+ * How a process opens the block index of a pool: the identity it requires (block-hash version
+ * and model fingerprint, checked against the index header on attach), how many leases each
+ * process may hold at once (used when the index is formatted), how long a lease pins a block,
+ * and the clock (epoch milliseconds, shared by all processes of the pool).
+ *
+ * <p>Build with {@link #builder(int, ObjectKey)}; {@link Builder#conclude()} validates and names
+ * the offending value. Immutable; any thread.
+ */
+public record BlockIndexConfig(int hashVersion, ObjectKey modelFingerprint, int leasesPerProcess,
+                               Duration leaseDuration, LongSupplier clockMillis) {
+
+    public static final int DEFAULT_LEASES_PER_PROCESS = 256;
+    public static final int MAX_LEASES_PER_PROCESS = 1 << 20;
+
+    public static Builder builder(int hashVersion, ObjectKey modelFingerprint) {
+        return new Builder(hashVersion, modelFingerprint);
+    }
+
+    /** Collects settings; not thread-safe. */
+    public static final class Builder {
+        private final int hashVersion;
+        private final ObjectKey modelFingerprint;
+        private int leasesPerProcess = DEFAULT_LEASES_PER_PROCESS;
+        private Duration leaseDuration = Duration.ofSeconds(30);
+        private LongSupplier clockMillis = System::currentTimeMillis;
+
+        private Builder(int hashVersion, ObjectKey modelFingerprint) {
+            this.hashVersion = hashVersion;
+            this.modelFingerprint = modelFingerprint;
+        }
+
+        public Builder leasesPerProcess(int n) {
+            this.leasesPerProcess = n;
+            return this;
+        }
+
+        public Builder leaseDuration(Duration d) {
+            this.leaseDuration = d;
+            return this;
+        }
+
+        public Builder clockMillis(LongSupplier clock) {
+            this.clockMillis = Objects.requireNonNull(clock, "clock");
+            return this;
+        }
+
+        /** Validates and builds; throws {@link IllegalArgumentException} naming every bad value. */
+        public BlockIndexConfig conclude() {
+            List<String> problems = new ArrayList<>();
+            if (modelFingerprint == null) {
+                problems.add("model fingerprint is missing");
+            }
+            if (hashVersion <= 0) {
+                problems.add("hash version " + hashVersion + " must be positive");
+            }
+            if (leasesPerProcess < 1 || leasesPerProcess > MAX_LEASES_PER_PROCESS) {
+                problems.add("leases per process " + leasesPerProcess + " must be between 1 and " + MAX_LEASES_PER_PROCESS);
+            }
+            if (leaseDuration == null || leaseDuration.isNegative() || leaseDuration.isZero()) {
+                problems.add("lease duration " + leaseDuration + " must be positive");
+            }
+            if (!problems.isEmpty()) {
+                throw new IllegalArgumentException("invalid block index config: " + String.join("; ", problems));
+            }
+            return new BlockIndexConfig(hashVersion, modelFingerprint, leasesPerProcess, leaseDuration, clockMillis);
+        }
+    }
+}

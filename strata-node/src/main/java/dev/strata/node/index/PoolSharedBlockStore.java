@@ -1,0 +1,113 @@
+package dev.strata.node.index;
+
+import dev.strata.cache.ObjectKey;
+import dev.strata.cache.kv.SharedBlockStore;
+import dev.strata.memory.Checksum64;
+import dev.strata.memory.pool.PoolTier;
+import java.lang.foreign.MemorySegment;
+import java.util.List;
+
+/**
+ * {@link SharedBlockStore} over a pool's {@link PoolBlockIndex}: blocks are copied straight
+ * between the caller's segments and the pool mapping, with their {@link Checksum64} computed in
+ * the same pass on the way in and verified in the same pass on the way out (the pool's seqlock
+ * read); a read holds a lease on the block for the length of its copy.
+ *
+ * <p>Threads: any thread of any process attached to the pool, as the index. Allocates nothing
+ * per call beyond what the index's eviction path allocates when the pool is full.
+ */
+public final class PoolSharedBlockStore implements SharedBlockStore {
+    /** One checksum state and one location array per thread, reused. */
+    private static final ThreadLocal<Checksum64> CHECKSUM = ThreadLocal.withInitial(Checksum64::new);
+    private static final ThreadLocal<long[]> LOCATION = ThreadLocal.withInitial(() -> new long[BlockIndex.LOCATION_LONGS]);
+
+    private final PoolBlockIndex index;
+    private final PoolTier tier;
+
+    public PoolSharedBlockStore(PoolBlockIndex index) {
+        this.index = index;
+        this.tier = index.tier();
+    }
+
+    /** The index underneath. */
+    public PoolBlockIndex index() {
+        return index;
+    }
+
+    @Override
+    public int matchPrefix(ObjectKey[] keys, int from, int count) {
+        for (int i = 0; i < count; i++) {
+            ObjectKey k = keys[from + i];
+            if (!index.isPublished(k.high(), k.low())) {
+                return i;
+            }
+        }
+        return count;
+    }
+
+    @Override
+    public boolean read(ObjectKey key, List<MemorySegment> destinations) {
+        long[] location = LOCATION.get();
+        long lease = index.acquire(key.high(), key.low(), location);
+        if (lease == BlockIndex.NO_LEASE) {
+            index.reap(); // expired leases of this process may be holding the records
+            lease = index.acquire(key.high(), key.low(), location);
+            if (lease == BlockIndex.NO_LEASE) {
+                throw new IllegalStateException("block " + key + ": every lease record of this process is in use in the "
+                        + "block index of pool '" + tier.name() + "' (too many reads at once)");
+            }
+        }
+        if (lease == BlockIndex.NOT_FOUND) {
+            return false;
+        }
+        try {
+            long wanted = 0;
+            for (MemorySegment d : destinations) {
+                wanted += d.byteSize();
+            }
+            if (wanted != location[BlockIndex.LENGTH]) {
+                throw new IllegalArgumentException("destinations of " + wanted + " bytes do not match block " + key
+                        + " of " + location[BlockIndex.LENGTH] + " bytes");
+            }
+            // one pass: copy out of the pool mapping and verify the Checksum64 (throws CorruptObjectException)
+            return tier.scatterRead(location[BlockIndex.HANDLE], destinations);
+        } finally {
+            index.release(lease);
+        }
+    }
+
+    @Override
+    public PublishStatus publish(ObjectKey key, List<MemorySegment> sources) {
+        long length = 0;
+        for (MemorySegment s : sources) {
+            length += s.byteSize();
+        }
+        long handle = index.reserve(key.high(), key.low(), length);
+        if (handle == BlockIndex.EXISTS) {
+            return PublishStatus.EXISTS;
+        }
+        if (handle == BlockIndex.FULL) {
+            return PublishStatus.FULL;
+        }
+        boolean published = false;
+        try {
+            MemorySegment data = tier.dataArea();
+            Checksum64 checksum = CHECKSUM.get().reset();
+            long at = handle;
+            for (MemorySegment s : sources) {
+                checksum.copyAndUpdate(s, 0, data, at, s.byteSize());
+                at += s.byteSize();
+            }
+            published = index.publish(key.high(), key.low(), length, checksum.value()) == BlockIndex.OK;
+            if (!published) {
+                throw new IllegalStateException("block " + key + ": the reservation in the block index of pool '"
+                        + tier.name() + "' was lost before publishing");
+            }
+            return PublishStatus.PUBLISHED;
+        } finally {
+            if (!published) {
+                index.abort(key.high(), key.low());
+            }
+        }
+    }
+}
