@@ -158,6 +158,20 @@ public final class RpcClient implements AutoCloseable {
         }
     }
 
+    /**
+     * True if {@code path} holds a region whose server is serving and alive now (reads the header
+     * only; attaches nothing).
+     */
+    public static boolean serverLives(Path path) {
+        try {
+            Header h = RegionFiles.readHeader(path).header();
+            return h.magic() == MAGIC && h.version() != 0 && h.serverState() == SERVER_SERVING
+                    && ProcessLiveness.isAlive(h.serverPid(), h.serverStartMillis());
+        } catch (IOException e) {
+            return false;
+        }
+    }
+
     private static void checkServable(Path path, Header h) {
         if (h.serverState() == SERVER_STOPPED) {
             throw new RpcUnavailableException(path, "its server (pid " + h.serverPid() + ") has stopped");

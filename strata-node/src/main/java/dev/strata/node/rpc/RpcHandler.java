@@ -11,4 +11,14 @@ package dev.strata.node.rpc;
 @FunctionalInterface
 public interface RpcHandler {
     void handle(RpcCall call);
+
+    /**
+     * The client of {@code channel} detached, or died and its channel was reclaimed: release what
+     * the handler holds on its behalf. Called on the polling thread, after the client's last
+     * request was served and before the channel can be attached again.
+     *
+     * @param died true if the client died without detaching
+     */
+    default void channelReleased(int channel, boolean died) {
+    }
 }

@@ -266,7 +266,7 @@ public final class RpcServer implements AutoCloseable {
                 }
                 n += serve(c, inc);
             } else if (st == DETACHING) {
-                release(c, word);
+                release(c, word, false);
             }
         }
         return n;
@@ -308,7 +308,12 @@ public final class RpcServer implements AutoCloseable {
     }
 
     /** Clears a DETACHING channel's slots and frees it. */
-    private void release(int c, long word) {
+    private void release(int c, long word, boolean died) {
+        try {
+            handler.channelReleased(c, died);
+        } catch (RuntimeException e) {
+            LOG.log(System.Logger.Level.WARNING, "rpc handler failed to release channel " + c, e);
+        }
         int slots = mask + 1;
         for (int s = 0; s < slots; s++) {
             SlotProtocol.clear(region, slotOffsets[c * slots + s]);
@@ -334,7 +339,7 @@ public final class RpcServer implements AutoCloseable {
             }
             long detaching = stateWord(pid, DETACHING);
             if (LONG.compareAndSet(region, off + CHANNEL_STATE_OFFSET, word, detaching)) {
-                release(c, detaching);
+                release(c, detaching, true);
                 reclaimed.incrementAndGet();
                 LOG.log(System.Logger.Level.INFO, "rpc region " + config.path() + ": client pid " + pid + " on channel " + c
                         + " died; channel reclaimed");
