@@ -35,6 +35,17 @@ public record NodeConfig(PoolConfig pool, RpcServerConfig rpc, int hashVersion, 
         return new Builder();
     }
 
+    /**
+     * The root region a pool of {@code capacity} bytes in chunks of {@code chunkSize} needs for a
+     * block index with twice as many entries as chunks and {@code leasesPerProcess} leases for
+     * each of {@code processSlots} processes.
+     */
+    public static long rootRegionSize(long capacity, long chunkSize, int processSlots, int leasesPerProcess) {
+        long chunks = Math.max(1, capacity / chunkSize);
+        long entries = Math.max(8, Long.highestOneBit(Math.max(1, 2 * chunks - 1)) << 1);
+        return PoolBlockIndex.regionSizeFor(entries, processSlots, leasesPerProcess);
+    }
+
     /** Collects settings; not thread-safe. */
     public static final class Builder {
         private String poolName = DEFAULT_POOL_NAME;
@@ -45,7 +56,7 @@ public record NodeConfig(PoolConfig pool, RpcServerConfig rpc, int hashVersion, 
         private final RpcServerConfig.Builder rpc = RpcServerConfig.builder();
         private int hashVersion;
         private ObjectKey modelFingerprint;
-        private int leasesPerProcess = 4096;
+        private int leasesPerProcess = 2048;
         private Duration leaseDuration = Duration.ofSeconds(30);
         private Duration reapInterval = Duration.ofSeconds(1);
 
@@ -120,7 +131,7 @@ public record NodeConfig(PoolConfig pool, RpcServerConfig rpc, int hashVersion, 
                     b.paths(poolPaths);
                 }
                 if (capacity > 0 && chunkSize > 0 && Long.bitCount(chunkSize) == 1) {
-                    b.rootRegionSize(PoolBlockIndex.suggestedRegionSize(capacity, chunkSize, processSlots));
+                    b.rootRegionSize(rootRegionSize(capacity, chunkSize, processSlots, Math.max(1, leasesPerProcess)));
                 }
                 poolConfig = b.conclude();
             } catch (IllegalArgumentException e) {

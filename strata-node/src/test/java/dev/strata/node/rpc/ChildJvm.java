@@ -10,8 +10,8 @@ import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 
 /** A test main class run in its own JVM on this test's classpath, with its output lines queued. */
-final class ChildJvm implements AutoCloseable {
-    final Process process;
+public final class ChildJvm implements AutoCloseable {
+    public final Process process;
     private final LinkedBlockingQueue<String> lines = new LinkedBlockingQueue<>();
 
     private ChildJvm(Process process) {
@@ -37,7 +37,7 @@ final class ChildJvm implements AutoCloseable {
         return ProcessHandle.current().info().command().orElse("java");
     }
 
-    static ChildJvm start(Class<?> main, String... args) throws IOException {
+    public static ChildJvm start(Class<?> main, String... args) throws IOException {
         List<String> command = new ArrayList<>(List.of(javaBinary(), "--enable-native-access=ALL-UNNAMED",
                 "--add-modules=jdk.incubator.vector", "-Xmx128m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
                 "-cp", System.getProperty("java.class.path"), main.getName()));
@@ -46,7 +46,7 @@ final class ChildJvm implements AutoCloseable {
     }
 
     /** Waits for a line starting with {@code prefix}; fails naming what came instead. */
-    String expect(String prefix, long timeoutMillis) throws InterruptedException {
+    public String expect(String prefix, long timeoutMillis) throws InterruptedException {
         long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutMillis);
         List<String> seen = new ArrayList<>();
         while (true) {
@@ -54,7 +54,7 @@ final class ChildJvm implements AutoCloseable {
             String line = left > 0 ? lines.poll(left, TimeUnit.NANOSECONDS) : null;
             if (line == null) {
                 throw new AssertionError("no line starting with '" + prefix + "' within " + timeoutMillis + " ms from pid "
-                        + process.pid() + " (alive " + process.isAlive() + "); saw " + seen);
+                        + process.pid() + " (" + (process.isAlive() ? "alive" : "exit status " + process.exitValue()) + "); saw " + seen);
             }
             if (line.startsWith(prefix)) {
                 return line;
@@ -64,19 +64,24 @@ final class ChildJvm implements AutoCloseable {
     }
 
     /** SIGKILL, and reap. */
-    void kill() throws InterruptedException {
+    public void kill() throws InterruptedException {
         process.destroyForcibly();
         process.waitFor(10, TimeUnit.SECONDS);
     }
 
-    long pid() {
+    public long pid() {
         return process.pid();
     }
 
     @Override
-    public void close() throws InterruptedException {
+    public void close() {
         if (process.isAlive()) {
-            kill();
+            process.destroyForcibly();
+            try {
+                process.waitFor(10, TimeUnit.SECONDS);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
         }
     }
 }

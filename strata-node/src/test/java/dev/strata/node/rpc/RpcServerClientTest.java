@@ -20,6 +20,7 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
 /** Server and clients in one JVM (threads): the protocol, batching, errors, reattach. */
+@SuppressWarnings("try") // servers held open for the test's duration
 class RpcServerClientTest {
     private final Path path = Path.of("/dev/shm", "strata-rpc-test-" + ProcessHandle.current().pid() + "-"
             + System.nanoTime() + ".rpc");
