@@ -68,6 +68,6 @@ class StrataCommandTest {
         assertThat(model.status()).isEqualTo(2);
         assertThat(model.err()).contains("object key must be 32 hex digits, got 'xyz'");
         assertThat(StrataCommand.commandLine().getSubcommands().get("node").getUsageMessage())
-                .contains("--rpc").contains("--pool").contains("--channels").contains("strata node ready");
+                .contains("--rpc").contains("--pool").contains("--channels");
     }
 }
