@@ -3,9 +3,12 @@ package dev.strata.cli;
 import dev.strata.cache.config.StrataConfig;
 import dev.strata.memory.pool.PoolHeader;
 import dev.strata.memory.pool.PoolInspector;
+import dev.strata.node.index.IndexStats;
+import dev.strata.node.index.PoolIndexInspector;
 import java.nio.file.Path;
 import java.time.Instant;
 import java.util.List;
+import java.util.Optional;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
@@ -84,11 +87,12 @@ final class InspectCommand implements Runnable {
     }
 
     /**
-     * {@code strata inspect pool PATH...}: a pool's header, processes and occupancy, read without
-     * attaching to it (read-only mapping, no process slot; see {@link PoolInspector}).
+     * {@code strata inspect pool PATH...}: a pool's header, processes, occupancy and KV block
+     * index, read without attaching to it (read-only mapping, no process slot; see
+     * {@link PoolInspector} and {@link PoolIndexInspector}).
      */
     @Command(name = "pool", mixinStandardHelpOptions = true,
-            description = "Prints a pool's header, process table and occupancy without attaching to it.")
+            description = "Prints a pool's header, process table, occupancy and block index without attaching to it.")
     static final class Pool implements Callable<Integer> {
         @Parameters(arity = "1..*", paramLabel = "PATH",
                 description = "The pool file or device; for a striped pool, every device in stripe order.")
@@ -125,6 +129,19 @@ final class InspectCommand implements Runnable {
             System.out.printf("  used           %d bytes (%s, %.1f%%); counter says %d bytes%n", o.usedBytes(),
                     human(o.usedBytes()), 100.0 * o.usedBytes() / Math.max(1, l.dataCapacity()), o.countedUsedBytes());
             System.out.printf("  objects        %d published, %d being written%n", o.objectsPublished(), o.allocationsWriting());
+            System.out.printf("root region      %d bytes at offset %d%n", l.rootRegionSize(), l.rootRegionOffset());
+            Optional<IndexStats> index = PoolIndexInspector.inspect(paths);
+            if (index.isEmpty()) {
+                System.out.println("block index      none");
+                return 0;
+            }
+            IndexStats x = index.get();
+            System.out.println("block index");
+            System.out.printf("  identity       model fingerprint %s, block-hash version %d%n", x.modelFingerprint(),
+                    x.hashVersion());
+            System.out.printf("  entries        %d published (%d bytes), %d writing, %d evicting, %d quarantined; %d slots%n",
+                    x.published(), x.publishedBytes(), x.writing(), x.evicting(), x.quarantined(), x.capacity());
+            System.out.printf("  pins           %d blocks pinned by %d live leases%n", x.pinned(), x.liveLeases());
             return 0;
         }
 

@@ -70,4 +70,31 @@ class StrataCommandTest {
         assertThat(StrataCommand.commandLine().getSubcommands().get("node").getUsageMessage())
                 .contains("--rpc").contains("--pool").contains("--channels");
     }
+
+    @Test
+    void inspectPoolShowsTheBlockIndex() throws Exception {
+        String name = "cli-index-" + ProcessHandle.current().pid();
+        java.nio.file.Path path = java.nio.file.Path.of("/dev/shm", "strata-" + name + ".pool");
+        long capacity = 2L << 20;
+        var config = dev.strata.memory.pool.PoolConfig.builder(name).path(path).capacity(capacity)
+                .rootRegionSize(dev.strata.node.index.PoolBlockIndex.suggestedRegionSize(capacity, 64 << 10, 64))
+                .conclude();
+        var model = new dev.strata.cache.ObjectKey(0xABCDL, 0x1234L);
+        try (var tier = dev.strata.memory.pool.PoolTier.open(config);
+             var index = dev.strata.node.index.PoolBlockIndex.open(tier,
+                     dev.strata.node.index.BlockIndexConfig.builder(7, model).conclude())) {
+            byte[] block = new byte[70_001];
+            new java.util.SplittableRandom(5).nextBytes(block);
+            new dev.strata.node.index.PoolSharedBlockStore(index).publish(new dev.strata.cache.ObjectKey(1, 2),
+                    java.util.List.of(java.lang.foreign.MemorySegment.ofArray(block)));
+            long lease = index.acquire(1, 2, new long[4]);
+            Run r = run("inspect", "pool", path.toString());
+            assertThat(r.status()).as(r.err()).isZero();
+            assertThat(r.out()).contains("block index", "model fingerprint " + model + ", block-hash version 7",
+                    "1 published (70001 bytes), 0 writing", "1 blocks pinned by 1 live leases");
+            index.release(lease);
+        } finally {
+            java.nio.file.Files.deleteIfExists(path);
+        }
+    }
 }

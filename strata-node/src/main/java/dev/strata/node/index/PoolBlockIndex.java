@@ -73,7 +73,7 @@ import java.util.function.LongSupplier;
  *       then scan the lease records (volatile). These are the two halves of a Dekker handshake: in
  *       the total order of volatile accesses at least one side sees the other, so either the
  *       reader sees EVICTING and gives up its lease, or the evictor sees the lease and puts the
- *       entry back to PUBLISHED. A pinned block is therefore never freed. A lease stops pinning
+ *       entry back to PUBLISHED ({@link LeaseTable}). A pinned block is therefore never freed. A lease stops pinning
  *       when it expires or its process is dead; the copy of a reader whose lease expired is still
  *       safe, since the pool's own seqlock read detects a freed or reused allocation.</li>
  *   <li><b>Eviction</b> takes the unpinned published entries with the oldest last access first
@@ -110,9 +110,8 @@ public final class PoolBlockIndex implements BlockIndex {
     private final long mask; // entryCount - 1
     private final long entries; // entryTableOffset
     private final long locks; // lockTableOffset
-    private final long leaseTable; // leaseTableOffset
-    private final long rangeSize; // bytes per lease range
-    private final int leasesPerProcess;
+    private final LeaseTable leases;
+    private final LeaseTable.Liveness liveness;
     private final int processSlots;
     private final long chunkSize; // bytes
     private final long capacity; // bytes of the pool's data area
@@ -120,7 +119,6 @@ public final class PoolBlockIndex implements BlockIndex {
     private final long myIncarnation;
     private final long myOwnerBits;
     private final long myLockWord;
-    private final long myRange; // offset of this process's lease range
     private final long leaseMillis;
     private final LongSupplier clock;
     private final AtomicInteger leaseSequence;
@@ -137,9 +135,8 @@ public final class PoolBlockIndex implements BlockIndex {
         this.mask = geometry.entryCount() - 1;
         this.entries = geometry.entryTableOffset();
         this.locks = geometry.lockTableOffset();
-        this.leaseTable = geometry.leaseTableOffset();
-        this.rangeSize = geometry.rangeSize();
-        this.leasesPerProcess = geometry.leasesPerProcess();
+        this.leases = new LeaseTable(region, geometry.leaseTableOffset(), geometry.processSlots(), geometry.leasesPerProcess());
+        this.liveness = tier::isProcessAlive;
         this.processSlots = geometry.processSlots();
         this.chunkSize = tier.layout().chunkSize();
         this.capacity = tier.layout().dataCapacity();
@@ -147,7 +144,6 @@ public final class PoolBlockIndex implements BlockIndex {
         this.myIncarnation = tier.processIncarnation();
         this.myOwnerBits = IndexRegion.ownerBitsOf(mySlot, myIncarnation);
         this.myLockWord = ((long) (mySlot + 1) << 32) | (myIncarnation & 0xFFFF_FFFFL);
-        this.myRange = leaseTable + mySlot * rangeSize;
         this.leaseMillis = config.leaseDuration().toMillis();
         this.clock = config.clockMillis();
         // a random start keeps this process's lease tags apart from a dead predecessor's in the same range
@@ -155,7 +151,7 @@ public final class PoolBlockIndex implements BlockIndex {
                 .nextInt(1, Integer.MAX_VALUE / 2));
         this.hashVersion = hashVersion;
         this.modelFingerprint = modelFingerprint;
-        claimLeaseRange();
+        leases.takeOver(mySlot, myIncarnation);
     }
 
     /**
@@ -297,20 +293,6 @@ public final class PoolBlockIndex implements BlockIndex {
                     + " or exceed the root region of " + region.byteSize() + " bytes");
         }
         return g;
-    }
-
-    /** Takes this process's lease range over from a dead predecessor in the same slot, clearing it first. */
-    private void claimLeaseRange() {
-        if (getAcquire(region, myRange + IndexRegion.R_INCARNATION) == myIncarnation) {
-            return;
-        }
-        for (long i = 0; i < leasesPerProcess; i++) {
-            long a = record(myRange, i);
-            IndexRegion.LONG.setVolatile(region, a + IndexRegion.L_DEADLINE, 0L);
-            IndexRegion.LONG.setVolatile(region, a + IndexRegion.L_TAG, 0L);
-        }
-        IndexRegion.LONG.setVolatile(region, myRange + IndexRegion.R_HIGH_WATER, 0L);
-        setRelease(region, myRange + IndexRegion.R_INCARNATION, myIncarnation);
     }
 
     // ---------------------------------------------------------------- writers
@@ -542,24 +524,22 @@ public final class PoolBlockIndex implements BlockIndex {
                 }
                 continue;
             }
-            long record = claimLeaseRecord(e);
-            if (record < 0) {
+            int seq = nextSequence();
+            long record = leases.pin(a + E_STATE, w, e, mySlot, seq);
+            if (record == LeaseTable.NO_RECORD) {
                 return NO_LEASE;
             }
-            long recordAt = record(myRange, record);
-            long tag = get(region, recordAt + IndexRegion.L_TAG);
-            if (getVolatile(region, a + E_STATE) != w) {
-                freeRecord(recordAt, tag); // an evictor got there first
-                continue;
+            if (record == LeaseTable.CHANGED) {
+                continue; // an evictor got there first
             }
             long now = clock.getAsLong();
-            IndexRegion.LONG.setVolatile(region, recordAt + IndexRegion.L_DEADLINE, now + leaseMillis);
+            leases.arm(mySlot, record, now + leaseMillis);
             setOpaque(region, a + E_LAST_ACCESS, now);
             location[HANDLE] = handle;
             location[LENGTH] = length;
             location[CHECKSUM] = checksum;
             location[EPOCH] = epoch(w);
-            return (record << 32) | (tag >>> 32);
+            return (record << 32) | seq;
         }
         return NOT_FOUND;
     }
@@ -594,57 +574,30 @@ public final class PoolBlockIndex implements BlockIndex {
         return -1;
     }
 
-    /** Claims a free lease record of this process for entry {@code e}; its index, or -1 if all are in use. */
-    private long claimLeaseRecord(long e) {
-        int seq = leaseSequence.getAndIncrement() & Integer.MAX_VALUE;
-        if (seq == 0) {
-            seq = leaseSequence.getAndIncrement() & Integer.MAX_VALUE;
-        }
-        long tag = ((long) seq << 32) | (e + 1);
-        for (long i = 0; i < leasesPerProcess; i++) {
-            long at = record(myRange, i);
-            if (get(region, at + IndexRegion.L_TAG) != 0) {
-                continue;
-            }
-            raiseHighWater(i + 1);
-            if (cas(region, at + IndexRegion.L_TAG, 0L, tag)) {
-                return i;
-            }
-        }
-        return -1;
-    }
-
-    private void raiseHighWater(long n) {
-        long at = myRange + IndexRegion.R_HIGH_WATER;
+    /** A lease sequence number in [1, 2^31). */
+    private int nextSequence() {
         while (true) {
-            long hw = getVolatile(region, at);
-            if (hw >= n || cas(region, at, hw, n)) {
-                return;
+            int seq = leaseSequence.getAndIncrement() & Integer.MAX_VALUE;
+            if (seq != 0) {
+                return seq;
             }
         }
-    }
-
-    /** Frees a record whose tag is {@code tag}: deadline to 0 first, so a free record never looks expired-but-live. */
-    private boolean freeRecord(long recordAt, long tag) {
-        IndexRegion.LONG.setVolatile(region, recordAt + IndexRegion.L_DEADLINE, 0L);
-        return cas(region, recordAt + IndexRegion.L_TAG, tag, 0L);
     }
 
     @Override
     public long release(long lease) {
         checkOpen();
         long record = lease >>> 32;
-        if (lease <= 0 || record >= leasesPerProcess) {
+        if (lease <= 0 || record >= leases.leasesPerProcess()) {
             throw new IllegalArgumentException("lease " + lease + " is not a lease of this process (block index of pool '"
-                    + tier.name() + "', " + leasesPerProcess + " lease records per process)");
+                    + tier.name() + "', " + leases.leasesPerProcess() + " lease records per process)");
         }
-        long at = record(myRange, record);
-        long tag = getVolatile(region, at + IndexRegion.L_TAG);
+        long tag = leases.tag(mySlot, record);
         if (tag == 0 || (tag >>> 32) != (lease & 0xFFFF_FFFFL)) {
             return EXPIRED; // reaped after it expired; the record may serve another lease now
         }
-        long deadline = getVolatile(region, at + IndexRegion.L_DEADLINE);
-        if (!freeRecord(at, tag)) {
+        long deadline = leases.deadline(mySlot, record);
+        if (!leases.free(mySlot, record, tag)) {
             return EXPIRED;
         }
         return deadline != 0 && deadline <= clock.getAsLong() ? EXPIRED : OK;
@@ -724,13 +677,8 @@ public final class PoolBlockIndex implements BlockIndex {
      * @return bytes of pool room freed (0 if not evicted)
      */
     private long tryEvict(long e, long w) {
-        long a = entry(e);
         long evicting = word(EVICTING, myOwnerBits, epoch(w));
-        if (!cas(region, a + E_STATE, w, evicting)) {
-            return 0;
-        }
-        if (pinned(e)) {
-            cas(region, a + E_STATE, evicting, w);
+        if (!leases.beginEviction(entry(e) + E_STATE, w, evicting, e, clock.getAsLong(), mySlot, liveness)) {
             return 0;
         }
         return finishEviction(e, evicting);
@@ -751,31 +699,6 @@ public final class PoolBlockIndex implements BlockIndex {
         return size;
     }
 
-    /** True if a live lease (unexpired, its process alive) names entry {@code e}. */
-    private boolean pinned(long e) {
-        long now = clock.getAsLong();
-        for (int s = 0; s < processSlots; s++) {
-            long range = leaseTable + s * rangeSize;
-            long hw = Math.min(getVolatile(region, range + IndexRegion.R_HIGH_WATER), leasesPerProcess);
-            for (long i = 0; i < hw; i++) {
-                long at = record(range, i);
-                long tag = getVolatile(region, at + IndexRegion.L_TAG);
-                if (tag == 0 || (tag & 0xFFFF_FFFFL) != e + 1) {
-                    continue;
-                }
-                long deadline = getVolatile(region, at + IndexRegion.L_DEADLINE);
-                if (deadline != 0 && deadline <= now) {
-                    continue;
-                }
-                if (s != mySlot && !tier.isProcessAlive(s, getAcquire(region, range + IndexRegion.R_INCARNATION))) {
-                    continue;
-                }
-                return true;
-            }
-        }
-        return false;
-    }
-
     // ---------------------------------------------------------------- reaping
 
     @Override
@@ -785,39 +708,31 @@ public final class PoolBlockIndex implements BlockIndex {
         long now = clock.getAsLong();
         long cleared = 0;
         for (int s = 0; s < processSlots; s++) {
-            long range = leaseTable + s * rangeSize;
-            long hw = Math.min(getVolatile(region, range + IndexRegion.R_HIGH_WATER), leasesPerProcess);
+            long hw = leases.highWater(s);
             if (hw == 0) {
                 continue;
             }
-            long incarnation = getAcquire(region, range + IndexRegion.R_INCARNATION);
+            long incarnation = leases.incarnation(s);
             boolean dead = s != mySlot && !tier.isProcessAlive(s, incarnation);
             for (long i = 0; i < hw; i++) {
-                long at = record(range, i);
-                long tag = getVolatile(region, at + IndexRegion.L_TAG);
+                long tag = leases.tag(s, i);
                 if (tag == 0) {
                     continue;
                 }
-                long deadline = getVolatile(region, at + IndexRegion.L_DEADLINE);
+                long deadline = leases.deadline(s, i);
                 boolean expired = deadline != 0 && deadline <= now;
                 if (!dead && !expired) {
                     continue;
                 }
-                if (dead && getAcquire(region, range + IndexRegion.R_INCARNATION) != incarnation) {
+                if (dead && leases.incarnation(s) != incarnation) {
                     break; // a new process took the range over and clears it itself
                 }
-                if (expired && !cas(region, at + IndexRegion.L_DEADLINE, deadline, 0L)) {
-                    continue;
-                }
-                if (!expired) {
-                    IndexRegion.LONG.setVolatile(region, at + IndexRegion.L_DEADLINE, 0L);
-                }
-                if (cas(region, at + IndexRegion.L_TAG, tag, 0L)) {
+                if (leases.clear(s, i, tag, deadline, dead)) {
                     cleared++;
                 }
             }
         }
-        byte[] liveness = new byte[processSlots]; // 0 unknown, 1 alive, 2 dead; per (slot, incarnation) seen first
+        byte[] known = new byte[processSlots]; // 0 unknown, 1 alive, 2 dead; per (slot, incarnation) seen first
         long[] incarnations = new long[processSlots];
         for (long e = 0; e <= mask; e++) {
             long a = entry(e);
@@ -826,14 +741,14 @@ public final class PoolBlockIndex implements BlockIndex {
             if (s != WRITING && s != EVICTING) {
                 continue;
             }
-            if (ownerAlive(w, liveness, incarnations)) {
+            if (ownerAlive(w, known, incarnations)) {
                 continue;
             }
             if (s == WRITING) {
                 if (abortEntry(e, w)) {
                     cleared++;
                 }
-            } else if (pinned(e)) {
+            } else if (leases.pinned(e, now, mySlot, liveness)) {
                 long published = word(PUBLISHED, get(region, a + E_PUBLISHER), epoch(w));
                 if (cas(region, a + E_STATE, w, published)) {
                     cleared++;
@@ -847,7 +762,7 @@ public final class PoolBlockIndex implements BlockIndex {
         return cleared;
     }
 
-    private boolean ownerAlive(long w, byte[] liveness, long[] incarnations) {
+    private boolean ownerAlive(long w, byte[] known, long[] incarnations) {
         int slot = IndexRegion.ownerSlot(w);
         if (slot < 0 || slot >= processSlots) {
             return false;
@@ -855,12 +770,12 @@ public final class PoolBlockIndex implements BlockIndex {
         if (slot == mySlot) {
             return IndexRegion.ownerBits(w) == myOwnerBits;
         }
-        if (liveness[slot] == 0) {
+        if (known[slot] == 0) {
             long incarnation = tier.processIncarnation(slot);
             incarnations[slot] = incarnation;
-            liveness[slot] = (byte) (incarnation >= 0 && tier.isProcessAlive(slot, incarnation) ? 1 : 2);
+            known[slot] = (byte) (incarnation >= 0 && tier.isProcessAlive(slot, incarnation) ? 1 : 2);
         }
-        return liveness[slot] == 1 && (incarnations[slot] & 0xFFFF) == IndexRegion.ownerIncarnation16(w);
+        return known[slot] == 1 && (incarnations[slot] & 0xFFFF) == IndexRegion.ownerIncarnation16(w);
     }
 
     // ---------------------------------------------------------------- corruption, stats, identity
@@ -918,11 +833,10 @@ public final class PoolBlockIndex implements BlockIndex {
                     abortEntry(e, w);
                 }
             }
-            for (long i = 0; i < leasesPerProcess; i++) {
-                long at = record(myRange, i);
-                long tag = getVolatile(region, at + IndexRegion.L_TAG);
+            for (long i = 0; i < leases.leasesPerProcess(); i++) {
+                long tag = leases.tag(mySlot, i);
                 if (tag != 0) {
-                    freeRecord(at, tag);
+                    leases.free(mySlot, i, tag);
                 }
             }
             open = false;
@@ -973,10 +887,6 @@ public final class PoolBlockIndex implements BlockIndex {
 
     private long entry(long e) {
         return entries + e * IndexRegion.ENTRY_SIZE;
-    }
-
-    private static long record(long range, long i) {
-        return range + IndexRegion.RANGE_HEADER_SIZE + i * IndexRegion.LEASE_SIZE;
     }
 
     private void checkOpen() {
