@@ -65,7 +65,7 @@ public final class RpcMeasure {
     /** Sizes of one run. */
     private record Plan(int rounds, int pingPongs, int rpcCalls, int tcpRoundTrips, int batchedRequests) {
         static Plan of(boolean quick) {
-            return quick ? new Plan(3, 5_000, 5_000, 300, 50_000) : new Plan(7, 200_000, 200_000, 10_000, 2_000_000);
+            return quick ? new Plan(3, 5_000, 5_000, 300, 50_000) : new Plan(5, 100_000, 100_000, 10_000, 1_000_000);
         }
     }
 
@@ -113,7 +113,7 @@ public final class RpcMeasure {
 
                 progress.step("batched RPC throughput (ring of " + client.capacity() + ") against one call at a time");
                 double[] batched = Trials.alternate(plan.rounds(),
-                        () -> 1e9 / rpcRoundTripNanos(client, response, plan.rpcCalls()),
+                        () -> 1e9 / rpcRoundTripNanos(client, response, plan.rpcCalls() / 4),
                         () -> batchedRate(client, response, plan.batchedRequests()));
 
                 String machine = " (2 JVMs on this machine; " + plan.rounds() + " rounds, median of round means)";

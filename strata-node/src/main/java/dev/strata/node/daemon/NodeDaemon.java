@@ -37,19 +37,16 @@ public final class NodeDaemon implements AutoCloseable {
     private final NodeConfig config;
     private final PoolTier pool;
     private final PoolBlockIndex index;
-    private final IndexService service;
     private final RpcServer server;
     private final Thread maintenance;
     private final PrintStream out;
     private final CountDownLatch stopped = new CountDownLatch(1);
     private volatile boolean running = true;
 
-    private NodeDaemon(NodeConfig config, PoolTier pool, PoolBlockIndex index, IndexService service, RpcServer server,
-                       PrintStream out) {
+    private NodeDaemon(NodeConfig config, PoolTier pool, PoolBlockIndex index, RpcServer server, PrintStream out) {
         this.config = config;
         this.pool = pool;
         this.index = index;
-        this.service = service;
         this.server = server;
         this.out = out;
         this.maintenance = Thread.ofPlatform().daemon().name("strata-node-reaper").unstarted(this::maintain);
@@ -70,7 +67,7 @@ public final class NodeDaemon implements AutoCloseable {
             index = PoolBlockIndex.open(pool, indexConfig);
             IndexService service = new IndexService(index, config.rpc().channels());
             server = RpcServer.create(config.rpc(), service);
-            NodeDaemon daemon = new NodeDaemon(config, pool, index, service, server, out);
+            NodeDaemon daemon = new NodeDaemon(config, pool, index, server, out);
             server.start();
             daemon.maintenance.start();
             IndexStats s = index.stats();

@@ -206,7 +206,7 @@ public final class RpcServer implements AutoCloseable {
         return reclaimed.get();
     }
 
-    /** Requests answered so far. */
+    /** Requests answered so far, as of the polling thread's last heartbeat (every {@code heartbeatInterval}). */
     public long requestsServed() {
         return served.get();
     }
