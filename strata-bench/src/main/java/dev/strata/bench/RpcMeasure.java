@@ -138,6 +138,7 @@ public final class RpcMeasure {
             }
             Files.deleteIfExists(flagFile);
             Files.deleteIfExists(rpcFile);
+            Files.deleteIfExists(rpcFile.resolveSibling(rpcFile.getFileName() + ".lock"));
         }
     }
 

@@ -19,14 +19,24 @@ final class RegionFiles {
 
     /** Reads the header; a file shorter than the header reads as all zero beyond its end. */
     static Found readHeader(Path path) throws IOException {
-        ByteBuffer buffer = ByteBuffer.allocate((int) RpcRegionLayout.HEADER_SIZE);
         try (FileChannel ch = FileChannel.open(path, StandardOpenOption.READ)) {
-            while (buffer.hasRemaining() && ch.read(buffer, buffer.position()) > 0) {
-                // until the header is complete or the file ends
-            }
-            buffer.clear();
-            return new Found(RpcRegionLayout.Header.of(buffer), ch.size());
+            return readHeader(ch);
         }
+    }
+
+    /** Reads the header of the open file {@code ch}. */
+    static Found readHeader(FileChannel ch) throws IOException {
+        ByteBuffer buffer = ByteBuffer.allocate((int) RpcRegionLayout.HEADER_SIZE);
+        while (buffer.hasRemaining() && ch.read(buffer, buffer.position()) > 0) {
+            // until the header is complete or the file ends
+        }
+        buffer.clear();
+        return new Found(RpcRegionLayout.Header.of(buffer), ch.size());
+    }
+
+    /** Maps {@code size} bytes of the open file {@code ch} read-write, shared, into {@code arena}. */
+    static MemorySegment map(FileChannel ch, long size, Arena arena) throws IOException {
+        return ch.map(FileChannel.MapMode.READ_WRITE, 0, size, arena);
     }
 
     /** Maps {@code size} bytes of {@code path} read-write, shared, into {@code arena}. */

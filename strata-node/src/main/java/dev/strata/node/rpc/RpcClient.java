@@ -6,8 +6,10 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.nio.channels.FileChannel;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.LockSupport;
 
@@ -95,13 +97,32 @@ public final class RpcClient implements AutoCloseable {
      */
     public static RpcClient attach(Path path, RpcClientOptions options) {
         long deadline = System.nanoTime() + options.attachTimeout().toNanos();
-        RegionFiles.Found found = awaitHeader(path, deadline);
-        Header header = found.header();
-        Geometry g = header.validate(path, found.fileSize());
-        checkServable(path, header);
+        // header and mapping come from one open file: a server restarting meanwhile renames a new
+        // region over the path, and this client must not mix the old header with the new file
+        try (FileChannel ch = openRegion(path)) {
+            RegionFiles.Found found = awaitHeader(path, ch, deadline);
+            Header header = found.header();
+            Geometry g = header.validate(path, found.fileSize());
+            checkServable(path, header);
+            return attach(path, options, ch, header, g, deadline);
+        } catch (IOException e) {
+            throw new UncheckedIOException("reading rpc region " + path, e);
+        }
+    }
+
+    private static FileChannel openRegion(Path path) throws IOException {
+        try {
+            return FileChannel.open(path, StandardOpenOption.READ, StandardOpenOption.WRITE);
+        } catch (NoSuchFileException e) {
+            throw new RpcUnavailableException(path, "no region file: is the server (strata node) running with this rpc path?");
+        }
+    }
+
+    private static RpcClient attach(Path path, RpcClientOptions options, FileChannel ch, Header header, Geometry g,
+                                    long deadline) {
         Arena arena = Arena.ofShared();
         try {
-            MemorySegment region = RegionFiles.map(path, g.totalSize(), arena);
+            MemorySegment region = RegionFiles.map(ch, g.totalSize(), arena);
             long me = ProcessHandle.current().pid();
             long myStart = ProcessLiveness.currentStartMillis();
             while (true) {
@@ -136,16 +157,9 @@ public final class RpcClient implements AutoCloseable {
         }
     }
 
-    private static RegionFiles.Found awaitHeader(Path path, long deadline) {
+    private static RegionFiles.Found awaitHeader(Path path, FileChannel ch, long deadline) throws IOException {
         while (true) {
-            RegionFiles.Found found;
-            try {
-                found = RegionFiles.readHeader(path);
-            } catch (NoSuchFileException e) {
-                throw new RpcUnavailableException(path, "no region file: is the server (strata node) running with this rpc path?");
-            } catch (IOException e) {
-                throw new UncheckedIOException("reading rpc region " + path, e);
-            }
+            RegionFiles.Found found = RegionFiles.readHeader(ch);
             Header h = found.header();
             if (h.magic() != 0 && h.magic() != MAGIC || h.version() != 0) {
                 return found; // complete, or not a region at all: validate() says which

@@ -68,7 +68,9 @@ import java.nio.file.Path;
  * taken for the answer to a new request.
  *
  * <p>Invariants: once {@code version} is non-zero every header field before offset 128 is final.
- * A region is served by exactly one server for its whole life: a restarted server makes a new
+ * A path is served by at most one live server: the server holds an operating-system lock on
+ * {@code <path>.lock} for its life (dropped by the kernel when it dies), so that two servers
+ * started at once cannot both publish. A region is served by exactly one server for its whole life: a restarted server makes a new
  * region file and atomically renames it over the path, so clients of the old server see its death
  * instead of a stranger's answers. Major-version mismatches and bad magic are refused on attach
  * with an {@link RpcFormatException} naming the file and the values found.

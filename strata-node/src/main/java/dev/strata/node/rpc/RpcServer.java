@@ -53,6 +53,7 @@ public final class RpcServer implements AutoCloseable {
     private final Arena arena;
     private final MemorySegment region;
     private final Object fileKey;
+    private final FileChannel lockChannel; // holds the lock on <path>.lock while this server lives
     private final int mask;
     private final long[] channelOffsets;    // [channel] offset of the channel control line
     private final long[] slotOffsets;       // [channel * slots + slot] offset of the slot
@@ -68,7 +69,7 @@ public final class RpcServer implements AutoCloseable {
     private Thread poller;
 
     private RpcServer(RpcServerConfig config, RpcHandler handler, Path tempPath, Arena arena, MemorySegment region,
-                      Object fileKey) {
+                      Object fileKey, FileChannel lockChannel) {
         this.config = config;
         this.geometry = config.geometry();
         this.handler = handler;
@@ -76,6 +77,7 @@ public final class RpcServer implements AutoCloseable {
         this.arena = arena;
         this.region = region;
         this.fileKey = fileKey;
+        this.lockChannel = lockChannel;
         int channels = geometry.channelCount();
         int slots = geometry.slotsPerChannel();
         this.mask = slots - 1;
@@ -109,6 +111,7 @@ public final class RpcServer implements AutoCloseable {
         Objects.requireNonNull(handler, "handler");
         Path path = config.path();
         refuseIfServed(path);
+        FileChannel lock = lockServing(path);
         Geometry g = config.geometry();
         Path dir = path.toAbsolutePath().getParent();
         Path temp = dir.resolve("." + path.getFileName() + ".new-" + ProcessHandle.current().pid());
@@ -125,15 +128,55 @@ public final class RpcServer implements AutoCloseable {
             writeHeader(region, g, ProcessHandle.current().pid(), ProcessLiveness.currentStartMillis(),
                     System.currentTimeMillis());
             publishVersion(region);
-            return new RpcServer(config, handler, temp, arena, region, key);
+            return new RpcServer(config, handler, temp, arena, region, key, lock);
         } catch (IOException e) {
             arena.close();
+            closeQuietly(lock);
             deleteQuietly(temp);
             throw new UncheckedIOException("creating rpc region " + path + " (" + g.totalSize() + " bytes in " + temp + ")", e);
         } catch (RuntimeException | Error e) {
             arena.close();
+            closeQuietly(lock);
             deleteQuietly(temp);
             throw e;
+        }
+    }
+
+    /**
+     * Takes the lock on {@code <path>.lock} that marks the path as served: the operating system
+     * drops it when the process dies, so a second server started at the same moment is refused
+     * even before the first has published its region. The lock file stays after a stop.
+     */
+    private static FileChannel lockServing(Path path) {
+        Path lockPath = path.resolveSibling(path.getFileName() + ".lock");
+        FileChannel ch = null;
+        try {
+            ch = FileChannel.open(lockPath, StandardOpenOption.CREATE, StandardOpenOption.WRITE);
+            java.nio.channels.FileLock lock;
+            try {
+                lock = ch.tryLock();
+            } catch (java.nio.channels.OverlappingFileLockException e) {
+                lock = null; // this very process serves the path already
+            }
+            if (lock == null) {
+                ch.close();
+                throw new IllegalStateException("rpc region " + path + " is served by another live process (it holds "
+                        + lockPath + "): stop it first or choose another rpc path");
+            }
+            return ch;
+        } catch (IOException e) {
+            closeQuietly(ch);
+            throw new UncheckedIOException("locking " + lockPath, e);
+        }
+    }
+
+    private static void closeQuietly(FileChannel ch) {
+        if (ch != null) {
+            try {
+                ch.close();
+            } catch (IOException ignored) {
+                // closing releases the lock; nothing else to do
+            }
         }
     }
 
@@ -372,6 +415,7 @@ public final class RpcServer implements AutoCloseable {
         }
         removeIfOurs(config.path());
         deleteQuietly(tempPath);
+        closeQuietly(lockChannel); // after the region is gone: a successor may start now
         if (t == null || !t.isAlive()) {
             arena.close();
         }

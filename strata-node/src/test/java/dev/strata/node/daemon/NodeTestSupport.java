@@ -59,5 +59,6 @@ final class NodeTestSupport implements AutoCloseable {
     public void close() throws java.io.IOException {
         Files.deleteIfExists(pool);
         Files.deleteIfExists(rpc);
+        Files.deleteIfExists(rpc.resolveSibling(rpc.getFileName() + ".lock"));
     }
 }

@@ -15,6 +15,7 @@ class RpcMultiProcessTest {
     @AfterEach
     void cleanUp() throws Exception {
         Files.deleteIfExists(path);
+        Files.deleteIfExists(path.resolveSibling(path.getFileName() + ".lock"));
     }
 
     @Test

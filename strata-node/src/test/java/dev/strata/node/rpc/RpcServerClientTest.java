@@ -28,6 +28,9 @@ class RpcServerClientTest {
     @AfterEach
     void cleanUp() throws Exception {
         Files.deleteIfExists(path);
+        Files.deleteIfExists(path.resolveSibling(path.getFileName() + ".lock"));
+        Files.deleteIfExists(path.resolveSibling(path.getFileName() + ".stale"));
+        Files.deleteIfExists(path.resolveSibling(path.getFileName() + ".stale.lock"));
     }
 
     private RpcServer start(int channels, int slots, int payload) {
@@ -216,6 +219,13 @@ class RpcServerClientTest {
         try (RpcServer server = start(1, 4, 64)) {
             assertThatThrownBy(() -> start(1, 4, 64)).isInstanceOf(IllegalStateException.class)
                     .hasMessageContaining("served by a live process (pid " + ProcessHandle.current().pid() + ")");
+        }
+        // two servers created at once, before either published its region: the lock refuses the second
+        try (RpcServer first = RpcServer.create(RpcServerConfig.builder().path(path).channels(1).slotsPerChannel(4)
+                .payloadBytes(64).conclude(), new EchoHandler())) {
+            assertThat(Files.exists(path)).isFalse();
+            assertThatThrownBy(() -> start(1, 4, 64)).isInstanceOf(IllegalStateException.class)
+                    .hasMessageContaining("served by another live process").hasMessageContaining(".lock");
         }
         // a stale region: a server pid that does not exist
         try (RpcServer server = start(1, 4, 64)) {
