@@ -15,6 +15,7 @@ import picocli.CommandLine.Command;
                 PlanCommand.class,
                 SimulateCommand.class,
                 TraceCommand.class,
+                NodeCommand.class,
                 CommandLine.HelpCommand.class})
 public final class StrataCommand implements Runnable {
 

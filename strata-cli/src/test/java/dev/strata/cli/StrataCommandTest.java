@@ -57,6 +57,21 @@ class StrataCommandTest {
     }
 
     @Test
+    void nodeFlagsAreCheckedWithClearErrors() {
+        Run size = run("node", "--capacity", "lots");
+        assertThat(size.status()).isEqualTo(2);
+        assertThat(size.err().strip()).isEqualTo("strata: --capacity: not a size: 'lots' (expected e.g. 4096, 64KiB, 8GiB, 2GB)");
+        Run geometry = run("node", "--channels", "0", "--slots", "12", "--payload", "100");
+        assertThat(geometry.status()).isEqualTo(2);
+        assertThat(geometry.err()).contains("channel count 0").contains("slots per channel 12").contains("payload bytes 100");
+        Run model = run("node", "--model-fingerprint", "xyz");
+        assertThat(model.status()).isEqualTo(2);
+        assertThat(model.err()).contains("object key must be 32 hex digits, got 'xyz'");
+        assertThat(StrataCommand.commandLine().getSubcommands().get("node").getUsageMessage())
+                .contains("--rpc").contains("--pool").contains("--channels");
+    }
+
+    @Test
     void inspectPoolShowsTheBlockIndex() throws Exception {
         String name = "cli-index-" + ProcessHandle.current().pid();
         java.nio.file.Path path = java.nio.file.Path.of("/dev/shm", "strata-" + name + ".pool");
