@@ -115,10 +115,10 @@ final class ArenaSlabPool implements ResizablePool {
                 undo(before);
                 return false;
             }
-            watch.check(name + " allocated a slab");
             long seed = random.nextLong();
             fill(tier.segment(h, 0, bytesPerUnit), seed);
             slabs.add(new long[] {h, seed});
+            watch.check(name + " allocated a slab");
         }
         return true;
     }
