@@ -15,8 +15,8 @@ import dev.strata.cache.curve.MissCurve;
  *       peak.</li>
  *   <li><b>Hysteresis.</b> A target closer than the dead zone ({@code deadZone} expert slots) is
  *       ignored; a move is made only when the predicted gain of the target over the current split
- *       is at least {@code gainGate} of the current split's predicted latency (on the burst's
- *       curves); a move goes at most {@code rateLimit} slots toward the target. A split whose KV
+ *       is at least {@code gainGate} of the current split's predicted reuse-miss latency (on the
+ *       burst's curves, first sights left out); a move goes at most {@code rateLimit} slots toward the target. A split whose KV
  *       pool is below the floor or the burst's peak is restored at once (no gate, no dead zone):
  *       the floor is an invariant, not a preference.</li>
  *   <li><b>Resize.</b> Moves are applied only in {@link #atDrainedBarrier}, which the caller invokes
@@ -49,8 +49,8 @@ public final class SplitController {
      * @param budgetBytes    pageable bytes shared by the two pools
      * @param floorBlocks    admission floor in KV blocks
      * @param headroomBlocks KV blocks kept above the burst peak (step rule)
-     * @param gainGate       least predicted gain, as a fraction of the current predicted latency,
-     *                       for a move (0 moves on any gain)
+     * @param gainGate       least predicted gain, as a fraction of the current split's predicted
+     *                       reuse-miss latency, for a move (0 moves on any gain)
      * @param rateLimit      most expert slots one move changes, &gt;= 1
      * @param deadZone       targets fewer than this many slots away are ignored, &gt;= 0
      * @param mode           how the target is computed
@@ -100,8 +100,8 @@ public final class SplitController {
      * @param reason           why
      * @param target           the split the rule aims at
      * @param next             the split scheduled for the next barrier (the current one when holding)
-     * @param currentSeconds   predicted latency of the current split on the burst's curves
-     * @param targetSeconds    predicted latency of the target on the burst's curves
+     * @param currentSeconds   predicted reuse-miss seconds of the current split on the burst's curves
+     * @param targetSeconds    predicted reuse-miss seconds of the target on the burst's curves
      */
     public record Decision(Reason reason, Split target, Split next, double currentSeconds, double targetSeconds) {
         /** Predicted seconds saved by the target over the current split. */
@@ -170,38 +170,40 @@ public final class SplitController {
         SplitProblem problem = new SplitProblem(settings.budgetBytes(), experts.bytesPerUnit(), kv.bytesPerUnit(),
                 view.experts(), view.kv(), view.costs(), floor, minCap, maxCap);
         Split current = new Split(k, kvNow, problem.predictedSeconds(k), kvNow >= floor);
+        double currentWarm = problem.predictedWarmSeconds(k);
         Split target;
         if (settings.mode() == Mode.STEP_RULE) {
             Split rule = StepRule.target(settings.budgetBytes(), experts.bytesPerUnit(), kv.bytesPerUnit(),
                     view.peakKvBlocks(), settings.headroomBlocks(), settings.floorBlocks(), minCap, maxCap);
             if (!rule.admissible()) {
-                return hold(Reason.INFEASIBLE, rule, current, current.predictedSeconds());
+                return decide(Reason.INFEASIBLE, rule, null, current, currentWarm, currentWarm);
             }
             target = problem.splitAt(rule.expertCap());
         } else {
             if (!problem.feasible()) {
-                return hold(Reason.INFEASIBLE, current, current, current.predictedSeconds());
+                return decide(Reason.INFEASIBLE, current, null, current, currentWarm, currentWarm);
             }
             target = solver.solve(problem).chosen();
         }
+        double targetWarm = problem.predictedWarmSeconds(target.expertCap());
         if (kvNow < floor) {
             // restore the floor at once: the largest cap, no larger than now, that leaves the floor
             int restore = Math.max(minCap, Math.min(k, problem.highestCap()));
-            return schedule(Reason.RESTORE_FLOOR, target, problem.splitAt(restore), current);
+            return decide(Reason.RESTORE_FLOOR, target, problem.splitAt(restore), current, currentWarm, targetWarm);
         }
         int delta = target.expertCap() - k;
         if (delta == 0) {
-            return hold(Reason.AT_TARGET, target, current, target.predictedSeconds());
+            return decide(Reason.AT_TARGET, target, null, current, currentWarm, targetWarm);
         }
         if (Math.abs(delta) < settings.deadZone()) {
-            return hold(Reason.DEAD_ZONE, target, current, target.predictedSeconds());
+            return decide(Reason.DEAD_ZONE, target, null, current, currentWarm, targetWarm);
         }
-        double gain = current.predictedSeconds() - target.predictedSeconds();
-        if (gain <= 0 || gain < settings.gainGate() * current.predictedSeconds()) {
-            return hold(Reason.GAIN_GATE, target, current, target.predictedSeconds());
+        double gain = currentWarm - targetWarm;
+        if (gain <= 0 || gain < settings.gainGate() * currentWarm) {
+            return decide(Reason.GAIN_GATE, target, null, current, currentWarm, targetWarm);
         }
         int step = Integer.signum(delta) * Math.min(Math.abs(delta), settings.rateLimit());
-        return schedule(Reason.MOVE, target, problem.splitAt(k + step), current);
+        return decide(Reason.MOVE, target, problem.splitAt(k + step), current, currentWarm, targetWarm);
     }
 
     /**
@@ -279,16 +281,10 @@ public final class SplitController {
         return settings;
     }
 
-    private Decision hold(Reason reason, Split target, Split current, double targetSeconds) {
-        pending = null;
-        Decision d = new Decision(reason, target, current, current.predictedSeconds(), targetSeconds);
-        lastDecision = d;
-        return d;
-    }
-
-    private Decision schedule(Reason reason, Split target, Split next, Split current) {
+    /** Records a decision; {@code next} null holds the current split. */
+    private Decision decide(Reason reason, Split target, Split next, Split current, double currentWarm, double targetWarm) {
         pending = next;
-        Decision d = new Decision(reason, target, next, current.predictedSeconds(), target.predictedSeconds());
+        Decision d = new Decision(reason, target, next == null ? current : next, currentWarm, targetWarm);
         lastDecision = d;
         return d;
     }

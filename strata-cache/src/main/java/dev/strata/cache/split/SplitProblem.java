@@ -87,6 +87,15 @@ public record SplitProblem(
         return experts.misses(k) * costs.expertMissSeconds() + kv.misses(clampCapacity(kvBlocks(k))) * costs.kvMissSeconds();
     }
 
+    /**
+     * Predicted seconds spent on reuse misses at cap {@code k}: first sights left out, since they
+     * cost the same at every split.
+     */
+    public double predictedWarmSeconds(int k) {
+        return experts.warmMisses(k) * costs.expertMissSeconds()
+                + kv.warmMisses(clampCapacity(kvBlocks(k))) * costs.kvMissSeconds();
+    }
+
     /** The split at cap {@code k} with its predicted latency. */
     public Split splitAt(int k) {
         long kvBlocks = kvBlocks(k);
