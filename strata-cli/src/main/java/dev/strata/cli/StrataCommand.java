@@ -9,7 +9,7 @@ import picocli.CommandLine.Command;
  */
 @Command(name = "strata", mixinStandardHelpOptions = true, version = "strata 0.1.0",
         description = "Memory management for LLM inference: KV-cache blocks and expert weights across tiers.",
-        subcommands = {BenchCommand.class, InspectCommand.class, CommandLine.HelpCommand.class})
+        subcommands = {BenchCommand.class, InspectCommand.class, PlanSplitCommand.class, CommandLine.HelpCommand.class})
 public final class StrataCommand implements Runnable {
 
     @CommandLine.Spec
