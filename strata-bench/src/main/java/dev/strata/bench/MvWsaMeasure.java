@@ -1,5 +1,8 @@
 package dev.strata.bench;
 
+import dev.strata.bench.routing.RoutingTraceGenerator;
+import dev.strata.bench.routing.RoutingWorkload;
+import dev.strata.bench.routing.SyntheticKvBlockStream;
 import dev.strata.cache.split.MissCosts;
 import dev.strata.cache.split.MvWsaSolver;
 import dev.strata.cache.split.Split;
@@ -18,8 +21,10 @@ import java.util.Map;
  * simulation, against the brute-force oracle (the best static split in hindsight, every cap tried on
  * the exact LRU curves of the whole trace), the even 50–50 split and the KV-blind split
  * proportional to the expert working set (Flux-prop), on generated workloads: expert-heavy (few
- * short sessions, a wide expert hot set), KV-heavy (many long sessions, a narrow hot set) and
- * shifting (KV-heavy, then expert-heavy, within one run).
+ * short sessions, a wide expert hot set), KV-heavy (many long sessions, a narrow hot set),
+ * shifting (KV-heavy, then expert-heavy, within one run), all 8 layers × 64 experts, top-4; and a
+ * Qwen3-30B-A3B-shaped trace of the routing workload generator (48 layers × 128 experts, top-8)
+ * beside synthetic multi-turn KV sessions.
  *
  * <p>All figures are simulated seconds spent on misses, with modelled costs (an expert of 9 MiB over
  * a 25 GB/s link, a 16-token KV block recomputed at 30 µs per token): ratios of policies on the
@@ -33,7 +38,6 @@ public final class MvWsaMeasure {
     static final int EXPERTS = 64;
     static final int TOP_K = 4;
     static final long EXPERT_BYTES = 9 * Sizes.MiB; // one expert of one layer
-    static final long SLOT_BYTES = LAYERS * EXPERT_BYTES; // one slot in every layer
     static final int BLOCK_TOKENS = 16;
     static final long BLOCK_BYTES = BLOCK_TOKENS * 96 * Sizes.KiB; // KV of 16 tokens over all layers
     static final double LINK_BYTES_PER_SECOND = 25e9;
@@ -44,8 +48,20 @@ public final class MvWsaMeasure {
     private MvWsaMeasure() {
     }
 
-    /** One workload of the measure. */
-    record Workload(String name, long budgetBytes, SplitWorkload.Profile... phases) {
+    /**
+     * One workload of the measure.
+     *
+     * @param name        stable identifier (figure names)
+     * @param budgetBytes pageable budget
+     * @param trace       makes the trace for a quick or full run from a seed
+     */
+    record Workload(String name, long budgetBytes, TraceMaker trace) {
+    }
+
+    /** Makes a workload's trace. */
+    @FunctionalInterface
+    interface TraceMaker {
+        SplitWorkload make(boolean quick, long seed);
     }
 
     /** Every policy's simulated seconds on one workload. */
@@ -56,9 +72,30 @@ public final class MvWsaMeasure {
         SplitWorkload.Profile expertHeavy = new SplitWorkload.Profile("expert-heavy", 40, 0.9, 3, 30, 2, 160, 24);
         SplitWorkload.Profile kvHeavy = new SplitWorkload.Profile("kv-heavy", 10, 0.95, 20, 80, 1, 110, 24);
         return List.of(
-                new Workload("expert_heavy", 3584 * Sizes.MiB, expertHeavy),
-                new Workload("kv_heavy", 3 * Sizes.GiB, kvHeavy),
-                new Workload("shifting", 3328 * Sizes.MiB, kvHeavy, expertHeavy));
+                new Workload("expert_heavy", 3584 * Sizes.MiB, (quick, seed) -> SplitWorkload.generate(LAYERS, EXPERTS, TOP_K,
+                        quick ? 320 : 960, seed, expertHeavy)),
+                new Workload("kv_heavy", 3 * Sizes.GiB, (quick, seed) -> SplitWorkload.generate(LAYERS, EXPERTS, TOP_K,
+                        quick ? 320 : 960, seed, kvHeavy)),
+                new Workload("shifting", 3328 * Sizes.MiB, (quick, seed) -> SplitWorkload.generate(LAYERS, EXPERTS, TOP_K,
+                        quick ? 320 : 960, seed, kvHeavy, expertHeavy)),
+                new Workload("qwen3_like", 20 * Sizes.GiB, MvWsaMeasure::qwen3Like));
+    }
+
+    /**
+     * A Qwen3-30B-A3B-shaped trace from the routing workload generator (48 layers, 128 experts,
+     * top-8, Zipf popularity, burst locality, co-activation paths, a prefill step per request)
+     * beside multi-turn synthetic KV sessions, eight at a time.
+     */
+    static SplitWorkload qwen3Like(boolean quick, long seed) {
+        RoutingWorkload d = RoutingWorkload.defaults();
+        int sessions = quick ? 2 : 6;
+        RoutingWorkload w = new RoutingWorkload(d.layers(), d.experts(), d.topK(), d.model(), seed, sessions, 4,
+                d.prefillTokens(), d.decodeSteps(), d.burstSteps(), d.skew(), d.skewSpread(), d.support(), d.burstLocality(),
+                d.burstSetSize(), d.drift(), d.driftPeriod(), d.driftRate(), d.paths(), d.coupling(), d.pathSetSize(),
+                d.pathStickiness());
+        RoutingTraceGenerator generator = new RoutingTraceGenerator(w);
+        SyntheticKvBlockStream kv = new SyntheticKvBlockStream(quick ? 24 : 48, 8, 6, 8, 200, 20, 10, seed ^ 0x4B56);
+        return SplitWorkload.fromRouting(generator.header(), generator, kv);
     }
 
     /** The figures, printing the table to standard output. */
@@ -73,7 +110,7 @@ public final class MvWsaMeasure {
         Progress progress = new Progress(System.err, workloads.size());
         for (Workload w : workloads) {
             progress.step("simulating the " + w.name().replace('_', '-') + " workload");
-            outcomes.add(measure(w, quick ? 320 : 960, 0x5EED + w.name().hashCode()));
+            outcomes.add(measure(w, quick, 0x5EED + w.name().hashCode()));
         }
         if (out != null) {
             out.print(table(outcomes));
@@ -86,7 +123,7 @@ public final class MvWsaMeasure {
             figures.add(Figure.of("mvwsa_online_vs_oracle_" + o.workload(), online, "s", oracleName,
                     o.seconds().get("oracle"), "<= 1.05").withNote(splitNote(o, "MV-WSA online")));
             figures.add(Figure.of("mvwsa_offline_vs_oracle_" + o.workload(), o.seconds().get("MV-WSA offline"), "s",
-                    oracleName, o.seconds().get("oracle"), "<= 1.05").withNote("configured on a separate trace of half the length; "
+                    oracleName, o.seconds().get("oracle"), "<= 1.05").withNote("configured on a separate, shorter trace of the same workload; "
                     + splitNote(o, "MV-WSA offline")));
             figures.add(Figure.of("mvwsa_online_vs_fifty_fifty_" + o.workload(), online, "s", "50-50 split",
                     o.seconds().get("50-50"), "<= 1.0").withNote(splitNote(o, "50-50")));
@@ -103,15 +140,13 @@ public final class MvWsaMeasure {
         return s == null ? "resized online" : "cap " + s.expertCap() + ", " + s.kvBlocks() + " KV blocks";
     }
 
-    static Outcome measure(Workload w, int bursts, long seed) {
-        SplitWorkload trace = SplitWorkload.generate(LAYERS, EXPERTS, TOP_K, bursts, seed, w.phases());
+    static Outcome measure(Workload w, boolean quick, long seed) {
+        SplitWorkload trace = w.trace().make(quick, seed);
         MissCosts costs = MissCosts.fromPhysical(EXPERT_BYTES, LINK_BYTES_PER_SECOND, BLOCK_TOKENS,
                 RECOMPUTE_SECONDS_PER_TOKEN, MissCosts.Source.GIVEN);
-        long floor = w.phases()[0].maxContextBlocks(); // concurrency 1 × the longest context
-        for (SplitWorkload.Profile p : w.phases()) {
-            floor = Math.max(floor, p.maxContextBlocks());
-        }
-        SplitSimulation sim = new SplitSimulation(trace, w.budgetBytes(), SLOT_BYTES, BLOCK_BYTES, costs, floor);
+        long floor = trace.maxPeak(); // concurrency 1 × the longest context a burst holds
+        long slotBytes = trace.layers * EXPERT_BYTES;
+        SplitSimulation sim = new SplitSimulation(trace, w.budgetBytes(), slotBytes, BLOCK_BYTES, costs, floor);
         SplitProblem exact = sim.exactProblem();
         Map<String, Double> seconds = new LinkedHashMap<>();
         Map<String, Split> splits = new LinkedHashMap<>();
@@ -121,7 +156,7 @@ public final class MvWsaMeasure {
         Split half = MvWsaSolver.fiftyFifty(exact);
         Split blind = MvWsaSolver.kvBlind(exact);
         // the configurator runs open-loop on a separate, shorter trace of the same workload
-        SplitWorkload representative = SplitWorkload.generate(LAYERS, EXPERTS, TOP_K, Math.max(40, bursts / 2), ~seed, w.phases());
+        SplitWorkload representative = w.trace().make(true, ~seed);
         Split offline = exact.splitAt(new MvWsaSolver().solve(sim.exactProblem(representative)).chosen().expertCap());
         MvWsaSolver solver = new MvWsaSolver();
         double online = sim.online(new SplitController.Settings(w.budgetBytes(), floor, 4, 0.01, 8, 2,

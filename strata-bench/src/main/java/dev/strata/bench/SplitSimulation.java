@@ -50,10 +50,10 @@ final class SplitSimulation {
         }
         ReuseDistanceTracker kv = new ReuseDistanceTracker(4096);
         for (SplitWorkload.Burst b : w.bursts) {
-            for (int[] step : b.experts()) {
+            for (int[][] step : b.experts()) {
                 for (int l = 0; l < w.layers; l++) {
-                    for (int s = 0; s < w.topK; s++) {
-                        layers[l].access(step[l * w.topK + s]);
+                    for (int e : step[l]) {
+                        layers[l].access(e);
                     }
                 }
             }
@@ -85,10 +85,9 @@ final class SplitSimulation {
         double seconds = 0;
         for (SplitWorkload.Burst b : workload.bursts) {
             long expertMisses = 0;
-            for (int[] step : b.experts()) {
+            for (int[][] step : b.experts()) {
                 for (int l = 0; l < workload.layers; l++) {
-                    for (int s = 0; s < workload.topK; s++) {
-                        int e = step[l * workload.topK + s];
+                    for (int e : step[l]) {
                         expertMisses += experts.access(l, e);
                         estimator.expertAccess(l, e);
                     }
@@ -115,10 +114,10 @@ final class SplitSimulation {
         LruPool kv = new LruPool("kv", blockBytes, 1, blocks, blocks, 1);
         double seconds = 0;
         for (SplitWorkload.Burst b : workload.bursts) {
-            for (int[] step : b.experts()) {
+            for (int[][] step : b.experts()) {
                 for (int l = 0; l < workload.layers; l++) {
-                    for (int s = 0; s < workload.topK; s++) {
-                        seconds += experts.access(l, step[l * workload.topK + s]) * costs.expertMissSeconds();
+                    for (int e : step[l]) {
+                        seconds += experts.access(l, e) * costs.expertMissSeconds();
                     }
                 }
             }

@@ -1,6 +1,12 @@
 package dev.strata.bench;
 
+import dev.strata.bench.routing.KvBlockStream;
+import dev.strata.cache.routing.BurstStart;
+import dev.strata.cache.routing.RoutingRecord;
+import dev.strata.cache.routing.RoutingStep;
+import dev.strata.cache.routing.RoutingTraceHeader;
 import java.util.ArrayList;
+import java.util.Iterator;
 import java.util.List;
 import java.util.SplittableRandom;
 
@@ -41,11 +47,12 @@ final class SplitWorkload {
     /**
      * One burst.
      *
-     * @param experts  [step][layer * topK + slot] expert ids
+     * @param experts  [step][layer][i] the distinct expert ids layer {@code layer} needs in step
+     *                 {@code step} (the union over the step's tokens)
      * @param kvBlocks block ids read in order (session in the high bits)
      * @param peak     blocks the turn holds at once (its context after the turn)
      */
-    record Burst(int[][] experts, long[] kvBlocks, long peak) {
+    record Burst(int[][][] experts, long[] kvBlocks, long peak) {
     }
 
     final int layers; // MoE layers
@@ -80,10 +87,10 @@ final class SplitWorkload {
             }
             for (int b = 0; b < count; b++) {
                 int s = random.nextInt(profile.sessions());
-                int[][] steps = new int[profile.stepsPerBurst()][layers * topK];
-                for (int[] step : steps) {
+                int[][][] steps = new int[profile.stepsPerBurst()][layers][topK];
+                for (int[][] step : steps) {
                     for (int l = 0; l < layers; l++) {
-                        pick(random, experts, hot[l], profile.hotProbability(), topK, step, l * topK);
+                        pick(random, experts, hot[l], profile.hotProbability(), topK, step[l], 0);
                     }
                 }
                 if (context[s] + profile.growthBlocks() > profile.maxContextBlocks()) {
@@ -99,6 +106,59 @@ final class SplitWorkload {
             }
         }
         return new SplitWorkload(layers, experts, topK, List.copyOf(out));
+    }
+
+    /**
+     * A workload from a routing trace (bursts as its burst markers say) and a KV block stream whose
+     * references are spread evenly over the bursts in order (the two generators share no turn
+     * boundaries); a burst's peak is the distinct blocks of its share.
+     */
+    static SplitWorkload fromRouting(RoutingTraceHeader header, Iterator<RoutingRecord> records, KvBlockStream kv) {
+        List<int[][][]> bursts = new ArrayList<>();
+        List<int[][]> current = new ArrayList<>();
+        int[] seenAt = new int[header.experts()];
+        int stamp = 0;
+        while (records.hasNext()) {
+            RoutingRecord r = records.next();
+            if (r instanceof BurstStart && !current.isEmpty()) {
+                bursts.add(current.toArray(new int[0][][]));
+                current = new ArrayList<>();
+            } else if (r instanceof RoutingStep step) {
+                int[][] layersOfStep = new int[header.layers()][];
+                for (int l = 0; l < header.layers(); l++) {
+                    stamp++;
+                    int[] union = new int[step.tokens() * step.topK()];
+                    int n = 0;
+                    for (int t = 0; t < step.tokens(); t++) {
+                        for (int k = 0; k < step.topK(); k++) {
+                            int e = step.expert(l, t, k);
+                            if (seenAt[e] != stamp) {
+                                seenAt[e] = stamp;
+                                union[n++] = e;
+                            }
+                        }
+                    }
+                    layersOfStep[l] = java.util.Arrays.copyOf(union, n);
+                }
+                current.add(layersOfStep);
+            }
+        }
+        if (!current.isEmpty()) {
+            bursts.add(current.toArray(new int[0][][]));
+        }
+        java.util.ArrayList<Long> refs = new java.util.ArrayList<>();
+        kv.forEach(refs::add);
+        List<Burst> out = new ArrayList<>(bursts.size());
+        for (int b = 0; b < bursts.size(); b++) {
+            int from = (int) ((long) refs.size() * b / bursts.size());
+            int to = (int) ((long) refs.size() * (b + 1) / bursts.size());
+            long[] blocks = new long[to - from];
+            for (int i = from; i < to; i++) {
+                blocks[i - from] = refs.get(i);
+            }
+            out.add(new Burst(bursts.get(b), blocks, java.util.Arrays.stream(blocks).distinct().count()));
+        }
+        return new SplitWorkload(header.layers(), header.experts(), header.topK(), List.copyOf(out));
     }
 
     /** The largest context any burst holds. */

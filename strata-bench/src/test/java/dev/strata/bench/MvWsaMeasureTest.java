@@ -23,7 +23,9 @@ class MvWsaMeasureTest {
                 "mvwsa_online_vs_oracle_kv_heavy", "mvwsa_offline_vs_oracle_kv_heavy",
                 "mvwsa_online_vs_fifty_fifty_kv_heavy", "mvwsa_online_vs_kv_blind_kv_heavy",
                 "mvwsa_online_vs_oracle_shifting", "mvwsa_offline_vs_oracle_shifting",
-                "mvwsa_online_vs_fifty_fifty_shifting", "mvwsa_online_vs_kv_blind_shifting");
+                "mvwsa_online_vs_fifty_fifty_shifting", "mvwsa_online_vs_kv_blind_shifting",
+                "mvwsa_online_vs_oracle_qwen3_like", "mvwsa_offline_vs_oracle_qwen3_like",
+                "mvwsa_online_vs_fifty_fifty_qwen3_like", "mvwsa_online_vs_kv_blind_qwen3_like");
         for (Figure f : figures) {
             assertThat(f.unit()).isEqualTo("s");
             assertThat(f.value()).isPositive();
@@ -39,7 +41,17 @@ class MvWsaMeasureTest {
     @Test
     void staticSplitsSimulatedWithLruCachesCostWhatTheExactCurvesPredict() {
         SplitWorkload.Profile p = new SplitWorkload.Profile("t", 9, 0.85, 5, 11, 1, 17, 5);
-        SplitWorkload w = SplitWorkload.generate(3, 24, 2, 60, 77, p);
+        checkStaticSplits(SplitWorkload.generate(3, 24, 2, 60, 77, p));
+        // a trace of the routing workload generator: prefill steps route a union of experts per layer
+        var d = dev.strata.bench.routing.RoutingWorkload.defaults();
+        var small = new dev.strata.bench.routing.RoutingWorkload(3, 20, 2, "t", 5, 2, 2, 6, 20, 5, d.skew(), d.skewSpread(),
+                d.support(), d.burstLocality(), 4, d.drift(), d.driftPeriod(), d.driftRate(), 4, d.coupling(), 3, d.pathStickiness());
+        var generator = new dev.strata.bench.routing.RoutingTraceGenerator(small);
+        checkStaticSplits(SplitWorkload.fromRouting(generator.header(), generator,
+                new dev.strata.bench.routing.SyntheticKvBlockStream(6, 2, 3, 2, 9, 2, 1, 8)));
+    }
+
+    private static void checkStaticSplits(SplitWorkload w) {
         MissCosts costs = MissCosts.given(1e-4, 3e-4);
         long slot = 3 * 4096 + 100;
         long block = 1000 + 7;
