@@ -14,7 +14,8 @@ import dev.strata.cache.curve.MissCurve;
  *       reuse-distance histograms, warm misses only) with the floor raised to the burst's KV
  *       peak.</li>
  *   <li><b>Hysteresis.</b> A target closer than the dead zone ({@code deadZone} expert slots) is
- *       ignored; a move is made only when the predicted gain of the target over the current split
+ *       ignored unless its predicted gain is a cliff ({@code cliffGain} of the current latency: a
+ *       working set that just stopped fitting, which the dead zone must not pin the split on); a move is made only when the predicted gain of the target over the current split
  *       is at least {@code gainGate} of the current split's predicted reuse-miss latency (on the
  *       burst's curves, first sights left out); a move goes at most {@code rateLimit} slots toward the target. A split whose KV
  *       pool is below the floor or the burst's peak is restored at once (no gate, no dead zone):
@@ -53,16 +54,26 @@ public final class SplitController {
      *                       reuse-miss latency, for a move (0 moves on any gain)
      * @param rateLimit      most expert slots one move changes, &gt;= 1
      * @param deadZone       targets fewer than this many slots away are ignored, &gt;= 0
+     * @param cliffGain      a target inside the dead zone is still taken when its predicted gain is
+     *                       at least this fraction of the current reuse-miss latency (a step of a
+     *                       curve, such as a KV working set that just no longer fits); use
+     *                       {@code Double.POSITIVE_INFINITY} for a strict dead zone
      * @param mode           how the target is computed
      */
     public record Settings(long budgetBytes, long floorBlocks, long headroomBlocks, double gainGate, int rateLimit,
-                           int deadZone, Mode mode) {
+                           int deadZone, double cliffGain, Mode mode) {
+        /** Settings with a cliff gain of 0.25. */
+        public Settings(long budgetBytes, long floorBlocks, long headroomBlocks, double gainGate, int rateLimit, int deadZone,
+                        Mode mode) {
+            this(budgetBytes, floorBlocks, headroomBlocks, gainGate, rateLimit, deadZone, 0.25, mode);
+        }
+
         public Settings {
             if (budgetBytes <= 0 || floorBlocks < 0 || headroomBlocks < 0 || !(gainGate >= 0) || rateLimit < 1
-                    || deadZone < 0 || mode == null) {
+                    || deadZone < 0 || !(cliffGain >= 0) || mode == null) {
                 throw new IllegalArgumentException("controller settings out of range: budget " + budgetBytes + ", floor "
                         + floorBlocks + ", headroom " + headroomBlocks + ", gain gate " + gainGate + ", rate limit "
-                        + rateLimit + ", dead zone " + deadZone + ", mode " + mode);
+                        + rateLimit + ", dead zone " + deadZone + ", cliff gain " + cliffGain + ", mode " + mode);
             }
         }
     }
@@ -195,10 +206,10 @@ public final class SplitController {
         if (delta == 0) {
             return decide(Reason.AT_TARGET, target, null, current, currentWarm, targetWarm);
         }
-        if (Math.abs(delta) < settings.deadZone()) {
+        double gain = currentWarm - targetWarm;
+        if (Math.abs(delta) < settings.deadZone() && gain < settings.cliffGain() * currentWarm) {
             return decide(Reason.DEAD_ZONE, target, null, current, currentWarm, targetWarm);
         }
-        double gain = currentWarm - targetWarm;
         if (gain <= 0 || gain < settings.gainGate() * currentWarm) {
             return decide(Reason.GAIN_GATE, target, null, current, currentWarm, targetWarm);
         }
