@@ -1,7 +1,7 @@
 package dev.strata.cache.split;
 
 /**
- * One split of the pageable budget and its predicted latency.
+ * One split of the pageable budget and its predicted latency. Immutable; any thread.
  *
  * @param expertCap        expert slots per layer
  * @param kvBlocks         KV blocks

@@ -4,7 +4,7 @@ import java.util.List;
 
 /**
  * A solved split: the chosen split, the grid the solver evaluated and how many cost evaluations it
- * spent.
+ * spent. Immutable apart from the marginals array, which callers must not change; any thread.
  *
  * @param chosen      the split chosen
  * @param grid        the first-level grid of candidate splits, ascending by expert cap, with their
