@@ -77,6 +77,9 @@ final class PlanSplitCommand implements Callable<Integer> {
     @Option(names = "--min-cap", paramLabel = "N", description = "Fewest expert slots per layer (default: the trace's top-k).")
     Integer minCap;
 
+    @Option(names = "--show-grid", description = "Also prints the predicted latency at every split of the solver's grid.")
+    boolean showGrid;
+
     @Override
     public Integer call() {
         long budgetBytes = positiveSize("--budget", budget);
@@ -109,6 +112,9 @@ final class PlanSplitCommand implements Callable<Integer> {
         SplitPlan plan = new MvWsaSolver().solve(problem);
         Split oracle = MvWsaSolver.oracle(problem);
         System.out.print(report(problem, experts, kvTrace, context, plan, oracle));
+        if (showGrid) {
+            System.out.print(grid(plan));
+        }
         return 0;
     }
 
@@ -183,6 +189,18 @@ final class PlanSplitCommand implements Callable<Integer> {
         row(b, "50-50", MvWsaSolver.fiftyFifty(p), p, oracle);
         row(b, "KV-blind (Flux-prop)", MvWsaSolver.kvBlind(p), p, oracle);
         b.append("* below the admission floor: the engine would not start or would preempt every step\n");
+        return b.toString();
+    }
+
+    static String grid(SplitPlan plan) {
+        StringBuilder b = new StringBuilder(String.format(Locale.ROOT, "%ngrid (finite differences: seconds per GiB moved from KV to experts)%n"));
+        b.append(String.format(Locale.ROOT, "%10s %10s %14s %16s%n", "expert cap", "KV blocks", "predicted (s)", "marginal (s/GiB)"));
+        for (int i = 0; i < plan.grid().size(); i++) {
+            Split s = plan.grid().get(i);
+            String marginal = i < plan.marginals().length
+                    ? String.format(Locale.ROOT, "%16.4f", plan.marginals()[i] * Sizes.GiB) : "";
+            b.append(String.format(Locale.ROOT, "%10d %10d %14.3f %s%n", s.expertCap(), s.kvBlocks(), s.predictedSeconds(), marginal));
+        }
         return b.toString();
     }
 

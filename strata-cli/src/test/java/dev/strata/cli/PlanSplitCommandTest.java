@@ -90,7 +90,7 @@ class PlanSplitCommandTest {
     void printsTheChosenSplitBesideTheOracleAndTheFixedSplits() throws Exception {
         Run r = run("plan-split", "--routing", routingTrace().toString(), "--kv", kvTrace().toString(), "--budget", "9GiB",
                 "--expert-bytes", "12MiB", "--kv-block-bytes", "24MiB", "--link-bandwidth", "25", "--recompute-us-per-token", "40",
-                "--concurrency", "2");
+                "--concurrency", "2", "--show-grid");
         assertThat(r.err()).isEmpty();
         assertThat(r.status()).isZero();
         assertThat(r.out()).contains("expert stream: 520 steps, 4 layers x 32 experts, top-2").contains("MV-WSA")
@@ -100,6 +100,7 @@ class PlanSplitCommandTest {
         // the solver's split is the oracle's: same cap, same blocks, ratio 1
         assertThat(mvwsa.substring(30)).isEqualTo(oracle.substring(30));
         assertThat(mvwsa).contains("1.000x");
+        assertThat(r.out()).contains("grid (finite differences");
     }
 
     @Test

@@ -28,8 +28,8 @@ import dev.strata.cache.curve.MissCurve;
  * </ul>
  *
  * <p>Threads: {@link #onBurst} and {@link #atDrainedBarrier} must be called by the thread that
- * drives the engine's steps (the pools' resize contract); {@link #pending()} and
- * {@link #lastDecision()} may be read from any thread.
+ * drives the engine's steps (the pools' resize contract); {@link #pending()},
+ * {@link #lastDecision()}, {@link #moves()} and {@link #failures()} may be read from any thread.
  *
  * <p>Invariant: the bytes held by the two pools never exceed the budget after any resize the
  * controller makes (checked; a violation means a pool broke its contract and throws).
@@ -150,8 +150,8 @@ public final class SplitController {
     private final MvWsaSolver solver;
     private volatile Split pending; // split to apply at the next barrier; null when none
     private volatile Decision lastDecision;
-    private long moves; // barriers that applied a split
-    private long failures; // barriers whose resize was refused
+    private volatile long moves; // barriers that applied a split; written by the driving thread only
+    private volatile long failures; // barriers whose resize was refused; written by the driving thread only
 
     /**
      * A controller over two pools sharing {@code settings.budgetBytes()}.
