@@ -9,7 +9,8 @@ import picocli.CommandLine.Command;
  */
 @Command(name = "strata", mixinStandardHelpOptions = true, version = "strata 0.1.0",
         description = "Memory management for LLM inference: KV-cache blocks and expert weights across tiers.",
-        subcommands = {BenchCommand.class, InspectCommand.class, PlanSplitCommand.class, CommandLine.HelpCommand.class})
+        subcommands = {BenchCommand.class, InspectCommand.class, TraceCommand.class, PlanSplitCommand.class,
+                CommandLine.HelpCommand.class})
 public final class StrataCommand implements Runnable {
 
     @CommandLine.Spec
@@ -32,7 +33,8 @@ public final class StrataCommand implements Runnable {
         CommandLine cli = new CommandLine(new StrataCommand());
         cli.setExecutionExceptionHandler((e, cmd, parsed) -> {
             if (e instanceof dev.strata.cache.config.ConfigException || e instanceof IllegalArgumentException
-                    || e instanceof dev.strata.memory.pool.PoolFormatException || e instanceof dev.strata.memory.TierIoException) {
+                    || e instanceof dev.strata.memory.pool.PoolFormatException || e instanceof dev.strata.memory.TierIoException
+                    || e instanceof dev.strata.cache.routing.RoutingTraceException || e instanceof java.io.UncheckedIOException) {
                 cmd.getErr().println("strata: " + e.getMessage());
                 return 2;
             }

@@ -163,11 +163,14 @@ public final class RoutingTraceStats {
      * @param footprint     mean fraction of the pool a session touches
      * @param support99     per-layer caps covering 99% of each layer's routed mass (the predictor's support estimate), max over layers
      * @param supportMean   the same, mean over layers
+     * @param supportHit    hit ratio (first sights included) of per-layer LRU caches each sized to its layer's support cap
+     * @param supportWarmHit the same without first sights: how near-lossless the right-sized caps are
      * @param prediction    precision@k of next-layer prediction, or null when not measured
      */
     public record Report(long steps, long prefillSteps, long tokens, long requests, long sessions, long bursts, int[] caps,
                          double[] hitRatios, double[] warmHitRatios, double burstUnion, double burstOverlap, double footprint,
-                         int support99, double supportMean, PredictionQuality prediction) {
+                         int support99, double supportMean, double supportHit, double supportWarmHit,
+                         PredictionQuality prediction) {
 
         /** Human-readable lines. */
         public List<String> lines() {
@@ -181,8 +184,8 @@ public final class RoutingTraceStats {
             out.add(h.toString());
             out.add(String.format(Locale.ROOT, "burst union %.1f%% of the pool, consecutive bursts overlap %.1f%%, session footprint %.1f%%",
                     100 * burstUnion, 100 * burstOverlap, 100 * footprint));
-            out.add(String.format(Locale.ROOT, "working-set support (experts covering 99%% of routed mass): max %d, mean %.1f per layer",
-                    support99, supportMean));
+            out.add(String.format(Locale.ROOT, "working-set support (experts covering 99%% of routed mass): max %d, mean %.1f per layer;"
+                    + " LRU caches of those sizes hit %.3f (warm %.3f)", support99, supportMean, supportHit, supportWarmHit));
             if (prediction != null) {
                 out.add(String.format(Locale.ROOT,
                         "next-layer precision@k: co-activation %.3f, frequency-only %.3f, random %.3f (%d predictions)",
@@ -222,11 +225,19 @@ public final class RoutingTraceStats {
             warm[i] = refs - compulsory == 0 ? 0 : 1 - warmMisses / (refs - compulsory);
         }
         int[] support = predictor.supportCaps(0.99);
+        double supportMisses = 0;
+        double supportWarmMisses = 0;
+        for (int l = 0; l < header.layers(); l++) {
+            supportMisses += curves[l].misses(support[l]);
+            supportWarmMisses += curves[l].warmMisses(support[l]);
+        }
         PredictionQuality q = kept == null ? null
                 : PredictionQuality.evaluate(header, kept, 2, 0.5, (int) Math.min(64, kept.size() / 10));
         return new Report(steps, prefillSteps, tokens, requests, sessions, bursts, caps, hit, warm,
                 bursts == 0 ? 0 : burstUnionSum / bursts, overlaps == 0 ? 0 : overlapSum / overlaps,
                 footprints == 0 ? 0 : footprintSum / footprints,
-                java.util.Arrays.stream(support).max().orElse(0), java.util.Arrays.stream(support).average().orElse(0), q);
+                java.util.Arrays.stream(support).max().orElse(0), java.util.Arrays.stream(support).average().orElse(0),
+                refs == 0 ? 0 : 1 - supportMisses / refs,
+                refs - compulsory == 0 ? 0 : 1 - supportWarmMisses / (refs - compulsory), q);
     }
 }

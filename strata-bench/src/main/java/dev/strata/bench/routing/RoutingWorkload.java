@@ -7,7 +7,9 @@ import java.util.Locale;
  * The knobs of a synthetic routing workload ({@link RoutingTraceGenerator}). Defaults describe a
  * Qwen3-30B-A3B-like model (48 MoE layers, 128 experts, top-8) serving a few multi-turn sessions
  * one at a time: every layer's popularity is Zipf-skewed, decode bursts reuse a small burst-local
- * set, and a hidden path per token couples the layers.
+ * set, and a hidden path per token couples the layers. Immutable; any thread. The defaults are a
+ * plausible shape, not a fit to measured traces: tune the knobs to a recorded trace's
+ * {@code strata trace stats}.
  *
  * @param layers           MoE layers
  * @param experts          experts per layer

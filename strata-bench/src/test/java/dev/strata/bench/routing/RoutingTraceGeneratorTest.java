@@ -122,6 +122,9 @@ class RoutingTraceGeneratorTest {
         assertThat(narrow.footprint()).isLessThanOrEqualTo(Math.ceil(0.4 * 64) / 64).isLessThan(wide.footprint() * 0.6);
         assertThat(narrow.support99()).isLessThanOrEqualTo((int) Math.ceil(0.4 * 64));
         assertThat(wide.support99()).isGreaterThan(narrow.support99());
+        // right-sized caps keep the cache near-lossless on reuse
+        assertThat(narrow.supportWarmHit()).isGreaterThan(0.9);
+        assertThat(wide.supportWarmHit()).isGreaterThan(0.9);
     }
 
     @Test

@@ -7,11 +7,14 @@ import java.util.Arrays;
  * exact {@link MissCurve}.
  *
  * <p>Design. Every reference gets a time (its position in a window of {@code capacity} slots).
- * A Fenwick tree over the window holds a mark at the time of each item's most recent reference,
- * so the marks after an item's previous reference time count exactly the distinct items
- * referenced since: its reuse distance. A reference clears the item's old mark and sets one at
- * the current time. Items are numbered densely on first sight by an open-addressing map from
- * {@code long} id to number (primitive arrays, linear probing, no allocation per reference). When
+ * The window holds a mark at the time of each item's most recent reference, so the marks after an
+ * item's previous reference time count exactly the distinct items referenced since: its reuse
+ * distance. Marks are bits of 64-bit words, and a Fenwick tree (binary indexed tree) over the
+ * words counts the marks of each prefix of words: a count is one tree walk over
+ * {@code window / 64} entries plus one popcount, six fewer levels than a tree over single times. A reference clears the item's old mark and sets one at
+ * the current time. An open-addressing map from {@code long} id to the item's last time (primitive
+ * arrays, linear probing, no allocation per reference) finds the old mark; the window remembers
+ * which map slot each live mark belongs to. When
  * the window is used up, compaction renumbers the live marks (one per distinct item) to times
  * {@code 0..distinct-1} in their order and rebuilds the tree in linear time; the window is kept at
  * two to four times the distinct items, so memory grows with the distinct items, never with the
@@ -29,17 +32,15 @@ public final class ReuseDistanceTracker {
     private static final int MIN_WINDOW = 1 << 10;
     private static final int EMPTY = -1;
 
-    // item map: id -> dense item number
+    // item map: id -> the window time of the item's most recent reference, by open addressing
     private long[] keys; // [mapCapacity] item ids
-    private int[] numbers; // [mapCapacity] dense item numbers, EMPTY where free
+    private int[] times; // [mapCapacity] window time of the item's last reference, EMPTY where the slot is free
     private int mapMask;
 
-    // per item, by dense number
-    private int[] lastTime; // [items] window time of the item's most recent reference
-
     // the window
-    private int[] fenwick; // [window + 1] 1-based Fenwick tree of marks
-    private int[] itemAt; // [window] dense number of the item whose last reference is at this time, EMPTY if none
+    private long[] marks; // [window / 64] bit t % 64 of word t / 64: a mark at time t
+    private int[] fenwick; // [window / 64 + 1] 1-based Fenwick tree of the marks per word
+    private int[] itemAt; // [window] map slot of the item whose last reference is at this time, EMPTY if none
     private int window; // times available before compaction
     private int now; // next time to hand out
 
@@ -57,12 +58,12 @@ public final class ReuseDistanceTracker {
     public ReuseDistanceTracker(int expectedItems) {
         int mapCapacity = Integer.highestOneBit(Math.max(16, expectedItems) * 2 - 1) * 2;
         keys = new long[mapCapacity];
-        numbers = new int[mapCapacity];
-        Arrays.fill(numbers, EMPTY);
+        times = new int[mapCapacity];
+        Arrays.fill(times, EMPTY);
         mapMask = mapCapacity - 1;
-        lastTime = new int[Math.max(16, expectedItems)];
         window = Math.max(MIN_WINDOW, Integer.highestOneBit(Math.max(1, expectedItems) - 1) * 4);
-        fenwick = new int[window + 1];
+        marks = new long[window >>> 6];
+        fenwick = new int[(window >>> 6) + 1];
         itemAt = new int[window];
         Arrays.fill(itemAt, EMPTY);
         histogram = new long[Math.max(16, expectedItems)];
@@ -75,26 +76,26 @@ public final class ReuseDistanceTracker {
     public int access(long item) {
         references++;
         int slot = slotOf(item);
-        int n = numbers[slot];
         int distance;
-        if (n == EMPTY) {
-            n = distinct++;
-            keys[slot] = item;
-            numbers[slot] = n;
-            if (n == lastTime.length) {
-                lastTime = Arrays.copyOf(lastTime, n * 2);
-            }
-            if (distinct * 2 > mapMask + 1) {
+        if (times[slot] == EMPTY) {
+            if ((distinct + 1) * 2 > mapMask + 1) {
                 growMap();
+                slot = slotOf(item);
             }
+            distinct++;
+            keys[slot] = item;
+            times[slot] = 0; // occupied; the mark is set below
             compulsory++;
             distance = FIRST_SIGHT;
         } else {
-            int prev = lastTime[n];
-            // one mark per distinct item; prefix(prev + 1) counts those at times 0..prev, the item's own
+            int prev = times[slot];
+            // one mark per distinct item; marksUpTo(prev) counts those at times 0..prev, the item's own
             // included, so the rest are the distinct items referenced since
-            distance = distinct - prefix(prev + 1);
-            add(prev + 1, -1);
+            int word = prev >>> 6;
+            long bits = marks[word];
+            distance = distinct - prefix(word) - Long.bitCount(bits & (-1L >>> (63 - (prev & 63))));
+            marks[word] = bits & ~(1L << prev);
+            add(word + 1, -1);
             itemAt[prev] = EMPTY;
             if (distance >= histogram.length) {
                 histogram = Arrays.copyOf(histogram, Math.max(distance + 1, histogram.length * 2));
@@ -104,9 +105,10 @@ public final class ReuseDistanceTracker {
         if (now == window) {
             compact();
         }
-        lastTime[n] = now;
-        itemAt[now] = n;
-        add(now + 1, 1);
+        times[slot] = now;
+        itemAt[now] = slot;
+        marks[now >>> 6] |= 1L << now;
+        add((now >>> 6) + 1, 1);
         now++;
         return distance;
     }
@@ -160,8 +162,9 @@ public final class ReuseDistanceTracker {
 
     /** Forgets every reference and item. */
     public void clear() {
-        Arrays.fill(numbers, EMPTY);
+        Arrays.fill(times, EMPTY);
         Arrays.fill(fenwick, 0);
+        Arrays.fill(marks, 0);
         Arrays.fill(itemAt, EMPTY);
         Arrays.fill(histogram, 0);
         distinct = 0;
@@ -172,32 +175,34 @@ public final class ReuseDistanceTracker {
 
     /** Bytes of the tracker's arrays (memory grows with distinct items, not with references). */
     public long footprintBytes() {
-        return 8L * keys.length + 4L * numbers.length + 4L * lastTime.length + 4L * fenwick.length + 4L * itemAt.length
+        return 8L * keys.length + 4L * times.length + 8L * marks.length + 4L * fenwick.length + 4L * itemAt.length
                 + 8L * histogram.length;
     }
 
     private int slotOf(long item) {
         long h = item * 0x9E37_79B9_7F4A_7C15L;
         int i = (int) (h ^ (h >>> 29)) & mapMask;
-        while (numbers[i] != EMPTY && keys[i] != item) {
+        while (times[i] != EMPTY && keys[i] != item) {
             i = (i + 1) & mapMask;
         }
         return i;
     }
 
+    /** Doubles the map; every item keeps its time, and the window's slot references follow the items. */
     private void growMap() {
         long[] oldKeys = keys;
-        int[] oldNumbers = numbers;
+        int[] oldTimes = times;
         int capacity = (mapMask + 1) * 2;
         keys = new long[capacity];
-        numbers = new int[capacity];
-        Arrays.fill(numbers, EMPTY);
+        times = new int[capacity];
+        Arrays.fill(times, EMPTY);
         mapMask = capacity - 1;
         for (int i = 0; i < oldKeys.length; i++) {
-            if (oldNumbers[i] != EMPTY) {
+            if (oldTimes[i] != EMPTY) {
                 int s = slotOf(oldKeys[i]);
                 keys[s] = oldKeys[i];
-                numbers[s] = oldNumbers[i];
+                times[s] = oldTimes[i];
+                itemAt[oldTimes[i]] = s; // every stored item has its mark: growth happens before a new item is stored
             }
         }
     }
@@ -207,10 +212,10 @@ public final class ReuseDistanceTracker {
         compactions++;
         int live = 0;
         for (int t = 0; t < now; t++) {
-            int n = itemAt[t];
-            if (n != EMPTY) {
-                itemAt[live] = n;
-                lastTime[n] = live;
+            int slot = itemAt[t];
+            if (slot != EMPTY) {
+                itemAt[live] = slot;
+                times[slot] = live;
                 live++;
             }
         }
@@ -219,32 +224,41 @@ public final class ReuseDistanceTracker {
         if (window < needed) {
             int grown = Integer.highestOneBit(needed - 1) * 2;
             itemAt = Arrays.copyOf(itemAt, grown);
-            fenwick = new int[grown + 1];
+            marks = new long[grown >>> 6];
+            fenwick = new int[(grown >>> 6) + 1];
             window = grown;
         }
         Arrays.fill(itemAt, live, window, EMPTY);
-        // linear Fenwick build over marks at 0..live-1
+        // marks at 0..live-1, then a linear Fenwick build over the words' counts
+        int words = window >>> 6;
+        Arrays.fill(marks, 0);
+        for (int w = 0; w < (live >>> 6); w++) {
+            marks[w] = -1L;
+        }
+        if ((live & 63) != 0) {
+            marks[live >>> 6] = -1L >>> (64 - (live & 63));
+        }
         Arrays.fill(fenwick, 0);
-        for (int i = 1; i <= window; i++) {
-            if (i <= live) {
-                fenwick[i] += 1;
-            }
+        for (int i = 1; i <= words; i++) {
+            fenwick[i] += Long.bitCount(marks[i - 1]);
             int parent = i + (i & -i);
-            if (parent <= window) {
+            if (parent <= words) {
                 fenwick[parent] += fenwick[i];
             }
         }
         now = live;
     }
 
+    /** Adds {@code delta} to the count of word {@code i - 1} (1-based {@code i}). */
     private void add(int i, int delta) {
         int[] f = fenwick;
-        for (; i <= window; i += i & -i) {
+        int n = f.length - 1;
+        for (; i <= n; i += i & -i) {
             f[i] += delta;
         }
     }
 
-    /** Marks at 1-based positions 1..i (times 0..i-1). */
+    /** Marks in words 0..i-1 (times 0..64i-1). */
     private int prefix(int i) {
         int[] f = fenwick;
         int s = 0;

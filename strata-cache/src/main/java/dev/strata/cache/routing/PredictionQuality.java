@@ -8,7 +8,8 @@ package dev.strata.cache.routing;
  *
  * <p>Precision@k of one token at target layer {@code m >= 1}: the fraction of the {@code k}
  * predicted experts that are among the {@code k} the router chose. The figures average over every
- * token and every target layer after a warm-up of {@code warmupSteps}.
+ * token and every target layer after a warm-up of {@code warmupSteps}. Immutable; {@link #evaluate}
+ * runs on the calling thread.
  *
  * @param precision          mean precision@k of the co-activation predictor
  * @param frequencyPrecision mean precision@k of the frequency-only baseline

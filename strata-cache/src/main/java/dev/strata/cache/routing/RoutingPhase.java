@@ -1,6 +1,6 @@
 package dev.strata.cache.routing;
 
-/** What kind of forward pass a step was, as recorded; {@code UNKNOWN} when the recorder did not say. */
+/** What kind of forward pass a step was, as recorded; {@code UNKNOWN} when the recorder did not say. Any thread. */
 public enum RoutingPhase {
     UNKNOWN(0), PREFILL(1), DECODE(2);
 

@@ -9,7 +9,7 @@ import java.nio.file.Path;
  * line, the record number and the offending value.
  *
  * <p>Records read before the one that failed stay valid: a reader delivers every record up to the
- * first bad one before it throws.
+ * first bad one before it throws. Immutable; any thread.
  */
 public final class RoutingTraceException extends RuntimeException {
     private static final long serialVersionUID = 1L;

@@ -6,7 +6,7 @@ import java.nio.charset.StandardCharsets;
  * The shape of every step in a routing trace: how many MoE layers a forward pass crosses, how many
  * experts each layer has (ids {@code 0..experts-1}), how many a token is routed to per layer, and
  * an optional model name or fingerprint so that a trace is replayed against the model it came
- * from.
+ * from. Immutable; any thread.
  *
  * @param layers  MoE layers per forward pass, {@code 1..}{@link RoutingTraceFormat#MAX_LAYERS}
  * @param experts experts per layer, {@code 1..}{@link RoutingTraceFormat#MAX_EXPERTS} (ids are u16)
