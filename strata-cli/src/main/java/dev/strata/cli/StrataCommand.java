@@ -16,6 +16,8 @@ import picocli.CommandLine.Command;
                 SimulateCommand.class,
                 TraceCommand.class,
                 NodeCommand.class,
+                PlanSplitCommand.class,
+                CommandLine.HelpCommand.class})
                 CommandLine.HelpCommand.class})
 public final class StrataCommand implements Runnable {
 

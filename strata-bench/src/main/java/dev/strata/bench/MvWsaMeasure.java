@@ -1,0 +1,209 @@
+package dev.strata.bench;
+
+import dev.strata.bench.routing.RoutingTraceGenerator;
+import dev.strata.bench.routing.RoutingWorkload;
+import dev.strata.bench.routing.SyntheticKvBlockStream;
+import dev.strata.cache.split.MissCosts;
+import dev.strata.cache.split.MvWsaSolver;
+import dev.strata.cache.split.Split;
+import dev.strata.cache.split.SplitController;
+import dev.strata.cache.split.SplitProblem;
+import dev.strata.memory.Sizes;
+import java.io.PrintStream;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+
+/**
+ * Measures MV-WSA's split of one pageable budget between expert slots and KV blocks in trace-driven
+ * simulation, against the brute-force oracle (the best static split in hindsight, every cap tried on
+ * the exact LRU curves of the whole trace), the even 50–50 split and the KV-blind split
+ * proportional to the expert working set (Flux-prop), on generated workloads: expert-heavy (few
+ * short sessions, a wide expert hot set), KV-heavy (many long sessions, a narrow hot set),
+ * shifting (KV-heavy, then expert-heavy, within one run), all 8 layers × 64 experts, top-4; and a
+ * Qwen3-30B-A3B-shaped trace of the routing workload generator (48 layers × 128 experts, top-8)
+ * beside synthetic multi-turn KV sessions.
+ *
+ * <p>All figures are simulated seconds spent on misses, with modelled costs (an expert of 9 MiB over
+ * a 25 GB/s link, a 16-token KV block recomputed at 30 µs per token): ratios of policies on the
+ * same trace in the same run, not measurements of hardware. MV-WSA online starts at the 50–50
+ * split and resizes at every burst end.
+ *
+ * <p>Confined to the calling thread.
+ */
+public final class MvWsaMeasure {
+    static final int LAYERS = 8;
+    static final int EXPERTS = 64;
+    static final int TOP_K = 4;
+    static final long EXPERT_BYTES = 9 * Sizes.MiB; // one expert of one layer
+    static final int BLOCK_TOKENS = 16;
+    static final long BLOCK_BYTES = BLOCK_TOKENS * 96 * Sizes.KiB; // KV of 16 tokens over all layers
+    static final double LINK_BYTES_PER_SECOND = 25e9;
+    static final double RECOMPUTE_SECONDS_PER_TOKEN = 30e-6;
+
+    static final double DECAY = Double.parseDouble(System.getProperty("strata.mvwsa.decay", "0.97"));
+
+    private MvWsaMeasure() {
+    }
+
+    /**
+     * One workload of the measure.
+     *
+     * @param name        stable identifier (figure names)
+     * @param budgetBytes pageable budget
+     * @param trace       makes the trace for a quick or full run from a seed
+     */
+    record Workload(String name, long budgetBytes, TraceMaker trace) {
+    }
+
+    /** Makes a workload's trace. */
+    @FunctionalInterface
+    interface TraceMaker {
+        SplitWorkload make(boolean quick, long seed);
+    }
+
+    /** Every policy's simulated seconds on one workload. */
+    record Outcome(String workload, Map<String, Double> seconds, Map<String, Split> splits, boolean kvBlindAdmissible) {
+    }
+
+    static List<Workload> workloads() {
+        SplitWorkload.Profile expertHeavy = new SplitWorkload.Profile("expert-heavy", 40, 0.9, 3, 30, 2, 160, 24);
+        SplitWorkload.Profile kvHeavy = new SplitWorkload.Profile("kv-heavy", 10, 0.95, 20, 80, 1, 110, 24);
+        return List.of(
+                new Workload("expert_heavy", 3584 * Sizes.MiB, (quick, seed) -> SplitWorkload.generate(LAYERS, EXPERTS, TOP_K,
+                        quick ? 320 : 960, seed, expertHeavy)),
+                new Workload("kv_heavy", 3 * Sizes.GiB, (quick, seed) -> SplitWorkload.generate(LAYERS, EXPERTS, TOP_K,
+                        quick ? 320 : 960, seed, kvHeavy)),
+                new Workload("shifting", 3328 * Sizes.MiB, (quick, seed) -> SplitWorkload.generate(LAYERS, EXPERTS, TOP_K,
+                        quick ? 320 : 960, seed, kvHeavy, expertHeavy)),
+                new Workload("qwen3_like", 20 * Sizes.GiB, MvWsaMeasure::qwen3Like));
+    }
+
+    /**
+     * A Qwen3-30B-A3B-shaped trace from the routing workload generator (48 layers, 128 experts,
+     * top-8, Zipf popularity, burst locality, co-activation paths, a prefill step per request)
+     * beside multi-turn synthetic KV sessions, eight at a time.
+     */
+    static SplitWorkload qwen3Like(boolean quick, long seed) {
+        RoutingWorkload d = RoutingWorkload.defaults();
+        int sessions = quick ? 2 : 6;
+        RoutingWorkload w = new RoutingWorkload(d.layers(), d.experts(), d.topK(), d.model(), seed, sessions, 4,
+                d.prefillTokens(), d.decodeSteps(), d.burstSteps(), d.skew(), d.skewSpread(), d.support(), d.burstLocality(),
+                d.burstSetSize(), d.drift(), d.driftPeriod(), d.driftRate(), d.paths(), d.coupling(), d.pathSetSize(),
+                d.pathStickiness());
+        RoutingTraceGenerator generator = new RoutingTraceGenerator(w);
+        SyntheticKvBlockStream kv = new SyntheticKvBlockStream(quick ? 24 : 48, 8, 6, 8, 200, 20, 10, seed ^ 0x4B56);
+        return SplitWorkload.fromRouting(generator.header(), generator, kv);
+    }
+
+    /** The figures, printing the table to standard output. */
+    public static List<Figure> figures(boolean quick) {
+        return figures(quick, System.out);
+    }
+
+    /** The figures; the table of simulated latencies goes to {@code out} (null: not printed). */
+    public static List<Figure> figures(boolean quick, PrintStream out) {
+        List<Outcome> outcomes = new ArrayList<>();
+        List<Workload> workloads = workloads();
+        Progress progress = new Progress(System.err, workloads.size());
+        for (Workload w : workloads) {
+            progress.step("simulating the " + w.name().replace('_', '-') + " workload");
+            outcomes.add(measure(w, quick, 0x5EED + w.name().hashCode()));
+        }
+        if (out != null) {
+            out.print(table(outcomes));
+        }
+        List<Figure> figures = new ArrayList<>();
+        for (Outcome o : outcomes) {
+            double online = o.seconds().get("MV-WSA online");
+            String oracleName = o.workload().equals("shifting") ? "global oracle (best static split in hindsight)"
+                    : "oracle (best static split in hindsight)";
+            figures.add(Figure.of("mvwsa_online_vs_oracle_" + o.workload(), online, "s", oracleName,
+                    o.seconds().get("oracle"), "<= 1.05").withNote(splitNote(o, "MV-WSA online")));
+            figures.add(Figure.of("mvwsa_offline_vs_oracle_" + o.workload(), o.seconds().get("MV-WSA offline"), "s",
+                    oracleName, o.seconds().get("oracle"), "<= 1.05").withNote("configured on a separate, shorter trace of the same workload; "
+                    + splitNote(o, "MV-WSA offline")));
+            figures.add(Figure.of("mvwsa_online_vs_fifty_fifty_" + o.workload(), online, "s", "50-50 split",
+                    o.seconds().get("50-50"), "<= 1.0").withNote(splitNote(o, "50-50")));
+            Figure blind = Figure.of("mvwsa_online_vs_kv_blind_" + o.workload(), online, "s",
+                    "KV-blind split proportional to the expert working set (Flux-prop)", o.seconds().get("Flux-prop"), "<= 1.0");
+            figures.add(blind.withNote(splitNote(o, "Flux-prop") + (o.kvBlindAdmissible() ? ""
+                    : "; below the admission floor: it would not start, its latency is shown as if it ran")));
+        }
+        return figures;
+    }
+
+    private static String splitNote(Outcome o, String policy) {
+        Split s = o.splits().get(policy);
+        return s == null ? "resized online" : "cap " + s.expertCap() + ", " + s.kvBlocks() + " KV blocks";
+    }
+
+    static Outcome measure(Workload w, boolean quick, long seed) {
+        SplitWorkload trace = w.trace().make(quick, seed);
+        MissCosts costs = MissCosts.fromPhysical(EXPERT_BYTES, LINK_BYTES_PER_SECOND, BLOCK_TOKENS,
+                RECOMPUTE_SECONDS_PER_TOKEN, MissCosts.Source.GIVEN);
+        long floor = trace.maxPeak(); // concurrency 1 × the longest context a burst holds
+        long slotBytes = trace.layers * EXPERT_BYTES;
+        SplitSimulation sim = new SplitSimulation(trace, w.budgetBytes(), slotBytes, BLOCK_BYTES, costs, floor);
+        SplitProblem exact = sim.exactProblem();
+        Map<String, Double> seconds = new LinkedHashMap<>();
+        Map<String, Split> splits = new LinkedHashMap<>();
+        Split oracle = MvWsaSolver.oracle(exact);
+        seconds.put("oracle", oracle.predictedSeconds());
+        splits.put("oracle", oracle);
+        Split half = MvWsaSolver.fiftyFifty(exact);
+        Split blind = MvWsaSolver.kvBlind(exact);
+        // the configurator runs open-loop on a separate, shorter trace of the same workload
+        SplitWorkload representative = w.trace().make(true, ~seed);
+        Split offline = exact.splitAt(new MvWsaSolver().solve(sim.exactProblem(representative)).chosen().expertCap());
+        MvWsaSolver solver = new MvWsaSolver();
+        double online = sim.online(new SplitController.Settings(w.budgetBytes(), floor, 4, 0.01, 8, 2,
+                SplitController.Mode.ESTIMATOR), half.expertCap(), DECAY, solver);
+        double step = sim.online(new SplitController.Settings(w.budgetBytes(), floor, 4, 0.01, 8, 2,
+                SplitController.Mode.STEP_RULE), half.expertCap(), DECAY, solver);
+        seconds.put("MV-WSA online", online);
+        seconds.put("MV-WSA online, step rule", step);
+        seconds.put("MV-WSA offline", offline.predictedSeconds());
+        splits.put("MV-WSA offline", offline);
+        seconds.put("50-50", half.predictedSeconds());
+        splits.put("50-50", half);
+        seconds.put("Flux-prop", blind.predictedSeconds());
+        splits.put("Flux-prop", blind);
+        return new Outcome(w.name(), seconds, splits, blind.admissible());
+    }
+
+    /** The table of simulated latencies, as ratios to the oracle (global oracle for the shift). */
+    static String table(List<Outcome> outcomes) {
+        StringBuilder b = new StringBuilder();
+        b.append(String.format(Locale.ROOT, "%-26s", "policy"));
+        for (Outcome o : outcomes) {
+            b.append(String.format(Locale.ROOT, " | %-24s", o.workload().replace('_', '-')
+                    + (o.workload().equals("shifting") ? " (vs global)" : " (vs oracle)")));
+        }
+        b.append('\n').append("-".repeat(26 + outcomes.size() * 27)).append('\n');
+        for (String policy : outcomes.getFirst().seconds().keySet()) {
+            b.append(String.format(Locale.ROOT, "%-26s", policy));
+            for (Outcome o : outcomes) {
+                double ratio = o.seconds().get(policy) / o.seconds().get("oracle");
+                Split s = o.splits().get(policy);
+                String where = s == null ? "online" : "k=" + s.expertCap() + (s.admissible() ? "" : "!");
+                b.append(String.format(Locale.ROOT, " | %6.3fx %8.2fs %-7s", ratio, o.seconds().get(policy), where));
+            }
+            b.append('\n');
+        }
+        b.append("k = expert slots per layer; ! = below the KV admission floor (would not start). Simulated seconds on misses,\n")
+                .append("modelled costs: expert 9 MiB over 25 GB/s, KV block of 16 tokens recomputed at 30 us/token.\n");
+        return b.toString();
+    }
+
+    /** Prints the table and the figures (full run unless {@code --quick}). */
+    public static void main(String[] args) {
+        boolean quick = List.of(args).contains("--quick");
+        for (Figure f : figures(quick)) {
+            System.out.printf(Locale.ROOT, "%-44s %10.3f %s  ratio %.3f  goal %s  %s  %s%n", f.name(), f.value(), f.unit(),
+                    f.ratio(), f.goal(), f.met() ? "met" : "NOT MET", f.note());
+        }
+    }
+}

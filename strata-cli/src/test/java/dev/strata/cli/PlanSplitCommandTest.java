@@ -1,0 +1,134 @@
+package dev.strata.cli;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.strata.cache.routing.RoutingPhase;
+import dev.strata.cache.routing.RoutingTraceHeader;
+import dev.strata.cache.routing.RoutingTraceWriter;
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.SplittableRandom;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+class PlanSplitCommandTest {
+    @TempDir
+    Path dir;
+
+    private record Run(int status, String out, String err) {
+    }
+
+    private static Run run(String... args) {
+        var cli = StrataCommand.commandLine();
+        StringWriter err = new StringWriter();
+        cli.setErr(new PrintWriter(err, true));
+        PrintStream saved = System.out;
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        System.setOut(new PrintStream(out, true, StandardCharsets.UTF_8));
+        try {
+            int status = cli.execute(args);
+            return new Run(status, out.toString(StandardCharsets.UTF_8), err.toString());
+        } finally {
+            System.setOut(saved);
+        }
+    }
+
+    /** A binary routing trace: 4 layers of 32 experts, top-2, decode steps drawn mostly from a hot set of 9. */
+    private Path routingTrace() {
+        Path file = dir.resolve("routing.trace");
+        RoutingTraceHeader header = new RoutingTraceHeader(4, 32, 2, "test-moe");
+        SplittableRandom r = new SplittableRandom(5);
+        try (RoutingTraceWriter w = RoutingTraceWriter.create(file, header)) {
+            for (int burst = 0; burst < 40; burst++) {
+                w.startBurst();
+                for (int step = 0; step < 13; step++) {
+                    int[] ids = new int[4 * 2];
+                    for (int l = 0; l < 4; l++) {
+                        int a = r.nextInt(10) < 8 ? r.nextInt(9) : r.nextInt(32);
+                        int b;
+                        do {
+                            b = r.nextInt(10) < 8 ? r.nextInt(9) : r.nextInt(32);
+                        } while (b == a);
+                        ids[l * 2] = a;
+                        ids[l * 2 + 1] = b;
+                    }
+                    w.step(RoutingPhase.DECODE, 1, ids);
+                }
+            }
+        }
+        return file;
+    }
+
+    /** A Mooncake-format trace: 7 sessions whose requests share growing prefixes. */
+    private Path kvTrace() throws Exception {
+        Path file = dir.resolve("kv.jsonl");
+        SplittableRandom r = new SplittableRandom(6);
+        List<String> lines = new ArrayList<>();
+        int[] length = new int[7];
+        for (int i = 0; i < 90; i++) {
+            int s = r.nextInt(7);
+            length[s] += 1 + r.nextInt(3);
+            StringBuilder ids = new StringBuilder();
+            for (int b = 0; b < length[s]; b++) {
+                ids.append(b == 0 ? "" : ", ").append(s * 1000 + b);
+            }
+            lines.add("{\"timestamp\": " + i * 100 + ", \"input_length\": " + (length[s] * 512 - 37)
+                    + ", \"output_length\": 40, \"hash_ids\": [" + ids + "]}");
+        }
+        Files.write(file, lines);
+        return file;
+    }
+
+    @Test
+    void printsTheChosenSplitBesideTheOracleAndTheFixedSplits() throws Exception {
+        Run r = run("plan-split", "--routing", routingTrace().toString(), "--kv", kvTrace().toString(), "--budget", "9GiB",
+                "--expert-bytes", "12MiB", "--kv-block-bytes", "24MiB", "--link-bandwidth", "25", "--recompute-us-per-token", "40",
+                "--concurrency", "2", "--show-grid");
+        assertThat(r.err()).isEmpty();
+        assertThat(r.status()).isZero();
+        assertThat(r.out()).contains("expert stream: 520 steps, 4 layers x 32 experts, top-2").contains("MV-WSA")
+                .contains("oracle (every cap)").contains("50-50").contains("KV-blind (Flux-prop)").contains("admission floor");
+        String mvwsa = line(r.out(), "MV-WSA ");
+        String oracle = line(r.out(), "oracle (every cap)");
+        // the solver's split is the oracle's: same cap, same blocks, ratio 1
+        assertThat(mvwsa.substring(30)).isEqualTo(oracle.substring(30));
+        assertThat(mvwsa).contains("1.000x");
+        assertThat(r.out()).contains("grid (finite differences");
+    }
+
+    @Test
+    void badInputEndsWithOneLineAndStatus2() throws Exception {
+        Path routing = routingTrace();
+        Path kv = kvTrace();
+        Path broken = dir.resolve("broken.jsonl");
+        Files.writeString(broken, "{\"hash_ids\": [1, 2]}\n{\"hash_ids\": [3, -4]}\n");
+        Run bad = run("plan-split", "--routing", routing.toString(), "--kv", broken.toString(), "--budget", "9GiB");
+        assertThat(bad.status()).isEqualTo(2);
+        assertThat(bad.err().strip()).startsWith("strata: ").contains("broken.jsonl:2").contains("-4").doesNotContain("\n");
+        Run size = run("plan-split", "--routing", routing.toString(), "--kv", kv.toString(), "--budget", "lots");
+        assertThat(size.status()).isEqualTo(2);
+        assertThat(size.err().strip()).isEqualTo("strata: --budget: not a size: 'lots' (expected e.g. 4096, 64KiB, 8GiB, 2GB)");
+        Run tiny = run("plan-split", "--routing", routing.toString(), "--kv", kv.toString(), "--budget", "64MiB");
+        assertThat(tiny.status()).isEqualTo(2);
+        assertThat(tiny.err()).startsWith("strata: budget of 67108864 bytes cannot hold the KV floor");
+        Run missing = run("plan-split", "--routing", dir.resolve("nope.trace").toString(), "--kv", kv.toString(), "--budget", "9GiB");
+        assertThat(missing.status()).isEqualTo(2);
+        assertThat(missing.err().strip()).startsWith("strata: routing trace file not found");
+        Path garbage = dir.resolve("garbage.trace");
+        Files.write(garbage, new byte[] {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20});
+        Run corrupt = run("plan-split", "--routing", garbage.toString(), "--kv", kv.toString(), "--budget", "9GiB");
+        assertThat(corrupt.status()).isEqualTo(2);
+        assertThat(corrupt.err()).startsWith("strata: ").contains("garbage.trace");
+    }
+
+    private static String line(String text, String prefix) {
+        return text.lines().filter(l -> l.startsWith(prefix)).findFirst().orElseThrow();
+    }
+}
