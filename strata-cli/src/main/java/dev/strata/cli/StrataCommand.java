@@ -18,7 +18,6 @@ import picocli.CommandLine.Command;
                 NodeCommand.class,
                 PlanSplitCommand.class,
                 CommandLine.HelpCommand.class})
-                CommandLine.HelpCommand.class})
 public final class StrataCommand implements Runnable {
 
     @CommandLine.Spec
