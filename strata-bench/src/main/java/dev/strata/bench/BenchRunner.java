@@ -15,7 +15,9 @@ import java.util.function.Supplier;
 public final class BenchRunner {
 
     private static final Map<String, Supplier<Scenario>> SCENARIOS = new TreeMap<>(Map.of(
-            "tiers", TiersScenario::new));
+            "tiers", TiersScenario::new,
+            "kv", KvScenario::new,
+            "experts", ExpertsScenario::new));
 
     private BenchRunner() {
     }

@@ -12,7 +12,9 @@ import picocli.CommandLine.Parameters;
 /** {@code strata bench <scenario>}: runs a benchmark scenario and writes its report. */
 @Command(name = "bench", mixinStandardHelpOptions = true,
         description = {"Runs a benchmark scenario: prints a table and writes bench-results/<scenario>.json and .html.",
-                "Scenarios: tiers (tier transfers, KV gather/scatter, disk against fio, object store ops)."})
+                "Scenarios: tiers (tier transfers, KV gather/scatter, disk against fio, object store ops),",
+                "kv (block manager ops, cross-process pool loads, shared-memory RPC, trace replay against Belady),",
+                "experts (expert pager steps, reuse distances, MV-WSA split against the oracle)."})
 final class BenchCommand implements Callable<Integer> {
 
     @Parameters(index = "0", paramLabel = "SCENARIO", description = "the scenario to run: ${COMPLETION-CANDIDATES}",

@@ -1,0 +1,57 @@
+package dev.strata.bench;
+
+import dev.strata.bench.kvsim.TraceReplayMeasure;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * {@code strata bench kv}: the KV cache across tiers and processes. Block-manager operations per
+ * block, loads of blocks another process published in the shared pool against a raw copy, RPC
+ * over shared memory against a raw shared-memory ping-pong and loopback TCP, and the Mooncake
+ * trace replayed at three capacities with every eviction policy against Bélády's optimum.
+ *
+ * <p>The trace is looked up as {@code ../shared/traces/mooncake/synthetic_trace.jsonl} from the
+ * Strata checkout ({@code strata.home}, set by {@code bin/strata}, else the working directory);
+ * {@code -Dstrata.trace.mooncake=FILE} names another. Without it a generated trace is replayed
+ * and the report says so.
+ *
+ * <p>Runs on the calling thread; the measures start their own child JVMs and workers.
+ */
+public final class KvScenario implements Scenario {
+
+    @Override
+    public String name() {
+        return "kv";
+    }
+
+    @Override
+    public String description() {
+        return "KV block manager ops, cross-process pool loads, shared-memory RPC, Mooncake trace replay vs Belady";
+    }
+
+    @Override
+    public List<Figure> run(Options options, List<String> notes) throws Exception {
+        List<Figure> figures = new ArrayList<>();
+        Progress progress = new Progress(System.err, 4);
+        progress.step("block manager: match + commit + release per block");
+        figures.addAll(KvBlockOpsMeasure.figures(options.quick()));
+        progress.step("loads from the POOL of blocks another process published");
+        figures.addAll(PoolLoadMeasure.figures(options.quick()));
+        progress.step("RPC over shared memory between two JVMs, against raw ping-pong and loopback TCP");
+        figures.addAll(RpcMeasure.figures(options.quick()));
+        progress.step("Mooncake trace replay at 1k, 5k and 20k blocks, every policy against Belady");
+        figures.addAll(TraceReplayMeasure.figures(mooncakeTrace(), notes));
+        return figures;
+    }
+
+    /** The trace named by {@code strata.trace.mooncake}, else the shared one next to the checkout, else null. */
+    static Path mooncakeTrace() {
+        String named = System.getProperty("strata.trace.mooncake");
+        if (named != null && !named.isBlank()) {
+            return Path.of(named);
+        }
+        Path home = Path.of(System.getProperty("strata.home", "."));
+        return TraceReplayMeasure.mooncakeTrace(home.toAbsolutePath());
+    }
+}
