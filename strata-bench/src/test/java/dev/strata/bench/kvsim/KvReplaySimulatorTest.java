@@ -72,6 +72,24 @@ class KvReplaySimulatorTest {
     }
 
     @Test
+    void aOneOffDocumentCyclesThroughTheReachedOnceSegmentWithoutFlushingASharedPrompt() {
+        // capacity 6: a prompt [1,2,3] is reached twice (shared), then two one-off documents of 4 blocks pass, then
+        // the prompt returns.
+        // LRU: writing 13 evicts 1 (least recently used) and the cascade drops 2 and 3: r4 hits nothing; 3 hits in all.
+        // priority LRU: no EVICTABLE block is free while r2 runs (10..13 pinned), so 1 (RECENT, least recent) goes.
+        // prefix-aware: 13 needs room while 10..12 are pinned, so the shared leaf 3 goes; r3 then takes the
+        // reached-once segment (13, 12, 11, 10, leaves first) and keeps 1 and 2: r4 hits 1 and 2; 5 hits in all.
+        PrefixTrace t = trace(ids(1, 2, 3), ids(1, 2, 3), ids(10, 11, 12, 13), ids(20, 21, 22, 23), ids(1, 2, 3));
+        ReplayResult lru = KvReplaySimulator.replay(t, single(6, PolicyKind.LRU));
+        ReplayResult plru = KvReplaySimulator.replay(t, single(6, PolicyKind.PRIORITY_LRU));
+        ReplayResult pa = KvReplaySimulator.replay(t, single(6, PolicyKind.PREFIX_AWARE));
+        assertThat(lru.hits()).isEqualTo(3);
+        assertThat(plru.hits()).isEqualTo(3);
+        assertThat(pa.hits()).isEqualTo(5);
+        assertThat(pa.strandingEvictions()).isZero();
+    }
+
+    @Test
     void victimsMoveDownTheChainAndHitsComeBackUpOnEveryLink() {
         // one block per tier, LRU: r1..r3 write 1, 2, 3, pushing the older ones down: device {3}, host {2}, disk {1}.
         // r4 asks 1: a disk hit; it is promoted to device, pushing 3 to host and 2 to disk.

@@ -24,7 +24,8 @@ public abstract class PolicyNode {
     byte prefixState; // PrefixAwarePolicy.LEAF, INNER, PARKED or SKIPPED while tracked
     int heapIndex = -1; // index in the owner's leaf heap, -1 when not in it
     int prefixChildren; // children of this block tracked by the same policy
-    long prefixValue; // eviction order: reach class (bit 62) | logical time of the last use
+    long prefixValue; // eviction order inside its segment: logical time of the last use
+    byte prefixSegment; // PrefixAwarePolicy.ONCE or PrefixAwarePolicy.SHARED while tracked
     long localHits; // hits counted by the policy, for nodes that are not PrefixNodes
 
     /** The object's priority class now. */

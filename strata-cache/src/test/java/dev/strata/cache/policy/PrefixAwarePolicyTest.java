@@ -10,7 +10,7 @@ import java.util.List;
 import java.util.SplittableRandom;
 import org.junit.jupiter.api.Test;
 
-/** The prefix-aware policy: leaves only, value order, exact child counts under any order of events. */
+/** The prefix-aware policy: leaves only, two segments with an adaptive split, exact child counts under any order of events. */
 class PrefixAwarePolicyTest {
 
     /** A block of a prefix tree in one tier: knows its parent and whether it is tracked now. */
@@ -109,7 +109,7 @@ class PrefixAwarePolicyTest {
     }
 
     @Test
-    void aBlockReachedByMoreRequestsOutlivesOneTurnoverOfSingleUseBlocks() {
+    void blocksReachedOnceGoBeforeSharedBlocksUntilAGhostSaysOtherwise() {
         PrefixAwarePolicy p = new PrefixAwarePolicy();
         Block shared = new Block("shared", null);
         shared.reach = 2;
@@ -119,10 +119,102 @@ class PrefixAwarePolicyTest {
             once[i] = new Block("once" + i, null);
             insert(p, once[i]);
         }
-        // values: once0..2 are worth their times 2, 3, 4 (reach 1: no bonus); re-touched at time 5 with
-        // 4 blocks tracked, shared is worth 5 + 4 * log2(2) = 9, one turnover above its recency
-        p.onAccess(shared);
+        // no evidence yet: the reached-once segment has target 0, so it is emptied first (scan
+        // resistance), even though shared is the least recently used block
+        assertThat(p.onceTarget()).isZero();
+        assertThat(p.onceSize()).isEqualTo(3);
         assertThat(drain(p, List.of())).containsExactly("once0", "once1", "once2", "shared");
+    }
+
+    @Test
+    void aSecondRequestMovesABlockIntoTheSharedSegment() {
+        PrefixAwarePolicy p = new PrefixAwarePolicy();
+        Block a = new Block("a", null);
+        Block x = new Block("x", null);
+        insert(p, a);
+        insert(p, x);
+        assertThat(p.onceSize()).isEqualTo(2);
+        a.reach = 2;
+        p.onAccess(a);
+        assertThat(p.onceSize()).isEqualTo(1);
+        assertThat(drain(p, List.of())).containsExactly("x", "a");
+    }
+
+    @Test
+    void ghostHitsMoveTheTargetTowardsTheSegmentThatWasCutTooShort() {
+        PrefixAwarePolicy p = new PrefixAwarePolicy();
+        List<Block> sharedBlocks = new ArrayList<>();
+        for (int i = 0; i < 6; i++) {
+            Block s = new Block("s" + i, null);
+            s.reach = 3;
+            insert(p, s);
+            sharedBlocks.add(s);
+        }
+        Block[] once = new Block[4];
+        for (int i = 0; i < once.length; i++) {
+            once[i] = new Block("o" + i, null);
+            insert(p, once[i]);
+        }
+        // pressure: two reached-once blocks leave (target 0), o0 then o1
+        for (int i = 0; i < 2; i++) {
+            Block v = (Block) p.victim();
+            assertThat(v.name).isEqualTo("o" + i);
+            remove(p, v);
+        }
+        assertThat(p.ghostCounts()).containsExactly(2, 0);
+        // o0 comes back (a second request reached it): the once segment was too short; the first
+        // evidence sets an even split of the 10 blocks, plus one step
+        o(p, once[0]);
+        double afterFirst = p.onceTarget();
+        assertThat(afterFirst).isEqualTo(10 / 2.0 + 1);
+        assertThat(p.ghostCounts()).containsExactly(1, 0);
+        // o0 is shared now; make room again: the once segment (2 blocks: o2, o3) is under its target,
+        // so the least recently used shared block goes
+        Block v = (Block) p.victim();
+        assertThat(v.name).isEqualTo("s0");
+        remove(p, v);
+        assertThat(p.ghostCounts()).containsExactly(1, 1);
+        // o1 comes back as well: the target grows again
+        o(p, once[1]);
+        double afterSecond = p.onceTarget();
+        assertThat(afterSecond).isGreaterThan(afterFirst);
+        // s0 comes back: the shared segment was cut too short, the target shrinks
+        insert(p, sharedBlocks.get(0));
+        assertThat(p.onceTarget()).isLessThan(afterSecond);
+        assertThat(p.ghostCounts()).containsExactly(0, 0);
+        p.checkGhosts();
+    }
+
+    /** A reached-once block evicted earlier is reached again and re-inserted. */
+    private static void o(PrefixAwarePolicy p, Block b) {
+        b.reach++;
+        insert(p, b);
+    }
+
+    @Test
+    void ghostsAreBoundedByTheTierSizeAndForgetTheOldestFirst() {
+        PrefixAwarePolicy p = new PrefixAwarePolicy();
+        List<Block> resident = new ArrayList<>();
+        for (int i = 0; i < 5; i++) {
+            Block b = new Block("r" + i, null);
+            insert(p, b);
+            resident.add(b);
+        }
+        List<Block> evicted = new ArrayList<>();
+        for (int i = 0; i < 13; i++) { // evict one, insert a fresh one: the tier stays at 5 blocks
+            Block v = (Block) p.victim();
+            remove(p, v);
+            evicted.add(v);
+            insert(p, new Block("n" + i, null));
+            p.checkGhosts();
+        }
+        assertThat(p.ghostCounts()).containsExactly(5, 0);
+        // the oldest ghosts are gone: r0 coming back is no ghost hit, the newest eviction is
+        o(p, evicted.get(0));
+        assertThat(p.onceTarget()).isZero();
+        o(p, evicted.get(evicted.size() - 1));
+        assertThat(p.onceTarget()).isGreaterThan(0);
+        p.checkGhosts();
     }
 
     @Test
@@ -252,34 +344,41 @@ class PrefixAwarePolicyTest {
         });
     }
 
-    /** The victim is the least valuable evictable leaf; counts and sizes match the model. */
+    /** The victim is the least recently used evictable leaf of the segment the target picks; counts match the model. */
     private static void check(PrefixAwarePolicy p, List<Block> blocks, List<Block> skipped, SplittableRandom rnd) {
         long tracked = blocks.stream().filter(b -> b.inTier).count();
         assertThat(p.size()).isEqualTo((int) tracked);
-        Block best = null;
+        Block[] best = new Block[2]; // [segment] least recently used candidate of the segment
         int candidates = 0;
+        int onceCount = 0;
         for (Block b : blocks) {
             if (!b.inTier) {
                 continue;
             }
             assertThat(p.trackedChildren(b)).as("children of %s", b).isEqualTo(b.trackedChildren());
+            int segment = b.reach >= 2 ? 1 : 0;
+            onceCount += 1 - segment;
             if (b.evictable() && b.trackedChildren() == 0 && !skipped.contains(b)) {
                 candidates++;
-                if (best == null || b.prefixValue < best.prefixValue) {
-                    best = b;
+                if (best[segment] == null || b.prefixValue < best[segment].prefixValue) {
+                    best[segment] = b;
                 }
             }
         }
         assertThat(p.candidateCount()).isEqualTo(candidates);
+        assertThat(p.onceSize()).isEqualTo(onceCount);
+        assertThat(p.onceTarget()).isBetween(0.0, (double) blocks.size());
+        p.checkGhosts();
+        Block expected = best[0] == null ? best[1] : best[1] == null ? best[0] : p.onceSize() > p.onceTarget() ? best[0] : best[1];
         PolicyNode v = p.victim();
-        if (best == null) {
+        if (expected == null) {
             assertThat(v).isNull();
         } else {
             assertThat(v).isNotNull();
             Block vb = (Block) v;
             assertThat(vb.trackedChildren()).isZero();
             assertThat(vb.evictable()).isTrue();
-            assertThat(vb.prefixValue).isEqualTo(best.prefixValue);
+            assertThat(vb).isSameAs(expected);
         }
     }
 }

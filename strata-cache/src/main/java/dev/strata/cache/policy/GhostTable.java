@@ -1,0 +1,194 @@
+package dev.strata.cache.policy;
+
+import java.util.Arrays;
+
+/**
+ * The keys recently evicted from the two segments of {@link PrefixAwarePolicy}, as bare key hashes:
+ * for each segment a FIFO ring of at most {@code limit} hashes, and one open-addressing table
+ * (linear probing, backward-shift deletion) from hash to the segment and ring position that hold
+ * it, so that "was this key evicted lately, and from which segment?" is O(1).
+ *
+ * <p>A ghost is 24 bytes (hash and position in the ring, hash, position and segment in the table);
+ * there is no per-entry object. Arrays grow (doubling) only while {@code limit} grows, i.e. while
+ * the tier fills up; after that nothing is allocated. A hash collision can at worst make a key
+ * look like a ghost it is not, which only nudges the adaptation once.
+ *
+ * <p>Invariants: every table entry names a live ring position holding the same hash; each ring
+ * holds at most {@code limit} entries; a hash is in the table at most once (the newest eviction).
+ *
+ * <p>Threads: not thread-safe; guarded by the owning policy's lock.
+ */
+final class GhostTable {
+    static final int NONE = -1;
+
+    private final long[][] ring = {new long[16], new long[16]}; // [segment][seq & mask] key hash (0: gone)
+    private final long[] head = new long[2]; // [segment] sequence number of the next entry
+    private final long[] tail = new long[2]; // [segment] sequence number of the oldest entry
+    private final int[] live = new int[2]; // [segment] entries still in the table
+    private long[] keys = new long[64]; // open addressing; 0 = empty slot
+    private long[] seqs = new long[64]; // [slot] ring sequence number of the entry
+    private byte[] segs = new byte[64]; // [slot] segment of the entry
+    private int used; // occupied slots
+
+    /** Ghosts of {@code segment} that are still recorded. */
+    int count(int segment) {
+        return live[segment];
+    }
+
+    /**
+     * Records that {@code hash} was evicted from {@code segment}, keeping at most {@code limit}
+     * ghosts per segment (the oldest are forgotten first).
+     */
+    void record(long hash, int segment, int limit) {
+        long h = nonZero(hash);
+        remove(h); // an older ghost of the same key is superseded
+        while (head[segment] - tail[segment] >= Math.max(1, limit)) {
+            forgetOldest(segment);
+        }
+        long[] r = ring[segment];
+        if (head[segment] - tail[segment] == r.length) {
+            grow(segment);
+            r = ring[segment];
+        }
+        long seq = head[segment]++;
+        r[(int) (seq & (r.length - 1))] = h;
+        if (2 * (used + 1) > keys.length) {
+            rehash(keys.length * 2);
+        }
+        int mask = keys.length - 1;
+        int i = slot(h, mask);
+        while (keys[i] != 0) {
+            i = (i + 1) & mask;
+        }
+        keys[i] = h;
+        seqs[i] = seq;
+        segs[i] = (byte) segment;
+        used++;
+        live[segment]++;
+    }
+
+    /** If {@code hash} is a ghost, forgets it and returns its segment; else {@link #NONE}. */
+    int take(long hash) {
+        long h = nonZero(hash);
+        int mask = keys.length - 1;
+        for (int i = slot(h, mask); keys[i] != 0; i = (i + 1) & mask) {
+            if (keys[i] == h) {
+                int seg = segs[i];
+                long[] r = ring[seg];
+                r[(int) (seqs[i] & (r.length - 1))] = 0;
+                delete(i);
+                live[seg]--;
+                return seg;
+            }
+        }
+        return NONE;
+    }
+
+    private void remove(long h) {
+        take(h);
+    }
+
+    private void forgetOldest(int segment) {
+        long[] r = ring[segment];
+        long seq = tail[segment]++;
+        int at = (int) (seq & (r.length - 1));
+        long h = r[at];
+        r[at] = 0;
+        if (h == 0) {
+            return; // already taken
+        }
+        int mask = keys.length - 1;
+        for (int i = slot(h, mask); keys[i] != 0; i = (i + 1) & mask) {
+            if (keys[i] == h && segs[i] == segment && seqs[i] == seq) {
+                delete(i);
+                live[segment]--;
+                return;
+            }
+        }
+    }
+
+    /** Backward-shift deletion of slot {@code i}: keeps every probe run unbroken, no tombstones. */
+    private void delete(int i) {
+        int mask = keys.length - 1;
+        int hole = i;
+        int j = i;
+        while (true) {
+            j = (j + 1) & mask;
+            if (keys[j] == 0) {
+                break;
+            }
+            int home = slot(keys[j], mask);
+            // move j into the hole unless its home lies cyclically in (hole, j]
+            boolean stays = hole <= j ? (home > hole && home <= j) : (home > hole || home <= j);
+            if (!stays) {
+                keys[hole] = keys[j];
+                seqs[hole] = seqs[j];
+                segs[hole] = segs[j];
+                hole = j;
+            }
+        }
+        keys[hole] = 0;
+        used--;
+    }
+
+    private void grow(int segment) {
+        long[] old = ring[segment];
+        long[] r = new long[old.length * 2];
+        for (long s = tail[segment]; s < head[segment]; s++) {
+            r[(int) (s & (r.length - 1))] = old[(int) (s & (old.length - 1))];
+        }
+        ring[segment] = r;
+    }
+
+    private void rehash(int capacity) {
+        long[] k = keys;
+        long[] q = seqs;
+        byte[] g = segs;
+        keys = new long[capacity];
+        seqs = new long[capacity];
+        segs = new byte[capacity];
+        int mask = capacity - 1;
+        for (int s = 0; s < k.length; s++) {
+            if (k[s] != 0) {
+                int i = slot(k[s], mask);
+                while (keys[i] != 0) {
+                    i = (i + 1) & mask;
+                }
+                keys[i] = k[s];
+                seqs[i] = q[s];
+                segs[i] = g[s];
+            }
+        }
+    }
+
+    private static int slot(long h, int mask) {
+        return (int) (h ^ (h >>> 32)) & mask;
+    }
+
+    private static long nonZero(long hash) {
+        return hash == 0 ? 1 : hash;
+    }
+
+    /** For tests: every invariant listed above, or an exception naming the broken one. */
+    void check() {
+        int[] counted = new int[2];
+        int occupied = 0;
+        for (int s = 0; s < keys.length; s++) {
+            if (keys[s] == 0) {
+                continue;
+            }
+            occupied++;
+            int seg = segs[s];
+            counted[seg]++;
+            long[] r = ring[seg];
+            if (seqs[s] < tail[seg] || seqs[s] >= head[seg] || r[(int) (seqs[s] & (r.length - 1))] != keys[s]) {
+                throw new IllegalStateException("ghost " + keys[s] + " names ring position " + seqs[s] + " of segment " + seg
+                        + ", which does not hold it");
+            }
+        }
+        if (occupied != used || !Arrays.equals(counted, live)) {
+            throw new IllegalStateException("ghost counts drifted: table " + occupied + "/" + used + ", segments "
+                    + Arrays.toString(counted) + " vs " + Arrays.toString(live));
+        }
+    }
+}
