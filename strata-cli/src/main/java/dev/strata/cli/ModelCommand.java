@@ -57,7 +57,7 @@ final class ModelCommand implements Runnable {
         int kvHeads = 2;
         @Option(names = "--head-dim", description = "width of a head (default: hidden / heads)")
         Integer headDim;
-        @Option(names = "--vocab", description = "tokenizer size, special tokens included (default: ${DEFAULT-VALUE})")
+        @Option(names = "--vocab", description = "vocab_size; the tokenizer is trained up to it on a built-in sample, rows beyond are padding (default: ${DEFAULT-VALUE})")
         int vocab = 1024;
         @Option(names = "--dtype", description = "bf16, f16 or f32 (default: ${DEFAULT-VALUE})")
         String dtype = "bf16";
@@ -90,8 +90,8 @@ final class ModelCommand implements Runnable {
             } catch (IOException e) {
                 throw new UncheckedIOException("cannot write " + out + ": " + e.getMessage(), e);
             }
-            System.out.printf(Locale.ROOT, "wrote %s model to %s: %d tensors, %s in %d file(s), vocabulary %d, seed %d%n",
-                    family.cliName(), out, s.tensors(), bytes(s.tensorBytes()), s.weightFiles().size(), s.vocab(), seed);
+            System.out.printf(Locale.ROOT, "wrote %s model to %s: %d tensors, %s in %d file(s), vocabulary %d (tokenizer %d), seed %d%n",
+                    family.cliName(), out, s.tensors(), bytes(s.tensorBytes()), s.weightFiles().size(), s.vocab(), s.tokenizer(), seed);
             return 0;
         }
     }

@@ -86,8 +86,9 @@ public final class WeightFiles implements AutoCloseable {
                 throw new ModelFormatException(index + ": tensor '" + tensor + "' maps to " + e.getValue() + ", not a file name");
             }
             String file = e.getValue().asText();
-            Path p = dir.resolve(file).normalize();
-            if (!p.getParent().equals(dir.normalize()) ) {
+            Path base = dir.toAbsolutePath().normalize();
+            Path p = base.resolve(file).normalize();
+            if (!base.equals(p.getParent())) {
                 throw new ModelFormatException(index + ": tensor '" + tensor + "' maps to '" + file
                         + "', which is not a file of the model directory");
             }

@@ -49,8 +49,14 @@ public final class ModelSynthesizer {
         void tensorWritten(int done, int total, long bytesDone, long bytesTotal);
     }
 
-    /** What was written. */
-    public record Summary(Path dir, List<Path> weightFiles, long tensorBytes, int tensors, int vocab) {
+    /**
+     * What was written.
+     *
+     * @param vocab     {@code vocab_size} of the config: rows of the embedding and lm_head
+     * @param tokenizer tokens the tokenizer has; fewer than {@code vocab} when the built-in sample
+     *                  runs out of repeated pairs (the rows above are padding, as in real models)
+     */
+    public record Summary(Path dir, List<Path> weightFiles, long tensorBytes, int tensors, int vocab, int tokenizer) {
     }
 
     private ModelSynthesizer() {
@@ -64,11 +70,12 @@ public final class ModelSynthesizer {
         Files.writeString(dir.resolve(BpeTokenizer.FILE_NAME), JSON.writeValueAsString(tok.toJson()), StandardCharsets.UTF_8);
         Files.writeString(dir.resolve(TokenizerConfig.FILE_NAME), JSON.writeValueAsString(tokenizerConfig(spec, ft)),
                 StandardCharsets.UTF_8);
-        Files.writeString(dir.resolve("config.json"), JSON.writeValueAsString(config(spec, ft, tok)), StandardCharsets.UTF_8);
+        int vocab = Math.max(spec.vocab(), tok.size());
+        Files.writeString(dir.resolve("config.json"), JSON.writeValueAsString(config(spec, ft, tok, vocab)), StandardCharsets.UTF_8);
 
-        int[] cluster = spec.topicClusters() > 0 ? tokenClusters(tok, spec.topicClusters()) : null;
+        int[] cluster = spec.topicClusters() > 0 ? tokenClusters(tok, spec.topicClusters(), vocab) : null;
         float[][] centroids = cluster == null ? null : centroids(spec);
-        List<SafetensorsWriter.Spec> tensors = tensors(spec, tok.size(), cluster, centroids);
+        List<SafetensorsWriter.Spec> tensors = tensors(spec, vocab, cluster, centroids);
         long total = 0;
         for (SafetensorsWriter.Spec t : tensors) {
             total += t.bytes();
@@ -101,7 +108,7 @@ public final class ModelSynthesizer {
             index.set("weight_map", weightMap);
             Files.writeString(dir.resolve(WeightFiles.INDEX_FILE), JSON.writeValueAsString(index), StandardCharsets.UTF_8);
         }
-        return new Summary(dir, files, total, tensors.size(), tok.size());
+        return new Summary(dir, files, total, tensors.size(), vocab, tok.size());
     }
 
     /** The family's tokenizer trained on the built-in sample, with its special tokens after the learned ones. */
@@ -132,7 +139,7 @@ public final class ModelSynthesizer {
         return o;
     }
 
-    private static ObjectNode config(SynthSpec spec, FamilyTokens ft, BpeTokenizer tok) {
+    private static ObjectNode config(SynthSpec spec, FamilyTokens ft, BpeTokenizer tok, int vocab) {
         ModelFamily f = spec.family();
         ObjectNode o = JSON.createObjectNode();
         o.putArray("architectures").add(f.architecture());
@@ -147,7 +154,7 @@ public final class ModelSynthesizer {
         o.put("rms_norm_eps", 1e-6);
         o.put("rope_theta", f == ModelFamily.LLAMA ? 500000.0 : 1000000.0);
         o.putNull("rope_scaling");
-        o.put("vocab_size", tok.size());
+        o.put("vocab_size", vocab);
         o.put("max_position_embeddings", 4096);
         o.put("tie_word_embeddings", spec.tieEmbeddings());
         o.put("attention_bias", false);
@@ -193,16 +200,16 @@ public final class ModelSynthesizer {
         return o;
     }
 
-    /** The cluster of each token id: its main sample topic mod C, or id mod C when the sample never uses it. */
-    static int[] tokenClusters(BpeTokenizer tok, int clusters) {
+    /** The cluster of each id below {@code vocab}: its main sample topic mod C, or id mod C when the sample never uses it. */
+    static int[] tokenClusters(BpeTokenizer tok, int clusters, int vocab) {
         List<TextSample.Topic> topics = TextSample.topics();
-        int[][] uses = new int[topics.size()][tok.size()];
+        int[][] uses = new int[topics.size()][vocab];
         for (int t = 0; t < topics.size(); t++) {
             for (int id : tok.encodeOrdinary(topics.get(t).text())) {
                 uses[t][id]++;
             }
         }
-        int[] cluster = new int[tok.size()];
+        int[] cluster = new int[vocab];
         for (int id = 0; id < cluster.length; id++) {
             int best = -1;
             int bestUses = 0;

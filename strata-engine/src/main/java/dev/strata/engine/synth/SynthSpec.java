@@ -17,7 +17,8 @@ import dev.strata.engine.model.ModelFamily;
  * @param heads              query heads
  * @param kvHeads            key/value heads, dividing heads
  * @param headDim            width of a head (even)
- * @param vocab              target vocabulary size, special tokens included (≥ 256 + specials)
+ * @param vocab              {@code vocab_size}: the tokenizer is trained up to this size (special tokens
+ *                           included, ≥ 256 + specials); rows beyond what the sample yields are padding
  * @param dtype              element type of every tensor
  * @param seed               seed of every random choice
  * @param shards             safetensors files (1: a single model.safetensors)

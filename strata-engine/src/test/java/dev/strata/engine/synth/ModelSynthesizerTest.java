@@ -197,7 +197,7 @@ class ModelSynthesizerTest {
     private static double topCoverage(SynthSpec s, Path out, int clusters, int experts) throws Exception {
         ModelSynthesizer.write(s, out, QUIET);
         try (ModelDirectory m = ModelDirectory.open(out)) {
-            int[] cluster = ModelSynthesizer.tokenClusters(m.tokenizer(), clusters);
+            int[] cluster = ModelSynthesizer.tokenClusters(m.tokenizer(), clusters, m.config().vocabSize());
             Tensor emb = m.weights().embedding();
             Tensor router = m.weights().layer(0).router();
             int h = s.hidden();
@@ -227,6 +227,19 @@ class ModelSynthesizerTest {
                 total += Arrays.stream(row).sum();
             }
             return (double) covered / total;
+        }
+    }
+
+    @Test
+    void vocabularyBeyondTheSampleIsPadding() throws Exception {
+        SynthSpec big = new SynthSpec(ModelFamily.LLAMA, 1, 1, 1, 32, 48, 16, 2, 1, 16, 5000, DType.BF16, 3, 1, 0, false);
+        ModelSynthesizer.Summary s = ModelSynthesizer.write(big, dir, QUIET);
+        assertThat(s.vocab()).isEqualTo(5000);
+        assertThat(s.tokenizer()).isLessThan(5000).isGreaterThan(300);
+        try (ModelDirectory m = ModelDirectory.open(dir)) {
+            assertThat(m.config().vocabSize()).isEqualTo(5000);
+            assertThat(m.weights().embedding().shape()).containsExactly(5000, 32);
+            assertThat(m.tokenizer().size()).isEqualTo(s.tokenizer());
         }
     }
 
