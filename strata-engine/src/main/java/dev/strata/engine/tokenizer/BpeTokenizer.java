@@ -39,8 +39,10 @@ import java.util.regex.Pattern;
  * Java strings are encoded as UTF-8; an unpaired surrogate becomes '?'.
  *
  * <p>Decoding: tokens become their bytes (added tokens their UTF-8 text, or nothing when skipping
- * special tokens), the bytes are decoded as UTF-8, and every maximal ill-formed subsequence becomes
- * one U+FFFD (the JDK decoder's policy, which is Unicode's recommended practice). Without a
+ * special tokens), the bytes are decoded as UTF-8 by the JDK decoder, and each ill-formed
+ * subsequence becomes one U+FFFD: Unicode's "maximal subpart" practice (a truncated sequence is one
+ * U+FFFD, a byte that cannot start or continue one is one U+FFFD), except that an encoded
+ * surrogate (ED A0..BF 80..BF) is one U+FFFD for its three bytes. Without a
  * normalizer, {@code decode(encode(s)) == s} for every string without unpaired surrogates; with
  * NFC it holds for NFC text. {@link #decodeBytes} gives the exact bytes.
  *
@@ -59,6 +61,7 @@ public final class BpeTokenizer {
     private final int[] byteIds = new int[256];      // byte -> id of its symbol
     private final List<AddedToken> added;
     private final Map<Integer, AddedToken> addedById;
+    private final Map<String, Integer> addedByContent;
     private final Pattern addedPattern;              // null when there are none
     private final PreTokenizer preTokenizer;
     private final boolean nfc;
@@ -97,6 +100,7 @@ public final class BpeTokenizer {
             tokens[e.getValue()] = e.getKey();
         }
         Map<Integer, AddedToken> byId = new HashMap<>();
+        Map<String, Integer> byContent = new HashMap<>();
         for (AddedToken t : added) {
             if (t.content().isEmpty()) {
                 throw new IllegalArgumentException("added token " + t.id() + " is empty");
@@ -107,8 +111,10 @@ public final class BpeTokenizer {
             }
             tokens[t.id()] = t.content();
             byId.put(t.id(), t);
+            byContent.putIfAbsent(t.content(), t.id());
         }
         addedById = Map.copyOf(byId);
+        addedByContent = Map.copyOf(byContent);
         for (int b = 0; b < 256; b++) {
             Integer id = vocab.get(String.valueOf(ByteLevel.charOf(b)));
             if (id == null) {
@@ -337,10 +343,9 @@ public final class BpeTokenizer {
 
     /** The id of a vocabulary or added token string, or -1. */
     public int id(String token) {
-        for (AddedToken t : added) {
-            if (t.content().equals(token)) {
-                return t.id();
-            }
+        Integer a = addedByContent.get(token);
+        if (a != null) {
+            return a;
         }
         Integer id = vocab.get(token);
         return id == null ? -1 : id;
@@ -487,7 +492,7 @@ public final class BpeTokenizer {
         }
     }
 
-    /** Decodes to text; ill-formed UTF-8 becomes U+FFFD, one per maximal ill-formed subsequence. */
+    /** Decodes to text; ill-formed UTF-8 becomes U+FFFD as the class describes. */
     public String decode(int[] ids) {
         return new String(decodeBytes(ids, false), StandardCharsets.UTF_8);
     }
@@ -514,6 +519,11 @@ public final class BpeTokenizer {
             }
         }
         return out.toByteArray();
+    }
+
+    /** A decoder for a stream of tokens that emits text only once its UTF-8 sequences are complete. */
+    public StreamDecoder streamDecoder(boolean skipSpecial) {
+        return new StreamDecoder(this, skipSpecial);
     }
 
     @Override

@@ -107,6 +107,9 @@ class BpeTokenizerTest {
         assertThat(TOK.decode(new int[] {ff})).isEqualTo("\uFFFD");
         assertThat(TOK.decode(new int[] {e2, x82, a})).as("a truncated 3-byte sequence is one U+FFFD").isEqualTo("\uFFFDa");
         assertThat(TOK.decode(new int[] {x82, x82})).as("two lone continuation bytes").isEqualTo("\uFFFD\uFFFD");
+        int ed = TOK.id(String.valueOf(ByteLevel.charOf(0xED)));
+        int xb0 = TOK.id(String.valueOf(ByteLevel.charOf(0xB0)));
+        assertThat(TOK.decode(new int[] {ed, xb0, x82, a})).as("an encoded surrogate is one U+FFFD").isEqualTo("\uFFFDa");
         assertThat(TOK.decodeBytes(new int[] {e2, x82, a}, false)).containsExactly(0xE2, 0x82, 'a');
         int[] euro = TOK.encode("€");
         assertThat(TOK.decode(euro)).isEqualTo("€");
