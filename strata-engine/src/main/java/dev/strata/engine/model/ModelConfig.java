@@ -285,8 +285,7 @@ public record ModelConfig(ModelFamily family, int hiddenSize, int intermediateSi
                 throw error("head_dim", "must be even (RoPE rotates pairs), got " + headDim);
             }
             int vocab = positiveInt("vocab_size");
-            int intermediate = family.moe() && family != ModelFamily.QWEN3_MOE && !has("intermediate_size")
-                    ? 0 : positiveInt("intermediate_size");
+            int intermediate = positiveInt("intermediate_size");
             int experts = 0;
             int topK = 0;
             int expertWidth = 0;

@@ -154,6 +154,7 @@ class ModelConfigTest {
         fails(MIXTRAL.replace("\"hidden_size\": 4096", "\"hidden_size\": 4100"), "'hidden_size'", "multiple", "4100");
         fails(MIXTRAL.replace("\"num_experts_per_tok\": 2", "\"num_experts_per_tok\": 9"), "'num_experts_per_tok'", "num_local_experts 8", "9");
         fails(MIXTRAL.replace("\"num_local_experts\": 8, ", ""), "'num_local_experts'", "required");
+        fails(MIXTRAL.replace("\"intermediate_size\": 14336, ", ""), "'intermediate_size'", "required");
         fails(QWEN3_MOE.replace("\"moe_intermediate_size\": 768, ", ""), "'moe_intermediate_size'", "required");
         fails(QWEN3_MOE.replace("\"mlp_only_layers\": []", "\"mlp_only_layers\": [48]"), "'mlp_only_layers'", "48");
         fails(QWEN3_MOE.replace("\"norm_topk_prob\": true", "\"norm_topk_prob\": \"yes\""), "'norm_topk_prob'", "\"yes\"");
