@@ -12,6 +12,7 @@ import picocli.CommandLine.Command;
         subcommands = {
                 BenchCommand.class,
                 InspectCommand.class,
+                ModelCommand.class,
                 PlanCommand.class,
                 SimulateCommand.class,
                 TraceCommand.class,

@@ -1,0 +1,89 @@
+package dev.strata.engine.model;
+
+import dev.strata.engine.tokenizer.BpeTokenizer;
+import dev.strata.engine.tokenizer.ChatFormat;
+import dev.strata.engine.tokenizer.TokenizerConfig;
+import java.nio.file.Files;
+import java.nio.file.Path;
+
+/**
+ * A Hugging Face model directory opened for use: the validated config, the memory-mapped weights
+ * arranged by role with every shape checked, the tokenizer and its config, and the family's chat
+ * format. Closing it unmaps the weights.
+ *
+ * <p>Threads: immutable after {@link #open}; any thread may read; {@link #close()} once, when no
+ * thread reads any more.
+ */
+public final class ModelDirectory implements AutoCloseable {
+    private final Path dir;
+    private final ModelConfig config;
+    private final WeightFiles files;
+    private final ModelWeights weights;
+    private final BpeTokenizer tokenizer;
+    private final TokenizerConfig tokenizerConfig;
+
+    private ModelDirectory(Path dir, ModelConfig config, WeightFiles files, ModelWeights weights, BpeTokenizer tokenizer,
+                           TokenizerConfig tokenizerConfig) {
+        this.dir = dir;
+        this.config = config;
+        this.files = files;
+        this.weights = weights;
+        this.tokenizer = tokenizer;
+        this.tokenizerConfig = tokenizerConfig;
+    }
+
+    /** Opens {@code dir}: config, weights (shapes checked), tokenizer, tokenizer config. */
+    public static ModelDirectory open(Path dir) {
+        if (!Files.isDirectory(dir)) {
+            throw new ModelFormatException(dir + ": not a directory (a model directory holds config.json, weights and tokenizer.json)");
+        }
+        ModelConfig config = ModelConfig.read(dir);
+        BpeTokenizer tokenizer = BpeTokenizer.read(dir);
+        if (tokenizer.size() > config.vocabSize()) {
+            throw new ModelFormatException(dir.resolve(BpeTokenizer.FILE_NAME) + ": " + tokenizer.size()
+                    + " token ids exceed vocab_size " + config.vocabSize() + " of config.json");
+        }
+        TokenizerConfig tc = TokenizerConfig.read(dir);
+        WeightFiles files = WeightFiles.open(dir);
+        try {
+            return new ModelDirectory(dir, config, files, ModelWeights.bind(config, files), tokenizer, tc);
+        } catch (RuntimeException e) {
+            files.close();
+            throw e;
+        }
+    }
+
+    public Path dir() {
+        return dir;
+    }
+
+    public ModelConfig config() {
+        return config;
+    }
+
+    public WeightFiles files() {
+        return files;
+    }
+
+    public ModelWeights weights() {
+        return weights;
+    }
+
+    public BpeTokenizer tokenizer() {
+        return tokenizer;
+    }
+
+    public TokenizerConfig tokenizerConfig() {
+        return tokenizerConfig;
+    }
+
+    /** The chat format of the model's family. */
+    public ChatFormat chatFormat() {
+        return config.family().chatFormat();
+    }
+
+    @Override
+    public void close() {
+        files.close();
+    }
+}

@@ -1,0 +1,250 @@
+package dev.strata.engine.model;
+
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.channels.FileChannel;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Collections;
+import java.util.Comparator;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * One {@code .safetensors} file, validated and memory-mapped once, read-only, into an arena owned
+ * by the caller (one arena for the whole model; never one per tensor). Tensors are slices of that
+ * one mapping, so files and tensors larger than 2 GB need no splitting.
+ *
+ * <pre>
+ *  offset 0        8                      8 + N                                  file size
+ *         +--------+----------------------+--------------------------------------+
+ *         | N (u64 | header: N bytes of   | data: tensor bytes; each tensor at   |
+ *         |  LE)   | UTF-8 JSON, padded   | [begin, end) of data_offsets,        |
+ *         |        | with spaces          | relative to byte 8 + N               |
+ *         +--------+----------------------+--------------------------------------+
+ * </pre>
+ *
+ * <p>Header: {@code {"__metadata__": {str: str}, "<name>": {"dtype": "BF16", "shape": [..],
+ * "data_offsets": [begin, end]}, ...}}. Checks: N ≤ 100 MiB and 8 + N ≤ file size; every range
+ * within the data area; ranges do not overlap; {@code end - begin = product(shape) × dtype bytes};
+ * dtype one of BF16, F16, F32 (others refused by name). Every error names the file and the tensor.
+ *
+ * <p>Threads: immutable after {@link #open}; any thread may read tensors while the arena is open.
+ */
+public final class SafetensorsFile {
+    /** Largest header accepted, as the format's reference reader does. */
+    public static final long MAX_HEADER_BYTES = 100L << 20;
+    /** Bytes of the header-length prefix. */
+    public static final int PREFIX_BYTES = 8;
+    private static final ObjectMapper JSON = new ObjectMapper();
+
+    /** One tensor's entry in the header; {@code fileOffset} is absolute. */
+    record Entry(String name, DType dtype, long[] shape, long fileOffset, long byteSize) {
+    }
+
+    private final Path path;
+    private final long fileSize;      // bytes
+    private final long dataStart;     // 8 + N
+    private final Map<String, Entry> entries; // header order
+    private final Map<String, String> metadata;
+    private final MemorySegment mapping; // whole file, read-only
+
+    private SafetensorsFile(Path path, long fileSize, long dataStart, Map<String, Entry> entries,
+                            Map<String, String> metadata, MemorySegment mapping) {
+        this.path = path;
+        this.fileSize = fileSize;
+        this.dataStart = dataStart;
+        this.entries = entries;
+        this.metadata = metadata;
+        this.mapping = mapping;
+    }
+
+    /** Validates {@code path} and maps it into {@code arena}; the mapping lives as long as the arena. */
+    public static SafetensorsFile open(Path path, Arena arena) {
+        try (FileChannel ch = FileChannel.open(path, StandardOpenOption.READ)) {
+            long size = ch.size();
+            if (size < PREFIX_BYTES) {
+                throw new ModelFormatException(path + ": " + size + " bytes is too short for a safetensors file (needs at least 8)");
+            }
+            ByteBuffer prefix = ByteBuffer.allocate(PREFIX_BYTES).order(ByteOrder.LITTLE_ENDIAN);
+            readFully(ch, prefix, 0);
+            long n = prefix.getLong(0);
+            if (n < 2 || n > MAX_HEADER_BYTES) {
+                throw new ModelFormatException(path + ": header length " + Long.toUnsignedString(n)
+                        + " is not sane (2 .. " + MAX_HEADER_BYTES + " bytes)");
+            }
+            if (PREFIX_BYTES + n > size) {
+                throw new ModelFormatException(path + ": header length " + n + " reaches beyond the end of the file ("
+                        + size + " bytes)");
+            }
+            ByteBuffer header = ByteBuffer.allocate((int) n);
+            readFully(ch, header, PREFIX_BYTES);
+            String text = new String(header.array(), StandardCharsets.UTF_8);
+            long dataStart = PREFIX_BYTES + n;
+            Map<String, String> metadata = new LinkedHashMap<>();
+            Map<String, Entry> entries = parseHeader(path, text, dataStart, size, metadata);
+            MemorySegment mapping = ch.map(FileChannel.MapMode.READ_ONLY, 0, size, arena).asReadOnly();
+            return new SafetensorsFile(path, size, dataStart, entries, metadata, mapping);
+        } catch (NoSuchFileException e) {
+            throw new ModelFormatException(path + ": no such file");
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot read " + path + ": " + e.getMessage(), e);
+        }
+    }
+
+    private static void readFully(FileChannel ch, ByteBuffer buf, long position) throws IOException {
+        long pos = position;
+        while (buf.hasRemaining()) {
+            int r = ch.read(buf, pos);
+            if (r < 0) {
+                throw new IOException("unexpected end of file at byte " + pos);
+            }
+            pos += r;
+        }
+    }
+
+    private static Map<String, Entry> parseHeader(Path path, String text, long dataStart, long fileSize,
+                                                  Map<String, String> metadata) {
+        JsonNode root;
+        try {
+            root = JSON.readTree(text);
+        } catch (JsonProcessingException e) {
+            throw new ModelFormatException(path + ": header is not valid JSON: " + e.getOriginalMessage());
+        }
+        if (root == null || !root.isObject()) {
+            throw new ModelFormatException(path + ": header must be a JSON object");
+        }
+        long dataBytes = fileSize - dataStart;
+        Map<String, Entry> entries = new LinkedHashMap<>();
+        for (var it = root.properties().iterator(); it.hasNext(); ) {
+            var field = it.next();
+            String name = field.getKey();
+            JsonNode v = field.getValue();
+            if (name.equals("__metadata__")) {
+                if (!v.isObject()) {
+                    throw new ModelFormatException(path + ": __metadata__ must be an object of strings, got " + v);
+                }
+                v.properties().forEach(m -> metadata.put(m.getKey(), m.getValue().asText()));
+                continue;
+            }
+            String where = path + ": tensor '" + name + "'";
+            if (!v.isObject()) {
+                throw new ModelFormatException(where + ": entry must be an object, got " + v);
+            }
+            JsonNode dt = v.get("dtype");
+            if (dt == null || !dt.isTextual()) {
+                throw new ModelFormatException(where + ": missing dtype");
+            }
+            DType dtype = DType.ofSafetensors(dt.asText());
+            if (dtype == null) {
+                throw new ModelFormatException(where + ": dtype '" + dt.asText() + "' is not supported (BF16, F16, F32)");
+            }
+            JsonNode sh = v.get("shape");
+            if (sh == null || !sh.isArray()) {
+                throw new ModelFormatException(where + ": missing shape");
+            }
+            long[] shape = new long[sh.size()];
+            for (int i = 0; i < shape.length; i++) {
+                JsonNode d = sh.get(i);
+                if (!d.isIntegralNumber() || !d.canConvertToLong() || d.longValue() < 0) {
+                    throw new ModelFormatException(where + ": shape " + sh + " holds " + d + ", not a size");
+                }
+                shape[i] = d.longValue();
+            }
+            JsonNode off = v.get("data_offsets");
+            if (off == null || !off.isArray() || off.size() != 2 || !off.get(0).canConvertToLong() || !off.get(1).canConvertToLong()
+                    || !off.get(0).isIntegralNumber() || !off.get(1).isIntegralNumber()) {
+                throw new ModelFormatException(where + ": data_offsets must be [begin, end], got " + off);
+            }
+            long begin = off.get(0).longValue();
+            long end = off.get(1).longValue();
+            if (begin < 0 || end < begin || end > dataBytes) {
+                throw new ModelFormatException(where + ": data_offsets [" + begin + ", " + end
+                        + "] lie outside the data area of " + dataBytes + " bytes");
+            }
+            long expected;
+            try {
+                expected = Math.multiplyExact(Tensor.elements(shape), dtype.bytes());
+            } catch (ArithmeticException e) {
+                throw new ModelFormatException(where + ": shape " + Arrays.toString(shape) + " overflows 64 bits");
+            }
+            if (end - begin != expected) {
+                throw new ModelFormatException(where + ": holds " + (end - begin) + " bytes but shape "
+                        + Arrays.toString(shape) + " of " + dtype + " needs " + expected);
+            }
+            entries.put(name, new Entry(name, dtype, shape, dataStart + begin, end - begin));
+        }
+        List<Entry> sorted = new ArrayList<>(entries.values());
+        sorted.sort(Comparator.comparingLong(Entry::fileOffset).thenComparingLong(Entry::byteSize));
+        for (int i = 1; i < sorted.size(); i++) {
+            Entry a = sorted.get(i - 1);
+            Entry b = sorted.get(i);
+            if (b.fileOffset() < a.fileOffset() + a.byteSize() && b.byteSize() > 0 && a.byteSize() > 0) {
+                throw new ModelFormatException(path + ": tensors '" + a.name() + "' [" + (a.fileOffset() - dataStart) + ", "
+                        + (a.fileOffset() - dataStart + a.byteSize()) + ") and '" + b.name() + "' [" + (b.fileOffset() - dataStart)
+                        + ", " + (b.fileOffset() - dataStart + b.byteSize()) + ") overlap");
+            }
+        }
+        return entries;
+    }
+
+    public Path path() {
+        return path;
+    }
+
+    /** Bytes of the file. */
+    public long fileSize() {
+        return fileSize;
+    }
+
+    /** Absolute offset of the data area (8 + header length). */
+    public long dataStart() {
+        return dataStart;
+    }
+
+    /** The {@code __metadata__} strings. */
+    public Map<String, String> metadata() {
+        return Collections.unmodifiableMap(metadata);
+    }
+
+    /** Tensor names in header order. */
+    public List<String> names() {
+        return List.copyOf(entries.keySet());
+    }
+
+    public boolean contains(String name) {
+        return entries.containsKey(name);
+    }
+
+    /** The tensor {@code name}, a slice of the mapping; fails naming the file when absent. */
+    public Tensor tensor(String name) {
+        Entry e = entry(name);
+        return new Tensor(e.name(), e.dtype(), e.shape(), mapping.asSlice(e.fileOffset(), e.byteSize()));
+    }
+
+    /** Where tensor {@code name} lies in the file. */
+    public ByteRange location(String name) {
+        Entry e = entry(name);
+        return new ByteRange(name, path, e.fileOffset(), e.byteSize());
+    }
+
+    private Entry entry(String name) {
+        Entry e = entries.get(name);
+        if (e == null) {
+            throw new ModelFormatException(path + ": no tensor '" + name + "'");
+        }
+        return e;
+    }
+}
