@@ -16,35 +16,21 @@ class ModelCommandTest {
     @TempDir
     Path dir;
 
-    private record Run(int status, String out, String err) {
-    }
-
-    private static Run run(String... args) {
-        var cli = StrataCommand.commandLine();
-        StringWriter err = new StringWriter();
-        cli.setErr(new PrintWriter(err, true));
-        PrintStream saved = System.out;
-        ByteArrayOutputStream out = new ByteArrayOutputStream();
-        System.setOut(new PrintStream(out, true, StandardCharsets.UTF_8));
-        try {
-            int status = cli.execute(args);
-            return new Run(status, out.toString(StandardCharsets.UTF_8), err.toString());
-        } finally {
-            System.setOut(saved);
-        }
+    private static CliRun run(String... args) {
+        return CliRun.of(args);
     }
 
     @Test
     void synthThenInspect() throws Exception {
         Path m = dir.resolve("m");
-        Run s = run("model", "synth", "--arch", "mixtral", "--layers", "2", "--experts", "6", "--top-k", "2", "--hidden", "48",
+        CliRun s = run("model", "synth", "--arch", "mixtral", "--layers", "2", "--experts", "6", "--top-k", "2", "--hidden", "48",
                 "--intermediate", "40", "--heads", "6", "--kv-heads", "2", "--vocab", "400", "--shards", "2",
                 "--topic-clusters", "3", "--dtype", "f16", "--seed", "9", "--out", m.toString());
         assertThat(s.status()).as(s.err()).isZero();
         assertThat(s.out()).contains("writing weights: 100%").contains("wrote mixtral model to " + m)
                 .contains("in 2 file(s), vocabulary 400 (tokenizer 400), seed 9");
         assertThat(Files.exists(m.resolve("model.safetensors.index.json"))).isTrue();
-        Run i = run("model", "inspect", m.toString());
+        CliRun i = run("model", "inspect", m.toString());
         assertThat(i.status()).as(i.err()).isZero();
         assertThat(i.out()).contains("MixtralForCausalLM (mixtral)")
                 .contains("layers 2, hidden 48, heads 6 (kv 2, head_dim 8), vocab 400")
@@ -54,20 +40,20 @@ class ModelCommandTest {
                 .contains("model.layers.0.block_sparse_moe.experts.0.w1.weight")
                 .doesNotContain("experts.1.w1")
                 .contains("model-00001-of-00002.safetensors");
-        Run all = run("model", "inspect", "--tensors", m.toString());
+        CliRun all = run("model", "inspect", "--tensors", m.toString());
         assertThat(all.out()).contains("model.layers.1.block_sparse_moe.experts.5.w2.weight");
     }
 
     @Test
     void badInputEndsWithOneClearLine() throws Exception {
-        Run a = run("model", "synth", "--arch", "gpt2", "--out", dir.resolve("x").toString());
+        CliRun a = run("model", "synth", "--arch", "gpt2", "--out", dir.resolve("x").toString());
         assertThat(a.status()).isEqualTo(2);
         assertThat(a.err()).contains("architecture 'gpt2' is not supported");
-        Run b = run("model", "synth", "--arch", "llama", "--heads", "4", "--kv-heads", "3", "--out", dir.resolve("y").toString());
+        CliRun b = run("model", "synth", "--arch", "llama", "--heads", "4", "--kv-heads", "3", "--out", dir.resolve("y").toString());
         assertThat(b.status()).isEqualTo(2);
         assertThat(b.err()).contains("--kv-heads 3 must divide --heads 4");
         Files.createDirectories(dir.resolve("empty"));
-        Run c = run("model", "inspect", dir.resolve("empty").toString());
+        CliRun c = run("model", "inspect", dir.resolve("empty").toString());
         assertThat(c.status()).isEqualTo(2);
         assertThat(c.err()).contains("config.json").contains("no such file");
     }

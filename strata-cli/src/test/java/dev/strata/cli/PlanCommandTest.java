@@ -22,22 +22,8 @@ class PlanCommandTest {
     @TempDir
     Path dir;
 
-    private record Run(int status, String out, String err) {
-    }
-
-    private static Run run(String... args) {
-        var cli = StrataCommand.commandLine();
-        StringWriter err = new StringWriter();
-        cli.setErr(new PrintWriter(err, true));
-        PrintStream saved = System.out;
-        ByteArrayOutputStream out = new ByteArrayOutputStream();
-        System.setOut(new PrintStream(out, true, StandardCharsets.UTF_8));
-        try {
-            int status = cli.execute(args);
-            return new Run(status, out.toString(StandardCharsets.UTF_8), err.toString());
-        } finally {
-            System.setOut(saved);
-        }
+    private static CliRun run(String... args) {
+        return CliRun.of(args);
     }
 
     private static String[] with(String[] base, String... more) {
@@ -48,7 +34,7 @@ class PlanCommandTest {
 
     @Test
     void reproducesTheSeedsTable() {
-        Run r = run(SEED);
+        CliRun r = run(SEED);
         assertThat(r.status()).as(r.err()).isZero();
         assertThat(r.out()).contains("llama-2-70b: 80 layers, 64 attention heads, 8 KV heads x 128 dims, fp16 KV")
                 .contains("tp 4: 2 KV heads per rank")
@@ -61,7 +47,7 @@ class PlanCommandTest {
 
     @Test
     void jsonOutput() throws Exception {
-        Run r = run(with(SEED, "--disk", "1TB", "--decode-step", "20ms", "--disk-link", "3.5GB/s", "--json"));
+        CliRun r = run(with(SEED, "--disk", "1TB", "--decode-step", "20ms", "--disk-link", "3.5GB/s", "--json"));
         assertThat(r.status()).as(r.err()).isZero();
         JsonNode j = new ObjectMapper().readTree(r.out());
         assertThat(j.get("tiers").get(0).get("blocks").asLong()).isEqualTo(34_713L);
@@ -77,7 +63,7 @@ class PlanCommandTest {
                 {"hidden_size": 8192, "num_attention_heads": 64, "num_hidden_layers": 80, "num_key_value_heads": 8,
                  "torch_dtype": "bfloat16"}
                 """);
-        Run r = run("plan", "--config", config.toString(), "--tp", "4", "--device", "80GB", "--weights-per-device", "32.5GB",
+        CliRun r = run("plan", "--config", config.toString(), "--tp", "4", "--device", "80GB", "--weights-per-device", "32.5GB",
                 "--overhead", "2GB", "--host", "256GB", "--kv-dtype", "fp8");
         assertThat(r.status()).as(r.err()).isZero();
         // fp8 halves the block: twice the blocks of the fp16 table
@@ -105,7 +91,7 @@ class PlanCommandTest {
                 "strata: model config " + bad + ": field 'num_hidden_layers' is missing");
     }
 
-    private static void assertError(Run r, String line) {
+    private static void assertError(CliRun r, String line) {
         assertThat(r.status()).as(r.out()).isEqualTo(2);
         assertThat(r.err()).isEqualTo(line + System.lineSeparator());
         assertThat(r.out()).isEmpty();

@@ -22,22 +22,8 @@ class PlanSplitCommandTest {
     @TempDir
     Path dir;
 
-    private record Run(int status, String out, String err) {
-    }
-
-    private static Run run(String... args) {
-        var cli = StrataCommand.commandLine();
-        StringWriter err = new StringWriter();
-        cli.setErr(new PrintWriter(err, true));
-        PrintStream saved = System.out;
-        ByteArrayOutputStream out = new ByteArrayOutputStream();
-        System.setOut(new PrintStream(out, true, StandardCharsets.UTF_8));
-        try {
-            int status = cli.execute(args);
-            return new Run(status, out.toString(StandardCharsets.UTF_8), err.toString());
-        } finally {
-            System.setOut(saved);
-        }
+    private static CliRun run(String... args) {
+        return CliRun.of(args);
     }
 
     /** A binary routing trace: 4 layers of 32 experts, top-2, decode steps drawn mostly from a hot set of 9. */
@@ -88,7 +74,7 @@ class PlanSplitCommandTest {
 
     @Test
     void printsTheChosenSplitBesideTheOracleAndTheFixedSplits() throws Exception {
-        Run r = run("plan-split", "--routing", routingTrace().toString(), "--kv", kvTrace().toString(), "--budget", "9GiB",
+        CliRun r = run("plan-split", "--routing", routingTrace().toString(), "--kv", kvTrace().toString(), "--budget", "9GiB",
                 "--expert-bytes", "12MiB", "--kv-block-bytes", "24MiB", "--link-bandwidth", "25", "--recompute-us-per-token", "40",
                 "--concurrency", "2", "--show-grid");
         assertThat(r.err()).isEmpty();
@@ -109,21 +95,21 @@ class PlanSplitCommandTest {
         Path kv = kvTrace();
         Path broken = dir.resolve("broken.jsonl");
         Files.writeString(broken, "{\"hash_ids\": [1, 2]}\n{\"hash_ids\": [3, -4]}\n");
-        Run bad = run("plan-split", "--routing", routing.toString(), "--kv", broken.toString(), "--budget", "9GiB");
+        CliRun bad = run("plan-split", "--routing", routing.toString(), "--kv", broken.toString(), "--budget", "9GiB");
         assertThat(bad.status()).isEqualTo(2);
         assertThat(bad.err().strip()).startsWith("strata: ").contains("broken.jsonl:2").contains("-4").doesNotContain("\n");
-        Run size = run("plan-split", "--routing", routing.toString(), "--kv", kv.toString(), "--budget", "lots");
+        CliRun size = run("plan-split", "--routing", routing.toString(), "--kv", kv.toString(), "--budget", "lots");
         assertThat(size.status()).isEqualTo(2);
         assertThat(size.err().strip()).isEqualTo("strata: --budget: not a size: 'lots' (expected e.g. 4096, 64KiB, 8GiB, 2GB)");
-        Run tiny = run("plan-split", "--routing", routing.toString(), "--kv", kv.toString(), "--budget", "64MiB");
+        CliRun tiny = run("plan-split", "--routing", routing.toString(), "--kv", kv.toString(), "--budget", "64MiB");
         assertThat(tiny.status()).isEqualTo(2);
         assertThat(tiny.err()).startsWith("strata: budget of 67108864 bytes cannot hold the KV floor");
-        Run missing = run("plan-split", "--routing", dir.resolve("nope.trace").toString(), "--kv", kv.toString(), "--budget", "9GiB");
+        CliRun missing = run("plan-split", "--routing", dir.resolve("nope.trace").toString(), "--kv", kv.toString(), "--budget", "9GiB");
         assertThat(missing.status()).isEqualTo(2);
         assertThat(missing.err().strip()).startsWith("strata: routing trace file not found");
         Path garbage = dir.resolve("garbage.trace");
         Files.write(garbage, new byte[] {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20});
-        Run corrupt = run("plan-split", "--routing", garbage.toString(), "--kv", kv.toString(), "--budget", "9GiB");
+        CliRun corrupt = run("plan-split", "--routing", garbage.toString(), "--kv", kv.toString(), "--budget", "9GiB");
         assertThat(corrupt.status()).isEqualTo(2);
         assertThat(corrupt.err()).startsWith("strata: ").contains("garbage.trace");
     }

@@ -17,22 +17,8 @@ class SimulateCommandTest {
     @TempDir
     Path dir;
 
-    private record Run(int status, String out, String err) {
-    }
-
-    private static Run run(String... args) {
-        var cli = StrataCommand.commandLine();
-        StringWriter err = new StringWriter();
-        cli.setErr(new PrintWriter(err, true));
-        PrintStream saved = System.out;
-        ByteArrayOutputStream out = new ByteArrayOutputStream();
-        System.setOut(new PrintStream(out, true, StandardCharsets.UTF_8));
-        try {
-            int status = cli.execute(args);
-            return new Run(status, out.toString(StandardCharsets.UTF_8), err.toString());
-        } finally {
-            System.setOut(saved);
-        }
+    private static CliRun run(String... args) {
+        return CliRun.of(args);
     }
 
     private Path trace() throws IOException {
@@ -48,7 +34,7 @@ class SimulateCommandTest {
 
     @Test
     void printsTheTierTableLinksAndBeladyForEachPolicy() throws IOException {
-        Run r = run("simulate", "kv", "--trace", trace().toString(), "--device-blocks", "2", "--host-blocks", "2",
+        CliRun r = run("simulate", "kv", "--trace", trace().toString(), "--device-blocks", "2", "--host-blocks", "2",
                 "--disk-blocks", "0", "--policy", "lru,prefix-aware", "--bytes-per-token", "128KiB");
         assertThat(r.err()).isEmpty();
         assertThat(r.status()).isZero();
@@ -63,16 +49,16 @@ class SimulateCommandTest {
         Path bad = dir.resolve("bad.jsonl");
         Files.writeString(bad, "{\"timestamp\": 0, \"input_length\": 1500, \"output_length\": 9, \"hash_ids\": [1, 2, 3]}\n"
                 + "{\"timestamp\": 5, \"input_length\": -1, \"output_length\": 9, \"hash_ids\": []}\n");
-        Run r = run("simulate", "kv", "--trace", bad.toString());
+        CliRun r = run("simulate", "kv", "--trace", bad.toString());
         assertThat(r.status()).isEqualTo(2);
         assertThat(r.err().strip()).isEqualTo("strata: " + bad + ":2: input_length -1 is negative");
-        Run policy = run("simulate", "kv", "--trace", trace().toString(), "--policy", "mru");
+        CliRun policy = run("simulate", "kv", "--trace", trace().toString(), "--policy", "mru");
         assertThat(policy.status()).isEqualTo(2);
         assertThat(policy.err()).contains("unknown eviction policy 'mru'");
-        Run missing = run("simulate", "kv", "--trace", dir.resolve("none.jsonl").toString());
+        CliRun missing = run("simulate", "kv", "--trace", dir.resolve("none.jsonl").toString());
         assertThat(missing.status()).isEqualTo(2);
         assertThat(missing.err()).contains("none.jsonl: no such trace file");
-        Run negative = run("simulate", "kv", "--trace", trace().toString(), "--host-blocks", "-3");
+        CliRun negative = run("simulate", "kv", "--trace", trace().toString(), "--host-blocks", "-3");
         assertThat(negative.status()).isEqualTo(2);
         assertThat(negative.err()).contains("host capacity must not be negative, got -3 blocks");
     }

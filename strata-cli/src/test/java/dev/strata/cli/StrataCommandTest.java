@@ -11,27 +11,13 @@ import org.junit.jupiter.api.Test;
 
 class StrataCommandTest {
 
-    private record Run(int status, String out, String err) {
-    }
-
-    private static Run run(String... args) {
-        var cli = StrataCommand.commandLine();
-        StringWriter err = new StringWriter();
-        cli.setErr(new PrintWriter(err, true));
-        PrintStream saved = System.out;
-        ByteArrayOutputStream out = new ByteArrayOutputStream();
-        System.setOut(new PrintStream(out, true, StandardCharsets.UTF_8));
-        try {
-            int status = cli.execute(args);
-            return new Run(status, out.toString(StandardCharsets.UTF_8), err.toString());
-        } finally {
-            System.setOut(saved);
-        }
+    private static CliRun run(String... args) {
+        return CliRun.of(args);
     }
 
     @Test
     void inspectConfigPrintsTheCheckedConfiguration() {
-        Run r = run("inspect", "config", "--set", "tiers.host.capacity=64MiB", "--set", "tiers.device.capacity=16MiB");
+        CliRun r = run("inspect", "config", "--set", "tiers.host.capacity=64MiB", "--set", "tiers.device.capacity=16MiB");
         assertThat(r.status()).isZero();
         assertThat(r.out()).contains("host:   { capacity: 64MiB, allocator: best-fit }")
                 .contains("chain: [device, host]").contains("configuration is valid");
@@ -39,32 +25,32 @@ class StrataCommandTest {
 
     @Test
     void badSettingsEndWithOneLineNamingTheKeyAndStatus2() {
-        Run r = run("inspect", "config", "--set", "tiers.host.capacity=lots");
+        CliRun r = run("inspect", "config", "--set", "tiers.host.capacity=lots");
         assertThat(r.status()).isEqualTo(2);
         assertThat(r.err().strip()).isEqualTo("strata: tiers.host.capacity: not a size: 'lots' (expected e.g. 4096, 64KiB, 8GiB, 2GB)");
-        Run unknown = run("inspect", "config", "--set", "tiers.host.capacty=1GiB");
+        CliRun unknown = run("inspect", "config", "--set", "tiers.host.capacty=1GiB");
         assertThat(unknown.err()).contains("unknown configuration key 'tiers.host.capacty'").contains("capacity");
     }
 
     @Test
     void unknownScenarioAndMissingPoolAreNamed() {
-        Run r = run("bench", "nosuch");
+        CliRun r = run("bench", "nosuch");
         assertThat(r.status()).isEqualTo(2);
         assertThat(r.err()).contains("unknown benchmark scenario 'nosuch'").contains("tiers");
-        Run pool = run("inspect", "pool", "/dev/shm/strata-no-such-pool-" + ProcessHandle.current().pid() + ".pool");
+        CliRun pool = run("inspect", "pool", "/dev/shm/strata-no-such-pool-" + ProcessHandle.current().pid() + ".pool");
         assertThat(pool.status()).isEqualTo(2);
         assertThat(pool.err()).contains("strata-no-such-pool");
     }
 
     @Test
     void nodeFlagsAreCheckedWithClearErrors() {
-        Run size = run("node", "--capacity", "lots");
+        CliRun size = run("node", "--capacity", "lots");
         assertThat(size.status()).isEqualTo(2);
         assertThat(size.err().strip()).isEqualTo("strata: --capacity: not a size: 'lots' (expected e.g. 4096, 64KiB, 8GiB, 2GB)");
-        Run geometry = run("node", "--channels", "0", "--slots", "12", "--payload", "100");
+        CliRun geometry = run("node", "--channels", "0", "--slots", "12", "--payload", "100");
         assertThat(geometry.status()).isEqualTo(2);
         assertThat(geometry.err()).contains("channel count 0").contains("slots per channel 12").contains("payload bytes 100");
-        Run model = run("node", "--model-fingerprint", "xyz");
+        CliRun model = run("node", "--model-fingerprint", "xyz");
         assertThat(model.status()).isEqualTo(2);
         assertThat(model.err()).contains("object key must be 32 hex digits, got 'xyz'");
         assertThat(StrataCommand.commandLine().getSubcommands().get("node").getUsageMessage())
@@ -88,7 +74,7 @@ class StrataCommandTest {
             new dev.strata.node.index.PoolSharedBlockStore(index).publish(new dev.strata.cache.ObjectKey(1, 2),
                     java.util.List.of(java.lang.foreign.MemorySegment.ofArray(block)));
             long lease = index.acquire(1, 2, new long[4]);
-            Run r = run("inspect", "pool", path.toString());
+            CliRun r = run("inspect", "pool", path.toString());
             assertThat(r.status()).as(r.err()).isZero();
             assertThat(r.out()).contains("block index", "model fingerprint " + model + ", block-hash version 7",
                     "1 published (70001 bytes), 0 writing", "1 blocks pinned by 1 live leases");

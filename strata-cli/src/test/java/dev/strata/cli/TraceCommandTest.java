@@ -17,22 +17,8 @@ class TraceCommandTest {
     @TempDir
     Path dir;
 
-    private record Run(int status, String out, String err) {
-    }
-
-    private static Run run(String... args) {
-        var cli = StrataCommand.commandLine();
-        StringWriter err = new StringWriter();
-        cli.setErr(new PrintWriter(err, true));
-        PrintStream saved = System.out;
-        ByteArrayOutputStream out = new ByteArrayOutputStream();
-        System.setOut(new PrintStream(out, true, StandardCharsets.UTF_8));
-        try {
-            int status = cli.execute(args);
-            return new Run(status, out.toString(StandardCharsets.UTF_8), err.toString());
-        } finally {
-            System.setOut(saved);
-        }
+    private static CliRun run(String... args) {
+        return CliRun.of(args);
     }
 
     private static final String[] SMALL = {"--layers", "6", "--experts", "32", "--top-k", "4", "--sessions", "2",
@@ -47,10 +33,10 @@ class TraceCommandTest {
     @Test
     void generateThenStatsBinaryAndText() throws Exception {
         Path bin = dir.resolve("t.strace");
-        Run g = run(with(new String[] {"trace", "generate", "--out", bin.toString()}, SMALL));
+        CliRun g = run(with(new String[] {"trace", "generate", "--out", bin.toString()}, SMALL));
         assertThat(g.status()).as(g.err()).isZero();
         assertThat(g.out()).contains("steps").contains("6 layers × 32 experts, top-4, seed 5");
-        Run s = run("trace", "stats", bin.toString(), "--predict");
+        CliRun s = run("trace", "stats", bin.toString(), "--predict");
         assertThat(s.status()).as(s.err()).isZero();
         assertThat(s.out()).contains("6 layers × 32 experts, top-4").contains("ending clean")
                 .contains("steps 164 (4 prefill)").contains("requests 4, sessions 2").contains("per-layer LRU hit ratio by cap")
@@ -58,7 +44,7 @@ class TraceCommandTest {
 
         Path text = dir.resolve("t.jsonl");
         assertThat(run(with(new String[] {"trace", "generate", "--out", text.toString()}, SMALL)).status()).isZero();
-        Run st = run("trace", "stats", text.toString());
+        CliRun st = run("trace", "stats", text.toString());
         assertThat(st.status()).as(st.err()).isZero();
         // the same trace in both forms gives the same summary
         assertThat(st.out().lines().skip(1).toList()).isEqualTo(s.out().lines().skip(1).limit(4).toList());
@@ -66,37 +52,37 @@ class TraceCommandTest {
 
     @Test
     void badInputEndsWithOneLineAndStatus2() throws Exception {
-        Run knob = run(with(new String[] {"trace", "generate", "--out", dir.resolve("x").toString(), "--skew", "-1"}, SMALL));
+        CliRun knob = run(with(new String[] {"trace", "generate", "--out", dir.resolve("x").toString(), "--skew", "-1"}, SMALL));
         assertThat(knob.status()).isEqualTo(2);
         assertThat(knob.err().strip()).isEqualTo("strata: skew must be in [0.0, 8.0], got -1.0");
-        Run drift = run("trace", "generate", "--out", dir.resolve("y").toString(), "--drift", "sideways");
+        CliRun drift = run("trace", "generate", "--out", dir.resolve("y").toString(), "--drift", "sideways");
         assertThat(drift.err().strip()).isEqualTo("strata: --drift must be none, abrupt or gradual, got 'sideways'");
 
         Path bin = dir.resolve("cut.strace");
         assertThat(run(with(new String[] {"trace", "generate", "--out", bin.toString()}, SMALL)).status()).isZero();
         byte[] all = Files.readAllBytes(bin);
         Files.write(bin, Arrays.copyOf(all, all.length - 30));
-        Run cut = run("trace", "stats", bin.toString());
+        CliRun cut = run("trace", "stats", bin.toString());
         assertThat(cut.status()).isEqualTo(2);
         assertThat(cut.err()).startsWith("strata: routing trace " + bin).contains("ends inside a record");
         assertThat(cut.err().strip().lines().count()).isOne();
-        Run tolerant = run("trace", "stats", bin.toString(), "--tolerate-truncation");
+        CliRun tolerant = run("trace", "stats", bin.toString(), "--tolerate-truncation");
         assertThat(tolerant.status()).isZero();
         assertThat(tolerant.out()).contains("ending truncated");
 
-        Run missing = run("trace", "stats", dir.resolve("absent").toString());
+        CliRun missing = run("trace", "stats", dir.resolve("absent").toString());
         assertThat(missing.status()).isEqualTo(2);
         assertThat(missing.err()).contains("absent: no such file");
         Path notJson = dir.resolve("bad.jsonl");
         Files.writeString(notJson, "{\"layers\": 2, \"experts\": 4, \"top_k\": 2}\n{\"step\": [[[0, 9], [1, 2]]]}\n");
-        Run bad = run("trace", "stats", notJson.toString());
+        CliRun bad = run("trace", "stats", notJson.toString());
         assertThat(bad.status()).isEqualTo(2);
         assertThat(bad.err()).contains("at offset 2, record 0").contains("expert id 9");
     }
 
     @Test
     void kvStreamsFromTheSyntheticGeneratorAndAMooncakeTrace() throws Exception {
-        Run syn = run("trace", "kv");
+        CliRun syn = run("trace", "kv");
         assertThat(syn.status()).as(syn.err()).isZero();
         assertThat(syn.out()).contains("synthetic KV").contains("LRU hit ratio by capacity");
         Path mc = dir.resolve("mc.jsonl");
@@ -104,11 +90,11 @@ class TraceCommandTest {
                 {"timestamp": 0, "input_length": 1500, "output_length": 10, "hash_ids": [1, 2, 3]}
                 {"timestamp": 5, "input_length": 2000, "output_length": 10, "hash_ids": [1, 2, 3, 4]}
                 """);
-        Run m = run("trace", "kv", "--mooncake", mc.toString());
+        CliRun m = run("trace", "kv", "--mooncake", mc.toString());
         assertThat(m.status()).as(m.err()).isZero();
         assertThat(m.out()).contains("7 references, 4 distinct blocks").contains("4: 0.429");
         Files.writeString(mc, "{\"hash_ids\": [1, \"x\"]}\n");
-        Run bad = run("trace", "kv", "--mooncake", mc.toString());
+        CliRun bad = run("trace", "kv", "--mooncake", mc.toString());
         assertThat(bad.status()).isEqualTo(2);
         assertThat(bad.err()).contains("line 1: hash id is not an integer: \"x\"");
     }
