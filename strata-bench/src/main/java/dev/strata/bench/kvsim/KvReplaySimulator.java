@@ -34,7 +34,9 @@ import java.util.Arrays;
  * block, RECENT once two or more requests have reached it (a shared prefix block), EVICTABLE
  * before that. Prefix structure ({@link PrefixNode}) is provided to policies that use it.
  *
- * <p>Threads: one simulator per thread; {@link #run} may be called once.
+ * <p>Threads: one simulator per thread; {@link #run} may be called once, or, instead, {@link #step}
+ * once per request a caller chooses to send to this cache (a multi-instance replay gives each
+ * instance's cache only the requests routed to it).
  */
 public final class KvReplaySimulator {
     /** Tier indices. */
@@ -165,6 +167,7 @@ public final class KvReplaySimulator {
     private long unreachableDrops;
     private int[] stack = new int[64]; // scratch for the cascade
     private boolean ran;
+    private boolean stepped;
 
     public KvReplaySimulator(PrefixTrace trace, Config config) {
         this.trace = trace;
@@ -207,8 +210,8 @@ public final class KvReplaySimulator {
 
     /** Replays the whole trace once. */
     public ReplayResult run() {
-        if (ran) {
-            throw new IllegalStateException("a simulator replays its trace once");
+        if (ran || stepped) {
+            throw new IllegalStateException("a simulator replays its trace once, by run() or by step(), not both");
         }
         ran = true;
         for (int r = 0; r < trace.requestCount(); r++) {
@@ -225,7 +228,40 @@ public final class KvReplaySimulator {
                 strandingEvictions, unreachableDrops, config.blockBytes());
     }
 
-    private void replayRequest(int[] blocks) {
+    /**
+     * Replays request {@code request} of the trace alone, as {@link #run} replays each request, and
+     * returns the length of its cached prefix in blocks as found before the step (the blocks served
+     * from some tier; the rest were recomputed). Requests may be stepped in any subset, in trace
+     * order; not after {@link #run}.
+     */
+    public int step(int request) {
+        if (ran) {
+            throw new IllegalStateException("a simulator replays its trace once, by run() or by step(), not both");
+        }
+        stepped = true;
+        int prefix = replayRequest(trace.blocksOf(request));
+        if (config.checkInvariants()) {
+            checkInvariants(request);
+        }
+        return prefix;
+    }
+
+    /** Blocks resident in {@code tier} now. */
+    public long occupancy(int tier) {
+        return occupancy[tier];
+    }
+
+    /** Blocks of {@code request} resident, in prompt order from the first, in some tier now (the prefix a lookup would find). */
+    public int cachedPrefix(int request) {
+        int[] blocks = trace.blocksOf(request);
+        int prefix = 0;
+        while (prefix < blocks.length && tierOf[blocks[prefix]] >= 0) {
+            prefix++;
+        }
+        return prefix;
+    }
+
+    private int replayRequest(int[] blocks) {
         int n = blocks.length;
         int prefix = 0;
         while (prefix < n && tierOf[blocks[prefix]] >= 0) {
@@ -274,6 +310,7 @@ public final class KvReplaySimulator {
                 setPinned(b, false);
             }
         }
+        return prefix;
     }
 
     /** Puts block {@code b} (pinned) in the highest tier that has or can make room; its tier or -1. */

@@ -22,13 +22,17 @@ import java.util.Map;
 public final class PrefixTrace {
     private final int[][] requests; // [request][position] -> block index
     private final long[] timestamps; // [request] ms
+    private final int[] inputLengths; // [request] prompt tokens
+    private final int[] outputLengths; // [request] generated tokens
     private final int[] parent; // [block] -> parent block, -1 for a first block
     private final int[] depth; // [block] -> position in its sequence, 0 for a first block
     private final long accesses; // total block references over all requests
 
-    private PrefixTrace(int[][] requests, long[] timestamps, int[] parent, int[] depth) {
+    private PrefixTrace(int[][] requests, long[] timestamps, int[] inputLengths, int[] outputLengths, int[] parent, int[] depth) {
         this.requests = requests;
         this.timestamps = timestamps;
+        this.inputLengths = inputLengths;
+        this.outputLengths = outputLengths;
         this.parent = parent;
         this.depth = depth;
         long a = 0;
@@ -60,6 +64,8 @@ public final class PrefixTrace {
         private final Map<Edge, Integer> index = new HashMap<>();
         private final List<int[]> requests = new ArrayList<>();
         private long[] timestamps = new long[1024];
+        private int[] inputLengths = new int[1024];
+        private int[] outputLengths = new int[1024];
         private int[] parent = new int[1024];
         private int[] depth = new int[1024];
         private int blocks;
@@ -86,14 +92,20 @@ public final class PrefixTrace {
             }
             if (requests.size() == timestamps.length) {
                 timestamps = Arrays.copyOf(timestamps, timestamps.length * 2);
+                inputLengths = Arrays.copyOf(inputLengths, timestamps.length);
+                outputLengths = Arrays.copyOf(outputLengths, timestamps.length);
             }
             timestamps[requests.size()] = r.timestampMs();
+            inputLengths[requests.size()] = r.inputLength();
+            outputLengths[requests.size()] = r.outputLength();
             requests.add(seq);
             return this;
         }
 
         public PrefixTrace build() {
-            return new PrefixTrace(requests.toArray(new int[0][]), Arrays.copyOf(timestamps, requests.size()),
+            int n = requests.size();
+            return new PrefixTrace(requests.toArray(new int[0][]), Arrays.copyOf(timestamps, n),
+                    Arrays.copyOf(inputLengths, n), Arrays.copyOf(outputLengths, n),
                     Arrays.copyOf(parent, blocks), Arrays.copyOf(depth, blocks));
         }
     }
@@ -126,6 +138,16 @@ public final class PrefixTrace {
     /** Arrival of request {@code r}, ms. */
     public long timestamp(int r) {
         return timestamps[r];
+    }
+
+    /** Prompt tokens of request {@code r}. */
+    public int inputLength(int r) {
+        return inputLengths[r];
+    }
+
+    /** Generated tokens of request {@code r}. */
+    public int outputLength(int r) {
+        return outputLengths[r];
     }
 
     /** The parent of {@code block}, -1 for the first block of a sequence. */

@@ -209,4 +209,33 @@ class KvReplaySimulatorTest {
         sim.run();
         assertThatThrownBy(sim::run).isInstanceOf(IllegalStateException.class);
     }
+
+    @Test
+    void steppingEveryRequestFindsTheSamePrefixesAsARunAndRefusesARunAfterwards() {
+        PrefixTrace t = PrefixTrace.of(SyntheticPrefixTraceGenerator.generate(SyntheticPrefixTraceGenerator.Knobs.chat(400), 3));
+        KvReplaySimulator.Config c = KvReplaySimulator.Config.tiers(30, 60, 0, PolicyKind.PREFIX_AWARE, 512).withInvariantChecks();
+        ReplayResult whole = KvReplaySimulator.replay(t, c);
+        KvReplaySimulator stepped = new KvReplaySimulator(t, c);
+        long hits = 0;
+        for (int r = 0; r < t.requestCount(); r++) {
+            int found = stepped.cachedPrefix(r);
+            int prefix = stepped.step(r);
+            assertThat(prefix).isEqualTo(found).isBetween(0, t.blocks(r).length);
+            assertThat(stepped.occupancy(DEVICE)).isLessThanOrEqualTo(30);
+            assertThat(stepped.occupancy(HOST)).isLessThanOrEqualTo(60);
+            hits += prefix;
+        }
+        assertThat(hits).isEqualTo(whole.hits()).isPositive();
+        assertThatThrownBy(stepped::run).isInstanceOf(IllegalStateException.class).hasMessageContaining("not both");
+    }
+
+    @Test
+    void requestLengthsAreKeptByTheInternedTrace() {
+        PrefixTrace t = PrefixTrace.of(List.of(new TraceRequest(5, 1000, 37, new long[] {4, 5}),
+                new TraceRequest(9, 513, 0, new long[] {4, 6})));
+        assertThat(t.inputLength(0)).isEqualTo(1000);
+        assertThat(t.outputLength(0)).isEqualTo(37);
+        assertThat(t.inputLength(1)).isEqualTo(513);
+        assertThat(t.outputLength(1)).isZero();
+    }
 }
