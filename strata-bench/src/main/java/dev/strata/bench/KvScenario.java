@@ -1,6 +1,7 @@
 package dev.strata.bench;
 
 import dev.strata.bench.kvsim.TraceReplayMeasure;
+import dev.strata.bench.route.RoutingReplayMeasure;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -9,7 +10,9 @@ import java.util.List;
  * {@code strata bench kv}: the KV cache across tiers and processes. Block-manager operations per
  * block, loads of blocks another process published in the shared pool against a raw copy, RPC
  * over shared memory against a raw shared-memory ping-pong and loopback TCP, and the Mooncake
- * trace replayed at three capacities with every eviction policy against Bélády's optimum.
+ * trace replayed at three capacities with every eviction policy against Bélády's optimum, and a
+ * modelled cluster of engine instances comparing load-only routing over the shared pool with
+ * cache-aware routing without it.
  *
  * <p>The trace is looked up as {@code ../shared/traces/mooncake/synthetic_trace.jsonl} from the
  * Strata checkout ({@code strata.home}, set by {@code bin/strata}, else the working directory);
@@ -33,7 +36,7 @@ public final class KvScenario implements Scenario {
     @Override
     public List<Figure> run(Options options, List<String> notes) throws Exception {
         List<Figure> figures = new ArrayList<>();
-        Progress progress = new Progress(System.err, 4);
+        Progress progress = new Progress(System.err, 5);
         progress.step("block manager: match + commit + release per block");
         figures.addAll(KvBlockOpsMeasure.figures(options.quick()));
         progress.step("loads from the POOL of blocks another process published");
@@ -42,6 +45,8 @@ public final class KvScenario implements Scenario {
         figures.addAll(RpcMeasure.figures(options.quick()));
         progress.step("Mooncake trace replay at 1k, 5k and 20k blocks, every policy against Belady");
         figures.addAll(TraceReplayMeasure.figures(mooncakeTrace(), notes));
+        progress.step("routing replay: cache-aware vs load-only routing, with and without the shared pool (modelled)");
+        figures.addAll(RoutingReplayMeasure.figures(mooncakeTrace(), notes));
         return figures;
     }
 
