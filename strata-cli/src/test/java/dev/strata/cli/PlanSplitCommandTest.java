@@ -94,10 +94,13 @@ class PlanSplitCommandTest {
         Path routing = routingTrace();
         Path kv = kvTrace();
         Path broken = dir.resolve("broken.jsonl");
-        Files.writeString(broken, "{\"hash_ids\": [1, 2]}\n{\"hash_ids\": [3, -4]}\n");
+        Files.writeString(broken, """
+                {"timestamp": 0, "input_length": 1024, "output_length": 4, "hash_ids": [1, 2]}
+                {"timestamp": 9, "input_length": 1024, "output_length": 4, "hash_ids": [3, "four"]}
+                """);
         CliRun bad = run("plan-split", "--routing", routing.toString(), "--kv", broken.toString(), "--budget", "9GiB");
         assertThat(bad.status()).isEqualTo(2);
-        assertThat(bad.err().strip()).startsWith("strata: ").contains("broken.jsonl:2").contains("-4").doesNotContain("\n");
+        assertThat(bad.err().strip()).startsWith("strata: ").contains("broken.jsonl:2").contains("hash_ids[1]").contains("four").doesNotContain("\n");
         CliRun size = run("plan-split", "--routing", routing.toString(), "--kv", kv.toString(), "--budget", "lots");
         assertThat(size.status()).isEqualTo(2);
         assertThat(size.err().strip()).isEqualTo("strata: --budget: not a size: 'lots' (expected e.g. 4096, 64KiB, 8GiB, 2GB)");

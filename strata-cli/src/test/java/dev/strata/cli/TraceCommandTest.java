@@ -93,9 +93,9 @@ class TraceCommandTest {
         CliRun m = run("trace", "kv", "--mooncake", mc.toString());
         assertThat(m.status()).as(m.err()).isZero();
         assertThat(m.out()).contains("7 references, 4 distinct blocks").contains("4: 0.429");
-        Files.writeString(mc, "{\"hash_ids\": [1, \"x\"]}\n");
+        Files.writeString(mc, "{\"timestamp\": 0, \"input_length\": 1024, \"output_length\": 1, \"hash_ids\": [1, \"x\"]}\n");
         CliRun bad = run("trace", "kv", "--mooncake", mc.toString());
         assertThat(bad.status()).isEqualTo(2);
-        assertThat(bad.err()).contains("line 1: hash id is not an integer: \"x\"");
+        assertThat(bad.err()).contains("mc.jsonl:1: hash_ids[1] is \"x\", not an integer");
     }
 }

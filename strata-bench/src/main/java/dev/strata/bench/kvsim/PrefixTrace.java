@@ -1,5 +1,7 @@
 package dev.strata.bench.kvsim;
 
+import dev.strata.cache.kv.trace.MooncakeTraceReader;
+import dev.strata.cache.kv.trace.TraceRequest;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;

@@ -1,5 +1,6 @@
 package dev.strata.bench.kvsim;
 
+import dev.strata.cache.kv.trace.TraceRequest;
 import java.io.BufferedWriter;
 import java.io.IOException;
 import java.io.UncheckedIOException;

@@ -6,6 +6,7 @@ import static dev.strata.bench.kvsim.KvReplaySimulator.HOST;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.strata.cache.kv.trace.TraceRequest;
 import dev.strata.cache.policy.PolicyKind;
 import dev.strata.testing.Property;
 import java.util.ArrayList;

@@ -3,6 +3,9 @@ package dev.strata.bench.kvsim;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.strata.cache.kv.trace.MooncakeTraceReader;
+import dev.strata.cache.kv.trace.TraceFormatException;
+import dev.strata.cache.kv.trace.TraceRequest;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;

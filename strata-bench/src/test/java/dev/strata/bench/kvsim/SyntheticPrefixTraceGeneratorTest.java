@@ -3,6 +3,8 @@ package dev.strata.bench.kvsim;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.strata.cache.kv.trace.MooncakeTraceReader;
+import dev.strata.cache.kv.trace.TraceRequest;
 import dev.strata.cache.policy.PolicyKind;
 import java.nio.file.Path;
 import java.util.ArrayList;

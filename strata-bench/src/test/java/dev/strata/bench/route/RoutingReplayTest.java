@@ -6,8 +6,8 @@ import static org.assertj.core.api.Assertions.within;
 
 import dev.strata.bench.kvsim.PrefixTrace;
 import dev.strata.bench.kvsim.SyntheticPrefixTraceGenerator;
-import dev.strata.bench.kvsim.TraceRequest;
 import dev.strata.bench.route.RoutingReplayMeasure.Arm;
+import dev.strata.cache.kv.trace.TraceRequest;
 import dev.strata.cache.policy.PolicyKind;
 import dev.strata.node.route.InstanceLoads;
 import dev.strata.node.route.LeastLoadedRouter;

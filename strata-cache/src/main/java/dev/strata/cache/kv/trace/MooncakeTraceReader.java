@@ -1,4 +1,4 @@
-package dev.strata.bench.kvsim;
+package dev.strata.cache.kv.trace;
 
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.JsonNode;
@@ -29,6 +29,9 @@ import java.util.function.Consumer;
  * <p>Threads: one reader per thread. Close it (or use {@link #forEach}) to release the file.
  */
 public final class MooncakeTraceReader implements Closeable {
+    /** Tokens per block of the Mooncake trace's {@code hash_ids}. */
+    public static final int MOONCAKE_BLOCK_TOKENS = 512;
+
     private static final ObjectMapper JSON = new ObjectMapper();
 
     private final Path file;

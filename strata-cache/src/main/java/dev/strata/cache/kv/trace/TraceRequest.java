@@ -1,4 +1,4 @@
-package dev.strata.bench.kvsim;
+package dev.strata.cache.kv.trace;
 
 import java.util.Arrays;
 
