@@ -111,6 +111,7 @@ public final class KvBlockManager implements AutoCloseable {
     private int freeCount; // entries of freeSlots in use
     private final BlockKeyTable resident; // keyed blocks in slots (loading too), by key
     private final Set<ObjectKey> offloaded = new HashSet<>(); // keys this manager put into the store, not dropped since
+    private final java.util.Map<ObjectKey, Integer> orphanChildren = new java.util.HashMap<>(); // parent key -> registered blocks under it while the parent is not registered
     private KvSequence firstSequence; // open sequences (running or preempted), an intrusive list
     private int openSequences; // length of that list
     private long nextSequenceId;
@@ -442,7 +443,7 @@ public final class KvBlockManager implements AutoCloseable {
     }
 
     private DeviceBlock newLoadingBlock(int slot, ObjectKey key, ObjectKey parent) {
-        DeviceBlock b = new DeviceBlock(slot);
+        DeviceBlock b = new DeviceBlock(slot, resident);
         slotOwner[slot] = b;
         b.loading = true;
         b.ready = new CompletableFuture<>();
@@ -633,7 +634,7 @@ public final class KvBlockManager implements AutoCloseable {
             if (slot < 0) {
                 return pendingEvictions > 0 ? AllocationStatus.WAIT : AllocationStatus.NO_SPACE;
             }
-            DeviceBlock b = new DeviceBlock(slot);
+            DeviceBlock b = new DeviceBlock(slot, resident);
             slotOwner[slot] = b;
             b.refCount = 1;
             seq.blocks.add(b);
@@ -935,6 +936,14 @@ public final class KvBlockManager implements AutoCloseable {
     private void registerMapped(DeviceBlock b, ObjectKey key, ObjectKey parent) {
         b.key = key; // keyHash was set by the key table
         b.parentKey = parent;
+        DeviceBlock p = resident.get(parent);
+        if (p != null && p.registered) {
+            p.registeredChildren++;
+        } else {
+            orphanChildren.merge(parent, 1, Integer::sum);
+        }
+        Integer adopted = orphanChildren.isEmpty() ? null : orphanChildren.remove(key);
+        b.registeredChildren = adopted == null ? 0 : adopted;
         b.registered = true;
         b.reach = Math.max(1, b.reach);
         b.reportedEvictable = b.evictable();
@@ -949,6 +958,16 @@ public final class KvBlockManager implements AutoCloseable {
         b.registered = false;
         b.reportedEvictable = false;
         resident.remove(b.key, b);
+        DeviceBlock p = resident.get(b.parentKey);
+        if (p != null && p.registered) {
+            p.registeredChildren--;
+        } else {
+            orphanChildren.merge(b.parentKey, -1, (a, d) -> a + d == 0 ? null : a + d);
+        }
+        if (b.registeredChildren > 0) {
+            orphanChildren.put(b.key, b.registeredChildren); // its registered children are orphans now
+            b.registeredChildren = 0;
+        }
     }
 
     /** Tells the policy when the block's eligibility flipped. */
@@ -1239,6 +1258,25 @@ public final class KvBlockManager implements AutoCloseable {
         for (DeviceBlock b : holders.keySet()) {
             if (slotOwner[b.slot] != b) {
                 throw new IllegalStateException("a sequence holds " + b + " but its slot does not");
+            }
+        }
+        java.util.Map<ObjectKey, Integer> children = new java.util.HashMap<>();
+        for (DeviceBlock b : slotOwner) {
+            if (b != null && b.registered) {
+                children.merge(b.parentKey, 1, Integer::sum);
+            }
+        }
+        for (DeviceBlock b : slotOwner) {
+            if (b != null && b.registered) {
+                int expected = children.getOrDefault(b.key, 0);
+                if (b.registeredChildren != expected) {
+                    throw new IllegalStateException(b + " counts " + b.registeredChildren + " registered children, but "
+                            + expected + " registered blocks name it as their parent");
+                }
+                DeviceBlock p = resident.get(b.parentKey);
+                if (p != null && (b.prefixParent() != p) != !p.registered) {
+                    throw new IllegalStateException(b + " names " + b.prefixParent() + " as its parent, not " + p);
+                }
             }
         }
         if (registered != resident.size() || registered != policy.size()) {
