@@ -25,7 +25,7 @@ import java.util.concurrent.CompletableFuture;
  * <p>Threads: owned by the manager's scheduler thread; policies read it under the same rule.
  */
 public final class DeviceBlock extends PolicyNode implements PrefixNode {
-    final int slot; // index into the engine's KV layout
+    int slot; // index into the engine's KV layout (changes only when a shrink of the slots moves the block)
     final BlockKeyTable table; // the manager's key table, where the parent is looked up; null for a detached block
     int registeredChildren; // registered blocks whose parent key is this block's key (maintained while registered)
     ObjectKey key; // chained key; null while the engine is still writing the block

@@ -9,6 +9,7 @@ import dev.strata.cache.ResidencyInfo;
 import dev.strata.cache.TieredStore;
 import dev.strata.cache.policy.EvictionPolicy;
 import dev.strata.cache.policy.PolicyNode;
+import dev.strata.cache.split.ResizablePool;
 import dev.strata.memory.Allocator;
 import dev.strata.memory.CorruptObjectException;
 import dev.strata.memory.Tier;
@@ -106,8 +107,9 @@ public final class KvBlockManager implements AutoCloseable {
     private final List<Tier> storeTiers; // the store's chain, top first
     private final HostTier staging; // the manager's own HOST staging for two-stage disk reads, null if none
 
-    private final DeviceBlock[] slotOwner; // [slot] the block in it, null when free
-    private final int[] freeSlots; // stack of free slot indices
+    private DeviceBlock[] slotOwner; // [slot] the block in it, null when free; replaced when the slots are resized
+    private int[] freeSlots; // stack of free slot indices; replaced when the slots are resized
+    private volatile int slotCount; // slotOwner.length, for readers on other threads
     private int freeCount; // entries of freeSlots in use
     private final BlockKeyTable resident; // keyed blocks in slots (loading too), by key
     private final Set<ObjectKey> offloaded = new HashSet<>(); // keys this manager put into the store, not dropped since
@@ -147,6 +149,7 @@ public final class KvBlockManager implements AutoCloseable {
         this.slotOwner = new DeviceBlock[slots];
         this.resident = new BlockKeyTable(slots);
         this.freeSlots = new int[slots];
+        this.slotCount = slots;
         for (int s = slots - 1; s >= 0; s--) {
             freeSlots[freeCount++] = s;
         }
@@ -1026,6 +1029,154 @@ public final class KvBlockManager implements AutoCloseable {
         }
     }
 
+    // ------------------------------------------------------------------ resize
+
+    /**
+     * The DEVICE block slots as one side of a live memory split ({@link ResizablePool}; units are
+     * slots, a unit's bytes are one slot's allocation). Requires a {@link ResizableKvLayout}.
+     *
+     * @throws IllegalStateException    if the layout cannot be resized
+     * @throws IllegalArgumentException if the bounds are not {@code 1 <= minSlots <= maxSlots}
+     */
+    public KvSlotPool slotPool(int minSlots, int maxSlots) {
+        resizableLayout();
+        return new KvSlotPool(this, minSlots, maxSlots);
+    }
+
+    /** DEVICE block slots now (any thread). */
+    public int slotCount() {
+        return slotCount;
+    }
+
+    private ResizableKvLayout resizableLayout() {
+        if (!(layout instanceof ResizableKvLayout r)) {
+            throw new IllegalStateException("KV layout " + layout + " cannot be resized: use a ResizableKvLayout such as "
+                    + "TierSlotKvLayout");
+        }
+        return r;
+    }
+
+    /**
+     * Resizes the DEVICE slots to {@code slots}, at a drained barrier (scheduler thread; waits up to
+     * a minute for this manager's transfers in flight). A grow allocates the new slots from the
+     * layout's memory; if that refuses, nothing changes. A shrink is refused (nothing changes) if a
+     * slot to be removed holds a block a sequence uses; otherwise cached blocks leave by the slot
+     * policy's order (offloaded or published first, as an eviction would) until the blocks fit in
+     * {@code slots}, the cached blocks of the removed slots move into free surviving slots (bytes
+     * copied), and the removed slots' memory is released before this returns.
+     *
+     * @return true if the manager now has {@code slots} slots; false if refused (nothing changed)
+     * @throws IllegalArgumentException if {@code slots} is not positive
+     * @throws IllegalStateException    if the layout cannot be resized
+     */
+    public boolean resizeSlots(int slots) {
+        poll();
+        checkOpen();
+        ResizableKvLayout rl = resizableLayout();
+        if (slots < 1) {
+            throw new IllegalArgumentException("the KV slots cannot shrink below 1, asked for " + slots);
+        }
+        if (!awaitIdle(60, TimeUnit.SECONDS)) {
+            return false;
+        }
+        int current = slotOwner.length;
+        if (slots == current) {
+            return true;
+        }
+        return slots > current ? growSlots(rl, slots) : shrinkSlots(rl, slots);
+    }
+
+    private boolean growSlots(ResizableKvLayout rl, int slots) {
+        int old = slotOwner.length;
+        if (!rl.growTo(slots)) {
+            return false;
+        }
+        resident.ensureCapacity(slots);
+        slotOwner = java.util.Arrays.copyOf(slotOwner, slots);
+        int[] free = new int[slots];
+        System.arraycopy(freeSlots, 0, free, 0, freeCount);
+        for (int s = slots - 1; s >= old; s--) {
+            free[freeCount++] = s;
+        }
+        freeSlots = free;
+        slotCount = slots;
+        return true;
+    }
+
+    /** Evicts cached blocks by the slot policy until at most {@code slots} slots hold blocks. Waits. */
+    private void makeRoomFor(int slots) {
+        while (slotOwner.length - freeCount > slots) {
+            while (slotOwner.length - freeCount - pendingEvictions > slots) { // a pending eviction frees its slot when its copy lands
+                PolicyNode node = policy.victim();
+                if (node == null) {
+                    if (outstanding.get() == 0 && completions.isEmpty()) {
+                        throw new IllegalStateException("shrinking the KV slots to " + slots + ": " + (slotOwner.length - freeCount)
+                                + " blocks are in slots but the slot policy offers no victim");
+                    }
+                    awaitIdle(60, TimeUnit.SECONDS); // write-back evictions free their slots as their copies land
+                    continue;
+                }
+                DeviceBlock b = (DeviceBlock) node;
+                if (!b.evictable()) {
+                    throw new IllegalStateException("slot policy '" + policy.name() + "' offered a block that is not evictable: " + b);
+                }
+                boolean toStore = config.offload() != OffloadMode.NONE && store != null && !inStore(b.key);
+                boolean toShared = needsSharedCopy(b);
+                if (toStore || toShared) {
+                    startOffload(b, true, toStore, toShared);
+                } else {
+                    evictNow(b);
+                }
+            }
+            if (!awaitIdle(60, TimeUnit.SECONDS)) {
+                throw new IllegalStateException("shrinking the KV slots to " + slots + ": offloads still in flight after a minute");
+            }
+        }
+    }
+
+    private boolean shrinkSlots(ResizableKvLayout rl, int slots) {
+        for (int s = slots; s < slotOwner.length; s++) {
+            DeviceBlock b = slotOwner[s];
+            if (b != null && (b.refCount > 0 || b.inFlight > 0 || b.loading)) {
+                return false; // a sequence uses a block in a slot that would go
+            }
+        }
+        // every block held by a sequence is in a surviving slot, so the cached ones can make room
+        makeRoomFor(slots);
+        int[] targets = new int[slots]; // free surviving slots
+        int free = 0;
+        for (int s = 0; s < slots; s++) {
+            if (slotOwner[s] == null) {
+                targets[free++] = s;
+            }
+        }
+        int used = 0;
+        for (int s = slots; s < slotOwner.length; s++) {
+            DeviceBlock b = slotOwner[s];
+            if (b == null) {
+                continue;
+            }
+            int t = targets[used++];
+            rl.copySlot(s, t);
+            slotOwner[t] = b;
+            slotOwner[s] = null;
+            b.slot = t;
+            counters.inc(KvCounters.SLOT_MOVES);
+        }
+        rl.shrinkTo(slots);
+        slotOwner = java.util.Arrays.copyOf(slotOwner, slots);
+        int[] stack = new int[slots];
+        freeCount = 0;
+        for (int s = slots - 1; s >= 0; s--) {
+            if (slotOwner[s] == null) {
+                stack[freeCount++] = s;
+            }
+        }
+        freeSlots = stack;
+        slotCount = slots;
+        return true;
+    }
+
     // ------------------------------------------------------------------ offload
 
     /** Starts copying {@code b} to the store and/or the shared pool; optionally frees it once landed. */
@@ -1190,6 +1341,10 @@ public final class KvBlockManager implements AutoCloseable {
      */
     public void checkInvariants() {
         int owned = 0;
+        if (layout.slots() != slotOwner.length || slotCount != slotOwner.length) {
+            throw new IllegalStateException("the layout has " + layout.slots() + " slots but the manager tracks "
+                    + slotOwner.length + " (published " + slotCount + ")");
+        }
         boolean[] free = new boolean[slotOwner.length];
         for (int i = 0; i < freeCount; i++) {
             int s = freeSlots[i];
