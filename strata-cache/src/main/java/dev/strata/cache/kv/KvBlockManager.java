@@ -7,7 +7,6 @@ import dev.strata.cache.PriorityClass;
 import dev.strata.cache.PutStatus;
 import dev.strata.cache.ResidencyInfo;
 import dev.strata.cache.TieredStore;
-import dev.strata.cache.policy.EvictionPolicy;
 import dev.strata.cache.policy.PolicyNode;
 import dev.strata.cache.split.ResizablePool;
 import dev.strata.memory.Allocator;
@@ -99,7 +98,6 @@ public final class KvBlockManager implements AutoCloseable {
     private final TransferEngine transfers;
     private final SharedBlockStore shared; // null: no shared pool
     private final KvManagerConfig config;
-    private final EvictionPolicy policy; // over the keyed DEVICE blocks
     private final ObjectKey root; // the hasher's root: parent of every block 0
     private final int blockTokens; // tokens per block
     private final long blockBytes; // bytes of one block's contiguous form
@@ -107,13 +105,8 @@ public final class KvBlockManager implements AutoCloseable {
     private final List<Tier> storeTiers; // the store's chain, top first
     private final HostTier staging; // the manager's own HOST staging for two-stage disk reads, null if none
 
-    private DeviceBlock[] slotOwner; // [slot] the block in it, null when free; replaced when the slots are resized
-    private int[] freeSlots; // stack of free slot indices; replaced when the slots are resized
-    private volatile int slotCount; // slotOwner.length, for readers on other threads
-    private int freeCount; // entries of freeSlots in use
-    private final BlockKeyTable resident; // keyed blocks in slots (loading too), by key
+    private final DeviceSlots deviceSlots; // the slots, their key table and eviction policy
     private final Set<ObjectKey> offloaded = new HashSet<>(); // keys this manager put into the store, not dropped since
-    private final java.util.Map<ObjectKey, Integer> orphanChildren = new java.util.HashMap<>(); // parent key -> registered blocks under it while the parent is not registered
     private KvSequence firstSequence; // open sequences (running or preempted), an intrusive list
     private int openSequences; // length of that list
     private long nextSequenceId;
@@ -132,7 +125,6 @@ public final class KvBlockManager implements AutoCloseable {
         this.transfers = b.transfers;
         this.shared = b.shared;
         this.config = b.config.conclude();
-        this.policy = config.newDevicePolicy();
         this.root = hasher.root();
         this.blockTokens = hasher.blockTokens();
         this.allTokens = TokenSelection.all(blockTokens);
@@ -145,14 +137,7 @@ public final class KvBlockManager implements AutoCloseable {
         long stagingBlock = Sizes.alignUp(blockBytes, OffHeapRegion.PAGE);
         this.staging = hasDisk && config.twoStageDisk() && config.stagingBlocks() > 0
                 ? HostTier.slab("kv-staging", config.stagingBlocks() * stagingBlock, stagingBlock) : null;
-        int slots = layout.slots();
-        this.slotOwner = new DeviceBlock[slots];
-        this.resident = new BlockKeyTable(slots);
-        this.freeSlots = new int[slots];
-        this.slotCount = slots;
-        for (int s = slots - 1; s >= 0; s--) {
-            freeSlots[freeCount++] = s;
-        }
+        this.deviceSlots = new DeviceSlots(layout.slots(), config.newDevicePolicy());
         this.io = new ThreadPoolExecutor(1, 1, 0, TimeUnit.MILLISECONDS, new LinkedBlockingQueue<>(), r -> {
             Thread t = new Thread(r, "strata-kv-io");
             t.setDaemon(true);
@@ -229,7 +214,7 @@ public final class KvBlockManager implements AutoCloseable {
 
     /** Where {@code key} is in this process now (DEVICE, or the top store copy), or null. */
     private BlockLocation locateLocally(ObjectKey key) {
-        if (resident.containsKey(key)) {
+        if (deviceSlots.contains(key)) {
             return BlockLocation.DEVICE;
         }
         if (store != null) {
@@ -271,7 +256,7 @@ public final class KvBlockManager implements AutoCloseable {
         int slotsShort = 0;
         for (int i = seq.blocks.size(); i < n; i++) {
             ObjectKey key = match.key(i);
-            DeviceBlock b = resident.get(key);
+            DeviceBlock b = deviceSlots.get(key);
             BlockLocation source = BlockLocation.DEVICE;
             if (b != null) {
                 hold(b);
@@ -413,7 +398,7 @@ public final class KvBlockManager implements AutoCloseable {
         while (seq.pendingNext < m.blocks()) {
             int j = seq.pendingNext;
             ObjectKey key = m.key(j);
-            DeviceBlock b = resident.get(key);
+            DeviceBlock b = deviceSlots.get(key);
             if (b != null) {
                 hold(b);
             } else {
@@ -446,13 +431,12 @@ public final class KvBlockManager implements AutoCloseable {
     }
 
     private DeviceBlock newLoadingBlock(int slot, ObjectKey key, ObjectKey parent) {
-        DeviceBlock b = new DeviceBlock(slot, resident);
-        slotOwner[slot] = b;
+        DeviceBlock b = deviceSlots.newBlock(slot);
         b.loading = true;
         b.ready = new CompletableFuture<>();
         b.refCount = 1;
         b.priority = PriorityClass.ACTIVE;
-        register(b, key, parent);
+        deviceSlots.register(b, key, parent);
         return b;
     }
 
@@ -577,14 +561,14 @@ public final class KvBlockManager implements AutoCloseable {
             if (twoStage) {
                 counters.link(KvLink.DISK_TO_HOST, blockBytes);
             }
-            sync(b);
+            deviceSlots.sync(b);
             return;
         }
         counters.inc(KvCounters.FAILED_LOADS);
         if (forgetStoreCopy) {
             offloaded.remove(b.key);
         }
-        unregister(b);
+        deviceSlots.unregister(b);
         for (KvSequence s = firstSequence; s != null; s = s.next) {
             if (s.state != KvSequence.State.RUNNING) {
                 continue;
@@ -637,8 +621,7 @@ public final class KvBlockManager implements AutoCloseable {
             if (slot < 0) {
                 return pendingEvictions > 0 ? AllocationStatus.WAIT : AllocationStatus.NO_SPACE;
             }
-            DeviceBlock b = new DeviceBlock(slot, resident);
-            slotOwner[slot] = b;
+            DeviceBlock b = deviceSlots.newBlock(slot);
             b.refCount = 1;
             seq.blocks.add(b);
         }
@@ -724,9 +707,9 @@ public final class KvBlockManager implements AutoCloseable {
     private void commitBlock(KvSequence seq, int i, ObjectKey key) {
         DeviceBlock b = seq.blocks.get(i);
         ObjectKey parent = seq.lastKey;
-        DeviceBlock existing = resident.putIfAbsent(key, b);
+        DeviceBlock existing = deviceSlots.putIfAbsent(key, b);
         if (existing == null) {
-            registerMapped(b, key, parent);
+            deviceSlots.registerMapped(b, key, parent);
             counters.inc(KvCounters.COMMITS);
             boolean toStore = config.offload() == OffloadMode.WRITE_THROUGH && store != null && !inStore(key);
             boolean publishNow = shared != null && config.sharedPublish() == SharedPublishMode.AT_COMMIT;
@@ -737,7 +720,7 @@ public final class KvBlockManager implements AutoCloseable {
             hold(existing);
             seq.blocks.set(i, existing);
             b.refCount = 0;
-            freeSlot(b);
+            deviceSlots.free(b);
             counters.inc(KvCounters.DEDUPS);
         } else {
             b.key = key; // its twin is still loading: keep this one private to the sequence
@@ -864,14 +847,14 @@ public final class KvBlockManager implements AutoCloseable {
 
     /** A free slot, evicting if needed; -1 if none can be had now. */
     private int takeSlot() {
-        while (freeCount == 0) {
-            PolicyNode node = policy.victim();
+        while (deviceSlots.freeCount() == 0) {
+            PolicyNode node = deviceSlots.victim();
             if (node == null) {
                 return -1;
             }
             DeviceBlock b = (DeviceBlock) node;
             if (!b.evictable()) {
-                throw new IllegalStateException("slot policy '" + policy.name() + "' offered a block that is not evictable: " + b);
+                throw new IllegalStateException("slot policy '" + deviceSlots.policyName() + "' offered a block that is not evictable: " + b);
             }
             boolean toStore = config.offload() == OffloadMode.WRITE_BACK && store != null && !inStore(b.key);
             boolean toShared = needsSharedCopy(b);
@@ -884,11 +867,7 @@ public final class KvBlockManager implements AutoCloseable {
                 evictNow(b);
             }
         }
-        int slot = freeSlots[--freeCount];
-        if (slotOwner[slot] != null) {
-            throw new IllegalStateException("free slot " + slot + " is held by " + slotOwner[slot]);
-        }
-        return slot;
+        return deviceSlots.popFree();
     }
 
     private boolean needsSharedCopy(DeviceBlock b) {
@@ -905,101 +884,18 @@ public final class KvBlockManager implements AutoCloseable {
     /** Removes an evictable block from its slot. */
     private void evictNow(DeviceBlock b) {
         counters.eviction(b.priority);
-        unregister(b);
-        freeSlot(b);
-    }
-
-    private void freeSlot(DeviceBlock b) {
-        if (slotOwner[b.slot] != b) {
-            throw new IllegalStateException("slot " + b.slot + " is not held by " + b);
-        }
-        slotOwner[b.slot] = null;
-        freeSlots[freeCount++] = b.slot;
+        deviceSlots.unregister(b);
+        deviceSlots.free(b);
     }
 
     /** Frees the slot of a block no one needs any more (unregistered, unreferenced, idle). */
     private void maybeFree(DeviceBlock b) {
-        if (!b.registered && b.refCount == 0 && b.inFlight == 0 && slotOwner[b.slot] == b) {
+        if (!b.registered && b.refCount == 0 && b.inFlight == 0 && deviceSlots.occupies(b)) {
             if (b.evictAfterOffload) {
                 b.evictAfterOffload = false;
                 pendingEvictions--;
             }
-            freeSlot(b);
-        }
-    }
-
-    private void register(DeviceBlock b, ObjectKey key, ObjectKey parent) {
-        if (resident.putIfAbsent(key, b) != null) {
-            throw new IllegalStateException("block " + key + " is already in a DEVICE slot");
-        }
-        registerMapped(b, key, parent);
-    }
-
-    /** Registers a block already entered in the key table. */
-    private void registerMapped(DeviceBlock b, ObjectKey key, ObjectKey parent) {
-        b.key = key; // keyHash was set by the key table
-        b.parentKey = parent;
-        DeviceBlock p = resident.get(parent);
-        if (p != null && p.registered) {
-            p.registeredChildren++;
-        } else {
-            orphanChildren.merge(parent, 1, Integer::sum);
-        }
-        Integer adopted = orphanChildren.isEmpty() ? null : orphanChildren.remove(key);
-        b.registeredChildren = adopted == null ? 0 : adopted;
-        b.registered = true;
-        b.reach = Math.max(1, b.reach);
-        b.reportedEvictable = b.evictable();
-        policy.onInsert(b);
-    }
-
-    private void unregister(DeviceBlock b) {
-        if (!b.registered) {
-            return;
-        }
-        policy.onRemove(b);
-        b.registered = false;
-        b.reportedEvictable = false;
-        resident.remove(b.key, b);
-        DeviceBlock p = resident.get(b.parentKey);
-        if (p != null && p.registered) {
-            p.registeredChildren--;
-        } else {
-            orphanChildren.merge(b.parentKey, -1, (a, d) -> a + d == 0 ? null : a + d);
-        }
-        if (b.registeredChildren > 0) {
-            orphanChildren.put(b.key, b.registeredChildren); // its registered children are orphans now
-            b.registeredChildren = 0;
-        }
-    }
-
-    /** Tells the policy when the block's eligibility flipped. */
-    private void sync(DeviceBlock b) {
-        if (!b.registered) {
-            return;
-        }
-        boolean now = b.evictable();
-        if (now != b.reportedEvictable) {
-            b.reportedEvictable = now;
-            policy.onEligibilityChange(b);
-        }
-    }
-
-    private void setPriority(DeviceBlock b, PriorityClass p) {
-        PriorityClass previous = b.priority;
-        if (previous == p) {
-            return;
-        }
-        b.priority = p;
-        if (!b.registered) {
-            return;
-        }
-        boolean now = b.evictable();
-        if (now != b.reportedEvictable) {
-            b.reportedEvictable = now;
-            policy.onEligibilityChange(b);
-        } else {
-            policy.onPriorityChange(b, previous);
+            deviceSlots.free(b);
         }
     }
 
@@ -1010,9 +906,9 @@ public final class KvBlockManager implements AutoCloseable {
                 b.evictAfterOffload = false; // wanted again: keep it when the copy lands
                 pendingEvictions--;
             }
-            setPriority(b, PriorityClass.ACTIVE);
-        } else if (b.registered) {
-            policy.onAccess(b);
+            deviceSlots.setPriority(b, PriorityClass.ACTIVE);
+        } else {
+            deviceSlots.access(b);
         }
     }
 
@@ -1022,7 +918,7 @@ public final class KvBlockManager implements AutoCloseable {
         }
         if (--b.refCount == 0) {
             if (b.registered) {
-                setPriority(b, cachedAs);
+                deviceSlots.setPriority(b, cachedAs);
             } else {
                 maybeFree(b);
             }
@@ -1045,7 +941,7 @@ public final class KvBlockManager implements AutoCloseable {
 
     /** DEVICE block slots now (any thread). */
     public int slotCount() {
-        return slotCount;
+        return deviceSlots.count();
     }
 
     private ResizableKvLayout resizableLayout() {
@@ -1079,7 +975,7 @@ public final class KvBlockManager implements AutoCloseable {
         if (!awaitIdle(60, TimeUnit.SECONDS)) {
             return false;
         }
-        int current = slotOwner.length;
+        int current = deviceSlots.count();
         if (slots == current) {
             return true;
         }
@@ -1087,30 +983,21 @@ public final class KvBlockManager implements AutoCloseable {
     }
 
     private boolean growSlots(ResizableKvLayout rl, int slots) {
-        int old = slotOwner.length;
         if (!rl.growTo(slots)) {
             return false;
         }
-        resident.ensureCapacity(slots);
-        slotOwner = java.util.Arrays.copyOf(slotOwner, slots);
-        int[] free = new int[slots];
-        System.arraycopy(freeSlots, 0, free, 0, freeCount);
-        for (int s = slots - 1; s >= old; s--) {
-            free[freeCount++] = s;
-        }
-        freeSlots = free;
-        slotCount = slots;
+        deviceSlots.grow(slots);
         return true;
     }
 
     /** Evicts cached blocks by the slot policy until at most {@code slots} slots hold blocks. Waits. */
     private void makeRoomFor(int slots) {
-        while (slotOwner.length - freeCount > slots) {
-            while (slotOwner.length - freeCount - pendingEvictions > slots) { // a pending eviction frees its slot when its copy lands
-                PolicyNode node = policy.victim();
+        while (deviceSlots.occupied() > slots) {
+            while (deviceSlots.occupied() - pendingEvictions > slots) { // a pending eviction frees its slot when its copy lands
+                PolicyNode node = deviceSlots.victim();
                 if (node == null) {
                     if (outstanding.get() == 0 && completions.isEmpty()) {
-                        throw new IllegalStateException("shrinking the KV slots to " + slots + ": " + (slotOwner.length - freeCount)
+                        throw new IllegalStateException("shrinking the KV slots to " + slots + ": " + deviceSlots.occupied()
                                 + " blocks are in slots but the slot policy offers no victim");
                     }
                     awaitIdle(60, TimeUnit.SECONDS); // write-back evictions free their slots as their copies land
@@ -1118,7 +1005,7 @@ public final class KvBlockManager implements AutoCloseable {
                 }
                 DeviceBlock b = (DeviceBlock) node;
                 if (!b.evictable()) {
-                    throw new IllegalStateException("slot policy '" + policy.name() + "' offered a block that is not evictable: " + b);
+                    throw new IllegalStateException("slot policy '" + deviceSlots.policyName() + "' offered a block that is not evictable: " + b);
                 }
                 boolean toStore = config.offload() != OffloadMode.NONE && store != null && !inStore(b.key);
                 boolean toShared = needsSharedCopy(b);
@@ -1135,45 +1022,15 @@ public final class KvBlockManager implements AutoCloseable {
     }
 
     private boolean shrinkSlots(ResizableKvLayout rl, int slots) {
-        for (int s = slots; s < slotOwner.length; s++) {
-            DeviceBlock b = slotOwner[s];
+        for (int s = slots; s < deviceSlots.count(); s++) {
+            DeviceBlock b = deviceSlots.owner(s);
             if (b != null && (b.refCount > 0 || b.inFlight > 0 || b.loading)) {
                 return false; // a sequence uses a block in a slot that would go
             }
         }
         // every block held by a sequence is in a surviving slot, so the cached ones can make room
         makeRoomFor(slots);
-        int[] targets = new int[slots]; // free surviving slots
-        int free = 0;
-        for (int s = 0; s < slots; s++) {
-            if (slotOwner[s] == null) {
-                targets[free++] = s;
-            }
-        }
-        int used = 0;
-        for (int s = slots; s < slotOwner.length; s++) {
-            DeviceBlock b = slotOwner[s];
-            if (b == null) {
-                continue;
-            }
-            int t = targets[used++];
-            rl.copySlot(s, t);
-            slotOwner[t] = b;
-            slotOwner[s] = null;
-            b.slot = t;
-            counters.inc(KvCounters.SLOT_MOVES);
-        }
-        rl.shrinkTo(slots);
-        slotOwner = java.util.Arrays.copyOf(slotOwner, slots);
-        int[] stack = new int[slots];
-        freeCount = 0;
-        for (int s = slots - 1; s >= 0; s--) {
-            if (slotOwner[s] == null) {
-                stack[freeCount++] = s;
-            }
-        }
-        freeSlots = stack;
-        slotCount = slots;
+        counters.add(KvCounters.SLOT_MOVES, deviceSlots.compact(slots, rl));
         return true;
     }
 
@@ -1185,7 +1042,7 @@ public final class KvBlockManager implements AutoCloseable {
         if (evictAfter) {
             markEvictAfterOffload(b);
         }
-        sync(b);
+        deviceSlots.sync(b);
         outstanding.incrementAndGet();
         final ObjectKey key = b.key;
         final int slot = b.slot;
@@ -1238,7 +1095,7 @@ public final class KvBlockManager implements AutoCloseable {
                 return;
             }
         }
-        sync(b);
+        deviceSlots.sync(b);
         maybeFree(b);
     }
 
@@ -1297,7 +1154,7 @@ public final class KvBlockManager implements AutoCloseable {
 
     /** Counters and gauges now. */
     public KvManagerStats stats() {
-        return new KvManagerStats(counters.snapshot(), slotOwner.length, freeCount, resident.size(), openSequences);
+        return new KvManagerStats(counters.snapshot(), deviceSlots.count(), deviceSlots.freeCount(), deviceSlots.keyed(), openSequences);
     }
 
     /** The engine KV layout the slots live in. */
@@ -1312,22 +1169,22 @@ public final class KvBlockManager implements AutoCloseable {
 
     /** The slot eviction policy's name. */
     public String policyName() {
-        return policy.name();
+        return deviceSlots.policyName();
     }
 
     /** Free DEVICE slots now. */
     public int freeSlots() {
-        return freeCount;
+        return deviceSlots.freeCount();
     }
 
     /** True if block {@code key} is in a DEVICE slot (loaded or loading). */
     public boolean isOnDevice(ObjectKey key) {
-        return resident.containsKey(key);
+        return deviceSlots.contains(key);
     }
 
     /** The DEVICE block of {@code key}, or null (for inspection and policies). */
     public DeviceBlock deviceBlock(ObjectKey key) {
-        return resident.get(key);
+        return deviceSlots.get(key);
     }
 
     /** Keys this manager has offloaded to the store and not seen dropped (a copy, for tests). */
@@ -1340,22 +1197,7 @@ public final class KvBlockManager implements AutoCloseable {
      * the first one broken. Scheduler thread; for tests.
      */
     public void checkInvariants() {
-        int owned = 0;
-        if (layout.slots() != slotOwner.length || slotCount != slotOwner.length) {
-            throw new IllegalStateException("the layout has " + layout.slots() + " slots but the manager tracks "
-                    + slotOwner.length + " (published " + slotCount + ")");
-        }
-        boolean[] free = new boolean[slotOwner.length];
-        for (int i = 0; i < freeCount; i++) {
-            int s = freeSlots[i];
-            if (free[s]) {
-                throw new IllegalStateException("slot " + s + " is on the free list twice");
-            }
-            free[s] = true;
-            if (slotOwner[s] != null) {
-                throw new IllegalStateException("free slot " + s + " is held by " + slotOwner[s]);
-            }
-        }
+        deviceSlots.checkInvariants(layout.slots());
         IdentityHashMap<DeviceBlock, Integer> holders = new IdentityHashMap<>();
         for (KvSequence seq = firstSequence; seq != null; seq = seq.next) {
             if (seq.state != KvSequence.State.RUNNING && !seq.blocks.isEmpty()) {
@@ -1368,33 +1210,17 @@ public final class KvBlockManager implements AutoCloseable {
                 throw new IllegalStateException("sequence " + seq + " claims more than its blocks hold");
             }
         }
-        int registered = 0;
         int evictAfter = 0;
-        for (int s = 0; s < slotOwner.length; s++) {
-            DeviceBlock b = slotOwner[s];
+        for (int s = 0; s < deviceSlots.count(); s++) {
+            DeviceBlock b = deviceSlots.owner(s);
             if (b == null) {
-                if (!free[s]) {
-                    throw new IllegalStateException("slot " + s + " is neither free nor held");
-                }
                 continue;
-            }
-            owned++;
-            if (b.slot != s) {
-                throw new IllegalStateException("slot " + s + " holds " + b + " which names slot " + b.slot);
             }
             int held = holders.getOrDefault(b, 0);
             if (b.refCount != held) {
                 throw new IllegalStateException(b + " has refcount " + b.refCount + " but " + held + " sequences hold it");
             }
-            if (b.registered) {
-                registered++;
-                if (resident.get(b.key) != b) {
-                    throw new IllegalStateException(b + " is registered but not in the key map");
-                }
-                if (b.reportedEvictable != b.evictable()) {
-                    throw new IllegalStateException(b + ": the policy was not told that its eligibility changed");
-                }
-            } else if (b.refCount == 0 && b.inFlight == 0) {
+            if (!b.registered && b.refCount == 0 && b.inFlight == 0) {
                 throw new IllegalStateException(b + " is held by no one and not cached: its slot leaked");
             }
             if ((b.refCount > 0) != (b.priority == PriorityClass.ACTIVE) && b.registered) {
@@ -1407,36 +1233,10 @@ public final class KvBlockManager implements AutoCloseable {
                 evictAfter++;
             }
         }
-        if (owned + freeCount != slotOwner.length) {
-            throw new IllegalStateException(owned + " held + " + freeCount + " free slots != " + slotOwner.length);
-        }
         for (DeviceBlock b : holders.keySet()) {
-            if (slotOwner[b.slot] != b) {
+            if (!deviceSlots.occupies(b)) {
                 throw new IllegalStateException("a sequence holds " + b + " but its slot does not");
             }
-        }
-        java.util.Map<ObjectKey, Integer> children = new java.util.HashMap<>();
-        for (DeviceBlock b : slotOwner) {
-            if (b != null && b.registered) {
-                children.merge(b.parentKey, 1, Integer::sum);
-            }
-        }
-        for (DeviceBlock b : slotOwner) {
-            if (b != null && b.registered) {
-                int expected = children.getOrDefault(b.key, 0);
-                if (b.registeredChildren != expected) {
-                    throw new IllegalStateException(b + " counts " + b.registeredChildren + " registered children, but "
-                            + expected + " registered blocks name it as their parent");
-                }
-                DeviceBlock p = resident.get(b.parentKey);
-                if (p != null && (b.prefixParent() != p) != !p.registered) {
-                    throw new IllegalStateException(b + " names " + b.prefixParent() + " as its parent, not " + p);
-                }
-            }
-        }
-        if (registered != resident.size() || registered != policy.size()) {
-            throw new IllegalStateException(registered + " registered blocks, " + resident.size() + " in the key map, "
-                    + policy.size() + " in the policy");
         }
         if (evictAfter != pendingEvictions) {
             throw new IllegalStateException(evictAfter + " blocks wait for eviction but the count says " + pendingEvictions);
