@@ -1,25 +1,14 @@
 package dev.strata.cache.kv;
 
-import dev.strata.cache.Durability;
 import dev.strata.cache.ObjectKey;
-import dev.strata.cache.ObjectKind;
 import dev.strata.cache.PriorityClass;
 import dev.strata.cache.PutStatus;
-import dev.strata.cache.ResidencyInfo;
 import dev.strata.cache.TieredStore;
 import dev.strata.cache.policy.PolicyNode;
 import dev.strata.cache.split.ResizablePool;
-import dev.strata.memory.Allocator;
-import dev.strata.memory.CorruptObjectException;
 import dev.strata.memory.Tier;
-import dev.strata.memory.Sizes;
-import dev.strata.memory.TierKind;
-import dev.strata.memory.host.HostTier;
-import dev.strata.memory.host.OffHeapRegion;
 import dev.strata.memory.transfer.TransferEngine;
-import dev.strata.memory.transfer.TransferResult;
 
-import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.IdentityHashMap;
@@ -28,13 +17,7 @@ import java.util.Objects;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
-import java.util.concurrent.ConcurrentLinkedQueue;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.LinkedBlockingQueue;
-import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicInteger;
-import java.util.concurrent.locks.LockSupport;
 
 /**
  * The KV block manager an engine calls: it finds the cached prefix of a token sequence across
@@ -95,7 +78,6 @@ public final class KvBlockManager implements AutoCloseable {
     private final KvLayout layout;
     private final PrefixHasher hasher;
     private final TieredStore store; // null: DEVICE only
-    private final TransferEngine transfers;
     private final SharedBlockStore shared; // null: no shared pool
     private final KvManagerConfig config;
     private final ObjectKey root; // the hasher's root: parent of every block 0
@@ -103,7 +85,6 @@ public final class KvBlockManager implements AutoCloseable {
     private final long blockBytes; // bytes of one block's contiguous form
     private final TokenSelection allTokens;
     private final List<Tier> storeTiers; // the store's chain, top first
-    private final HostTier staging; // the manager's own HOST staging for two-stage disk reads, null if none
 
     private final DeviceSlots deviceSlots; // the slots, their key table and eviction policy
     private final Set<ObjectKey> offloaded = new HashSet<>(); // keys this manager put into the store, not dropped since
@@ -112,9 +93,9 @@ public final class KvBlockManager implements AutoCloseable {
     private long nextSequenceId;
     private int pendingEvictions; // blocks with evictAfterOffload set
 
-    private final ConcurrentLinkedQueue<Runnable> completions = new ConcurrentLinkedQueue<>(); // to run on the scheduler
-    private final AtomicInteger outstanding = new AtomicInteger(); // tasks and transfers whose completion is not yet queued
-    private final ExecutorService io; // the single I/O thread
+    private final KvAsync async; // the I/O thread, work in flight, completions for the scheduler thread
+    private final KvLoadPipeline loads; // reads blocks into slots
+    private final KvOffloadPipeline offloads; // copies blocks to the store and the shared pool
     private final KvCounters counters = new KvCounters();
     private boolean closed;
 
@@ -122,7 +103,6 @@ public final class KvBlockManager implements AutoCloseable {
         this.layout = b.layout;
         this.hasher = b.hasher;
         this.store = b.store;
-        this.transfers = b.transfers;
         this.shared = b.shared;
         this.config = b.config.conclude();
         this.root = hasher.root();
@@ -130,21 +110,12 @@ public final class KvBlockManager implements AutoCloseable {
         this.allTokens = TokenSelection.all(blockTokens);
         this.blockBytes = layout.blockBytes(allTokens);
         this.storeTiers = store == null ? List.of() : store.tiers();
-        boolean hasDisk = false;
-        for (Tier t : storeTiers) {
-            hasDisk |= t.kind() == TierKind.DISK;
-        }
-        long stagingBlock = Sizes.alignUp(blockBytes, OffHeapRegion.PAGE);
-        this.staging = hasDisk && config.twoStageDisk() && config.stagingBlocks() > 0
-                ? HostTier.slab("kv-staging", config.stagingBlocks() * stagingBlock, stagingBlock) : null;
         this.deviceSlots = new DeviceSlots(layout.slots(), config.newDevicePolicy());
-        this.io = new ThreadPoolExecutor(1, 1, 0, TimeUnit.MILLISECONDS, new LinkedBlockingQueue<>(), r -> {
-            Thread t = new Thread(r, "strata-kv-io");
-            t.setDaemon(true);
-            return t;
-        });
+        this.async = new KvAsync();
+        this.loads = new KvLoadPipeline(layout, store, b.transfers, shared, config, async, this::applyLoad);
+        this.offloads = new KvOffloadPipeline(layout, store, shared, async, this::applyOffload);
         if (b.relay != null) {
-            b.relay.attach(key -> completions.add(() -> forgetDropped(key)));
+            b.relay.attach(key -> async.post(() -> forgetDropped(key)));
         }
     }
 
@@ -443,113 +414,7 @@ public final class KvBlockManager implements AutoCloseable {
     /** Starts reading {@code b}'s bytes from {@code source} into its slot. */
     private void startLoad(DeviceBlock b, BlockLocation source, KvLink link) {
         b.inFlight++;
-        outstanding.incrementAndGet();
-        final ObjectKey key = b.key;
-        final int slot = b.slot;
-        if (source == BlockLocation.SHARED) {
-            io.execute(() -> {
-                KvLoadException failure = null;
-                try {
-                    if (!shared.read(key, segmentsOf(slot))) {
-                        failure = new KvLoadException(key, source, "block " + key + " is no longer published in the shared pool",
-                                null);
-                    }
-                } catch (RuntimeException e) {
-                    failure = new KvLoadException(key, source, "reading block " + key + " from the shared pool failed: " + e,
-                            e);
-                }
-                loadDone(b, failure, false, KvLink.SHARED_READ, false);
-            });
-            return;
-        }
-        io.execute(() -> loadFromStore(b, key, slot, link));
-    }
-
-    /** On the I/O thread: pins the store copy and starts the transfer(s) into the slot. */
-    private void loadFromStore(DeviceBlock b, ObjectKey key, int slot, KvLink link) {
-        boolean pinned = false;
-        try {
-            pinned = store.pin(key);
-            List<ResidencyInfo> copies = pinned ? store.residencies(key) : List.of();
-            if (copies.isEmpty()) {
-                if (pinned) {
-                    store.unpin(key);
-                }
-                loadDone(b, new KvLoadException(key, null, "block " + key + " is no longer in the store", null), false, link,
-                        false);
-                return;
-            }
-            ResidencyInfo top = copies.get(0);
-            Tier src = storeTiers.get(top.chainIndex());
-            BlockLocation where = BlockLocation.of(src.kind());
-            List<MemorySegment> dst = segmentsOf(slot);
-            long stagingHandle = Allocator.FULL;
-            if (src.kind() == TierKind.DISK && staging != null) {
-                stagingHandle = staging.allocate(blockBytes);
-            }
-            CompletableFuture<TransferResult> f;
-            final long sh = stagingHandle;
-            if (sh != Allocator.FULL) {
-                f = transfers.copy(src, top.handle(), staging, sh, blockBytes)
-                        .thenCompose(r -> r.completed() ? transfers.scatter(staging, sh, dst) : CompletableFuture.completedFuture(r));
-            } else {
-                f = transfers.scatter(src, top.handle(), dst);
-            }
-            f.whenComplete((r, e) -> {
-                if (sh != Allocator.FULL) {
-                    staging.free(sh);
-                }
-                KvLoadException failure = null;
-                if (e != null) {
-                    Throwable cause = e instanceof CompletionException && e.getCause() != null ? e.getCause() : e;
-                    boolean corrupt = rootCause(cause) instanceof CorruptObjectException;
-                    failure = new KvLoadException(key, where, (corrupt ? "corrupt copy of block " : "reading block ") + key
-                            + " from tier '" + src.name() + "' (handle " + top.handle() + ") failed: " + rootCause(cause).getMessage(),
-                            cause);
-                } else if (!r.completed()) {
-                    failure = new KvLoadException(key, where, "block " + key + " was not found in tier '" + src.name()
-                            + "' (handle " + top.handle() + "): " + r.status(), null);
-                }
-                final boolean remove = failure != null;
-                outstanding.incrementAndGet(); // the unpin counts as in flight until it has run
-                io.execute(() -> {
-                    try {
-                        store.unpin(key);
-                        if (remove) {
-                            store.remove(key); // a block that cannot be read is treated as missing from now on
-                        }
-                    } finally {
-                        outstanding.decrementAndGet();
-                    }
-                });
-                loadDone(b, failure, remove, link, sh != Allocator.FULL && failure == null);
-            });
-        } catch (RuntimeException e) {
-            if (pinned) {
-                store.unpin(key);
-            }
-            loadDone(b, new KvLoadException(key, null, "starting the load of block " + key + " failed: " + e, e), false, link,
-                    false);
-        }
-    }
-
-    private static Throwable rootCause(Throwable t) {
-        Throwable c = t;
-        while (c.getCause() != null && c.getCause() != c) {
-            c = c.getCause();
-        }
-        return c;
-    }
-
-    /** On an I/O or transfer thread: hands a finished load to the scheduler, then completes its future. */
-    private void loadDone(DeviceBlock b, KvLoadException failure, boolean forgetStoreCopy, KvLink link, boolean twoStage) {
-        completions.add(() -> applyLoad(b, failure, forgetStoreCopy, link, twoStage));
-        outstanding.decrementAndGet();
-        if (failure == null) {
-            b.ready.complete(null);
-        } else {
-            b.ready.completeExceptionally(failure);
-        }
+        loads.start(b, source, link);
     }
 
     /** On the scheduler thread: the load of {@code b} finished. */
@@ -996,7 +861,7 @@ public final class KvBlockManager implements AutoCloseable {
             while (deviceSlots.occupied() - pendingEvictions > slots) { // a pending eviction frees its slot when its copy lands
                 PolicyNode node = deviceSlots.victim();
                 if (node == null) {
-                    if (outstanding.get() == 0 && completions.isEmpty()) {
+                    if (async.idle()) {
                         throw new IllegalStateException("shrinking the KV slots to " + slots + ": " + deviceSlots.occupied()
                                 + " blocks are in slots but the slot policy offers no victim");
                     }
@@ -1043,31 +908,7 @@ public final class KvBlockManager implements AutoCloseable {
             markEvictAfterOffload(b);
         }
         deviceSlots.sync(b);
-        outstanding.incrementAndGet();
-        final ObjectKey key = b.key;
-        final int slot = b.slot;
-        final PriorityClass cls = b.priority == PriorityClass.ACTIVE ? PriorityClass.RECENT : b.priority;
-        io.execute(() -> {
-            PutStatus put = null;
-            SharedBlockStore.PublishStatus pub = null;
-            RuntimeException error = null;
-            try {
-                List<MemorySegment> src = segmentsOf(slot);
-                if (toStore) {
-                    put = store.put(key, ObjectKind.KV_BLOCK, Durability.LOSSY, cls, src, 0);
-                }
-                if (toShared) {
-                    pub = shared.publish(key, src);
-                }
-            } catch (RuntimeException e) {
-                error = e;
-            }
-            final PutStatus p = put;
-            final SharedBlockStore.PublishStatus s = pub;
-            final RuntimeException err = error;
-            completions.add(() -> applyOffload(b, p, s, err));
-            outstanding.decrementAndGet();
-        });
+        offloads.start(b, toStore, toShared);
     }
 
     /** On the scheduler thread: an offload of {@code b} finished. */
@@ -1108,12 +949,6 @@ public final class KvBlockManager implements AutoCloseable {
         }
     }
 
-    private List<MemorySegment> segmentsOf(int slot) {
-        List<MemorySegment> out = new ArrayList<>(4);
-        layout.segments(slot, allTokens, out);
-        return out;
-    }
-
     // ------------------------------------------------------------------ completions, waiting, stats
 
     /**
@@ -1123,13 +958,7 @@ public final class KvBlockManager implements AutoCloseable {
      * @return completions applied
      */
     public int poll() {
-        int n = 0;
-        Runnable r;
-        while ((r = completions.poll()) != null) {
-            r.run();
-            n++;
-        }
-        return n;
+        return async.poll();
     }
 
     /**
@@ -1139,17 +968,7 @@ public final class KvBlockManager implements AutoCloseable {
      * @return false if the timeout passed first
      */
     public boolean awaitIdle(long timeout, TimeUnit unit) {
-        long deadline = System.nanoTime() + unit.toNanos(timeout);
-        while (true) {
-            poll();
-            if (outstanding.get() == 0 && completions.isEmpty()) {
-                return true;
-            }
-            if (System.nanoTime() - deadline > 0) {
-                return false;
-            }
-            LockSupport.parkNanos(20_000);
-        }
+        return async.awaitIdle(timeout, unit);
     }
 
     /** Counters and gauges now. */
@@ -1275,13 +1094,8 @@ public final class KvBlockManager implements AutoCloseable {
             s.state = KvSequence.State.RELEASED;
             unlink(s);
         }
-        io.shutdown();
-        try {
-            if (!io.awaitTermination(60, TimeUnit.SECONDS)) {
-                idle = false;
-            }
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
+        if (!async.shutdown()) {
+            idle = false;
         }
         poll();
         if (store != null) {
@@ -1290,11 +1104,9 @@ public final class KvBlockManager implements AutoCloseable {
             }
         }
         offloaded.clear();
-        if (staging != null) {
-            staging.close();
-        }
+        loads.close();
         if (!idle) {
-            throw new IllegalStateException("KV block manager closed with " + outstanding.get() + " transfers in flight");
+            throw new IllegalStateException("KV block manager closed with " + async.inFlight() + " transfers in flight");
         }
     }
 
