@@ -57,6 +57,20 @@ import java.util.concurrent.TimeUnit;
  * must be used only through this manager while it is open (its drop listener must be the
  * manager's {@link KvDropRelay}).
  *
+ * <p><b>Parts.</b> The manager keeps the sequences and decides; the parts it delegates to have one
+ * purpose each: {@link DeviceSlots} (slot occupancy, the free stack, the key table, the slot policy
+ * and the prefix-tree child counts it reads), {@link KvLoadPipeline} (reads into slots from the
+ * shared pool or the store, with two-stage DISK staging), {@link KvOffloadPipeline} (offload to the
+ * store, publication in the shared pool), {@link KvAsync} (the I/O thread, work in flight and the
+ * hand-back of completions).
+ *
+ * <p><b>Resize.</b> Over a {@link ResizableKvLayout} (slots allocated in a DEVICE tier shared with
+ * the expert pager, {@link TierSlotKvLayout}) the slot count changes at a drained barrier through
+ * {@link #resizeSlots} or the {@link #slotPool} view ({@link dev.strata.cache.split.ResizablePool}):
+ * a grow allocates slots or changes nothing; a shrink is refused while a removed slot is in use,
+ * otherwise evicts cached blocks by the slot policy's order until the blocks fit, moves the
+ * survivors out of the removed slots and frees those slots' memory before it returns.
+ *
  * <p><b>Invariants</b> (checked by {@link #checkInvariants()}): a slot is free or holds exactly one
  * block; a block's refcount equals the number of running sequences holding it; a block with a
  * transfer in flight is never evicted and its slot never reused; every keyed block is in the key map
