@@ -76,6 +76,19 @@ class KvPrefixEvictionTest {
     }
 
     @Test
+    void prefixAwareSlotsNeverStrandAResidentChildUnderWriteThrough() {
+        // write-through: a block becomes evictable when its copy lands, in commit order, so the parent
+        // is the older of the two by recency; only the prefix tree keeps it from going first
+        Property.forAll("kv-prefix-eviction-wt", 12, random -> {
+            KvManagerConfig config = KvManagerConfig.defaults().devicePolicy(PolicyKind.PREFIX_AWARE)
+                    .offload(OffloadMode.WRITE_THROUGH);
+            try (KvRig rig = new KvRig(KvRig.Spec.of(6 + random.nextInt(6), 64, 0, 0).config(config))) {
+                assertThat(strandsUnder(rig, random, 120, true)).isZero();
+            }
+        });
+    }
+
+    @Test
     void priorityLruStrandsChildrenOnTheSameWorkload() throws Exception {
         // the check above can fail: plain recency order evicts trunks first on this workload
         int stranded = 0;
@@ -111,7 +124,11 @@ class KvPrefixEvictionTest {
                 m.load(match, s).join();
                 chains.add(rig.hasher.chain(tokens, tokens.length));
                 if (rig.extend(s, tokens, tokens.length) == AllocationStatus.ALLOCATED) {
-                    running.add(s);
+                    if (random.nextBoolean()) {
+                        m.release(s); // at once: with write-through its blocks become evictable as their copies land, parent first
+                    } else {
+                        running.add(s);
+                    }
                 } else {
                     m.release(s);
                 }
