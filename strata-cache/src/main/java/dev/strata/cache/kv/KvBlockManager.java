@@ -62,7 +62,7 @@ import java.util.concurrent.TimeUnit;
  * and the prefix-tree child counts it reads), {@link KvLoadPipeline} (reads into slots from the
  * shared pool or the store, with two-stage DISK staging), {@link KvOffloadPipeline} (offload to the
  * store, publication in the shared pool), {@link KvAsync} (the I/O thread, work in flight and the
- * hand-back of completions).
+ * hand-back of completions), {@link OpenSequences} (the list of open sequences).
  *
  * <p><b>Resize.</b> Over a {@link ResizableKvLayout} (slots allocated in a DEVICE tier shared with
  * the expert pager, {@link TierSlotKvLayout}) the slot count changes at a drained barrier through
@@ -102,8 +102,7 @@ public final class KvBlockManager implements AutoCloseable {
 
     private final DeviceSlots deviceSlots; // the slots, their key table and eviction policy
     private final Set<ObjectKey> offloaded = new HashSet<>(); // keys this manager put into the store, not dropped since
-    private KvSequence firstSequence; // open sequences (running or preempted), an intrusive list
-    private int openSequences; // length of that list
+    private final OpenSequences sequences = new OpenSequences(); // running or preempted
     private long nextSequenceId;
     private int pendingEvictions; // blocks with evictAfterOffload set
 
@@ -147,12 +146,7 @@ public final class KvBlockManager implements AutoCloseable {
     public KvSequence newSequence() {
         poll();
         KvSequence s = new KvSequence(this, nextSequenceId++, root);
-        s.next = firstSequence;
-        if (firstSequence != null) {
-            firstSequence.prev = s;
-        }
-        firstSequence = s;
-        openSequences++;
+        sequences.add(s);
         return s;
     }
 
@@ -448,7 +442,7 @@ public final class KvBlockManager implements AutoCloseable {
             offloaded.remove(b.key);
         }
         deviceSlots.unregister(b);
-        for (KvSequence s = firstSequence; s != null; s = s.next) {
+        for (KvSequence s = sequences.first(); s != null; s = s.next) {
             if (s.state != KvSequence.State.RUNNING) {
                 continue;
             }
@@ -646,21 +640,7 @@ public final class KvBlockManager implements AutoCloseable {
         seq.pending = null;
         seq.preemptedKeys = null;
         seq.state = KvSequence.State.RELEASED;
-        unlink(seq);
-    }
-
-    private void unlink(KvSequence seq) {
-        if (seq.prev != null) {
-            seq.prev.next = seq.next;
-        } else {
-            firstSequence = seq.next;
-        }
-        if (seq.next != null) {
-            seq.next.prev = seq.prev;
-        }
-        seq.prev = null;
-        seq.next = null;
-        openSequences--;
+        sequences.remove(seq);
     }
 
     /**
@@ -987,7 +967,7 @@ public final class KvBlockManager implements AutoCloseable {
 
     /** Counters and gauges now. */
     public KvManagerStats stats() {
-        return new KvManagerStats(counters.snapshot(), deviceSlots.count(), deviceSlots.freeCount(), deviceSlots.keyed(), openSequences);
+        return new KvManagerStats(counters.snapshot(), deviceSlots.count(), deviceSlots.freeCount(), deviceSlots.keyed(), sequences.size());
     }
 
     /** The engine KV layout the slots live in. */
@@ -1032,7 +1012,7 @@ public final class KvBlockManager implements AutoCloseable {
     public void checkInvariants() {
         deviceSlots.checkInvariants(layout.slots());
         IdentityHashMap<DeviceBlock, Integer> holders = new IdentityHashMap<>();
-        for (KvSequence seq = firstSequence; seq != null; seq = seq.next) {
+        for (KvSequence seq = sequences.first(); seq != null; seq = seq.next) {
             if (seq.state != KvSequence.State.RUNNING && !seq.blocks.isEmpty()) {
                 throw new IllegalStateException("sequence " + seq.id + " is " + seq.state + " but holds blocks");
             }
@@ -1074,13 +1054,7 @@ public final class KvBlockManager implements AutoCloseable {
         if (evictAfter != pendingEvictions) {
             throw new IllegalStateException(evictAfter + " blocks wait for eviction but the count says " + pendingEvictions);
         }
-        int listed = 0;
-        for (KvSequence seq = firstSequence; seq != null; seq = seq.next) {
-            listed++;
-        }
-        if (listed != openSequences) {
-            throw new IllegalStateException(listed + " sequences listed but the count says " + openSequences);
-        }
+        sequences.checkInvariants();
         if (counters.get(KvCounters.UNEXPECTED_DROPS) != 0) {
             throw new IllegalStateException("the store dropped blocks this manager had not offloaded");
         }
@@ -1099,14 +1073,14 @@ public final class KvBlockManager implements AutoCloseable {
         }
         boolean idle = awaitIdle(60, TimeUnit.SECONDS);
         closed = true;
-        while (firstSequence != null) {
-            KvSequence s = firstSequence;
+        while (sequences.first() != null) {
+            KvSequence s = sequences.first();
             for (int i = s.blocks.size() - 1; i >= 0; i--) {
                 unhold(s.blocks.get(i), PriorityClass.RECENT);
             }
             s.blocks.clear();
             s.state = KvSequence.State.RELEASED;
-            unlink(s);
+            sequences.remove(s);
         }
         if (!async.shutdown()) {
             idle = false;
