@@ -18,8 +18,8 @@ import java.util.Map;
  * <p>Invariants (checked by {@link #checkInvariants}): a slot is free (on the free stack exactly
  * once) or holds exactly one block naming that slot; a block is registered exactly when it is in
  * the key table and the policy; a registered block's child count is the number of registered
- * blocks naming it as their parent; registered blocks whose parent is not registered are counted
- * under the parent's key in the orphan map; the policy was told every eligibility change.
+ * blocks naming it as their parent; registered blocks whose parent is not registered (and is not
+ * the hasher's root) are counted under the parent's key in the orphan map; the policy was told every eligibility change.
  *
  * <p>Threads: the manager's scheduler thread; {@link #count()} may be read by any thread.
  */
@@ -31,8 +31,10 @@ final class DeviceSlots {
     private final BlockKeyTable keys; // keyed blocks in slots (loading too), by key
     private final EvictionPolicy policy; // over the keyed blocks
     private final Map<ObjectKey, Integer> orphanChildren = new HashMap<>(); // parent key -> registered blocks under it while the parent is not registered
+    private final ObjectKey root; // the hasher's root: the parent of every first block, never a block itself (not counted)
 
-    DeviceSlots(int slots, EvictionPolicy policy) {
+    DeviceSlots(int slots, EvictionPolicy policy, ObjectKey root) {
+        this.root = root;
         this.owner = new DeviceBlock[slots];
         this.free = new int[slots];
         this.count = slots;
@@ -134,11 +136,13 @@ final class DeviceSlots {
     void registerMapped(DeviceBlock b, ObjectKey key, ObjectKey parent) {
         b.key = key; // keyHash was set by the key table
         b.parentKey = parent;
-        DeviceBlock p = keys.get(parent);
-        if (p != null && p.registered) {
-            p.registeredChildren++;
-        } else {
-            orphanChildren.merge(parent, 1, Integer::sum);
+        if (!parent.equals(root)) {
+            DeviceBlock p = keys.get(parent);
+            if (p != null && p.registered) {
+                p.registeredChildren++;
+            } else {
+                orphanChildren.merge(parent, 1, Integer::sum);
+            }
         }
         Integer adopted = orphanChildren.isEmpty() ? null : orphanChildren.remove(key);
         b.registeredChildren = adopted == null ? 0 : adopted;
@@ -157,11 +161,13 @@ final class DeviceSlots {
         b.registered = false;
         b.reportedEvictable = false;
         keys.remove(b.key, b);
-        DeviceBlock p = keys.get(b.parentKey);
-        if (p != null && p.registered) {
-            p.registeredChildren--;
-        } else {
-            orphanChildren.merge(b.parentKey, -1, (a, d) -> a + d == 0 ? null : a + d);
+        if (!b.parentKey.equals(root)) {
+            DeviceBlock p = keys.get(b.parentKey);
+            if (p != null && p.registered) {
+                p.registeredChildren--;
+            } else {
+                orphanChildren.merge(b.parentKey, -1, (a, d) -> a + d == 0 ? null : a + d);
+            }
         }
         if (b.registeredChildren > 0) {
             orphanChildren.put(b.key, b.registeredChildren); // its registered children are orphans now
@@ -301,7 +307,9 @@ final class DeviceSlots {
             }
             if (b.registered) {
                 registered++;
-                children.merge(b.parentKey, 1, Integer::sum);
+                if (!b.parentKey.equals(root)) {
+                    children.merge(b.parentKey, 1, Integer::sum);
+                }
                 if (keys.get(b.key) != b) {
                     throw new IllegalStateException(b + " is registered but not in the key map");
                 }

@@ -123,7 +123,7 @@ public final class KvBlockManager implements AutoCloseable {
         this.allTokens = TokenSelection.all(blockTokens);
         this.blockBytes = layout.blockBytes(allTokens);
         this.storeTiers = store == null ? List.of() : store.tiers();
-        this.deviceSlots = new DeviceSlots(layout.slots(), config.newDevicePolicy());
+        this.deviceSlots = new DeviceSlots(layout.slots(), config.newDevicePolicy(), root);
         this.async = new KvAsync();
         this.loads = new KvLoadPipeline(layout, store, b.transfers, shared, config, async, this::applyLoad);
         this.offloads = new KvOffloadPipeline(layout, store, shared, async, this::applyOffload);
