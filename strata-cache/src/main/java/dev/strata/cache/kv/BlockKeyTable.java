@@ -17,10 +17,10 @@ import dev.strata.cache.ObjectKey;
  * <p>Threads: the manager's scheduler thread.
  */
 final class BlockKeyTable {
-    private final long[] keys; // [2 * capacity] high, low of each entry's key
-    private final DeviceBlock[] blocks; // [capacity] null when the entry is empty
-    private final int mask; // capacity - 1
-    private final int maxEntries; // entries it may hold
+    private long[] keys; // [2 * capacity] high, low of each entry's key
+    private DeviceBlock[] blocks; // [capacity] null when the entry is empty
+    private int mask; // capacity - 1
+    private int maxEntries; // entries it may hold (raised by ensureCapacity when the slots grow)
     private int size; // entries held
 
     /** A table for at most {@code maxEntries} keys. */
@@ -30,6 +30,32 @@ final class BlockKeyTable {
         this.blocks = new DeviceBlock[capacity];
         this.mask = capacity - 1;
         this.maxEntries = maxEntries;
+    }
+
+    /**
+     * Raises the limit to {@code entries} (when the manager's slots grow), rehashing into larger
+     * arrays if the capacity would no longer be twice the limit. Never lowers it.
+     */
+    void ensureCapacity(int entries) {
+        if (entries <= maxEntries) {
+            return;
+        }
+        int capacity = Integer.highestOneBit(Math.max(4, entries) * 2 - 1) << 1;
+        if (capacity > blocks.length) {
+            long[] oldKeys = keys;
+            DeviceBlock[] oldBlocks = blocks;
+            keys = new long[2 * capacity];
+            blocks = new DeviceBlock[capacity];
+            mask = capacity - 1;
+            size = 0;
+            maxEntries = entries;
+            for (int i = 0; i < oldBlocks.length; i++) {
+                if (oldBlocks[i] != null) {
+                    putIfAbsent(new dev.strata.cache.ObjectKey(oldKeys[2 * i], oldKeys[2 * i + 1]), oldBlocks[i]);
+                }
+            }
+        }
+        maxEntries = entries;
     }
 
     int size() {

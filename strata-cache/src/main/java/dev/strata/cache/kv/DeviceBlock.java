@@ -3,6 +3,7 @@ package dev.strata.cache.kv;
 import dev.strata.cache.ObjectKey;
 import dev.strata.cache.PriorityClass;
 import dev.strata.cache.policy.PolicyNode;
+import dev.strata.cache.policy.PrefixNode;
 import java.util.concurrent.CompletableFuture;
 
 /**
@@ -16,10 +17,17 @@ import java.util.concurrent.CompletableFuture;
  * blocks are tracked by the slot policy; they are evictable only when resident, held by no
  * sequence, not ACTIVE and with no transfer in flight.
  *
+ * <p>Prefix tree ({@link PrefixNode}): a keyed block names its parent's DEVICE block while that
+ * parent is registered in the same manager's key table (which is exactly when the slot policy
+ * tracks it), counts its registered children, and reports its reach; so a prefix-aware slot
+ * policy evicts only leaves of the tree of resident blocks and never strands a resident child.
+ *
  * <p>Threads: owned by the manager's scheduler thread; policies read it under the same rule.
  */
-public final class DeviceBlock extends PolicyNode {
-    final int slot; // index into the engine's KV layout
+public final class DeviceBlock extends PolicyNode implements PrefixNode {
+    int slot; // index into the engine's KV layout (changes only when a shrink of the slots moves the block)
+    final BlockKeyTable table; // the manager's key table, where the parent is looked up; null for a detached block
+    int registeredChildren; // registered blocks whose parent key is this block's key (maintained while registered)
     ObjectKey key; // chained key; null while the engine is still writing the block
     ObjectKey parentKey; // key of the block before it (the hasher's root for block 0); null while writing
     long keyHash; // key.hash64(), 0 while writing
@@ -38,7 +46,12 @@ public final class DeviceBlock extends PolicyNode {
     CompletableFuture<Void> ready; // completes when a load lands (exceptionally when it fails); null if none
 
     DeviceBlock(int slot) {
+        this(slot, null);
+    }
+
+    DeviceBlock(int slot, BlockKeyTable table) {
         this.slot = slot;
+        this.table = table;
     }
 
     /** The engine KV slot this block occupies. */
@@ -91,6 +104,28 @@ public final class DeviceBlock extends PolicyNode {
     @Override
     public long keyHash() {
         return keyHash;
+    }
+
+    /** The parent's DEVICE block while it is registered in the manager (tracked by the slot policy), else null. */
+    @Override
+    public PolicyNode prefixParent() {
+        if (parentKey == null || table == null) {
+            return null;
+        }
+        DeviceBlock p = table.get(parentKey);
+        return p != null && p.registered && p != this ? p : null;
+    }
+
+    /** Registered children of this block now (the policy reads it when this block is inserted). */
+    @Override
+    public int residentPrefixChildren() {
+        return registeredChildren;
+    }
+
+    /** Requests that reached this block: its commit or load, then each sequence that shared it. */
+    @Override
+    public long prefixReach() {
+        return Math.max(1, reach);
     }
 
     @Override

@@ -1,25 +1,14 @@
 package dev.strata.cache.kv;
 
-import dev.strata.cache.Durability;
 import dev.strata.cache.ObjectKey;
-import dev.strata.cache.ObjectKind;
 import dev.strata.cache.PriorityClass;
 import dev.strata.cache.PutStatus;
-import dev.strata.cache.ResidencyInfo;
 import dev.strata.cache.TieredStore;
-import dev.strata.cache.policy.EvictionPolicy;
 import dev.strata.cache.policy.PolicyNode;
-import dev.strata.memory.Allocator;
-import dev.strata.memory.CorruptObjectException;
+import dev.strata.cache.split.ResizablePool;
 import dev.strata.memory.Tier;
-import dev.strata.memory.Sizes;
-import dev.strata.memory.TierKind;
-import dev.strata.memory.host.HostTier;
-import dev.strata.memory.host.OffHeapRegion;
 import dev.strata.memory.transfer.TransferEngine;
-import dev.strata.memory.transfer.TransferResult;
 
-import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.IdentityHashMap;
@@ -28,13 +17,7 @@ import java.util.Objects;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
-import java.util.concurrent.ConcurrentLinkedQueue;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.LinkedBlockingQueue;
-import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicInteger;
-import java.util.concurrent.locks.LockSupport;
 
 /**
  * The KV block manager an engine calls: it finds the cached prefix of a token sequence across
@@ -74,6 +57,20 @@ import java.util.concurrent.locks.LockSupport;
  * must be used only through this manager while it is open (its drop listener must be the
  * manager's {@link KvDropRelay}).
  *
+ * <p><b>Parts.</b> The manager keeps the sequences and decides; the parts it delegates to have one
+ * purpose each: {@link DeviceSlots} (slot occupancy, the free stack, the key table, the slot policy
+ * and the prefix-tree child counts it reads), {@link KvLoadPipeline} (reads into slots from the
+ * shared pool or the store, with two-stage DISK staging), {@link KvOffloadPipeline} (offload to the
+ * store, publication in the shared pool), {@link KvAsync} (the I/O thread, work in flight and the
+ * hand-back of completions), {@link OpenSequences} (the list of open sequences).
+ *
+ * <p><b>Resize.</b> Over a {@link ResizableKvLayout} (slots allocated in a DEVICE tier shared with
+ * the expert pager, {@link TierSlotKvLayout}) the slot count changes at a drained barrier through
+ * {@link #resizeSlots} or the {@link #slotPool} view ({@link dev.strata.cache.split.ResizablePool}):
+ * a grow allocates slots or changes nothing; a shrink is refused while a removed slot is in use,
+ * otherwise evicts cached blocks by the slot policy's order until the blocks fit, moves the
+ * survivors out of the removed slots and frees those slots' memory before it returns.
+ *
  * <p><b>Invariants</b> (checked by {@link #checkInvariants()}): a slot is free or holds exactly one
  * block; a block's refcount equals the number of running sequences holding it; a block with a
  * transfer in flight is never evicted and its slot never reused; every keyed block is in the key map
@@ -95,30 +92,23 @@ public final class KvBlockManager implements AutoCloseable {
     private final KvLayout layout;
     private final PrefixHasher hasher;
     private final TieredStore store; // null: DEVICE only
-    private final TransferEngine transfers;
     private final SharedBlockStore shared; // null: no shared pool
     private final KvManagerConfig config;
-    private final EvictionPolicy policy; // over the keyed DEVICE blocks
     private final ObjectKey root; // the hasher's root: parent of every block 0
     private final int blockTokens; // tokens per block
     private final long blockBytes; // bytes of one block's contiguous form
     private final TokenSelection allTokens;
     private final List<Tier> storeTiers; // the store's chain, top first
-    private final HostTier staging; // the manager's own HOST staging for two-stage disk reads, null if none
 
-    private final DeviceBlock[] slotOwner; // [slot] the block in it, null when free
-    private final int[] freeSlots; // stack of free slot indices
-    private int freeCount; // entries of freeSlots in use
-    private final BlockKeyTable resident; // keyed blocks in slots (loading too), by key
+    private final DeviceSlots deviceSlots; // the slots, their key table and eviction policy
     private final Set<ObjectKey> offloaded = new HashSet<>(); // keys this manager put into the store, not dropped since
-    private KvSequence firstSequence; // open sequences (running or preempted), an intrusive list
-    private int openSequences; // length of that list
+    private final OpenSequences sequences = new OpenSequences(); // running or preempted
     private long nextSequenceId;
     private int pendingEvictions; // blocks with evictAfterOffload set
 
-    private final ConcurrentLinkedQueue<Runnable> completions = new ConcurrentLinkedQueue<>(); // to run on the scheduler
-    private final AtomicInteger outstanding = new AtomicInteger(); // tasks and transfers whose completion is not yet queued
-    private final ExecutorService io; // the single I/O thread
+    private final KvAsync async; // the I/O thread, work in flight, completions for the scheduler thread
+    private final KvLoadPipeline loads; // reads blocks into slots
+    private final KvOffloadPipeline offloads; // copies blocks to the store and the shared pool
     private final KvCounters counters = new KvCounters();
     private boolean closed;
 
@@ -126,36 +116,19 @@ public final class KvBlockManager implements AutoCloseable {
         this.layout = b.layout;
         this.hasher = b.hasher;
         this.store = b.store;
-        this.transfers = b.transfers;
         this.shared = b.shared;
         this.config = b.config.conclude();
-        this.policy = config.newDevicePolicy();
         this.root = hasher.root();
         this.blockTokens = hasher.blockTokens();
         this.allTokens = TokenSelection.all(blockTokens);
         this.blockBytes = layout.blockBytes(allTokens);
         this.storeTiers = store == null ? List.of() : store.tiers();
-        boolean hasDisk = false;
-        for (Tier t : storeTiers) {
-            hasDisk |= t.kind() == TierKind.DISK;
-        }
-        long stagingBlock = Sizes.alignUp(blockBytes, OffHeapRegion.PAGE);
-        this.staging = hasDisk && config.twoStageDisk() && config.stagingBlocks() > 0
-                ? HostTier.slab("kv-staging", config.stagingBlocks() * stagingBlock, stagingBlock) : null;
-        int slots = layout.slots();
-        this.slotOwner = new DeviceBlock[slots];
-        this.resident = new BlockKeyTable(slots);
-        this.freeSlots = new int[slots];
-        for (int s = slots - 1; s >= 0; s--) {
-            freeSlots[freeCount++] = s;
-        }
-        this.io = new ThreadPoolExecutor(1, 1, 0, TimeUnit.MILLISECONDS, new LinkedBlockingQueue<>(), r -> {
-            Thread t = new Thread(r, "strata-kv-io");
-            t.setDaemon(true);
-            return t;
-        });
+        this.deviceSlots = new DeviceSlots(layout.slots(), config.newDevicePolicy(), root);
+        this.async = new KvAsync();
+        this.loads = new KvLoadPipeline(layout, store, b.transfers, shared, config, async, this::applyLoad);
+        this.offloads = new KvOffloadPipeline(layout, store, shared, async, this::applyOffload);
         if (b.relay != null) {
-            b.relay.attach(key -> completions.add(() -> forgetDropped(key)));
+            b.relay.attach(key -> async.post(() -> forgetDropped(key)));
         }
     }
 
@@ -173,12 +146,7 @@ public final class KvBlockManager implements AutoCloseable {
     public KvSequence newSequence() {
         poll();
         KvSequence s = new KvSequence(this, nextSequenceId++, root);
-        s.next = firstSequence;
-        if (firstSequence != null) {
-            firstSequence.prev = s;
-        }
-        firstSequence = s;
-        openSequences++;
+        sequences.add(s);
         return s;
     }
 
@@ -225,7 +193,7 @@ public final class KvBlockManager implements AutoCloseable {
 
     /** Where {@code key} is in this process now (DEVICE, or the top store copy), or null. */
     private BlockLocation locateLocally(ObjectKey key) {
-        if (resident.containsKey(key)) {
+        if (deviceSlots.contains(key)) {
             return BlockLocation.DEVICE;
         }
         if (store != null) {
@@ -267,7 +235,7 @@ public final class KvBlockManager implements AutoCloseable {
         int slotsShort = 0;
         for (int i = seq.blocks.size(); i < n; i++) {
             ObjectKey key = match.key(i);
-            DeviceBlock b = resident.get(key);
+            DeviceBlock b = deviceSlots.get(key);
             BlockLocation source = BlockLocation.DEVICE;
             if (b != null) {
                 hold(b);
@@ -409,7 +377,7 @@ public final class KvBlockManager implements AutoCloseable {
         while (seq.pendingNext < m.blocks()) {
             int j = seq.pendingNext;
             ObjectKey key = m.key(j);
-            DeviceBlock b = resident.get(key);
+            DeviceBlock b = deviceSlots.get(key);
             if (b != null) {
                 hold(b);
             } else {
@@ -442,126 +410,19 @@ public final class KvBlockManager implements AutoCloseable {
     }
 
     private DeviceBlock newLoadingBlock(int slot, ObjectKey key, ObjectKey parent) {
-        DeviceBlock b = new DeviceBlock(slot);
-        slotOwner[slot] = b;
+        DeviceBlock b = deviceSlots.newBlock(slot);
         b.loading = true;
         b.ready = new CompletableFuture<>();
         b.refCount = 1;
         b.priority = PriorityClass.ACTIVE;
-        register(b, key, parent);
+        deviceSlots.register(b, key, parent);
         return b;
     }
 
     /** Starts reading {@code b}'s bytes from {@code source} into its slot. */
     private void startLoad(DeviceBlock b, BlockLocation source, KvLink link) {
         b.inFlight++;
-        outstanding.incrementAndGet();
-        final ObjectKey key = b.key;
-        final int slot = b.slot;
-        if (source == BlockLocation.SHARED) {
-            io.execute(() -> {
-                KvLoadException failure = null;
-                try {
-                    if (!shared.read(key, segmentsOf(slot))) {
-                        failure = new KvLoadException(key, source, "block " + key + " is no longer published in the shared pool",
-                                null);
-                    }
-                } catch (RuntimeException e) {
-                    failure = new KvLoadException(key, source, "reading block " + key + " from the shared pool failed: " + e,
-                            e);
-                }
-                loadDone(b, failure, false, KvLink.SHARED_READ, false);
-            });
-            return;
-        }
-        io.execute(() -> loadFromStore(b, key, slot, link));
-    }
-
-    /** On the I/O thread: pins the store copy and starts the transfer(s) into the slot. */
-    private void loadFromStore(DeviceBlock b, ObjectKey key, int slot, KvLink link) {
-        boolean pinned = false;
-        try {
-            pinned = store.pin(key);
-            List<ResidencyInfo> copies = pinned ? store.residencies(key) : List.of();
-            if (copies.isEmpty()) {
-                if (pinned) {
-                    store.unpin(key);
-                }
-                loadDone(b, new KvLoadException(key, null, "block " + key + " is no longer in the store", null), false, link,
-                        false);
-                return;
-            }
-            ResidencyInfo top = copies.get(0);
-            Tier src = storeTiers.get(top.chainIndex());
-            BlockLocation where = BlockLocation.of(src.kind());
-            List<MemorySegment> dst = segmentsOf(slot);
-            long stagingHandle = Allocator.FULL;
-            if (src.kind() == TierKind.DISK && staging != null) {
-                stagingHandle = staging.allocate(blockBytes);
-            }
-            CompletableFuture<TransferResult> f;
-            final long sh = stagingHandle;
-            if (sh != Allocator.FULL) {
-                f = transfers.copy(src, top.handle(), staging, sh, blockBytes)
-                        .thenCompose(r -> r.completed() ? transfers.scatter(staging, sh, dst) : CompletableFuture.completedFuture(r));
-            } else {
-                f = transfers.scatter(src, top.handle(), dst);
-            }
-            f.whenComplete((r, e) -> {
-                if (sh != Allocator.FULL) {
-                    staging.free(sh);
-                }
-                KvLoadException failure = null;
-                if (e != null) {
-                    Throwable cause = e instanceof CompletionException && e.getCause() != null ? e.getCause() : e;
-                    boolean corrupt = rootCause(cause) instanceof CorruptObjectException;
-                    failure = new KvLoadException(key, where, (corrupt ? "corrupt copy of block " : "reading block ") + key
-                            + " from tier '" + src.name() + "' (handle " + top.handle() + ") failed: " + rootCause(cause).getMessage(),
-                            cause);
-                } else if (!r.completed()) {
-                    failure = new KvLoadException(key, where, "block " + key + " was not found in tier '" + src.name()
-                            + "' (handle " + top.handle() + "): " + r.status(), null);
-                }
-                final boolean remove = failure != null;
-                outstanding.incrementAndGet(); // the unpin counts as in flight until it has run
-                io.execute(() -> {
-                    try {
-                        store.unpin(key);
-                        if (remove) {
-                            store.remove(key); // a block that cannot be read is treated as missing from now on
-                        }
-                    } finally {
-                        outstanding.decrementAndGet();
-                    }
-                });
-                loadDone(b, failure, remove, link, sh != Allocator.FULL && failure == null);
-            });
-        } catch (RuntimeException e) {
-            if (pinned) {
-                store.unpin(key);
-            }
-            loadDone(b, new KvLoadException(key, null, "starting the load of block " + key + " failed: " + e, e), false, link,
-                    false);
-        }
-    }
-
-    private static Throwable rootCause(Throwable t) {
-        Throwable c = t;
-        while (c.getCause() != null && c.getCause() != c) {
-            c = c.getCause();
-        }
-        return c;
-    }
-
-    /** On an I/O or transfer thread: hands a finished load to the scheduler, then completes its future. */
-    private void loadDone(DeviceBlock b, KvLoadException failure, boolean forgetStoreCopy, KvLink link, boolean twoStage) {
-        completions.add(() -> applyLoad(b, failure, forgetStoreCopy, link, twoStage));
-        outstanding.decrementAndGet();
-        if (failure == null) {
-            b.ready.complete(null);
-        } else {
-            b.ready.completeExceptionally(failure);
-        }
+        loads.start(b, source, link);
     }
 
     /** On the scheduler thread: the load of {@code b} finished. */
@@ -573,15 +434,15 @@ public final class KvBlockManager implements AutoCloseable {
             if (twoStage) {
                 counters.link(KvLink.DISK_TO_HOST, blockBytes);
             }
-            sync(b);
+            deviceSlots.sync(b);
             return;
         }
         counters.inc(KvCounters.FAILED_LOADS);
         if (forgetStoreCopy) {
             offloaded.remove(b.key);
         }
-        unregister(b);
-        for (KvSequence s = firstSequence; s != null; s = s.next) {
+        deviceSlots.unregister(b);
+        for (KvSequence s = sequences.first(); s != null; s = s.next) {
             if (s.state != KvSequence.State.RUNNING) {
                 continue;
             }
@@ -633,8 +494,7 @@ public final class KvBlockManager implements AutoCloseable {
             if (slot < 0) {
                 return pendingEvictions > 0 ? AllocationStatus.WAIT : AllocationStatus.NO_SPACE;
             }
-            DeviceBlock b = new DeviceBlock(slot);
-            slotOwner[slot] = b;
+            DeviceBlock b = deviceSlots.newBlock(slot);
             b.refCount = 1;
             seq.blocks.add(b);
         }
@@ -720,9 +580,9 @@ public final class KvBlockManager implements AutoCloseable {
     private void commitBlock(KvSequence seq, int i, ObjectKey key) {
         DeviceBlock b = seq.blocks.get(i);
         ObjectKey parent = seq.lastKey;
-        DeviceBlock existing = resident.putIfAbsent(key, b);
+        DeviceBlock existing = deviceSlots.putIfAbsent(key, b);
         if (existing == null) {
-            registerMapped(b, key, parent);
+            deviceSlots.registerMapped(b, key, parent);
             counters.inc(KvCounters.COMMITS);
             boolean toStore = config.offload() == OffloadMode.WRITE_THROUGH && store != null && !inStore(key);
             boolean publishNow = shared != null && config.sharedPublish() == SharedPublishMode.AT_COMMIT;
@@ -733,7 +593,7 @@ public final class KvBlockManager implements AutoCloseable {
             hold(existing);
             seq.blocks.set(i, existing);
             b.refCount = 0;
-            freeSlot(b);
+            deviceSlots.free(b);
             counters.inc(KvCounters.DEDUPS);
         } else {
             b.key = key; // its twin is still loading: keep this one private to the sequence
@@ -780,21 +640,7 @@ public final class KvBlockManager implements AutoCloseable {
         seq.pending = null;
         seq.preemptedKeys = null;
         seq.state = KvSequence.State.RELEASED;
-        unlink(seq);
-    }
-
-    private void unlink(KvSequence seq) {
-        if (seq.prev != null) {
-            seq.prev.next = seq.next;
-        } else {
-            firstSequence = seq.next;
-        }
-        if (seq.next != null) {
-            seq.next.prev = seq.prev;
-        }
-        seq.prev = null;
-        seq.next = null;
-        openSequences--;
+        sequences.remove(seq);
     }
 
     /**
@@ -860,14 +706,14 @@ public final class KvBlockManager implements AutoCloseable {
 
     /** A free slot, evicting if needed; -1 if none can be had now. */
     private int takeSlot() {
-        while (freeCount == 0) {
-            PolicyNode node = policy.victim();
+        while (deviceSlots.freeCount() == 0) {
+            PolicyNode node = deviceSlots.victim();
             if (node == null) {
                 return -1;
             }
             DeviceBlock b = (DeviceBlock) node;
             if (!b.evictable()) {
-                throw new IllegalStateException("slot policy '" + policy.name() + "' offered a block that is not evictable: " + b);
+                throw new IllegalStateException("slot policy '" + deviceSlots.policyName() + "' offered a block that is not evictable: " + b);
             }
             boolean toStore = config.offload() == OffloadMode.WRITE_BACK && store != null && !inStore(b.key);
             boolean toShared = needsSharedCopy(b);
@@ -880,11 +726,7 @@ public final class KvBlockManager implements AutoCloseable {
                 evictNow(b);
             }
         }
-        int slot = freeSlots[--freeCount];
-        if (slotOwner[slot] != null) {
-            throw new IllegalStateException("free slot " + slot + " is held by " + slotOwner[slot]);
-        }
-        return slot;
+        return deviceSlots.popFree();
     }
 
     private boolean needsSharedCopy(DeviceBlock b) {
@@ -901,83 +743,18 @@ public final class KvBlockManager implements AutoCloseable {
     /** Removes an evictable block from its slot. */
     private void evictNow(DeviceBlock b) {
         counters.eviction(b.priority);
-        unregister(b);
-        freeSlot(b);
-    }
-
-    private void freeSlot(DeviceBlock b) {
-        if (slotOwner[b.slot] != b) {
-            throw new IllegalStateException("slot " + b.slot + " is not held by " + b);
-        }
-        slotOwner[b.slot] = null;
-        freeSlots[freeCount++] = b.slot;
+        deviceSlots.unregister(b);
+        deviceSlots.free(b);
     }
 
     /** Frees the slot of a block no one needs any more (unregistered, unreferenced, idle). */
     private void maybeFree(DeviceBlock b) {
-        if (!b.registered && b.refCount == 0 && b.inFlight == 0 && slotOwner[b.slot] == b) {
+        if (!b.registered && b.refCount == 0 && b.inFlight == 0 && deviceSlots.occupies(b)) {
             if (b.evictAfterOffload) {
                 b.evictAfterOffload = false;
                 pendingEvictions--;
             }
-            freeSlot(b);
-        }
-    }
-
-    private void register(DeviceBlock b, ObjectKey key, ObjectKey parent) {
-        if (resident.putIfAbsent(key, b) != null) {
-            throw new IllegalStateException("block " + key + " is already in a DEVICE slot");
-        }
-        registerMapped(b, key, parent);
-    }
-
-    /** Registers a block already entered in the key table. */
-    private void registerMapped(DeviceBlock b, ObjectKey key, ObjectKey parent) {
-        b.key = key; // keyHash was set by the key table
-        b.parentKey = parent;
-        b.registered = true;
-        b.reach = Math.max(1, b.reach);
-        b.reportedEvictable = b.evictable();
-        policy.onInsert(b);
-    }
-
-    private void unregister(DeviceBlock b) {
-        if (!b.registered) {
-            return;
-        }
-        policy.onRemove(b);
-        b.registered = false;
-        b.reportedEvictable = false;
-        resident.remove(b.key, b);
-    }
-
-    /** Tells the policy when the block's eligibility flipped. */
-    private void sync(DeviceBlock b) {
-        if (!b.registered) {
-            return;
-        }
-        boolean now = b.evictable();
-        if (now != b.reportedEvictable) {
-            b.reportedEvictable = now;
-            policy.onEligibilityChange(b);
-        }
-    }
-
-    private void setPriority(DeviceBlock b, PriorityClass p) {
-        PriorityClass previous = b.priority;
-        if (previous == p) {
-            return;
-        }
-        b.priority = p;
-        if (!b.registered) {
-            return;
-        }
-        boolean now = b.evictable();
-        if (now != b.reportedEvictable) {
-            b.reportedEvictable = now;
-            policy.onEligibilityChange(b);
-        } else {
-            policy.onPriorityChange(b, previous);
+            deviceSlots.free(b);
         }
     }
 
@@ -988,9 +765,9 @@ public final class KvBlockManager implements AutoCloseable {
                 b.evictAfterOffload = false; // wanted again: keep it when the copy lands
                 pendingEvictions--;
             }
-            setPriority(b, PriorityClass.ACTIVE);
-        } else if (b.registered) {
-            policy.onAccess(b);
+            deviceSlots.setPriority(b, PriorityClass.ACTIVE);
+        } else {
+            deviceSlots.access(b);
         }
     }
 
@@ -1000,11 +777,120 @@ public final class KvBlockManager implements AutoCloseable {
         }
         if (--b.refCount == 0) {
             if (b.registered) {
-                setPriority(b, cachedAs);
+                deviceSlots.setPriority(b, cachedAs);
             } else {
                 maybeFree(b);
             }
         }
+    }
+
+    // ------------------------------------------------------------------ resize
+
+    /**
+     * The DEVICE block slots as one side of a live memory split ({@link ResizablePool}; units are
+     * slots, a unit's bytes are one slot's allocation). Requires a {@link ResizableKvLayout}.
+     *
+     * @throws IllegalStateException    if the layout cannot be resized
+     * @throws IllegalArgumentException if the bounds are not {@code 1 <= minSlots <= maxSlots}
+     */
+    public KvSlotPool slotPool(int minSlots, int maxSlots) {
+        resizableLayout();
+        return new KvSlotPool(this, minSlots, maxSlots);
+    }
+
+    /** DEVICE block slots now (any thread). */
+    public int slotCount() {
+        return deviceSlots.count();
+    }
+
+    private ResizableKvLayout resizableLayout() {
+        if (!(layout instanceof ResizableKvLayout r)) {
+            throw new IllegalStateException("KV layout " + layout + " cannot be resized: use a ResizableKvLayout such as "
+                    + "TierSlotKvLayout");
+        }
+        return r;
+    }
+
+    /**
+     * Resizes the DEVICE slots to {@code slots}, at a drained barrier (scheduler thread; waits up to
+     * a minute for this manager's transfers in flight). A grow allocates the new slots from the
+     * layout's memory; if that refuses, nothing changes. A shrink is refused (nothing changes) if a
+     * slot to be removed holds a block a sequence uses; otherwise cached blocks leave by the slot
+     * policy's order (offloaded or published first, as an eviction would) until the blocks fit in
+     * {@code slots}, the cached blocks of the removed slots move into free surviving slots (bytes
+     * copied), and the removed slots' memory is released before this returns.
+     *
+     * @return true if the manager now has {@code slots} slots; false if refused (nothing changed)
+     * @throws IllegalArgumentException if {@code slots} is not positive
+     * @throws IllegalStateException    if the layout cannot be resized
+     */
+    public boolean resizeSlots(int slots) {
+        poll();
+        checkOpen();
+        ResizableKvLayout rl = resizableLayout();
+        if (slots < 1) {
+            throw new IllegalArgumentException("the KV slots cannot shrink below 1, asked for " + slots);
+        }
+        if (!awaitIdle(60, TimeUnit.SECONDS)) {
+            return false;
+        }
+        int current = deviceSlots.count();
+        if (slots == current) {
+            return true;
+        }
+        return slots > current ? growSlots(rl, slots) : shrinkSlots(rl, slots);
+    }
+
+    private boolean growSlots(ResizableKvLayout rl, int slots) {
+        if (!rl.growTo(slots)) {
+            return false;
+        }
+        deviceSlots.grow(slots);
+        return true;
+    }
+
+    /** Evicts cached blocks by the slot policy until at most {@code slots} slots hold blocks. Waits. */
+    private void makeRoomFor(int slots) {
+        while (deviceSlots.occupied() > slots) {
+            while (deviceSlots.occupied() - pendingEvictions > slots) { // a pending eviction frees its slot when its copy lands
+                PolicyNode node = deviceSlots.victim();
+                if (node == null) {
+                    if (async.idle()) {
+                        throw new IllegalStateException("shrinking the KV slots to " + slots + ": " + deviceSlots.occupied()
+                                + " blocks are in slots but the slot policy offers no victim");
+                    }
+                    awaitIdle(60, TimeUnit.SECONDS); // write-back evictions free their slots as their copies land
+                    continue;
+                }
+                DeviceBlock b = (DeviceBlock) node;
+                if (!b.evictable()) {
+                    throw new IllegalStateException("slot policy '" + deviceSlots.policyName() + "' offered a block that is not evictable: " + b);
+                }
+                boolean toStore = config.offload() != OffloadMode.NONE && store != null && !inStore(b.key);
+                boolean toShared = needsSharedCopy(b);
+                if (toStore || toShared) {
+                    startOffload(b, true, toStore, toShared);
+                } else {
+                    evictNow(b);
+                }
+            }
+            if (!awaitIdle(60, TimeUnit.SECONDS)) {
+                throw new IllegalStateException("shrinking the KV slots to " + slots + ": offloads still in flight after a minute");
+            }
+        }
+    }
+
+    private boolean shrinkSlots(ResizableKvLayout rl, int slots) {
+        for (int s = slots; s < deviceSlots.count(); s++) {
+            DeviceBlock b = deviceSlots.owner(s);
+            if (b != null && (b.refCount > 0 || b.inFlight > 0 || b.loading)) {
+                return false; // a sequence uses a block in a slot that would go
+            }
+        }
+        // every block held by a sequence is in a surviving slot, so the cached ones can make room
+        makeRoomFor(slots);
+        counters.add(KvCounters.SLOT_MOVES, deviceSlots.compact(slots, rl));
+        return true;
     }
 
     // ------------------------------------------------------------------ offload
@@ -1015,32 +901,8 @@ public final class KvBlockManager implements AutoCloseable {
         if (evictAfter) {
             markEvictAfterOffload(b);
         }
-        sync(b);
-        outstanding.incrementAndGet();
-        final ObjectKey key = b.key;
-        final int slot = b.slot;
-        final PriorityClass cls = b.priority == PriorityClass.ACTIVE ? PriorityClass.RECENT : b.priority;
-        io.execute(() -> {
-            PutStatus put = null;
-            SharedBlockStore.PublishStatus pub = null;
-            RuntimeException error = null;
-            try {
-                List<MemorySegment> src = segmentsOf(slot);
-                if (toStore) {
-                    put = store.put(key, ObjectKind.KV_BLOCK, Durability.LOSSY, cls, src, 0);
-                }
-                if (toShared) {
-                    pub = shared.publish(key, src);
-                }
-            } catch (RuntimeException e) {
-                error = e;
-            }
-            final PutStatus p = put;
-            final SharedBlockStore.PublishStatus s = pub;
-            final RuntimeException err = error;
-            completions.add(() -> applyOffload(b, p, s, err));
-            outstanding.decrementAndGet();
-        });
+        deviceSlots.sync(b);
+        offloads.start(b, toStore, toShared);
     }
 
     /** On the scheduler thread: an offload of {@code b} finished. */
@@ -1068,7 +930,7 @@ public final class KvBlockManager implements AutoCloseable {
                 return;
             }
         }
-        sync(b);
+        deviceSlots.sync(b);
         maybeFree(b);
     }
 
@@ -1081,12 +943,6 @@ public final class KvBlockManager implements AutoCloseable {
         }
     }
 
-    private List<MemorySegment> segmentsOf(int slot) {
-        List<MemorySegment> out = new ArrayList<>(4);
-        layout.segments(slot, allTokens, out);
-        return out;
-    }
-
     // ------------------------------------------------------------------ completions, waiting, stats
 
     /**
@@ -1096,13 +952,7 @@ public final class KvBlockManager implements AutoCloseable {
      * @return completions applied
      */
     public int poll() {
-        int n = 0;
-        Runnable r;
-        while ((r = completions.poll()) != null) {
-            r.run();
-            n++;
-        }
-        return n;
+        return async.poll();
     }
 
     /**
@@ -1112,22 +962,12 @@ public final class KvBlockManager implements AutoCloseable {
      * @return false if the timeout passed first
      */
     public boolean awaitIdle(long timeout, TimeUnit unit) {
-        long deadline = System.nanoTime() + unit.toNanos(timeout);
-        while (true) {
-            poll();
-            if (outstanding.get() == 0 && completions.isEmpty()) {
-                return true;
-            }
-            if (System.nanoTime() - deadline > 0) {
-                return false;
-            }
-            LockSupport.parkNanos(20_000);
-        }
+        return async.awaitIdle(timeout, unit);
     }
 
     /** Counters and gauges now. */
     public KvManagerStats stats() {
-        return new KvManagerStats(counters.snapshot(), slotOwner.length, freeCount, resident.size(), openSequences);
+        return new KvManagerStats(counters.snapshot(), deviceSlots.count(), deviceSlots.freeCount(), deviceSlots.keyed(), sequences.size());
     }
 
     /** The engine KV layout the slots live in. */
@@ -1142,22 +982,22 @@ public final class KvBlockManager implements AutoCloseable {
 
     /** The slot eviction policy's name. */
     public String policyName() {
-        return policy.name();
+        return deviceSlots.policyName();
     }
 
     /** Free DEVICE slots now. */
     public int freeSlots() {
-        return freeCount;
+        return deviceSlots.freeCount();
     }
 
     /** True if block {@code key} is in a DEVICE slot (loaded or loading). */
     public boolean isOnDevice(ObjectKey key) {
-        return resident.containsKey(key);
+        return deviceSlots.contains(key);
     }
 
     /** The DEVICE block of {@code key}, or null (for inspection and policies). */
     public DeviceBlock deviceBlock(ObjectKey key) {
-        return resident.get(key);
+        return deviceSlots.get(key);
     }
 
     /** Keys this manager has offloaded to the store and not seen dropped (a copy, for tests). */
@@ -1170,20 +1010,9 @@ public final class KvBlockManager implements AutoCloseable {
      * the first one broken. Scheduler thread; for tests.
      */
     public void checkInvariants() {
-        int owned = 0;
-        boolean[] free = new boolean[slotOwner.length];
-        for (int i = 0; i < freeCount; i++) {
-            int s = freeSlots[i];
-            if (free[s]) {
-                throw new IllegalStateException("slot " + s + " is on the free list twice");
-            }
-            free[s] = true;
-            if (slotOwner[s] != null) {
-                throw new IllegalStateException("free slot " + s + " is held by " + slotOwner[s]);
-            }
-        }
+        deviceSlots.checkInvariants(layout.slots());
         IdentityHashMap<DeviceBlock, Integer> holders = new IdentityHashMap<>();
-        for (KvSequence seq = firstSequence; seq != null; seq = seq.next) {
+        for (KvSequence seq = sequences.first(); seq != null; seq = seq.next) {
             if (seq.state != KvSequence.State.RUNNING && !seq.blocks.isEmpty()) {
                 throw new IllegalStateException("sequence " + seq.id + " is " + seq.state + " but holds blocks");
             }
@@ -1194,33 +1023,17 @@ public final class KvBlockManager implements AutoCloseable {
                 throw new IllegalStateException("sequence " + seq + " claims more than its blocks hold");
             }
         }
-        int registered = 0;
         int evictAfter = 0;
-        for (int s = 0; s < slotOwner.length; s++) {
-            DeviceBlock b = slotOwner[s];
+        for (int s = 0; s < deviceSlots.count(); s++) {
+            DeviceBlock b = deviceSlots.owner(s);
             if (b == null) {
-                if (!free[s]) {
-                    throw new IllegalStateException("slot " + s + " is neither free nor held");
-                }
                 continue;
-            }
-            owned++;
-            if (b.slot != s) {
-                throw new IllegalStateException("slot " + s + " holds " + b + " which names slot " + b.slot);
             }
             int held = holders.getOrDefault(b, 0);
             if (b.refCount != held) {
                 throw new IllegalStateException(b + " has refcount " + b.refCount + " but " + held + " sequences hold it");
             }
-            if (b.registered) {
-                registered++;
-                if (resident.get(b.key) != b) {
-                    throw new IllegalStateException(b + " is registered but not in the key map");
-                }
-                if (b.reportedEvictable != b.evictable()) {
-                    throw new IllegalStateException(b + ": the policy was not told that its eligibility changed");
-                }
-            } else if (b.refCount == 0 && b.inFlight == 0) {
+            if (!b.registered && b.refCount == 0 && b.inFlight == 0) {
                 throw new IllegalStateException(b + " is held by no one and not cached: its slot leaked");
             }
             if ((b.refCount > 0) != (b.priority == PriorityClass.ACTIVE) && b.registered) {
@@ -1233,28 +1046,15 @@ public final class KvBlockManager implements AutoCloseable {
                 evictAfter++;
             }
         }
-        if (owned + freeCount != slotOwner.length) {
-            throw new IllegalStateException(owned + " held + " + freeCount + " free slots != " + slotOwner.length);
-        }
         for (DeviceBlock b : holders.keySet()) {
-            if (slotOwner[b.slot] != b) {
+            if (!deviceSlots.occupies(b)) {
                 throw new IllegalStateException("a sequence holds " + b + " but its slot does not");
             }
-        }
-        if (registered != resident.size() || registered != policy.size()) {
-            throw new IllegalStateException(registered + " registered blocks, " + resident.size() + " in the key map, "
-                    + policy.size() + " in the policy");
         }
         if (evictAfter != pendingEvictions) {
             throw new IllegalStateException(evictAfter + " blocks wait for eviction but the count says " + pendingEvictions);
         }
-        int listed = 0;
-        for (KvSequence seq = firstSequence; seq != null; seq = seq.next) {
-            listed++;
-        }
-        if (listed != openSequences) {
-            throw new IllegalStateException(listed + " sequences listed but the count says " + openSequences);
-        }
+        sequences.checkInvariants();
         if (counters.get(KvCounters.UNEXPECTED_DROPS) != 0) {
             throw new IllegalStateException("the store dropped blocks this manager had not offloaded");
         }
@@ -1273,22 +1073,17 @@ public final class KvBlockManager implements AutoCloseable {
         }
         boolean idle = awaitIdle(60, TimeUnit.SECONDS);
         closed = true;
-        while (firstSequence != null) {
-            KvSequence s = firstSequence;
+        while (sequences.first() != null) {
+            KvSequence s = sequences.first();
             for (int i = s.blocks.size() - 1; i >= 0; i--) {
                 unhold(s.blocks.get(i), PriorityClass.RECENT);
             }
             s.blocks.clear();
             s.state = KvSequence.State.RELEASED;
-            unlink(s);
+            sequences.remove(s);
         }
-        io.shutdown();
-        try {
-            if (!io.awaitTermination(60, TimeUnit.SECONDS)) {
-                idle = false;
-            }
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
+        if (!async.shutdown()) {
+            idle = false;
         }
         poll();
         if (store != null) {
@@ -1297,11 +1092,9 @@ public final class KvBlockManager implements AutoCloseable {
             }
         }
         offloaded.clear();
-        if (staging != null) {
-            staging.close();
-        }
+        loads.close();
         if (!idle) {
-            throw new IllegalStateException("KV block manager closed with " + outstanding.get() + " transfers in flight");
+            throw new IllegalStateException("KV block manager closed with " + async.inFlight() + " transfers in flight");
         }
     }
 

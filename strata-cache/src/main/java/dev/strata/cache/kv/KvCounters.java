@@ -32,7 +32,8 @@ final class KvCounters {
     static final int DROPS = FAILED_LOADS + 1; // store drops of blocks the manager had offloaded
     static final int UNEXPECTED_DROPS = DROPS + 1; // drops of keys the manager did not know (should stay 0)
     static final int OFFLOAD_REFUSED = UNEXPECTED_DROPS + 1; // offloads the store refused (no space)
-    static final int SIZE = OFFLOAD_REFUSED + 1;
+    static final int SLOT_MOVES = OFFLOAD_REFUSED + 1; // cached blocks moved to another slot by a shrink of the slots
+    static final int SIZE = SLOT_MOVES + 1;
 
     private final long[] cells = new long[SIZE];
 

@@ -98,6 +98,11 @@ public final class KvManagerStats {
         return c[KvCounters.OFFLOAD_REFUSED];
     }
 
+    /** Cached blocks a shrink of the DEVICE slots moved into a surviving slot. */
+    public long slotMoves() {
+        return c[KvCounters.SLOT_MOVES];
+    }
+
     public int slots() {
         return slots;
     }

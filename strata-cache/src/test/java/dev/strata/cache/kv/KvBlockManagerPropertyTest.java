@@ -36,11 +36,21 @@ class KvBlockManagerPropertyTest {
 
     @Test
     void randomOperationsKeepEveryInvariantAndEveryByte() {
-        Property.forAll("kv-manager-ops", 24, random -> {
+        Property.forAll("kv-manager-ops", 24, random -> runWith(random,
+                PolicyKind.values()[random.nextInt(PolicyKind.values().length)]));
+    }
+
+    @Test
+    void randomOperationsUnderThePrefixAwareSlotPolicy() {
+        Property.forAll("kv-manager-ops-prefix", 12, random -> runWith(random, PolicyKind.PREFIX_AWARE));
+    }
+
+    private static void runWith(SplittableRandom random, PolicyKind kind) throws Exception {
+        {
             boolean withShared = random.nextBoolean();
             OffloadMode mode = OffloadMode.values()[random.nextInt(2)];
             KvManagerConfig config = KvManagerConfig.defaults().offload(mode)
-                    .devicePolicy(PolicyKind.values()[random.nextInt(PolicyKind.values().length)])
+                    .devicePolicy(kind)
                     .sharedPublish(random.nextBoolean() ? SharedPublishMode.AT_COMMIT : SharedPublishMode.ON_EVICTION)
                     .lookahead(random.nextInt(3), 1 + random.nextInt(3)).maxPendingEvictions(1 + random.nextInt(4));
             KvRig.Spec spec = KvRig.Spec.of(5 + random.nextInt(4), 1 + random.nextInt(3), 3, 3 + random.nextInt(5)).config(config);
@@ -53,7 +63,7 @@ class KvBlockManagerPropertyTest {
             try (KvRig rig = new KvRig(spec)) {
                 run(rig, random, 150);
             }
-        });
+        }
     }
 
     private static void run(KvRig rig, SplittableRandom random, int steps) {

@@ -42,21 +42,26 @@ final class KvRig implements AutoCloseable {
 
     /** Capacities in blocks (0: tier absent) and manager settings. */
     record Spec(int slots, int hostBlocks, int poolBlocks, int diskBlocks, KvManagerConfig config,
-            KvDiskAdmission admission, SharedBlockStore shared) {
+            KvDiskAdmission admission, SharedBlockStore shared, Tier deviceTier) {
         static Spec of(int slots, int hostBlocks, int poolBlocks, int diskBlocks) {
-            return new Spec(slots, hostBlocks, poolBlocks, diskBlocks, KvManagerConfig.defaults(), null, null);
+            return new Spec(slots, hostBlocks, poolBlocks, diskBlocks, KvManagerConfig.defaults(), null, null, null);
         }
 
         Spec config(KvManagerConfig c) {
-            return new Spec(slots, hostBlocks, poolBlocks, diskBlocks, c, admission, shared);
+            return new Spec(slots, hostBlocks, poolBlocks, diskBlocks, c, admission, shared, deviceTier);
         }
 
         Spec admission(KvDiskAdmission a) {
-            return new Spec(slots, hostBlocks, poolBlocks, diskBlocks, config.diskAdmission(a), a, shared);
+            return new Spec(slots, hostBlocks, poolBlocks, diskBlocks, config.diskAdmission(a), a, shared, deviceTier);
         }
 
         Spec shared(SharedBlockStore s) {
-            return new Spec(slots, hostBlocks, poolBlocks, diskBlocks, config, admission, s);
+            return new Spec(slots, hostBlocks, poolBlocks, diskBlocks, config, admission, s, deviceTier);
+        }
+
+        /** The slots are allocations in {@code tier} ({@link TierSlotKvLayout}, resizable), not one arena. */
+        Spec deviceTier(Tier tier) {
+            return new Spec(slots, hostBlocks, poolBlocks, diskBlocks, config, admission, shared, tier);
         }
     }
 
@@ -76,12 +81,16 @@ final class KvRig implements AutoCloseable {
     final long blockBytes = GEOMETRY.bytesPerBlock();
 
     KvRig(Spec spec) throws IOException {
-        MemorySegment[] layers = new MemorySegment[GEOMETRY.layers()];
-        for (int l = 0; l < layers.length; l++) {
-            layers[l] = arena.allocate(StridedKvLayout.layerMajorBytesPerLayer(GEOMETRY, spec.slots()), 64);
-            layers[l].fill((byte) 0x5A);
+        if (spec.deviceTier() != null) {
+            layout = TierSlotKvLayout.allocate(spec.deviceTier(), GEOMETRY, spec.slots());
+        } else {
+            MemorySegment[] layers = new MemorySegment[GEOMETRY.layers()];
+            for (int l = 0; l < layers.length; l++) {
+                layers[l] = arena.allocate(StridedKvLayout.layerMajorBytesPerLayer(GEOMETRY, spec.slots()), 64);
+                layers[l].fill((byte) 0x5A);
+            }
+            layout = StridedKvLayout.layerMajor(GEOMETRY, spec.slots(), layers);
         }
-        layout = StridedKvLayout.layerMajor(GEOMETRY, spec.slots(), layers);
         KvDropRelay relay = new KvDropRelay();
         TieredStore.Builder b = TieredStore.builder().dropListener(relay);
         if (spec.hostBlocks() > 0) {
@@ -208,6 +217,9 @@ final class KvRig implements AutoCloseable {
                 store.close();
             }
         } finally {
+            if (layout instanceof TierSlotKvLayout t) {
+                t.close();
+            }
             transfers.close();
             for (int i = tiers.size() - 1; i >= 0; i--) {
                 tiers.get(i).close();

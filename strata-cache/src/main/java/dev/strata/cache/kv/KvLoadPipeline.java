@@ -1,0 +1,199 @@
+package dev.strata.cache.kv;
+
+import dev.strata.cache.ObjectKey;
+import dev.strata.cache.ResidencyInfo;
+import dev.strata.cache.TieredStore;
+import dev.strata.memory.Allocator;
+import dev.strata.memory.CorruptObjectException;
+import dev.strata.memory.Sizes;
+import dev.strata.memory.Tier;
+import dev.strata.memory.TierKind;
+import dev.strata.memory.host.HostTier;
+import dev.strata.memory.host.OffHeapRegion;
+import dev.strata.memory.transfer.TransferEngine;
+import dev.strata.memory.transfer.TransferResult;
+import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+
+/**
+ * The load side of a {@link KvBlockManager}: reads a block's bytes into its DEVICE slot from the
+ * shared pool (on the I/O thread) or from the store's top copy (pinned on the I/O thread, then
+ * scattered by the transfer engine; a DISK copy in two stages through the pipeline's own HOST
+ * staging when configured), and hands the outcome back to the scheduler thread through
+ * {@link KvAsync}. It changes no manager state itself: the {@link Landing} it is given applies the
+ * outcome on the scheduler thread.
+ *
+ * <p>Invariants: each started load ends in exactly one landing and completes the block's
+ * {@code ready} future (after queueing the landing); a pinned store copy is unpinned (and removed
+ * if it could not be read) on the I/O thread; a staging allocation is freed when its transfer ends.
+ *
+ * <p>Threads: {@link #start} and {@link #close} on the scheduler thread; the rest runs on the I/O
+ * thread and the transfer engine's threads.
+ */
+final class KvLoadPipeline implements AutoCloseable {
+
+    /** Applies a finished load on the scheduler thread. */
+    @FunctionalInterface
+    interface Landing {
+        void landed(DeviceBlock b, KvLoadException failure, boolean forgetStoreCopy, KvLink link, boolean twoStage);
+    }
+
+    private final KvLayout layout;
+    private final TokenSelection allTokens;
+    private final long blockBytes; // bytes of one block's contiguous form
+    private final TieredStore store; // null: DEVICE only
+    private final List<Tier> storeTiers; // the store's chain, top first
+    private final TransferEngine transfers;
+    private final SharedBlockStore shared; // null: no shared pool
+    private final HostTier staging; // HOST staging for two-stage disk reads, null if none
+    private final KvAsync async;
+    private final Landing landing;
+
+    KvLoadPipeline(KvLayout layout, TieredStore store, TransferEngine transfers, SharedBlockStore shared,
+            KvManagerConfig config, KvAsync async, Landing landing) {
+        this.layout = layout;
+        this.allTokens = TokenSelection.all(layout.geometry().blockTokens());
+        this.blockBytes = layout.blockBytes(allTokens);
+        this.store = store;
+        this.storeTiers = store == null ? List.of() : store.tiers();
+        this.transfers = transfers;
+        this.shared = shared;
+        this.async = async;
+        this.landing = landing;
+        boolean hasDisk = false;
+        for (Tier t : storeTiers) {
+            hasDisk |= t.kind() == TierKind.DISK;
+        }
+        long stagingBlock = Sizes.alignUp(blockBytes, OffHeapRegion.PAGE);
+        this.staging = hasDisk && config.twoStageDisk() && config.stagingBlocks() > 0
+                ? HostTier.slab("kv-staging", config.stagingBlocks() * stagingBlock, stagingBlock) : null;
+    }
+
+    /** The segments of a whole block in {@code slot}. */
+    static List<MemorySegment> segmentsOf(KvLayout layout, TokenSelection all, int slot) {
+        List<MemorySegment> out = new ArrayList<>(4);
+        layout.segments(slot, all, out);
+        return out;
+    }
+
+    /** Starts reading {@code b}'s bytes from {@code source} into its slot ({@code b.inFlight} already counts it). */
+    void start(DeviceBlock b, BlockLocation source, KvLink link) {
+        async.begin();
+        final ObjectKey key = b.key;
+        final int slot = b.slot;
+        if (source == BlockLocation.SHARED) {
+            async.execute(() -> {
+                KvLoadException failure = null;
+                try {
+                    if (!shared.read(key, segmentsOf(layout, allTokens, slot))) {
+                        failure = new KvLoadException(key, source, "block " + key + " is no longer published in the shared pool",
+                                null);
+                    }
+                } catch (RuntimeException e) {
+                    failure = new KvLoadException(key, source, "reading block " + key + " from the shared pool failed: " + e,
+                            e);
+                }
+                done(b, failure, false, KvLink.SHARED_READ, false);
+            });
+            return;
+        }
+        async.execute(() -> loadFromStore(b, key, slot, link));
+    }
+
+    /** On the I/O thread: pins the store copy and starts the transfer(s) into the slot. */
+    private void loadFromStore(DeviceBlock b, ObjectKey key, int slot, KvLink link) {
+        boolean pinned = false;
+        try {
+            pinned = store.pin(key);
+            List<ResidencyInfo> copies = pinned ? store.residencies(key) : List.of();
+            if (copies.isEmpty()) {
+                if (pinned) {
+                    store.unpin(key);
+                }
+                done(b, new KvLoadException(key, null, "block " + key + " is no longer in the store", null), false, link,
+                        false);
+                return;
+            }
+            ResidencyInfo top = copies.get(0);
+            Tier src = storeTiers.get(top.chainIndex());
+            BlockLocation where = BlockLocation.of(src.kind());
+            List<MemorySegment> dst = segmentsOf(layout, allTokens, slot);
+            long stagingHandle = Allocator.FULL;
+            if (src.kind() == TierKind.DISK && staging != null) {
+                stagingHandle = staging.allocate(blockBytes);
+            }
+            CompletableFuture<TransferResult> f;
+            final long sh = stagingHandle;
+            if (sh != Allocator.FULL) {
+                f = transfers.copy(src, top.handle(), staging, sh, blockBytes)
+                        .thenCompose(r -> r.completed() ? transfers.scatter(staging, sh, dst) : CompletableFuture.completedFuture(r));
+            } else {
+                f = transfers.scatter(src, top.handle(), dst);
+            }
+            f.whenComplete((r, e) -> {
+                if (sh != Allocator.FULL) {
+                    staging.free(sh);
+                }
+                KvLoadException failure = null;
+                if (e != null) {
+                    Throwable cause = e instanceof CompletionException && e.getCause() != null ? e.getCause() : e;
+                    boolean corrupt = rootCause(cause) instanceof CorruptObjectException;
+                    failure = new KvLoadException(key, where, (corrupt ? "corrupt copy of block " : "reading block ") + key
+                            + " from tier '" + src.name() + "' (handle " + top.handle() + ") failed: " + rootCause(cause).getMessage(),
+                            cause);
+                } else if (!r.completed()) {
+                    failure = new KvLoadException(key, where, "block " + key + " was not found in tier '" + src.name()
+                            + "' (handle " + top.handle() + "): " + r.status(), null);
+                }
+                final boolean remove = failure != null;
+                async.begin(); // the unpin counts as in flight until it has run
+                async.execute(() -> {
+                    try {
+                        store.unpin(key);
+                        if (remove) {
+                            store.remove(key); // a block that cannot be read is treated as missing from now on
+                        }
+                    } finally {
+                        async.end();
+                    }
+                });
+                done(b, failure, remove, link, sh != Allocator.FULL && failure == null);
+            });
+        } catch (RuntimeException e) {
+            if (pinned) {
+                store.unpin(key);
+            }
+            done(b, new KvLoadException(key, null, "starting the load of block " + key + " failed: " + e, e), false, link,
+                    false);
+        }
+    }
+
+    private static Throwable rootCause(Throwable t) {
+        Throwable c = t;
+        while (c.getCause() != null && c.getCause() != c) {
+            c = c.getCause();
+        }
+        return c;
+    }
+
+    /** On an I/O or transfer thread: hands a finished load to the scheduler, then completes its future. */
+    private void done(DeviceBlock b, KvLoadException failure, boolean forgetStoreCopy, KvLink link, boolean twoStage) {
+        async.hand(() -> landing.landed(b, failure, forgetStoreCopy, link, twoStage));
+        if (failure == null) {
+            b.ready.complete(null);
+        } else {
+            b.ready.completeExceptionally(failure);
+        }
+    }
+
+    /** Releases the staging memory (after the I/O thread has stopped). */
+    @Override
+    public void close() {
+        if (staging != null) {
+            staging.close();
+        }
+    }
+}
