@@ -7,6 +7,7 @@ import dev.strata.memory.pool.PoolTier;
 import dev.strata.node.index.BlockIndex;
 import dev.strata.node.index.BlockIndexConfig;
 import dev.strata.node.index.PoolBlockIndex;
+import dev.strata.node.index.PoolSharedBlockStore;
 import dev.strata.node.rpc.RpcClientOptions;
 import dev.strata.node.rpc.RpcServerConfig;
 import java.nio.file.Files;
@@ -82,7 +83,7 @@ public final class NodeAccess implements AutoCloseable {
         this.mode = mode;
         this.pool = pool;
         this.index = index;
-        this.blocks = new IndexBlockStore(index, pool);
+        this.blocks = new PoolSharedBlockStore(index, pool);
     }
 
     /**

@@ -1,7 +1,7 @@
 /**
  * The engine process's side: {@link dev.strata.node.client.NodeAccess} chooses from configuration
  * between the index served by {@code strata node} ({@link dev.strata.node.client.RemoteBlockIndex})
- * and the same index embedded; {@link dev.strata.node.client.IndexBlockStore} moves block bytes
+ * and the same index embedded; {@link dev.strata.node.index.PoolSharedBlockStore} moves block bytes
  * through the process's own pool mapping either way.
  */
 package dev.strata.node.client;

@@ -8,10 +8,12 @@ import java.lang.foreign.MemorySegment;
 import java.util.List;
 
 /**
- * {@link SharedBlockStore} over a pool's {@link PoolBlockIndex}: blocks are copied straight
- * between the caller's segments and the pool mapping, with their {@link Checksum64} computed in
- * the same pass on the way in and verified in the same pass on the way out (the pool's seqlock
- * read); a read holds a lease on the block for the length of its copy.
+ * {@link SharedBlockStore} over a pool's block index — embedded ({@link PoolBlockIndex}) or served
+ * by {@code strata node} — and this process's own mapping of the pool: the index says where a
+ * block lies, the bytes are copied straight between the caller's segments and the pool mapping,
+ * with their {@link Checksum64} computed in the same pass on the way in and verified in the same
+ * pass on the way out (the pool's seqlock read); a read holds a lease on the block for the length
+ * of its copy.
  *
  * <p>Threads: any thread of any process attached to the pool, as the index. Allocates nothing
  * per call beyond what the index's eviction path allocates when the pool is full.
@@ -20,29 +22,44 @@ public final class PoolSharedBlockStore implements SharedBlockStore {
     /** One checksum state and one location array per thread, reused. */
     private static final ThreadLocal<Checksum64> CHECKSUM = ThreadLocal.withInitial(Checksum64::new);
     private static final ThreadLocal<long[]> LOCATION = ThreadLocal.withInitial(() -> new long[BlockIndex.LOCATION_LONGS]);
+    private static final ThreadLocal<long[]> KEYS = ThreadLocal.withInitial(() -> new long[2 * 256]); // (high, low) pairs
 
-    private final PoolBlockIndex index;
+    private final BlockIndex index;
     private final PoolTier tier;
 
+    /** A store over an index embedded in this process, on the pool it was opened on. */
     public PoolSharedBlockStore(PoolBlockIndex index) {
+        this(index, index.tier());
+    }
+
+    /**
+     * A store over any index of the pool that {@code tier} maps (for example one served by
+     * {@code strata node}).
+     *
+     * @param tier this process's mapping of the pool whose index {@code index} is
+     */
+    public PoolSharedBlockStore(BlockIndex index, PoolTier tier) {
         this.index = index;
-        this.tier = index.tier();
+        this.tier = tier;
     }
 
     /** The index underneath. */
-    public PoolBlockIndex index() {
+    public BlockIndex index() {
         return index;
     }
 
     @Override
     public int matchPrefix(ObjectKey[] keys, int from, int count) {
-        for (int i = 0; i < count; i++) {
-            ObjectKey k = keys[from + i];
-            if (!index.isPublished(k.high(), k.low())) {
-                return i;
-            }
+        long[] flat = KEYS.get();
+        if (flat.length < 2 * count) {
+            flat = new long[2 * count];
+            KEYS.set(flat);
         }
-        return count;
+        for (int i = 0; i < count; i++) {
+            flat[2 * i] = keys[from + i].high();
+            flat[2 * i + 1] = keys[from + i].low();
+        }
+        return index.matchPrefix(flat, 0, count);
     }
 
     @Override

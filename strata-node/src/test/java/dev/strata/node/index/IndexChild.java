@@ -103,7 +103,7 @@ public final class IndexChild {
 
     private static int read(PoolSharedBlockStore store, long seed, long millis, int keys, PrintStream out) {
         SplittableRandom random = new SplittableRandom(seed);
-        PoolBlockIndex index = store.index();
+        PoolBlockIndex index = (PoolBlockIndex) store.index();
         long end = System.nanoTime() + millis * 1_000_000;
         int hits = 0;
         int misses = 0;
@@ -118,7 +118,7 @@ public final class IndexChild {
                 if (lease > 0) {
                     LockSupport.parkNanos(random.nextInt(3_000_000));
                     MemorySegment dst = MemorySegment.ofArray(buffer).asSlice(0, location[BlockIndex.LENGTH]);
-                    boolean ok = store.index().tier().read(location[BlockIndex.HANDLE], dst);
+                    boolean ok = index.tier().read(location[BlockIndex.HANDLE], dst);
                     if (!ok || !Arrays.equals(Arrays.copyOf(buffer, expected.length), expected)
                             || location[BlockIndex.LENGTH] != expected.length) {
                         out.println("WRONG pinned block " + i + " ok=" + ok);
