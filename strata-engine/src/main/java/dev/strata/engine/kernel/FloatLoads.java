@@ -4,7 +4,6 @@ import dev.strata.engine.model.DType;
 import jdk.incubator.vector.FloatVector;
 import jdk.incubator.vector.IntVector;
 import jdk.incubator.vector.ShortVector;
-import jdk.incubator.vector.VectorMask;
 import jdk.incubator.vector.VectorOperators;
 import jdk.incubator.vector.VectorShape;
 import jdk.incubator.vector.VectorSpecies;
@@ -20,12 +19,13 @@ import java.nio.ByteOrder;
  * <ul>
  *   <li>BF16: the 16 bits are sign-extended to an int lane and shifted into the high half;
  *       the float with those bits is the value (NaN payloads, infinities and subnormals kept).</li>
- *   <li>F16: magnitude bits {@code m = h & 0x7FFF} moved to float position ({@code m << 13}) and
- *       multiplied by 2^112, which rebases the exponent exactly for normals and turns half
- *       subnormals (float subnormals after the shift) into the right normal floats; lanes with an
- *       all-ones exponent (Inf, NaN) get the float exponent 255 and keep their significand, NaNs
- *       made quiet (significand bit 22 set) as {@link Float#float16ToFloat} does;
- *       the sign bit is OR-ed in last. This equals {@link Float#float16ToFloat} bit for bit on
+ *   <li>F16: with magnitude bits {@code m = h & 0x7FFF}, normals are {@code (m << 13) + (112 << 23)}
+ *       (the exponent rebased from bias 15 to 127, integer arithmetic only); subnormals are
+ *       {@code (float) m · 2^-24}, exact, and computed on normal floats only (a float subnormal
+ *       operand would cost a microcode assist on x86); lanes with an all-ones exponent (Inf,
+ *       NaN) get the float exponent 255 and keep their significand, NaNs made quiet (bit 22 set)
+ *       as {@link Float#float16ToFloat} does; the sign bit is OR-ed in last. This equals
+ *       {@link Float#float16ToFloat} bit for bit on
  *       all 65,536 inputs.</li>
  * </ul>
  * Stateless; any thread.
@@ -99,11 +99,13 @@ public final class FloatLoads {
         IntVector h = (IntVector) s.convertShape(VectorOperators.S2I, INTS, 0);
         IntVector magnitude = h.and(0x7FFF);
         IntVector shifted = magnitude.lanewise(VectorOperators.LSHL, 13);
-        IntVector finite = shifted.reinterpretAsFloats().mul(0x1p112f).reinterpretAsInts();
-        VectorMask<Integer> special = magnitude.compare(VectorOperators.GE, 0x7C00);
-        VectorMask<Integer> nan = magnitude.compare(VectorOperators.GT, 0x7C00);
-        IntVector infOrNan = shifted.or(0x7F800000).blend(shifted.or(0x7FC00000), nan);
-        IntVector bits = finite.blend(infOrNan, special)
+        IntVector normal = shifted.add(0x38000000); // exponent rebased from 15 to 127
+        IntVector subnormal = magnitude.convert(VectorOperators.I2F, 0).reinterpretAsFloats().mul(0x1p-24f)
+                .reinterpretAsInts(); // significand · 2^-24, exact and computed on normal floats only
+        IntVector infOrNan = shifted.or(0x7F800000)
+                .blend(shifted.or(0x7FC00000), magnitude.compare(VectorOperators.GT, 0x7C00));
+        IntVector bits = normal.blend(subnormal, magnitude.compare(VectorOperators.LT, 0x0400))
+                .blend(infOrNan, magnitude.compare(VectorOperators.GE, 0x7C00))
                 .or(h.and(0x8000).lanewise(VectorOperators.LSHL, 16));
         return bits.reinterpretAsFloats();
     }
