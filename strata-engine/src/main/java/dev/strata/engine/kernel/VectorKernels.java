@@ -41,12 +41,17 @@ public final class VectorKernels {
      * @param wIndex element (not byte) index of the first weight
      */
     public static float dot(DType dtype, MemorySegment w, long wIndex, float[] x, int xOff, int n) {
+        return dot(dtype, w, wIndex, x, xOff, n, new float[LANES]);
+    }
+
+    /** {@link #dot} with a scratch array of {@link FloatLoads#LANES} floats. */
+    private static float dot(DType dtype, MemorySegment w, long wIndex, float[] x, int xOff, int n, float[] lanes) {
         int bound = FLOATS.loopBound(n);
         FloatVector acc = FloatVector.zero(FLOATS);
         for (int i = 0; i < bound; i += LANES) {
             acc = FloatLoads.loadVector(dtype, w, wIndex + i).fma(FloatVector.fromArray(FLOATS, x, xOff + i), acc);
         }
-        return finishDot(acc, new float[LANES], dtype, w, wIndex, x, xOff, bound, n);
+        return finishDot(acc, lanes, dtype, w, wIndex, x, xOff, bound, n);
     }
 
     private static float finishDot(FloatVector acc, float[] lanes, DType dtype, MemorySegment w, long wIndex,
@@ -358,11 +363,12 @@ public final class VectorKernels {
         DType dtype = kv.elementType();
         int tokens = kv.tokens();
         float[] scores = new float[tokens];
+        float[] lanes = new float[LANES];
         for (int h = from; h < to; h++) {
             int g = h / group;
             int qh = qOff + h * headDim;
             for (int t = 0; t < tokens; t++) {
-                scores[t] = dot(dtype, kv.block(t), kv.keyIndex(t, g), q, qh, headDim) * scale;
+                scores[t] = dot(dtype, kv.block(t), kv.keyIndex(t, g), q, qh, headDim, lanes) * scale;
             }
             float total = expShifted(scores, 0, tokens, max(scores, 0, tokens));
             int oh = outOff + h * headDim;

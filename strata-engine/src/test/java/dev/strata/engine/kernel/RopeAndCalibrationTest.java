@@ -46,11 +46,15 @@ class RopeAndCalibrationTest {
     void calibrationReturnsFinitePositiveFigures() {
         try (KernelPool pool = new KernelPool(2)) {
             for (DType dtype : DType.values()) {
-                KernelCalibration.Result r = KernelCalibration.measureMatvec(dtype, 67, 129, pool, 3);
-                for (double v : new double[] {r.seconds(), r.gflops(), r.weightGBps(), r.copyGBps(), r.fractionOfCopy()}) {
-                    assertThat(v).as("%s", r).isFinite().isPositive();
+                for (KernelCalibration.Result r : new KernelCalibration.Result[] {
+                        KernelCalibration.measureMatvec(dtype, 67, 129, pool, 3),
+                        KernelCalibration.measureMatmul(dtype, 67, 129, 5, pool, 3)}) {
+                    for (double v : new double[] {r.seconds(), r.gflops(), r.weightGBps(), r.copyGBps(),
+                            r.fractionOfCopy()}) {
+                        assertThat(v).as("%s", r).isFinite().isPositive();
+                    }
+                    assertThat(r.threads()).isEqualTo(2);
                 }
-                assertThat(r.threads()).isEqualTo(2);
             }
         }
     }
