@@ -80,10 +80,15 @@ public final class FloatLoads {
     /** {@link #LANES} elements of {@code dtype} starting at element {@code index}. */
     public static FloatVector loadVector(DType dtype, MemorySegment segment, long index) {
         return switch (dtype) {
-            case F32 -> FloatVector.fromMemorySegment(FLOATS, segment, index * 4, LE);
+            case F32 -> f32Vector(segment, index * 4);
             case BF16 -> bf16Vector(segment, index * 2);
             case F16 -> f16Vector(segment, index * 2);
         };
+    }
+
+    /** {@link #LANES} little-endian floats at byte {@code offset}. */
+    public static FloatVector f32Vector(MemorySegment segment, long offset) {
+        return FloatVector.fromMemorySegment(FLOATS, segment, offset, LE);
     }
 
     /** {@link #LANES} bfloat16 values at byte {@code offset}, widened exactly. */

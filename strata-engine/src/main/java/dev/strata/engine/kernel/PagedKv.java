@@ -61,7 +61,8 @@ public record PagedKv(KvGeometry geometry, int layer, List<MemorySegment> blocks
             case FP32 -> DType.F32;
             case FP16 -> DType.F16;
             case BF16 -> DType.BF16;
-            default -> throw new IllegalArgumentException("attention kernels read FP32, FP16 and BF16 KV, not " + kv.label());
+            default -> throw new IllegalArgumentException("attention kernels read FP32, FP16 and BF16 KV, not "
+                    + kv.label());
         };
     }
 

@@ -130,10 +130,10 @@ public final class VectorKernels {
             FloatVector a0 = FloatVector.zero(FLOATS), a1 = a0, a2 = a0, a3 = a0;
             for (int i = 0; i < bound; i += LANES) {
                 FloatVector xv = FloatVector.fromArray(FLOATS, x, xOff + i);
-                a0 = FloatVector.fromMemorySegment(FLOATS, w, 4 * (b0 + i), java.nio.ByteOrder.LITTLE_ENDIAN).fma(xv, a0);
-                a1 = FloatVector.fromMemorySegment(FLOATS, w, 4 * (b1 + i), java.nio.ByteOrder.LITTLE_ENDIAN).fma(xv, a1);
-                a2 = FloatVector.fromMemorySegment(FLOATS, w, 4 * (b2 + i), java.nio.ByteOrder.LITTLE_ENDIAN).fma(xv, a2);
-                a3 = FloatVector.fromMemorySegment(FLOATS, w, 4 * (b3 + i), java.nio.ByteOrder.LITTLE_ENDIAN).fma(xv, a3);
+                a0 = FloatLoads.f32Vector(w, 4 * (b0 + i)).fma(xv, a0);
+                a1 = FloatLoads.f32Vector(w, 4 * (b1 + i)).fma(xv, a1);
+                a2 = FloatLoads.f32Vector(w, 4 * (b2 + i)).fma(xv, a2);
+                a3 = FloatLoads.f32Vector(w, 4 * (b3 + i)).fma(xv, a3);
             }
             y[yOff + r] = finishDot(a0, lanes, DType.F32, w, b0, x, xOff, bound, cols);
             y[yOff + r + 1] = finishDot(a1, lanes, DType.F32, w, b1, x, xOff, bound, cols);
@@ -152,6 +152,16 @@ public final class VectorKernels {
      */
     public static void matmulRows(DType dtype, MemorySegment w, int rows, int cols, float[] x, int xOff, int batch,
             float[] y, int yOff, int from, int to) {
+        // one loop per dtype, as in matvecRows
+        switch (dtype) {
+            case BF16 -> matmulRowsBf16(w, rows, cols, x, xOff, batch, y, yOff, from, to);
+            case F16 -> matmulRowsF16(w, rows, cols, x, xOff, batch, y, yOff, from, to);
+            case F32 -> matmulRowsF32(w, rows, cols, x, xOff, batch, y, yOff, from, to);
+        }
+    }
+
+    private static void matmulRowsBf16(MemorySegment w, int rows, int cols, float[] x, int xOff, int batch,
+            float[] y, int yOff, int from, int to) {
         int bound = FLOATS.loopBound(cols);
         float[] lanes = new float[LANES];
         for (int rb = from; rb < to; rb += ROW_BLOCK) {
@@ -163,22 +173,90 @@ public final class VectorKernels {
                     long base = (long) r * cols;
                     FloatVector a0 = FloatVector.zero(FLOATS), a1 = a0, a2 = a0, a3 = a0;
                     for (int i = 0; i < bound; i += LANES) {
-                        FloatVector wv = FloatLoads.loadVector(dtype, w, base + i);
+                        FloatVector wv = FloatLoads.bf16Vector(w, 2 * (base + i));
                         a0 = wv.fma(FloatVector.fromArray(FLOATS, x, x0 + i), a0);
                         a1 = wv.fma(FloatVector.fromArray(FLOATS, x, x1 + i), a1);
                         a2 = wv.fma(FloatVector.fromArray(FLOATS, x, x2 + i), a2);
                         a3 = wv.fma(FloatVector.fromArray(FLOATS, x, x3 + i), a3);
                     }
                     int yr = yOff + r;
-                    y[yr + b * rows] = finishDot(a0, lanes, dtype, w, base, x, x0, bound, cols);
-                    y[yr + (b + 1) * rows] = finishDot(a1, lanes, dtype, w, base, x, x1, bound, cols);
-                    y[yr + (b + 2) * rows] = finishDot(a2, lanes, dtype, w, base, x, x2, bound, cols);
-                    y[yr + (b + 3) * rows] = finishDot(a3, lanes, dtype, w, base, x, x3, bound, cols);
+                    y[yr + b * rows] = finishDot(a0, lanes, DType.BF16, w, base, x, x0, bound, cols);
+                    y[yr + (b + 1) * rows] = finishDot(a1, lanes, DType.BF16, w, base, x, x1, bound, cols);
+                    y[yr + (b + 2) * rows] = finishDot(a2, lanes, DType.BF16, w, base, x, x2, bound, cols);
+                    y[yr + (b + 3) * rows] = finishDot(a3, lanes, DType.BF16, w, base, x, x3, bound, cols);
                 }
             }
             for (; b < batch; b++) {
                 for (int r = rb; r < re; r++) {
-                    y[yOff + b * rows + r] = dot(dtype, w, (long) r * cols, x, xOff + b * cols, cols);
+                    y[yOff + b * rows + r] = dot(DType.BF16, w, (long) r * cols, x, xOff + b * cols, cols);
+                }
+            }
+        }
+    }
+
+    private static void matmulRowsF16(MemorySegment w, int rows, int cols, float[] x, int xOff, int batch,
+            float[] y, int yOff, int from, int to) {
+        int bound = FLOATS.loopBound(cols);
+        float[] lanes = new float[LANES];
+        for (int rb = from; rb < to; rb += ROW_BLOCK) {
+            int re = Math.min(to, rb + ROW_BLOCK);
+            int b = 0;
+            for (; b + TILE <= batch; b += TILE) {
+                int x0 = xOff + b * cols, x1 = x0 + cols, x2 = x1 + cols, x3 = x2 + cols;
+                for (int r = rb; r < re; r++) {
+                    long base = (long) r * cols;
+                    FloatVector a0 = FloatVector.zero(FLOATS), a1 = a0, a2 = a0, a3 = a0;
+                    for (int i = 0; i < bound; i += LANES) {
+                        FloatVector wv = FloatLoads.f16Vector(w, 2 * (base + i));
+                        a0 = wv.fma(FloatVector.fromArray(FLOATS, x, x0 + i), a0);
+                        a1 = wv.fma(FloatVector.fromArray(FLOATS, x, x1 + i), a1);
+                        a2 = wv.fma(FloatVector.fromArray(FLOATS, x, x2 + i), a2);
+                        a3 = wv.fma(FloatVector.fromArray(FLOATS, x, x3 + i), a3);
+                    }
+                    int yr = yOff + r;
+                    y[yr + b * rows] = finishDot(a0, lanes, DType.F16, w, base, x, x0, bound, cols);
+                    y[yr + (b + 1) * rows] = finishDot(a1, lanes, DType.F16, w, base, x, x1, bound, cols);
+                    y[yr + (b + 2) * rows] = finishDot(a2, lanes, DType.F16, w, base, x, x2, bound, cols);
+                    y[yr + (b + 3) * rows] = finishDot(a3, lanes, DType.F16, w, base, x, x3, bound, cols);
+                }
+            }
+            for (; b < batch; b++) {
+                for (int r = rb; r < re; r++) {
+                    y[yOff + b * rows + r] = dot(DType.F16, w, (long) r * cols, x, xOff + b * cols, cols);
+                }
+            }
+        }
+    }
+
+    private static void matmulRowsF32(MemorySegment w, int rows, int cols, float[] x, int xOff, int batch,
+            float[] y, int yOff, int from, int to) {
+        int bound = FLOATS.loopBound(cols);
+        float[] lanes = new float[LANES];
+        for (int rb = from; rb < to; rb += ROW_BLOCK) {
+            int re = Math.min(to, rb + ROW_BLOCK);
+            int b = 0;
+            for (; b + TILE <= batch; b += TILE) {
+                int x0 = xOff + b * cols, x1 = x0 + cols, x2 = x1 + cols, x3 = x2 + cols;
+                for (int r = rb; r < re; r++) {
+                    long base = (long) r * cols;
+                    FloatVector a0 = FloatVector.zero(FLOATS), a1 = a0, a2 = a0, a3 = a0;
+                    for (int i = 0; i < bound; i += LANES) {
+                        FloatVector wv = FloatLoads.f32Vector(w, 4 * (base + i));
+                        a0 = wv.fma(FloatVector.fromArray(FLOATS, x, x0 + i), a0);
+                        a1 = wv.fma(FloatVector.fromArray(FLOATS, x, x1 + i), a1);
+                        a2 = wv.fma(FloatVector.fromArray(FLOATS, x, x2 + i), a2);
+                        a3 = wv.fma(FloatVector.fromArray(FLOATS, x, x3 + i), a3);
+                    }
+                    int yr = yOff + r;
+                    y[yr + b * rows] = finishDot(a0, lanes, DType.F32, w, base, x, x0, bound, cols);
+                    y[yr + (b + 1) * rows] = finishDot(a1, lanes, DType.F32, w, base, x, x1, bound, cols);
+                    y[yr + (b + 2) * rows] = finishDot(a2, lanes, DType.F32, w, base, x, x2, bound, cols);
+                    y[yr + (b + 3) * rows] = finishDot(a3, lanes, DType.F32, w, base, x, x3, bound, cols);
+                }
+            }
+            for (; b < batch; b++) {
+                for (int r = rb; r < re; r++) {
+                    y[yOff + b * rows + r] = dot(DType.F32, w, (long) r * cols, x, xOff + b * cols, cols);
                 }
             }
         }
@@ -336,9 +414,10 @@ public final class VectorKernels {
     /** {@code y[i] += a · x[i]} with a fused multiply-add per element. */
     static void axpy(float a, MemorySegment x, DType dtype, long xIndex, float[] y, int yOff, int n) {
         int bound = FLOATS.loopBound(n);
+        FloatVector av = FloatVector.broadcast(FLOATS, a);
         int i = 0;
         for (; i < bound; i += LANES) {
-            FloatLoads.loadVector(dtype, x, xIndex + i).fma(FloatVector.broadcast(FLOATS, a), FloatVector.fromArray(FLOATS, y, yOff + i))
+            FloatLoads.loadVector(dtype, x, xIndex + i).fma(av, FloatVector.fromArray(FLOATS, y, yOff + i))
                     .intoArray(y, yOff + i);
         }
         for (; i < n; i++) {
