@@ -1,0 +1,115 @@
+package dev.strata.engine.kernel;
+
+import dev.strata.engine.model.DType;
+import dev.strata.engine.model.Tensor;
+
+import java.lang.foreign.MemorySegment;
+import java.util.Objects;
+
+/**
+ * The engine's multi-threaded kernels: matvec, matmul and attention split over output rows or
+ * query heads on a {@link KernelPool}; each output is computed entirely by one thread in the
+ * canonical order of {@link VectorKernels}, so results are the same bits at any thread count and
+ * in every run. Elementwise kernels (norm, activations, residual add, RoPE) are cheap next to the
+ * matrix work and run on the caller through {@link VectorKernels} and {@link Rope}.
+ *
+ * <p>Accuracy against {@link ScalarKernels} (double-precision references): a float reduction of
+ * length {@code n} stays within {@code 1e-5 · sqrt(n) · Σ|terms|} of the exact value.
+ *
+ * <p>Threads: any thread may call; concurrent calls share the pool. Outputs must not alias inputs
+ * of the same call.
+ */
+public final class Kernels {
+    private final KernelPool pool;
+
+    /** Kernels running on {@code pool} (not closed by this object). */
+    public Kernels(KernelPool pool) {
+        this.pool = Objects.requireNonNull(pool, "pool");
+    }
+
+    /** The pool the kernels run on. */
+    public KernelPool pool() {
+        return pool;
+    }
+
+    /**
+     * {@code y[yOff + r] = Σ_i W[r, i] · x[xOff + i]} for W row-major {@code [rows, cols]} of
+     * {@code dtype} (Hugging Face's {@code [out, in]} projection layout: y = W x).
+     */
+    public void matvec(DType dtype, MemorySegment w, int rows, int cols, float[] x, int xOff, float[] y, int yOff) {
+        checkWeights(dtype, w, rows, cols);
+        Objects.checkFromIndexSize(xOff, cols, x.length);
+        Objects.checkFromIndexSize(yOff, rows, y.length);
+        pool.parallelFor(rows, (from, to) -> VectorKernels.matvecRows(dtype, w, cols, x, xOff, y, yOff, from, to));
+    }
+
+    /** {@link #matvec} with a 2-D weight tensor {@code [out, in]}. */
+    public void matvec(Tensor w, float[] x, int xOff, float[] y, int yOff) {
+        matvec(w.dtype(), w.data(), rows(w), cols(w), x, xOff, y, yOff);
+    }
+
+    /**
+     * {@code Y[b, r] = Σ_i W[r, i] · X[b, i]} for a batch of {@code batch} tokens: X row-major
+     * {@code [batch, cols]} at {@code xOff}, Y row-major {@code [batch, rows]} at {@code yOff}.
+     * Each row of Y equals {@link #matvec} of that token bit for bit.
+     */
+    public void matmul(DType dtype, MemorySegment w, int rows, int cols, float[] x, int xOff, int batch, float[] y,
+            int yOff) {
+        checkWeights(dtype, w, rows, cols);
+        if (batch < 0) {
+            throw new IllegalArgumentException("batch must not be negative, got " + batch);
+        }
+        Objects.checkFromIndexSize(xOff, batch * cols, x.length);
+        Objects.checkFromIndexSize(yOff, batch * rows, y.length);
+        pool.parallelFor(rows, (from, to) -> VectorKernels.matmulRows(dtype, w, rows, cols, x, xOff, batch, y, yOff,
+                from, to));
+    }
+
+    /** {@link #matmul} with a 2-D weight tensor {@code [out, in]}. */
+    public void matmul(Tensor w, float[] x, int xOff, int batch, float[] y, int yOff) {
+        matmul(w.dtype(), w.data(), rows(w), cols(w), x, xOff, batch, y, yOff);
+    }
+
+    /**
+     * Attention of one query token, {@code heads} query heads, over the paged KV of one layer;
+     * query head {@code h} reads KV head {@code h / (heads / kvHeads)}; scores are scaled by
+     * {@code 1/sqrt(headDim)}.
+     *
+     * @param q   {@code [heads, headDim]} at {@code qOff}
+     * @param out {@code [heads, headDim]} at {@code outOff}
+     */
+    public void attention(float[] q, int qOff, int heads, PagedKv kv, float[] out, int outOff) {
+        int kvHeads = kv.geometry().kvHeads();
+        if (heads < kvHeads || heads % kvHeads != 0) {
+            throw new IllegalArgumentException(heads + " query heads do not group evenly over " + kvHeads + " KV heads");
+        }
+        int headDim = kv.geometry().headDim();
+        Objects.checkFromIndexSize(qOff, heads * headDim, q.length);
+        Objects.checkFromIndexSize(outOff, heads * headDim, out.length);
+        float scale = (float) (1.0 / Math.sqrt(headDim));
+        pool.parallelFor(heads, (from, to) -> VectorKernels.attentionHeads(q, qOff, heads, kv, scale, out, outOff,
+                from, to));
+    }
+
+    private static void checkWeights(DType dtype, MemorySegment w, int rows, int cols) {
+        if (rows < 0 || cols < 0) {
+            throw new IllegalArgumentException("matrix shape [" + rows + ", " + cols + "] has a negative dimension");
+        }
+        long need = (long) rows * cols * dtype.bytes();
+        if (w.byteSize() < need) {
+            throw new IllegalArgumentException("weights of " + w.byteSize() + " bytes are too small for a " + dtype
+                    + " matrix [" + rows + ", " + cols + "] (" + need + " bytes)");
+        }
+    }
+
+    private static int rows(Tensor w) {
+        if (w.rank() != 2) {
+            throw new IllegalArgumentException("tensor " + w + " is not a 2-D [out, in] matrix");
+        }
+        return Math.toIntExact(w.dim(0));
+    }
+
+    private static int cols(Tensor w) {
+        return Math.toIntExact(w.dim(1));
+    }
+}
