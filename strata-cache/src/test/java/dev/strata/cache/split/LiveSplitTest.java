@@ -461,7 +461,8 @@ class LiveSplitTest {
 
     /**
      * The DEVICE tier as both pools see it: every allocation and free is checked against the budget
-     * (used bytes never above it, nor above the tier's capacity). When armed, the next allocation
+     * (used bytes never above it, nor above the tier's capacity, and exactly the pools' slots plus
+     * the squatter's bytes, also in the middle of a resize). When armed, the next allocation
      * first lets another user take {@code squatBytes} (as if something else grabbed freed bytes
      * between a shrink and a grow); that user leaves at the next free.
      */
@@ -469,6 +470,7 @@ class LiveSplitTest {
         final DeviceTier tier;
         final long budget;
         final Set<Long> live = new java.util.HashSet<>(); // handles the pools hold
+        long liveBytes; // bytes of those handles
         long squatBytes;
         long squat = Allocator.FULL;
         boolean squatted;
@@ -505,6 +507,11 @@ class LiveSplitTest {
                 throw new AssertionError("tier '" + tier.name() + "' holds " + used + " bytes after " + after
                         + ", over the budget of " + budget);
             }
+            long squatHeld = squat == Allocator.FULL ? 0 : tier.allocationSize(squat);
+            if (used != liveBytes + squatHeld) {
+                throw new AssertionError("tier '" + tier.name() + "' holds " + used + " bytes after " + after + ", but the pools'"
+                        + " slots take " + liveBytes + " and the squatter " + squatHeld);
+            }
         }
 
         @Override
@@ -519,6 +526,7 @@ class LiveSplitTest {
             long h = tier.allocate(size);
             if (h != Allocator.FULL) {
                 live.add(h);
+                liveBytes += tier.allocationSize(h);
             }
             check("allocate(" + size + ")");
             return h;
@@ -529,6 +537,7 @@ class LiveSplitTest {
             if (!live.remove(handle)) {
                 throw new AssertionError("handle " + handle + " freed but not held by a pool");
             }
+            liveBytes -= tier.allocationSize(handle);
             tier.free(handle);
             if (!squatterStays) {
                 releaseSquatter();
