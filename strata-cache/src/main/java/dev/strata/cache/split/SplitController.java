@@ -17,7 +17,9 @@ import dev.strata.cache.curve.MissCurve;
  *       ignored unless its predicted gain is a cliff ({@code cliffGain} of the current latency: a
  *       working set that just stopped fitting, which the dead zone must not pin the split on); a move is made only when the predicted gain of the target over the current split
  *       is at least {@code gainGate} of the current split's predicted reuse-miss latency (on the
- *       burst's curves, first sights left out); a move goes at most {@code rateLimit} slots toward the target. A split whose KV
+ *       burst's curves, first sights left out), except, in {@link Mode#STEP_RULE}, a move raising KV toward
+ *       the rule's {@code peak + headroom} (warm curves cannot value headroom an admission-limited
+ *       burst never used); a move goes at most {@code rateLimit} slots toward the target. A split whose KV
  *       pool is below the floor or the burst's peak is restored at once (no gate, no dead zone):
  *       the floor is an invariant, not a preference.</li>
  *   <li><b>Resize.</b> Moves are applied only in {@link #atDrainedBarrier}, which the caller invokes
@@ -207,10 +209,16 @@ public final class SplitController {
             return decide(Reason.AT_TARGET, target, null, current, currentWarm, targetWarm);
         }
         double gain = currentWarm - targetWarm;
-        if (Math.abs(delta) < settings.deadZone() && gain < settings.cliffGain() * currentWarm) {
+        // The step rule's KV target is headroom above the burst's peak. When admission is limited by
+        // the KV pool, the peak is the pool and the warm curves never see the headroom used, so they
+        // predict no gain for it: gating that move would pin KV at its size for good. A move that
+        // raises KV toward the rule's target is therefore not gated (it stays rate limited).
+        boolean kvBelowRule = settings.mode() == Mode.STEP_RULE && delta < 0
+                && kvNow < Math.max(settings.floorBlocks(), view.peakKvBlocks() + settings.headroomBlocks());
+        if (!kvBelowRule && Math.abs(delta) < settings.deadZone() && gain < settings.cliffGain() * currentWarm) {
             return decide(Reason.DEAD_ZONE, target, null, current, currentWarm, targetWarm);
         }
-        if (gain <= 0 || gain < settings.gainGate() * currentWarm) {
+        if (!kvBelowRule && (gain <= 0 || gain < settings.gainGate() * currentWarm)) {
             return decide(Reason.GAIN_GATE, target, null, current, currentWarm, targetWarm);
         }
         int step = Integer.signum(delta) * Math.min(Math.abs(delta), settings.rateLimit());
