@@ -181,7 +181,7 @@ final class PlanSplitCommand implements Callable<Integer> {
         b.append(String.format(Locale.ROOT, "budget %s; admission floor %d blocks (%s, context %d tokens); expert cap %d..%d%n",
                 size(p.budgetBytes()), p.floorBlocks(), size(p.floorBlocks() * p.kvBlockBytes()), context, p.lowestCap(), p.highestCap()));
         b.append("miss costs: ").append(p.costs()).append('\n');
-        b.append(String.format(Locale.ROOT, "searched %d of %d feasible caps%n%n", plan.evaluations(), p.highestCap() - p.lowestCap() + 1));
+        b.append(String.format(Locale.ROOT, "%d cost evaluations over %d feasible caps (grid, knees and refinement; a cap may be evaluated twice)%n%n", plan.evaluations(), p.highestCap() - p.lowestCap() + 1));
         b.append(String.format(Locale.ROOT, "%-30s %10s %10s %11s %11s %14s %10s%n", "split", "expert cap", "KV blocks",
                 "experts", "KV", "predicted (s)", "vs oracle"));
         row(b, "MV-WSA", plan.chosen(), p, oracle);
