@@ -89,7 +89,7 @@ public final class IndexChild {
                     TestPools.content(key(i).high(), key(i).low(), length(i)))));
             if (s == PublishStatus.PUBLISHED) {
                 published++;
-                if (published % 20 == 0) {
+                if (published % 20 == 1) { // from the first block on: a slow start still reports progress
                     out.println("progress " + published);
                     out.flush();
                 }

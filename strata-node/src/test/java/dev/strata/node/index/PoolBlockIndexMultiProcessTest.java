@@ -86,11 +86,11 @@ class PoolBlockIndexMultiProcessTest {
             List<Process> victims = new ArrayList<>();
             String path = files.path.toString();
             for (int w = 0; w < 2; w++) {
-                Process p = IndexChild.start("write", files.name, path, Long.toString(random.nextLong()), "2500", Integer.toString(keys));
+                Process p = IndexChild.start("write", files.name, path, Long.toString(random.nextLong()), "4000", Integer.toString(keys));
                 (w == 0 ? victims : survivors).add(p);
             }
             for (int r = 0; r < 3; r++) {
-                Process p = IndexChild.start("read", files.name, path, Long.toString(random.nextLong()), "2500", Integer.toString(keys));
+                Process p = IndexChild.start("read", files.name, path, Long.toString(random.nextLong()), "4000", Integer.toString(keys));
                 (r == 0 ? victims : survivors).add(p);
             }
             // one writer and one reader are killed with SIGKILL part-way (mid-copy, holding a
