@@ -475,6 +475,10 @@ public final class KvBlockManager implements AutoCloseable {
      * Gives {@code seq} slots for {@code newTokens} more tokens, evicting cached blocks (never one
      * that is ACTIVE, held or in flight; by the slot policy's order) when no slot is free.
      *
+     * <p>Completions are applied first, and a failed load may have shortened {@code seq} since the
+     * caller last read it; a caller that knows the length it wants should use
+     * {@link #allocateTo}, which counts from the sequence as it is after those completions.
+     *
      * @throws IllegalStateException if a progressive load of the sequence has blocks not started
      */
     public AllocationStatus allocate(KvSequence seq, int newTokens) {
@@ -484,10 +488,34 @@ public final class KvBlockManager implements AutoCloseable {
         if (newTokens < 0) {
             throw new IllegalArgumentException("token count must not be negative, got " + newTokens);
         }
+        return allocateSlots(seq, (long) seq.tokens + newTokens);
+    }
+
+    /**
+     * Gives {@code seq} slots for its first {@code totalTokens} tokens, allocating only what it
+     * lacks after the pending completions are applied (a block whose load failed is counted as
+     * missing, so its slot is taken again here). This is the form an engine step uses: it
+     * cannot under-allocate when a load failed since the engine last looked at the sequence.
+     *
+     * @throws IllegalArgumentException if {@code totalTokens} is below the tokens the sequence
+     *                                  holds after the completions
+     * @throws IllegalStateException    if a progressive load of the sequence has blocks not started
+     */
+    public AllocationStatus allocateTo(KvSequence seq, int totalTokens) {
+        poll();
+        checkOpen();
+        checkRunning(seq);
+        if (totalTokens < seq.tokens) {
+            throw new IllegalArgumentException("sequence " + seq.id + " holds " + seq.tokens + " tokens; cannot allocate to "
+                    + totalTokens);
+        }
+        return allocateSlots(seq, totalTokens);
+    }
+
+    private AllocationStatus allocateSlots(KvSequence seq, long needTokens) {
         if (seq.pending != null) {
             throw new IllegalStateException("sequence " + seq.id + " is still loading progressively; require its blocks first");
         }
-        long needTokens = (long) seq.tokens + newTokens;
         long needBlocks = (needTokens + blockTokens - 1) / blockTokens;
         while (seq.blocks.size() < needBlocks) {
             int slot = takeSlot();

@@ -174,7 +174,7 @@ class KvBlockManagerPropertyTest {
         if (target <= r.seq.tokens()) {
             return;
         }
-        if (m.allocate(r.seq, target - r.seq.tokens()) != AllocationStatus.ALLOCATED) {
+        if (m.allocateTo(r.seq, target) != AllocationStatus.ALLOCATED) {
             return;
         }
         ObjectKey[] keys = rig.hasher.chain(r.tokens, target);

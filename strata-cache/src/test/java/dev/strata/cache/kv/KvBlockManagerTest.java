@@ -361,21 +361,8 @@ class KvBlockManagerTest {
             KvBlockManager m = rig.manager;
             int[] a = KvRig.tokens(13, 4 * BT);
             KvSequence s = m.newSequence();
-            rig.extend(s, a, a.length);
-            m.preempt(s);
-            rig.idle();
             ObjectKey[] keys = rig.hasher.chain(a, a.length);
-            ResidencyInfo onDisk = rig.store.residencies(keys[2]).getFirst();
-            assertThat(onDisk.tierName()).isEqualTo(rig.disk.name());
-            DiskTier.Location at = rig.disk.location(onDisk.handle());
-            try (FileChannel ch = FileChannel.open(at.file(), StandardOpenOption.READ, StandardOpenOption.WRITE)) {
-                ByteBuffer one = ByteBuffer.allocate(1);
-                ch.read(one, at.payloadOffset() + 17);
-                one.put(0, (byte) (one.get(0) ^ 0x40)).rewind();
-                ch.write(one, at.payloadOffset() + 17);
-                ch.force(true);
-            }
-            LoadOutcome out = m.resume(s).get(20, TimeUnit.SECONDS);
+            LoadOutcome out = resumeWithThirdBlockCorruptOnDisk(rig, s, a);
             assertThat(out.loadedBlocks()).isEqualTo(2);
             assertThat(out.failures()).hasSize(1);
             BlockLoadFailure f = out.failures().getFirst();
@@ -395,6 +382,49 @@ class KvBlockManagerTest {
             assertThat(rig.extend(s, a, a.length)).isEqualTo(AllocationStatus.ALLOCATED);
             assertThat(s.committedBlocks()).isEqualTo(4);
             rig.assertCommittedBytes(s);
+            m.release(s);
+            m.checkInvariants();
+        }
+    }
+
+    /**
+     * Fills {@code s} with {@code a} (four blocks), preempts it to DISK, flips a byte of block 2's
+     * disk copy and resumes: the outcome of that resume.
+     */
+    private static LoadOutcome resumeWithThirdBlockCorruptOnDisk(KvRig rig, KvSequence s, int[] a) throws Exception {
+        KvBlockManager m = rig.manager;
+        rig.extend(s, a, a.length);
+        m.preempt(s);
+        rig.idle();
+        ObjectKey[] keys = rig.hasher.chain(a, a.length);
+        ResidencyInfo onDisk = rig.store.residencies(keys[2]).getFirst();
+        assertThat(onDisk.tierName()).isEqualTo(rig.disk.name());
+        DiskTier.Location at = rig.disk.location(onDisk.handle());
+        try (FileChannel ch = FileChannel.open(at.file(), StandardOpenOption.READ, StandardOpenOption.WRITE)) {
+            ByteBuffer one = ByteBuffer.allocate(1);
+            ch.read(one, at.payloadOffset() + 17);
+            one.put(0, (byte) (one.get(0) ^ 0x40)).rewind();
+            ch.write(one, at.payloadOffset() + 17);
+            ch.force(true);
+        }
+        return m.resume(s).get(20, TimeUnit.SECONDS);
+    }
+
+    @Test
+    void allocateToCountsFromTheSequenceAsAFailedLoadLeftIt() throws Exception {
+        try (KvRig rig = new KvRig(KvRig.Spec.of(6, 1, 0, 32))) {
+            KvBlockManager m = rig.manager;
+            int[] a = KvRig.tokens(13, 4 * BT);
+            KvSequence s = m.newSequence();
+            LoadOutcome out = resumeWithThirdBlockCorruptOnDisk(rig, s, a);
+            assertThat(out.failures()).hasSize(1);
+            // the engine has not called the manager since the load completed: the sequence it saw
+            // still holds four blocks, the failure is applied by the next call
+            assertThat(m.allocateTo(s, a.length)).isEqualTo(AllocationStatus.ALLOCATED);
+            assertThat(s.blockCount()).as("slots for every block of the prompt, the failed one taken again").isEqualTo(4);
+            assertThat(s.committedBlocks()).isEqualTo(2);
+            assertThatThrownBy(() -> m.allocateTo(s, a.length - BT)).isInstanceOf(IllegalArgumentException.class)
+                    .hasMessageContaining("holds " + a.length + " tokens");
             m.release(s);
             m.checkInvariants();
         }

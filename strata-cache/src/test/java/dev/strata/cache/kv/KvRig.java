@@ -174,10 +174,10 @@ final class KvRig implements AutoCloseable {
      * blocks and commits them; waits for write-back evictions if needed.
      */
     AllocationStatus extend(KvSequence seq, int[] tokens, int length) {
-        AllocationStatus s = manager.allocate(seq, length - seq.tokens());
+        AllocationStatus s = manager.allocateTo(seq, length);
         for (int tries = 0; s == AllocationStatus.WAIT && tries < 1000; tries++) {
             manager.awaitIdle(10, TimeUnit.SECONDS);
-            s = manager.allocate(seq, length - seq.tokens());
+            s = manager.allocateTo(seq, length);
         }
         if (s != AllocationStatus.ALLOCATED) {
             return s;

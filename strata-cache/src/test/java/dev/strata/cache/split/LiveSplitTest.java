@@ -219,7 +219,7 @@ class LiveSplitTest {
                 KvSequence s = manager.newSequence();
                 PrefixMatch match = manager.match(tokens, tokens.length);
                 LoadOutcome loaded = manager.load(match, s).join();
-                if (!loaded.complete() || manager.allocate(s, tokens.length - s.tokens()) != AllocationStatus.ALLOCATED) {
+                if (!loaded.complete() || manager.allocateTo(s, tokens.length) != AllocationStatus.ALLOCATED) {
                     manager.release(s); // not admitted this step: the KV pool is too small for it now
                     continue;
                 }

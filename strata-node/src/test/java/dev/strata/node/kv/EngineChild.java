@@ -251,10 +251,10 @@ public final class EngineChild {
                 return null;
             }
         }
-        AllocationStatus s = manager.allocate(seq, tokens.length - seq.tokens());
+        AllocationStatus s = manager.allocateTo(seq, tokens.length);
         for (int tries = 0; s == AllocationStatus.WAIT && tries < 1000; tries++) {
             manager.awaitIdle(10, TimeUnit.SECONDS);
-            s = manager.allocate(seq, tokens.length - seq.tokens());
+            s = manager.allocateTo(seq, tokens.length);
         }
         if (s != AllocationStatus.ALLOCATED) {
             throw new IllegalStateException("no slots for conversation " + seed + ": " + s);
@@ -277,7 +277,7 @@ public final class EngineChild {
         AllocationStatus s = manager.allocate(seq, SLOTS * BT);
         for (int tries = 0; s == AllocationStatus.WAIT && tries < 1000; tries++) {
             manager.awaitIdle(10, TimeUnit.SECONDS);
-            s = manager.allocate(seq, SLOTS * BT - seq.tokens());
+            s = manager.allocateTo(seq, SLOTS * BT);
         }
         if (s != AllocationStatus.ALLOCATED) {
             throw new IllegalStateException("flush could not take every slot: " + s);
