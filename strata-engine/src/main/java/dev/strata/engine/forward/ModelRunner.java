@@ -1,0 +1,486 @@
+package dev.strata.engine.forward;
+
+import dev.strata.cache.expert.ExpertLayout;
+import dev.strata.cache.expert.ExpertMasters;
+import dev.strata.cache.expert.ExpertPager;
+import dev.strata.cache.expert.TokenGroups;
+import dev.strata.cache.kv.AllocationStatus;
+import dev.strata.cache.kv.KvBlockManager;
+import dev.strata.cache.kv.KvDtype;
+import dev.strata.cache.kv.KvGeometry;
+import dev.strata.cache.kv.KvSequence;
+import dev.strata.cache.kv.LoadOutcome;
+import dev.strata.cache.kv.PrefixMatch;
+import dev.strata.engine.kernel.Kernels;
+import dev.strata.engine.kernel.PagedKv;
+import dev.strata.engine.kernel.Rope;
+import dev.strata.engine.kernel.VectorKernels;
+import dev.strata.engine.model.DType;
+import dev.strata.engine.model.ModelConfig;
+import dev.strata.engine.model.ModelWeights;
+import dev.strata.engine.model.QkNorm;
+import dev.strata.engine.model.Tensor;
+import dev.strata.memory.Tier;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.ByteOrder;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Objects;
+
+/**
+ * The optimised forward pass of one decoder-only transformer (Qwen3-MoE, Mixtral, OLMoE, Llama,
+ * Qwen3) for one sequence at a time: a prefill of the prompt, then one token per decode step.
+ * Activations are float; every matrix product, norm, activation and attention runs through
+ * {@link Kernels}, {@link VectorKernels} and {@link Rope}.
+ *
+ * <p>Memory it does not own:
+ * <ul>
+ *   <li>KV: the sequence's blocks come from a {@link KvBlockManager} whose layout is
+ *       {@code StridedKvLayout.blockMajor(geometry, slots, kvArena)}; the runner writes each
+ *       token's K and V (after q/k norm and RoPE, as FP32) into the slot the manager hands out,
+ *       attends through {@link PagedKv} over the sequence's blocks, and commits every full block
+ *       under its prefix key, so a later prompt sharing the prefix loads those blocks
+ *       ({@code match}/{@code load}) instead of recomputing them. The last prompt token is always
+ *       computed, so the logits of the prompt exist even when every block of it is cached.</li>
+ *   <li>Experts: with an {@link ExpertPager} (over masters made by {@link #loadMasters}), each MoE
+ *       layer pages the routed experts of the batch and reads each expert's gate/up/down from the
+ *       slot its {@code expert_map} names. When the batch's routed union exceeds the layer's
+ *       capacity, the batch runs in the token groups of {@link ExpertPager#plan}. Without a pager
+ *       the experts are read from the model's mapped tensors.</li>
+ * </ul>
+ *
+ * <p>Determinism: each token's outputs are computed by the same per-token kernel calls whatever
+ * the batch, its grouping, the thread count or where the weights and KV blocks came from (matmul
+ * rows are bit-identical to matvec, attention reduces in a fixed order, the MoE sums its top-k
+ * experts in rank order). So the logits are bit-identical paged or not, at any expert cap, cold or
+ * with a prefix hit, at any kernel thread count.
+ *
+ * <p>Threads: one thread drives a runner and its sequences (the KV manager's and pager's driving
+ * thread); the kernels fan out over their pool.
+ */
+public final class ModelRunner {
+    private static final ValueLayout.OfFloat KV_FLOAT = ValueLayout.JAVA_FLOAT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
+    /** Expert image tensors, in the order of {@link #expertLayout}. */
+    public static final int GATE = 0;
+    public static final int UP = 1;
+    public static final int DOWN = 2;
+
+    private final ModelWeights weights;
+    private final ModelConfig c;
+    private final Kernels kernels;
+    private final KvBlockManager kv;
+    private final MemorySegment kvArena; // block-major: slot s at s × bytesPerBlock
+    private final KvGeometry geometry;
+    private final ExpertPager pager; // null: experts read from the mapped weights
+    private final int[] moeIndex; // [layers] index of the layer among MoE layers (pager layer), -1 when dense
+    private final Rope rope;
+    private final float eps;
+
+    /**
+     * @param weights the model
+     * @param kernels kernels on their pool
+     * @param kv      KV manager over {@code StridedKvLayout.blockMajor(kvGeometry(...), slots, kvArena)}
+     * @param kvArena the arena that layout was made over
+     * @param pager   the expert pager over {@link #loadMasters} of this model, or null (experts read in place)
+     */
+    public ModelRunner(ModelWeights weights, Kernels kernels, KvBlockManager kv, MemorySegment kvArena, ExpertPager pager) {
+        this.weights = Objects.requireNonNull(weights, "weights");
+        this.c = weights.config();
+        this.kernels = Objects.requireNonNull(kernels, "kernels");
+        this.kv = Objects.requireNonNull(kv, "kv manager");
+        this.kvArena = Objects.requireNonNull(kvArena, "kv arena");
+        this.geometry = kv.layout().geometry();
+        KvGeometry want = kvGeometry(c, geometry.blockTokens());
+        if (!geometry.equals(want)) {
+            throw new IllegalArgumentException("the KV manager's geometry " + geometry + " is not the model's " + want);
+        }
+        long need = (long) kv.layout().slots() * geometry.bytesPerBlock();
+        if (kvArena.byteSize() < need) {
+            throw new IllegalArgumentException("KV arena of " + kvArena.byteSize() + " bytes is smaller than the "
+                    + kv.layout().slots() + " block-major slots of the manager's layout (" + need + " bytes)");
+        }
+        this.moeIndex = moeLayers(c);
+        int moeCount = (int) Arrays.stream(moeIndex).filter(i -> i >= 0).count();
+        if (pager != null && (pager.layers() != moeCount || pager.experts() != c.numExperts())) {
+            throw new IllegalArgumentException("expert pager has " + pager.layers() + " layers of " + pager.experts()
+                    + " experts; the model has " + moeCount + " MoE layers of " + c.numExperts());
+        }
+        this.pager = pager;
+        this.rope = new Rope(c.headDim(), c.ropeTheta(), c.ropeScaling());
+        this.eps = (float) c.rmsNormEps();
+    }
+
+    /** The KV geometry of a model: all layers, its KV heads and head width, FP32, {@code blockTokens} per block. */
+    public static KvGeometry kvGeometry(ModelConfig c, int blockTokens) {
+        return new KvGeometry(c.numHiddenLayers(), c.numKeyValueHeads(), c.headDim(), KvDtype.FP32, blockTokens);
+    }
+
+    /** For each layer, its index among the MoE layers (the pager's layer), or -1 when dense. */
+    public static int[] moeLayers(ModelConfig c) {
+        int[] index = new int[c.numHiddenLayers()];
+        int n = 0;
+        for (int l = 0; l < index.length; l++) {
+            index[l] = c.isMoeLayer(l) ? n++ : -1;
+        }
+        return index;
+    }
+
+    /** One expert as a pager image: gate, up, down, in the model's dtype. */
+    public static ExpertLayout expertLayout(ModelConfig c) {
+        long w = (long) c.expertIntermediateSize() * c.hiddenSize() * c.torchDtype().bytes();
+        return ExpertLayout.of("gate_proj.weight", w, "up_proj.weight", w, "down_proj.weight", w);
+    }
+
+    /** Allocates masters in {@code tier} and writes every expert of every MoE layer into them. */
+    public static ExpertMasters loadMasters(ModelWeights weights, Tier tier) {
+        ModelConfig c = weights.config();
+        int[] index = moeLayers(c);
+        int layers = (int) Arrays.stream(index).filter(i -> i >= 0).count();
+        if (layers == 0) {
+            throw new IllegalArgumentException("model " + c.family() + " has no MoE layer, so no expert masters");
+        }
+        ExpertMasters masters = ExpertMasters.allocate(tier, expertLayout(c), layers, c.numExperts());
+        for (int l = 0; l < index.length; l++) {
+            if (index[l] < 0) {
+                continue;
+            }
+            for (int e = 0; e < c.numExperts(); e++) {
+                ModelWeights.Mlp m = weights.expert(l, e).mlp();
+                masters.write(index[l], e, List.of(m.gate().data(), m.up().data(), m.down().data()));
+            }
+        }
+        return masters;
+    }
+
+    public ModelConfig config() {
+        return c;
+    }
+
+    /** A new, empty sequence. */
+    public Sequence newSequence() {
+        return new Sequence(kv.newSequence());
+    }
+
+    /**
+     * One sequence's state: its tokens and its KV blocks. Driven by the runner's thread; close it
+     * to release its blocks (committed ones stay cached for later prefix hits).
+     */
+    public final class Sequence implements AutoCloseable {
+        private final KvSequence seq;
+        private int[] tokens = new int[64]; // tokens so far, [0, length)
+        private int length;
+        private int reused; // prompt tokens whose KV came from the cache
+        private boolean closed;
+
+        private Sequence(KvSequence seq) {
+            this.seq = seq;
+        }
+
+        /** Tokens in the sequence. */
+        public int length() {
+            return length;
+        }
+
+        /** Prompt tokens whose KV the prefill loaded from cached blocks instead of computing. */
+        public int reusedTokens() {
+            return reused;
+        }
+
+        /**
+         * Runs the prompt: loads its cached prefix (whole blocks, never the last token), computes
+         * the rest as one batch and commits its full blocks.
+         *
+         * @param everyPosition return the logits of every computed position, else of the last only
+         * @return {@code [positions][vocab]}: the computed positions in order (the last is the prompt's last)
+         */
+        public float[][] prefill(int[] prompt, boolean everyPosition) {
+            if (closed || length != 0) {
+                throw new IllegalStateException("prefill needs a fresh open sequence; this one holds " + length + " tokens");
+            }
+            if (prompt.length == 0) {
+                throw new IllegalArgumentException("a prompt needs at least one token");
+            }
+            append(prompt, prompt.length);
+            PrefixMatch match = kv.match(prompt, prompt.length - 1);
+            if (match.blocks() > 0) {
+                LoadOutcome outcome = kv.load(match, seq).join();
+                kv.poll();
+                reused = Math.min(seq.tokens(), outcome.loadedBlocks() * geometry.blockTokens());
+            }
+            return step(reused, prompt.length - reused, everyPosition);
+        }
+
+        /** Appends {@code token} and returns the logits after it ({@code [vocab]}). */
+        public float[] decode(int token) {
+            if (closed || length == 0) {
+                throw new IllegalStateException("decode needs an open sequence after its prefill");
+            }
+            append(new int[] {token}, 1);
+            return step(length - 1, 1, false)[0];
+        }
+
+        private void append(int[] more, int n) {
+            for (int i = 0; i < n; i++) {
+                if (more[i] < 0 || more[i] >= c.vocabSize()) {
+                    throw new IllegalArgumentException("token " + more[i] + " is outside the vocabulary [0, " + c.vocabSize() + ")");
+                }
+            }
+            if (length + n > tokens.length) {
+                tokens = Arrays.copyOf(tokens, Math.max(length + n, tokens.length * 2));
+            }
+            System.arraycopy(more, 0, tokens, length, n);
+            length += n;
+        }
+
+        private float[][] step(int start, int n, boolean everyPosition) {
+            AllocationStatus status = kv.allocateTo(seq, start + n);
+            if (status != AllocationStatus.ALLOCATED) {
+                throw new IllegalStateException("KV manager could not give sequence " + seq.id() + " slots for "
+                        + (start + n) + " tokens: " + status + " (" + kv.freeSlots() + " free slots)");
+            }
+            List<MemorySegment> blocks = blocks();
+            float[][] out = forward(tokens, start, n, blocks, everyPosition);
+            kv.commit(seq, tokens, start + n);
+            return out;
+        }
+
+        private List<MemorySegment> blocks() {
+            List<MemorySegment> blocks = new ArrayList<>(seq.blockCount());
+            long bytes = geometry.bytesPerBlock();
+            for (int i = 0; i < seq.blockCount(); i++) {
+                blocks.add(kvArena.asSlice(seq.slot(i) * bytes, bytes));
+            }
+            return blocks;
+        }
+
+        /** Releases the sequence's blocks; committed ones stay cached. Idempotent. */
+        @Override
+        public void close() {
+            if (!closed) {
+                closed = true;
+                kv.release(seq);
+            }
+        }
+    }
+
+    /** Computes tokens {@code [start, start + n)}: KV written, logits of every or the last position. */
+    private float[][] forward(int[] tokens, int start, int n, List<MemorySegment> blocks, boolean everyPosition) {
+        int h = c.hiddenSize();
+        int qDim = c.qDim();
+        int kvDim = c.kvDim();
+        int hd = c.headDim();
+        float[] x = new float[n * h]; // [n, H] residual stream
+        float[] xn = new float[n * h]; // [n, H] normed
+        float[] q = new float[n * qDim]; // [n, heads × hd]
+        float[] k = new float[n * kvDim]; // [n, kvHeads × hd]
+        float[] v = new float[n * kvDim];
+        float[] att = new float[n * qDim];
+        float[] proj = new float[n * h];
+        Tensor embed = weights.embedding();
+        for (int i = 0; i < n; i++) {
+            long row = (long) tokens[start + i] * h;
+            for (int j = 0; j < h; j++) {
+                x[i * h + j] = embed.getFloat(row + j);
+            }
+        }
+        float[][] ropeTables = new float[n][];
+        for (int i = 0; i < n; i++) {
+            ropeTables[i] = rope.table(start + i);
+        }
+        for (int l = 0; l < c.numHiddenLayers(); l++) {
+            ModelWeights.Layer layer = weights.layer(l);
+            ModelWeights.Attention a = layer.attention();
+            normRows(x, layer.inputNorm(), xn, n, h);
+            kernels.matmul(a.q(), xn, 0, n, q, 0);
+            kernels.matmul(a.k(), xn, 0, n, k, 0);
+            kernels.matmul(a.v(), xn, 0, n, v, 0);
+            addBias(q, a.qBias(), n, qDim);
+            addBias(k, a.kBias(), n, kvDim);
+            addBias(v, a.vBias(), n, kvDim);
+            if (c.clipQkv() != null) {
+                float clip = c.clipQkv().floatValue();
+                clamp(q, clip);
+                clamp(k, clip);
+                clamp(v, clip);
+            }
+            if (c.qkNorm() == QkNorm.PER_HEAD) {
+                normRows(q, a.qNorm(), q, n * c.numAttentionHeads(), hd);
+                normRows(k, a.kNorm(), k, n * c.numKeyValueHeads(), hd);
+            } else if (c.qkNorm() == QkNorm.FULL_WIDTH) {
+                normRows(q, a.qNorm(), q, n, qDim);
+                normRows(k, a.kNorm(), k, n, kvDim);
+            }
+            for (int i = 0; i < n; i++) {
+                rope.apply(q, i * qDim, c.numAttentionHeads(), ropeTables[i]);
+                rope.apply(k, i * kvDim, c.numKeyValueHeads(), ropeTables[i]);
+            }
+            PagedKv all = new PagedKv(geometry, l, blocks, lastTokens(start + n));
+            for (int i = 0; i < n; i++) {
+                int p = start + i;
+                MemorySegment block = all.block(p);
+                for (int kh = 0; kh < c.numKeyValueHeads(); kh++) {
+                    MemorySegment.copy(k, i * kvDim + kh * hd, block, KV_FLOAT, all.keyIndex(p, kh) * 4, hd);
+                    MemorySegment.copy(v, i * kvDim + kh * hd, block, KV_FLOAT, all.valueIndex(p, kh) * 4, hd);
+                }
+            }
+            for (int i = 0; i < n; i++) {
+                int p = start + i;
+                int bt = geometry.blockTokens();
+                PagedKv upTo = new PagedKv(geometry, l, blocks.subList(0, p / bt + 1), p % bt + 1);
+                kernels.attention(q, i * qDim, c.numAttentionHeads(), upTo, att, i * qDim);
+            }
+            kernels.matmul(a.o(), att, 0, n, proj, 0);
+            addBias(proj, a.oBias(), n, h);
+            VectorKernels.add(x, 0, proj, 0, x, 0, n * h);
+            normRows(x, layer.postAttentionNorm(), xn, n, h);
+            if (layer.moe()) {
+                moe(l, layer, xn, proj, n);
+            } else {
+                denseMlp(layer.mlp(), xn, proj, n);
+            }
+            VectorKernels.add(x, 0, proj, 0, x, 0, n * h);
+        }
+        int first = everyPosition ? 0 : n - 1;
+        float[][] logits = new float[n - first][c.vocabSize()];
+        float[] last = new float[h];
+        for (int i = first; i < n; i++) {
+            VectorKernels.rmsNorm(x, i * h, weights.finalNorm().data(), weights.finalNorm().dtype(), eps, last, 0, h);
+            kernels.matvec(weights.lmHead(), last, 0, logits[i - first], 0);
+        }
+        return logits;
+    }
+
+    private int lastTokens(int total) {
+        int bt = geometry.blockTokens();
+        return (total - 1) % bt + 1;
+    }
+
+    private void normRows(float[] in, Tensor weight, float[] out, int rows, int width) {
+        for (int r = 0; r < rows; r++) {
+            VectorKernels.rmsNorm(in, r * width, weight.data(), weight.dtype(), eps, out, r * width, width);
+        }
+    }
+
+    private static void addBias(float[] y, Tensor bias, int rows, int width) {
+        if (bias == null) {
+            return;
+        }
+        for (int r = 0; r < rows; r++) {
+            for (int j = 0; j < width; j++) {
+                y[r * width + j] += bias.getFloat(j);
+            }
+        }
+    }
+
+    private static void clamp(float[] y, float clip) {
+        for (int i = 0; i < y.length; i++) {
+            y[i] = Math.max(-clip, Math.min(clip, y[i]));
+        }
+    }
+
+    private void denseMlp(ModelWeights.Mlp m, float[] xn, float[] out, int n) {
+        int width = c.intermediateSize();
+        float[] gate = new float[n * width];
+        float[] up = new float[n * width];
+        kernels.matmul(m.gate(), xn, 0, n, gate, 0);
+        kernels.matmul(m.up(), xn, 0, n, up, 0);
+        VectorKernels.swiglu(gate, 0, up, 0, gate, 0, n * width);
+        kernels.matmul(m.down(), gate, 0, n, out, 0);
+    }
+
+    /**
+     * The MoE block: router logits → softmax → top-k (rank order, ties to the lower index) →
+     * renormalised when {@code norm_topk_prob} → Σ weight · expert SwiGLU, summed in rank order.
+     */
+    private void moe(int l, ModelWeights.Layer layer, float[] xn, float[] out, int n) {
+        int h = c.hiddenSize();
+        int experts = c.numExperts();
+        int topK = c.numExpertsPerTok();
+        float[] probs = new float[n * experts];
+        kernels.matmul(layer.router(), xn, 0, n, probs, 0);
+        int[][] routed = new int[n][topK]; // [token][rank] expert
+        float[][] gates = new float[n][topK]; // [token][rank] weight
+        for (int i = 0; i < n; i++) {
+            VectorKernels.softmax(probs, i * experts, experts);
+            topK(probs, i * experts, experts, routed[i], gates[i]);
+            if (c.normTopkProb()) {
+                float sum = 0;
+                for (int r = 0; r < topK; r++) {
+                    sum += gates[i][r];
+                }
+                for (int r = 0; r < topK; r++) {
+                    gates[i][r] /= sum;
+                }
+            }
+        }
+        Arrays.fill(out, 0, n * h, 0f);
+        int width = c.expertIntermediateSize();
+        DType dtype = c.torchDtype();
+        float[] gate = new float[width];
+        float[] up = new float[width];
+        float[] down = new float[h];
+        if (pager == null) {
+            for (int i = 0; i < n; i++) {
+                for (int r = 0; r < topK; r++) {
+                    ModelWeights.Mlp m = layer.experts().get(routed[i][r]).mlp();
+                    expert(m.gate().data(), m.up().data(), m.down().data(), m.gate().dtype(), xn, i, gates[i][r], out,
+                            gate, up, down);
+                }
+            }
+            return;
+        }
+        int pl = moeIndex[l];
+        TokenGroups groups = pager.plan(pl, routed);
+        for (int g = 0; g < groups.count(); g++) {
+            int[] members = groups.group(g);
+            int[] map = pager.page(pl, routed, members);
+            for (int i : members) {
+                for (int r = 0; r < topK; r++) {
+                    int slot = map[routed[i][r]];
+                    expert(pager.tensor(pl, slot, GATE), pager.tensor(pl, slot, UP), pager.tensor(pl, slot, DOWN), dtype, xn,
+                            i, gates[i][r], out, gate, up, down);
+                }
+            }
+        }
+    }
+
+    /** {@code out[i] += weight · down(silu(gate(x_i)) · up(x_i))} for one token and one expert. */
+    private void expert(MemorySegment wGate, MemorySegment wUp, MemorySegment wDown, DType dtype, float[] xn, int i,
+            float weight, float[] out, float[] gate, float[] up, float[] down) {
+        int h = c.hiddenSize();
+        int width = c.expertIntermediateSize();
+        kernels.matvec(dtype, wGate, width, h, xn, i * h, gate, 0);
+        kernels.matvec(dtype, wUp, width, h, xn, i * h, up, 0);
+        VectorKernels.swiglu(gate, 0, up, 0, gate, 0, width);
+        kernels.matvec(dtype, wDown, h, width, gate, 0, down, 0);
+        for (int j = 0; j < h; j++) {
+            out[i * h + j] += weight * down[j];
+        }
+    }
+
+    /** The {@code ids.length} largest of {@code p[off, off + n)} in descending order (ties to the lower index). */
+    static void topK(float[] p, int off, int n, int[] ids, float[] values) {
+        int count = 0;
+        for (int e = 0; e < n; e++) {
+            float val = p[off + e];
+            int at = count < ids.length ? count : ids.length;
+            while (at > 0 && val > values[at - 1]) {
+                at--;
+            }
+            if (at >= ids.length) {
+                continue;
+            }
+            int last = Math.min(count, ids.length - 1);
+            for (int j = last; j > at; j--) {
+                ids[j] = ids[j - 1];
+                values[j] = values[j - 1];
+            }
+            ids[at] = e;
+            values[at] = val;
+            count = Math.min(count + 1, ids.length);
+        }
+    }
+}
