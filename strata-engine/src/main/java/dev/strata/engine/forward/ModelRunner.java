@@ -78,6 +78,7 @@ public final class ModelRunner {
     private final int[] moeIndex; // [layers] index of the layer among MoE layers (pager layer), -1 when dense
     private final Rope rope;
     private final float eps;
+    private long groupedLayerRuns; // MoE layer runs whose batch was split into more than one token group
 
     /**
      * @param weights the model
@@ -157,6 +158,11 @@ public final class ModelRunner {
 
     public ModelConfig config() {
         return c;
+    }
+
+    /** MoE layer runs so far whose batch exceeded the pager's capacity and ran in several token groups. */
+    public long groupedLayerRuns() {
+        return groupedLayerRuns;
     }
 
     /** A new, empty sequence. */
@@ -434,6 +440,9 @@ public final class ModelRunner {
         }
         int pl = moeIndex[l];
         TokenGroups groups = pager.plan(pl, routed);
+        if (groups.count() > 1) {
+            groupedLayerRuns++;
+        }
         for (int g = 0; g < groups.count(); g++) {
             int[] members = groups.group(g);
             int[] map = pager.page(pl, routed, members);

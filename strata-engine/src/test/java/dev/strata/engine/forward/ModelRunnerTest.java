@@ -1,9 +1,13 @@
 package dev.strata.engine.forward;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.strata.cache.expert.SlotScope;
 import dev.strata.engine.model.DType;
+import dev.strata.engine.model.ModelDirectory;
 import dev.strata.engine.model.ModelFamily;
 import dev.strata.engine.synth.ModelSynthesizer;
 import dev.strata.engine.synth.SynthSpec;
@@ -64,7 +68,50 @@ class ModelRunnerTest {
     @ParameterizedTest
     @EnumSource(ModelFamily.class)
     void logitsMatchTheDoubleReferenceForPrefillAndDecode(ModelFamily family) throws Exception {
+        golden(family.toString(), family, synth(family));
+    }
+
+    /** Config fields the synthesizer leaves at their defaults: llama3 and linear RoPE scaling, OLMoE's clip_qkv. */
+    @ParameterizedTest
+    @EnumSource(value = ModelFamily.class, names = {"LLAMA", "QWEN3", "OLMOE"})
+    void logitsMatchTheReferenceWithRopeScalingAndClippedQkv(ModelFamily family) throws Exception {
         Path model = synth(family);
+        int[] prompt = prompt(7 + family.ordinal(), spec(family).vocab());
+        double[][] plain = referenceLogits(model, prompt);
+        Path config = model.resolve("config.json");
+        ObjectMapper json = new ObjectMapper();
+        ObjectNode root = (ObjectNode) json.readTree(config.toFile());
+        String label;
+        switch (family) {
+            case LLAMA -> {
+                // head_dim 8, theta 10000: wavelengths 6.3, 63, 628, 6283 against 16/4 and 16/1: one pair blended, three scaled
+                ObjectNode scaling = root.putObject("rope_scaling");
+                scaling.put("rope_type", "llama3").put("factor", 8.0).put("low_freq_factor", 1.0)
+                        .put("high_freq_factor", 4.0).put("original_max_position_embeddings", 16);
+                label = "LLAMA rope llama3";
+            }
+            case QWEN3 -> {
+                root.putObject("rope_scaling").put("rope_type", "linear").put("factor", 2.5);
+                label = "QWEN3 rope linear";
+            }
+            default -> {
+                root.put("clip_qkv", 0.05);
+                label = "OLMOE clip_qkv 0.05";
+            }
+        }
+        json.writeValue(config.toFile(), root);
+        golden(label, family, model);
+        double[][] changed = referenceLogits(model, prompt);
+        assertThat(changed[PROMPT - 1]).as("%s changes the logits", label).isNotEqualTo(plain[PROMPT - 1]);
+    }
+
+    private static double[][] referenceLogits(Path model, int[] prompt) {
+        try (ModelDirectory m = ModelDirectory.open(model)) {
+            return new ReferenceForward(m.weights()).logits(prompt);
+        }
+    }
+
+    private void golden(String label, ModelFamily family, Path model) {
         // MoE models page their experts at the tightest cap, so prefill runs in token groups
         int k = spec(family).topK();
         try (ForwardRig rig = new ForwardRig(model, 2, BLOCK_TOKENS, 16, k, SlotScope.PER_LAYER)) {
@@ -81,7 +128,7 @@ class ModelRunnerTest {
                     for (double v : expected[p]) {
                         largest = Math.max(largest, Math.abs(v));
                     }
-                    worst = Math.max(worst, check(family, "prefill position " + p, engine[p], expected[p]));
+                    worst = Math.max(worst, check(label, "prefill position " + p, engine[p], expected[p]));
                 }
                 int[] tokens = prompt.clone();
                 float[] last = engine[prompt.length - 1];
@@ -91,15 +138,18 @@ class ModelRunnerTest {
                     tokens[tokens.length - 1] = next;
                     last = s.decode(next);
                     double[][] ref = reference.logits(tokens);
-                    worst = Math.max(worst, check(family, "decode step " + step, last, ref[ref.length - 1]));
+                    worst = Math.max(worst, check(label, "decode step " + step, last, ref[ref.length - 1]));
                 }
             }
+            if (family.moe()) {
+                assertThat(rig.runner.groupedLayerRuns()).as("prefill at the tightest cap runs in token groups").isPositive();
+            }
             System.out.printf("golden %s: largest relative logit error %.3g (tolerance %.0g), largest |logit| %.3g%n",
-                    family, worst, RELATIVE_TOLERANCE, largest);
+                    label, worst, RELATIVE_TOLERANCE, largest);
         }
     }
 
-    private static double check(ModelFamily family, String where, float[] engine, double[] expected) {
+    private static double check(String family, String where, float[] engine, double[] expected) {
         assertThat(engine).hasSize(expected.length);
         double scale = 1;
         for (double v : expected) {
@@ -157,6 +207,25 @@ class ModelRunnerTest {
             variants.add(name);
         }
         assertThat(variants).hasSize(settings.size());
+    }
+
+    @org.junit.jupiter.api.Test
+    void badTokensAndAFullKvCacheGetErrorsNamingTheValues() throws Exception {
+        Path model = synth(ModelFamily.QWEN3);
+        try (ForwardRig rig = new ForwardRig(model, 1, BLOCK_TOKENS, 2, 0, SlotScope.PER_LAYER)) {
+            try (ModelRunner.Sequence s = rig.runner.newSequence()) {
+                assertThatThrownBy(() -> s.prefill(new int[] {1, 400, 2}, false)).isInstanceOf(IllegalArgumentException.class)
+                        .hasMessageContaining("token 400").hasMessageContaining("[0, 400)");
+                assertThatThrownBy(() -> s.decode(3)).isInstanceOf(IllegalStateException.class);
+            }
+            try (ModelRunner.Sequence s = rig.runner.newSequence()) {
+                // 11 tokens need 3 blocks of 4; the arena has 2 slots
+                assertThatThrownBy(() -> s.prefill(prompt(5, 400), false)).isInstanceOf(IllegalStateException.class)
+                        .hasMessageContaining("11 tokens").hasMessageContaining("NO_SPACE");
+            }
+            rig.kv.checkInvariants();
+            assertThat(rig.kv.freeSlots()).isEqualTo(2);
+        }
     }
 
     private static void assertIdentical(String what, ForwardRig.Generation actual, ForwardRig.Generation expected) {
