@@ -182,19 +182,21 @@ class ModelRunnerTest {
             assertIdentical(family + " prefix hit", hit, baseline);
         }
         List<String> variants = new ArrayList<>();
-        List<int[]> settings = new ArrayList<>(); // {threads, slotsPerLayer, scope ordinal}
-        settings.add(new int[] {3, 0, 0});
+        List<int[]> settings = new ArrayList<>(); // {threads, slotsPerLayer, scope ordinal, KV slots}
+        settings.add(new int[] {3, 0, 0, 16});
+        // the tightest KV: 16 tokens fill 4 blocks, so the second run evicts the first run's cached tail
+        settings.add(new int[] {1, 0, 0, (PROMPT + STEPS) / BLOCK_TOKENS});
         if (family.moe()) {
             for (int k = spec.topK(); k <= spec.experts(); k++) {
-                settings.add(new int[] {k % 2 == 0 ? 1 : 3, k, SlotScope.PER_LAYER.ordinal()});
+                settings.add(new int[] {k % 2 == 0 ? 1 : 3, k, SlotScope.PER_LAYER.ordinal(), 16});
             }
-            settings.add(new int[] {1, spec.topK(), SlotScope.SHARED.ordinal()});
+            settings.add(new int[] {1, spec.topK(), SlotScope.SHARED.ordinal(), 16});
         }
         for (int[] v : settings) {
             SlotScope scope = SlotScope.values()[v[2]];
             String name = family + " threads " + v[0] + " expert slots/layer " + (v[1] == 0 ? "all (in place)" : v[1])
-                    + " " + scope;
-            try (ForwardRig rig = new ForwardRig(model, v[0], BLOCK_TOKENS, 16, v[1], scope)) {
+                    + " " + scope + " KV slots " + v[3];
+            try (ForwardRig rig = new ForwardRig(model, v[0], BLOCK_TOKENS, v[3], v[1], scope)) {
                 ForwardRig.Generation cold = rig.greedy(prompt, STEPS);
                 assertIdentical(name + " cold", cold, baseline);
                 ForwardRig.Generation hit = rig.greedy(prompt, STEPS);
