@@ -7,7 +7,14 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.strata.cache.expert.SlotScope;
 import dev.strata.engine.model.DType;
+import dev.strata.engine.model.ModelConfig;
 import dev.strata.engine.model.ModelDirectory;
+import dev.strata.engine.model.Tensor;
+import dev.strata.engine.model.WeightFiles;
+import dev.strata.engine.synth.SafetensorsWriter;
+import java.nio.file.Files;
+import java.nio.file.StandardCopyOption;
+import java.util.Map;
 import dev.strata.engine.model.ModelFamily;
 import dev.strata.engine.synth.ModelSynthesizer;
 import dev.strata.engine.synth.SynthSpec;
@@ -103,6 +110,59 @@ class ModelRunnerTest {
         golden(label, family, model);
         double[][] changed = referenceLogits(model, prompt);
         assertThat(changed[PROMPT - 1]).as("%s changes the logits", label).isNotEqualTo(plain[PROMPT - 1]);
+    }
+
+    /** attention_bias: the synthesized Llama rewritten with seeded q/k/v/o biases added. */
+    @org.junit.jupiter.api.Test
+    void logitsMatchTheReferenceWithAttentionBiases() throws Exception {
+        ModelFamily family = ModelFamily.LLAMA;
+        Path model = synth(family);
+        int[] prompt = prompt(7 + family.ordinal(), spec(family).vocab());
+        double[][] plain = referenceLogits(model, prompt);
+        List<SafetensorsWriter.Spec> tensors = new ArrayList<>();
+        try (ModelDirectory m = ModelDirectory.open(model)) {
+            for (String name : m.files().names()) {
+                Tensor t = m.files().tensor(name);
+                float[] values = new float[(int) t.elements()];
+                for (int i = 0; i < values.length; i++) {
+                    values[i] = t.getFloat(i);
+                }
+                tensors.add(spec(name, t.dtype(), t.shape(), values));
+            }
+            ModelConfig c = m.config();
+            SplittableRandom random = new SplittableRandom(31);
+            for (int l = 0; l < c.numHiddenLayers(); l++) {
+                String a = "model.layers." + l + ".self_attn.";
+                int[] widths = {c.qDim(), c.kvDim(), c.kvDim(), c.hiddenSize()};
+                String[] names = {"q_proj", "k_proj", "v_proj", "o_proj"};
+                for (int i = 0; i < 4; i++) {
+                    float[] bias = new float[widths[i]];
+                    for (int j = 0; j < bias.length; j++) {
+                        bias[j] = (float) (0.2 * random.nextGaussian());
+                    }
+                    tensors.add(spec(a + names[i] + ".bias", DType.F32, new long[] {widths[i]}, bias));
+                }
+            }
+        }
+        Path rewritten = model.resolve("rewritten.tmp");
+        SafetensorsWriter.write(rewritten, tensors, Map.of("format", "pt"));
+        Files.move(rewritten, model.resolve(WeightFiles.SINGLE_FILE), StandardCopyOption.REPLACE_EXISTING);
+        Path config = model.resolve("config.json");
+        ObjectMapper json = new ObjectMapper();
+        ObjectNode root = (ObjectNode) json.readTree(config.toFile());
+        root.put("attention_bias", true);
+        json.writeValue(config.toFile(), root);
+        try (ModelDirectory m = ModelDirectory.open(model)) {
+            assertThat(m.weights().layer(0).attention().oBias()).isNotNull();
+            assertThat(m.weights().unusedTensors()).isEmpty();
+        }
+        golden("LLAMA attention_bias", family, model);
+        assertThat(referenceLogits(model, prompt)[PROMPT - 1]).as("biases change the logits").isNotEqualTo(plain[PROMPT - 1]);
+    }
+
+    private static SafetensorsWriter.Spec spec(String name, DType dtype, long[] shape, float[] values) {
+        int[] at = {0};
+        return new SafetensorsWriter.Spec(name, dtype, shape, () -> values[at[0]++]);
     }
 
     private static double[][] referenceLogits(Path model, int[] prompt) {
