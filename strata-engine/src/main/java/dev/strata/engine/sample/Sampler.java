@@ -98,7 +98,8 @@ public final class Sampler {
     /**
      * Picks the next token from {@code logits[offset .. offset + validVocab)} (a row of a batch's
      * logits; entries beyond {@code validVocab} are padding and ignored). Logits must be finite or
-     * negative infinity (a masked token); at least one must be finite.
+     * negative infinity (a masked token); at least one must be finite. A NaN logit is rejected
+     * when sampling with a temperature and skipped by greedy decoding.
      *
      * @return a token id in {@code [0, validVocab)}
      */

@@ -29,8 +29,9 @@ import java.util.List;
  * than the longest stop string (plus at most 3 bytes in the decoder).
  *
  * <p>Invariants: the concatenation of all text returned is a prefix of the full decode of the
- * tokens given, ends before the first stop string, and after a finish equals the full decode up to
- * the first stop string (or up to the stop token).
+ * tokens given and never reaches into the first completed stop string; after a finish it equals
+ * the full decode cut before that stop string (or the decode of the tokens before the stop token,
+ * or of all tokens at {@code max_tokens}).
  *
  * <p>Threads: one request's checker, used by one thread at a time.
  */

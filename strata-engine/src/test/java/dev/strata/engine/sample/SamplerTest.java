@@ -240,4 +240,36 @@ class SamplerTest {
         assertThat(l).containsExactly(1.0f, 0.9f, -5f);
         assertThat(presence.sampled()).isEqualTo(4);
     }
+
+    /** Scratch is sized once: sampling a token allocates nothing on the heap (measured per thread). */
+    @Test
+    void samplingAllocatesNothingPerToken() {
+        var threads = (com.sun.management.ThreadMXBean) java.lang.management.ManagementFactory.getThreadMXBean();
+        SplittableRandom r = new SplittableRandom(5);
+        int v = 1001;
+        float[] l = new float[v + 7];
+        for (int i = 0; i < l.length; i++) {
+            l[i] = (float) r.nextGaussian();
+        }
+        Sampler[] samplers = {
+            new Sampler(SamplingParams.greedy(10, List.of()), v),
+            new Sampler(SamplingParams.builder().seed(1).temperature(0.8).topK(50).topP(0.9).presencePenalty(0.5).build(), v),
+            new Sampler(SamplingParams.builder().seed(2).topP(0.5).build(), v),
+            new Sampler(SamplingParams.builder().seed(3).topK(7).build(), v),
+        };
+        long tid = Thread.currentThread().threadId();
+        for (Sampler s : samplers) {
+            for (int i = 0; i < 200; i++) {
+                s.sample(l); // warm up
+            }
+            long before = threads.getThreadAllocatedBytes(tid);
+            int sum = 0;
+            for (int i = 0; i < 2000; i++) {
+                sum += s.sample(l);
+            }
+            long allocated = threads.getThreadAllocatedBytes(tid) - before;
+            assertThat(sum).isNotNegative();
+            assertThat(allocated).as("bytes allocated by 2000 tokens with %s", s.params()).isLessThan(2000);
+        }
+    }
 }
