@@ -30,6 +30,13 @@ public interface Generator extends AutoCloseable {
     /** Requests waiting to start. */
     int queueLength();
 
+    /**
+     * The engine's memory metrics in the Prometheus text format (the KV manager's, and the expert
+     * pager's when there is one), as last refreshed on the thread that drives the engine: the KV
+     * manager is single-threaded, so other threads never call it directly. Ends with a newline or is empty.
+     */
+    String engineMetrics();
+
     /** Stops the worker; queued requests are cancelled. */
     @Override
     void close();

@@ -25,7 +25,7 @@ import java.util.concurrent.LinkedBlockingQueue;
  * An OpenAI-compatible HTTP server over a {@link Generator}: {@code GET /v1/models},
  * {@code POST /v1/completions}, {@code POST /v1/chat/completions} (with {@code "stream": true} as
  * Server-Sent Events), {@code GET /health} and {@code GET /metrics} (Prometheus text: the serving
- * metrics, the KV manager's and the expert pager's).
+ * metrics, then the generator's {@link Generator#engineMetrics}: the KV manager's and the expert pager's).
  *
  * <p>Protocol notes: requests are validated before anything is queued; each error is a JSON
  * {@code {"error": {"message", "type", "param", "code"}}} with 400 (bad field, naming it and the
@@ -177,12 +177,7 @@ public final class OpenAiServer implements AutoCloseable {
     }
 
     String prometheus() {
-        StringBuilder s = new StringBuilder(metrics.toPrometheus(generator.queueLength()));
-        s.append(engine.kv().stats().toPrometheus());
-        if (engine.pager() != null) {
-            s.append(engine.pager().stats().toPrometheus());
-        }
-        return s.toString();
+        return metrics.toPrometheus(generator.queueLength()) + generator.engineMetrics();
     }
 
     private static void requireMethod(HttpExchange ex, String method, String allowed) throws ApiError {

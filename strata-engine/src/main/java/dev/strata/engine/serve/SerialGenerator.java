@@ -1,5 +1,6 @@
 package dev.strata.engine.serve;
 
+import dev.strata.cache.kv.KvManagerStats;
 import dev.strata.engine.forward.ModelRunner;
 import dev.strata.engine.tokenizer.BpeTokenizer;
 import dev.strata.engine.tokenizer.StreamDecoder;
@@ -34,6 +35,8 @@ public final class SerialGenerator implements Generator {
     private final LinkedBlockingQueue<Job> queue = new LinkedBlockingQueue<>();
     private final Thread worker;
     private volatile boolean closed;
+    private volatile KvManagerStats kvStats; // refreshed by the worker after each request and every REFRESH_TOKENS tokens
+    private static final int REFRESH_TOKENS = 32;
 
     public SerialGenerator(ServeEngine engine, ServeMetrics metrics) {
         this.engine = engine;
@@ -45,6 +48,7 @@ public final class SerialGenerator implements Generator {
         }
         this.eos = Set.copyOf(ids);
         this.metrics = metrics;
+        this.kvStats = engine.kv().stats(); // before the worker starts: this thread still owns the manager
         this.worker = Thread.ofPlatform().name("strata-generator").daemon(true).start(this::loop);
     }
 
@@ -78,6 +82,12 @@ public final class SerialGenerator implements Generator {
     }
 
     @Override
+    public String engineMetrics() {
+        String kv = kvStats.toPrometheus();
+        return engine.pager() == null ? kv : kv + engine.pager().stats().toPrometheus(); // pager stats: any thread
+    }
+
+    @Override
     public void close() {
         closed = true;
         worker.interrupt();
@@ -103,6 +113,7 @@ public final class SerialGenerator implements Generator {
                 run(job);
             } catch (RuntimeException e) {
                 metrics.failed();
+                kvStats = engine.kv().stats();
                 job.sink.failed(e);
             }
         }
@@ -113,6 +124,7 @@ public final class SerialGenerator implements Generator {
         int promptTokens = r.prompt().length;
         if (job.cancelled.get() || closed) {
             metrics.cancelled();
+            metrics.completed(0);
             job.sink.finished(FinishReason.CANCELLED, promptTokens, 0);
             return;
         }
@@ -155,6 +167,9 @@ public final class SerialGenerator implements Generator {
                     break;
                 }
                 logits = seq.decode(token);
+                if (generated % REFRESH_TOKENS == 0) {
+                    kvStats = engine.kv().stats();
+                }
             }
         }
         if (reason != FinishReason.CANCELLED) {
@@ -166,6 +181,7 @@ public final class SerialGenerator implements Generator {
         } else {
             metrics.cancelled();
         }
+        kvStats = engine.kv().stats();
         metrics.completed(generated);
         job.sink.finished(reason, promptTokens, generated);
     }

@@ -377,6 +377,11 @@ class OpenAiServerTest {
         }
 
         @Override
+        public String engineMetrics() {
+            return inner.engineMetrics();
+        }
+
+        @Override
         public void close() {
         }
     }
