@@ -83,7 +83,8 @@ public final class ServeMetrics {
         double secs = start == 0 ? 0 : (System.nanoTime() - start) / 1e9;
         gauge(s, "strata_serve_tokens_per_second", "Tokens generated per second since the first request",
                 secs == 0 ? 0 : tokens.get() / secs);
-        gauge(s, "strata_serve_queue_length", "Requests waiting to start", queueLength);
+        s.append("# HELP strata_serve_queue_length Requests waiting to start\n# TYPE strata_serve_queue_length gauge\n");
+        s.append("strata_serve_queue_length ").append(queueLength).append('\n');
         ttft.write(s, "strata_serve_ttft_seconds", "Time from submission to the first generated token");
         tpot.write(s, "strata_serve_time_per_output_token_seconds", "Time between consecutive generated tokens");
         return s.toString();

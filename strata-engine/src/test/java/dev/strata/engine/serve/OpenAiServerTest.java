@@ -196,6 +196,30 @@ class OpenAiServerTest {
     }
 
     @Test
+    void concurrentRequestsQueueAndEachGetsTheSerialAnswer() throws Exception {
+        String[] prompts = {"Tiers: device, host, pool, disk. ", "Experts are paged in slots. ", "A block holds sixteen tokens. "};
+        String[] alone = new String[prompts.length];
+        for (int i = 0; i < prompts.length; i++) {
+            alone[i] = post(server, "/v1/completions", "{\"prompt\":" + JSON.writeValueAsString(prompts[i]) + ",\"max_tokens\":16}", null).body();
+        }
+        List<java.util.concurrent.CompletableFuture<HttpResponse<String>>> together = new ArrayList<>();
+        for (int round = 0; round < 2; round++) {
+            for (String p : prompts) {
+                together.add(client.sendAsync(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + server.port() + "/v1/completions"))
+                        .timeout(Duration.ofSeconds(20)).POST(HttpRequest.BodyPublishers.ofString("{\"prompt\":" + JSON.writeValueAsString(p)
+                                + ",\"max_tokens\":16}")).build(), HttpResponse.BodyHandlers.ofString()));
+            }
+        }
+        for (int k = 0; k < together.size(); k++) {
+            HttpResponse<String> r = together.get(k).get();
+            assertThat(r.statusCode()).isEqualTo(200);
+            assertThat(JSON.readTree(r.body()).get("choices")).isEqualTo(JSON.readTree(alone[k % prompts.length]).get("choices"));
+        }
+        assertThat(serial.queueLength()).isZero();
+        assertThat(engine.kv().stats().openSequences()).isZero();
+    }
+
+    @Test
     void modelsHealthAndMetrics() throws Exception {
         JsonNode models = JSON.readTree(get(server, "/v1/models", null).body());
         assertThat(models.get("object").asText()).isEqualTo("list");
@@ -213,7 +237,7 @@ class OpenAiServerTest {
         assertThat(m.headers().firstValue("Content-Type")).hasValueSatisfying(v -> assertThat(v).startsWith("text/plain"));
         String text = m.body();
         assertThat(text).contains("# TYPE strata_serve_requests_total counter", "# TYPE strata_serve_tokens_generated_total counter",
-                "strata_serve_tokens_per_second ", "strata_serve_queue_length ", "# TYPE strata_serve_ttft_seconds histogram",
+                "strata_serve_tokens_per_second ", "strata_serve_queue_length 0\n", "# TYPE strata_serve_ttft_seconds histogram",
                 "strata_serve_ttft_seconds_bucket{le=\"+Inf\"} ", "strata_serve_time_per_output_token_seconds_count ",
                 "strata_kv_", "strata_expert");
         long generated = Long.parseLong(text.lines().filter(l -> l.startsWith("strata_serve_tokens_generated_total "))
