@@ -26,9 +26,9 @@ import java.util.Arrays;
  * {@code blockTokens}, and for MoE models with {@code expertCap > 0} an expert pager with that many
  * DEVICE slots per layer over masters in a HOST tier. Closes what it opened, in reverse order.
  *
- * <p>Threads: the runner, the KV manager and the pager are driven by one thread (the generator's
- * worker); the getters may be read from any thread, and {@code kv().stats()} / {@code pager().stats()}
- * are safe from any thread.
+ * <p>Threads: the runner, the KV manager (its {@code stats()} included) and the pager are driven by
+ * one thread, the generator's worker; {@code pager().stats()} and the getters may be read from any
+ * thread. Close after the generator has stopped.
  */
 public final class ServeEngine implements AutoCloseable {
     private final ModelDirectory model;
