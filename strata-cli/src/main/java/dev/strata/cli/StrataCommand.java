@@ -18,6 +18,7 @@ import picocli.CommandLine.Command;
                 TraceCommand.class,
                 NodeCommand.class,
                 PlanSplitCommand.class,
+                ServeCommand.class,
                 CommandLine.HelpCommand.class})
 public final class StrataCommand implements Runnable {
 

@@ -1,0 +1,73 @@
+package dev.strata.cli;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.strata.engine.model.ModelFamily;
+import dev.strata.engine.synth.ModelSynthesizer;
+import dev.strata.engine.synth.SynthSpec;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.file.Path;
+import java.time.Duration;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import picocli.CommandLine;
+
+class ServeCommandTest {
+    @TempDir
+    Path dir;
+
+    @Test
+    void servesTheModelDirectoryWithTheGivenOptions() throws Exception {
+        Path model = dir.resolve("tiny-llama");
+        ModelSynthesizer.write(SynthSpec.small(ModelFamily.LLAMA, 3), model, (d, t, b, tb) -> { });
+        ServeCommand cmd = new ServeCommand();
+        new CommandLine(cmd).parseArgs("--model", model.toString(), "--port", "0", "--api-key", "k1", "--threads", "1",
+                "--kv-blocks", "8", "--block-tokens", "16");
+        try (ServeCommand.Running r = cmd.start()) {
+            assertThat(r.config().host()).isEqualTo("127.0.0.1");
+            HttpClient client = HttpClient.newHttpClient();
+            String base = "http://127.0.0.1:" + r.port();
+            HttpResponse<String> models = client.send(HttpRequest.newBuilder(URI.create(base + "/v1/models"))
+                    .header("Authorization", "Bearer k1").timeout(Duration.ofSeconds(10)).build(), HttpResponse.BodyHandlers.ofString());
+            assertThat(models.statusCode()).isEqualTo(200);
+            assertThat(new ObjectMapper().readTree(models.body()).get("data").get(0).get("id").asText()).isEqualTo("tiny-llama");
+            HttpResponse<String> tooMany = client.send(HttpRequest.newBuilder(URI.create(base + "/v1/completions"))
+                    .header("Authorization", "Bearer k1").timeout(Duration.ofSeconds(10))
+                    .POST(HttpRequest.BodyPublishers.ofString("{\"prompt\":\"hello\",\"max_tokens\":128}")).build(),
+                    HttpResponse.BodyHandlers.ofString());
+            assertThat(tooMany.statusCode()).isEqualTo(400); // 8 blocks × 16 tokens − 1 is the limit
+            assertThat(tooMany.body()).contains("max_tokens").contains("127");
+            HttpResponse<String> ok = client.send(HttpRequest.newBuilder(URI.create(base + "/v1/completions"))
+                    .header("Authorization", "Bearer k1").timeout(Duration.ofSeconds(10))
+                    .POST(HttpRequest.BodyPublishers.ofString("{\"prompt\":\"hello\",\"max_tokens\":5}")).build(),
+                    HttpResponse.BodyHandlers.ofString());
+            assertThat(ok.statusCode()).as(ok.body()).isEqualTo(200);
+            JsonNode usage = new ObjectMapper().readTree(ok.body()).get("usage");
+            assertThat(usage.get("completion_tokens").asInt()).isBetween(1, 5);
+        }
+    }
+
+    @Test
+    void badArgumentsEndWithOneLineAndStatusTwo() {
+        CliRun missing = CliRun.of("serve", "--model", dir.resolve("nope").toString());
+        assertThat(missing.status()).isEqualTo(2);
+        assertThat(missing.err().strip()).isEqualTo("strata: --model " + dir.resolve("nope") + " is not a directory");
+
+        CliRun port = CliRun.of("serve", "--model", dir.toString(), "--port", "70000");
+        assertThat(port.status()).isEqualTo(2);
+        assertThat(port.err()).contains("--port").contains("70000");
+
+        CliRun noModel = CliRun.of("serve");
+        assertThat(noModel.status()).isEqualTo(2);
+        assertThat(noModel.err()).contains("--model");
+
+        CliRun notAModel = CliRun.of("serve", "--model", dir.toString(), "--port", "0");
+        assertThat(notAModel.status()).isEqualTo(2);
+        assertThat(notAModel.err()).startsWith("strata: ");
+    }
+}

@@ -1,0 +1,43 @@
+package dev.strata.engine.serve;
+
+/**
+ * The seam between the HTTP server and whatever runs the model: takes generation requests and
+ * streams their output to a {@link TokenSink}. {@link SerialGenerator} runs one request at a time;
+ * a batching scheduler implements the same interface.
+ *
+ * <p>Threads: {@link #submit} and {@link Handle#cancel} may be called from any thread.
+ */
+public interface Generator extends AutoCloseable {
+
+    /** A submitted generation. */
+    interface Handle {
+        /**
+         * Asks the generation to stop: a queued one never starts, a running one stops after its
+         * current step and releases its KV blocks. The sink then gets
+         * {@code finished(CANCELLED, ...)} unless it had already finished. Idempotent.
+         */
+        void cancel();
+    }
+
+    /**
+     * Queues {@code request}; its output goes to {@code sink}.
+     *
+     * @throws IllegalArgumentException when the request asks for something this generator cannot do
+     *         (the message names the field and the value)
+     */
+    Handle submit(GenerationRequest request, TokenSink sink);
+
+    /** Requests waiting to start. */
+    int queueLength();
+
+    /**
+     * The engine's memory metrics in the Prometheus text format (the KV manager's, and the expert
+     * pager's when there is one), as last refreshed on the thread that drives the engine: the KV
+     * manager is single-threaded, so other threads never call it directly. Ends with a newline or is empty.
+     */
+    String engineMetrics();
+
+    /** Stops the worker; queued requests are cancelled. */
+    @Override
+    void close();
+}

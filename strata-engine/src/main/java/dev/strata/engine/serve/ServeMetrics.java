@@ -1,0 +1,133 @@
+package dev.strata.engine.serve;
+
+import java.util.Locale;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicLongArray;
+
+/**
+ * Counters and latency histograms of a serving process, rendered in the Prometheus text format.
+ * TTFT is from submission to the first generated token; TPOT is the gap between consecutive
+ * generated tokens; tokens/s is generated tokens over the time since the first request.
+ *
+ * <p>Threads: every method from any thread (atomics; a render is not a consistent snapshot across
+ * families, each counter is).
+ */
+public final class ServeMetrics {
+    /** Histogram bucket upper bounds in seconds, ascending. */
+    private static final double[] BUCKETS = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10};
+
+    private final AtomicLong requests = new AtomicLong();
+    private final AtomicLong rejected = new AtomicLong(); // answered 4xx/5xx before generating
+    private final AtomicLong completed = new AtomicLong();
+    private final AtomicLong failed = new AtomicLong();
+    private final AtomicLong cancelled = new AtomicLong();
+    private final AtomicLong tokens = new AtomicLong();
+    private final AtomicLong firstNanos = new AtomicLong(); // System.nanoTime of the first request, 0 before
+    private final Histogram ttft = new Histogram();
+    private final Histogram tpot = new Histogram();
+
+    /** A request arrived at a generation endpoint. */
+    public void request() {
+        requests.incrementAndGet();
+        firstNanos.compareAndSet(0, System.nanoTime());
+    }
+
+    /** A request was answered with an error status. */
+    public void rejected() {
+        rejected.incrementAndGet();
+    }
+
+    void firstToken(long nanos) {
+        ttft.record(nanos);
+    }
+
+    void nextToken(long nanos) {
+        tpot.record(nanos);
+    }
+
+    void completed(int generated) {
+        completed.incrementAndGet();
+        tokens.addAndGet(generated);
+    }
+
+    void failed() {
+        failed.incrementAndGet();
+    }
+
+    void cancelled() {
+        cancelled.incrementAndGet();
+    }
+
+    public long requests() {
+        return requests.get();
+    }
+
+    public long cancelledCount() {
+        return cancelled.get();
+    }
+
+    public long tokensGenerated() {
+        return tokens.get();
+    }
+
+    /** The exposition of these metrics plus {@code queueLength}; ends with a newline. */
+    public String toPrometheus(int queueLength) {
+        StringBuilder s = new StringBuilder();
+        counter(s, "strata_serve_requests_total", "Requests received at the generation endpoints", requests.get());
+        counter(s, "strata_serve_rejected_total", "Requests answered with an error status", rejected.get());
+        counter(s, "strata_serve_completed_total", "Generations that ended (stop, length or cancel)", completed.get());
+        counter(s, "strata_serve_failed_total", "Generations that failed", failed.get());
+        counter(s, "strata_serve_cancelled_total", "Generations cancelled (client gone)", cancelled.get());
+        counter(s, "strata_serve_tokens_generated_total", "Tokens generated", tokens.get());
+        long start = firstNanos.get();
+        double secs = start == 0 ? 0 : (System.nanoTime() - start) / 1e9;
+        gauge(s, "strata_serve_tokens_per_second", "Tokens generated per second since the first request",
+                secs == 0 ? 0 : tokens.get() / secs);
+        s.append("# HELP strata_serve_queue_length Requests waiting to start\n# TYPE strata_serve_queue_length gauge\n");
+        s.append("strata_serve_queue_length ").append(queueLength).append('\n');
+        ttft.write(s, "strata_serve_ttft_seconds", "Time from submission to the first generated token");
+        tpot.write(s, "strata_serve_time_per_output_token_seconds", "Time between consecutive generated tokens");
+        return s.toString();
+    }
+
+    private static void counter(StringBuilder s, String name, String help, long v) {
+        s.append("# HELP ").append(name).append(' ').append(help).append('\n');
+        s.append("# TYPE ").append(name).append(" counter\n");
+        s.append(name).append(' ').append(v).append('\n');
+    }
+
+    private static void gauge(StringBuilder s, String name, String help, double v) {
+        s.append("# HELP ").append(name).append(' ').append(help).append('\n');
+        s.append("# TYPE ").append(name).append(" gauge\n");
+        s.append(name).append(' ').append(String.format(Locale.ROOT, "%.6g", v)).append('\n');
+    }
+
+    /** A cumulative-bucket histogram of durations. */
+    private static final class Histogram {
+        private final AtomicLongArray counts = new AtomicLongArray(BUCKETS.length + 1); // per bucket, last is +Inf
+        private final AtomicLong sumNanos = new AtomicLong();
+
+        void record(long nanos) {
+            double secs = nanos / 1e9;
+            int b = 0;
+            while (b < BUCKETS.length && secs > BUCKETS[b]) {
+                b++;
+            }
+            counts.incrementAndGet(b);
+            sumNanos.addAndGet(nanos);
+        }
+
+        void write(StringBuilder s, String name, String help) {
+            s.append("# HELP ").append(name).append(' ').append(help).append('\n');
+            s.append("# TYPE ").append(name).append(" histogram\n");
+            long cumulative = 0;
+            for (int b = 0; b <= BUCKETS.length; b++) {
+                cumulative += counts.get(b);
+                String le = b == BUCKETS.length ? "+Inf" : Double.toString(BUCKETS[b]);
+                s.append(name).append("_bucket{le=\"").append(le).append("\"} ").append(cumulative).append('\n');
+            }
+            s.append(name).append("_sum ").append(String.format(Locale.ROOT, "%.9f", sumNanos.get() / 1e9)).append('\n');
+            s.append(name).append("_count ").append(cumulative).append('\n');
+        }
+    }
+}

@@ -1,0 +1,412 @@
+package dev.strata.engine.serve;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.strata.engine.model.ModelFamily;
+import dev.strata.engine.synth.ModelSynthesizer;
+import dev.strata.engine.synth.SynthSpec;
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.io.OutputStream;
+import java.net.Socket;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * The server end to end over a synthesized Qwen3-MoE model with an expert pager: real HTTP on an
+ * ephemeral loopback port, real generation.
+ */
+class OpenAiServerTest {
+    private static final ObjectMapper JSON = new ObjectMapper();
+    private static final String MODEL = "synth-qwen3-moe";
+    private static final String KEY = "s3cret-key";
+    private static final int BLOCK_TOKENS = 16;
+    private static final int KV_BLOCKS = 40; // 640 tokens per sequence
+    private static final long SLOW_NANOS = 15_000_000; // per text delta, only for the slowed server
+
+    @TempDir
+    static Path dir;
+
+    static ServeEngine engine;
+    static SerialGenerator serial;
+    static ServeMetrics metrics;
+    static OpenAiServer server;
+    static OpenAiServer keyed;
+    static HttpClient client;
+
+    @BeforeAll
+    static void start() throws Exception {
+        ModelSynthesizer.write(SynthSpec.small(ModelFamily.QWEN3_MOE, 7), dir, (d, t, b, tb) -> { });
+        engine = new ServeEngine(dir, 1, BLOCK_TOKENS, KV_BLOCKS, 4);
+        metrics = new ServeMetrics();
+        serial = new SerialGenerator(engine, metrics);
+        server = OpenAiServer.start(ServerConfig.local(0, MODEL, 256, 512).withMaxBodyBytes(4096), engine, serial, metrics);
+        keyed = OpenAiServer.start(ServerConfig.local(0, MODEL, 256, 512).withApiKey(KEY), engine, new SlowGenerator(serial), metrics);
+        client = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).connectTimeout(Duration.ofSeconds(5)).build();
+    }
+
+    @AfterAll
+    static void stop() {
+        if (keyed != null) {
+            keyed.close();
+        }
+        if (server != null) {
+            server.close();
+        }
+        if (serial != null) {
+            serial.close();
+        }
+        if (engine != null) {
+            engine.close();
+        }
+    }
+
+    private static HttpResponse<String> post(OpenAiServer s, String path, String body, String key) throws Exception {
+        HttpRequest.Builder b = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + s.port() + path))
+                .timeout(Duration.ofSeconds(20)).POST(HttpRequest.BodyPublishers.ofString(body));
+        if (key != null) {
+            b.header("Authorization", "Bearer " + key);
+        }
+        return client.send(b.build(), HttpResponse.BodyHandlers.ofString());
+    }
+
+    private static HttpResponse<String> get(OpenAiServer s, String path, String key) throws Exception {
+        HttpRequest.Builder b = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + s.port() + path)).timeout(Duration.ofSeconds(20));
+        if (key != null) {
+            b.header("Authorization", "Bearer " + key);
+        }
+        return client.send(b.GET().build(), HttpResponse.BodyHandlers.ofString());
+    }
+
+    /** The data payloads of an SSE body, in order. */
+    private static List<String> events(String body) {
+        List<String> out = new ArrayList<>();
+        for (String block : body.split("\n\n")) {
+            if (!block.isBlank()) {
+                assertThat(block).startsWith("data: ");
+                out.add(block.substring("data: ".length()));
+            }
+        }
+        return out;
+    }
+
+    @Test
+    void completionStreamedEqualsWholeWithRightUsage() throws Exception {
+        String prompt = "The quick brown fox jumps over the lazy dog. ";
+        int promptTokens = engine.model().tokenizer().encode(prompt).length;
+        String req = "{\"model\":\"" + MODEL + "\",\"prompt\":" + JSON.writeValueAsString(prompt) + ",\"max_tokens\":24";
+        HttpResponse<String> whole = post(server, "/v1/completions", req + "}", null);
+        assertThat(whole.statusCode()).as(whole.body()).isEqualTo(200);
+        JsonNode w = JSON.readTree(whole.body());
+        assertThat(w.get("object").asText()).isEqualTo("text_completion");
+        assertThat(w.get("model").asText()).isEqualTo(MODEL);
+        assertThat(w.get("id").asText()).startsWith("cmpl-");
+        assertThat(w.get("created").asLong()).isPositive();
+        JsonNode choice = w.get("choices").get(0);
+        assertThat(choice.get("index").asInt()).isZero();
+        String text = choice.get("text").asText();
+        String reason = choice.get("finish_reason").asText();
+        JsonNode usage = w.get("usage");
+        int completion = usage.get("completion_tokens").asInt();
+        assertThat(usage.get("prompt_tokens").asInt()).isEqualTo(promptTokens);
+        assertThat(usage.get("total_tokens").asInt()).isEqualTo(promptTokens + completion);
+        assertThat(reason).isIn("stop", "length");
+        if (reason.equals("length")) {
+            assertThat(completion).isEqualTo(24);
+        } else {
+            assertThat(completion).isBetween(1, 24);
+        }
+        assertThat(text).isNotEmpty();
+
+        HttpResponse<String> streamed = post(server, "/v1/completions", req + ",\"stream\":true}", null);
+        assertThat(streamed.statusCode()).isEqualTo(200);
+        assertThat(streamed.headers().firstValue("Content-Type")).hasValueSatisfying(v -> assertThat(v).startsWith("text/event-stream"));
+        List<String> ev = events(streamed.body());
+        assertThat(ev.getLast()).isEqualTo("[DONE]");
+        StringBuilder joined = new StringBuilder();
+        for (int i = 0; i < ev.size() - 2; i++) {
+            JsonNode c = JSON.readTree(ev.get(i));
+            assertThat(c.get("object").asText()).isEqualTo("text_completion");
+            assertThat(c.get("choices").get(0).get("finish_reason").isNull()).isTrue();
+            joined.append(c.get("choices").get(0).get("text").asText());
+        }
+        JsonNode last = JSON.readTree(ev.get(ev.size() - 2));
+        assertThat(last.get("choices").get(0).get("finish_reason").asText()).isEqualTo(reason);
+        assertThat(last.get("usage")).isEqualTo(usage);
+        assertThat(joined.toString()).isEqualTo(text);
+        assertThat(engine.kv().stats().openSequences()).isZero();
+    }
+
+    @Test
+    void chatStreamedEqualsWholeAndStopStringsCut() throws Exception {
+        String req = "{\"model\":\"" + MODEL + "\",\"messages\":[{\"role\":\"system\",\"content\":\"Be brief.\"},"
+                + "{\"role\":\"user\",\"content\":\"Tell me about caches, naïvely 🙂\"}],\"max_tokens\":20,\"temperature\":0";
+        HttpResponse<String> whole = post(server, "/v1/chat/completions", req + "}", null);
+        assertThat(whole.statusCode()).as(whole.body()).isEqualTo(200);
+        JsonNode w = JSON.readTree(whole.body());
+        assertThat(w.get("object").asText()).isEqualTo("chat.completion");
+        JsonNode message = w.get("choices").get(0).get("message");
+        assertThat(message.get("role").asText()).isEqualTo("assistant");
+        String text = message.get("content").asText();
+        JsonNode usage = w.get("usage");
+        assertThat(usage.get("total_tokens").asInt())
+                .isEqualTo(usage.get("prompt_tokens").asInt() + usage.get("completion_tokens").asInt());
+
+        List<String> ev = events(post(server, "/v1/chat/completions", req + ",\"stream\":true}", null).body());
+        assertThat(ev.getLast()).isEqualTo("[DONE]");
+        JsonNode first = JSON.readTree(ev.getFirst());
+        assertThat(first.get("object").asText()).isEqualTo("chat.completion.chunk");
+        assertThat(first.get("choices").get(0).get("delta").get("role").asText()).isEqualTo("assistant");
+        StringBuilder joined = new StringBuilder();
+        for (int i = 0; i < ev.size() - 1; i++) {
+            JsonNode d = JSON.readTree(ev.get(i)).get("choices").get(0).get("delta");
+            if (d.has("content")) {
+                joined.append(d.get("content").asText());
+            }
+        }
+        assertThat(joined.toString()).isEqualTo(text);
+        JsonNode last = JSON.readTree(ev.get(ev.size() - 2));
+        assertThat(last.get("choices").get(0).get("finish_reason").asText())
+                .isEqualTo(w.get("choices").get(0).get("finish_reason").asText());
+        assertThat(last.get("usage")).isEqualTo(usage);
+
+        // a stop string taken from the middle of the greedy text cuts it just before
+        if (text.length() >= 4) {
+            String stop = text.substring(text.length() / 2, text.length() / 2 + 2);
+            int cut = text.indexOf(stop);
+            HttpResponse<String> stopped = post(server, "/v1/chat/completions",
+                    req + ",\"stop\":[" + JSON.writeValueAsString(stop) + "]}", null);
+            JsonNode s = JSON.readTree(stopped.body()).get("choices").get(0);
+            assertThat(s.get("message").get("content").asText()).isEqualTo(text.substring(0, cut));
+            assertThat(s.get("finish_reason").asText()).isEqualTo("stop");
+        }
+    }
+
+    @Test
+    void concurrentRequestsQueueAndEachGetsTheSerialAnswer() throws Exception {
+        String[] prompts = {"Tiers: device, host, pool, disk. ", "Experts are paged in slots. ", "A block holds sixteen tokens. "};
+        String[] alone = new String[prompts.length];
+        for (int i = 0; i < prompts.length; i++) {
+            alone[i] = post(server, "/v1/completions", "{\"prompt\":" + JSON.writeValueAsString(prompts[i]) + ",\"max_tokens\":16}", null).body();
+        }
+        List<java.util.concurrent.CompletableFuture<HttpResponse<String>>> together = new ArrayList<>();
+        for (int round = 0; round < 2; round++) {
+            for (String p : prompts) {
+                together.add(client.sendAsync(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + server.port() + "/v1/completions"))
+                        .timeout(Duration.ofSeconds(20)).POST(HttpRequest.BodyPublishers.ofString("{\"prompt\":" + JSON.writeValueAsString(p)
+                                + ",\"max_tokens\":16}")).build(), HttpResponse.BodyHandlers.ofString()));
+            }
+        }
+        for (int k = 0; k < together.size(); k++) {
+            HttpResponse<String> r = together.get(k).get();
+            assertThat(r.statusCode()).isEqualTo(200);
+            assertThat(JSON.readTree(r.body()).get("choices")).isEqualTo(JSON.readTree(alone[k % prompts.length]).get("choices"));
+        }
+        assertThat(serial.queueLength()).isZero();
+        assertThat(engine.kv().stats().openSequences()).isZero();
+    }
+
+    @Test
+    void modelsHealthAndMetrics() throws Exception {
+        JsonNode models = JSON.readTree(get(server, "/v1/models", null).body());
+        assertThat(models.get("object").asText()).isEqualTo("list");
+        assertThat(models.get("data")).hasSize(1);
+        assertThat(models.get("data").get(0).get("id").asText()).isEqualTo(MODEL);
+        assertThat(get(server, "/v1/models/" + MODEL, null).statusCode()).isEqualTo(200);
+        assertThat(get(server, "/v1/models/other", null).statusCode()).isEqualTo(404);
+        HttpResponse<String> health = get(server, "/health", null);
+        assertThat(health.statusCode()).isEqualTo(200);
+        assertThat(JSON.readTree(health.body()).get("status").asText()).isEqualTo("ok");
+
+        assertThat(post(server, "/v1/completions", "{\"prompt\":\"abc\",\"max_tokens\":3}", null).statusCode()).isEqualTo(200);
+        HttpResponse<String> m = get(server, "/metrics", null);
+        assertThat(m.statusCode()).isEqualTo(200);
+        assertThat(m.headers().firstValue("Content-Type")).hasValueSatisfying(v -> assertThat(v).startsWith("text/plain"));
+        String text = m.body();
+        assertThat(text).contains("# TYPE strata_serve_requests_total counter", "# TYPE strata_serve_tokens_generated_total counter",
+                "strata_serve_tokens_per_second ", "strata_serve_queue_length 0\n", "# TYPE strata_serve_ttft_seconds histogram",
+                "strata_serve_ttft_seconds_bucket{le=\"+Inf\"} ", "strata_serve_time_per_output_token_seconds_count ",
+                "strata_kv_", "strata_expert");
+        long generated = Long.parseLong(text.lines().filter(l -> l.startsWith("strata_serve_tokens_generated_total "))
+                .findFirst().orElseThrow().split(" ")[1]);
+        assertThat(generated).isPositive();
+    }
+
+    @Test
+    void badRequestsGetClearErrors() throws Exception {
+        HttpResponse<String> malformed = post(server, "/v1/completions", "{\"prompt\": \"abc\", ", null);
+        assertThat(malformed.statusCode()).isEqualTo(400);
+        assertThat(error(malformed)).startsWith("malformed JSON");
+
+        HttpResponse<String> notObject = post(server, "/v1/completions", "[1,2]", null);
+        assertThat(notObject.statusCode()).isEqualTo(400);
+        assertThat(error(notObject)).contains("JSON object");
+
+        String big = "{\"prompt\":\"" + "x".repeat(5000) + "\"}";
+        HttpResponse<String> oversized = post(server, "/v1/completions", big, null);
+        assertThat(oversized.statusCode()).isEqualTo(413);
+        assertThat(error(oversized)).contains("4096");
+
+        HttpResponse<String> zero = post(server, "/v1/completions", "{\"prompt\":\"abc\",\"max_tokens\":0}", null);
+        assertThat(zero.statusCode()).isEqualTo(400);
+        assertThat(error(zero)).contains("max_tokens").contains("got 0");
+        HttpResponse<String> huge = post(server, "/v1/completions", "{\"prompt\":\"abc\",\"max_tokens\":100000}", null);
+        assertThat(huge.statusCode()).isEqualTo(400);
+        assertThat(error(huge)).contains("max_tokens").contains("100000");
+        HttpResponse<String> text = post(server, "/v1/completions", "{\"prompt\":\"abc\",\"max_tokens\":\"ten\"}", null);
+        assertThat(text.statusCode()).isEqualTo(400);
+        assertThat(error(text)).contains("max_tokens").contains("\"ten\"");
+
+        String longPrompt = "{\"prompt\":" + JSON.writeValueAsString("lorem ipsum dolor sit amet ".repeat(60)) + "}";
+        HttpResponse<String> tooLong = post(server, "/v1/completions", longPrompt, null);
+        assertThat(tooLong.statusCode()).as(tooLong.body()).isEqualTo(400);
+        assertThat(error(tooLong)).contains("prompt has").contains("limit of 256");
+
+        HttpResponse<String> hot = post(server, "/v1/completions", "{\"prompt\":\"abc\",\"temperature\":0.7}", null);
+        assertThat(hot.statusCode()).isEqualTo(400);
+        assertThat(error(hot)).contains("temperature > 0 is not supported yet");
+
+        HttpResponse<String> unknown = post(server, "/v1/completions", "{\"model\":\"gpt-9\",\"prompt\":\"abc\"}", null);
+        assertThat(unknown.statusCode()).isEqualTo(404);
+        assertThat(error(unknown)).contains("gpt-9").contains(MODEL);
+
+        HttpResponse<String> noMessages = post(server, "/v1/chat/completions", "{\"messages\":[]}", null);
+        assertThat(noMessages.statusCode()).isEqualTo(400);
+        assertThat(error(noMessages)).contains("messages");
+
+        assertThat(get(server, "/v1/completions", null).statusCode()).isEqualTo(405);
+        assertThat(post(server, "/health", "{}", null).statusCode()).isEqualTo(405);
+        assertThat(get(server, "/v2/nothing", null).statusCode()).isEqualTo(404);
+        assertThat(engine.kv().stats().openSequences()).isZero();
+    }
+
+    @Test
+    void apiKeyIsRequiredWhenConfigured() throws Exception {
+        String body = "{\"prompt\":\"abc\",\"max_tokens\":2}";
+        HttpResponse<String> missing = post(keyed, "/v1/completions", body, null);
+        assertThat(missing.statusCode()).isEqualTo(401);
+        assertThat(error(missing)).contains("Authorization");
+        assertThat(post(keyed, "/v1/completions", body, "wrong").statusCode()).isEqualTo(401);
+        assertThat(get(keyed, "/v1/models", "wrong").statusCode()).isEqualTo(401);
+        assertThat(get(keyed, "/metrics", null).statusCode()).isEqualTo(401);
+        assertThat(get(keyed, "/health", null).statusCode()).isEqualTo(200);
+        assertThat(post(keyed, "/v1/completions", body, KEY).statusCode()).isEqualTo(200);
+        assertThat(get(keyed, "/v1/models", KEY).statusCode()).isEqualTo(200);
+    }
+
+    @Test
+    void clientDisconnectMidStreamCancelsAndFreesBlocks() throws Exception {
+        // a prompt whose greedy continuation runs the full length, so only a cancel can end it early
+        int maxTokens = 300;
+        String prompt = null;
+        for (String p : List.of("Memory tiers move blocks. ", "abc def ghi ", "Hello, world! ", "0 1 2 3 4 5 ")) {
+            HttpResponse<String> r = post(server, "/v1/completions", "{\"prompt\":" + JSON.writeValueAsString(p)
+                    + ",\"max_tokens\":" + maxTokens + "}", null);
+            assertThat(r.statusCode()).as(r.body()).isEqualTo(200);
+            JsonNode w = JSON.readTree(r.body());
+            if (w.get("choices").get(0).get("finish_reason").asText().equals("length")) {
+                prompt = p;
+                break;
+            }
+        }
+        assertThat(prompt).as("a prompt that generates %d tokens without eos", maxTokens).isNotNull();
+        int freeBefore = engine.kv().stats().freeSlots();
+        long cancelledBefore = metrics.cancelledCount();
+
+        String body = "{\"prompt\":" + JSON.writeValueAsString(prompt) + ",\"max_tokens\":" + maxTokens + ",\"stream\":true}";
+        byte[] bytes = body.getBytes(StandardCharsets.UTF_8);
+        long start = System.nanoTime();
+        try (Socket socket = new Socket("127.0.0.1", keyed.port())) {
+            OutputStream out = socket.getOutputStream();
+            out.write(("POST /v1/completions HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer " + KEY
+                    + "\r\nContent-Type: application/json\r\nContent-Length: " + bytes.length + "\r\n\r\n").getBytes(StandardCharsets.US_ASCII));
+            out.write(bytes);
+            out.flush();
+            BufferedReader in = new BufferedReader(new InputStreamReader(socket.getInputStream(), StandardCharsets.UTF_8));
+            assertThat(in.readLine()).isEqualTo("HTTP/1.1 200 OK");
+            int dataLines = 0;
+            for (String line; dataLines < 3 && (line = in.readLine()) != null; ) {
+                if (line.contains("data: ")) {
+                    dataLines++;
+                }
+            }
+            assertThat(dataLines).isEqualTo(3);
+        } // closed mid-stream: about 300 × 15 ms of generation remain
+        long deadline = System.nanoTime() + 4_000_000_000L;
+        while (metrics.cancelledCount() == cancelledBefore && System.nanoTime() < deadline) {
+            Thread.sleep(10);
+        }
+        assertThat(metrics.cancelledCount()).as("the generation was cancelled").isEqualTo(cancelledBefore + 1);
+        assertThat(System.nanoTime() - start).as("cancelled well before running out").isLessThan(maxTokens * SLOW_NANOS);
+        assertThat(engine.kv().stats().openSequences()).isZero();
+        engine.kv().checkInvariants();
+        assertThat(engine.kv().stats().freeSlots() + engine.kv().stats().residentBlocks())
+                .isGreaterThanOrEqualTo(freeBefore);
+        // the released blocks are usable: a request needing most of the cache succeeds
+        HttpResponse<String> after = post(server, "/v1/completions", "{\"prompt\":" + JSON.writeValueAsString(prompt)
+                + ",\"max_tokens\":500}", null);
+        assertThat(after.statusCode()).as(after.body()).isEqualTo(200);
+        assertThat(engine.kv().stats().openSequences()).isZero();
+    }
+
+    private static String error(HttpResponse<String> r) throws Exception {
+        JsonNode e = JSON.readTree(r.body()).get("error");
+        assertThat(e.get("code").asInt()).isEqualTo(r.statusCode());
+        return e.get("message").asText();
+    }
+
+    /** The real generator with each text delta held for {@link #SLOW_NANOS}, so a stream outlives a disconnect. */
+    private record SlowGenerator(Generator inner) implements Generator {
+        @Override
+        public Handle submit(GenerationRequest request, TokenSink sink) {
+            return inner.submit(request, new TokenSink() {
+                @Override
+                public void text(String delta) {
+                    sink.text(delta);
+                    try {
+                        Thread.sleep(Duration.ofNanos(SLOW_NANOS));
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                    }
+                }
+
+                @Override
+                public void finished(FinishReason reason, int promptTokens, int completionTokens) {
+                    sink.finished(reason, promptTokens, completionTokens);
+                }
+
+                @Override
+                public void failed(RuntimeException error) {
+                    sink.failed(error);
+                }
+            });
+        }
+
+        @Override
+        public int queueLength() {
+            return inner.queueLength();
+        }
+
+        @Override
+        public String engineMetrics() {
+            return inner.engineMetrics();
+        }
+
+        @Override
+        public void close() {
+        }
+    }
+}
