@@ -268,6 +268,20 @@ public final class ModelRunner {
          * @return {@code [positions][vocab]}: the computed positions in order (the last is the prompt's last)
          */
         public float[][] prefill(int[] prompt, boolean everyPosition) {
+            float[][] out = prefillIfRoom(prompt, everyPosition);
+            if (out == null) {
+                throw new IllegalStateException("KV manager could not give sequence " + seq.id() + " slots for "
+                        + prompt.length + " tokens (" + kv.freeSlots() + " free slots)");
+            }
+            return out;
+        }
+
+        /**
+         * {@link #prefill}, except that a KV cache without room now ({@link AllocationStatus#WAIT} or
+         * {@link AllocationStatus#NO_SPACE}) returns null instead of throwing; the sequence is then
+         * spent and must be closed.
+         */
+        public float[][] prefillIfRoom(int[] prompt, boolean everyPosition) {
             if (closed || length != 0) {
                 throw new IllegalStateException("prefill needs a fresh open sequence; this one holds " + length + " tokens");
             }
@@ -280,6 +294,9 @@ public final class ModelRunner {
                 LoadOutcome outcome = kv.load(match, seq).join();
                 kv.poll();
                 reused = Math.min(seq.tokens(), outcome.loadedBlocks() * geometry.blockTokens());
+            }
+            if (kv.allocateTo(seq, prompt.length) != AllocationStatus.ALLOCATED) {
+                return null;
             }
             return step(reused, prompt.length - reused, everyPosition);
         }

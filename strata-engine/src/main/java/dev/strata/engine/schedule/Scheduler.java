@@ -39,7 +39,9 @@ import java.util.function.IntSupplier;
  *       side), {@code slots} is the manager's slot count (every block no running sequence holds is
  *       free or evictable) and {@code floor} is the optional admission floor (e.g. MV-WSA's
  *       {@code SplitProblem.floorBlocks}), read every step. When nothing runs, the floor is
- *       ignored so that a request that fits the cache always makes progress. A request whose
+ *       ignored so that a request that fits the cache always makes progress. A prefill or resume that
+ *       finds no slots yet (a write-back manager evicts only after the offload lands) leaves the
+ *       request first in line for the next step. A request whose
  *       prompt plus maximum new tokens exceeds the slots ends at once with
  *       {@link FinishReason#TOO_LONG}.</li>
  *   <li><b>Preemption</b>: when a running sequence cannot get the block for its next token
@@ -193,7 +195,7 @@ public final class Scheduler implements AutoCloseable {
     /** Steps until no request remains. Scheduler thread only. */
     public void runUntilIdle() {
         while (step()) {
-            // each step makes progress: a sequence emits a token, is admitted or is preempted
+            // a step emits a token, admits, preempts, or (offloads in flight) polls the manager
         }
     }
 
@@ -296,12 +298,6 @@ public final class Scheduler implements AutoCloseable {
                 enterRunning(r);
                 continue;
             }
-            if (resuming) {
-                preempted.remove(0);
-                resumes++;
-            } else {
-                waiting.poll();
-            }
             openBurst();
             if (!r.started) {
                 r.started = true;
@@ -309,9 +305,24 @@ public final class Scheduler implements AutoCloseable {
                     trace.startRequest(r.session < 0 ? r.id : r.session, r.id);
                 }
             }
-            r.seq = runner.newSequence();
+            ModelRunner.Sequence seq = runner.newSequence();
             int[] context = r.context();
-            float[] logits = forward(RoutingPhase.PREFILL, () -> r.seq.prefill(context, false)[0]);
+            float[] logits = forward(RoutingPhase.PREFILL, () -> {
+                float[][] out = seq.prefillIfRoom(context, false);
+                return out == null ? null : out[0];
+            });
+            if (logits == null) {
+                seq.close(); // slots not free yet (offloads in flight): it stays first in line
+                kv.poll();
+                return;
+            }
+            if (resuming) {
+                preempted.remove(0);
+                resumes++;
+            } else {
+                waiting.poll();
+            }
+            r.seq = seq;
             r.ranInStep = steps;
             enterRunning(r);
             emit(r, logits);

@@ -2,7 +2,13 @@ package dev.strata.engine.schedule;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.strata.cache.TieredStore;
 import dev.strata.cache.kv.AllocationStatus;
+import dev.strata.cache.kv.BlockLocation;
+import dev.strata.cache.kv.KvDropRelay;
+import dev.strata.cache.policy.PolicyKind;
+import dev.strata.memory.host.HostTier;
+import dev.strata.memory.transfer.TransferEngine;
 import dev.strata.cache.kv.KvBlockManager;
 import dev.strata.cache.kv.KvGeometry;
 import dev.strata.cache.kv.KvSequence;
@@ -62,19 +68,42 @@ class SchedulerTest {
         ModelSynthesizer.write(spec, model, (d, t, b, tb) -> { });
     }
 
-    /** A runner over a KV manager of {@code slots} blocks; closes what it opened. */
+    /**
+     * A runner over a KV manager of {@code slots} blocks, with (when {@code hostBlocks > 0}) a
+     * write-back store over a HOST tier of that many blocks; closes what it opened.
+     */
     static final class Rig implements AutoCloseable {
         final ModelDirectory dirModel = ModelDirectory.open(model);
         final KernelPool pool = new KernelPool(1);
         final Arena arena = Arena.ofShared();
+        final HostTier host;
+        final TransferEngine transfers;
+        final TieredStore store;
         final KvBlockManager kv;
         final ModelRunner runner;
 
         Rig(int slots) {
+            this(slots, 0);
+        }
+
+        Rig(int slots, int hostBlocks) {
             KvGeometry g = ModelRunner.kvGeometry(dirModel.config(), BLOCK_TOKENS);
             MemorySegment kvArena = arena.allocate(StridedKvLayout.blockMajorBytes(g, slots), 64);
             PrefixHasher hasher = new PrefixHasher(PrefixHashContext.of(ModelFingerprint.of("qwen3-moe", g), g));
-            kv = KvBlockManager.builder(StridedKvLayout.blockMajor(g, slots, kvArena), hasher).build();
+            KvBlockManager.Builder b = KvBlockManager.builder(StridedKvLayout.blockMajor(g, slots, kvArena), hasher);
+            if (hostBlocks > 0) {
+                long slab = Long.highestOneBit(g.bytesPerBlock() * 2 - 1); // a power of two ≥ the block
+                host = HostTier.slab("scheduler-test-host", hostBlocks * slab, slab);
+                KvDropRelay relay = new KvDropRelay();
+                store = TieredStore.builder().dropListener(relay).tier(host, 1.0, 0.9, PolicyKind.PRIORITY_LRU).build();
+                transfers = new TransferEngine(TransferEngine.Settings.defaults().withStagingBytes(64 * 1024));
+                b.store(store, transfers, relay);
+            } else {
+                host = null;
+                store = null;
+                transfers = null;
+            }
+            kv = b.build();
             runner = new ModelRunner(dirModel.weights(), new Kernels(pool), kv, kvArena, null);
         }
 
@@ -82,7 +111,12 @@ class SchedulerTest {
         void assertNothingHeld() {
             kv.checkInvariants();
             KvSequence probe = kv.newSequence();
-            assertThat(kv.allocateTo(probe, kv.slotCount() * BLOCK_TOKENS)).isEqualTo(AllocationStatus.ALLOCATED);
+            AllocationStatus status = kv.allocateTo(probe, kv.slotCount() * BLOCK_TOKENS);
+            for (int tries = 0; status == AllocationStatus.WAIT && tries < 100; tries++) {
+                kv.awaitIdle(5, java.util.concurrent.TimeUnit.SECONDS); // write-back: evicting waits for the offloads
+                status = kv.allocateTo(probe, kv.slotCount() * BLOCK_TOKENS);
+            }
+            assertThat(status).isEqualTo(AllocationStatus.ALLOCATED);
             kv.release(probe);
             kv.checkInvariants();
         }
@@ -90,6 +124,11 @@ class SchedulerTest {
         @Override
         public void close() {
             kv.close();
+            if (store != null) {
+                store.close();
+                transfers.close();
+                host.close();
+            }
             pool.close();
             arena.close();
             dirModel.close();
@@ -205,6 +244,30 @@ class SchedulerTest {
             assertThat(scheduler.resumes()).as("resumes").isEqualTo(scheduler.preemptions());
             for (int i = 0; i < lengths.length; i++) {
                 assertSame(outs[i], alone(prompt(20 + i, lengths[i]), maxNew[i]), mode + " request " + i);
+                assertThat(outs[i].finishes).containsExactly(FinishReason.LENGTH);
+            }
+            rig.assertNothingHeld();
+        }
+    }
+
+    @Test
+    void swapPreemptionBringsBlocksBackFromTheStore() {
+        int[] lengths = {9, 6, 11, 7};
+        int[] maxNew = {9, 9, 8, 10};
+        try (Rig rig = new Rig(9, 64)) {
+            Scheduler scheduler = Scheduler.builder(rig.runner, rig.kv).preemption(PreemptionMode.SWAP).build();
+            Output[] outs = new Output[lengths.length];
+            for (int i = 0; i < lengths.length; i++) {
+                outs[i] = new Output();
+                scheduler.submit(prompt(70 + i, lengths[i]), maxNew[i], outs[i]);
+            }
+            drain(scheduler, rig);
+            rig.kv.awaitIdle(10, java.util.concurrent.TimeUnit.SECONDS);
+            rig.kv.checkInvariants();
+            assertThat(scheduler.preemptions()).as("preemptions").isPositive();
+            assertThat(rig.kv.stats().hits(BlockLocation.HOST)).as("blocks loaded back from HOST").isPositive();
+            for (int i = 0; i < lengths.length; i++) {
+                assertSame(outs[i], alone(prompt(70 + i, lengths[i]), maxNew[i]), "swap request " + i);
                 assertThat(outs[i].finishes).containsExactly(FinishReason.LENGTH);
             }
             rig.assertNothingHeld();
