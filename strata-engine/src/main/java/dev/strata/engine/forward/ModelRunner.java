@@ -268,12 +268,12 @@ public final class ModelRunner {
          * @return {@code [positions][vocab]}: the computed positions in order (the last is the prompt's last)
          */
         public float[][] prefill(int[] prompt, boolean everyPosition) {
-            float[][] out = prefillIfRoom(prompt, everyPosition);
-            if (out == null) {
+            AllocationStatus status = beginPrefill(prompt);
+            if (status != AllocationStatus.ALLOCATED) {
                 throw new IllegalStateException("KV manager could not give sequence " + seq.id() + " slots for "
-                        + prompt.length + " tokens (" + kv.freeSlots() + " free slots)");
+                        + prompt.length + " tokens: " + status + " (" + kv.freeSlots() + " free slots)");
             }
-            return out;
+            return step(reused, prompt.length - reused, everyPosition);
         }
 
         /**
@@ -282,6 +282,14 @@ public final class ModelRunner {
          * spent and must be closed.
          */
         public float[][] prefillIfRoom(int[] prompt, boolean everyPosition) {
+            if (beginPrefill(prompt) != AllocationStatus.ALLOCATED) {
+                return null;
+            }
+            return step(reused, prompt.length - reused, everyPosition);
+        }
+
+        /** Appends the prompt, loads its cached prefix and allocates slots for all of it. */
+        private AllocationStatus beginPrefill(int[] prompt) {
             if (closed || length != 0) {
                 throw new IllegalStateException("prefill needs a fresh open sequence; this one holds " + length + " tokens");
             }
@@ -295,10 +303,7 @@ public final class ModelRunner {
                 kv.poll();
                 reused = Math.min(seq.tokens(), outcome.loadedBlocks() * geometry.blockTokens());
             }
-            if (kv.allocateTo(seq, prompt.length) != AllocationStatus.ALLOCATED) {
-                return null;
-            }
-            return step(reused, prompt.length - reused, everyPosition);
+            return kv.allocateTo(seq, prompt.length);
         }
 
         /** Appends {@code token} and returns the logits after it ({@code [vocab]}). */
