@@ -37,10 +37,9 @@ import java.lang.foreign.MemorySegment;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
-import java.util.HashMap;
 import java.util.List;
-import java.util.Map;
 import java.util.SplittableRandom;
+import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -113,7 +112,7 @@ class SchedulerTest {
             KvSequence probe = kv.newSequence();
             AllocationStatus status = kv.allocateTo(probe, kv.slotCount() * BLOCK_TOKENS);
             for (int tries = 0; status == AllocationStatus.WAIT && tries < 100; tries++) {
-                kv.awaitIdle(5, java.util.concurrent.TimeUnit.SECONDS); // write-back: evicting waits for the offloads
+                kv.awaitIdle(5, TimeUnit.SECONDS); // write-back: evicting waits for the offloads
                 status = kv.allocateTo(probe, kv.slotCount() * BLOCK_TOKENS);
             }
             assertThat(status).isEqualTo(AllocationStatus.ALLOCATED);
@@ -262,7 +261,7 @@ class SchedulerTest {
                 scheduler.submit(prompt(70 + i, lengths[i]), maxNew[i], outs[i]);
             }
             drain(scheduler, rig);
-            rig.kv.awaitIdle(10, java.util.concurrent.TimeUnit.SECONDS);
+            rig.kv.awaitIdle(10, TimeUnit.SECONDS);
             rig.kv.checkInvariants();
             assertThat(scheduler.preemptions()).as("preemptions").isPositive();
             assertThat(rig.kv.stats().hits(BlockLocation.HOST)).as("blocks loaded back from HOST").isPositive();
