@@ -3,6 +3,10 @@ package dev.strata.engine.schedule;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.strata.cache.TieredStore;
+import dev.strata.cache.expert.ExpertMasters;
+import dev.strata.cache.expert.ExpertPager;
+import dev.strata.cache.expert.SlotScope;
+import dev.strata.memory.device.DeviceTier;
 import dev.strata.cache.kv.AllocationStatus;
 import dev.strata.cache.kv.BlockLocation;
 import dev.strata.cache.kv.KvDropRelay;
@@ -80,12 +84,21 @@ class SchedulerTest {
         final TieredStore store;
         final KvBlockManager kv;
         final ModelRunner runner;
+        HostTier masterTier;
+        DeviceTier expertTier;
+        ExpertMasters masters;
+        ExpertPager pager;
 
         Rig(int slots) {
-            this(slots, 0);
+            this(slots, 0, 0);
         }
 
         Rig(int slots, int hostBlocks) {
+            this(slots, hostBlocks, 0);
+        }
+
+        /** With {@code expertSlots > 0}, experts are paged through that many slots per MoE layer. */
+        Rig(int slots, int hostBlocks, int expertSlots) {
             KvGeometry g = ModelRunner.kvGeometry(dirModel.config(), BLOCK_TOKENS);
             MemorySegment kvArena = arena.allocate(StridedKvLayout.blockMajorBytes(g, slots), 64);
             PrefixHasher hasher = new PrefixHasher(PrefixHashContext.of(ModelFingerprint.of("qwen3-moe", g), g));
@@ -103,7 +116,14 @@ class SchedulerTest {
                 transfers = null;
             }
             kv = b.build();
-            runner = new ModelRunner(dirModel.weights(), new Kernels(pool), kv, kvArena, null);
+            if (expertSlots > 0) {
+                masterTier = HostTier.create("scheduler-test-masters", 64L << 20);
+                expertTier = DeviceTier.cpu("scheduler-test-experts", 64L << 20);
+                masters = ModelRunner.loadMasters(dirModel.weights(), masterTier);
+                pager = ExpertPager.builder(masters, expertTier).topK(dirModel.config().numExpertsPerTok())
+                        .slotsPerLayer(expertSlots).scope(SlotScope.PER_LAYER).build();
+            }
+            runner = new ModelRunner(dirModel.weights(), new Kernels(pool), kv, kvArena, pager);
         }
 
         /** Every slot can be had by one new sequence: nothing is held. */
@@ -122,6 +142,13 @@ class SchedulerTest {
 
         @Override
         public void close() {
+            if (pager != null) {
+                pager.checkInvariants();
+                pager.close();
+                masters.close();
+                expertTier.close();
+                masterTier.close();
+            }
             kv.close();
             if (store != null) {
                 store.close();
@@ -221,6 +248,26 @@ class SchedulerTest {
             for (int i = 0; i < lengths.length; i++) {
                 assertSame(outs[i], alone(prompt(10 + i, lengths[i]), maxNew[i]), "request " + i);
                 assertThat(outs[i].finishes).containsExactly(FinishReason.LENGTH);
+            }
+            rig.assertNothingHeld();
+        }
+    }
+
+    @Test
+    void pagedExpertsAtATightCapGiveTheUnpagedOutputs() {
+        int[] lengths = {13, 4, 9};
+        int[] maxNew = {5, 7, 6};
+        try (Rig rig = new Rig(10, 0, 3)) {
+            Scheduler scheduler = Scheduler.builder(rig.runner, rig.kv).preemption(PreemptionMode.RECOMPUTE).build();
+            Output[] outs = new Output[lengths.length];
+            for (int i = 0; i < lengths.length; i++) {
+                outs[i] = new Output();
+                scheduler.submit(prompt(80 + i, lengths[i]), maxNew[i], outs[i]);
+            }
+            drain(scheduler, rig);
+            assertThat(rig.runner.groupedLayerRuns()).as("prefills split into token groups").isPositive();
+            for (int i = 0; i < lengths.length; i++) {
+                assertSame(outs[i], alone(prompt(80 + i, lengths[i]), maxNew[i]), "paged request " + i);
             }
             rig.assertNothingHeld();
         }
