@@ -12,6 +12,7 @@ import dev.strata.cache.kv.BlockLocation;
 import dev.strata.cache.kv.KvDropRelay;
 import dev.strata.cache.policy.PolicyKind;
 import dev.strata.memory.host.HostTier;
+import dev.strata.testing.Property;
 import dev.strata.memory.transfer.TransferEngine;
 import dev.strata.cache.kv.KvBlockManager;
 import dev.strata.cache.kv.KvGeometry;
@@ -381,6 +382,72 @@ class SchedulerTest {
                 rig.assertNothingHeld();
             }
         }
+    }
+
+    @Test
+    void randomArrivalsCancellationsAndBudgetsKeepEveryOutputAPrefixOfRunningAlone() {
+        Property.forAll("scheduler random", 16, random -> {
+            int slots = 6 + random.nextInt(9);
+            PreemptionMode mode = random.nextBoolean() ? PreemptionMode.SWAP : PreemptionMode.RECOMPUTE;
+            int floor = random.nextInt(4);
+            int requests = 3 + random.nextInt(4);
+            int[][] prompts = new int[requests][];
+            int[] maxNew = new int[requests];
+            int[] arrival = new int[requests]; // the step before which it is submitted
+            int[] cancelAt = new int[requests]; // the step before which it is cancelled, -1 never
+            for (int i = 0; i < requests; i++) {
+                prompts[i] = prompt(random.nextLong(), 1 + random.nextInt(14));
+                maxNew[i] = 1 + random.nextInt(8);
+                arrival[i] = random.nextInt(6);
+                cancelAt[i] = random.nextInt(4) == 0 ? arrival[i] + random.nextInt(6) : -1;
+            }
+            try (Rig rig = new Rig(slots)) {
+                Scheduler scheduler = Scheduler.builder(rig.runner, rig.kv).preemption(mode).admissionFloor(() -> floor).build();
+                Output[] outs = new Output[requests];
+                long[] ids = new long[requests];
+                for (int step = 0; step < 10_000; step++) {
+                    for (int i = 0; i < requests; i++) {
+                        if (arrival[i] == step) {
+                            outs[i] = new Output();
+                            ids[i] = scheduler.submit(prompts[i], maxNew[i], outs[i]);
+                        }
+                        if (cancelAt[i] == step) {
+                            scheduler.cancel(ids[i]);
+                        }
+                    }
+                    boolean more = scheduler.step();
+                    rig.kv.checkInvariants();
+                    assertThat(scheduler.heldBlocks()).isLessThanOrEqualTo(slots);
+                    for (Output o : outs) {
+                        assertThat(o == null ? 0 : o.finishes.size()).isLessThanOrEqualTo(1);
+                    }
+                    if (!more && step > 12) {
+                        break;
+                    }
+                }
+                assertThat(scheduler.idle()).isTrue();
+                for (int i = 0; i < requests; i++) {
+                    Output o = outs[i];
+                    assertThat(o.finishes).hasSize(1);
+                    if ((prompts[i].length + maxNew[i] + BLOCK_TOKENS - 1) / BLOCK_TOKENS > slots) {
+                        assertThat(o.finishes).containsExactly(FinishReason.TOO_LONG);
+                        continue;
+                    }
+                    Output want = alone(prompts[i], maxNew[i]);
+                    if (o.finishes.get(0) == FinishReason.CANCELLED) {
+                        assertThat(cancelAt[i]).isNotNegative();
+                        int n = o.tokens.size();
+                        assertThat(n).isLessThan(maxNew[i]);
+                        want.tokens.subList(n, want.tokens.size()).clear();
+                        want.logits.subList(n, want.logits.size()).clear();
+                    } else {
+                        assertThat(o.finishes).containsExactly(FinishReason.LENGTH);
+                    }
+                    assertSame(o, want, mode + " request " + i);
+                }
+                rig.assertNothingHeld();
+            }
+        });
     }
 
     @Test
