@@ -79,6 +79,7 @@ public final class ModelRunner {
     private final Rope rope;
     private final float eps;
     private long groupedLayerRuns; // MoE layer runs whose batch was split into more than one token group
+    private RoutingObserver routingObserver; // null: routing not reported (the default)
 
     /**
      * @param weights the model
@@ -165,6 +166,14 @@ public final class ModelRunner {
         return groupedLayerRuns;
     }
 
+    /**
+     * Sets the observer told the routed experts of every token at every MoE layer, or null (the
+     * default) for none. Runner's thread only.
+     */
+    public void routingObserver(RoutingObserver observer) {
+        this.routingObserver = observer;
+    }
+
     /** A new, empty sequence. */
     public Sequence newSequence() {
         return new Sequence(kv.newSequence());
@@ -190,6 +199,62 @@ public final class ModelRunner {
             return length;
         }
 
+        /** KV blocks the sequence holds now. */
+        public int blockCount() {
+            return seq.blockCount();
+        }
+
+        /** Whether the sequence's KV was given up by {@link #preempt} and not yet {@link #resume}d. */
+        public boolean preempted() {
+            return seq.state() == KvSequence.State.PREEMPTED;
+        }
+
+        /**
+         * Gives the sequence KV slots for its first {@code totalTokens} tokens (at least its
+         * length), so that a following {@link #decode} finds them; the expected outcomes of a full
+         * cache are returned, not thrown.
+         */
+        public AllocationStatus reserve(int totalTokens) {
+            if (closed || seq.state() != KvSequence.State.RUNNING) {
+                throw new IllegalStateException("sequence " + seq.id() + " is not running (closed " + closed + ", "
+                        + seq.state() + "); cannot reserve " + totalTokens + " tokens");
+            }
+            return kv.allocateTo(seq, Math.max(totalTokens, seq.tokens()));
+        }
+
+        /**
+         * Swaps the sequence's KV out ({@link KvBlockManager#preempt}): committed blocks are offloaded
+         * when the manager has a store (else dropped), their slots freed; the tokens stay here.
+         */
+        public void preempt() {
+            if (closed || length == 0 || preempted()) {
+                throw new IllegalStateException("only a running sequence after its prefill can be preempted (closed "
+                        + closed + ", " + length + " tokens, " + seq.state() + ")");
+            }
+            kv.preempt(seq);
+        }
+
+        /**
+         * Resumes a preempted sequence: loads whatever of its committed blocks is still cached or
+         * stored, then recomputes the rest of its tokens (at least the last).
+         *
+         * @return the logits after its last token ({@code [vocab]}), or null when the KV cache has no
+         *         room for all its tokens (the sequence is then preempted again, holding nothing)
+         */
+        public float[] resume() {
+            if (closed || !preempted()) {
+                throw new IllegalStateException("sequence " + seq.id() + " is not preempted (" + seq.state() + ")");
+            }
+            kv.resume(seq).join();
+            kv.poll();
+            int loaded = Math.min(seq.tokens(), length - 1); // tokens whose KV came back; the last is always computed
+            if (kv.allocateTo(seq, Math.max(length, seq.tokens())) != AllocationStatus.ALLOCATED) {
+                kv.preempt(seq);
+                return null;
+            }
+            return step(loaded, length - loaded, false)[0];
+        }
+
         /** Prompt tokens whose KV the prefill loaded from cached blocks instead of computing. */
         public int reusedTokens() {
             return reused;
@@ -203,6 +268,28 @@ public final class ModelRunner {
          * @return {@code [positions][vocab]}: the computed positions in order (the last is the prompt's last)
          */
         public float[][] prefill(int[] prompt, boolean everyPosition) {
+            AllocationStatus status = beginPrefill(prompt);
+            if (status != AllocationStatus.ALLOCATED) {
+                throw new IllegalStateException("KV manager could not give sequence " + seq.id() + " slots for "
+                        + prompt.length + " tokens: " + status + " (" + kv.freeSlots() + " free slots)");
+            }
+            return step(reused, prompt.length - reused, everyPosition);
+        }
+
+        /**
+         * {@link #prefill}, except that a KV cache without room now ({@link AllocationStatus#WAIT} or
+         * {@link AllocationStatus#NO_SPACE}) returns null instead of throwing; the sequence is then
+         * spent and must be closed.
+         */
+        public float[][] prefillIfRoom(int[] prompt, boolean everyPosition) {
+            if (beginPrefill(prompt) != AllocationStatus.ALLOCATED) {
+                return null;
+            }
+            return step(reused, prompt.length - reused, everyPosition);
+        }
+
+        /** Appends the prompt, loads its cached prefix and allocates slots for all of it. */
+        private AllocationStatus beginPrefill(int[] prompt) {
             if (closed || length != 0) {
                 throw new IllegalStateException("prefill needs a fresh open sequence; this one holds " + length + " tokens");
             }
@@ -216,7 +303,7 @@ public final class ModelRunner {
                 kv.poll();
                 reused = Math.min(seq.tokens(), outcome.loadedBlocks() * geometry.blockTokens());
             }
-            return step(reused, prompt.length - reused, everyPosition);
+            return kv.allocateTo(seq, prompt.length);
         }
 
         /** Appends {@code token} and returns the logits after it ({@code [vocab]}). */
@@ -412,6 +499,9 @@ public final class ModelRunner {
         for (int i = 0; i < n; i++) {
             VectorKernels.softmax(probs, i * experts, experts);
             topK(probs, i * experts, experts, routed[i], gates[i]);
+            if (routingObserver != null) {
+                routingObserver.routed(moeIndex[l], i, routed[i]);
+            }
             if (c.normTopkProb()) {
                 float sum = 0;
                 for (int r = 0; r < topK; r++) {

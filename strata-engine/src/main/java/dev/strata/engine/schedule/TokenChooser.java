@@ -1,0 +1,27 @@
+package dev.strata.engine.schedule;
+
+/**
+ * Picks the next token of a request from the logits after its last token. The scheduler calls it
+ * on its own thread, once per generated token; an implementation with per-request state (a seeded
+ * sampler) keys it by the request id.
+ */
+@FunctionalInterface
+public interface TokenChooser {
+    /** Greedy: the largest logit, ties to the lower token id. */
+    TokenChooser GREEDY = (request, logits) -> {
+        int best = 0;
+        for (int i = 1; i < logits.length; i++) {
+            if (logits[i] > logits[best]) {
+                best = i;
+            }
+        }
+        return best;
+    };
+
+    /**
+     * @param request the request's id
+     * @param logits  {@code [vocab]} logits after the request's last token; read only
+     * @return a token id in {@code [0, vocab)}
+     */
+    int choose(long request, float[] logits);
+}

@@ -1,0 +1,530 @@
+package dev.strata.engine.schedule;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.strata.cache.TieredStore;
+import dev.strata.cache.expert.ExpertMasters;
+import dev.strata.cache.expert.ExpertPager;
+import dev.strata.cache.expert.SlotScope;
+import dev.strata.memory.device.DeviceTier;
+import dev.strata.cache.kv.AllocationStatus;
+import dev.strata.cache.kv.BlockLocation;
+import dev.strata.cache.kv.KvDropRelay;
+import dev.strata.cache.policy.PolicyKind;
+import dev.strata.memory.host.HostTier;
+import dev.strata.testing.Property;
+import dev.strata.memory.transfer.TransferEngine;
+import dev.strata.cache.kv.KvBlockManager;
+import dev.strata.cache.kv.KvGeometry;
+import dev.strata.cache.kv.KvSequence;
+import dev.strata.cache.kv.ModelFingerprint;
+import dev.strata.cache.kv.PrefixHashContext;
+import dev.strata.cache.kv.PrefixHasher;
+import dev.strata.cache.kv.StridedKvLayout;
+import dev.strata.cache.routing.BurstStart;
+import dev.strata.cache.routing.RequestStart;
+import dev.strata.cache.routing.RoutingPhase;
+import dev.strata.cache.routing.RoutingRecord;
+import dev.strata.cache.routing.RoutingStep;
+import dev.strata.cache.routing.RoutingTraceHeader;
+import dev.strata.cache.routing.RoutingTraceReader;
+import dev.strata.cache.routing.RoutingTraceWriter;
+import dev.strata.engine.forward.ModelRunner;
+import dev.strata.engine.kernel.KernelPool;
+import dev.strata.engine.kernel.Kernels;
+import dev.strata.engine.model.DType;
+import dev.strata.engine.model.ModelDirectory;
+import dev.strata.engine.model.ModelFamily;
+import dev.strata.engine.synth.ModelSynthesizer;
+import dev.strata.engine.synth.SynthSpec;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.SplittableRandom;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
+
+/**
+ * The continuous-batching scheduler on a small synthetic Qwen3-MoE: every request's tokens and
+ * logits are bit-identical to running it alone, under concurrency, preemption (swap and
+ * recompute), cancellation and an admission floor; a recorded routing trace reads back as the
+ * routing the runner used.
+ */
+class SchedulerTest {
+    static final int BLOCK_TOKENS = 4;
+
+    @TempDir
+    static Path dir;
+    static Path model;
+
+    @BeforeAll
+    static void synth() throws Exception {
+        model = dir.resolve("qwen3-moe");
+        SynthSpec spec = new SynthSpec(ModelFamily.QWEN3_MOE, 3, 6, 2, 48, 40, 24, 6, 2, 8, 400, DType.BF16, 4242, 1, 0,
+                false);
+        ModelSynthesizer.write(spec, model, (d, t, b, tb) -> { });
+    }
+
+    /**
+     * A runner over a KV manager of {@code slots} blocks, with (when {@code hostBlocks > 0}) a
+     * write-back store over a HOST tier of that many blocks; closes what it opened.
+     */
+    static final class Rig implements AutoCloseable {
+        final ModelDirectory dirModel = ModelDirectory.open(model);
+        final KernelPool pool = new KernelPool(1);
+        final Arena arena = Arena.ofShared();
+        final HostTier host;
+        final TransferEngine transfers;
+        final TieredStore store;
+        final KvBlockManager kv;
+        final ModelRunner runner;
+        HostTier masterTier;
+        DeviceTier expertTier;
+        ExpertMasters masters;
+        ExpertPager pager;
+
+        Rig(int slots) {
+            this(slots, 0, 0);
+        }
+
+        Rig(int slots, int hostBlocks) {
+            this(slots, hostBlocks, 0);
+        }
+
+        /** With {@code expertSlots > 0}, experts are paged through that many slots per MoE layer. */
+        Rig(int slots, int hostBlocks, int expertSlots) {
+            KvGeometry g = ModelRunner.kvGeometry(dirModel.config(), BLOCK_TOKENS);
+            MemorySegment kvArena = arena.allocate(StridedKvLayout.blockMajorBytes(g, slots), 64);
+            PrefixHasher hasher = new PrefixHasher(PrefixHashContext.of(ModelFingerprint.of("qwen3-moe", g), g));
+            KvBlockManager.Builder b = KvBlockManager.builder(StridedKvLayout.blockMajor(g, slots, kvArena), hasher);
+            if (hostBlocks > 0) {
+                long slab = Long.highestOneBit(g.bytesPerBlock() * 2 - 1); // a power of two ≥ the block
+                host = HostTier.slab("scheduler-test-host", hostBlocks * slab, slab);
+                KvDropRelay relay = new KvDropRelay();
+                store = TieredStore.builder().dropListener(relay).tier(host, 1.0, 0.9, PolicyKind.PRIORITY_LRU).build();
+                transfers = new TransferEngine(TransferEngine.Settings.defaults().withStagingBytes(64 * 1024));
+                b.store(store, transfers, relay);
+            } else {
+                host = null;
+                store = null;
+                transfers = null;
+            }
+            kv = b.build();
+            if (expertSlots > 0) {
+                masterTier = HostTier.create("scheduler-test-masters", 64L << 20);
+                expertTier = DeviceTier.cpu("scheduler-test-experts", 64L << 20);
+                masters = ModelRunner.loadMasters(dirModel.weights(), masterTier);
+                pager = ExpertPager.builder(masters, expertTier).topK(dirModel.config().numExpertsPerTok())
+                        .slotsPerLayer(expertSlots).scope(SlotScope.PER_LAYER).build();
+            }
+            runner = new ModelRunner(dirModel.weights(), new Kernels(pool), kv, kvArena, pager);
+        }
+
+        /** Every slot can be had by one new sequence: nothing is held. */
+        void assertNothingHeld() {
+            kv.checkInvariants();
+            KvSequence probe = kv.newSequence();
+            AllocationStatus status = kv.allocateTo(probe, kv.slotCount() * BLOCK_TOKENS);
+            for (int tries = 0; status == AllocationStatus.WAIT && tries < 100; tries++) {
+                kv.awaitIdle(5, TimeUnit.SECONDS); // write-back: evicting waits for the offloads
+                status = kv.allocateTo(probe, kv.slotCount() * BLOCK_TOKENS);
+            }
+            assertThat(status).isEqualTo(AllocationStatus.ALLOCATED);
+            kv.release(probe);
+            kv.checkInvariants();
+        }
+
+        @Override
+        public void close() {
+            if (pager != null) {
+                pager.checkInvariants();
+                pager.close();
+                masters.close();
+                expertTier.close();
+                masterTier.close();
+            }
+            kv.close();
+            if (store != null) {
+                store.close();
+                transfers.close();
+                host.close();
+            }
+            pool.close();
+            arena.close();
+            dirModel.close();
+        }
+    }
+
+    /** What a request produced: its tokens, the logits each was chosen from, how it ended. */
+    static final class Output implements TokenSink {
+        final List<Integer> tokens = new ArrayList<>();
+        final List<float[]> logits = new ArrayList<>();
+        final List<FinishReason> finishes = new ArrayList<>();
+
+        @Override
+        public void token(long request, int token, float[] l) {
+            assertThat(finishes).as("token after finish").isEmpty();
+            tokens.add(token);
+            logits.add(l.clone());
+        }
+
+        @Override
+        public void finished(long request, FinishReason reason) {
+            finishes.add(reason);
+        }
+    }
+
+    /** Greedy generation of {@code maxNew} tokens running the prompt alone, as {@link Output}. */
+    static Output alone(int[] prompt, int maxNew) {
+        Output out = new Output();
+        try (Rig rig = new Rig(64); ModelRunner.Sequence s = rig.runner.newSequence()) {
+            float[] last = s.prefill(prompt, false)[0];
+            for (int i = 0; i < maxNew; i++) {
+                int t = TokenChooser.GREEDY.choose(0, last);
+                out.token(0, t, last);
+                if (i + 1 < maxNew) {
+                    last = s.decode(t);
+                }
+            }
+        }
+        return out;
+    }
+
+    static int[] prompt(long seed, int length) {
+        SplittableRandom random = new SplittableRandom(seed);
+        int[] p = new int[length];
+        for (int i = 0; i < length; i++) {
+            p[i] = random.nextInt(400);
+        }
+        return p;
+    }
+
+    static void assertSame(Output got, Output want, String what) {
+        assertThat(got.tokens).as(what + " tokens").isEqualTo(want.tokens);
+        assertThat(got.logits).as(what + " logit count").hasSameSizeAs(want.logits);
+        for (int i = 0; i < want.logits.size(); i++) {
+            assertThat(bits(got.logits.get(i))).as(what + " logits bits of token " + i).isEqualTo(bits(want.logits.get(i)));
+        }
+    }
+
+    static int[] bits(float[] x) {
+        int[] b = new int[x.length];
+        for (int i = 0; i < x.length; i++) {
+            b[i] = Float.floatToRawIntBits(x[i]);
+        }
+        return b;
+    }
+
+    /** Runs {@code scheduler} to idle, checking the manager's invariants after every step. */
+    static void drain(Scheduler scheduler, Rig rig) {
+        int guard = 0;
+        while (scheduler.step()) {
+            rig.kv.checkInvariants();
+            assertThat(++guard).as("steps").isLessThan(10_000);
+        }
+        rig.kv.checkInvariants();
+    }
+
+    @Test
+    void concurrentRequestsProduceWhatEachProducesAlone() {
+        int[] lengths = {3, 7, 11, 18};
+        int[] maxNew = {6, 5, 8, 4};
+        try (Rig rig = new Rig(64)) {
+            Scheduler scheduler = Scheduler.builder(rig.runner, rig.kv).build();
+            Output[] outs = new Output[lengths.length];
+            for (int i = 0; i < lengths.length; i++) {
+                outs[i] = new Output();
+                scheduler.submit(prompt(10 + i, lengths[i]), maxNew[i], outs[i]);
+            }
+            drain(scheduler, rig);
+            assertThat(scheduler.peakRunning()).isEqualTo(lengths.length);
+            assertThat(scheduler.preemptions()).isZero();
+            for (int i = 0; i < lengths.length; i++) {
+                assertSame(outs[i], alone(prompt(10 + i, lengths[i]), maxNew[i]), "request " + i);
+                assertThat(outs[i].finishes).containsExactly(FinishReason.LENGTH);
+            }
+            rig.assertNothingHeld();
+        }
+    }
+
+    @Test
+    void pagedExpertsAtATightCapGiveTheUnpagedOutputs() {
+        int[] lengths = {13, 4, 9};
+        int[] maxNew = {5, 7, 6};
+        try (Rig rig = new Rig(10, 0, 3)) {
+            Scheduler scheduler = Scheduler.builder(rig.runner, rig.kv).preemption(PreemptionMode.RECOMPUTE).build();
+            Output[] outs = new Output[lengths.length];
+            for (int i = 0; i < lengths.length; i++) {
+                outs[i] = new Output();
+                scheduler.submit(prompt(80 + i, lengths[i]), maxNew[i], outs[i]);
+            }
+            drain(scheduler, rig);
+            assertThat(rig.runner.groupedLayerRuns()).as("prefills split into token groups").isPositive();
+            for (int i = 0; i < lengths.length; i++) {
+                assertSame(outs[i], alone(prompt(80 + i, lengths[i]), maxNew[i]), "paged request " + i);
+            }
+            rig.assertNothingHeld();
+        }
+    }
+
+    @ParameterizedTest
+    @EnumSource(PreemptionMode.class)
+    void aTightKvBudgetPreemptsAndStillGivesIdenticalOutputs(PreemptionMode mode) {
+        int[] lengths = {5, 6, 9, 7, 3};
+        int[] maxNew = {8, 9, 7, 8, 10};
+        try (Rig rig = new Rig(8)) {
+            Scheduler scheduler = Scheduler.builder(rig.runner, rig.kv).preemption(mode).build();
+            Output[] outs = new Output[lengths.length];
+            for (int i = 0; i < lengths.length; i++) {
+                outs[i] = new Output();
+                scheduler.submit(prompt(20 + i, lengths[i]), maxNew[i], outs[i]);
+            }
+            drain(scheduler, rig);
+            assertThat(scheduler.preemptions()).as("preemptions").isPositive();
+            assertThat(scheduler.resumes()).as("resumes").isEqualTo(scheduler.preemptions());
+            for (int i = 0; i < lengths.length; i++) {
+                assertSame(outs[i], alone(prompt(20 + i, lengths[i]), maxNew[i]), mode + " request " + i);
+                assertThat(outs[i].finishes).containsExactly(FinishReason.LENGTH);
+            }
+            rig.assertNothingHeld();
+        }
+    }
+
+    @Test
+    void swapPreemptionBringsBlocksBackFromTheStore() {
+        int[] lengths = {9, 6, 11, 7};
+        int[] maxNew = {9, 9, 8, 10};
+        try (Rig rig = new Rig(9, 64)) {
+            Scheduler scheduler = Scheduler.builder(rig.runner, rig.kv).preemption(PreemptionMode.SWAP).build();
+            Output[] outs = new Output[lengths.length];
+            for (int i = 0; i < lengths.length; i++) {
+                outs[i] = new Output();
+                scheduler.submit(prompt(70 + i, lengths[i]), maxNew[i], outs[i]);
+            }
+            drain(scheduler, rig);
+            rig.kv.awaitIdle(10, TimeUnit.SECONDS);
+            rig.kv.checkInvariants();
+            assertThat(scheduler.preemptions()).as("preemptions").isPositive();
+            assertThat(rig.kv.stats().hits(BlockLocation.HOST)).as("blocks loaded back from HOST").isPositive();
+            for (int i = 0; i < lengths.length; i++) {
+                assertSame(outs[i], alone(prompt(70 + i, lengths[i]), maxNew[i]), "swap request " + i);
+                assertThat(outs[i].finishes).containsExactly(FinishReason.LENGTH);
+            }
+            rig.assertNothingHeld();
+        }
+    }
+
+    @Test
+    void cancellationFreesTheSequencesBlocks() throws Exception {
+        try (Rig rig = new Rig(16)) {
+            Scheduler scheduler = Scheduler.builder(rig.runner, rig.kv).build();
+            Output a = new Output();
+            Output b = new Output();
+            Output c = new Output();
+            long ida = scheduler.submit(prompt(30, 9), 40, a);
+            long idb = scheduler.submit(prompt(31, 6), 5, b);
+            scheduler.step();
+            scheduler.step();
+            int heldBefore = scheduler.heldBlocks();
+            assertThat(scheduler.runningCount()).isEqualTo(2);
+            // cancel from another thread, and a request still in the inbox
+            Thread t = new Thread(() -> scheduler.cancel(ida));
+            t.start();
+            t.join();
+            long idc = scheduler.submit(prompt(32, 13), 40, c);
+            assertThat(scheduler.cancel(idc)).isTrue();
+            scheduler.step();
+            rig.kv.checkInvariants();
+            assertThat(a.finishes).containsExactly(FinishReason.CANCELLED);
+            assertThat(c.finishes).containsExactly(FinishReason.CANCELLED);
+            assertThat(c.tokens).isEmpty();
+            assertThat(scheduler.runningCount()).isEqualTo(1);
+            assertThat(scheduler.heldBlocks()).isLessThan(heldBefore);
+            assertThat(scheduler.cancel(ida)).as("a finished request is not live").isFalse();
+            drain(scheduler, rig);
+            assertSame(b, alone(prompt(31, 6), 5), "survivor");
+            assertThat(b.finishes).containsExactly(FinishReason.LENGTH);
+            rig.assertNothingHeld();
+
+            Output d = new Output();
+            long idd = scheduler.submit(prompt(33, 10), 30, d);
+            scheduler.step();
+            scheduler.close();
+            assertThat(d.finishes).containsExactly(FinishReason.CANCELLED);
+            assertThat(scheduler.cancel(idd)).isFalse();
+            rig.assertNothingHeld();
+        }
+    }
+
+    @Test
+    void admissionRespectsTheFloor() {
+        int[] maxNew = {4, 6, 3, 5};
+        for (int floor : new int[] {0, 12}) {
+            try (Rig rig = new Rig(16)) {
+                Scheduler scheduler = Scheduler.builder(rig.runner, rig.kv).admissionFloor(() -> floor).build();
+                Output[] outs = new Output[maxNew.length];
+                for (int i = 0; i < maxNew.length; i++) {
+                    outs[i] = new Output();
+                    scheduler.submit(prompt(40 + i, 7), maxNew[i], outs[i]);
+                }
+                drain(scheduler, rig);
+                assertThat(scheduler.peakRunning()).as("floor " + floor).isEqualTo(floor == 0 ? 4 : 2);
+                for (int i = 0; i < maxNew.length; i++) {
+                    assertSame(outs[i], alone(prompt(40 + i, 7), maxNew[i]), "floor " + floor + " request " + i);
+                }
+                rig.assertNothingHeld();
+            }
+        }
+    }
+
+    @Test
+    void randomArrivalsCancellationsAndBudgetsKeepEveryOutputAPrefixOfRunningAlone() {
+        Property.forAll("scheduler random", 16, random -> {
+            int slots = 6 + random.nextInt(9);
+            PreemptionMode mode = random.nextBoolean() ? PreemptionMode.SWAP : PreemptionMode.RECOMPUTE;
+            int floor = random.nextInt(4);
+            int requests = 3 + random.nextInt(4);
+            int[][] prompts = new int[requests][];
+            int[] maxNew = new int[requests];
+            int[] arrival = new int[requests]; // the step before which it is submitted
+            int[] cancelAt = new int[requests]; // the step before which it is cancelled, -1 never
+            for (int i = 0; i < requests; i++) {
+                prompts[i] = prompt(random.nextLong(), 1 + random.nextInt(14));
+                maxNew[i] = 1 + random.nextInt(8);
+                arrival[i] = random.nextInt(6);
+                cancelAt[i] = random.nextInt(4) == 0 ? arrival[i] + random.nextInt(6) : -1;
+            }
+            try (Rig rig = new Rig(slots)) {
+                Scheduler scheduler = Scheduler.builder(rig.runner, rig.kv).preemption(mode).admissionFloor(() -> floor).build();
+                Output[] outs = new Output[requests];
+                long[] ids = new long[requests];
+                for (int step = 0; step < 10_000; step++) {
+                    for (int i = 0; i < requests; i++) {
+                        if (arrival[i] == step) {
+                            outs[i] = new Output();
+                            ids[i] = scheduler.submit(prompts[i], maxNew[i], outs[i]);
+                        }
+                        if (cancelAt[i] == step) {
+                            scheduler.cancel(ids[i]);
+                        }
+                    }
+                    boolean more = scheduler.step();
+                    rig.kv.checkInvariants();
+                    assertThat(scheduler.heldBlocks()).isLessThanOrEqualTo(slots);
+                    for (Output o : outs) {
+                        assertThat(o == null ? 0 : o.finishes.size()).isLessThanOrEqualTo(1);
+                    }
+                    if (!more && step > 12) {
+                        break;
+                    }
+                }
+                assertThat(scheduler.idle()).isTrue();
+                for (int i = 0; i < requests; i++) {
+                    Output o = outs[i];
+                    assertThat(o.finishes).hasSize(1);
+                    if ((prompts[i].length + maxNew[i] + BLOCK_TOKENS - 1) / BLOCK_TOKENS > slots) {
+                        assertThat(o.finishes).containsExactly(FinishReason.TOO_LONG);
+                        continue;
+                    }
+                    Output want = alone(prompts[i], maxNew[i]);
+                    if (o.finishes.get(0) == FinishReason.CANCELLED) {
+                        assertThat(cancelAt[i]).isNotNegative();
+                        int n = o.tokens.size();
+                        assertThat(n).isLessThan(maxNew[i]);
+                        want.tokens.subList(n, want.tokens.size()).clear();
+                        want.logits.subList(n, want.logits.size()).clear();
+                    } else {
+                        assertThat(o.finishes).containsExactly(FinishReason.LENGTH);
+                    }
+                    assertSame(o, want, mode + " request " + i);
+                }
+                rig.assertNothingHeld();
+            }
+        });
+    }
+
+    @Test
+    void tooLongARequestEndsAtOnce() {
+        try (Rig rig = new Rig(4)) {
+            Scheduler scheduler = Scheduler.builder(rig.runner, rig.kv).build();
+            Output o = new Output();
+            scheduler.submit(prompt(50, 14), 3, o);
+            drain(scheduler, rig);
+            assertThat(o.finishes).containsExactly(FinishReason.TOO_LONG);
+            assertThat(o.tokens).isEmpty();
+        }
+    }
+
+    @Test
+    void aRecordedRoutingTraceReadsBackAsTheRunnersRouting() throws Exception {
+        int[] lengths = {5, 9};
+        int[] maxNew = {3, 5};
+        // each request alone: the layer-major ids of each forward call
+        List<List<int[]>> aloneSteps = new ArrayList<>();
+        for (int i = 0; i < lengths.length; i++) {
+            List<int[]> steps = new ArrayList<>();
+            try (Rig rig = new Rig(64); ModelRunner.Sequence s = rig.runner.newSequence()) {
+                int[] buf = new int[4096];
+                int[] n = {0};
+                rig.runner.routingObserver((layer, token, ids) -> {
+                    System.arraycopy(ids, 0, buf, n[0], ids.length);
+                    n[0] += ids.length;
+                });
+                float[] last = s.prefill(prompt(60 + i, lengths[i]), false)[0];
+                steps.add(Arrays.copyOf(buf, n[0]));
+                for (int k = 1; k < maxNew[i]; k++) {
+                    n[0] = 0;
+                    last = s.decode(TokenChooser.GREEDY.choose(0, last));
+                    steps.add(Arrays.copyOf(buf, n[0]));
+                }
+            }
+            aloneSteps.add(steps);
+        }
+        Path file = dir.resolve("routing.trace");
+        RoutingTraceHeader header = new RoutingTraceHeader(3, 6, 2, "qwen3-moe");
+        long[] ids = new long[lengths.length];
+        try (Rig rig = new Rig(64); RoutingTraceWriter writer = RoutingTraceWriter.create(file, header)) {
+            Scheduler scheduler = Scheduler.builder(rig.runner, rig.kv).routingTrace(writer).build();
+            for (int i = 0; i < lengths.length; i++) {
+                ids[i] = scheduler.submit(100 + i, prompt(60 + i, lengths[i]), maxNew[i], new Output());
+            }
+            drain(scheduler, rig);
+            scheduler.close();
+        }
+        // step 1 admits and prefills both; each later step decodes each running request once
+        List<RoutingRecord> want = new ArrayList<>();
+        int steps = Arrays.stream(maxNew).max().orElseThrow();
+        for (int s = 0; s < steps; s++) {
+            want.add(BurstStart.INSTANCE);
+            for (int i = 0; i < lengths.length; i++) {
+                if (s >= maxNew[i]) {
+                    continue;
+                }
+                if (s == 0) {
+                    want.add(new RequestStart(100 + i, ids[i]));
+                }
+                int[] stepIds = aloneSteps.get(i).get(s);
+                want.add(RoutingStep.of(header, s == 0 ? RoutingPhase.PREFILL : RoutingPhase.DECODE,
+                        stepIds.length / header.idsPerToken(), stepIds));
+            }
+        }
+        List<RoutingRecord> got = new ArrayList<>();
+        try (RoutingTraceReader reader = RoutingTraceReader.open(file)) {
+            assertThat(reader.header()).isEqualTo(header);
+            for (RoutingRecord r; (r = reader.next()) != null; ) {
+                got.add(r);
+            }
+            assertThat(reader.ending()).isEqualTo(RoutingTraceReader.Ending.CLEAN);
+        }
+        assertThat(got).isEqualTo(want);
+        RoutingStep prefill = (RoutingStep) got.get(2);
+        assertThat(prefill.tokens()).isEqualTo(lengths[0]);
+    }
+}
