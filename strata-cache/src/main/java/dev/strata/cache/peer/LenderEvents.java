@@ -1,0 +1,18 @@
+package dev.strata.cache.peer;
+
+/**
+ * What a {@link PeerLender} tells its client.
+ *
+ * <p>Threads: called on the lender's event thread, one event at a time per lender.
+ */
+public interface LenderEvents {
+
+    /** The agent wants {@code region} back by {@code deadlineNanos} ({@link System#nanoTime()} scale). */
+    void revocationRequested(LentRegion region, long deadlineNanos);
+
+    /** {@code region} was fenced: its epoch advanced before the client acknowledged. */
+    void fenced(LentRegion region);
+
+    /** The agent died or became unreachable; all its regions are gone. */
+    void peerLost(int peer);
+}
