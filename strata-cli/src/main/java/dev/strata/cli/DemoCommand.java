@@ -68,7 +68,7 @@ final class DemoCommand implements Callable<Integer> {
     @Option(names = "--expert-cap", description = "expert slots per MoE layer of each instance (the model has 32 experts) (default: ${DEFAULT-VALUE})")
     int expertCap = 8;
     @Option(names = "--kv-blocks", description = "DEVICE KV blocks of 16 tokens per instance (default: ${DEFAULT-VALUE})")
-    int kvBlocks = 48;
+    int kvBlocks = 64;
     @Option(names = "--host-kv", paramLabel = "SIZE", description = "HOST KV tier per instance (default: ${DEFAULT-VALUE})")
     String hostKv = "64MiB";
     @Option(names = "--pool-capacity", paramLabel = "SIZE", description = "the shared pool's capacity (default: ${DEFAULT-VALUE})")
@@ -105,6 +105,13 @@ final class DemoCommand implements Callable<Integer> {
             runServed(dir, report);
         } catch (IOException e) {
             throw new UncheckedIOException("cannot create " + workDir + ": " + e.getMessage(), e);
+        } catch (IllegalStateException e) {
+            System.err.println("strata demo: failed: " + e.getMessage());
+            if (e.getMessage() != null && e.getMessage().contains("above the limit")) {
+                System.err.println("strata demo: the conversations outgrew one sequence's KV: raise --kv-blocks (now " + kvBlocks
+                        + " blocks of " + BLOCK_TOKENS + " tokens) or lower --turns");
+            }
+            return 2;
         } finally {
             cleanup();
             try {
@@ -136,8 +143,13 @@ final class DemoCommand implements Callable<Integer> {
         if (expertCap < 0) {
             throw new IllegalArgumentException("--expert-cap must be at least 0, got " + expertCap);
         }
-        Sizes.parse(hostKv);
-        Sizes.parse(poolCapacity);
+        for (String[] v : new String[][] {{"--host-kv", hostKv}, {"--pool-capacity", poolCapacity}}) {
+            try {
+                Sizes.parse(v[1]);
+            } catch (IllegalArgumentException e) {
+                throw new IllegalArgumentException(v[0] + ": " + e.getMessage(), e);
+            }
+        }
         if (!Files.isDirectory(shm)) {
             throw new IllegalArgumentException("--shm " + shm + " is not a directory");
         }

@@ -43,12 +43,10 @@ final class DemoSessions {
         return TextSample.topics().get(session % TextSample.topics().size()).name();
     }
 
-    /** The user message of {@code turn} of {@code session}: two sentences of its topic and a question. */
+    /** The user message of {@code turn} of {@code session}: a sentence of its topic and a question. */
     String userMessage(int session, int turn) {
         List<String> list = sentences.get(session % sentences.size());
-        int n = list.size();
-        int first = (turn * 2 + session / sentences.size()) % n;
-        return list.get(first) + " " + list.get((first + 1) % n) + " What should I know about this?";
+        return list.get((turn + session / sentences.size()) % list.size()) + " Why?";
     }
 
     /**
