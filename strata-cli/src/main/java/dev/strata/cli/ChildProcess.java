@@ -49,7 +49,8 @@ final class ChildProcess {
 
     /**
      * The command line that runs {@code strata args...} in a new JVM like this one: this JVM's
-     * {@code java}, the flags Strata needs, {@code -Dstrata.home} when set, and this JVM's class path.
+     * {@code java}, the flags Strata needs, {@code $STRATA_JAVA_OPTS}, {@code -Dstrata.home} when set,
+     * and this JVM's class path (absolute or relative to the working directory, which the child shares).
      *
      * @throws IllegalStateException if this JVM's class path is unknown
      */
@@ -64,6 +65,10 @@ final class ChildProcess {
         }
         List<String> cmd = new ArrayList<>(List.of(java.toString(), "--add-modules", "jdk.incubator.vector",
                 "--enable-native-access=ALL-UNNAMED", "--sun-misc-unsafe-memory-access=allow", "-XX:+UseSerialGC", "-Xmx512m"));
+        String extra = System.getenv("STRATA_JAVA_OPTS"); // bin/strata's extra JVM flags reach the children too
+        if (extra != null && !extra.isBlank()) {
+            cmd.addAll(List.of(extra.strip().split("\\s+")));
+        }
         String home = System.getProperty("strata.home");
         if (home != null) {
             cmd.add("-Dstrata.home=" + home);

@@ -87,6 +87,7 @@ final class DemoCommand implements Callable<Integer> {
     private final List<ChildProcess> children = new ArrayList<>(); // guarded by this
     private Path workDir;
     private boolean cleaned; // guarded by this
+    private final Object cleanupLock = new Object(); // held for the whole cleanup
 
     @Override
     public Integer call() {
@@ -172,6 +173,7 @@ final class DemoCommand implements Callable<Integer> {
                 rpc.toString(), "--capacity", poolCapacity, "--model-fingerprint", fingerprint, "--hash-version",
                 Integer.toString(PrefixHasher.VERSION), "--channels", "4", "--exit-with", Long.toString(self)));
         node.awaitLine(NODE_READY, 60_000);
+        progress("strata node ready (pid " + node.pid() + ")");
         report.nodePid = node.pid();
         String[] bases = new String[2];
         ChildProcess[] instances = new ChildProcess[2];
@@ -187,6 +189,7 @@ final class DemoCommand implements Callable<Integer> {
             Matcher m = instances[i].awaitLine(SERVING, 120_000);
             bases[i] = "http://" + m.group(1) + ":" + m.group(2);
             report.instancePids[i] = instances[i].pid();
+            progress("engine instance " + report.instanceNames[i] + " ready at " + bases[i] + " (pid " + instances[i].pid() + ")");
         }
         report.setup = String.format(Locale.ROOT, "model %s (%s, %d layers, %d experts, top-%d); per instance: %d expert slots per layer, "
                         + "%d DEVICE KV blocks of %d tokens, %s HOST KV; pool %s",
@@ -320,8 +323,18 @@ final class DemoCommand implements Callable<Integer> {
         }
     }
 
-    /** Stops the instances, then the node, then removes the pool's directory. Idempotent. */
+    /**
+     * Stops the instances, then the node, then removes the pool's directory. Idempotent; a second
+     * caller (the shutdown hook while the main thread cleans up, or the reverse) waits until the
+     * first is done, so the JVM never exits half-way through.
+     */
     private void cleanup() {
+        synchronized (cleanupLock) {
+            cleanupOnce();
+        }
+    }
+
+    private void cleanupOnce() {
         List<ChildProcess> toStop;
         synchronized (this) {
             if (cleaned) {

@@ -8,8 +8,14 @@ import dev.strata.engine.model.DType;
 import dev.strata.engine.model.ModelFamily;
 import dev.strata.engine.synth.ModelSynthesizer;
 import dev.strata.engine.synth.SynthSpec;
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.io.Writer;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -48,6 +54,42 @@ class DemoCommandTest {
         }
         assertThat(Path.of(r.get("shm_dir").asText())).doesNotExist();
         assertThat(Path.of("/dev/shm", "strata-demo-" + ProcessHandle.current().pid())).doesNotExist();
+    }
+
+    @Test
+    void anInterruptedDemoLeavesNoChildAndNoPoolBehind() throws Exception {
+        Path model = dir.resolve("demo-test-moe");
+        ModelSynthesizer.write(new SynthSpec(ModelFamily.QWEN3_MOE, 2, 8, 2, 64, 96, 32, 4, 2, 16, 512, DType.BF16, 12, 1, 4, false),
+                model, (d, t, b, tb) -> { });
+        String javaBin = System.getProperty("strata.java", Path.of(System.getProperty("java.home"), "bin", "java").toString());
+        Process demo = new ProcessBuilder(javaBin, "--add-modules", "jdk.incubator.vector", "--enable-native-access=ALL-UNNAMED",
+                "-cp", System.getProperty("java.class.path"), StrataCommand.class.getName(), "demo", "--model", model.toString(),
+                "--sessions", "2", "--turns", "50", "--max-tokens", "4", "--kv-blocks", "512", "--host-kv", "8MiB",
+                "--pool-capacity", "32MiB").redirectErrorStream(true).start();
+        List<ProcessHandle> children;
+        Path shmDir = Path.of("/dev/shm", "strata-demo-" + demo.pid());
+        try (var out = new BufferedReader(new InputStreamReader(demo.getInputStream(), StandardCharsets.UTF_8))) {
+            StringBuilder seen = new StringBuilder();
+            for (String line; (line = out.readLine()) != null; ) {
+                seen.append(line).append('\n');
+                if (line.contains("turn 1 of 50 done")) {
+                    break;
+                }
+            }
+            assertThat(seen.toString()).as("the demo got to its replay").contains("turn 1 of 50 done");
+            children = demo.descendants().toList();
+            assertThat(children).as("node and two instances").hasSizeGreaterThanOrEqualTo(3);
+            assertThat(shmDir).isDirectory();
+            // Ctrl-C: SIGINT to the demo alone (a terminal would also signal the children)
+            assertThat(new ProcessBuilder("kill", "-INT", Long.toString(demo.pid())).start().waitFor()).isZero();
+            out.transferTo(Writer.nullWriter());
+        }
+        assertThat(demo.waitFor(60, TimeUnit.SECONDS)).as("the demo exits").isTrue();
+        for (ProcessHandle child : children) {
+            child.onExit().get(15, TimeUnit.SECONDS);
+            assertThat(child.isAlive()).as("child %d", child.pid()).isFalse();
+        }
+        assertThat(shmDir).doesNotExist();
     }
 
     @Test
