@@ -38,7 +38,8 @@ import picocli.CommandLine.Option;
  * same prompts through an unpaged in-process engine, and prints what happened: prefix KV blocks
  * found per tier, TTFT cold and warm (including blocks the other instance wrote), decode speed,
  * the expert hit rate under a cap smaller than the experts, and whether every output was
- * byte-identical. Exits 1 if an output differed.
+ * byte-identical. Exits 0 when every output matched, 1 if one differed, 2 on bad arguments or a
+ * failure (a child that did not start, a request that failed), after cleaning up.
  *
  * <p>Design note (cleanup): the children and the pool's directory are registered with one
  * idempotent cleanup that runs in a {@code finally}, and from a shutdown hook on Ctrl-C or
@@ -66,9 +67,9 @@ final class DemoCommand implements Callable<Integer> {
     @Option(names = "--max-tokens", description = "tokens generated per turn (default: ${DEFAULT-VALUE})")
     int maxTokens = 16;
     @Option(names = "--expert-cap", description = "expert slots per MoE layer of each instance (the model has 32 experts) (default: ${DEFAULT-VALUE})")
-    int expertCap = 8;
+    int expertCap = 16;
     @Option(names = "--kv-blocks", description = "DEVICE KV blocks of 16 tokens per instance (default: ${DEFAULT-VALUE})")
-    int kvBlocks = 64;
+    int kvBlocks = 48;
     @Option(names = "--host-kv", paramLabel = "SIZE", description = "HOST KV tier per instance (default: ${DEFAULT-VALUE})")
     String hostKv = "64MiB";
     @Option(names = "--pool-capacity", paramLabel = "SIZE", description = "the shared pool's capacity (default: ${DEFAULT-VALUE})")
@@ -91,8 +92,22 @@ final class DemoCommand implements Callable<Integer> {
 
     @Override
     public Integer call() {
+        try {
+            return run();
+        } catch (IllegalStateException e) {
+            System.err.println("strata demo: failed: " + e.getMessage());
+            if (e.getMessage() != null && e.getMessage().contains("above the limit")) {
+                System.err.println("strata demo: the conversations outgrew one sequence's KV: raise --kv-blocks (now " + kvBlocks
+                        + " blocks of " + BLOCK_TOKENS + " tokens) or lower --turns");
+            }
+            return 2;
+        }
+    }
+
+    private int run() {
         validate();
         Path dir = model != null ? model : DemoModel.ensure(modelsDir != null ? modelsDir : DemoModel.defaultCacheRoot(), System.err);
+        long start = System.nanoTime();
         removeStaleWorkDirs();
         workDir = shm.resolve("strata-demo-" + ProcessHandle.current().pid());
         Thread hook = new Thread(this::cleanup, "strata-demo-cleanup");
@@ -106,13 +121,6 @@ final class DemoCommand implements Callable<Integer> {
             runServed(dir, report);
         } catch (IOException e) {
             throw new UncheckedIOException("cannot create " + workDir + ": " + e.getMessage(), e);
-        } catch (IllegalStateException e) {
-            System.err.println("strata demo: failed: " + e.getMessage());
-            if (e.getMessage() != null && e.getMessage().contains("above the limit")) {
-                System.err.println("strata demo: the conversations outgrew one sequence's KV: raise --kv-blocks (now " + kvBlocks
-                        + " blocks of " + BLOCK_TOKENS + " tokens) or lower --turns");
-            }
-            return 2;
         } finally {
             cleanup();
             try {
@@ -127,6 +135,7 @@ final class DemoCommand implements Callable<Integer> {
         report.shmRemoved = !Files.exists(workDir);
         progress("replaying the same prompts through an unpaged in-process engine");
         runUnpaged(dir, report);
+        report.seconds = (System.nanoTime() - start) / 1e9;
         report.print(System.out);
         if (reportJson != null) {
             report.writeJson(reportJson);

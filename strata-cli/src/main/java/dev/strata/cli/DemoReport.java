@@ -88,6 +88,7 @@ final class DemoReport {
     boolean childrenStopped;
     boolean shmRemoved;
     Path shmDir;
+    double seconds; // the whole demo's wall time, model synthesis excluded
 
     private List<Turn> replay() {
         return turns.stream().filter(t -> t.session >= 0).toList();
@@ -208,6 +209,7 @@ final class DemoReport {
         }
         out.printf(Locale.ROOT, "  cleanup: child processes stopped: %s; %s removed: %s%n", childrenStopped ? "yes" : "NO", shmDir,
                 shmRemoved ? "yes" : "NO");
+        out.printf(Locale.ROOT, "  finished in %.1f s%n", seconds);
         out.flush();
     }
 
@@ -228,7 +230,7 @@ final class DemoReport {
         }
         root.put("cross_instance_turns", crossInstanceTurns()).put("cross_instance_blocks", crossInstanceBlocks());
         root.put("decode_tokens_per_s", decodeTokensPerSecond()).put("expert_hit_rate", expertHitRate());
-        root.put("byte_identical", identical());
+        root.put("byte_identical", identical()).put("seconds", seconds);
         root.put("children_stopped", childrenStopped).put("shm_removed", shmRemoved).put("shm_dir", String.valueOf(shmDir));
         ArrayNode pids = root.putArray("pids");
         pids.add(nodePid).add(instancePids[0]).add(instancePids[1]);

@@ -78,6 +78,8 @@ public final class ServeCommand implements Callable<Integer> {
     Path rpc = RpcServerConfig.DEFAULT_PATH;
     @Option(names = "--exit-with", paramLabel = "PID", hidden = true, description = "stop when the process PID ends (for child processes)")
     Long exitWith;
+
+    private long hostKvBytes; // --host-kv in bytes, set by start()
     @Option(names = "--max-body-bytes", description = "largest request body (default: ${DEFAULT-VALUE})")
     long maxBodyBytes = 1L << 20;
     @Option(names = "--max-prompt-tokens", description = "longest prompt (default: kv-blocks × block-tokens − 1)")
@@ -102,8 +104,6 @@ public final class ServeCommand implements Callable<Integer> {
         running.await();
         return 0;
     }
-
-    private long hostKvBytes;
 
     /** Opens the model and starts the server; the caller closes the result. */
     Running start() {

@@ -64,7 +64,7 @@ class DemoCommandTest {
         String javaBin = System.getProperty("strata.java", Path.of(System.getProperty("java.home"), "bin", "java").toString());
         Process demo = new ProcessBuilder(javaBin, "--add-modules", "jdk.incubator.vector", "--enable-native-access=ALL-UNNAMED",
                 "-cp", System.getProperty("java.class.path"), StrataCommand.class.getName(), "demo", "--model", model.toString(),
-                "--sessions", "2", "--turns", "50", "--max-tokens", "4", "--kv-blocks", "512", "--host-kv", "8MiB",
+                "--sessions", "2", "--turns", "50", "--max-tokens", "4", "--kv-blocks", "512", "--expert-cap", "4", "--host-kv", "8MiB",
                 "--pool-capacity", "32MiB").redirectErrorStream(true).start();
         List<ProcessHandle> children;
         Path shmDir = Path.of("/dev/shm", "strata-demo-" + demo.pid());
@@ -72,11 +72,11 @@ class DemoCommandTest {
             StringBuilder seen = new StringBuilder();
             for (String line; (line = out.readLine()) != null; ) {
                 seen.append(line).append('\n');
-                if (line.contains("turn 1 of 50 done")) {
+                if (line.contains("engine instance B ready")) {
                     break;
                 }
             }
-            assertThat(seen.toString()).as("the demo got to its replay").contains("turn 1 of 50 done");
+            assertThat(seen.toString()).as("the demo started its children").contains("engine instance B ready");
             children = demo.descendants().toList();
             assertThat(children).as("node and two instances").hasSizeGreaterThanOrEqualTo(3);
             assertThat(shmDir).isDirectory();
