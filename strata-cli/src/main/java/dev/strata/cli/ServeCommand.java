@@ -59,7 +59,7 @@ public final class ServeCommand implements Callable<Integer> {
     int blockTokens = 16;
     @Option(names = "--expert-cap", description = "expert slots per MoE layer in the DEVICE tier; 0 reads experts from the mapped weights (default: ${DEFAULT-VALUE})")
     int expertCap = 0;
-    @Option(names = "--host-kv", paramLabel = "SIZE", description = "HOST tier that evicted KV blocks are offloaded into, e.g. 256MiB; 0: none (default: ${DEFAULT-VALUE})")
+    @Option(names = "--host-kv", paramLabel = "SIZE", description = "HOST tier that committed KV blocks are copied into and reloaded from after eviction, e.g. 256MiB; 0: none (default: ${DEFAULT-VALUE})")
     String hostKv = "0";
     @Option(names = "--disk-kv", paramLabel = "DIR", description = "a DISK tier for KV blocks below --host-kv, in this directory (default: none)")
     Path diskKv;
@@ -78,14 +78,14 @@ public final class ServeCommand implements Callable<Integer> {
     Path rpc = RpcServerConfig.DEFAULT_PATH;
     @Option(names = "--exit-with", paramLabel = "PID", hidden = true, description = "stop when the process PID ends (for child processes)")
     Long exitWith;
-
-    private long hostKvBytes; // --host-kv in bytes, set by start()
     @Option(names = "--max-body-bytes", description = "largest request body (default: ${DEFAULT-VALUE})")
     long maxBodyBytes = 1L << 20;
     @Option(names = "--max-prompt-tokens", description = "longest prompt (default: kv-blocks × block-tokens − 1)")
     Integer maxPromptTokens;
     @Option(names = "--max-tokens-limit", description = "largest max_tokens a request may ask for (default: kv-blocks × block-tokens − 1)")
     Integer maxTokensLimit;
+
+    private long hostKvBytes; // --host-kv in bytes, set by start()
 
     @Override
     public Integer call() {
