@@ -4,6 +4,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.SerializationFeature;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.strata.engine.tokenizer.ChatMessage;
 import java.io.IOException;
 import java.io.PrintStream;
 import java.io.UncheckedIOException;
@@ -47,7 +48,7 @@ final class DemoReport {
         final double disk; // ... in its DISK tier
         final double shared; // ... in the pool shared with the other instance
         final double misses; // full prompt blocks past the cached prefix
-        java.util.List<dev.strata.engine.tokenizer.ChatMessage> messages; // what was sent
+        List<ChatMessage> messages; // what was sent
         String reference; // the unpaged run's text, null until it ran
         int referenceTokens = -1;
 
