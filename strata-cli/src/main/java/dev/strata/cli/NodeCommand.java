@@ -67,6 +67,9 @@ final class NodeCommand implements Callable<Integer> {
     @Option(names = "--lease-seconds", paramLabel = "S", description = "how long a lease pins a block (default: ${DEFAULT-VALUE})")
     long leaseSeconds = 30;
 
+    @Option(names = "--exit-with", paramLabel = "PID", hidden = true, description = "stop when the process PID ends (for child processes)")
+    Long exitWith;
+
     @Override
     public Integer call() throws InterruptedException {
         NodeConfig.Builder b = NodeConfig.builder().poolName(poolName).capacity(size("--capacity", capacity))
@@ -88,6 +91,9 @@ final class NodeCommand implements Callable<Integer> {
         } catch (IndexIdentityException | RpcFormatException | IllegalStateException e) {
             System.err.println("strata: " + e.getMessage());
             return 2;
+        }
+        if (exitWith != null) {
+            ProcessHandle.of(exitWith).ifPresentOrElse(p -> p.onExit().thenRun(() -> System.exit(0)), () -> System.exit(0));
         }
         daemon.runUntilStopped();
         return 0;

@@ -1,14 +1,24 @@
 package dev.strata.cli;
 
+import dev.strata.cache.ObjectKey;
+import dev.strata.cache.kv.PrefixHasher;
 import dev.strata.engine.serve.OpenAiServer;
 import dev.strata.engine.serve.SerialGenerator;
 import dev.strata.engine.serve.ServeEngine;
 import dev.strata.engine.serve.ServeMetrics;
 import dev.strata.engine.serve.ServerConfig;
+import dev.strata.engine.synth.DemoModel;
+import dev.strata.memory.Sizes;
+import dev.strata.memory.pool.PoolConfig;
+import dev.strata.node.client.NodeAccess;
+import dev.strata.node.daemon.NodeConfig;
+import dev.strata.node.rpc.RpcClientOptions;
+import dev.strata.node.rpc.RpcServerConfig;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.Locale;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
@@ -16,16 +26,23 @@ import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
 /**
- * {@code strata serve --model DIR}: serves one model over the OpenAI-compatible HTTP API
+ * {@code strata serve [--model DIR]}: serves one model over the OpenAI-compatible HTTP API
  * ({@link OpenAiServer}) until the process is stopped (Ctrl-C or SIGTERM closes it cleanly).
+ * Without {@code --model} it serves the demo model ({@link DemoModel}), synthesised into the model
+ * cache on first use. {@code --host-kv} (and {@code --disk-kv}) give the KV cache offload tiers;
+ * {@code --pool} attaches to a pool shared through {@code strata node} (or embedded), so that
+ * engine processes load the KV blocks each other published.
  *
  * <p>Threads: picocli's thread parses and starts; the server and generator run their own threads.
  */
 @Command(name = "serve", mixinStandardHelpOptions = true,
         description = "Serve a model over an OpenAI-compatible HTTP API (/v1/completions, /v1/chat/completions, /v1/models, /health, /metrics).")
 public final class ServeCommand implements Callable<Integer> {
-    @Option(names = "--model", required = true, paramLabel = "DIR", description = "model directory (config.json, safetensors, tokenizer.json)")
+    @Option(names = "--model", paramLabel = "DIR",
+            description = "model directory (config.json, safetensors, tokenizer.json); default: the demo model, written on first use")
     Path model;
+    @Option(names = "--models-dir", paramLabel = "DIR", description = "where the demo model is cached (default: $STRATA_MODELS, else ~/.cache/strata/models)")
+    Path modelsDir;
     @Option(names = "--model-id", description = "the id clients name in 'model' (default: the directory's name)")
     String modelId;
     @Option(names = "--host", description = "address to bind (default: ${DEFAULT-VALUE}; bind a public address only behind --api-key)")
@@ -42,6 +59,25 @@ public final class ServeCommand implements Callable<Integer> {
     int blockTokens = 16;
     @Option(names = "--expert-cap", description = "expert slots per MoE layer in the DEVICE tier; 0 reads experts from the mapped weights (default: ${DEFAULT-VALUE})")
     int expertCap = 0;
+    @Option(names = "--host-kv", paramLabel = "SIZE", description = "HOST tier that committed KV blocks are copied into and reloaded from after eviction, e.g. 256MiB; 0: none (default: ${DEFAULT-VALUE})")
+    String hostKv = "0";
+    @Option(names = "--disk-kv", paramLabel = "DIR", description = "a DISK tier for KV blocks below --host-kv, in this directory (default: none)")
+    Path diskKv;
+    @Option(names = "--disk-kv-size", paramLabel = "SIZE", description = "capacity of the --disk-kv tier (default: ${DEFAULT-VALUE})")
+    String diskKvSize = "1GiB";
+    @Option(names = "--pool", paramLabel = "PATH", description = "share KV blocks with other engine processes through this pool file (see strata node)")
+    Path pool;
+    @Option(names = "--pool-name", paramLabel = "NAME", description = "the pool's name (default: ${DEFAULT-VALUE})")
+    String poolName = NodeConfig.DEFAULT_POOL_NAME;
+    @Option(names = "--pool-capacity", paramLabel = "SIZE", description = "capacity of the pool when this process creates it (embedded) (default: ${DEFAULT-VALUE})")
+    String poolCapacity = "1GiB";
+    @Option(names = "--node-access", paramLabel = "MODE",
+            description = "how --pool's block index is reached: DAEMON (strata node), EMBEDDED (in this process) or AUTO (default: ${DEFAULT-VALUE})")
+    NodeAccess.Mode nodeAccess = NodeAccess.Mode.AUTO;
+    @Option(names = "--rpc", paramLabel = "PATH", description = "the RPC region of strata node (default: ${DEFAULT-VALUE})")
+    Path rpc = RpcServerConfig.DEFAULT_PATH;
+    @Option(names = "--exit-with", paramLabel = "PID", hidden = true, description = "stop when the process PID ends (for child processes)")
+    Long exitWith;
     @Option(names = "--max-body-bytes", description = "largest request body (default: ${DEFAULT-VALUE})")
     long maxBodyBytes = 1L << 20;
     @Option(names = "--max-prompt-tokens", description = "longest prompt (default: kv-blocks × block-tokens − 1)")
@@ -49,13 +85,21 @@ public final class ServeCommand implements Callable<Integer> {
     @Option(names = "--max-tokens-limit", description = "largest max_tokens a request may ask for (default: kv-blocks × block-tokens − 1)")
     Integer maxTokensLimit;
 
+    private long hostKvBytes; // --host-kv in bytes, set by start()
+
     @Override
     public Integer call() {
         Running running = start();
         Runtime.getRuntime().addShutdownHook(new Thread(running::close, "strata-serve-shutdown"));
-        System.out.printf(Locale.ROOT, "serving %s (%s) on http://%s:%d/v1 with %d KV blocks of %d tokens%s%s%n", running.config().modelId(),
+        if (exitWith != null) {
+            ProcessHandle.of(exitWith).ifPresentOrElse(p -> p.onExit().thenRun(() -> System.exit(0)), () -> System.exit(0));
+        }
+        System.out.printf(Locale.ROOT, "serving %s (%s) on http://%s:%d/v1 with %d KV blocks of %d tokens%s%s%s%s%n", running.config().modelId(),
                 model, running.config().host(), running.port(), kvBlocks, blockTokens,
-                expertCap > 0 ? ", " + expertCap + " expert slots per layer" : "", running.config().apiKey() != null ? ", API key required" : "");
+                expertCap > 0 ? ", " + expertCap + " expert slots per layer" : "",
+                hostKvBytes > 0 ? ", " + Sizes.format(hostKvBytes) + " HOST KV" + (diskKv != null ? " over DISK " + diskKv : "") : "",
+                running.access != null ? ", pool " + pool + " (" + running.access.mode() + ")" : "",
+                running.config().apiKey() != null ? ", API key required" : "");
         System.out.flush();
         running.await();
         return 0;
@@ -63,6 +107,9 @@ public final class ServeCommand implements Callable<Integer> {
 
     /** Opens the model and starts the server; the caller closes the result. */
     Running start() {
+        if (model == null) {
+            model = DemoModel.ensure(modelsDir != null ? modelsDir : DemoModel.defaultCacheRoot(), System.err);
+        }
         if (!Files.isDirectory(model)) {
             throw new IllegalArgumentException("--model " + model + " is not a directory");
         }
@@ -81,18 +128,62 @@ public final class ServeCommand implements Callable<Integer> {
         if (capacity > Integer.MAX_VALUE) {
             throw new IllegalArgumentException("--kv-blocks " + kvBlocks + " × --block-tokens " + blockTokens + " tokens is too many");
         }
+        hostKvBytes = size("--host-kv", hostKv);
+        if (diskKv != null && hostKvBytes == 0) {
+            throw new IllegalArgumentException("--disk-kv " + diskKv + " needs --host-kv above it");
+        }
+        long diskKvBytes = diskKv != null ? size("--disk-kv-size", diskKvSize) : 0;
         String id = modelId != null ? modelId : model.toAbsolutePath().normalize().getFileName().toString();
         ServerConfig config = new ServerConfig(host, port, apiKey, id, maxBodyBytes,
                 maxPromptTokens != null ? maxPromptTokens : (int) capacity - 1, maxTokensLimit != null ? maxTokensLimit : (int) capacity - 1);
-        ServeEngine engine = new ServeEngine(model, threads, blockTokens, kvBlocks, expertCap);
+        NodeAccess access = pool != null ? openPool() : null;
+        ServeEngine engine;
+        try {
+            ServeEngine.Options.Builder o = ServeEngine.Options.builder().threads(threads).blockTokens(blockTokens).kvBlocks(kvBlocks)
+                    .expertCap(expertCap).hostKv(hostKvBytes);
+            if (diskKv != null) {
+                o.diskKv(diskKv, diskKvBytes);
+            }
+            if (access != null) {
+                o.shared(access.blocks());
+            }
+            engine = new ServeEngine(model, o.conclude());
+        } catch (RuntimeException | Error e) {
+            if (access != null) {
+                access.close();
+            }
+            throw e;
+        }
         ServeMetrics metrics = new ServeMetrics();
         SerialGenerator generator = new SerialGenerator(engine, metrics);
         try {
-            return new Running(OpenAiServer.start(config, engine, generator, metrics), generator, engine);
+            return new Running(OpenAiServer.start(config, engine, generator, metrics), generator, engine, access);
         } catch (IOException e) {
             generator.close();
             engine.close();
+            if (access != null) {
+                access.close();
+            }
             throw new UncheckedIOException("cannot listen on " + host + ":" + port + ": " + e.getMessage(), e);
+        }
+    }
+
+    /** Attaches to (or, embedded, opens) the pool of --pool with this model's block-key identity. */
+    private NodeAccess openPool() {
+        long poolBytes = size("--pool-capacity", poolCapacity);
+        ObjectKey fingerprint = ServeEngine.fingerprint(model, blockTokens);
+        PoolConfig poolConfig = PoolConfig.builder(poolName).path(pool).capacity(poolBytes)
+                .rootRegionSize(NodeConfig.rootRegionSize(poolBytes, PoolConfig.DEFAULT_CHUNK_SIZE, PoolConfig.DEFAULT_PROCESS_SLOTS, 2048))
+                .conclude();
+        return NodeAccess.open(new NodeAccess.Options(nodeAccess, poolConfig, rpc, PrefixHasher.VERSION, fingerprint,
+                RpcClientOptions.defaults(), Duration.ofSeconds(30)));
+    }
+
+    private static long size(String option, String text) {
+        try {
+            return Sizes.parse(text);
+        } catch (IllegalArgumentException e) {
+            throw new IllegalArgumentException(option + ": " + e.getMessage(), e);
         }
     }
 
@@ -101,12 +192,18 @@ public final class ServeCommand implements Callable<Integer> {
         private final OpenAiServer server;
         private final SerialGenerator generator;
         private final ServeEngine engine;
+        private final NodeAccess access; // null without --pool
         private final CountDownLatch closed = new CountDownLatch(1);
 
-        Running(OpenAiServer server, SerialGenerator generator, ServeEngine engine) {
+        Running(OpenAiServer server, SerialGenerator generator, ServeEngine engine, NodeAccess access) {
             this.server = server;
             this.generator = generator;
             this.engine = engine;
+            this.access = access;
+        }
+
+        ServeEngine engine() {
+            return engine;
         }
 
         int port() {
@@ -133,6 +230,9 @@ public final class ServeCommand implements Callable<Integer> {
             server.close();
             generator.close();
             engine.close();
+            if (access != null) {
+                access.close();
+            }
             closed.countDown();
         }
     }

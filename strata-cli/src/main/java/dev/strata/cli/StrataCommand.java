@@ -19,6 +19,7 @@ import picocli.CommandLine.Command;
                 NodeCommand.class,
                 PlanSplitCommand.class,
                 ServeCommand.class,
+                DemoCommand.class,
                 CommandLine.HelpCommand.class})
 public final class StrataCommand implements Runnable {
 

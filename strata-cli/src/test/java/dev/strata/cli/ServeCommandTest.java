@@ -53,7 +53,7 @@ class ServeCommandTest {
     }
 
     @Test
-    void badArgumentsEndWithOneLineAndStatusTwo() {
+    void badArgumentsEndWithOneLineAndStatusTwo() throws Exception {
         CliRun missing = CliRun.of("serve", "--model", dir.resolve("nope").toString());
         assertThat(missing.status()).isEqualTo(2);
         assertThat(missing.err().strip()).isEqualTo("strata: --model " + dir.resolve("nope") + " is not a directory");
@@ -62,9 +62,11 @@ class ServeCommandTest {
         assertThat(port.status()).isEqualTo(2);
         assertThat(port.err()).contains("--port").contains("70000");
 
-        CliRun noModel = CliRun.of("serve");
-        assertThat(noModel.status()).isEqualTo(2);
-        assertThat(noModel.err()).contains("--model");
+        Path notADirectory = dir.resolve("a-file");
+        java.nio.file.Files.writeString(notADirectory, "x");
+        CliRun noCache = CliRun.of("serve", "--models-dir", notADirectory.resolve("models").toString()); // no --model: the demo model
+        assertThat(noCache.status()).isEqualTo(2);
+        assertThat(noCache.err()).startsWith("strata: cannot create the model cache").contains(notADirectory.toString());
 
         CliRun notAModel = CliRun.of("serve", "--model", dir.toString(), "--port", "0");
         assertThat(notAModel.status()).isEqualTo(2);

@@ -8,6 +8,7 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
 import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
@@ -132,6 +133,8 @@ public final class SerialGenerator implements Generator {
         StreamDecoder decoder = tokenizer.streamDecoder(true);
         int generated = 0;
         FinishReason reason;
+        // offloads and publications of earlier requests land first, so that evicting their blocks never has to wait
+        engine.kv().awaitIdle(30, TimeUnit.SECONDS);
         try (ModelRunner.Sequence seq = engine.runner().newSequence()) {
             float[] logits = seq.prefill(r.prompt(), false)[0];
             job.sink.started(promptTokens, seq.reusedTokens());

@@ -1,0 +1,400 @@
+package dev.strata.cli;
+
+import dev.strata.cache.kv.PrefixHasher;
+import dev.strata.engine.model.ModelConfig;
+import dev.strata.engine.model.ModelDirectory;
+import dev.strata.engine.serve.FinishReason;
+import dev.strata.engine.serve.GenerationRequest;
+import dev.strata.engine.serve.SerialGenerator;
+import dev.strata.engine.serve.ServeEngine;
+import dev.strata.engine.serve.ServeMetrics;
+import dev.strata.engine.serve.TokenSink;
+import dev.strata.engine.synth.DemoModel;
+import dev.strata.engine.tokenizer.ChatMessage;
+import dev.strata.memory.Sizes;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.concurrent.Callable;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import java.util.stream.Stream;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+/**
+ * {@code strata demo}: the whole system on one machine in about a minute. Makes the demo model if
+ * needed, starts {@code strata node} over a pool file in {@code /dev/shm} and two
+ * {@code strata serve} instances attached to it (all three child JVMs), replays multi-turn chat
+ * sessions over HTTP with turns of each session alternating between the instances, replays the
+ * same prompts through an unpaged in-process engine, and prints what happened: prefix KV blocks
+ * found per tier, TTFT cold and warm (including blocks the other instance wrote), decode speed,
+ * the expert hit rate under a cap smaller than the experts, and whether every output was
+ * byte-identical. Exits 0 when every output matched, 1 if one differed, 2 on bad arguments or a
+ * failure (a child that did not start, a request that failed), after cleaning up.
+ *
+ * <p>Design note (cleanup): the children and the pool's directory are registered with one
+ * idempotent cleanup that runs in a {@code finally}, and from a shutdown hook on Ctrl-C or
+ * SIGTERM; each child is also told this process's pid and ends itself when this process dies. The
+ * pool, the node's RPC region and its lock file live in one directory
+ * {@code /dev/shm/strata-demo-<pid>}, removed at the end; directories of earlier runs whose process
+ * is gone are removed at start.
+ *
+ * <p>Threads: picocli's thread runs the demo; the shutdown hook may run the cleanup concurrently.
+ */
+@Command(name = "demo", mixinStandardHelpOptions = true, sortOptions = false,
+        description = {"Runs Strata end to end: strata node over a shared pool, two strata serve instances attached to it,",
+                "multi-turn chat sessions replayed across both, and a report of KV hits per tier, TTFT cold and warm,",
+                "decode speed, expert hits and a byte-for-byte check against an unpaged run."})
+final class DemoCommand implements Callable<Integer> {
+    private static final Pattern NODE_READY = Pattern.compile("strata node ready");
+    private static final Pattern SERVING = Pattern.compile("serving .* on http://([^/\\s]+):(\\d+)/v1");
+    private static final String MODEL_ID = "demo";
+    private static final int BLOCK_TOKENS = 16;
+
+    @Option(names = "--sessions", description = "chat sessions (default: ${DEFAULT-VALUE})")
+    int sessions = 4;
+    @Option(names = "--turns", description = "turns per session (default: ${DEFAULT-VALUE})")
+    int turns = 4;
+    @Option(names = "--max-tokens", description = "tokens generated per turn (default: ${DEFAULT-VALUE})")
+    int maxTokens = 16;
+    @Option(names = "--expert-cap", description = "expert slots per MoE layer of each instance (the model has 32 experts) (default: ${DEFAULT-VALUE})")
+    int expertCap = 16;
+    @Option(names = "--kv-blocks", description = "DEVICE KV blocks of 16 tokens per instance (default: ${DEFAULT-VALUE})")
+    int kvBlocks = 48;
+    @Option(names = "--host-kv", paramLabel = "SIZE", description = "HOST KV tier per instance (default: ${DEFAULT-VALUE})")
+    String hostKv = "64MiB";
+    @Option(names = "--pool-capacity", paramLabel = "SIZE", description = "the shared pool's capacity (default: ${DEFAULT-VALUE})")
+    String poolCapacity = "256MiB";
+    @Option(names = "--threads", description = "kernel threads per instance (default: ${DEFAULT-VALUE})")
+    int threads = 1;
+    @Option(names = "--models-dir", paramLabel = "DIR", description = "where the demo model is cached (default: $STRATA_MODELS, else ~/.cache/strata/models)")
+    Path modelsDir;
+    @Option(names = "--model", paramLabel = "DIR", description = "serve this model directory instead of the demo model")
+    Path model;
+    @Option(names = "--shm", paramLabel = "DIR", description = "where the pool's directory is made (default: ${DEFAULT-VALUE})")
+    Path shm = Path.of("/dev/shm");
+    @Option(names = "--report-json", paramLabel = "FILE", description = "also write the report's facts as JSON")
+    Path reportJson;
+
+    private final List<ChildProcess> children = new ArrayList<>(); // guarded by this
+    private Path workDir;
+    private boolean cleaned; // guarded by this
+    private final Object cleanupLock = new Object(); // held for the whole cleanup
+
+    @Override
+    public Integer call() {
+        try {
+            return run();
+        } catch (IllegalStateException e) {
+            System.err.println("strata demo: failed: " + e.getMessage());
+            if (e.getMessage() != null && e.getMessage().contains("above the limit")) {
+                System.err.println("strata demo: the conversations outgrew one sequence's KV: raise --kv-blocks (now " + kvBlocks
+                        + " blocks of " + BLOCK_TOKENS + " tokens) or lower --turns");
+            }
+            return 2;
+        }
+    }
+
+    private int run() {
+        validate();
+        Path dir = model != null ? model : DemoModel.ensure(modelsDir != null ? modelsDir : DemoModel.defaultCacheRoot(), System.err);
+        long start = System.nanoTime();
+        removeStaleWorkDirs();
+        workDir = shm.resolve("strata-demo-" + ProcessHandle.current().pid());
+        Thread hook = new Thread(this::cleanup, "strata-demo-cleanup");
+        Runtime.getRuntime().addShutdownHook(hook);
+        DemoReport report = new DemoReport();
+        report.sessions = sessions;
+        report.turnsPerSession = turns;
+        report.shmDir = workDir;
+        try {
+            Files.createDirectories(workDir);
+            runServed(dir, report);
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot create " + workDir + ": " + e.getMessage(), e);
+        } finally {
+            cleanup();
+            try {
+                Runtime.getRuntime().removeShutdownHook(hook);
+            } catch (IllegalStateException shuttingDown) {
+                // the hook is running or has run
+            }
+        }
+        synchronized (this) {
+            report.childrenStopped = children.stream().noneMatch(ChildProcess::isAlive);
+        }
+        report.shmRemoved = !Files.exists(workDir);
+        progress("replaying the same prompts through an unpaged in-process engine");
+        runUnpaged(dir, report);
+        report.seconds = (System.nanoTime() - start) / 1e9;
+        report.print(System.out);
+        if (reportJson != null) {
+            report.writeJson(reportJson);
+        }
+        return report.identical() ? 0 : 1;
+    }
+
+    private void validate() {
+        for (Object[] v : new Object[][] {{"--sessions", sessions}, {"--turns", turns}, {"--max-tokens", maxTokens},
+                {"--kv-blocks", kvBlocks}, {"--threads", threads}}) {
+            if ((int) v[1] < 1) {
+                throw new IllegalArgumentException(v[0] + " must be at least 1, got " + v[1]);
+            }
+        }
+        if (expertCap < 0) {
+            throw new IllegalArgumentException("--expert-cap must be at least 0, got " + expertCap);
+        }
+        for (String[] v : new String[][] {{"--host-kv", hostKv}, {"--pool-capacity", poolCapacity}}) {
+            try {
+                Sizes.parse(v[1]);
+            } catch (IllegalArgumentException e) {
+                throw new IllegalArgumentException(v[0] + ": " + e.getMessage(), e);
+            }
+        }
+        if (!Files.isDirectory(shm)) {
+            throw new IllegalArgumentException("--shm " + shm + " is not a directory");
+        }
+    }
+
+    private static void progress(String message) {
+        System.err.println("strata demo: " + message);
+        System.err.flush();
+    }
+
+    /** Starts the node and both instances, replays the sessions, and reads the instances' counters. */
+    private void runServed(Path dir, DemoReport report) {
+        long self = ProcessHandle.current().pid();
+        Path pool = workDir.resolve("kv.pool");
+        Path rpc = workDir.resolve("node.rpc");
+        ModelConfig config = ModelConfig.read(dir);
+        String fingerprint = ServeEngine.fingerprint(dir, BLOCK_TOKENS).toString();
+        progress("starting strata node over " + pool);
+        ChildProcess node = launch("strata node", List.of("node", "--pool", pool.toString(), "--pool-name", "demo", "--rpc",
+                rpc.toString(), "--capacity", poolCapacity, "--model-fingerprint", fingerprint, "--hash-version",
+                Integer.toString(PrefixHasher.VERSION), "--channels", "4", "--exit-with", Long.toString(self)));
+        node.awaitLine(NODE_READY, 60_000);
+        progress("strata node ready (pid " + node.pid() + ")");
+        report.nodePid = node.pid();
+        String[] bases = new String[2];
+        ChildProcess[] instances = new ChildProcess[2];
+        for (int i = 0; i < 2; i++) {
+            progress("starting engine instance " + report.instanceNames[i]);
+            instances[i] = launch("strata serve " + report.instanceNames[i], List.of("serve", "--model", dir.toString(), "--model-id",
+                    MODEL_ID, "--port", "0", "--threads", Integer.toString(threads), "--kv-blocks", Integer.toString(kvBlocks),
+                    "--block-tokens", Integer.toString(BLOCK_TOKENS), "--expert-cap", Integer.toString(expertCap), "--host-kv", hostKv,
+                    "--pool", pool.toString(), "--pool-name", "demo", "--rpc", rpc.toString(), "--node-access", "DAEMON",
+                    "--exit-with", Long.toString(self)));
+        }
+        for (int i = 0; i < 2; i++) {
+            Matcher m = instances[i].awaitLine(SERVING, 120_000);
+            bases[i] = "http://" + m.group(1) + ":" + m.group(2);
+            report.instancePids[i] = instances[i].pid();
+            progress("engine instance " + report.instanceNames[i] + " ready at " + bases[i] + " (pid " + instances[i].pid() + ")");
+        }
+        report.setup = String.format(Locale.ROOT, "model %s (%s, %d layers, %d experts, top-%d); per instance: %d expert slots per layer, "
+                        + "%d DEVICE KV blocks of %d tokens, %s HOST KV; pool %s",
+                dir.getFileName(), config.family().cliName(), config.numHiddenLayers(), config.numExperts(), config.numExpertsPerTok(),
+                expertCap, kvBlocks, BLOCK_TOKENS, hostKv, poolCapacity);
+
+        DemoClient client = new DemoClient();
+        DemoSessions text = new DemoSessions();
+        // the first request of each instance compiles its kernels; then one cold probe each, not sharing the sessions' prefix
+        for (int i = 0; i < 2; i++) {
+            client.chat(bases[i], MODEL_ID, List.of(ChatMessage.user(text.unrelatedPrompt(10 + i))), 4);
+        }
+        for (int i = 0; i < 2; i++) {
+            report.turns.add(measured(client, bases, i, "probe " + (i + 1), -1,
+                    List.of(ChatMessage.user(text.unrelatedPrompt(20 + i))), maxTokens));
+        }
+        Map<String, Double>[] before = expertCounters(client, bases);
+        List<List<ChatMessage>> histories = new ArrayList<>();
+        for (int s = 0; s < sessions; s++) {
+            histories.add(new ArrayList<>(List.of(ChatMessage.system(DemoSessions.SYSTEM_PROMPT))));
+        }
+        progress(String.format(Locale.ROOT, "replaying %d sessions × %d turns", sessions, turns));
+        for (int t = 0; t < turns; t++) {
+            for (int s = 0; s < sessions; s++) {
+                List<ChatMessage> history = histories.get(s);
+                history.add(ChatMessage.user(text.userMessage(s, t)));
+                int instance = (s + t) % 2;
+                DemoReport.Turn turn = measured(client, bases, instance, "session " + s + " turn " + t, s, List.copyOf(history), maxTokens);
+                report.turns.add(turn);
+                history.add(ChatMessage.assistant(turn.reply.text()));
+            }
+            progress(String.format(Locale.ROOT, "  turn %d of %d done", t + 1, turns));
+        }
+        Map<String, Double>[] after = expertCounters(client, bases);
+        for (int i = 0; i < 2; i++) {
+            report.expertHits[i] = DemoClient.sum(after[i], "strata_expert_hits_total") - DemoClient.sum(before[i], "strata_expert_hits_total");
+            report.expertMisses[i] = DemoClient.sum(after[i], "strata_expert_misses_total")
+                    - DemoClient.sum(before[i], "strata_expert_misses_total");
+        }
+        histories.clear();
+    }
+
+    @SuppressWarnings("unchecked")
+    private static Map<String, Double>[] expertCounters(DemoClient client, String[] bases) {
+        return new Map[] {client.metrics(bases[0]), client.metrics(bases[1])};
+    }
+
+    /** Sends one turn to {@code instance} and records where its prefix blocks were found. */
+    private static DemoReport.Turn measured(DemoClient client, String[] bases, int instance, String label, int session,
+                                           List<ChatMessage> messages, int maxTokens) {
+        Map<String, Double> before = client.metrics(bases[instance]);
+        DemoClient.Reply reply = client.chat(bases[instance], MODEL_ID, messages, maxTokens);
+        Map<String, Double> after = client.metrics(bases[instance]);
+        double[] d = new double[5];
+        String[] where = {"device", "host", "disk", "shared"};
+        for (int k = 0; k < where.length; k++) {
+            d[k] = DemoClient.sample(after, "strata_kv_hits_total", "location", where[k])
+                    - DemoClient.sample(before, "strata_kv_hits_total", "location", where[k]);
+        }
+        d[4] = DemoClient.sum(after, "strata_kv_misses_total") - DemoClient.sum(before, "strata_kv_misses_total");
+        DemoReport.Turn turn = new DemoReport.Turn(label, session, instance, reply, d[0], d[1], d[2], d[3], d[4]);
+        turn.messages = messages;
+        return turn;
+    }
+
+    /**
+     * Runs every replayed turn's prompt through an in-process engine without an expert pager, KV
+     * offload or pool, greedy, and records its output beside the served one.
+     */
+    private void runUnpaged(Path dir, DemoReport report) {
+        int longest = 0;
+        for (DemoReport.Turn t : report.turns) {
+            longest = Math.max(longest, t.reply.promptTokens() + maxTokens);
+        }
+        int blocks = Math.max(kvBlocks, (longest + BLOCK_TOKENS - 1) / BLOCK_TOKENS + 1);
+        try (ServeEngine engine = new ServeEngine(dir, ServeEngine.Options.builder().threads(threads).blockTokens(BLOCK_TOKENS)
+                .kvBlocks(blocks).conclude());
+             SerialGenerator generator = new SerialGenerator(engine, new ServeMetrics())) {
+            ModelDirectory m = engine.model();
+            for (DemoReport.Turn t : report.turns) {
+                if (t.session < 0) {
+                    continue;
+                }
+                String prompt = m.chatFormat().render(t.messages, true, m.tokenizerConfig().bosToken(), m.tokenizerConfig().eosToken());
+                int[] tokens = m.tokenizer().encode(prompt);
+                Collected out = new Collected();
+                generator.submit(GenerationRequest.greedy(tokens, maxTokens), out);
+                out.done.join();
+                if (out.error != null) {
+                    throw new IllegalStateException("the unpaged run of " + t.label + " failed: " + out.error.getMessage(), out.error);
+                }
+                t.reference = out.text.toString();
+                t.referenceTokens = tokens.length == t.reply.promptTokens() ? out.completionTokens : -1;
+            }
+        }
+    }
+
+    /** Collects one in-process generation. */
+    private static final class Collected implements TokenSink {
+        final StringBuilder text = new StringBuilder();
+        final CompletableFuture<Void> done = new CompletableFuture<>();
+        int completionTokens;
+        RuntimeException error;
+
+        @Override
+        public void text(String delta) {
+            text.append(delta);
+        }
+
+        @Override
+        public void finished(FinishReason reason, int promptTokens, int completionTokens) {
+            this.completionTokens = completionTokens;
+            done.complete(null);
+        }
+
+        @Override
+        public void failed(RuntimeException e) {
+            error = e;
+            done.complete(null);
+        }
+    }
+
+    private ChildProcess launch(String name, List<String> args) {
+        synchronized (this) {
+            if (cleaned) {
+                throw new IllegalStateException("the demo is stopping");
+            }
+            ChildProcess child = ChildProcess.start(name, args);
+            children.add(child);
+            return child;
+        }
+    }
+
+    /**
+     * Stops the instances, then the node, then removes the pool's directory. Idempotent; a second
+     * caller (the shutdown hook while the main thread cleans up, or the reverse) waits until the
+     * first is done, so the JVM never exits half-way through.
+     */
+    private void cleanup() {
+        synchronized (cleanupLock) {
+            cleanupOnce();
+        }
+    }
+
+    private void cleanupOnce() {
+        List<ChildProcess> toStop;
+        synchronized (this) {
+            if (cleaned) {
+                return;
+            }
+            cleaned = true;
+            toStop = new ArrayList<>(children);
+        }
+        for (int i = toStop.size() - 1; i >= 0; i--) { // the instances before the node they attach to
+            ChildProcess c = toStop.get(i);
+            if (c.stop(10_000)) {
+                System.err.println("strata demo: " + c.name() + " (pid " + c.pid() + ") did not stop on SIGTERM and was killed");
+            }
+        }
+        if (workDir != null) {
+            deleteTree(workDir);
+        }
+    }
+
+    /** Removes demo directories under --shm whose process is gone (a demo killed with SIGKILL). */
+    private void removeStaleWorkDirs() {
+        try (Stream<Path> entries = Files.list(shm)) {
+            for (Path p : entries.toList()) {
+                String name = p.getFileName().toString();
+                if (!name.startsWith("strata-demo-") || !Files.isDirectory(p)) {
+                    continue;
+                }
+                try {
+                    long pid = Long.parseLong(name.substring("strata-demo-".length()));
+                    if (!ProcessHandle.of(pid).map(ProcessHandle::isAlive).orElse(false)) {
+                        deleteTree(p);
+                    }
+                } catch (NumberFormatException e) {
+                    // not a demo directory
+                }
+            }
+        } catch (IOException e) {
+            // best effort
+        }
+    }
+
+    private static void deleteTree(Path dir) {
+        if (!Files.exists(dir)) {
+            return;
+        }
+        try (Stream<Path> walk = Files.walk(dir)) {
+            for (Path p : walk.sorted(Comparator.reverseOrder()).toList()) {
+                Files.deleteIfExists(p);
+            }
+        } catch (IOException e) {
+            System.err.println("strata demo: could not remove " + dir + ": " + e.getMessage());
+        }
+    }
+}

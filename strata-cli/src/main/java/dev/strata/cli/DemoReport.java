@@ -1,0 +1,267 @@
+package dev.strata.cli;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.SerializationFeature;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.strata.engine.tokenizer.ChatMessage;
+import java.io.IOException;
+import java.io.PrintStream;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.function.Predicate;
+
+/**
+ * What {@code strata demo} measured, summarised: KV prefix hits per tier, TTFT of cold and warm
+ * turns (warm from this instance's own tiers, or from blocks the other instance wrote into the
+ * pool), decode speed, the expert hit rate, whether every output matched the unpaged run, and the
+ * cleanup. Prints a table and writes the same facts as JSON.
+ *
+ * <p>Not thread-safe: one thread fills and prints it.
+ */
+final class DemoReport {
+    /** Where a turn's prompt KV came from. */
+    enum Warmth {
+        /** Nothing cached: the whole prompt computed. */
+        COLD,
+        /** Cached blocks of this instance only (DEVICE, HOST, DISK). */
+        LOCAL,
+        /** At least one block another instance wrote into the shared pool. */
+        CROSS_INSTANCE
+    }
+
+    /**
+     * One request of the replay, with the prefix blocks it found where (the deltas of the
+     * instance's {@code strata_kv_*} counters across the request) and the unpaged run's output.
+     */
+    static final class Turn {
+        final String label; // "probe 1" or "session 2 turn 3"
+        final int session; // -1 for probes
+        final int instance; // 0 (A) or 1 (B)
+        final DemoClient.Reply reply;
+        final double device; // prefix blocks found in DEVICE slots
+        final double host; // ... in the instance's HOST tier
+        final double disk; // ... in its DISK tier
+        final double shared; // ... in the pool shared with the other instance
+        final double misses; // full prompt blocks past the cached prefix
+        List<ChatMessage> messages; // what was sent
+        String reference; // the unpaged run's text, null until it ran
+        int referenceTokens = -1;
+
+        Turn(String label, int session, int instance, DemoClient.Reply reply, double device, double host, double disk,
+             double shared, double misses) {
+            this.label = label;
+            this.session = session;
+            this.instance = instance;
+            this.reply = reply;
+            this.device = device;
+            this.host = host;
+            this.disk = disk;
+            this.shared = shared;
+            this.misses = misses;
+        }
+
+        Warmth warmth() {
+            if (shared > 0) {
+                return Warmth.CROSS_INSTANCE;
+            }
+            return device + host + disk > 0 ? Warmth.LOCAL : Warmth.COLD;
+        }
+
+        boolean identical() {
+            return reply.text().equals(reference) && reply.completionTokens() == referenceTokens;
+        }
+    }
+
+    final List<Turn> turns = new ArrayList<>(); // probes first, then the sessions' turns in replay order
+    final String[] instanceNames = {"A", "B"};
+    final long[] instancePids = new long[2];
+    long nodePid;
+    final double[] expertHits = new double[2]; // over the replay, per instance
+    final double[] expertMisses = new double[2];
+    String setup = ""; // one line describing model, caps and tiers
+    int sessions;
+    int turnsPerSession;
+    boolean childrenStopped;
+    boolean shmRemoved;
+    Path shmDir;
+    double seconds; // the whole demo's wall time, model synthesis excluded
+
+    private List<Turn> replay() {
+        return turns.stream().filter(t -> t.session >= 0).toList();
+    }
+
+    /** Whether every replayed turn's output equals the unpaged run's. */
+    boolean identical() {
+        return !replay().isEmpty() && replay().stream().allMatch(Turn::identical);
+    }
+
+    long crossInstanceTurns() {
+        return replay().stream().filter(t -> t.warmth() == Warmth.CROSS_INSTANCE).count();
+    }
+
+    double crossInstanceBlocks() {
+        return replay().stream().mapToDouble(t -> t.shared).sum();
+    }
+
+    private static double median(List<Double> v) {
+        if (v.isEmpty()) {
+            return Double.NaN;
+        }
+        List<Double> s = v.stream().sorted().toList();
+        int n = s.size();
+        return n % 2 == 1 ? s.get(n / 2) : (s.get(n / 2 - 1) + s.get(n / 2)) / 2;
+    }
+
+    private double ttftMillis(Predicate<Turn> which) {
+        return median(turns.stream().filter(which).map(t -> t.reply.ttftNanos() / 1e6).toList());
+    }
+
+    private double promptTokens(Predicate<Turn> which) {
+        return turns.stream().filter(which).mapToInt(t -> t.reply.promptTokens()).average().orElse(Double.NaN);
+    }
+
+    private long count(Predicate<Turn> which) {
+        return turns.stream().filter(which).count();
+    }
+
+    /** Generated tokens after the first over the decode time, all replayed turns. */
+    double decodeTokensPerSecond() {
+        double tokens = 0;
+        double nanos = 0;
+        for (Turn t : replay()) {
+            if (t.reply.completionTokens() > 1) {
+                tokens += t.reply.completionTokens() - 1;
+                nanos += t.reply.decodeNanos();
+            }
+        }
+        return nanos == 0 ? Double.NaN : tokens / (nanos / 1e9);
+    }
+
+    double expertHitRate() {
+        double h = expertHits[0] + expertHits[1];
+        double m = expertMisses[0] + expertMisses[1];
+        return h + m == 0 ? Double.NaN : h / (h + m);
+    }
+
+    /** {device, host, disk, pool, miss} prefix blocks of the replay on {@code instance} (-1: both). */
+    double[] kvBlocks(int instance) {
+        double[] b = new double[5];
+        for (Turn t : replay()) {
+            if (instance < 0 || t.instance == instance) {
+                b[0] += t.device;
+                b[1] += t.host;
+                b[2] += t.disk;
+                b[3] += t.shared;
+                b[4] += t.misses;
+            }
+        }
+        return b;
+    }
+
+    private static Predicate<Turn> warmth(Warmth w) {
+        return t -> t.warmth() == w;
+    }
+
+    void print(PrintStream out) {
+        out.println();
+        out.println("strata demo: two engine instances sharing one KV pool through strata node");
+        out.println("  " + setup);
+        out.printf(Locale.ROOT, "  replayed %d sessions × %d turns (%d requests) with one shared system prompt; turns alternate A, B, A, ...%n",
+                sessions, turnsPerSession, replay().size());
+        out.println();
+        out.println("  KV prefix blocks found    DEVICE    HOST    DISK    POOL (other instance)    computed");
+        for (int i = -1; i < 2; i++) {
+            double[] b = kvBlocks(i);
+            double total = b[0] + b[1] + b[2] + b[3] + b[4];
+            out.printf(Locale.ROOT, "    %-23s %6s  %6s  %6s  %22s  %10s%n", i < 0 ? "both instances" : "instance " + instanceNames[i],
+                    pct(b[0], total), pct(b[1], total), pct(b[2], total), pct(b[3], total), pct(b[4], total));
+        }
+        out.println();
+        out.println("  time to first token (median)              turns   prompt tokens   TTFT");
+        Object[][] rows = {
+                {"cold (nothing cached)", (Predicate<Turn>) t -> t.warmth() == Warmth.COLD},
+                {"warm, this instance's tiers", warmth(Warmth.LOCAL)},
+                {"warm, blocks the other instance wrote", warmth(Warmth.CROSS_INSTANCE)}};
+        for (Object[] r : rows) {
+            @SuppressWarnings("unchecked")
+            Predicate<Turn> p = (Predicate<Turn>) r[1];
+            out.printf(Locale.ROOT, "    %-40s %5d   %13.0f   %s%n", r[0], count(p), promptTokens(p), millis(ttftMillis(p)));
+        }
+        out.printf(Locale.ROOT, "  cross-instance hits: %d turns loaded %.0f blocks from the pool that the other instance wrote%n",
+                crossInstanceTurns(), crossInstanceBlocks());
+        out.printf(Locale.ROOT, "  decode: %.1f tokens/s per instance (tokens after the first over their time, all turns)%n",
+                decodeTokensPerSecond());
+        out.printf(Locale.ROOT, "  experts: hit rate %s (%.0f hits, %.0f fetched from HOST masters)%n", pct(expertHitRate(), 1),
+                expertHits[0] + expertHits[1], expertMisses[0] + expertMisses[1]);
+        long same = replay().stream().filter(Turn::identical).count();
+        out.printf(Locale.ROOT, "  outputs byte-identical to an unpaged in-process run: %s (%d of %d turns)%n", identical() ? "yes" : "NO",
+                same, replay().size());
+        for (Turn t : replay()) {
+            if (!t.identical()) {
+                out.printf(Locale.ROOT, "    %s on %s differs: served %d tokens %s, unpaged %d tokens %s%n", t.label,
+                        instanceNames[t.instance], t.reply.completionTokens(), quote(t.reply.text()), t.referenceTokens,
+                        quote(t.reference));
+            }
+        }
+        out.printf(Locale.ROOT, "  cleanup: child processes stopped: %s; %s removed: %s%n", childrenStopped ? "yes" : "NO", shmDir,
+                shmRemoved ? "yes" : "NO");
+        out.printf(Locale.ROOT, "  finished in %.1f s%n", seconds);
+        out.flush();
+    }
+
+    void writeJson(Path file) {
+        ObjectMapper json = new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT);
+        ObjectNode root = json.createObjectNode();
+        root.put("setup", setup).put("sessions", sessions).put("turns", turnsPerSession).put("requests", replay().size());
+        ObjectNode kv = root.putObject("kv_prefix_blocks");
+        for (int i = -1; i < 2; i++) {
+            double[] b = kvBlocks(i);
+            kv.putObject(i < 0 ? "both" : instanceNames[i]).put("device", b[0]).put("host", b[1]).put("disk", b[2]).put("pool", b[3])
+                    .put("computed", b[4]);
+        }
+        ObjectNode ttft = root.putObject("ttft_ms");
+        for (Warmth w : Warmth.values()) {
+            ttft.putObject(w.name().toLowerCase(Locale.ROOT)).put("turns", count(warmth(w))).put("median", ttftMillis(warmth(w)))
+                    .put("prompt_tokens", promptTokens(warmth(w)));
+        }
+        root.put("cross_instance_turns", crossInstanceTurns()).put("cross_instance_blocks", crossInstanceBlocks());
+        root.put("decode_tokens_per_s", decodeTokensPerSecond()).put("expert_hit_rate", expertHitRate());
+        root.put("byte_identical", identical()).put("seconds", seconds);
+        root.put("children_stopped", childrenStopped).put("shm_removed", shmRemoved).put("shm_dir", String.valueOf(shmDir));
+        ArrayNode pids = root.putArray("pids");
+        pids.add(nodePid).add(instancePids[0]).add(instancePids[1]);
+        ArrayNode list = root.putArray("turns_detail");
+        for (Turn t : turns) {
+            list.addObject().put("label", t.label).put("instance", instanceNames[t.instance]).put("warmth", t.warmth().name())
+                    .put("prompt_tokens", t.reply.promptTokens()).put("completion_tokens", t.reply.completionTokens())
+                    .put("ttft_ms", t.reply.ttftNanos() / 1e6).put("device", t.device).put("host", t.host).put("disk", t.disk)
+                    .put("pool", t.shared).put("computed", t.misses).put("identical", t.session < 0 || t.identical());
+        }
+        try {
+            Files.writeString(file, json.writeValueAsString(root));
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot write the demo report " + file + ": " + e.getMessage(), e);
+        }
+    }
+
+    private static String pct(double part, double whole) {
+        return whole == 0 || Double.isNaN(part) ? "-" : String.format(Locale.ROOT, "%.1f%%", 100 * part / whole);
+    }
+
+    private static String millis(double ms) {
+        return Double.isNaN(ms) ? "-" : String.format(Locale.ROOT, "%.0f ms", ms);
+    }
+
+    private static String quote(String s) {
+        if (s == null) {
+            return "(none)";
+        }
+        String q = s.replace("\n", "\\n");
+        return "\"" + (q.length() > 60 ? q.substring(0, 57) + "..." : q) + "\"";
+    }
+}
