@@ -32,10 +32,13 @@ import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
 
-/** {@code strata trace ...}: generates routing traces and summarises routing traces and KV block streams. */
+/**
+ * {@code strata trace ...}: generates routing traces and summarises routing traces and KV block
+ * streams; {@code strata trace peers ...} does the same for peer availability traces.
+ */
 @Command(name = "trace", mixinStandardHelpOptions = true,
-        description = "Generates and inspects routing traces (expert ids per step, layer and token) and KV block streams.",
-        subcommands = {TraceCommand.Generate.class, TraceCommand.Stats.class, TraceCommand.Kv.class})
+        description = "Generates and inspects routing traces (expert ids per step, layer and token), KV block streams and peer availability traces.",
+        subcommands = {TraceCommand.Generate.class, TraceCommand.Stats.class, TraceCommand.Kv.class, PeerTraceCommand.class})
 final class TraceCommand implements Runnable {
 
     @Override
