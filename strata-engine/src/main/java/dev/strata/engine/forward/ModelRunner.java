@@ -339,21 +339,12 @@ public final class ModelRunner {
             return out;
         }
 
-        /** Checks that the sequence can take a decode step, then appends {@code token}; see {@link #decodeBatch}. */
-        private void appendForDecode(int token) {
-            if (closed || length == 0 || preempted()) {
-                throw new IllegalStateException("sequence " + seq.id() + " cannot decode: it needs to be open, prefilled and"
-                        + " running (closed " + closed + ", " + length + " tokens, " + seq.state() + ")");
-            }
-            append(new int[] {token}, 1);
-        }
-
-        /** Slots for every token of the sequence, or an exception naming the status. */
-        private void allocateAll() {
-            AllocationStatus status = kv.allocateTo(seq, length);
+        /** Slots for the first {@code total} tokens (a no-op when reserved already), or an exception naming the status. */
+        private void requireSlotsFor(int total) {
+            AllocationStatus status = kv.allocateTo(seq, Math.max(total, seq.tokens()));
             if (status != AllocationStatus.ALLOCATED) {
                 throw new IllegalStateException("KV manager could not give sequence " + seq.id() + " slots for "
-                        + length + " tokens: " + status + " (" + kv.freeSlots() + " free slots); reserve them first");
+                        + total + " tokens: " + status + " (" + kv.freeSlots() + " free slots); reserve them first");
             }
         }
 
@@ -416,13 +407,13 @@ public final class ModelRunner {
         if (sequences.isEmpty()) {
             return new float[0][];
         }
+        for (Sequence s : sequences) {
+            s.requireSlotsFor(s.length + 1);
+        }
         for (int i = 0; i < sequences.size(); i++) {
-            sequences.get(i).appendForDecode(tokens[i]);
+            sequences.get(i).append(new int[] {tokens[i]}, 1);
         }
         List<Span> spans = new ArrayList<>(sequences.size());
-        for (Sequence s : sequences) {
-            s.allocateAll();
-        }
         for (Sequence s : sequences) {
             spans.add(new Span(s.tokens, s.length - 1, 1, s.blocks()));
         }
