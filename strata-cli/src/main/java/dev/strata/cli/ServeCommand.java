@@ -1,7 +1,8 @@
 package dev.strata.cli;
 
+import dev.strata.engine.serve.ContinuousBatchingGenerator;
+import dev.strata.engine.serve.Generator;
 import dev.strata.engine.serve.OpenAiServer;
-import dev.strata.engine.serve.SerialGenerator;
 import dev.strata.engine.serve.ServeEngine;
 import dev.strata.engine.serve.ServeMetrics;
 import dev.strata.engine.serve.ServerConfig;
@@ -86,7 +87,7 @@ public final class ServeCommand implements Callable<Integer> {
                 maxPromptTokens != null ? maxPromptTokens : (int) capacity - 1, maxTokensLimit != null ? maxTokensLimit : (int) capacity - 1);
         ServeEngine engine = new ServeEngine(model, threads, blockTokens, kvBlocks, expertCap);
         ServeMetrics metrics = new ServeMetrics();
-        SerialGenerator generator = new SerialGenerator(engine, metrics);
+        Generator generator = new ContinuousBatchingGenerator(engine, metrics);
         try {
             return new Running(OpenAiServer.start(config, engine, generator, metrics), generator, engine);
         } catch (IOException e) {
@@ -99,11 +100,11 @@ public final class ServeCommand implements Callable<Integer> {
     /** A started server and what it runs on; {@link #close} stops it (idempotent). */
     static final class Running implements AutoCloseable {
         private final OpenAiServer server;
-        private final SerialGenerator generator;
+        private final Generator generator;
         private final ServeEngine engine;
         private final CountDownLatch closed = new CountDownLatch(1);
 
-        Running(OpenAiServer server, SerialGenerator generator, ServeEngine engine) {
+        Running(OpenAiServer server, Generator generator, ServeEngine engine) {
             this.server = server;
             this.generator = generator;
             this.engine = engine;
