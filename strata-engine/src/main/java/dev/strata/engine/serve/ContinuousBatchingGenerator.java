@@ -45,8 +45,9 @@ import java.util.concurrent.atomic.AtomicInteger;
  *       one takes its place; queued requests are unaffected.</li>
  *   <li><b>Metrics</b>: TTFT (submission to first token) and time per output token per request;
  *       after every step the scheduler's running, preempted and decode counters go to
- *       {@link ServeMetrics}; the KV manager's stats are snapshotted on the worker every
- *       {@value #REFRESH_STEPS} steps and when the scheduler goes idle.</li>
+ *       {@link ServeMetrics}; the KV manager's stats are snapshotted on the worker after every
+ *       step in which a request ended, every {@value #REFRESH_STEPS} steps, and when the
+ *       scheduler goes idle.</li>
  * </ul>
  *
  * <p>Threads: {@link #submit}, {@link #queueLength}, {@link #engineMetrics}, {@link Handle#cancel}
@@ -72,6 +73,7 @@ public final class ContinuousBatchingGenerator implements Generator {
     private volatile Scheduler scheduler; // replaced only by the worker, after a failed step
     private volatile boolean closed;
     private volatile KvManagerStats kvStats;
+    private boolean statsStale; // a request ended since the last snapshot; worker only
 
     /** A generator with swap preemption. */
     public ContinuousBatchingGenerator(ServeEngine engine, ServeMetrics metrics) {
@@ -193,7 +195,8 @@ public final class ContinuousBatchingGenerator implements Generator {
                     failAll(s, e);
                 }
                 publishGauges(scheduler);
-                if (++steps % REFRESH_STEPS == 0) {
+                if (++steps % REFRESH_STEPS == 0 || statsStale) {
+                    statsStale = false;
                     kvStats = engine.kv().stats();
                 }
             }
@@ -328,6 +331,7 @@ public final class ContinuousBatchingGenerator implements Generator {
         @Override
         public void finished(long request, FinishReason reason) {
             inScheduler.remove(this);
+            statsStale = true;
             if (done) {
                 return;
             }

@@ -42,7 +42,7 @@ class OpenAiServerTest {
     static Path dir;
 
     static ServeEngine engine;
-    static ContinuousBatchingGenerator serial;
+    static ContinuousBatchingGenerator generator;
     static ServeMetrics metrics;
     static OpenAiServer server;
     static OpenAiServer keyed;
@@ -53,9 +53,9 @@ class OpenAiServerTest {
         ModelSynthesizer.write(SynthSpec.small(ModelFamily.QWEN3_MOE, 7), dir, (d, t, b, tb) -> { });
         engine = new ServeEngine(dir, 1, BLOCK_TOKENS, KV_BLOCKS, 4);
         metrics = new ServeMetrics();
-        serial = new ContinuousBatchingGenerator(engine, metrics);
-        server = OpenAiServer.start(ServerConfig.local(0, MODEL, 256, 512).withMaxBodyBytes(4096), engine, serial, metrics);
-        keyed = OpenAiServer.start(ServerConfig.local(0, MODEL, 256, 512).withApiKey(KEY), engine, new SlowGenerator(serial), metrics);
+        generator = new ContinuousBatchingGenerator(engine, metrics);
+        server = OpenAiServer.start(ServerConfig.local(0, MODEL, 256, 512).withMaxBodyBytes(4096), engine, generator, metrics);
+        keyed = OpenAiServer.start(ServerConfig.local(0, MODEL, 256, 512).withApiKey(KEY), engine, new SlowGenerator(generator), metrics);
         client = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).connectTimeout(Duration.ofSeconds(5)).build();
     }
 
@@ -67,8 +67,8 @@ class OpenAiServerTest {
         if (server != null) {
             server.close();
         }
-        if (serial != null) {
-            serial.close();
+        if (generator != null) {
+            generator.close();
         }
         if (engine != null) {
             engine.close();
@@ -197,7 +197,7 @@ class OpenAiServerTest {
     }
 
     @Test
-    void concurrentRequestsQueueAndEachGetsTheSerialAnswer() throws Exception {
+    void concurrentRequestsEachGetTheirAloneAnswer() throws Exception {
         String[] prompts = {"Tiers: device, host, pool, disk. ", "Experts are paged in slots. ", "A block holds sixteen tokens. "};
         String[] alone = new String[prompts.length];
         for (int i = 0; i < prompts.length; i++) {
@@ -216,7 +216,7 @@ class OpenAiServerTest {
             assertThat(r.statusCode()).isEqualTo(200);
             assertThat(JSON.readTree(r.body()).get("choices")).isEqualTo(JSON.readTree(alone[k % prompts.length]).get("choices"));
         }
-        assertThat(serial.queueLength()).isZero();
+        assertThat(generator.queueLength()).isZero();
         assertThat(engine.kv().stats().openSequences()).isZero();
     }
 
