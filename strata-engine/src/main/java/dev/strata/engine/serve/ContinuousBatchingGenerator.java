@@ -40,8 +40,9 @@ import java.util.concurrent.atomic.AtomicInteger;
  *   <li><b>Cancellation</b> ({@link Handle#cancel}, any thread): a request not yet handed over
  *       never starts; a handed-over one is cancelled in the scheduler and retired, with its KV
  *       blocks released, at the start of the next step, while the others go on.</li>
- *   <li><b>Failure</b>: if a step throws (a kernel or I/O failure), every request in the
- *       scheduler fails with that error, the scheduler is closed (releasing every block) and a new
+ *   <li><b>Failure</b>: a sink that throws fails its own request only (it is cancelled in the
+ *       scheduler and its sink told {@code failed}). If a step throws (a kernel or I/O failure),
+ *       every request in the scheduler fails with that error, the scheduler is closed (releasing every block) and a new
  *       one takes its place; queued requests are unaffected.</li>
  *   <li><b>Metrics</b>: TTFT (submission to first token) and time per output token per request;
  *       after every step the scheduler's running, preempted and decode counters go to
@@ -304,7 +305,17 @@ public final class ContinuousBatchingGenerator implements Generator {
         @Override
         public void started(long request, int promptTokens, int reusedTokens) {
             leaveQueue();
-            sink.started(promptTokens, reusedTokens);
+            try {
+                sink.started(promptTokens, reusedTokens);
+            } catch (RuntimeException e) {
+                sinkFailed(request, e);
+            }
+        }
+
+        /** The sink threw: this request alone fails; the scheduler retires it at the next step. */
+        private void sinkFailed(long request, RuntimeException e) {
+            fail(e);
+            scheduler.cancel(request);
         }
 
         @Override
@@ -321,7 +332,12 @@ public final class ContinuousBatchingGenerator implements Generator {
             lastTokenNanos = now;
             String text = checker.push(token);
             if (!text.isEmpty()) {
-                sink.text(text);
+                try {
+                    sink.text(text);
+                } catch (RuntimeException e) {
+                    sinkFailed(request, e);
+                    return;
+                }
             }
             if (checker.finishReason() == FinishReason.STOP) {
                 scheduler.stop(request); // ends right after this token
@@ -339,17 +355,21 @@ public final class ContinuousBatchingGenerator implements Generator {
             done = true;
             int generated = checker.generated();
             metrics.completed(generated);
-            switch (reason) {
-                case STOP, LENGTH -> sink.finished(reason, prompt.length, generated);
-                case CANCELLED -> {
-                    metrics.cancelled();
-                    sink.finished(reason, prompt.length, generated);
+            try {
+                switch (reason) {
+                    case STOP, LENGTH -> sink.finished(reason, prompt.length, generated);
+                    case CANCELLED -> {
+                        metrics.cancelled();
+                        sink.finished(reason, prompt.length, generated);
+                    }
+                    case TOO_LONG -> {
+                        metrics.failed();
+                        sink.failed(new IllegalStateException("prompt tokens " + prompt.length + " + max_tokens "
+                                + params.maxTokens() + " can never fit the KV cache's " + engine.capacityTokens() + " tokens"));
+                    }
                 }
-                case TOO_LONG -> {
-                    metrics.failed();
-                    sink.failed(new IllegalStateException("prompt tokens " + prompt.length + " + max_tokens " + params.maxTokens()
-                            + " can never fit the KV cache's " + engine.capacityTokens() + " tokens"));
-                }
+            } catch (RuntimeException e) {
+                // the request is over and its blocks released; a sink failing now has nobody left to tell
             }
         }
 
@@ -364,7 +384,11 @@ public final class ContinuousBatchingGenerator implements Generator {
             if (reason == FinishReason.CANCELLED) {
                 metrics.cancelled();
             }
-            sink.finished(reason, prompt.length, 0);
+            try {
+                sink.finished(reason, prompt.length, 0);
+            } catch (RuntimeException e) {
+                // never started: nothing to release, nobody left to tell
+            }
         }
 
         void fail(RuntimeException error) {
@@ -375,7 +399,11 @@ public final class ContinuousBatchingGenerator implements Generator {
             leaveQueue();
             done = true;
             metrics.failed();
-            sink.failed(error);
+            try {
+                sink.failed(error);
+            } catch (RuntimeException e) {
+                error.addSuppressed(e); // nobody left to tell
+            }
         }
 
         private void leaveQueue() {

@@ -461,6 +461,41 @@ class ContinuousBatchingServerTest {
         assertThat(engine.kv().stats().freeSlots() + engine.kv().stats().residentBlocks()).isEqualTo(KV_BLOCKS);
     }
 
+    @Test
+    void aSinkThatThrowsFailsOnlyItsOwnRequest() throws Exception {
+        int[] prompt = engine.model().tokenizer().encode("One bad sink among good ones. ");
+        List<String> events = java.util.Collections.synchronizedList(new ArrayList<>());
+        CountDownLatch done = new CountDownLatch(4);
+        for (int i = 0; i < 4; i++) {
+            int which = i;
+            generator.submit(GenerationRequest.greedy(prompt, 12), new TextSink() {
+                @Override
+                public void text(String delta) {
+                    if (which == 1) {
+                        throw new IllegalStateException("sink " + which + " is broken");
+                    }
+                }
+
+                @Override
+                public void finished(FinishReason reason, int promptTokens, int completionTokens) {
+                    events.add(which + ":" + reason + ":" + completionTokens);
+                    done.countDown();
+                }
+
+                @Override
+                public void failed(RuntimeException error) {
+                    events.add(which + ":failed:" + error.getMessage());
+                    done.countDown();
+                }
+            });
+        }
+        assertThat(done.await(30, TimeUnit.SECONDS)).isTrue();
+        assertThat(events).containsExactlyInAnyOrder("0:LENGTH:12", "1:failed:sink 1 is broken", "2:LENGTH:12", "3:LENGTH:12");
+        awaitIdle();
+        engine.kv().checkInvariants();
+        assertThat(engine.kv().stats().openSequences()).isZero();
+    }
+
     /**
      * The real generator with two test controls: hold the first request's start until a number of
      * others are queued (so they join one batch whatever the HTTP timing), and hold each text delta
