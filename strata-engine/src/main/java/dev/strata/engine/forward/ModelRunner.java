@@ -32,9 +32,11 @@ import java.util.Objects;
 
 /**
  * The optimised forward pass of one decoder-only transformer (Qwen3-MoE, Mixtral, OLMoE, Llama,
- * Qwen3) for one sequence at a time: a prefill of the prompt, then one token per decode step.
- * Activations are float; every matrix product, norm, activation and attention runs through
- * {@link Kernels}, {@link VectorKernels} and {@link Rope}.
+ * Qwen3): a prefill of a sequence's prompt, then one token per decode step, either for one
+ * sequence ({@link Sequence#decode}) or for several in one pass ({@link #decodeBatch}: the weights
+ * are read once for the whole batch, attention runs per sequence over its own KV). Activations are
+ * float; every matrix product, norm, activation and attention runs through {@link Kernels},
+ * {@link VectorKernels} and {@link Rope}.
  *
  * <p>Memory it does not own:
  * <ul>
@@ -52,10 +54,11 @@ import java.util.Objects;
  *       the experts are read from the model's mapped tensors.</li>
  * </ul>
  *
- * <p>Determinism: each token's outputs are computed by the same per-token kernel calls whatever
- * the batch, its grouping, the thread count or where the weights and KV blocks came from (matmul
- * rows are bit-identical to matvec, attention reduces in a fixed order, the MoE sums its top-k
- * experts in rank order). So the logits are bit-identical paged or not, at any expert cap, cold or
+ * <p>Determinism: each token's outputs are computed in the same order whatever the batch (one
+ * prompt's rows or several sequences' decode rows), its grouping, the thread count or where the
+ * weights and KV blocks came from (every matmul element is accumulated exactly as the matvec of its
+ * row, attention reduces in a fixed order per row, the MoE sums its top-k experts in rank order
+ * whichever batch each expert ran in). So the logits are bit-identical paged or not, at any expert cap, cold or
  * with a prefix hit, at any kernel thread count.
  *
  * <p>Threads: one thread drives a runner and its sequences (the KV manager's and pager's driving
