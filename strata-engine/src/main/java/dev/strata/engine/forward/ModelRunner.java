@@ -481,9 +481,9 @@ public final class ModelRunner {
             ModelWeights.Layer layer = weights.layer(l);
             ModelWeights.Attention a = layer.attention();
             normRows(x, layer.inputNorm(), xn, n, h);
-            kernels.matmul(a.q(), xn, 0, n, q, 0);
-            kernels.matmul(a.k(), xn, 0, n, k, 0);
-            kernels.matmul(a.v(), xn, 0, n, v, 0);
+            project(a.q(), xn, n, q);
+            project(a.k(), xn, n, k);
+            project(a.v(), xn, n, v);
             addBias(q, a.qBias(), n, qDim);
             addBias(k, a.kBias(), n, kvDim);
             addBias(v, a.vBias(), n, kvDim);
@@ -521,7 +521,7 @@ public final class ModelRunner {
                 PagedKv upTo = new PagedKv(geometry, l, spans.get(rowSpan[i]).blocks().subList(0, p / bt + 1), p % bt + 1);
                 kernels.attention(q, i * qDim, c.numAttentionHeads(), upTo, att, i * qDim);
             }
-            kernels.matmul(a.o(), att, 0, n, proj, 0);
+            project(a.o(), att, n, proj);
             addBias(proj, a.oBias(), n, h);
             VectorKernels.add(x, 0, proj, 0, x, 0, n * h);
             normRows(x, layer.postAttentionNorm(), xn, n, h);
@@ -560,12 +560,36 @@ public final class ModelRunner {
             return logits;
         }
         float[] all = new float[m * vocab]; // [m, vocab]
-        kernels.matmul(weights.lmHead(), last, 0, m, all, 0);
+        project(weights.lmHead(), last, m, all);
         for (int o = 0; o < m; o++) {
             logits[o] = Arrays.copyOfRange(all, o * vocab, (o + 1) * vocab);
         }
         return logits;
     }
+
+    /** {@link #project(DType, MemorySegment, int, int, float[], int, float[])} with a 2-D weight tensor {@code [out, in]}. */
+    private void project(Tensor w, float[] x, int n, float[] y) {
+        project(w.dtype(), w.data(), Math.toIntExact(w.dim(0)), Math.toIntExact(w.dim(1)), x, n, y);
+    }
+
+    /**
+     * {@code Y = X Wᵀ} for {@code n} rows of X ({@code [n, cols]}) into Y ({@code [n, rows]}): whole
+     * tiles of {@value #MATMUL_TILE} rows through the matmul kernel, which shares each weight load
+     * among a tile, and the rows left over one by one through the matvec kernel, which is faster for
+     * one row than the matmul's single-row path. Both give every element the same bits.
+     */
+    private void project(DType dtype, MemorySegment w, int rows, int cols, float[] x, int n, float[] y) {
+        int tiled = n - n % MATMUL_TILE;
+        if (tiled > 0) {
+            kernels.matmul(dtype, w, rows, cols, x, 0, tiled, y, 0);
+        }
+        for (int b = tiled; b < n; b++) {
+            kernels.matvec(dtype, w, rows, cols, x, b * cols, y, b * rows);
+        }
+    }
+
+    /** Tokens sharing each weight load in the matmul kernel. */
+    private static final int MATMUL_TILE = 4;
 
     private int lastTokens(int total) {
         int bt = geometry.blockTokens();
@@ -599,10 +623,10 @@ public final class ModelRunner {
         int width = c.intermediateSize();
         float[] gate = new float[n * width];
         float[] up = new float[n * width];
-        kernels.matmul(m.gate(), xn, 0, n, gate, 0);
-        kernels.matmul(m.up(), xn, 0, n, up, 0);
+        project(m.gate(), xn, n, gate);
+        project(m.up(), xn, n, up);
         VectorKernels.swiglu(gate, 0, up, 0, gate, 0, n * width);
-        kernels.matmul(m.down(), gate, 0, n, out, 0);
+        project(m.down(), gate, n, out);
     }
 
     /**
@@ -614,7 +638,7 @@ public final class ModelRunner {
         int experts = c.numExperts();
         int topK = c.numExpertsPerTok();
         float[] probs = new float[n * experts];
-        kernels.matmul(layer.router(), xn, 0, n, probs, 0);
+        project(layer.router(), xn, n, probs);
         int[][] routed = new int[n][topK]; // [token][rank] expert
         float[][] gates = new float[n][topK]; // [token][rank] weight
         for (int i = 0; i < n; i++) {
@@ -749,10 +773,10 @@ public final class ModelRunner {
                     System.arraycopy(xn, tokens[from + pair / topK] * h, xs, p * h, h);
                 }
                 ExpertWeights w = source.of(e);
-                kernels.matmul(w.dtype(), w.gate(), width, h, xs, 0, m, gate, 0);
-                kernels.matmul(w.dtype(), w.up(), width, h, xs, 0, m, up, 0);
+                project(w.dtype(), w.gate(), width, h, xs, m, gate);
+                project(w.dtype(), w.up(), width, h, xs, m, up);
                 VectorKernels.swiglu(gate, 0, up, 0, gate, 0, m * width);
-                kernels.matmul(w.dtype(), w.down(), h, width, gate, 0, m, down, 0);
+                project(w.dtype(), w.down(), h, width, gate, m, down);
                 for (int p = 0; p < m; p++) {
                     System.arraycopy(down, p * h, ys, pairs[p] * h, h);
                 }
