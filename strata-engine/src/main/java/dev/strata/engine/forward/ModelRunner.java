@@ -573,18 +573,29 @@ public final class ModelRunner {
     }
 
     /**
-     * {@code Y = X Wᵀ} for {@code n} rows of X ({@code [n, cols]}) into Y ({@code [n, rows]}): whole
-     * tiles of {@value #MATMUL_TILE} rows through the matmul kernel, which shares each weight load
-     * among a tile, and the rows left over one by one through the matvec kernel, which is faster for
-     * one row than the matmul's single-row path. Both give every element the same bits.
+     * {@code Y = X Wᵀ} for {@code n} rows of X ({@code [n, cols]}) into Y ({@code [n, rows]}), reading
+     * W once per tile of {@value #MATMUL_TILE} rows: whole tiles go through the matmul kernel (which
+     * shares each weight load among a tile); two or three rows left over are padded to a tile with
+     * copies of their last row; a single row (or one left over) goes through the matvec kernel,
+     * which is faster for one row than the matmul's single-row path. Every element gets the same
+     * bits whichever way its row went.
      */
     private void project(DType dtype, MemorySegment w, int rows, int cols, float[] x, int n, float[] y) {
         int tiled = n - n % MATMUL_TILE;
         if (tiled > 0) {
             kernels.matmul(dtype, w, rows, cols, x, 0, tiled, y, 0);
         }
-        for (int b = tiled; b < n; b++) {
-            kernels.matvec(dtype, w, rows, cols, x, b * cols, y, b * rows);
+        int rest = n - tiled;
+        if (rest == 1) {
+            kernels.matvec(dtype, w, rows, cols, x, tiled * cols, y, tiled * rows);
+        } else if (rest > 1) {
+            float[] xt = new float[MATMUL_TILE * cols]; // [tile, cols] the rows left, the last repeated
+            for (int b = 0; b < MATMUL_TILE; b++) {
+                System.arraycopy(x, (tiled + Math.min(b, rest - 1)) * cols, xt, b * cols, cols);
+            }
+            float[] yt = new float[MATMUL_TILE * rows]; // [tile, rows]
+            kernels.matmul(dtype, w, rows, cols, xt, 0, MATMUL_TILE, yt, 0);
+            System.arraycopy(yt, 0, y, tiled * rows, rest * rows);
         }
     }
 
