@@ -120,7 +120,15 @@ public final class ContinuousBatchingGenerator implements Generator {
     public Handle submit(GenerationRequest request, TextSink sink) {
         Objects.requireNonNull(request, "request");
         Objects.requireNonNull(sink, "sink");
-        int promptTokens = request.prompt().length;
+        int[] prompt = request.prompt();
+        int vocab = engine.model().config().vocabSize();
+        for (int i = 0; i < prompt.length; i++) {
+            if (prompt[i] < 0 || prompt[i] >= vocab) {
+                throw new IllegalArgumentException("prompt token " + i + " is " + prompt[i] + ", outside the vocabulary [0, "
+                        + vocab + ")");
+            }
+        }
+        int promptTokens = prompt.length;
         int total = promptTokens + request.maxTokens();
         if (total > engine.capacityTokens()) {
             throw new IllegalArgumentException("prompt tokens " + promptTokens + " + max_tokens " + request.maxTokens()
@@ -130,7 +138,7 @@ public final class ContinuousBatchingGenerator implements Generator {
             throw new IllegalStateException("the generator is closed");
         }
         SamplingParams params = withEos(request.sampling());
-        Job job = new Job(request.prompt(), params, sink, System.nanoTime());
+        Job job = new Job(prompt, params, sink, System.nanoTime());
         queued.incrementAndGet();
         submitted.add(job);
         return job;
@@ -220,10 +228,15 @@ public final class ContinuousBatchingGenerator implements Generator {
         }
         Scheduler s = scheduler;
         job.scheduler = s;
-        job.sampler = new Sampler(job.params, validVocab);
-        job.checker = new StopChecker(job.params, tokenizer.streamDecoder(true));
-        inScheduler.put(job, Boolean.TRUE);
-        job.id = s.submit(-1, job.prompt, job.params.maxTokens(), job, job);
+        try {
+            job.sampler = new Sampler(job.params, validVocab);
+            job.checker = new StopChecker(job.params, tokenizer.streamDecoder(true));
+            inScheduler.put(job, Boolean.TRUE);
+            job.id = s.submit(-1, job.prompt, job.params.maxTokens(), job, job);
+        } catch (RuntimeException e) { // checked at submit already; never let one request stop the worker
+            job.fail(e);
+            return;
+        }
         if (job.cancelled) {
             s.cancel(job.id); // cancelled while being handed over
         }

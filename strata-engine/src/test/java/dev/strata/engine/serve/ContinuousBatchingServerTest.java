@@ -491,6 +491,21 @@ class ContinuousBatchingServerTest {
         }
         assertThat(done.await(30, TimeUnit.SECONDS)).isTrue();
         assertThat(events).containsExactlyInAnyOrder("0:LENGTH:12", "1:failed:sink 1 is broken", "2:LENGTH:12", "3:LENGTH:12");
+        int vocab = engine.model().config().vocabSize();
+        org.assertj.core.api.Assertions.assertThatThrownBy(() -> generator.submit(GenerationRequest.greedy(new int[] {1, vocab + 5}, 3),
+                new TextSink() {
+                    @Override
+                    public void text(String delta) {
+                    }
+
+                    @Override
+                    public void finished(FinishReason reason, int promptTokens, int completionTokens) {
+                    }
+
+                    @Override
+                    public void failed(RuntimeException error) {
+                    }
+                })).isInstanceOf(IllegalArgumentException.class).hasMessageContaining("prompt token 1 is " + (vocab + 5));
         awaitIdle();
         engine.kv().checkInvariants();
         assertThat(engine.kv().stats().openSequences()).isZero();
