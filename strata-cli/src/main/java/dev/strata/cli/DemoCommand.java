@@ -3,12 +3,12 @@ package dev.strata.cli;
 import dev.strata.cache.kv.PrefixHasher;
 import dev.strata.engine.model.ModelConfig;
 import dev.strata.engine.model.ModelDirectory;
-import dev.strata.engine.serve.FinishReason;
+import dev.strata.engine.sample.FinishReason;
 import dev.strata.engine.serve.GenerationRequest;
-import dev.strata.engine.serve.SerialGenerator;
+import dev.strata.engine.serve.ContinuousBatchingGenerator;
 import dev.strata.engine.serve.ServeEngine;
 import dev.strata.engine.serve.ServeMetrics;
-import dev.strata.engine.serve.TokenSink;
+import dev.strata.engine.serve.TextSink;
 import dev.strata.engine.synth.DemoModel;
 import dev.strata.engine.tokenizer.ChatMessage;
 import dev.strata.memory.Sizes;
@@ -276,7 +276,7 @@ final class DemoCommand implements Callable<Integer> {
         int blocks = Math.max(kvBlocks, (longest + BLOCK_TOKENS - 1) / BLOCK_TOKENS + 1);
         try (ServeEngine engine = new ServeEngine(dir, ServeEngine.Options.builder().threads(threads).blockTokens(BLOCK_TOKENS)
                 .kvBlocks(blocks).conclude());
-             SerialGenerator generator = new SerialGenerator(engine, new ServeMetrics())) {
+             ContinuousBatchingGenerator generator = new ContinuousBatchingGenerator(engine, new ServeMetrics())) {
             ModelDirectory m = engine.model();
             for (DemoReport.Turn t : report.turns) {
                 if (t.session < 0) {
@@ -297,7 +297,7 @@ final class DemoCommand implements Callable<Integer> {
     }
 
     /** Collects one in-process generation. */
-    private static final class Collected implements TokenSink {
+    private static final class Collected implements TextSink {
         final StringBuilder text = new StringBuilder();
         final CompletableFuture<Void> done = new CompletableFuture<>();
         int completionTokens;

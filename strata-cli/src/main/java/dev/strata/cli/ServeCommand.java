@@ -2,8 +2,9 @@ package dev.strata.cli;
 
 import dev.strata.cache.ObjectKey;
 import dev.strata.cache.kv.PrefixHasher;
+import dev.strata.engine.serve.ContinuousBatchingGenerator;
+import dev.strata.engine.serve.Generator;
 import dev.strata.engine.serve.OpenAiServer;
-import dev.strata.engine.serve.SerialGenerator;
 import dev.strata.engine.serve.ServeEngine;
 import dev.strata.engine.serve.ServeMetrics;
 import dev.strata.engine.serve.ServerConfig;
@@ -155,7 +156,7 @@ public final class ServeCommand implements Callable<Integer> {
             throw e;
         }
         ServeMetrics metrics = new ServeMetrics();
-        SerialGenerator generator = new SerialGenerator(engine, metrics);
+        Generator generator = new ContinuousBatchingGenerator(engine, metrics);
         try {
             return new Running(OpenAiServer.start(config, engine, generator, metrics), generator, engine, access);
         } catch (IOException e) {
@@ -190,12 +191,12 @@ public final class ServeCommand implements Callable<Integer> {
     /** A started server and what it runs on; {@link #close} stops it (idempotent). */
     static final class Running implements AutoCloseable {
         private final OpenAiServer server;
-        private final SerialGenerator generator;
+        private final Generator generator;
         private final ServeEngine engine;
         private final NodeAccess access; // null without --pool
         private final CountDownLatch closed = new CountDownLatch(1);
 
-        Running(OpenAiServer server, SerialGenerator generator, ServeEngine engine, NodeAccess access) {
+        Running(OpenAiServer server, Generator generator, ServeEngine engine, NodeAccess access) {
             this.server = server;
             this.generator = generator;
             this.engine = engine;

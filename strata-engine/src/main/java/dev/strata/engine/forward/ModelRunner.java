@@ -32,9 +32,11 @@ import java.util.Objects;
 
 /**
  * The optimised forward pass of one decoder-only transformer (Qwen3-MoE, Mixtral, OLMoE, Llama,
- * Qwen3) for one sequence at a time: a prefill of the prompt, then one token per decode step.
- * Activations are float; every matrix product, norm, activation and attention runs through
- * {@link Kernels}, {@link VectorKernels} and {@link Rope}.
+ * Qwen3): a prefill of a sequence's prompt, then one token per decode step, either for one
+ * sequence ({@link Sequence#decode}) or for several in one pass ({@link #decodeBatch}: the weights
+ * are read once for the whole batch, attention runs per sequence over its own KV). Activations are
+ * float; every matrix product, norm, activation and attention runs through {@link Kernels},
+ * {@link VectorKernels} and {@link Rope}.
  *
  * <p>Memory it does not own:
  * <ul>
@@ -52,10 +54,11 @@ import java.util.Objects;
  *       the experts are read from the model's mapped tensors.</li>
  * </ul>
  *
- * <p>Determinism: each token's outputs are computed by the same per-token kernel calls whatever
- * the batch, its grouping, the thread count or where the weights and KV blocks came from (matmul
- * rows are bit-identical to matvec, attention reduces in a fixed order, the MoE sums its top-k
- * experts in rank order). So the logits are bit-identical paged or not, at any expert cap, cold or
+ * <p>Determinism: each token's outputs are computed in the same order whatever the batch (one
+ * prompt's rows or several sequences' decode rows), its grouping, the thread count or where the
+ * weights and KV blocks came from (every matmul element is accumulated exactly as the matvec of its
+ * row, attention reduces in a fixed order per row, the MoE sums its top-k experts in rank order
+ * whichever batch each expert ran in). So the logits are bit-identical paged or not, at any expert cap, cold or
  * with a prefix hit, at any kernel thread count.
  *
  * <p>Threads: one thread drives a runner and its sequences (the KV manager's and pager's driving
@@ -334,10 +337,18 @@ public final class ModelRunner {
                 throw new IllegalStateException("KV manager could not give sequence " + seq.id() + " slots for "
                         + (start + n) + " tokens: " + status + " (" + kv.freeSlots() + " free slots)");
             }
-            List<MemorySegment> blocks = blocks();
-            float[][] out = forward(tokens, start, n, blocks, everyPosition);
+            float[][] out = forward(List.of(new Span(tokens, start, n, blocks())), everyPosition);
             kv.commit(seq, tokens, start + n);
             return out;
+        }
+
+        /** Slots for the first {@code total} tokens (a no-op when reserved already), or an exception naming the status. */
+        private void requireSlotsFor(int total) {
+            AllocationStatus status = kv.allocateTo(seq, Math.max(total, seq.tokens()));
+            if (status != AllocationStatus.ALLOCATED) {
+                throw new IllegalStateException("KV manager could not give sequence " + seq.id() + " slots for "
+                        + total + " tokens: " + status + " (" + kv.freeSlots() + " free slots); reserve them first");
+            }
         }
 
         private List<MemorySegment> blocks() {
@@ -347,6 +358,10 @@ public final class ModelRunner {
                 blocks.add(kvArena.asSlice(seq.slot(i) * bytes, bytes));
             }
             return blocks;
+        }
+
+        private ModelRunner runner() {
+            return ModelRunner.this;
         }
 
         /** Releases the sequence's blocks; committed ones stay cached. Idempotent. */
@@ -359,12 +374,91 @@ public final class ModelRunner {
         }
     }
 
-    /** Computes tokens {@code [start, start + n)}: KV written, logits of every or the last position. */
-    private float[][] forward(int[] tokens, int start, int n, List<MemorySegment> blocks, boolean everyPosition) {
+    /**
+     * Decodes one token for each of several sequences in one forward pass: appends {@code tokens[i]}
+     * to {@code sequences.get(i)} and returns the logits after it ({@code [batch][vocab]}). Every
+     * weight matrix is read once for the whole batch (a matmul over the batch's rows; MoE experts
+     * over the tokens routed to them, in the token groups of the pager's plan), while attention runs
+     * per sequence over its own paged KV. Each sequence's logits are bit-identical to its own
+     * {@link Sequence#decode} (see the class comment). The sequences must be distinct, running and
+     * prefilled, and hold KV slots for their next token already ({@link Sequence#reserve}); a
+     * sequence without them fails the call before anything is computed.
+     */
+    public float[][] decodeBatch(List<Sequence> sequences, int[] tokens) {
+        if (sequences.size() != tokens.length) {
+            throw new IllegalArgumentException(sequences.size() + " sequences but " + tokens.length + " tokens");
+        }
+        for (int i = 0; i < sequences.size(); i++) {
+            Sequence s = sequences.get(i);
+            if (s.runner() != this) {
+                throw new IllegalArgumentException("sequence " + i + " belongs to another runner");
+            }
+            for (int j = 0; j < i; j++) {
+                if (sequences.get(j) == s) {
+                    throw new IllegalArgumentException("sequence " + s.seq.id() + " appears twice in the batch (at " + j
+                            + " and " + i + ")");
+                }
+            }
+            if (tokens[i] < 0 || tokens[i] >= c.vocabSize()) {
+                throw new IllegalArgumentException("token " + tokens[i] + " is outside the vocabulary [0, " + c.vocabSize() + ")");
+            }
+            if (s.closed || s.length == 0 || s.preempted()) {
+                throw new IllegalStateException("sequence " + s.seq.id() + " cannot decode: it needs to be open, prefilled and"
+                        + " running (closed " + s.closed + ", " + s.length + " tokens, " + s.seq.state() + ")");
+            }
+        }
+        if (sequences.isEmpty()) {
+            return new float[0][];
+        }
+        for (Sequence s : sequences) {
+            s.requireSlotsFor(s.length + 1);
+        }
+        for (int i = 0; i < sequences.size(); i++) {
+            sequences.get(i).append(new int[] {tokens[i]}, 1);
+        }
+        List<Span> spans = new ArrayList<>(sequences.size());
+        for (Sequence s : sequences) {
+            spans.add(new Span(s.tokens, s.length - 1, 1, s.blocks()));
+        }
+        float[][] out = forward(spans, false);
+        for (Sequence s : sequences) {
+            kv.commit(s.seq, s.tokens, s.length);
+        }
+        return out;
+    }
+
+    /**
+     * One sequence's rows of a forward batch: its tokens {@code [start, start + n)} over its KV
+     * blocks (in token order, enough for {@code start + n} tokens).
+     */
+    private record Span(int[] tokens, int start, int n, List<MemorySegment> blocks) {
+    }
+
+    /**
+     * Computes the rows of every span in one pass: each row's K and V written into its span's
+     * blocks, attention per row over its span's KV up to it, every projection and expert as one
+     * matmul over all rows. Returns, span by span, the logits of every computed position or of each
+     * span's last.
+     */
+    private float[][] forward(List<Span> spans, boolean everyPosition) {
         int h = c.hiddenSize();
         int qDim = c.qDim();
         int kvDim = c.kvDim();
         int hd = c.headDim();
+        int bt = geometry.blockTokens();
+        int n = 0;
+        for (Span s : spans) {
+            n += s.n();
+        }
+        int[] rowSpan = new int[n]; // [n] the span of each row
+        int[] rowPos = new int[n]; // [n] the row's position in its sequence
+        for (int si = 0, i = 0; si < spans.size(); si++) {
+            Span s = spans.get(si);
+            for (int k = 0; k < s.n(); k++, i++) {
+                rowSpan[i] = si;
+                rowPos[i] = s.start() + k;
+            }
+        }
         float[] x = new float[n * h]; // [n, H] residual stream
         float[] xn = new float[n * h]; // [n, H] normed
         float[] q = new float[n * qDim]; // [n, heads × hd]
@@ -374,22 +468,22 @@ public final class ModelRunner {
         float[] proj = new float[n * h];
         Tensor embed = weights.embedding();
         for (int i = 0; i < n; i++) {
-            long row = (long) tokens[start + i] * h;
+            long row = (long) spans.get(rowSpan[i]).tokens()[rowPos[i]] * h;
             for (int j = 0; j < h; j++) {
                 x[i * h + j] = embed.getFloat(row + j);
             }
         }
         float[][] ropeTables = new float[n][];
         for (int i = 0; i < n; i++) {
-            ropeTables[i] = rope.table(start + i);
+            ropeTables[i] = rope.table(rowPos[i]);
         }
         for (int l = 0; l < c.numHiddenLayers(); l++) {
             ModelWeights.Layer layer = weights.layer(l);
             ModelWeights.Attention a = layer.attention();
             normRows(x, layer.inputNorm(), xn, n, h);
-            kernels.matmul(a.q(), xn, 0, n, q, 0);
-            kernels.matmul(a.k(), xn, 0, n, k, 0);
-            kernels.matmul(a.v(), xn, 0, n, v, 0);
+            project(a.q(), xn, n, q);
+            project(a.k(), xn, n, k);
+            project(a.v(), xn, n, v);
             addBias(q, a.qBias(), n, qDim);
             addBias(k, a.kBias(), n, kvDim);
             addBias(v, a.vBias(), n, kvDim);
@@ -410,22 +504,24 @@ public final class ModelRunner {
                 rope.apply(q, i * qDim, c.numAttentionHeads(), ropeTables[i]);
                 rope.apply(k, i * kvDim, c.numKeyValueHeads(), ropeTables[i]);
             }
-            PagedKv all = new PagedKv(geometry, l, blocks, lastTokens(start + n));
-            for (int i = 0; i < n; i++) {
-                int p = start + i;
-                MemorySegment block = all.block(p);
-                for (int kh = 0; kh < c.numKeyValueHeads(); kh++) {
-                    MemorySegment.copy(k, i * kvDim + kh * hd, block, KV_FLOAT, all.keyIndex(p, kh) * 4, hd);
-                    MemorySegment.copy(v, i * kvDim + kh * hd, block, KV_FLOAT, all.valueIndex(p, kh) * 4, hd);
+            for (int si = 0, i = 0; si < spans.size(); si++) {
+                Span s = spans.get(si);
+                PagedKv all = new PagedKv(geometry, l, s.blocks(), lastTokens(s.start() + s.n()));
+                for (int r = 0; r < s.n(); r++, i++) {
+                    int p = rowPos[i];
+                    MemorySegment block = all.block(p);
+                    for (int kh = 0; kh < c.numKeyValueHeads(); kh++) {
+                        MemorySegment.copy(k, i * kvDim + kh * hd, block, KV_FLOAT, all.keyIndex(p, kh) * 4, hd);
+                        MemorySegment.copy(v, i * kvDim + kh * hd, block, KV_FLOAT, all.valueIndex(p, kh) * 4, hd);
+                    }
                 }
             }
             for (int i = 0; i < n; i++) {
-                int p = start + i;
-                int bt = geometry.blockTokens();
-                PagedKv upTo = new PagedKv(geometry, l, blocks.subList(0, p / bt + 1), p % bt + 1);
+                int p = rowPos[i];
+                PagedKv upTo = new PagedKv(geometry, l, spans.get(rowSpan[i]).blocks().subList(0, p / bt + 1), p % bt + 1);
                 kernels.attention(q, i * qDim, c.numAttentionHeads(), upTo, att, i * qDim);
             }
-            kernels.matmul(a.o(), att, 0, n, proj, 0);
+            project(a.o(), att, n, proj);
             addBias(proj, a.oBias(), n, h);
             VectorKernels.add(x, 0, proj, 0, x, 0, n * h);
             normRows(x, layer.postAttentionNorm(), xn, n, h);
@@ -436,15 +532,75 @@ public final class ModelRunner {
             }
             VectorKernels.add(x, 0, proj, 0, x, 0, n * h);
         }
-        int first = everyPosition ? 0 : n - 1;
-        float[][] logits = new float[n - first][c.vocabSize()];
-        float[] last = new float[h];
-        for (int i = first; i < n; i++) {
-            VectorKernels.rmsNorm(x, i * h, weights.finalNorm().data(), weights.finalNorm().dtype(), eps, last, 0, h);
-            kernels.matvec(weights.lmHead(), last, 0, logits[i - first], 0);
+        // the rows whose logits are returned, span by span
+        int m = 0;
+        for (Span s : spans) {
+            m += everyPosition ? s.n() : 1;
+        }
+        int[] outRows = new int[m];
+        for (int si = 0, i = 0, o = 0; si < spans.size(); si++) {
+            int sn = spans.get(si).n();
+            for (int r = 0; r < sn; r++, i++) {
+                if (everyPosition || r == sn - 1) {
+                    outRows[o++] = i;
+                }
+            }
+        }
+        float[] last = new float[m * h]; // [m, H] final-normed rows
+        for (int o = 0; o < m; o++) {
+            VectorKernels.rmsNorm(x, outRows[o] * h, weights.finalNorm().data(), weights.finalNorm().dtype(), eps, last, o * h, h);
+        }
+        int vocab = c.vocabSize();
+        float[][] logits = new float[m][];
+        if (m == 1 || (long) m * vocab > Integer.MAX_VALUE / 2) {
+            for (int o = 0; o < m; o++) { // one row (or too many for one array): per-row matvec, the same bits
+                logits[o] = new float[vocab];
+                kernels.matvec(weights.lmHead(), last, o * h, logits[o], 0);
+            }
+            return logits;
+        }
+        float[] all = new float[m * vocab]; // [m, vocab]
+        project(weights.lmHead(), last, m, all);
+        for (int o = 0; o < m; o++) {
+            logits[o] = Arrays.copyOfRange(all, o * vocab, (o + 1) * vocab);
         }
         return logits;
     }
+
+    /** {@link #project(DType, MemorySegment, int, int, float[], int, float[])} with a 2-D weight tensor {@code [out, in]}. */
+    private void project(Tensor w, float[] x, int n, float[] y) {
+        project(w.dtype(), w.data(), Math.toIntExact(w.dim(0)), Math.toIntExact(w.dim(1)), x, n, y);
+    }
+
+    /**
+     * {@code Y = X Wᵀ} for {@code n} rows of X ({@code [n, cols]}) into Y ({@code [n, rows]}), reading
+     * W once per tile of {@value #MATMUL_TILE} rows: whole tiles go through the matmul kernel (which
+     * shares each weight load among a tile); two or three rows left over are padded to a tile with
+     * copies of their last row; a single row (or one left over) goes through the matvec kernel,
+     * which is faster for one row than the matmul's single-row path. Every element gets the same
+     * bits whichever way its row went.
+     */
+    private void project(DType dtype, MemorySegment w, int rows, int cols, float[] x, int n, float[] y) {
+        int tiled = n - n % MATMUL_TILE;
+        if (tiled > 0) {
+            kernels.matmul(dtype, w, rows, cols, x, 0, tiled, y, 0);
+        }
+        int rest = n - tiled;
+        if (rest == 1) {
+            kernels.matvec(dtype, w, rows, cols, x, tiled * cols, y, tiled * rows);
+        } else if (rest > 1) {
+            float[] xt = new float[MATMUL_TILE * cols]; // [tile, cols] the rows left, the last repeated
+            for (int b = 0; b < MATMUL_TILE; b++) {
+                System.arraycopy(x, (tiled + Math.min(b, rest - 1)) * cols, xt, b * cols, cols);
+            }
+            float[] yt = new float[MATMUL_TILE * rows]; // [tile, rows]
+            kernels.matmul(dtype, w, rows, cols, xt, 0, MATMUL_TILE, yt, 0);
+            System.arraycopy(yt, 0, y, tiled * rows, rest * rows);
+        }
+    }
+
+    /** Tokens sharing each weight load in the matmul kernel. */
+    private static final int MATMUL_TILE = 4;
 
     private int lastTokens(int total) {
         int bt = geometry.blockTokens();
@@ -478,10 +634,10 @@ public final class ModelRunner {
         int width = c.intermediateSize();
         float[] gate = new float[n * width];
         float[] up = new float[n * width];
-        kernels.matmul(m.gate(), xn, 0, n, gate, 0);
-        kernels.matmul(m.up(), xn, 0, n, up, 0);
+        project(m.gate(), xn, n, gate);
+        project(m.up(), xn, n, up);
         VectorKernels.swiglu(gate, 0, up, 0, gate, 0, n * width);
-        kernels.matmul(m.down(), gate, 0, n, out, 0);
+        project(m.down(), gate, n, out);
     }
 
     /**
@@ -493,7 +649,7 @@ public final class ModelRunner {
         int experts = c.numExperts();
         int topK = c.numExpertsPerTok();
         float[] probs = new float[n * experts];
-        kernels.matmul(layer.router(), xn, 0, n, probs, 0);
+        project(layer.router(), xn, n, probs);
         int[][] routed = new int[n][topK]; // [token][rank] expert
         float[][] gates = new float[n][topK]; // [token][rank] weight
         for (int i = 0; i < n; i++) {
@@ -513,22 +669,20 @@ public final class ModelRunner {
             }
         }
         Arrays.fill(out, 0, n * h, 0f);
-        int width = c.expertIntermediateSize();
-        DType dtype = c.torchDtype();
-        float[] gate = new float[width];
-        float[] up = new float[width];
-        float[] down = new float[h];
+        ExpertBatch batch = new ExpertBatch(Math.min(n, EXPERT_CHUNK_TOKENS));
         if (pager == null) {
+            int[] all = new int[n];
             for (int i = 0; i < n; i++) {
-                for (int r = 0; r < topK; r++) {
-                    ModelWeights.Mlp m = layer.experts().get(routed[i][r]).mlp();
-                    expert(m.gate().data(), m.up().data(), m.down().data(), m.gate().dtype(), xn, i, gates[i][r], out,
-                            gate, up, down);
-                }
+                all[i] = i;
             }
+            batch.run(all, routed, gates, xn, out, e -> {
+                ModelWeights.Mlp m = layer.experts().get(e).mlp();
+                return new ExpertWeights(m.gate().dtype(), m.gate().data(), m.up().data(), m.down().data());
+            });
             return;
         }
         int pl = moeIndex[l];
+        DType dtype = c.torchDtype();
         TokenGroups groups = pager.plan(pl, routed);
         if (groups.count() > 1) {
             groupedLayerRuns++;
@@ -536,27 +690,118 @@ public final class ModelRunner {
         for (int g = 0; g < groups.count(); g++) {
             int[] members = groups.group(g);
             int[] map = pager.page(pl, routed, members);
-            for (int i : members) {
-                for (int r = 0; r < topK; r++) {
-                    int slot = map[routed[i][r]];
-                    expert(pager.tensor(pl, slot, GATE), pager.tensor(pl, slot, UP), pager.tensor(pl, slot, DOWN), dtype, xn,
-                            i, gates[i][r], out, gate, up, down);
-                }
-            }
+            batch.run(members, routed, gates, xn, out, e -> {
+                int slot = map[e];
+                return new ExpertWeights(dtype, pager.tensor(pl, slot, GATE), pager.tensor(pl, slot, UP),
+                        pager.tensor(pl, slot, DOWN));
+            });
         }
     }
 
-    /** {@code out[i] += weight · down(silu(gate(x_i)) · up(x_i))} for one token and one expert. */
-    private void expert(MemorySegment wGate, MemorySegment wUp, MemorySegment wDown, DType dtype, float[] xn, int i,
-            float weight, float[] out, float[] gate, float[] up, float[] down) {
-        int h = c.hiddenSize();
-        int width = c.expertIntermediateSize();
-        kernels.matvec(dtype, wGate, width, h, xn, i * h, gate, 0);
-        kernels.matvec(dtype, wUp, width, h, xn, i * h, up, 0);
-        VectorKernels.swiglu(gate, 0, up, 0, gate, 0, width);
-        kernels.matvec(dtype, wDown, h, width, gate, 0, down, 0);
-        for (int j = 0; j < h; j++) {
-            out[i * h + j] += weight * down[j];
+    /** Tokens whose expert outputs are buffered together: bounds the buffer at chunk × topK × hidden floats. */
+    private static final int EXPERT_CHUNK_TOKENS = 64;
+
+    /** One expert's gate, up and down matrices ({@code [width, H]}, {@code [width, H]}, {@code [H, width]}). */
+    private record ExpertWeights(DType dtype, MemorySegment gate, MemorySegment up, MemorySegment down) {
+    }
+
+    /** Where the weights of expert {@code e} are for the tokens being run. */
+    @FunctionalInterface
+    private interface ExpertSource {
+        ExpertWeights of(int expert);
+    }
+
+    /**
+     * Runs the experts of a set of tokens expert by expert: each expert's matrices are read once for
+     * all the (token, rank) pairs routed to it (a matmul over their gathered rows), each pair's
+     * output is buffered, and then every token sums its outputs in rank order,
+     * {@code out[i] += gate[i][r] · y[i][r]} for r = 0, 1, ..., which is exactly what a token run
+     * alone computes (each matmul row equals the matvec of that row). Scratch is sized once per
+     * layer call. Runner's thread.
+     */
+    private final class ExpertBatch {
+        private final int chunk; // tokens per chunk
+        private final int topK = c.numExpertsPerTok();
+        private final int h = c.hiddenSize();
+        private final int width = c.expertIntermediateSize();
+        private final float[] ys; // [chunk × topK, H] each (token, rank) pair's expert output
+        private final float[] xs; // [chunk × topK, H] gathered input rows of one expert
+        private final float[] gate; // [chunk × topK, width]
+        private final float[] up; // [chunk × topK, width]
+        private final float[] down; // [chunk × topK, H]
+        private final int[] pairs; // [chunk × topK] pair index (token in chunk × topK + rank) routed to the current expert
+        private final int[] pairCount = new int[c.numExperts()]; // [experts] pairs routed to each expert in the chunk
+        private final int[] pairStart = new int[c.numExperts() + 1]; // [experts + 1] offsets into byExpert
+        private final int[] byExpert; // [chunk × topK] pairs ordered by expert, then token, then rank
+
+        ExpertBatch(int chunk) {
+            this.chunk = chunk;
+            int rows = chunk * topK;
+            ys = new float[rows * h];
+            xs = new float[rows * h];
+            gate = new float[rows * width];
+            up = new float[rows * width];
+            down = new float[rows * h];
+            pairs = new int[rows];
+            byExpert = new int[rows];
+        }
+
+        /** Adds the experts' weighted outputs of {@code tokens} (rows of xn) into their rows of {@code out}. */
+        void run(int[] tokens, int[][] routed, float[][] gates, float[] xn, float[] out, ExpertSource source) {
+            for (int from = 0; from < tokens.length; from += chunk) {
+                int count = Math.min(chunk, tokens.length - from);
+                runChunk(tokens, from, count, routed, gates, xn, out, source);
+            }
+        }
+
+        private void runChunk(int[] tokens, int from, int count, int[][] routed, float[][] gates, float[] xn, float[] out,
+                ExpertSource source) {
+            Arrays.fill(pairCount, 0);
+            for (int t = 0; t < count; t++) {
+                for (int r = 0; r < topK; r++) {
+                    pairCount[routed[tokens[from + t]][r]]++;
+                }
+            }
+            pairStart[0] = 0;
+            for (int e = 0; e < pairCount.length; e++) {
+                pairStart[e + 1] = pairStart[e] + pairCount[e];
+            }
+            System.arraycopy(pairStart, 0, pairCount, 0, pairCount.length); // reused as fill cursors
+            for (int t = 0; t < count; t++) {
+                for (int r = 0; r < topK; r++) {
+                    int e = routed[tokens[from + t]][r];
+                    byExpert[pairCount[e]++] = t * topK + r;
+                }
+            }
+            for (int e = 0; e < pairStart.length - 1; e++) {
+                int m = pairStart[e + 1] - pairStart[e];
+                if (m == 0) {
+                    continue;
+                }
+                for (int p = 0; p < m; p++) {
+                    int pair = byExpert[pairStart[e] + p];
+                    pairs[p] = pair;
+                    System.arraycopy(xn, tokens[from + pair / topK] * h, xs, p * h, h);
+                }
+                ExpertWeights w = source.of(e);
+                project(w.dtype(), w.gate(), width, h, xs, m, gate);
+                project(w.dtype(), w.up(), width, h, xs, m, up);
+                VectorKernels.swiglu(gate, 0, up, 0, gate, 0, m * width);
+                project(w.dtype(), w.down(), h, width, gate, m, down);
+                for (int p = 0; p < m; p++) {
+                    System.arraycopy(down, p * h, ys, pairs[p] * h, h);
+                }
+            }
+            for (int t = 0; t < count; t++) {
+                int i = tokens[from + t];
+                for (int r = 0; r < topK; r++) {
+                    float weight = gates[i][r];
+                    int y = (t * topK + r) * h;
+                    for (int j = 0; j < h; j++) {
+                        out[i * h + j] += weight * ys[y + j];
+                    }
+                }
+            }
         }
     }
 

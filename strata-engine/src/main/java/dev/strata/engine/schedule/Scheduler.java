@@ -8,6 +8,7 @@ import dev.strata.cache.routing.RoutingTraceWriter;
 import dev.strata.engine.forward.ModelRunner;
 import dev.strata.engine.forward.RoutingObserver;
 import dev.strata.engine.model.ModelConfig;
+import dev.strata.engine.sample.FinishReason;
 
 import java.util.ArrayDeque;
 import java.util.ArrayList;
@@ -29,10 +30,19 @@ import java.util.function.IntSupplier;
  *       first (oldest admission first), then new ones in arrival order, stopping at the first that
  *       does not fit (no overtaking, so no request starves). An admitted request runs its prefill
  *       at once (the whole prompt as one chunk; the runner has no chunked prefill) and emits its
- *       first token. Then every sequence already running decodes one token, in admission order.
- *       Each sequence is run by its own runner calls, so its tokens and logits are bit-identical to
- *       running it alone (the runner's per-token determinism); matmuls are not batched across
- *       sequences.</li>
+ *       first token. Then every sequence already running decodes one token: first each gets the KV
+ *       block for it (preempting as below), then all of them run as one batch
+ *       ({@link ModelRunner#decodeBatch}: every weight matrix read once per step for the whole
+ *       batch, attention per sequence over its own KV), and their tokens are chosen in admission
+ *       order. With {@link Builder#batchedDecode batchedDecode(false)} each sequence runs its own
+ *       decode call instead. Either way a sequence's tokens and logits are bit-identical to running
+ *       it alone (the runner's per-row determinism).</li>
+ *   <li><b>Choosing and ending</b>: a request's next token is chosen by its own
+ *       {@link TokenChooser} (given at submit; the scheduler's by default). It ends with
+ *       {@link FinishReason#LENGTH} at its maximum of new tokens, {@link FinishReason#STOP} at a
+ *       stop token of the scheduler's or when {@link #stop} was called for it (a sink that found a
+ *       stop string calls it from {@code token}, and the request ends right after that token),
+ *       and {@link FinishReason#CANCELLED} when cancelled.</li>
  *   <li><b>Admission</b> of a request needing {@code b} blocks (its tokens plus the next one):
  *       {@code held + b + floor ≤ slots}, where {@code held} counts the blocks the running
  *       sequences hold (a shared prefix block is counted once per holder, so this errs on the safe
@@ -53,11 +63,14 @@ import java.util.function.IntSupplier;
  *       decode would have given, so its next token is chosen from them.</li>
  *   <li><b>Routing</b>: with a {@link RoutingTraceWriter}, every forward call (prefill, decode or
  *       resume) becomes one trace step of its tokens' routed experts (prefill phase for prefills
- *       and resumes, decode for decodes); a request start precedes a request's first prefill, and
- *       a burst start begins every scheduler step that runs anything.</li>
+ *       and resumes, decode for decodes: a batched decode is one step of the batch's tokens, in
+ *       admission order); a request start precedes a request's first prefill, and a burst start
+ *       begins every scheduler step that runs anything.</li>
  * </ul>
  *
- * <p>Threads: {@link #submit} and {@link #cancel} from any thread; {@link #step},
+ * <p>Threads: {@link #submit}, {@link #cancel}, {@link #stop} and the counters' getters
+ * ({@link #steps}, {@link #preemptions}, {@link #resumes}, {@link #peakRunning},
+ * {@link #decodeBatches}, {@link #decodedTokens}) from any thread; {@link #step},
  * {@link #runUntilIdle} and {@link #close} only on one scheduler thread, which must also be the
  * runner's and the KV manager's driving thread; sinks and the chooser are called on it.
  *
@@ -75,6 +88,7 @@ public final class Scheduler implements AutoCloseable {
     private final int[] stopTokens; // sorted
     private final RoutingTraceWriter trace; // null: routing not recorded
     private final int blockTokens;
+    private final boolean batchedDecode;
 
     private final ConcurrentLinkedQueue<Request> inbox = new ConcurrentLinkedQueue<>();
     private final ConcurrentHashMap<Long, Request> live = new ConcurrentHashMap<>();
@@ -84,10 +98,12 @@ public final class Scheduler implements AutoCloseable {
     private final List<Request> preempted = new ArrayList<>(); // admission order
     private final List<Request> running = new ArrayList<>(); // admission order
     private long admissions; // admission counter: a request's order among admitted ones
-    private long steps;
-    private long preemptions;
-    private long resumes;
-    private int peakRunning;
+    private volatile long steps; // written on the scheduler thread only; volatile for readers elsewhere
+    private volatile long preemptions;
+    private volatile long resumes;
+    private volatile int peakRunning;
+    private volatile long decodeBatches; // decode forward calls (one per step when batched)
+    private volatile long decodedTokens; // tokens those calls decoded
     private boolean burstOpen; // the current step has written its burst start
 
     private int[] traceIds = new int[256]; // ids of the current forward call, layer-major
@@ -103,6 +119,7 @@ public final class Scheduler implements AutoCloseable {
         Arrays.sort(stopTokens);
         this.trace = b.trace;
         this.blockTokens = kv.layout().geometry().blockTokens();
+        this.batchedDecode = b.batchedDecode;
         if (trace != null) {
             ModelConfig c = runner.config();
             int moe = (int) Arrays.stream(ModelRunner.moeLayers(c)).filter(i -> i >= 0).count();
@@ -136,7 +153,17 @@ public final class Scheduler implements AutoCloseable {
      * @return the request's id, for {@link #cancel} and the sink's calls
      */
     public long submit(long session, int[] prompt, int maxNewTokens, TokenSink sink) {
+        return submit(session, prompt, maxNewTokens, chooser, sink);
+    }
+
+    /**
+     * {@link #submit(long, int[], int, TokenSink)} with the request's own {@code chooser} (a
+     * sampler with its own parameters and seed), called on the scheduler thread for each of its
+     * tokens.
+     */
+    public long submit(long session, int[] prompt, int maxNewTokens, TokenChooser chooser, TokenSink sink) {
         Objects.requireNonNull(sink, "sink");
+        Objects.requireNonNull(chooser, "chooser");
         if (prompt == null || prompt.length == 0) {
             throw new IllegalArgumentException("a request needs at least one prompt token");
         }
@@ -149,7 +176,7 @@ public final class Scheduler implements AutoCloseable {
                 throw new IllegalArgumentException("prompt token " + t + " is outside the vocabulary [0, " + vocab + ")");
             }
         }
-        Request r = new Request(nextId.getAndIncrement(), session, prompt.clone(), maxNewTokens, sink);
+        Request r = new Request(nextId.getAndIncrement(), session, prompt.clone(), maxNewTokens, chooser, sink);
         live.put(r.id, r);
         inbox.add(r);
         return r.id;
@@ -172,6 +199,22 @@ public final class Scheduler implements AutoCloseable {
             return false;
         }
         r.cancelled = true;
+        return true;
+    }
+
+    /**
+     * Asks for request {@code id} to end with {@link FinishReason#STOP}; any thread. Called from
+     * the request's sink during {@code token} (on the scheduler thread), the request ends right
+     * after that token; otherwise it is retired at the start of the next step.
+     *
+     * @return false when no live request has that id
+     */
+    public boolean stop(long id) {
+        Request r = live.get(id);
+        if (r == null) {
+            return false;
+        }
+        r.stopRequested = true;
         return true;
     }
 
@@ -236,6 +279,16 @@ public final class Scheduler implements AutoCloseable {
         return peakRunning;
     }
 
+    /** Decode forward calls so far: one per step that decoded anything when batched, one per token otherwise. */
+    public long decodeBatches() {
+        return decodeBatches;
+    }
+
+    /** Tokens decoded by those calls (prefills and resumes excluded). */
+    public long decodedTokens() {
+        return decodedTokens;
+    }
+
     /** KV blocks the running sequences hold (a shared block once per holder). */
     public int heldBlocks() {
         int held = 0;
@@ -262,12 +315,15 @@ public final class Scheduler implements AutoCloseable {
                 if (r.cancelled) {
                     list.remove(i);
                     finish(r, FinishReason.CANCELLED);
+                } else if (r.stopRequested) {
+                    list.remove(i);
+                    finish(r, FinishReason.STOP);
                 }
             }
         }
         waiting.removeIf(r -> {
-            if (r.cancelled) {
-                finish(r, FinishReason.CANCELLED);
+            if (r.cancelled || r.stopRequested) {
+                finish(r, r.cancelled ? FinishReason.CANCELLED : FinishReason.STOP);
                 return true;
             }
             return false;
@@ -325,6 +381,10 @@ public final class Scheduler implements AutoCloseable {
             r.seq = seq;
             r.ranInStep = steps;
             enterRunning(r);
+            if (!r.reported) {
+                r.reported = true;
+                r.sink.started(r.id, r.prompt.length, seq.reusedTokens());
+            }
             emit(r, logits);
         }
     }
@@ -335,18 +395,53 @@ public final class Scheduler implements AutoCloseable {
     }
 
     private void decodeRunning() {
+        if (!batchedDecode) {
+            for (Request r : new ArrayList<>(running)) {
+                if (r.seq == null || r.ranInStep == steps || !running.contains(r)) {
+                    continue;
+                }
+                if (!reserveNext(r)) {
+                    continue;
+                }
+                openBurst();
+                int last = r.generated[r.count - 1];
+                float[] logits = forward(RoutingPhase.DECODE, () -> r.seq.decode(last));
+                r.ranInStep = steps;
+                decodeBatches++;
+                decodedTokens++;
+                emit(r, logits);
+            }
+            return;
+        }
+        // every sequence gets its next token's block first (a preemption may take a reserved one's)
+        List<Request> ready = new ArrayList<>(running.size());
         for (Request r : new ArrayList<>(running)) {
             if (r.seq == null || r.ranInStep == steps || !running.contains(r)) {
                 continue;
             }
-            if (!reserveNext(r)) {
-                continue;
+            if (reserveNext(r)) {
+                ready.add(r);
             }
-            openBurst();
-            int last = r.generated[r.count - 1];
-            float[] logits = forward(RoutingPhase.DECODE, () -> r.seq.decode(last));
+        }
+        ready.removeIf(r -> !running.contains(r)); // preempted after its reservation
+        if (ready.isEmpty()) {
+            return;
+        }
+        List<ModelRunner.Sequence> seqs = new ArrayList<>(ready.size());
+        int[] last = new int[ready.size()];
+        for (int i = 0; i < ready.size(); i++) {
+            Request r = ready.get(i);
+            seqs.add(r.seq);
+            last[i] = r.generated[r.count - 1];
+        }
+        openBurst();
+        float[][] logits = forwardBatch(RoutingPhase.DECODE, () -> runner.decodeBatch(seqs, last));
+        decodeBatches++;
+        decodedTokens += ready.size();
+        for (int i = 0; i < ready.size(); i++) {
+            Request r = ready.get(i);
             r.ranInStep = steps;
-            emit(r, logits);
+            emit(r, logits[i]);
         }
     }
 
@@ -390,10 +485,10 @@ public final class Scheduler implements AutoCloseable {
     }
 
     private void emit(Request r, float[] logits) {
-        int token = chooser.choose(r.id, logits);
+        int token = r.chooser.choose(r.id, logits);
         r.generated[r.count++] = token;
         r.sink.token(r.id, token, logits);
-        if (Arrays.binarySearch(stopTokens, token) >= 0) {
+        if (r.stopRequested || Arrays.binarySearch(stopTokens, token) >= 0) {
             running.remove(r);
             finish(r, FinishReason.STOP);
         } else if (r.count == r.maxNew) {
@@ -424,10 +519,23 @@ public final class Scheduler implements AutoCloseable {
         float[] run();
     }
 
+    private interface BatchForward {
+        float[][] run();
+    }
+
     /** Runs one forward call and records its routing as one trace step. */
     private float[] forward(RoutingPhase phase, Forward call) {
+        float[][] out = forwardBatch(phase, () -> {
+            float[] logits = call.run();
+            return logits == null ? null : new float[][] {logits};
+        });
+        return out == null ? null : out[0];
+    }
+
+    /** Runs one forward call of one or more sequences and records its routing as one trace step. */
+    private float[][] forwardBatch(RoutingPhase phase, BatchForward call) {
         traceCount = 0;
-        float[] logits = call.run();
+        float[][] logits = call.run();
         if (trace != null && traceCount > 0) {
             int perToken = trace.header().idsPerToken();
             trace.step(phase, traceCount / perToken, Arrays.copyOf(traceIds, traceCount));
@@ -459,20 +567,24 @@ public final class Scheduler implements AutoCloseable {
         final long session; // -1: the request's id
         final int[] prompt;
         final int maxNew;
+        final TokenChooser chooser;
         final TokenSink sink;
         final int[] generated; // [maxNew], [0, count) emitted
         int count;
         volatile boolean cancelled;
+        volatile boolean stopRequested;
+        boolean reported; // the sink has been told started
         ModelRunner.Sequence seq; // null while waiting or preempted by recompute
         long order; // admission order among running and preempted
         long ranInStep; // the step that last ran a forward pass for it
         boolean started; // its request start has been recorded
 
-        Request(long id, long session, int[] prompt, int maxNew, TokenSink sink) {
+        Request(long id, long session, int[] prompt, int maxNew, TokenChooser chooser, TokenSink sink) {
             this.id = id;
             this.session = session;
             this.prompt = prompt;
             this.maxNew = maxNew;
+            this.chooser = chooser;
             this.sink = sink;
             this.generated = new int[maxNew];
         }
@@ -497,6 +609,7 @@ public final class Scheduler implements AutoCloseable {
         private IntSupplier floorBlocks = () -> 0;
         private int[] stopTokens = new int[0];
         private RoutingTraceWriter trace;
+        private boolean batchedDecode = true;
 
         private Builder(ModelRunner runner, KvBlockManager kv) {
             this.runner = Objects.requireNonNull(runner, "runner");
@@ -530,6 +643,16 @@ public final class Scheduler implements AutoCloseable {
         /** Records routing decisions into {@code writer} (owned by the caller); its header must fit the model. */
         public Builder routingTrace(RoutingTraceWriter writer) {
             this.trace = writer;
+            return this;
+        }
+
+        /**
+         * Whether the running sequences decode as one batch per step (the default) or each by its
+         * own decode call (the outputs are the same bits either way; per-sequence calls read the
+         * weights once per sequence).
+         */
+        public Builder batchedDecode(boolean batched) {
+            this.batchedDecode = batched;
             return this;
         }
 

@@ -2,8 +2,9 @@ package dev.strata.engine.schedule;
 
 /**
  * Picks the next token of a request from the logits after its last token. The scheduler calls it
- * on its own thread, once per generated token; an implementation with per-request state (a seeded
- * sampler) keys it by the request id.
+ * on its own thread, once per generated token. A chooser with per-request state (a seeded
+ * {@code Sampler}) is given to {@link Scheduler#submit(long, int[], int, TokenChooser, TokenSink)}
+ * for its request alone; the scheduler's default chooser serves every request submitted without one.
  */
 @FunctionalInterface
 public interface TokenChooser {

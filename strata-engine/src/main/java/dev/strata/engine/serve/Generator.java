@@ -2,8 +2,8 @@ package dev.strata.engine.serve;
 
 /**
  * The seam between the HTTP server and whatever runs the model: takes generation requests and
- * streams their output to a {@link TokenSink}. {@link SerialGenerator} runs one request at a time;
- * a batching scheduler implements the same interface.
+ * streams their output to a {@link TextSink}. {@link ContinuousBatchingGenerator} runs them on the
+ * continuous-batching scheduler.
  *
  * <p>Threads: {@link #submit} and {@link Handle#cancel} may be called from any thread.
  */
@@ -14,7 +14,7 @@ public interface Generator extends AutoCloseable {
         /**
          * Asks the generation to stop: a queued one never starts, a running one stops after its
          * current step and releases its KV blocks. The sink then gets
-         * {@code finished(CANCELLED, ...)} unless it had already finished. Idempotent.
+         * {@code finished(CANCELLED, ...)} unless it had already finished. Idempotent; any thread.
          */
         void cancel();
     }
@@ -25,7 +25,7 @@ public interface Generator extends AutoCloseable {
      * @throws IllegalArgumentException when the request asks for something this generator cannot do
      *         (the message names the field and the value)
      */
-    Handle submit(GenerationRequest request, TokenSink sink);
+    Handle submit(GenerationRequest request, TextSink sink);
 
     /** Requests waiting to start. */
     int queueLength();

@@ -6,6 +6,8 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import com.sun.net.httpserver.HttpExchange;
 import com.sun.net.httpserver.HttpServer;
+import dev.strata.engine.sample.FinishReason;
+import dev.strata.engine.sample.SamplingParams;
 import dev.strata.engine.tokenizer.BpeTokenizer;
 import dev.strata.engine.tokenizer.ChatMessage;
 import dev.strata.engine.tokenizer.TokenizerConfig;
@@ -30,7 +32,11 @@ import java.util.concurrent.LinkedBlockingQueue;
  * <p>Protocol notes: requests are validated before anything is queued; each error is a JSON
  * {@code {"error": {"message", "type", "param", "code"}}} with 400 (bad field, naming it and the
  * value, or malformed JSON), 401 (missing or wrong bearer key), 404 (unknown model or path),
- * 405 (wrong method) or 413 (body over the limit). {@code temperature} defaults to 0 (greedy). A
+ * 405 (wrong method) or 413 (body over the limit). Sampling fields: {@code temperature} in [0, 2]
+ * (default 0: greedy, so a request without it is deterministic), {@code top_p} in (0, 1],
+ * {@code top_k} ≥ 0 (0 or -1: off), {@code seed}, {@code presence_penalty} and
+ * {@code frequency_penalty} in [-2, 2], {@code stop} (a string or up to 4 non-empty strings),
+ * {@code max_tokens} (or {@code max_completion_tokens} in chat). A
  * stream sends one {@code data: {chunk}} per text delta, a final chunk carrying
  * {@code finish_reason} and {@code usage}, then {@code data: [DONE]}. A failed write (the client
  * went away) cancels the generation through its {@link Generator.Handle}, which releases its KV
@@ -281,27 +287,41 @@ public final class OpenAiServer implements AutoCloseable {
                 throw ApiError.badField(maxField, "'" + maxField + "' must be in [1, " + config.maxTokensLimit() + "], got " + maxTokens);
             }
         }
-        double temperature = number(root, "temperature", 0, 0, 2);
-        double topP = number(root, "top_p", 1, Double.MIN_VALUE, 1);
+        SamplingParams.Builder sampling = SamplingParams.builder().maxTokens(maxTokens);
+        sampling.temperature(number(root, "temperature", 0, 0, 2));
+        sampling.topP(number(root, "top_p", 1, Double.MIN_VALUE, 1));
+        sampling.presencePenalty(number(root, "presence_penalty", 0, -SamplingParams.MAX_PENALTY, SamplingParams.MAX_PENALTY));
+        sampling.frequencyPenalty(number(root, "frequency_penalty", 0, -SamplingParams.MAX_PENALTY, SamplingParams.MAX_PENALTY));
+        JsonNode topK = root.get("top_k");
+        if (topK != null && !topK.isNull()) {
+            if (!topK.isIntegralNumber() || !topK.canConvertToInt() || topK.intValue() < -1) {
+                throw ApiError.badField("top_k", "'top_k' must be an integer >= 0 (0 or -1: off), got " + topK);
+            }
+            sampling.topK(Math.max(0, topK.intValue()));
+        }
         JsonNode n = root.get("n");
         if (n != null && !n.isNull() && !(n.isIntegralNumber() && n.intValue() == 1)) {
             throw ApiError.badField("n", "'n' must be 1 (one choice per request), got " + n);
         }
-        Long seed = null;
         JsonNode seedNode = root.get("seed");
         if (seedNode != null && !seedNode.isNull()) {
             if (!seedNode.isIntegralNumber() || !seedNode.canConvertToLong()) {
                 throw ApiError.badField("seed", "'seed' must be an integer, got " + seedNode);
             }
-            seed = seedNode.longValue();
+            sampling.seed(seedNode.longValue());
         }
-        List<String> stop = stops(root.get("stop"));
+        sampling.stop(stops(root.get("stop")));
         JsonNode stream = root.get("stream");
         if (stream != null && !stream.isNull() && !stream.isBoolean()) {
             throw ApiError.badField("stream", "'stream' must be true or false, got " + stream);
         }
-        return new Parsed(new GenerationRequest(prompt, maxTokens, temperature, topP, seed, stop),
-                stream != null && stream.asBoolean(false));
+        SamplingParams params;
+        try {
+            params = sampling.build();
+        } catch (IllegalArgumentException e) { // every field was checked above; this names the field all the same
+            throw ApiError.badField(null, e.getMessage());
+        }
+        return new Parsed(new GenerationRequest(prompt, params), stream != null && stream.asBoolean(false));
     }
 
     private static double number(JsonNode root, String field, double dflt, double min, double max) throws ApiError {
@@ -325,13 +345,16 @@ public final class OpenAiServer implements AutoCloseable {
             return List.of();
         }
         if (stop.isTextual()) {
+            if (stop.asText().isEmpty()) {
+                throw ApiError.badField("stop", "'stop' must not be the empty string");
+            }
             return List.of(stop.asText());
         }
         if (stop.isArray() && stop.size() <= 4) {
             List<String> out = new ArrayList<>();
             for (JsonNode s : stop) {
-                if (!s.isTextual()) {
-                    throw ApiError.badField("stop", "'stop' entries must be strings, got " + s);
+                if (!s.isTextual() || s.asText().isEmpty()) {
+                    throw ApiError.badField("stop", "'stop' entries must be non-empty strings, got " + s);
                 }
                 out.add(s.asText());
             }
@@ -415,8 +438,8 @@ public final class OpenAiServer implements AutoCloseable {
         Generator.Handle handle;
         try {
             handle = generator.submit(p.request, sink);
-        } catch (IllegalArgumentException e) {
-            throw ApiError.badField(e.getMessage().startsWith("temperature") ? "temperature" : "max_tokens", e.getMessage());
+        } catch (IllegalArgumentException e) { // the prompt and max_tokens do not fit one sequence's KV
+            throw ApiError.badField("max_tokens", e.getMessage());
         }
         try {
             if (p.stream) {
@@ -453,7 +476,7 @@ public final class OpenAiServer implements AutoCloseable {
                 choice.put("text", text.toString());
                 choice.putNull("logprobs");
             }
-            choice.put("finish_reason", e.reason.wireName());
+            choice.put("finish_reason", e.reason.openAiName());
             usage(out, e);
             sendJson(ex, 200, out);
             return;
@@ -499,7 +522,7 @@ public final class OpenAiServer implements AutoCloseable {
                     } else {
                         c.put("text", "");
                     }
-                    c.put("finish_reason", e.reason.wireName());
+                    c.put("finish_reason", e.reason.openAiName());
                     usage(chunk, e);
                     event(out, chunk.toString());
                 }
@@ -559,7 +582,7 @@ public final class OpenAiServer implements AutoCloseable {
     }
 
     /** Hands a generation's output from the generator's thread to the exchange's thread. */
-    private static final class QueueSink implements TokenSink {
+    private static final class QueueSink implements TextSink {
         final LinkedBlockingQueue<Event> events = new LinkedBlockingQueue<>();
 
         @Override

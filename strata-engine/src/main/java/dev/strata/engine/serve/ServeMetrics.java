@@ -7,7 +7,9 @@ import java.util.concurrent.atomic.AtomicLongArray;
 /**
  * Counters and latency histograms of a serving process, rendered in the Prometheus text format.
  * TTFT is from submission to the first generated token; TPOT is the gap between consecutive
- * generated tokens; tokens/s is generated tokens over the time since the first request.
+ * generated tokens of one request; tokens/s is generated tokens over the time since the first
+ * request. The scheduler's state (running and preempted sequences, preemptions, decode batches
+ * and the tokens they decoded) is published by the generator's worker after every step.
  *
  * <p>Threads: every method from any thread (atomics; a render is not a consistent snapshot across
  * families, each counter is).
@@ -25,6 +27,11 @@ public final class ServeMetrics {
     private final AtomicLong firstNanos = new AtomicLong(); // System.nanoTime of the first request, 0 before
     private final Histogram ttft = new Histogram();
     private final Histogram tpot = new Histogram();
+    private volatile SchedulerGauges gauges = new SchedulerGauges(0, 0, 0, 0, 0);
+
+    /** The scheduler's state as last published. */
+    private record SchedulerGauges(int running, int preempted, long preemptions, long decodeBatches, long decodedTokens) {
+    }
 
     /** A request arrived at a generation endpoint. */
     public void request() {
@@ -48,6 +55,14 @@ public final class ServeMetrics {
     void completed(int generated) {
         completed.incrementAndGet();
         tokens.addAndGet(generated);
+    }
+
+    /**
+     * Publishes the scheduler's state: sequences running and preempted now, and the running totals
+     * of preemptions, decode forward calls and the tokens they decoded.
+     */
+    public void scheduler(int running, int preempted, long preemptions, long decodeBatches, long decodedTokens) {
+        gauges = new SchedulerGauges(running, preempted, preemptions, decodeBatches, decodedTokens);
     }
 
     void failed() {
@@ -85,6 +100,14 @@ public final class ServeMetrics {
                 secs == 0 ? 0 : tokens.get() / secs);
         s.append("# HELP strata_serve_queue_length Requests waiting to start\n# TYPE strata_serve_queue_length gauge\n");
         s.append("strata_serve_queue_length ").append(queueLength).append('\n');
+        SchedulerGauges g = gauges;
+        gauge(s, "strata_serve_running", "Sequences in the running batch", g.running());
+        gauge(s, "strata_serve_preempted", "Sequences preempted and waiting to resume", g.preempted());
+        counter(s, "strata_serve_preemptions_total", "Sequences preempted to free KV blocks", g.preemptions());
+        counter(s, "strata_serve_decode_batches_total", "Decode forward passes (one per scheduler step when batched)",
+                g.decodeBatches());
+        counter(s, "strata_serve_decoded_tokens_total", "Tokens decoded by those passes (their mean batch size is the ratio)",
+                g.decodedTokens());
         ttft.write(s, "strata_serve_ttft_seconds", "Time from submission to the first generated token");
         tpot.write(s, "strata_serve_time_per_output_token_seconds", "Time between consecutive generated tokens");
         return s.toString();
@@ -93,6 +116,12 @@ public final class ServeMetrics {
     private static void counter(StringBuilder s, String name, String help, long v) {
         s.append("# HELP ").append(name).append(' ').append(help).append('\n');
         s.append("# TYPE ").append(name).append(" counter\n");
+        s.append(name).append(' ').append(v).append('\n');
+    }
+
+    private static void gauge(StringBuilder s, String name, String help, long v) {
+        s.append("# HELP ").append(name).append(' ').append(help).append('\n');
+        s.append("# TYPE ").append(name).append(" gauge\n");
         s.append(name).append(' ').append(v).append('\n');
     }
 

@@ -35,6 +35,7 @@ import dev.strata.engine.kernel.Kernels;
 import dev.strata.engine.model.DType;
 import dev.strata.engine.model.ModelDirectory;
 import dev.strata.engine.model.ModelFamily;
+import dev.strata.engine.sample.FinishReason;
 import dev.strata.engine.synth.ModelSynthesizer;
 import dev.strata.engine.synth.SynthSpec;
 import java.lang.foreign.Arena;
@@ -451,6 +452,94 @@ class SchedulerTest {
     }
 
     @Test
+    void perSequenceDecodeCallsGiveTheSameOutputsAsTheBatch() {
+        int[] lengths = {4, 9, 6};
+        int[] maxNew = {7, 5, 6};
+        Output[][] outs = new Output[2][lengths.length];
+        long[] calls = new long[2];
+        for (int mode = 0; mode < 2; mode++) {
+            try (Rig rig = new Rig(64)) {
+                Scheduler scheduler = Scheduler.builder(rig.runner, rig.kv).batchedDecode(mode == 0).build();
+                for (int i = 0; i < lengths.length; i++) {
+                    outs[mode][i] = new Output();
+                    scheduler.submit(prompt(90 + i, lengths[i]), maxNew[i], outs[mode][i]);
+                }
+                drain(scheduler, rig);
+                calls[mode] = scheduler.decodeBatches();
+                int decoded = Arrays.stream(maxNew).map(n -> n - 1).sum();
+                assertThat(scheduler.decodedTokens()).isEqualTo(decoded);
+                rig.assertNothingHeld();
+            }
+        }
+        assertThat(calls[0]).as("batched: one decode call per step").isEqualTo(Arrays.stream(maxNew).max().orElseThrow() - 1);
+        assertThat(calls[1]).as("per sequence: one call per token").isEqualTo(Arrays.stream(maxNew).map(n -> n - 1).sum());
+        for (int i = 0; i < lengths.length; i++) {
+            assertSame(outs[0][i], outs[1][i], "request " + i);
+        }
+    }
+
+    @Test
+    void eachRequestUsesItsOwnChooserAndASinkCanStopIt() {
+        try (Rig rig = new Rig(64)) {
+            Scheduler scheduler = Scheduler.builder(rig.runner, rig.kv).build();
+            int[] p = prompt(95, 6);
+            Output greedy = new Output();
+            Output lowest = new Output();
+            scheduler.submit(-1, p, 5, TokenChooser.GREEDY, greedy);
+            TokenChooser lowestLogit = (request, logits) -> {
+                int best = 0;
+                for (int i = 1; i < logits.length; i++) {
+                    if (logits[i] < logits[best]) {
+                        best = i;
+                    }
+                }
+                return best;
+            };
+            scheduler.submit(-1, p, 5, lowestLogit, lowest);
+            // a sink that asks to stop at its third token, from inside token()
+            List<Integer> stopped = new ArrayList<>();
+            List<FinishReason> stopReason = new ArrayList<>();
+            int[] started = new int[2];
+            long[] id = new long[1];
+            id[0] = scheduler.submit(-1, p, 9, TokenChooser.GREEDY, new TokenSink() {
+                @Override
+                public void started(long request, int promptTokens, int reusedTokens) {
+                    started[0]++;
+                    started[1] = promptTokens;
+                }
+
+                @Override
+                public void token(long request, int token, float[] logits) {
+                    stopped.add(token);
+                    if (stopped.size() == 3) {
+                        assertThat(scheduler.stop(request)).isTrue();
+                    }
+                }
+
+                @Override
+                public void finished(long request, FinishReason reason) {
+                    stopReason.add(reason);
+                }
+            });
+            drain(scheduler, rig);
+            assertSame(greedy, alone(p, 5), "greedy");
+            assertThat(lowest.tokens).isNotEqualTo(greedy.tokens);
+            for (int i = 0; i < lowest.tokens.size(); i++) {
+                float[] l = lowest.logits.get(i);
+                int t = lowest.tokens.get(i);
+                for (float v : l) {
+                    assertThat(l[t]).isLessThanOrEqualTo(v);
+                }
+            }
+            assertThat(stopped).isEqualTo(alone(p, 3).tokens);
+            assertThat(stopReason).containsExactly(FinishReason.STOP);
+            assertThat(started).containsExactly(1, 6);
+            assertThat(scheduler.stop(id[0])).as("finished: not live").isFalse();
+            rig.assertNothingHeld();
+        }
+    }
+
+    @Test
     void tooLongARequestEndsAtOnce() {
         try (Rig rig = new Rig(4)) {
             Scheduler scheduler = Scheduler.builder(rig.runner, rig.kv).build();
@@ -498,22 +587,36 @@ class SchedulerTest {
             drain(scheduler, rig);
             scheduler.close();
         }
-        // step 1 admits and prefills both; each later step decodes each running request once
+        // step 1 admits and prefills both; each later step decodes the running requests as one batch:
+        // one trace step whose ids are layer-major, the batch's tokens in admission order within a layer
         List<RoutingRecord> want = new ArrayList<>();
         int steps = Arrays.stream(maxNew).max().orElseThrow();
+        int topK = header.topK();
         for (int s = 0; s < steps; s++) {
             want.add(BurstStart.INSTANCE);
-            for (int i = 0; i < lengths.length; i++) {
-                if (s >= maxNew[i]) {
-                    continue;
-                }
-                if (s == 0) {
+            if (s == 0) {
+                for (int i = 0; i < lengths.length; i++) {
                     want.add(new RequestStart(100 + i, ids[i]));
+                    int[] stepIds = aloneSteps.get(i).get(0);
+                    want.add(RoutingStep.of(header, RoutingPhase.PREFILL, stepIds.length / header.idsPerToken(), stepIds));
                 }
-                int[] stepIds = aloneSteps.get(i).get(s);
-                want.add(RoutingStep.of(header, s == 0 ? RoutingPhase.PREFILL : RoutingPhase.DECODE,
-                        stepIds.length / header.idsPerToken(), stepIds));
+                continue;
             }
+            List<Integer> batch = new ArrayList<>();
+            for (int i = 0; i < lengths.length; i++) {
+                if (s < maxNew[i]) {
+                    batch.add(i);
+                }
+            }
+            int[] stepIds = new int[batch.size() * header.idsPerToken()];
+            int at = 0;
+            for (int layer = 0; layer < header.layers(); layer++) {
+                for (int i : batch) {
+                    System.arraycopy(aloneSteps.get(i).get(s), layer * topK, stepIds, at, topK);
+                    at += topK;
+                }
+            }
+            want.add(RoutingStep.of(header, RoutingPhase.DECODE, batch.size(), stepIds));
         }
         List<RoutingRecord> got = new ArrayList<>();
         try (RoutingTraceReader reader = RoutingTraceReader.open(file)) {

@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.strata.engine.model.ModelFamily;
+import dev.strata.engine.sample.FinishReason;
 import dev.strata.engine.synth.ModelSynthesizer;
 import dev.strata.engine.synth.SynthSpec;
 import java.io.BufferedReader;
@@ -41,7 +42,7 @@ class OpenAiServerTest {
     static Path dir;
 
     static ServeEngine engine;
-    static SerialGenerator serial;
+    static ContinuousBatchingGenerator generator;
     static ServeMetrics metrics;
     static OpenAiServer server;
     static OpenAiServer keyed;
@@ -52,9 +53,9 @@ class OpenAiServerTest {
         ModelSynthesizer.write(SynthSpec.small(ModelFamily.QWEN3_MOE, 7), dir, (d, t, b, tb) -> { });
         engine = new ServeEngine(dir, 1, BLOCK_TOKENS, KV_BLOCKS, 4);
         metrics = new ServeMetrics();
-        serial = new SerialGenerator(engine, metrics);
-        server = OpenAiServer.start(ServerConfig.local(0, MODEL, 256, 512).withMaxBodyBytes(4096), engine, serial, metrics);
-        keyed = OpenAiServer.start(ServerConfig.local(0, MODEL, 256, 512).withApiKey(KEY), engine, new SlowGenerator(serial), metrics);
+        generator = new ContinuousBatchingGenerator(engine, metrics);
+        server = OpenAiServer.start(ServerConfig.local(0, MODEL, 256, 512).withMaxBodyBytes(4096), engine, generator, metrics);
+        keyed = OpenAiServer.start(ServerConfig.local(0, MODEL, 256, 512).withApiKey(KEY), engine, new SlowGenerator(generator), metrics);
         client = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).connectTimeout(Duration.ofSeconds(5)).build();
     }
 
@@ -66,8 +67,8 @@ class OpenAiServerTest {
         if (server != null) {
             server.close();
         }
-        if (serial != null) {
-            serial.close();
+        if (generator != null) {
+            generator.close();
         }
         if (engine != null) {
             engine.close();
@@ -196,7 +197,7 @@ class OpenAiServerTest {
     }
 
     @Test
-    void concurrentRequestsQueueAndEachGetsTheSerialAnswer() throws Exception {
+    void concurrentRequestsEachGetTheirAloneAnswer() throws Exception {
         String[] prompts = {"Tiers: device, host, pool, disk. ", "Experts are paged in slots. ", "A block holds sixteen tokens. "};
         String[] alone = new String[prompts.length];
         for (int i = 0; i < prompts.length; i++) {
@@ -215,7 +216,7 @@ class OpenAiServerTest {
             assertThat(r.statusCode()).isEqualTo(200);
             assertThat(JSON.readTree(r.body()).get("choices")).isEqualTo(JSON.readTree(alone[k % prompts.length]).get("choices"));
         }
-        assertThat(serial.queueLength()).isZero();
+        assertThat(generator.queueLength()).isZero();
         assertThat(engine.kv().stats().openSequences()).isZero();
     }
 
@@ -275,9 +276,19 @@ class OpenAiServerTest {
         assertThat(tooLong.statusCode()).as(tooLong.body()).isEqualTo(400);
         assertThat(error(tooLong)).contains("prompt has").contains("limit of 256");
 
-        HttpResponse<String> hot = post(server, "/v1/completions", "{\"prompt\":\"abc\",\"temperature\":0.7}", null);
-        assertThat(hot.statusCode()).isEqualTo(400);
-        assertThat(error(hot)).contains("temperature > 0 is not supported yet");
+        String[][] badSampling = {
+                {"\"temperature\":2.5", "temperature", "2.5"}, {"\"temperature\":\"hot\"", "temperature", "\"hot\""},
+                {"\"top_p\":0", "top_p", "0"}, {"\"top_p\":1.5", "top_p", "1.5"}, {"\"top_k\":-3", "top_k", "-3"},
+                {"\"top_k\":2.5", "top_k", "2.5"}, {"\"seed\":\"x\"", "seed", "\"x\""},
+                {"\"presence_penalty\":2.5", "presence_penalty", "2.5"}, {"\"frequency_penalty\":-7", "frequency_penalty", "-7"},
+                {"\"stop\":\"\"", "stop", "empty"}, {"\"stop\":[\"a\",3]", "stop", "3"},
+                {"\"stop\":[\"a\",\"b\",\"c\",\"d\",\"e\"]", "stop", "\"e\""}};
+        for (String[] bad : badSampling) {
+            HttpResponse<String> r = post(server, "/v1/completions", "{\"prompt\":\"abc\"," + bad[0] + "}", null);
+            assertThat(r.statusCode()).as(bad[0]).isEqualTo(400);
+            assertThat(JSON.readTree(r.body()).get("error").get("param").asText()).as(bad[0]).isEqualTo(bad[1]);
+            assertThat(error(r)).as(bad[0]).contains(bad[1]).contains(bad[2]);
+        }
 
         HttpResponse<String> unknown = post(server, "/v1/completions", "{\"model\":\"gpt-9\",\"prompt\":\"abc\"}", null);
         assertThat(unknown.statusCode()).isEqualTo(404);
@@ -371,8 +382,8 @@ class OpenAiServerTest {
     /** The real generator with each text delta held for {@link #SLOW_NANOS}, so a stream outlives a disconnect. */
     private record SlowGenerator(Generator inner) implements Generator {
         @Override
-        public Handle submit(GenerationRequest request, TokenSink sink) {
-            return inner.submit(request, new TokenSink() {
+        public Handle submit(GenerationRequest request, TextSink sink) {
+            return inner.submit(request, new TextSink() {
                 @Override
                 public void text(String delta) {
                     sink.text(delta);

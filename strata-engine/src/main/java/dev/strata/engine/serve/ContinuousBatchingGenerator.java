@@ -1,0 +1,429 @@
+package dev.strata.engine.serve;
+
+import dev.strata.cache.kv.KvManagerStats;
+import dev.strata.engine.sample.FinishReason;
+import dev.strata.engine.sample.Sampler;
+import dev.strata.engine.sample.SamplingParams;
+import dev.strata.engine.sample.StopChecker;
+import dev.strata.engine.schedule.PreemptionMode;
+import dev.strata.engine.schedule.Scheduler;
+import dev.strata.engine.schedule.TokenChooser;
+import dev.strata.engine.schedule.TokenSink;
+import dev.strata.engine.tokenizer.BpeTokenizer;
+import java.util.ArrayList;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Objects;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/**
+ * A {@link Generator} over the continuous-batching {@link Scheduler}: requests join and leave the
+ * running batch between steps, and each step decodes every running sequence in one batched
+ * forward pass.
+ *
+ * <p>Design:
+ * <ul>
+ *   <li><b>One worker thread</b> owns the scheduler, and through it the runner, the KV manager and
+ *       the pager. {@link #submit} validates a request and queues it; the worker hands queued
+ *       requests to the scheduler before every step, steps while anything is waiting or running,
+ *       and sleeps on the queue otherwise.</li>
+ *   <li><b>Per request</b>: a {@link Sampler} with the request's {@link SamplingParams} is its
+ *       {@link TokenChooser} (seeded, penalties counted over its own tokens; ids beyond the
+ *       tokenizer's vocabulary are padding and never produced); a {@link StopChecker} turns its
+ *       tokens into text, holds back what may begin a stop string, and ends it at a stop string
+ *       or a stop token id (the request's and the model's end-of-sequence ids) through
+ *       {@link Scheduler#stop}; the scheduler ends it at {@code max_tokens}.</li>
+ *   <li><b>Cancellation</b> ({@link Handle#cancel}, any thread): a request not yet handed over
+ *       never starts; a handed-over one is cancelled in the scheduler and retired, with its KV
+ *       blocks released, at the start of the next step, while the others go on.</li>
+ *   <li><b>Failure</b>: a sink that throws fails its own request only (it is cancelled in the
+ *       scheduler and its sink told {@code failed}). If a step throws (a kernel or I/O failure),
+ *       every request in the scheduler fails with that error, the scheduler is closed (releasing every block) and a new
+ *       one takes its place; queued requests are unaffected.</li>
+ *   <li><b>Metrics</b>: TTFT (submission to first token) and time per output token per request;
+ *       after every step the scheduler's running, preempted and decode counters go to
+ *       {@link ServeMetrics}; the KV manager's stats are snapshotted on the worker after every
+ *       step in which a request ended, every {@value #REFRESH_STEPS} steps, and when the
+ *       scheduler goes idle.</li>
+ * </ul>
+ *
+ * <p>Threads: {@link #submit}, {@link #queueLength}, {@link #engineMetrics}, {@link Handle#cancel}
+ * and {@link #close} from any thread; everything touching the scheduler's engine runs on the
+ * worker, and sinks are called there.
+ *
+ * <p>Invariants: every submitted request's sink gets exactly one {@code finished} or
+ * {@code failed}; a finished request holds no KV block.
+ */
+public final class ContinuousBatchingGenerator implements Generator {
+    private static final int REFRESH_STEPS = 16;
+
+    private final ServeEngine engine;
+    private final BpeTokenizer tokenizer;
+    private final Set<Integer> eos; // end-of-sequence ids: config.json's eos_token_id and the tokenizer's eos
+    private final int validVocab; // ids a sampler may return: the tokenizer's, within the model's rows
+    private final ServeMetrics metrics;
+    private final PreemptionMode preemption;
+    private final LinkedBlockingQueue<Job> submitted = new LinkedBlockingQueue<>();
+    private final ConcurrentHashMap<Job, Boolean> inScheduler = new ConcurrentHashMap<>(); // handed over, not finished
+    private final AtomicInteger queued = new AtomicInteger(); // submitted, neither started nor finished
+    private final Thread worker;
+    private volatile Scheduler scheduler; // replaced only by the worker, after a failed step
+    private volatile boolean closed;
+    private volatile KvManagerStats kvStats;
+    private boolean statsStale; // a request ended since the last snapshot; worker only
+
+    /** A generator with swap preemption. */
+    public ContinuousBatchingGenerator(ServeEngine engine, ServeMetrics metrics) {
+        this(engine, metrics, PreemptionMode.SWAP);
+    }
+
+    /**
+     * Starts the worker over {@code engine}, which this generator drives from now on (close the
+     * generator before the engine).
+     */
+    public ContinuousBatchingGenerator(ServeEngine engine, ServeMetrics metrics, PreemptionMode preemption) {
+        this.engine = Objects.requireNonNull(engine, "engine");
+        this.metrics = Objects.requireNonNull(metrics, "metrics");
+        this.preemption = Objects.requireNonNull(preemption, "preemption mode");
+        this.tokenizer = engine.model().tokenizer();
+        Set<Integer> ids = new LinkedHashSet<>(engine.model().config().eosTokenIds());
+        String eosToken = engine.model().tokenizerConfig().eosToken();
+        if (eosToken != null && tokenizer.id(eosToken) >= 0) {
+            ids.add(tokenizer.id(eosToken));
+        }
+        this.eos = Set.copyOf(ids);
+        this.validVocab = Math.min(tokenizer.size(), engine.model().config().vocabSize());
+        this.scheduler = newScheduler();
+        this.kvStats = engine.kv().stats(); // before the worker starts: this thread still owns the manager
+        this.worker = Thread.ofPlatform().name("strata-generator").daemon(true).start(this::loop);
+    }
+
+    private Scheduler newScheduler() {
+        return Scheduler.builder(engine.runner(), engine.kv()).preemption(preemption).build();
+    }
+
+    /** The end-of-sequence token ids (generation stops at any of them). */
+    public Set<Integer> eosTokens() {
+        return eos;
+    }
+
+    /** The most sequences that have run together in one step (of the current scheduler). */
+    public int peakRunning() {
+        return scheduler.peakRunning();
+    }
+
+    @Override
+    public Handle submit(GenerationRequest request, TextSink sink) {
+        Objects.requireNonNull(request, "request");
+        Objects.requireNonNull(sink, "sink");
+        int[] prompt = request.prompt();
+        int vocab = engine.model().config().vocabSize();
+        for (int i = 0; i < prompt.length; i++) {
+            if (prompt[i] < 0 || prompt[i] >= vocab) {
+                throw new IllegalArgumentException("prompt token " + i + " is " + prompt[i] + ", outside the vocabulary [0, "
+                        + vocab + ")");
+            }
+        }
+        int promptTokens = prompt.length;
+        int total = promptTokens + request.maxTokens();
+        if (total > engine.capacityTokens()) {
+            throw new IllegalArgumentException("prompt tokens " + promptTokens + " + max_tokens " + request.maxTokens()
+                    + " = " + total + " exceed the KV cache's " + engine.capacityTokens() + " tokens per sequence");
+        }
+        if (closed) {
+            throw new IllegalStateException("the generator is closed");
+        }
+        SamplingParams params = withEos(request.sampling());
+        Job job = new Job(prompt, params, sink, System.nanoTime());
+        queued.incrementAndGet();
+        submitted.add(job);
+        return job;
+    }
+
+    private SamplingParams withEos(SamplingParams p) {
+        Set<Integer> stops = new LinkedHashSet<>(p.stopTokenIds());
+        stops.addAll(eos);
+        return new SamplingParams(p.temperature(), p.topP(), p.topK(), p.maxTokens(), p.seed(), p.stop(),
+                List.copyOf(stops), p.presencePenalty(), p.frequencyPenalty());
+    }
+
+    @Override
+    public int queueLength() {
+        return queued.get();
+    }
+
+    @Override
+    public String engineMetrics() {
+        String kv = kvStats.toPrometheus();
+        return engine.pager() == null ? kv : kv + engine.pager().stats().toPrometheus(); // pager stats: any thread
+    }
+
+    @Override
+    public void close() {
+        closed = true;
+        worker.interrupt();
+        try {
+            worker.join(30_000);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    private void loop() {
+        long steps = 0;
+        boolean busy = false;
+        try {
+            while (!closed) {
+                handOver();
+                Scheduler s = scheduler;
+                if (s.idle()) {
+                    if (busy) {
+                        busy = false;
+                        kvStats = engine.kv().stats();
+                        publishGauges(s);
+                    }
+                    Job next;
+                    try {
+                        next = submitted.poll(1, TimeUnit.SECONDS);
+                    } catch (InterruptedException e) {
+                        break;
+                    }
+                    if (next != null) {
+                        start(next);
+                    }
+                    continue;
+                }
+                busy = true;
+                try {
+                    s.step();
+                } catch (RuntimeException e) {
+                    failAll(s, e);
+                }
+                publishGauges(scheduler);
+                if (++steps % REFRESH_STEPS == 0 || statsStale) {
+                    statsStale = false;
+                    kvStats = engine.kv().stats();
+                }
+            }
+        } finally {
+            shutDown();
+        }
+    }
+
+    /** Hands every queued request to the scheduler. Worker only. */
+    private void handOver() {
+        for (Job j; (j = submitted.poll()) != null; ) {
+            start(j);
+        }
+    }
+
+    private void start(Job job) {
+        if (job.cancelled) {
+            job.finishUnstarted(FinishReason.CANCELLED);
+            return;
+        }
+        Scheduler s = scheduler;
+        job.scheduler = s;
+        try {
+            job.sampler = new Sampler(job.params, validVocab);
+            job.checker = new StopChecker(job.params, tokenizer.streamDecoder(true));
+            inScheduler.put(job, Boolean.TRUE);
+            job.id = s.submit(-1, job.prompt, job.params.maxTokens(), job, job);
+        } catch (RuntimeException e) { // checked at submit already; never let one request stop the worker
+            job.fail(e);
+            return;
+        }
+        if (job.cancelled) {
+            s.cancel(job.id); // cancelled while being handed over
+        }
+    }
+
+    private void publishGauges(Scheduler s) {
+        metrics.scheduler(s.runningCount(), s.preemptedCount(), s.preemptions(), s.decodeBatches(), s.decodedTokens());
+    }
+
+    /** A step threw: fails every request the scheduler holds, releases their blocks, starts a fresh scheduler. */
+    private void failAll(Scheduler s, RuntimeException error) {
+        List<Job> failed = new ArrayList<>(inScheduler.keySet());
+        for (Job j : failed) {
+            j.fail(error);
+        }
+        try {
+            s.close(); // cancels what it holds; the failed jobs' sinks ignore the cancellation
+        } catch (RuntimeException suppressed) {
+            error.addSuppressed(suppressed);
+        }
+        scheduler = newScheduler();
+        kvStats = engine.kv().stats();
+    }
+
+    private void shutDown() {
+        try {
+            scheduler.close(); // every live request ends CANCELLED and releases its blocks
+        } catch (RuntimeException e) {
+            for (Job j : new ArrayList<>(inScheduler.keySet())) {
+                j.fail(e);
+            }
+        }
+        for (Job j; (j = submitted.poll()) != null; ) {
+            j.finishUnstarted(FinishReason.CANCELLED);
+        }
+        kvStats = engine.kv().stats();
+    }
+
+    /**
+     * One request: its handle, its chooser and its scheduler sink. Worker only, except
+     * {@link #cancel} and the fields it reads.
+     */
+    private final class Job implements Handle, TokenChooser, TokenSink {
+        final int[] prompt;
+        final SamplingParams params;
+        final TextSink sink;
+        final long submittedNanos;
+        volatile boolean cancelled;
+        volatile Scheduler scheduler; // set when handed over
+        volatile long id = -1; // the scheduler's id, once handed over
+        Sampler sampler;
+        StopChecker checker;
+        boolean started; // left the queue (started or finished)
+        boolean done; // the sink got finished or failed
+        long lastTokenNanos;
+
+        Job(int[] prompt, SamplingParams params, TextSink sink, long submittedNanos) {
+            this.prompt = prompt;
+            this.params = params;
+            this.sink = sink;
+            this.submittedNanos = submittedNanos;
+        }
+
+        @Override
+        public void cancel() {
+            cancelled = true;
+            Scheduler s = scheduler;
+            long i = id;
+            if (s != null && i >= 0) {
+                s.cancel(i);
+            }
+        }
+
+        @Override
+        public int choose(long request, float[] logits) {
+            return sampler.sample(logits);
+        }
+
+        @Override
+        public void started(long request, int promptTokens, int reusedTokens) {
+            leaveQueue();
+            try {
+                sink.started(promptTokens, reusedTokens);
+            } catch (RuntimeException e) {
+                sinkFailed(request, e);
+            }
+        }
+
+        /** The sink threw: this request alone fails; the scheduler retires it at the next step. */
+        private void sinkFailed(long request, RuntimeException e) {
+            fail(e);
+            scheduler.cancel(request);
+        }
+
+        @Override
+        public void token(long request, int token, float[] logits) {
+            if (done) {
+                return;
+            }
+            long now = System.nanoTime();
+            if (checker.generated() == 0) {
+                metrics.firstToken(now - submittedNanos);
+            } else {
+                metrics.nextToken(now - lastTokenNanos);
+            }
+            lastTokenNanos = now;
+            String text = checker.push(token);
+            if (!text.isEmpty()) {
+                try {
+                    sink.text(text);
+                } catch (RuntimeException e) {
+                    sinkFailed(request, e);
+                    return;
+                }
+            }
+            if (checker.finishReason() == FinishReason.STOP) {
+                scheduler.stop(request); // ends right after this token
+            }
+        }
+
+        @Override
+        public void finished(long request, FinishReason reason) {
+            inScheduler.remove(this);
+            statsStale = true;
+            if (done) {
+                return;
+            }
+            leaveQueue();
+            done = true;
+            int generated = checker.generated();
+            metrics.completed(generated);
+            try {
+                switch (reason) {
+                    case STOP, LENGTH -> sink.finished(reason, prompt.length, generated);
+                    case CANCELLED -> {
+                        metrics.cancelled();
+                        sink.finished(reason, prompt.length, generated);
+                    }
+                    case TOO_LONG -> {
+                        metrics.failed();
+                        sink.failed(new IllegalStateException("prompt tokens " + prompt.length + " + max_tokens "
+                                + params.maxTokens() + " can never fit the KV cache's " + engine.capacityTokens() + " tokens"));
+                    }
+                }
+            } catch (RuntimeException e) {
+                // the request is over and its blocks released; a sink failing now has nobody left to tell
+            }
+        }
+
+        /** Ends a request that never reached the scheduler. */
+        void finishUnstarted(FinishReason reason) {
+            if (done) {
+                return;
+            }
+            leaveQueue();
+            done = true;
+            metrics.completed(0);
+            if (reason == FinishReason.CANCELLED) {
+                metrics.cancelled();
+            }
+            try {
+                sink.finished(reason, prompt.length, 0);
+            } catch (RuntimeException e) {
+                // never started: nothing to release, nobody left to tell
+            }
+        }
+
+        void fail(RuntimeException error) {
+            inScheduler.remove(this);
+            if (done) {
+                return;
+            }
+            leaveQueue();
+            done = true;
+            metrics.failed();
+            try {
+                sink.failed(error);
+            } catch (RuntimeException e) {
+                error.addSuppressed(e); // nobody left to tell
+            }
+        }
+
+        private void leaveQueue() {
+            if (!started) {
+                started = true;
+                queued.decrementAndGet();
+            }
+        }
+    }
+}
