@@ -52,7 +52,8 @@ class ExpertRebalancerTest {
 
     private static void awaitRevocations(PeerClient client, LocalLender lender) throws InterruptedException {
         long deadline = System.nanoTime() + 10_000_000_000L;
-        while (!(client.revocationsIdle() && lender.stats().revokingBytes() == 0 && client.revocationsIdle())) {
+        while (!(client.revocationsIdle() && lender.stats().revokingBytes() == 0
+                && client.liveLeases().stream().allMatch(client::valid) && client.revocationsIdle())) {
             if (System.nanoTime() > deadline) {
                 throw new AssertionError("revocations did not finish in 10 s");
             }
