@@ -522,10 +522,22 @@ public final class PeerClient implements PeerMemory {
         }
     }
 
+    /**
+     * True while accesses through {@code lease} can succeed: the client has not begun to end it and
+     * the lender's guard still admits it (a lender may refuse before its revocation event arrives).
+     * Once false, never true again.
+     */
     @Override
     public boolean valid(PeerLease lease) {
         LeaseEntry e = leases.get(lease);
-        return e != null && e.guard.isOpen() && !e.peer.lost && e.peer.lender.alive();
+        if (e == null || !e.guard.isOpen() || e.peer.lost) {
+            return false;
+        }
+        if (!e.region.enter()) {
+            return false;
+        }
+        e.region.exit();
+        return true;
     }
 
     @Override
