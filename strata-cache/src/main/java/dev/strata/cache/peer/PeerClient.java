@@ -560,6 +560,23 @@ public final class PeerClient implements PeerMemory {
         }
     }
 
+    /**
+     * True while this client is revoking {@code lease}: the peer's event arrived, new accesses are
+     * refused, and the drain or the callbacks are still to finish.
+     */
+    public boolean revoking(PeerLease lease) {
+        LeaseEntry e = leases.get(lease);
+        if (e == null) {
+            return false;
+        }
+        lock.lock();
+        try {
+            return e.phase == LeasePhase.REVOKING;
+        } finally {
+            lock.unlock();
+        }
+    }
+
     /** The leases not yet ended (open, being freed or being revoked), as of now. */
     public List<PeerLease> liveLeases() {
         return List.copyOf(leases.keySet());
