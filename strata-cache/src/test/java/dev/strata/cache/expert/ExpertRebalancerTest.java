@@ -115,6 +115,12 @@ class ExpertRebalancerTest {
                 assertThat(st.fetchesFromHost()).isGreaterThan(hostBefore);
                 assertThat(st.placements()).as("misses placed nothing").isEqualTo(6);
                 assertThat(st.expertsOnPeers()).isEqualTo(6);
+                dev.strata.memory.metrics.PrometheusText text = new dev.strata.memory.metrics.PrometheusText();
+                st.writeTo(text);
+                assertThat(text.toString())
+                        .contains("strata_expert_peer_fetches_total{rebalancer=\"expert-peer\",source=\"peer\"} " + st.fetchesFromPeer())
+                        .contains("strata_expert_peer_bytes_kept_off_host_link_total{rebalancer=\"expert-peer\"} "
+                                + st.bytesKeptOffHostLink());
                 pager.checkInvariants();
             } finally {
                 rb.close();
