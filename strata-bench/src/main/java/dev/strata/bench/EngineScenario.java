@@ -95,7 +95,7 @@ public final class EngineScenario implements Scenario {
         progress.step("TTFT on a prefix another instance published in the pool, against a cold prefill");
         int promptTokens = quick ? 1024 : 8192;
         try {
-            figures.add(PrefixTtftMeasure.measure(ttftDense, threads, promptTokens, 64, quick ? 2 : 3, System.err));
+            figures.add(PrefixTtftMeasure.measure(ttftDense, threads, promptTokens, 16, quick ? 2 : 3, System.err));
         } catch (RuntimeException e) {
             figures.add(Figure.missing(PrefixTtftMeasure.figureName(promptTokens), "s", PrefixTtftMeasure.BASELINE,
                     PrefixTtftMeasure.GOAL, "not measured: " + e));
