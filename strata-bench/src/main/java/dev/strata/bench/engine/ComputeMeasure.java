@@ -68,11 +68,16 @@ public final class ComputeMeasure {
                 });
                 double copy = medians[0];
                 double roofline = copy * 1e9 / cost.activeBytes();
+                long cache = lastLevelCacheBytes();
+                String fits = cache <= 0 ? "last-level cache size unknown"
+                        : cost.activeBytes() >= 2 * cache ? String.format(Locale.ROOT, "%.1fx the %d MiB last-level cache",
+                                cost.activeBytes() / (double) cache, cache >> 20)
+                        : String.format(Locale.ROOT, "NOT beyond the %d MiB last-level cache: not a memory roofline", cache >> 20);
                 return Figure.of(name, medians[1], "tokens/s", DECODE_BASELINE, roofline, DECODE_GOAL)
-                        .withNote(String.format(Locale.ROOT, "%s; active weight bytes per token %.1f MB (%s); copy %.2f GB/s"
-                                        + " over %d MiB; %d decode steps after a %d-token prompt, %d kernel threads; median of %d rounds",
-                                describe(c), cost.activeBytes() / 1e6, c.torchDtype(), copy, copyBytes >> 20, steps,
-                                promptTokens, threads, rounds));
+                        .withNote(String.format(Locale.ROOT, "%s; active weight bytes per token %.1f MB (%s, %s); copy %.2f"
+                                        + " GB/s (one thread, %d MiB); %d decode steps after a %d-token prompt, %d kernel"
+                                        + " threads; median of %d rounds", describe(c), cost.activeBytes() / 1e6, c.torchDtype(),
+                                fits, copy, copyBytes >> 20, steps, promptTokens, threads, rounds));
             }
         }
     }
@@ -126,6 +131,35 @@ public final class ComputeMeasure {
         long start = System.nanoTime();
         MemorySegment.copy(src, 0, dst, 0, src.byteSize());
         return src.byteSize() / (double) (System.nanoTime() - start);
+    }
+
+    /**
+     * Bytes of the largest data or unified cache of processor 0 as Linux reports it
+     * ({@code /sys/devices/system/cpu/cpu0/cache/index*}), or 0 when unknown.
+     */
+    static long lastLevelCacheBytes() {
+        long best = 0;
+        int bestLevel = -1;
+        Path base = Path.of("/sys/devices/system/cpu/cpu0/cache");
+        try (var dirs = java.nio.file.Files.list(base)) {
+            for (Path d : dirs.filter(p -> p.getFileName().toString().startsWith("index")).toList()) {
+                String type = java.nio.file.Files.readString(d.resolve("type")).trim();
+                if (type.equals("Instruction")) {
+                    continue;
+                }
+                int level = Integer.parseInt(java.nio.file.Files.readString(d.resolve("level")).trim());
+                String size = java.nio.file.Files.readString(d.resolve("size")).trim(); // e.g. 32768K
+                long bytes = size.endsWith("K") ? Long.parseLong(size.substring(0, size.length() - 1)) << 10
+                        : size.endsWith("M") ? Long.parseLong(size.substring(0, size.length() - 1)) << 20 : Long.parseLong(size);
+                if (level > bestLevel) {
+                    bestLevel = level;
+                    best = bytes;
+                }
+            }
+        } catch (java.io.IOException | RuntimeException e) {
+            return 0; // not Linux, or a layout this does not know: the note says so
+        }
+        return best;
     }
 
     /** {@code length} token ids in {@code [0, vocab)}, seeded. */
