@@ -14,7 +14,9 @@ import picocli.CommandLine.Parameters;
         description = {"Runs a benchmark scenario: prints a table and writes bench-results/<scenario>.json and .html.",
                 "Scenarios: tiers (tier transfers, KV gather/scatter, disk against fio, object store ops),",
                 "kv (block manager ops, cross-process pool loads, shared-memory RPC, trace replay against Belady),",
-                "experts (expert pager steps, reuse distances, MV-WSA split against the oracle)."})
+                "experts (expert pager steps, reuse distances, MV-WSA split against the oracle),",
+                "engine (decode against the memory roofline, prefill against the matmul peak, cross-instance prefix TTFT,",
+                "disk-resident experts against static streaming)."})
 final class BenchCommand implements Callable<Integer> {
 
     @Parameters(index = "0", paramLabel = "SCENARIO", description = "the scenario to run: ${COMPLETION-CANDIDATES}",

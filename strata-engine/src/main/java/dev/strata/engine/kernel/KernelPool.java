@@ -1,15 +1,15 @@
 package dev.strata.engine.kernel;
 
-import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.concurrent.locks.LockSupport;
 
 /**
  * A small fixed pool of kernel threads. {@link #parallelFor} splits an index range into
- * {@code min(threads, count)} contiguous parts, runs part 0 on the caller and the others on the
- * workers, and returns when all are done. Kernels partition over outputs (rows, heads), and every
+ * {@code min(threads, count)} contiguous parts, which the caller and the workers claim one at a
+ * time, and returns when all are done. Kernels partition over outputs (rows, heads), and every
  * output is produced entirely by one part, so results do not depend on the thread count.
  *
  * <p>Threads: {@link #parallelFor} may be called from any thread, also concurrently (calls share
@@ -54,6 +54,12 @@ public final class KernelPool implements AutoCloseable {
     /**
      * Runs {@code body} over {@code [0, count)} split into contiguous parts, one per thread.
      * An exception thrown by a part is rethrown here (after all parts ended).
+     *
+     * <p>Parts are claimed, not assigned: the caller and the workers take the next unclaimed part
+     * until none is left, so a worker that has not woken up yet (a loaded machine) never holds the
+     * caller up: the caller runs that part itself and the late worker finds nothing to do. Which
+     * thread runs a part never changes its outputs. The caller then waits for parts still running,
+     * spinning briefly before it parks.
      */
     public void parallelFor(int count, RangeBody body) {
         int parts = Math.min(threads, count);
@@ -63,39 +69,13 @@ public final class KernelPool implements AutoCloseable {
             }
             return;
         }
-        CountDownLatch done = new CountDownLatch(parts - 1);
-        AtomicReference<Throwable> failure = new AtomicReference<>();
+        Job job = new Job(count, parts, body, Thread.currentThread());
         for (int p = 1; p < parts; p++) {
-            int from = (int) ((long) count * p / parts);
-            int to = (int) ((long) count * (p + 1) / parts);
-            workers.execute(() -> {
-                try {
-                    body.run(from, to);
-                } catch (Throwable t) {
-                    failure.compareAndSet(null, t);
-                } finally {
-                    done.countDown();
-                }
-            });
+            workers.execute(job::claimAll);
         }
-        try {
-            body.run(0, count / parts);
-        } catch (Throwable t) {
-            failure.compareAndSet(null, t);
-        }
-        boolean interrupted = false;
-        while (true) {
-            try {
-                done.await();
-                break;
-            } catch (InterruptedException e) {
-                interrupted = true;
-            }
-        }
-        if (interrupted) {
-            Thread.currentThread().interrupt();
-        }
-        Throwable t = failure.get();
+        job.claimAll();
+        job.awaitParts();
+        Throwable t = job.failure.get();
         if (t instanceof RuntimeException re) {
             throw re;
         }
@@ -104,6 +84,54 @@ public final class KernelPool implements AutoCloseable {
         }
         if (t != null) {
             throw new IllegalStateException("kernel part failed", t);
+        }
+    }
+
+    /** One {@link #parallelFor} call: its parts, the next unclaimed one and how many have ended. */
+    private static final class Job {
+        private static final long SPIN_NANOS = 20_000; // the caller spins this long for running parts before parking
+
+        private final int count; // indices [0, count)
+        private final int parts; // contiguous parts; part p is [count·p/parts, count·(p+1)/parts)
+        private final RangeBody body;
+        private final Thread caller; // unparked by the part that ends last
+        private final AtomicInteger next = new AtomicInteger(); // next unclaimed part
+        private final AtomicInteger ended = new AtomicInteger(); // parts that have ended, failed ones included
+        private final AtomicReference<Throwable> failure = new AtomicReference<>();
+
+        Job(int count, int parts, RangeBody body, Thread caller) {
+            this.count = count;
+            this.parts = parts;
+            this.body = body;
+            this.caller = caller;
+        }
+
+        /** Runs unclaimed parts until none is left. */
+        void claimAll() {
+            int p;
+            while ((p = next.getAndIncrement()) < parts) {
+                try {
+                    body.run((int) ((long) count * p / parts), (int) ((long) count * (p + 1) / parts));
+                } catch (Throwable t) {
+                    failure.compareAndSet(null, t);
+                } finally {
+                    if (ended.incrementAndGet() == parts) {
+                        LockSupport.unpark(caller);
+                    }
+                }
+            }
+        }
+
+        /** Returns when every part has ended. */
+        void awaitParts() {
+            long spinUntil = System.nanoTime() + SPIN_NANOS;
+            while (ended.get() < parts) {
+                if (System.nanoTime() < spinUntil) {
+                    Thread.onSpinWait();
+                } else {
+                    LockSupport.park(this); // spurious wake-ups and interrupts just re-check
+                }
+            }
         }
     }
 
