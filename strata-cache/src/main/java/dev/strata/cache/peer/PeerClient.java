@@ -159,8 +159,8 @@ public final class PeerClient implements PeerMemory {
             boolean ackNow = false;
             lock.lock();
             try {
-                LeaseEntry e = leases.get(region.lease());
-                if (e == null || e.region != region) {
+                LeaseEntry e = leases.get(region.lease()); // by lease (peer, region, epoch): a lender may pass another instance
+                if (e == null) {
                     ackNow = true; // already freed and given back: nothing to drain
                 } else {
                     switch (e.phase) {
@@ -184,7 +184,7 @@ public final class PeerClient implements PeerMemory {
             lock.lock();
             try {
                 LeaseEntry e = leases.get(region.lease());
-                if (e == null || e.region != region || e.phase == LeasePhase.ENDED) {
+                if (e == null || e.phase == LeasePhase.ENDED) {
                     LeaseEntry gone = ended.get(region.lease());
                     if (gone != null && gone.reason == RevocationReason.RECLAIMED) {
                         lateFences++;
