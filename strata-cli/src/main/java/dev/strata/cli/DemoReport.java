@@ -218,8 +218,15 @@ final class DemoReport {
                 crossInstanceTurns(), crossInstanceBlocks());
         out.printf(Locale.ROOT, "  decode: %.1f tokens/s per instance (tokens after the first over their time, all turns)%n",
                 decodeTokensPerSecond());
-        out.printf(Locale.ROOT, "  experts: hit rate %s (%.0f hits, %.0f fetched from HOST masters)%n", pct(expertHitRate(), 1),
-                expertHits[0] + expertHits[1], expertMisses[0] + expertMisses[1]);
+        double fromPeer = expertFromPeer[0] + expertFromPeer[1];
+        double misses = expertMisses[0] + expertMisses[1];
+        if (peer) {
+            out.printf(Locale.ROOT, "  experts: hit rate %s (%.0f hits, %.0f fetched: %.0f from the peer, %.0f from HOST masters)%n",
+                    pct(expertHitRate(), 1), expertHits[0] + expertHits[1], misses, fromPeer, misses - fromPeer);
+        } else {
+            out.printf(Locale.ROOT, "  experts: hit rate %s (%.0f hits, %.0f fetched from HOST masters)%n", pct(expertHitRate(), 1),
+                    expertHits[0] + expertHits[1], misses);
+        }
         if (peer) {
             out.printf(Locale.ROOT, "  peer memory (strata peer, pid %d): %.0f KV blocks and %.0f expert fetches served from the peer, "
                             + "%s kept off the host link%n", peerPid, kvBlocksFromPeer(), expertFromPeer[0] + expertFromPeer[1],
