@@ -108,7 +108,7 @@ final class DemoClient {
             }
             int space = line.lastIndexOf(' ');
             try {
-                samples.put(line.substring(0, space), Double.parseDouble(line.substring(space + 1)));
+                samples.put(line.substring(0, space), sampleValue(line.substring(space + 1)));
             } catch (NumberFormatException | StringIndexOutOfBoundsException e) {
                 throw new IllegalStateException("GET " + request.uri() + ": not a metrics sample: '" + line + "'");
             }
@@ -127,6 +127,16 @@ final class DemoClient {
             }
         }
         return s;
+    }
+
+    /** A sample's value in the text format: a number, or {@code +Inf}, {@code -Inf}, {@code NaN}. */
+    private static double sampleValue(String text) {
+        return switch (text) {
+            case "+Inf" -> Double.POSITIVE_INFINITY;
+            case "-Inf" -> Double.NEGATIVE_INFINITY;
+            case "NaN" -> Double.NaN;
+            default -> Double.parseDouble(text);
+        };
     }
 
     /** The sample {@code name{label="value"}}, or 0 when absent. */

@@ -1,6 +1,7 @@
 package dev.strata.cli;
 
 import dev.strata.cache.kv.PrefixHasher;
+import dev.strata.engine.forward.ModelRunner;
 import dev.strata.engine.model.ModelConfig;
 import dev.strata.engine.model.ModelDirectory;
 import dev.strata.engine.sample.FinishReason;
@@ -38,14 +39,19 @@ import picocli.CommandLine.Option;
  * same prompts through an unpaged in-process engine, and prints what happened: prefix KV blocks
  * found per tier, TTFT cold and warm (including blocks the other instance wrote), decode speed,
  * the expert hit rate under a cap smaller than the experts, and whether every output was
- * byte-identical. Exits 0 when every output matched, 1 if one differed, 2 on bad arguments or a
- * failure (a child that did not start, a request that failed), after cleaning up.
+ * byte-identical. With {@code --peer} it also starts a {@code strata peer} agent that both
+ * instances borrow from (KV blocks on a PEER tier above HOST, experts placed by the rebalancer);
+ * halfway through the replay the agent's demand rises (a file signal) and it takes most of its
+ * memory back, and the report adds the KV blocks and expert fetches served from the peer, the bytes
+ * kept off the host link and the revocations seen. Exits 0 when every output matched, 1 if one
+ * differed, 2 on bad arguments or a failure (a child that did not start, a request that failed),
+ * after cleaning up.
  *
  * <p>Design note (cleanup): the children and the pool's directory are registered with one
  * idempotent cleanup that runs in a {@code finally}, and from a shutdown hook on Ctrl-C or
  * SIGTERM; each child is also told this process's pid and ends itself when this process dies. The
- * pool, the node's RPC region and its lock file live in one directory
- * {@code /dev/shm/strata-demo-<pid>}, removed at the end; directories of earlier runs whose process
+ * pool, the node's RPC region, its lock file and the peer agent's lending and demand files live in
+ * one directory {@code /dev/shm/strata-demo-<pid>}, removed at the end; directories of earlier runs whose process
  * is gone are removed at start.
  *
  * <p>Threads: picocli's thread runs the demo; the shutdown hook may run the cleanup concurrently.
@@ -56,6 +62,7 @@ import picocli.CommandLine.Option;
                 "decode speed, expert hits and a byte-for-byte check against an unpaged run."})
 final class DemoCommand implements Callable<Integer> {
     private static final Pattern NODE_READY = Pattern.compile("strata node ready");
+    private static final Pattern PEER_READY = Pattern.compile("strata peer ready");
     private static final Pattern SERVING = Pattern.compile("serving .* on http://([^/\\s]+):(\\d+)/v1");
     private static final String MODEL_ID = "demo";
     private static final int BLOCK_TOKENS = 16;
@@ -84,6 +91,12 @@ final class DemoCommand implements Callable<Integer> {
     Path shm = Path.of("/dev/shm");
     @Option(names = "--report-json", paramLabel = "FILE", description = "also write the report's facts as JSON")
     Path reportJson;
+    @Option(names = "--peer", description = "also start a strata peer agent that both instances borrow from, and that takes most of its memory back halfway")
+    boolean peer;
+    @Option(names = "--peer-budget", paramLabel = "SIZE", description = "bytes the peer agent lends (default: ${DEFAULT-VALUE})")
+    String peerBudget = "64MiB";
+    @Option(names = "--peer-durability", paramLabel = "MODE", description = "KV blocks on the peer: lossy or backed (default: ${DEFAULT-VALUE})")
+    String peerDurability = "lossy";
 
     private final List<ChildProcess> children = new ArrayList<>(); // guarded by this
     private Path workDir;
@@ -153,7 +166,10 @@ final class DemoCommand implements Callable<Integer> {
         if (expertCap < 0) {
             throw new IllegalArgumentException("--expert-cap must be at least 0, got " + expertCap);
         }
-        for (String[] v : new String[][] {{"--host-kv", hostKv}, {"--pool-capacity", poolCapacity}}) {
+        if (!peerDurability.equalsIgnoreCase("lossy") && !peerDurability.equalsIgnoreCase("backed")) {
+            throw new IllegalArgumentException("--peer-durability must be lossy or backed, got '" + peerDurability + "'");
+        }
+        for (String[] v : new String[][] {{"--host-kv", hostKv}, {"--pool-capacity", poolCapacity}, {"--peer-budget", peerBudget}}) {
             try {
                 Sizes.parse(v[1]);
             } catch (IllegalArgumentException e) {
@@ -184,15 +200,33 @@ final class DemoCommand implements Callable<Integer> {
         node.awaitLine(NODE_READY, 60_000);
         progress("strata node ready (pid " + node.pid() + ")");
         report.nodePid = node.pid();
+        Path lendFile = workDir.resolve("peer.lend");
+        Path demandFile = workDir.resolve("peer.demand");
+        long budget = Sizes.parse(peerBudget);
+        List<String> peerArgs = List.of();
+        if (peer) {
+            writeDemand(demandFile, 0);
+            progress("starting strata peer lending " + Sizes.format(budget) + " from " + lendFile);
+            ChildProcess agent = launch("strata peer", List.of("peer", "--file", lendFile.toString(), "--budget", Long.toString(budget),
+                    "--region", "1MiB", "--demand", "file:" + demandFile, "--grace-ms", "1000", "--exit-with", Long.toString(self)));
+            agent.awaitLine(PEER_READY, 60_000);
+            progress("strata peer ready (pid " + agent.pid() + ")");
+            report.peerPid = agent.pid();
+            String share = Long.toString(Math.max(1L << 20, budget / 4));
+            peerArgs = List.of("--peer", lendFile.toString(), "--peer-kv", share, "--peer-experts", share, "--peer-durability",
+                    peerDurability.toLowerCase(Locale.ROOT), "--rebalance-ms", "100");
+        }
         String[] bases = new String[2];
         ChildProcess[] instances = new ChildProcess[2];
         for (int i = 0; i < 2; i++) {
             progress("starting engine instance " + report.instanceNames[i]);
-            instances[i] = launch("strata serve " + report.instanceNames[i], List.of("serve", "--model", dir.toString(), "--model-id",
+            List<String> args = new ArrayList<>(List.of("serve", "--model", dir.toString(), "--model-id",
                     MODEL_ID, "--port", "0", "--threads", Integer.toString(threads), "--kv-blocks", Integer.toString(kvBlocks),
                     "--block-tokens", Integer.toString(BLOCK_TOKENS), "--expert-cap", Integer.toString(expertCap), "--host-kv", hostKv,
                     "--pool", pool.toString(), "--pool-name", "demo", "--rpc", rpc.toString(), "--node-access", "DAEMON",
                     "--exit-with", Long.toString(self)));
+            args.addAll(peerArgs);
+            instances[i] = launch("strata serve " + report.instanceNames[i], args);
         }
         for (int i = 0; i < 2; i++) {
             Matcher m = instances[i].awaitLine(SERVING, 120_000);
@@ -203,7 +237,11 @@ final class DemoCommand implements Callable<Integer> {
         report.setup = String.format(Locale.ROOT, "model %s (%s, %d layers, %d experts, top-%d); per instance: %d expert slots per layer, "
                         + "%d DEVICE KV blocks of %d tokens, %s HOST KV; pool %s",
                 dir.getFileName(), config.family().cliName(), config.numHiddenLayers(), config.numExperts(), config.numExpertsPerTok(),
-                expertCap, kvBlocks, BLOCK_TOKENS, hostKv, poolCapacity);
+                expertCap, kvBlocks, BLOCK_TOKENS, hostKv, poolCapacity)
+                + (peer ? String.format(Locale.ROOT, "; strata peer lending %s, PEER KV (%s) and expert copies up to %s each",
+                Sizes.format(budget), peerDurability.toLowerCase(Locale.ROOT), Sizes.format(Math.max(1L << 20, budget / 4))) : "");
+        report.peer = peer;
+        report.kvBlockBytes = ModelRunner.kvGeometry(config, BLOCK_TOKENS).bytesPerBlock();
 
         DemoClient client = new DemoClient();
         DemoSessions text = new DemoSessions();
@@ -231,14 +269,51 @@ final class DemoCommand implements Callable<Integer> {
                 history.add(ChatMessage.assistant(turn.reply.text()));
             }
             progress(String.format(Locale.ROOT, "  turn %d of %d done", t + 1, turns));
+            if (peer && t + 1 == (turns + 1) / 2) {
+                long demand = budget - budget / 8;
+                writeDemand(demandFile, demand);
+                report.reclaimedAfterTurn = t + 1;
+                progress("the peer's own demand rises to " + Sizes.format(demand) + ": it takes its memory back");
+            }
         }
         Map<String, Double>[] after = expertCounters(client, bases);
         for (int i = 0; i < 2; i++) {
             report.expertHits[i] = DemoClient.sum(after[i], "strata_expert_hits_total") - DemoClient.sum(before[i], "strata_expert_hits_total");
             report.expertMisses[i] = DemoClient.sum(after[i], "strata_expert_misses_total")
                     - DemoClient.sum(before[i], "strata_expert_misses_total");
+            if (peer) {
+                report.expertFromPeer[i] = labelled(after[i], "strata_expert_peer_fetches_total", "source=\"peer\"")
+                        - labelled(before[i], "strata_expert_peer_fetches_total", "source=\"peer\"");
+                report.expertBytesFromPeer[i] = DemoClient.sum(after[i], "strata_expert_peer_bytes_kept_off_host_link_total")
+                        - DemoClient.sum(before[i], "strata_expert_peer_bytes_kept_off_host_link_total");
+                report.revocations[i] = DemoClient.sum(after[i], "strata_peer_revocations_total");
+                report.peerAlive[i] = DemoClient.sum(after[i], "strata_peer_alive") > 0;
+            }
         }
         histories.clear();
+    }
+
+    /** The sum of the samples of family {@code name} whose labels contain {@code label} (e.g. {@code source="peer"}). */
+    private static double labelled(Map<String, Double> samples, String name, String label) {
+        double s = 0;
+        for (Map.Entry<String, Double> e : samples.entrySet()) {
+            String key = e.getKey();
+            if (key.startsWith(name + "{") && key.contains(label)) {
+                s += e.getValue();
+            }
+        }
+        return s;
+    }
+
+    /** Sets the peer agent's own demand: the file it re-reads every tick (written whole, then moved into place). */
+    private static void writeDemand(Path file, long bytes) {
+        Path temp = file.resolveSibling(file.getFileName() + ".tmp");
+        try {
+            Files.writeString(temp, Long.toString(bytes));
+            Files.move(temp, file, java.nio.file.StandardCopyOption.ATOMIC_MOVE, java.nio.file.StandardCopyOption.REPLACE_EXISTING);
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot write the peer's demand file " + file + ": " + e.getMessage(), e);
+        }
     }
 
     @SuppressWarnings("unchecked")
@@ -260,6 +335,8 @@ final class DemoCommand implements Callable<Integer> {
         }
         d[4] = DemoClient.sum(after, "strata_kv_misses_total") - DemoClient.sum(before, "strata_kv_misses_total");
         DemoReport.Turn turn = new DemoReport.Turn(label, session, instance, reply, d[0], d[1], d[2], d[3], d[4]);
+        turn.peer = DemoClient.sample(after, "strata_kv_hits_total", "location", "peer")
+                - DemoClient.sample(before, "strata_kv_hits_total", "location", "peer");
         turn.messages = messages;
         return turn;
     }

@@ -19,7 +19,8 @@ import java.util.function.Predicate;
  * What {@code strata demo} measured, summarised: KV prefix hits per tier, TTFT of cold and warm
  * turns (warm from this instance's own tiers, or from blocks the other instance wrote into the
  * pool), decode speed, the expert hit rate, whether every output matched the unpaged run, and the
- * cleanup. Prints a table and writes the same facts as JSON.
+ * cleanup; with a peer agent, the KV blocks and expert fetches served from the peer, the bytes kept
+ * off the host link and the revocations. Prints a table and writes the same facts as JSON.
  *
  * <p>Not thread-safe: one thread fills and prints it.
  */
@@ -48,6 +49,7 @@ final class DemoReport {
         final double disk; // ... in its DISK tier
         final double shared; // ... in the pool shared with the other instance
         final double misses; // full prompt blocks past the cached prefix
+        double peer; // ... on memory lent by the peer agent
         List<ChatMessage> messages; // what was sent
         String reference; // the unpaged run's text, null until it ran
         int referenceTokens = -1;
@@ -69,7 +71,7 @@ final class DemoReport {
             if (shared > 0) {
                 return Warmth.CROSS_INSTANCE;
             }
-            return device + host + disk > 0 ? Warmth.LOCAL : Warmth.COLD;
+            return device + host + disk + peer > 0 ? Warmth.LOCAL : Warmth.COLD;
         }
 
         boolean identical() {
@@ -90,6 +92,14 @@ final class DemoReport {
     boolean shmRemoved;
     Path shmDir;
     double seconds; // the whole demo's wall time, model synthesis excluded
+    boolean peer; // a strata peer agent lent memory to both instances
+    long peerPid;
+    long kvBlockBytes; // bytes of one KV block (all layers, K and V)
+    int reclaimedAfterTurn; // the peer's demand rose after this many turns of each session (0: never)
+    final double[] expertFromPeer = new double[2]; // pager misses served from peer copies, per instance, over the replay
+    final double[] expertBytesFromPeer = new double[2]; // their bytes
+    final double[] revocations = new double[2]; // leases the peer took back from each instance (any reason)
+    final boolean[] peerAlive = new boolean[2]; // each instance still saw the peer alive at the end
 
     private List<Turn> replay() {
         return turns.stream().filter(t -> t.session >= 0).toList();
@@ -148,9 +158,9 @@ final class DemoReport {
         return h + m == 0 ? Double.NaN : h / (h + m);
     }
 
-    /** {device, host, disk, pool, miss} prefix blocks of the replay on {@code instance} (-1: both). */
+    /** {device, host, disk, pool, miss, peer} prefix blocks of the replay on {@code instance} (-1: both). */
     double[] kvBlocks(int instance) {
-        double[] b = new double[5];
+        double[] b = new double[6];
         for (Turn t : replay()) {
             if (instance < 0 || t.instance == instance) {
                 b[0] += t.device;
@@ -158,9 +168,20 @@ final class DemoReport {
                 b[2] += t.disk;
                 b[3] += t.shared;
                 b[4] += t.misses;
+                b[5] += t.peer;
             }
         }
         return b;
+    }
+
+    /** KV blocks found on the peer, both instances. */
+    double kvBlocksFromPeer() {
+        return kvBlocks(-1)[5];
+    }
+
+    /** Bytes served from the peer instead of over the host link: KV blocks found there and expert fetches. */
+    double bytesKeptOffHostLink() {
+        return kvBlocksFromPeer() * kvBlockBytes + expertBytesFromPeer[0] + expertBytesFromPeer[1];
     }
 
     private static Predicate<Turn> warmth(Warmth w) {
@@ -174,12 +195,13 @@ final class DemoReport {
         out.printf(Locale.ROOT, "  replayed %d sessions × %d turns (%d requests) with one shared system prompt; turns alternate A, B, A, ...%n",
                 sessions, turnsPerSession, replay().size());
         out.println();
-        out.println("  KV prefix blocks found    DEVICE    HOST    DISK    POOL (other instance)    computed");
+        out.println("  KV prefix blocks found    DEVICE    HOST    DISK    POOL (other instance)    computed" + (peer ? "      PEER" : ""));
         for (int i = -1; i < 2; i++) {
             double[] b = kvBlocks(i);
-            double total = b[0] + b[1] + b[2] + b[3] + b[4];
-            out.printf(Locale.ROOT, "    %-23s %6s  %6s  %6s  %22s  %10s%n", i < 0 ? "both instances" : "instance " + instanceNames[i],
-                    pct(b[0], total), pct(b[1], total), pct(b[2], total), pct(b[3], total), pct(b[4], total));
+            double total = b[0] + b[1] + b[2] + b[3] + b[4] + b[5];
+            out.printf(Locale.ROOT, "    %-23s %6s  %6s  %6s  %22s  %10s%s%n", i < 0 ? "both instances" : "instance " + instanceNames[i],
+                    pct(b[0], total), pct(b[1], total), pct(b[2], total), pct(b[3], total), pct(b[4], total),
+                    peer ? String.format(Locale.ROOT, "  %8s", pct(b[5], total)) : "");
         }
         out.println();
         out.println("  time to first token (median)              turns   prompt tokens   TTFT");
@@ -196,8 +218,23 @@ final class DemoReport {
                 crossInstanceTurns(), crossInstanceBlocks());
         out.printf(Locale.ROOT, "  decode: %.1f tokens/s per instance (tokens after the first over their time, all turns)%n",
                 decodeTokensPerSecond());
-        out.printf(Locale.ROOT, "  experts: hit rate %s (%.0f hits, %.0f fetched from HOST masters)%n", pct(expertHitRate(), 1),
-                expertHits[0] + expertHits[1], expertMisses[0] + expertMisses[1]);
+        double fromPeer = expertFromPeer[0] + expertFromPeer[1];
+        double misses = expertMisses[0] + expertMisses[1];
+        if (peer) {
+            out.printf(Locale.ROOT, "  experts: hit rate %s (%.0f hits, %.0f fetched: %.0f from the peer, %.0f from HOST masters)%n",
+                    pct(expertHitRate(), 1), expertHits[0] + expertHits[1], misses, fromPeer, misses - fromPeer);
+        } else {
+            out.printf(Locale.ROOT, "  experts: hit rate %s (%.0f hits, %.0f fetched from HOST masters)%n", pct(expertHitRate(), 1),
+                    expertHits[0] + expertHits[1], misses);
+        }
+        if (peer) {
+            out.printf(Locale.ROOT, "  peer memory (strata peer, pid %d): %.0f KV blocks and %.0f expert fetches served from the peer, "
+                            + "%s kept off the host link%n", peerPid, kvBlocksFromPeer(), expertFromPeer[0] + expertFromPeer[1],
+                    dev.strata.memory.Sizes.format((long) bytesKeptOffHostLink()));
+            out.printf(Locale.ROOT, "    the peer took memory back after turn %d: %.0f leases revoked (A %.0f, B %.0f); peer still alive: %s%n",
+                    reclaimedAfterTurn, revocations[0] + revocations[1], revocations[0], revocations[1],
+                    peerAlive[0] && peerAlive[1] ? "yes" : "no");
+        }
         long same = replay().stream().filter(Turn::identical).count();
         out.printf(Locale.ROOT, "  outputs byte-identical to an unpaged in-process run: %s (%d of %d turns)%n", identical() ? "yes" : "NO",
                 same, replay().size());
@@ -222,7 +259,7 @@ final class DemoReport {
         for (int i = -1; i < 2; i++) {
             double[] b = kvBlocks(i);
             kv.putObject(i < 0 ? "both" : instanceNames[i]).put("device", b[0]).put("host", b[1]).put("disk", b[2]).put("pool", b[3])
-                    .put("computed", b[4]);
+                    .put("computed", b[4]).put("peer", b[5]);
         }
         ObjectNode ttft = root.putObject("ttft_ms");
         for (Warmth w : Warmth.values()) {
@@ -233,14 +270,24 @@ final class DemoReport {
         root.put("decode_tokens_per_s", decodeTokensPerSecond()).put("expert_hit_rate", expertHitRate());
         root.put("byte_identical", identical()).put("seconds", seconds);
         root.put("children_stopped", childrenStopped).put("shm_removed", shmRemoved).put("shm_dir", String.valueOf(shmDir));
+        if (peer) {
+            root.putObject("peer").put("pid", peerPid).put("kv_blocks", kvBlocksFromPeer())
+                    .put("expert_fetches", expertFromPeer[0] + expertFromPeer[1])
+                    .put("bytes_kept_off_host_link", bytesKeptOffHostLink()).put("reclaimed_after_turn", reclaimedAfterTurn)
+                    .put("revocations", revocations[0] + revocations[1]).put("alive", peerAlive[0] && peerAlive[1]);
+        }
         ArrayNode pids = root.putArray("pids");
         pids.add(nodePid).add(instancePids[0]).add(instancePids[1]);
+        if (peer) {
+            pids.add(peerPid);
+        }
         ArrayNode list = root.putArray("turns_detail");
         for (Turn t : turns) {
             list.addObject().put("label", t.label).put("instance", instanceNames[t.instance]).put("warmth", t.warmth().name())
                     .put("prompt_tokens", t.reply.promptTokens()).put("completion_tokens", t.reply.completionTokens())
                     .put("ttft_ms", t.reply.ttftNanos() / 1e6).put("device", t.device).put("host", t.host).put("disk", t.disk)
-                    .put("pool", t.shared).put("computed", t.misses).put("identical", t.session < 0 || t.identical());
+                    .put("pool", t.shared).put("computed", t.misses).put("peer", t.peer)
+                    .put("identical", t.session < 0 || t.identical());
         }
         try {
             Files.writeString(file, json.writeValueAsString(root));

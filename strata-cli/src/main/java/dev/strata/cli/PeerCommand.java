@@ -42,6 +42,9 @@ final class PeerCommand implements Callable<Integer> {
     @Option(names = "--tick-ms", paramLabel = "MS", description = "how often the agent checks demand and deadlines (default: ${DEFAULT-VALUE})")
     long tickMillis = 2;
 
+    @Option(names = "--exit-with", paramLabel = "PID", hidden = true, description = "stop when the process PID ends (for child processes)")
+    Long exitWith;
+
     @Option(names = "--no-stamp", description = "do not overwrite regions the agent takes back (by default it writes its own bytes over them)")
     boolean noStamp;
 
@@ -60,6 +63,9 @@ final class PeerCommand implements Callable<Integer> {
         } catch (IllegalStateException e) {
             System.err.println("strata: " + e.getMessage());
             return 2;
+        }
+        if (exitWith != null) { // System.exit runs the agent's shutdown hook: a clean stop, the file removed
+            ProcessHandle.of(exitWith).ifPresentOrElse(p -> p.onExit().thenRun(() -> System.exit(0)), () -> System.exit(0));
         }
         agent.runUntilStopped();
         return 0;

@@ -1,7 +1,9 @@
 package dev.strata.cli;
 
+import dev.strata.cache.Durability;
 import dev.strata.cache.ObjectKey;
 import dev.strata.cache.kv.PrefixHasher;
+import dev.strata.cache.peer.PeerClient;
 import dev.strata.engine.serve.ContinuousBatchingGenerator;
 import dev.strata.engine.serve.Generator;
 import dev.strata.engine.serve.OpenAiServer;
@@ -13,6 +15,8 @@ import dev.strata.memory.Sizes;
 import dev.strata.memory.pool.PoolConfig;
 import dev.strata.node.client.NodeAccess;
 import dev.strata.node.daemon.NodeConfig;
+import dev.strata.node.peer.ShmLenderOptions;
+import dev.strata.node.peer.ShmPeerLender;
 import dev.strata.node.rpc.RpcClientOptions;
 import dev.strata.node.rpc.RpcServerConfig;
 import java.io.IOException;
@@ -20,6 +24,8 @@ import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
@@ -32,7 +38,9 @@ import picocli.CommandLine.Option;
  * Without {@code --model} it serves the demo model ({@link DemoModel}), synthesised into the model
  * cache on first use. {@code --host-kv} (and {@code --disk-kv}) give the KV cache offload tiers;
  * {@code --pool} attaches to a pool shared through {@code strata node} (or embedded), so that
- * engine processes load the KV blocks each other published.
+ * engine processes load the KV blocks each other published. {@code --peer} borrows memory lent by
+ * {@code strata peer} agents: a PEER KV tier above {@code --host-kv} and expert copies placed by
+ * an expert rebalancer.
  *
  * <p>Threads: picocli's thread parses and starts; the server and generator run their own threads.
  */
@@ -77,6 +85,20 @@ public final class ServeCommand implements Callable<Integer> {
     NodeAccess.Mode nodeAccess = NodeAccess.Mode.AUTO;
     @Option(names = "--rpc", paramLabel = "PATH", description = "the RPC region of strata node (default: ${DEFAULT-VALUE})")
     Path rpc = RpcServerConfig.DEFAULT_PATH;
+    @Option(names = "--peer", paramLabel = "FILE", split = ",",
+            description = "borrow memory lent by strata peer agents through these lending files (comma-separated): a PEER KV tier above --host-kv and copies of the most-routed experts")
+    List<Path> peerFiles = new ArrayList<>();
+    @Option(names = "--peer-kv", paramLabel = "SIZE", description = "most bytes of KV blocks kept on peers (needs --host-kv; 0: none) (default: ${DEFAULT-VALUE})")
+    String peerKv = "64MiB";
+    @Option(names = "--peer-durability", paramLabel = "MODE",
+            description = "KV blocks offloaded to peers: lossy (only copy on the peer; a revoked block is recomputed) or backed (also written through to HOST) (default: ${DEFAULT-VALUE})")
+    String peerDurability = "lossy";
+    @Option(names = "--peer-experts", paramLabel = "SIZE", description = "most bytes of expert copies kept on peers (with --expert-cap; 0: none) (default: ${DEFAULT-VALUE})")
+    String peerExperts = "64MiB";
+    @Option(names = "--rebalance-ms", paramLabel = "MS", description = "time between the expert rebalancer's passes (default: ${DEFAULT-VALUE})")
+    long rebalanceMillis = 200;
+    @Option(names = "--peer-policy", paramLabel = "NAME", description = "how a peer is picked: best-fit, locality, fairness or stability (default: ${DEFAULT-VALUE})")
+    String peerPolicy = "best-fit";
     @Option(names = "--exit-with", paramLabel = "PID", hidden = true, description = "stop when the process PID ends (for child processes)")
     Long exitWith;
     @Option(names = "--max-body-bytes", description = "largest request body (default: ${DEFAULT-VALUE})")
@@ -87,6 +109,45 @@ public final class ServeCommand implements Callable<Integer> {
     Integer maxTokensLimit;
 
     private long hostKvBytes; // --host-kv in bytes, set by start()
+    private long peerKvBytes; // --peer-kv in bytes (0 without --peer or --host-kv), set by start()
+    private long peerExpertBytes; // --peer-experts in bytes (0 without --peer or --expert-cap), set by start()
+
+    private String peerSummary() {
+        if (peerFiles.isEmpty()) {
+            return "";
+        }
+        return ", " + peerFiles.size() + (peerFiles.size() == 1 ? " peer" : " peers") + " (PEER KV "
+                + (peerKvBytes > 0 ? Sizes.format(peerKvBytes) + " " + peerDurability.toLowerCase(Locale.ROOT) : "none")
+                + ", experts " + (peerExpertBytes > 0 ? Sizes.format(peerExpertBytes) : "none") + ")";
+    }
+
+    /** --peer-durability as a durability. */
+    private Durability peerDurability() {
+        return switch (peerDurability.toLowerCase(Locale.ROOT)) {
+            case "lossy" -> Durability.LOSSY;
+            case "backed" -> Durability.BACKED;
+            default -> throw new IllegalArgumentException("--peer-durability must be lossy or backed, got '" + peerDurability + "'");
+        };
+    }
+
+    /** A client over one shared-memory lender per --peer file (peer ids in order). */
+    private PeerClient openPeers() {
+        List<ShmPeerLender> lenders = new ArrayList<>();
+        try {
+            for (int i = 0; i < peerFiles.size(); i++) {
+                Path file = peerFiles.get(i);
+                if (!Files.exists(file)) {
+                    throw new IllegalArgumentException("--peer " + file + ": no such lending file (is strata peer running with --file "
+                            + file + "?)");
+                }
+                lenders.add(ShmPeerLender.open(file, i, ShmLenderOptions.defaults().withName(file.getFileName().toString())));
+            }
+            return PeerClient.of(lenders, peerPolicy);
+        } catch (RuntimeException | Error e) {
+            lenders.forEach(ShmPeerLender::close);
+            throw e;
+        }
+    }
 
     @Override
     public Integer call() {
@@ -99,7 +160,7 @@ public final class ServeCommand implements Callable<Integer> {
                 model, running.config().host(), running.port(), kvBlocks, blockTokens,
                 expertCap > 0 ? ", " + expertCap + " expert slots per layer" : "",
                 hostKvBytes > 0 ? ", " + Sizes.format(hostKvBytes) + " HOST KV" + (diskKv != null ? " over DISK " + diskKv : "") : "",
-                running.access != null ? ", pool " + pool + " (" + running.access.mode() + ")" : "",
+                running.access != null ? ", pool " + pool + " (" + running.access.mode() + ")" + peerSummary() : peerSummary(),
                 running.config().apiKey() != null ? ", API key required" : "");
         System.out.flush();
         running.await();
@@ -137,11 +198,37 @@ public final class ServeCommand implements Callable<Integer> {
         String id = modelId != null ? modelId : model.toAbsolutePath().normalize().getFileName().toString();
         ServerConfig config = new ServerConfig(host, port, apiKey, id, maxBodyBytes,
                 maxPromptTokens != null ? maxPromptTokens : (int) capacity - 1, maxTokensLimit != null ? maxTokensLimit : (int) capacity - 1);
-        NodeAccess access = pool != null ? openPool() : null;
+        Durability durability = peerDurability();
+        if (rebalanceMillis <= 0) {
+            throw new IllegalArgumentException("--rebalance-ms must be positive, got " + rebalanceMillis);
+        }
+        if (!peerFiles.isEmpty()) {
+            long kvBytes = size("--peer-kv", peerKv);
+            if (kvBytes > 0 && hostKvBytes == 0) {
+                throw new IllegalArgumentException("--peer-kv " + peerKv + " needs --host-kv below it (the KV chain is PEER then HOST); "
+                        + "give --host-kv SIZE, or --peer-kv 0 to place only experts on peers");
+            }
+            peerKvBytes = kvBytes;
+            peerExpertBytes = expertCap > 0 ? size("--peer-experts", peerExperts) : 0;
+        }
+        PeerClient peers = peerFiles.isEmpty() ? null : openPeers();
+        NodeAccess access;
+        try {
+            access = pool != null ? openPool() : null;
+        } catch (RuntimeException | Error e) {
+            if (peers != null) {
+                peers.close();
+            }
+            throw e;
+        }
         ServeEngine engine;
         try {
             ServeEngine.Options.Builder o = ServeEngine.Options.builder().threads(threads).blockTokens(blockTokens).kvBlocks(kvBlocks)
-                    .expertCap(expertCap).hostKv(hostKvBytes);
+                    .expertCap(expertCap).hostKv(hostKvBytes).peerKvDurability(durability)
+                    .rebalancePeriod(Duration.ofMillis(rebalanceMillis));
+            if (peers != null) {
+                o.peers(peers, peerKvBytes, peerExpertBytes);
+            }
             if (diskKv != null) {
                 o.diskKv(diskKv, diskKvBytes);
             }
@@ -153,17 +240,23 @@ public final class ServeCommand implements Callable<Integer> {
             if (access != null) {
                 access.close();
             }
+            if (peers != null) {
+                peers.close();
+            }
             throw e;
         }
         ServeMetrics metrics = new ServeMetrics();
         Generator generator = new ContinuousBatchingGenerator(engine, metrics);
         try {
-            return new Running(OpenAiServer.start(config, engine, generator, metrics), generator, engine, access);
+            return new Running(OpenAiServer.start(config, engine, generator, metrics), generator, engine, access, peers);
         } catch (IOException e) {
             generator.close();
             engine.close();
             if (access != null) {
                 access.close();
+            }
+            if (peers != null) {
+                peers.close();
             }
             throw new UncheckedIOException("cannot listen on " + host + ":" + port + ": " + e.getMessage(), e);
         }
@@ -194,13 +287,15 @@ public final class ServeCommand implements Callable<Integer> {
         private final Generator generator;
         private final ServeEngine engine;
         private final NodeAccess access; // null without --pool
+        private final PeerClient peers; // null without --peer
         private final CountDownLatch closed = new CountDownLatch(1);
 
-        Running(OpenAiServer server, Generator generator, ServeEngine engine, NodeAccess access) {
+        Running(OpenAiServer server, Generator generator, ServeEngine engine, NodeAccess access, PeerClient peers) {
             this.server = server;
             this.generator = generator;
             this.engine = engine;
             this.access = access;
+            this.peers = peers;
         }
 
         ServeEngine engine() {
@@ -233,6 +328,9 @@ public final class ServeCommand implements Callable<Integer> {
             engine.close();
             if (access != null) {
                 access.close();
+            }
+            if (peers != null) {
+                peers.close();
             }
             closed.countDown();
         }

@@ -57,6 +57,36 @@ class DemoCommandTest {
     }
 
     @Test
+    void withAPeerAgentBothInstancesBorrowItsMemoryLoseItHalfwayAndStillMatchTheUnpagedRun() throws Exception {
+        Path model = dir.resolve("demo-peer-moe");
+        ModelSynthesizer.write(new SynthSpec(ModelFamily.QWEN3_MOE, 2, 8, 2, 64, 96, 32, 4, 2, 16, 512, DType.BF16, 13, 1, 4, false),
+                model, (d, t, b, tb) -> { });
+        Path json = dir.resolve("report-peer.json");
+        CliRun run = CliRun.of("demo", "--model", model.toString(), "--sessions", "2", "--turns", "4", "--max-tokens", "4",
+                "--expert-cap", "4", "--kv-blocks", "48", "--host-kv", "8MiB", "--pool-capacity", "32MiB", "--peer", "--peer-budget",
+                "16MiB", "--report-json", json.toString());
+        assertThat(run.status()).as(run.out() + run.err()).isZero();
+        assertThat(run.out()).contains("outputs byte-identical to an unpaged in-process run: yes (8 of 8 turns)")
+                .contains("peer memory (strata peer, pid");
+        JsonNode r = new ObjectMapper().readTree(Files.readString(json));
+        assertThat(r.get("byte_identical").asBoolean()).isTrue();
+        JsonNode peer = r.get("peer");
+        assertThat(peer.get("reclaimed_after_turn").asInt()).isEqualTo(2);
+        assertThat(peer.get("revocations").asDouble()).as("leases the agent took back from the instances").isPositive();
+        assertThat(peer.get("kv_blocks").asDouble() + peer.get("expert_fetches").asDouble()).as("KV blocks and experts served from the peer")
+                .isPositive();
+        assertThat(peer.get("bytes_kept_off_host_link").asDouble()).isPositive();
+        assertThat(peer.get("alive").asBoolean()).isTrue();
+        assertThat(r.get("children_stopped").asBoolean()).isTrue();
+        assertThat(r.get("shm_removed").asBoolean()).isTrue();
+        assertThat(r.get("pids")).hasSize(4);
+        for (JsonNode pid : r.get("pids")) {
+            assertThat(ProcessHandle.of(pid.asLong()).map(ProcessHandle::isAlive).orElse(false)).as("child %s alive", pid).isFalse();
+        }
+        assertThat(Path.of(r.get("shm_dir").asText())).doesNotExist();
+    }
+
+    @Test
     void anInterruptedDemoLeavesNoChildAndNoPoolBehind() throws Exception {
         Path model = dir.resolve("demo-test-moe");
         ModelSynthesizer.write(new SynthSpec(ModelFamily.QWEN3_MOE, 2, 8, 2, 64, 96, 32, 4, 2, 16, 512, DType.BF16, 12, 1, 4, false),

@@ -68,6 +68,19 @@ class ServeCommandTest {
         assertThat(noCache.status()).isEqualTo(2);
         assertThat(noCache.err()).startsWith("strata: cannot create the model cache").contains(notADirectory.toString());
 
+        CliRun durability = CliRun.of("serve", "--model", dir.toString(), "--port", "0", "--peer-durability", "sometimes");
+        assertThat(durability.status()).isEqualTo(2);
+        assertThat(durability.err().strip()).isEqualTo("strata: --peer-durability must be lossy or backed, got 'sometimes'");
+
+        Path lend = dir.resolve("agent.lend");
+        CliRun noHost = CliRun.of("serve", "--model", dir.toString(), "--port", "0", "--peer", lend.toString());
+        assertThat(noHost.status()).isEqualTo(2);
+        assertThat(noHost.err()).contains("--peer-kv 64MiB needs --host-kv below it");
+
+        CliRun noFile = CliRun.of("serve", "--model", dir.toString(), "--port", "0", "--host-kv", "1MiB", "--peer", lend + "," + lend);
+        assertThat(noFile.status()).isEqualTo(2);
+        assertThat(noFile.err().strip()).startsWith("strata: --peer " + lend + ": no such lending file");
+
         CliRun notAModel = CliRun.of("serve", "--model", dir.toString(), "--port", "0");
         assertThat(notAModel.status()).isEqualTo(2);
         assertThat(notAModel.err()).startsWith("strata: ");

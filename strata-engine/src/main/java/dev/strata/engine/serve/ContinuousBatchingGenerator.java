@@ -159,7 +159,8 @@ public final class ContinuousBatchingGenerator implements Generator {
     @Override
     public String engineMetrics() {
         String kv = kvStats.toPrometheus();
-        return engine.pager() == null ? kv : kv + engine.pager().stats().toPrometheus(); // pager stats: any thread
+        String pager = engine.pager() == null ? "" : engine.pager().stats().toPrometheus(); // pager stats: any thread
+        return kv + pager + engine.peerMetrics(); // peer stats: any thread
     }
 
     @Override

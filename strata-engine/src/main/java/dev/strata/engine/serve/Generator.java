@@ -31,8 +31,8 @@ public interface Generator extends AutoCloseable {
     int queueLength();
 
     /**
-     * The engine's memory metrics in the Prometheus text format (the KV manager's, and the expert
-     * pager's when there is one), as last refreshed on the thread that drives the engine: the KV
+     * The engine's memory metrics in the Prometheus text format (the KV manager's, the expert
+     * pager's when there is one, and the peer families of {@link ServeEngine#peerMetrics()}), as last refreshed on the thread that drives the engine: the KV
      * manager is single-threaded, so other threads never call it directly. Ends with a newline or is empty.
      */
     String engineMetrics();

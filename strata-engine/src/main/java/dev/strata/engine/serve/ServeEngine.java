@@ -1,9 +1,11 @@
 package dev.strata.engine.serve;
 
+import dev.strata.cache.Durability;
 import dev.strata.cache.ObjectKey;
 import dev.strata.cache.TieredStore;
 import dev.strata.cache.expert.ExpertMasters;
 import dev.strata.cache.expert.ExpertPager;
+import dev.strata.cache.expert.ExpertRebalancer;
 import dev.strata.cache.kv.KvBlockManager;
 import dev.strata.cache.kv.KvDropRelay;
 import dev.strata.cache.kv.KvGeometry;
@@ -14,21 +16,28 @@ import dev.strata.cache.kv.PrefixHashContext;
 import dev.strata.cache.kv.PrefixHasher;
 import dev.strata.cache.kv.SharedBlockStore;
 import dev.strata.cache.kv.StridedKvLayout;
+import dev.strata.cache.peer.ConsumerLimits;
+import dev.strata.cache.peer.LeaseHints;
+import dev.strata.cache.peer.PeerClient;
+import dev.strata.cache.peer.PeerTier;
 import dev.strata.cache.policy.PolicyKind;
 import dev.strata.engine.forward.ModelRunner;
 import dev.strata.engine.kernel.KernelPool;
 import dev.strata.engine.kernel.Kernels;
 import dev.strata.engine.model.ModelConfig;
 import dev.strata.engine.model.ModelDirectory;
+import dev.strata.memory.Sizes;
 import dev.strata.memory.Tier;
 import dev.strata.memory.device.DeviceTier;
 import dev.strata.memory.disk.DiskTier;
 import dev.strata.memory.disk.DiskTierOptions;
 import dev.strata.memory.host.HostTier;
+import dev.strata.memory.metrics.PrometheusText;
 import dev.strata.memory.transfer.TransferEngine;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -40,8 +49,13 @@ import java.util.List;
  * DEVICE slots per layer over masters in a HOST tier. With {@link Options#hostKvBytes} (and
  * optionally a DISK directory) the KV manager copies committed blocks (write-through) into a tiered store of its
  * own (HOST, then DISK); with {@link Options#shared} it publishes committed blocks into a pool that
- * other engine processes read, and loads the blocks they published. Closes what it opened, in
- * reverse order; a shared store is the caller's and stays open.
+ * other engine processes read, and loads the blocks they published. With {@link Options#peers} the
+ * engine borrows memory lent by peers through that {@link PeerClient}: a PEER tier above the HOST
+ * KV tier ({@link Options#peerKvBytes}; blocks LOSSY by default, so a revoked copy is recomputed,
+ * or BACKED, written through to HOST), and for a paged MoE model an {@link ExpertRebalancer} that
+ * keeps the most-routed experts on peers ({@link Options#peerExpertBytes}, a pass every
+ * {@link Options#rebalancePeriod}) so that pager misses fetch them from there. Closes what it
+ * opened, in reverse order; a shared store and a peer client are the caller's and stay open.
  *
  * <p>Threads: the runner, the KV manager (its {@code stats()} included) and the pager are driven by
  * one thread, the generator's worker; {@code pager().stats()} and the getters may be read from any
@@ -62,6 +76,9 @@ public final class ServeEngine implements AutoCloseable {
     private final List<Tier> kvTiers = new ArrayList<>(); // the KV store's tiers, top first; empty without offload
     private final TieredStore kvStore; // null without offload
     private final TransferEngine kvTransfers; // null without offload
+    private final PeerClient peers; // the caller's; null without peers
+    private final PeerTier kvPeer; // the PEER KV tier (also in kvTiers); null without one
+    private final ExpertRebalancer rebalancer; // null without expert copies on peers
 
     /**
      * How a {@link ServeEngine} runs. Build with {@link #builder()}; immutable; any thread.
@@ -74,9 +91,16 @@ public final class ServeEngine implements AutoCloseable {
      * @param diskKvDir    directory of a DISK tier below HOST (null: none; needs {@code hostKvBytes > 0})
      * @param diskKvBytes  bytes of that DISK tier
      * @param shared       the pool shared with other engine processes (null: none); the caller opens and closes it
+     * @param peers        the client that borrows memory lent by peers (null: none); the caller opens and closes it
+     * @param peerKvBytes  bytes of the PEER KV tier above HOST (0: none; needs {@code peers} and {@code hostKvBytes > 0})
+     * @param peerKvDurability durability of offloaded KV blocks: LOSSY (a revoked PEER copy is a miss) or
+     *                     BACKED (every block also written to HOST)
+     * @param peerExpertBytes bytes of expert copies kept on peers (0: none; used with {@code peers} and a paged MoE model)
+     * @param rebalancePeriod time between the expert rebalancer's passes
      */
     public record Options(int threads, int blockTokens, int kvBlocks, int expertCap, long hostKvBytes, Path diskKvDir,
-                          long diskKvBytes, SharedBlockStore shared) {
+                          long diskKvBytes, SharedBlockStore shared, PeerClient peers, long peerKvBytes,
+                          Durability peerKvDurability, long peerExpertBytes, Duration rebalancePeriod) {
         /** @throws IllegalArgumentException naming every value out of range */
         public Options {
             List<String> problems = new ArrayList<>();
@@ -104,6 +128,21 @@ public final class ServeEngine implements AutoCloseable {
             if (diskKvDir != null && diskKvBytes <= 0) {
                 problems.add("disk KV bytes " + diskKvBytes + " must be positive with a DISK KV tier");
             }
+            if (peerKvBytes < 0 || peerExpertBytes < 0) {
+                problems.add("peer KV bytes " + peerKvBytes + " and peer expert bytes " + peerExpertBytes + " must be at least 0");
+            }
+            if (peers == null && (peerKvBytes > 0 || peerExpertBytes > 0)) {
+                problems.add("peer KV bytes " + peerKvBytes + " and peer expert bytes " + peerExpertBytes + " need a peer client");
+            }
+            if (peerKvBytes > 0 && hostKvBytes == 0) {
+                problems.add("a PEER KV tier (" + peerKvBytes + " bytes) needs a HOST KV tier below it (host KV bytes is 0)");
+            }
+            if (peerKvDurability == null) {
+                problems.add("peer KV durability must be LOSSY or BACKED, not null");
+            }
+            if (rebalancePeriod == null || rebalancePeriod.isNegative() || rebalancePeriod.isZero()) {
+                problems.add("rebalance period " + rebalancePeriod + " must be positive");
+            }
             if (!problems.isEmpty()) {
                 throw new IllegalArgumentException("serve engine: " + String.join("; ", problems));
             }
@@ -123,6 +162,11 @@ public final class ServeEngine implements AutoCloseable {
             private Path diskKvDir;
             private long diskKvBytes;
             private SharedBlockStore shared;
+            private PeerClient peers;
+            private long peerKvBytes;
+            private Durability peerKvDurability = Durability.LOSSY;
+            private long peerExpertBytes;
+            private Duration rebalancePeriod = Duration.ofMillis(200);
 
             private Builder() {
             }
@@ -166,9 +210,33 @@ public final class ServeEngine implements AutoCloseable {
                 return this;
             }
 
+            /**
+             * Borrows from peers through {@code client}: {@code kvBytes} for a PEER KV tier above HOST and
+             * {@code expertBytes} for expert copies (either may be 0).
+             */
+            public Builder peers(PeerClient client, long kvBytes, long expertBytes) {
+                peers = client;
+                peerKvBytes = kvBytes;
+                peerExpertBytes = expertBytes;
+                return this;
+            }
+
+            /** LOSSY (default): KV blocks on PEER only; BACKED: written through to HOST as well. */
+            public Builder peerKvDurability(Durability durability) {
+                peerKvDurability = durability;
+                return this;
+            }
+
+            /** Time between the expert rebalancer's passes (default 200 ms). */
+            public Builder rebalancePeriod(Duration period) {
+                rebalancePeriod = period;
+                return this;
+            }
+
             /** @throws IllegalArgumentException naming every value out of range */
             public Options conclude() {
-                return new Options(threads, blockTokens, kvBlocks, expertCap, hostKvBytes, diskKvDir, diskKvBytes, shared);
+                return new Options(threads, blockTokens, kvBlocks, expertCap, hostKvBytes, diskKvDir, diskKvBytes, shared, peers,
+                        peerKvBytes, peerKvDurability, peerExpertBytes, rebalancePeriod);
             }
         }
     }
@@ -203,10 +271,22 @@ public final class ServeEngine implements AutoCloseable {
         KvBlockManager.Builder kvb = KvBlockManager.builder(layout, hasher);
         TieredStore store = null;
         TransferEngine transfers = null;
+        PeerTier peerTier = null;
         try {
             if (options.hostKvBytes() > 0) {
                 KvDropRelay relay = new KvDropRelay();
                 TieredStore.Builder sb = TieredStore.builder().dropListener(relay);
+                if (options.peerKvBytes() > 0) {
+                    long chunk = Math.min(options.peerKvBytes(), PeerTier.DEFAULT_CHUNK) / PeerTier.ALIGNMENT * PeerTier.ALIGNMENT;
+                    if (chunk < g.bytesPerBlock()) {
+                        throw new IllegalArgumentException("peer KV bytes " + options.peerKvBytes() + " hold no KV block of "
+                                + g.bytesPerBlock() + " bytes");
+                    }
+                    PeerClient.ConsumerView view = options.peers().forConsumer("kv", ConsumerLimits.bytes(options.peerKvBytes()));
+                    peerTier = new PeerTier("kv-peer", view, options.peerKvBytes(), chunk, LeaseHints.of(options.peerKvDurability()));
+                    kvTiers.add(peerTier);
+                    sb.tier(peerTier, 0.95, 0.85, PolicyKind.PRIORITY_LRU);
+                }
                 HostTier kvHost = HostTier.create("kv-host", options.hostKvBytes());
                 kvTiers.add(kvHost);
                 sb.tier(kvHost, 1.0, 0.9, PolicyKind.PRIORITY_LRU);
@@ -221,7 +301,7 @@ public final class ServeEngine implements AutoCloseable {
                 transfers = new TransferEngine(TransferEngine.Settings.defaults().withStagingBytes(staging));
                 kvb.store(store, transfers, relay);
                 // write-through: a block's copy starts at commit, so evicting it later frees its slot at once
-                kvb.config(KvManagerConfig.defaults().offload(OffloadMode.WRITE_THROUGH));
+                kvb.config(KvManagerConfig.defaults().offload(OffloadMode.WRITE_THROUGH).offloadDurability(options.peerKvDurability()));
             }
             if (options.shared() != null) {
                 kvb.shared(options.shared());
@@ -235,6 +315,8 @@ public final class ServeEngine implements AutoCloseable {
         }
         kvStore = store;
         kvTransfers = transfers;
+        kvPeer = peerTier;
+        peers = options.peers();
         kv = kvb.build();
         capacityTokens = options.kvBlocks() * options.blockTokens();
         if (expertCap > 0 && c.moe()) {
@@ -243,12 +325,31 @@ public final class ServeEngine implements AutoCloseable {
             host = HostTier.create("host", moeLayers * c.numExperts() * expertBytes + (1L << 20));
             device = DeviceTier.cpu("device", moeLayers * expertCap * expertBytes + (1L << 20));
             masters = ModelRunner.loadMasters(model.weights(), host);
-            pager = ExpertPager.builder(masters, device).topK(c.numExpertsPerTok()).slotsPerLayer(expertCap).build();
+            ExpertPager.Builder pb = ExpertPager.builder(masters, device).topK(c.numExpertsPerTok()).slotsPerLayer(expertCap);
+            if (options.peers() != null && options.peerExpertBytes() > 0) {
+                long image = Sizes.alignUp(expertBytes, PeerTier.ALIGNMENT);
+                if (options.peerExpertBytes() < image) {
+                    throw new IllegalArgumentException("peer expert bytes " + options.peerExpertBytes() + " hold no expert of "
+                            + expertBytes + " bytes");
+                }
+                long chunk = Math.max(1, Math.min(PeerTier.DEFAULT_CHUNK, options.peerExpertBytes()) / image) * image;
+                rebalancer = ExpertRebalancer.builder(masters,
+                                options.peers().forConsumer("experts", ConsumerLimits.bytes(options.peerExpertBytes())))
+                        .name("expert-peer").maxBytes(options.peerExpertBytes()).chunkBytes(chunk).build();
+                pb.peerSource(rebalancer);
+            } else {
+                rebalancer = null;
+            }
+            pager = pb.build();
+            if (rebalancer != null) {
+                rebalancer.follow(pager).start(options.rebalancePeriod());
+            }
         } else {
             host = null;
             device = null;
             masters = null;
             pager = null;
+            rebalancer = null;
         }
         runner = new ModelRunner(model.weights(), new Kernels(pool), kv, kvArena, pager);
     }
@@ -294,6 +395,74 @@ public final class ServeEngine implements AutoCloseable {
         return pager;
     }
 
+    /** The PEER KV tier, or null without one. */
+    public PeerTier kvPeerTier() {
+        return kvPeer;
+    }
+
+    /** The expert rebalancer placing experts on peers, or null without one. */
+    public ExpertRebalancer rebalancer() {
+        return rebalancer;
+    }
+
+    /**
+     * The peer families in the Prometheus text format: the peer client's {@code strata_peer_*},
+     * the PEER tiers' {@code strata_peer_tier_*} (labelled {@code tier}) and the rebalancer's
+     * {@code strata_expert_peer_*}; empty without peers. Any thread.
+     */
+    public String peerMetrics() {
+        if (peers == null) {
+            return "";
+        }
+        PrometheusText out = new PrometheusText();
+        peers.stats().writeTo(out);
+        List<PeerTier> tiers = new ArrayList<>();
+        if (kvPeer != null) {
+            tiers.add(kvPeer);
+        }
+        if (rebalancer != null) {
+            tiers.add(rebalancer.tier());
+        }
+        writePeerTiers(out, tiers);
+        if (rebalancer != null) {
+            rebalancer.stats().writeTo(out);
+        }
+        return out.toString();
+    }
+
+    private static void writePeerTiers(PrometheusText out, List<PeerTier> tiers) {
+        if (tiers.isEmpty()) {
+            return;
+        }
+        String[][] families = {
+                {"strata_peer_tier_leases_borrowed_total", "counter", "Leases the PEER tier borrowed"},
+                {"strata_peer_tier_leases_returned_total", "counter", "Leases the PEER tier gave back (empty, or at close)"},
+                {"strata_peer_tier_leases_revoked_total", "counter", "Leases the peers took back (reclaimed, fenced or lost)"},
+                {"strata_peer_tier_handles_revoked_total", "counter", "Allocations that were live on revoked leases"},
+                {"strata_peer_tier_borrow_failures_total", "counter", "Times no peer could lend a chunk when one was needed"},
+                {"strata_peer_tier_lost_writes_total", "counter", "Writes that stored nothing because the lease had ended"},
+                {"strata_peer_tier_borrowed_bytes", "gauge", "Bytes the PEER tier borrows now"},
+                {"strata_peer_tier_used_bytes", "gauge", "Bytes allocated in the PEER tier now"}};
+        for (int f = 0; f < families.length; f++) {
+            out.family(families[f][0], families[f][1].equals("counter") ? PrometheusText.Type.COUNTER : PrometheusText.Type.GAUGE,
+                    families[f][2]);
+            for (PeerTier t : tiers) {
+                PeerTier.Counters c = t.counters();
+                long value = switch (f) {
+                    case 0 -> c.leasesBorrowed();
+                    case 1 -> c.leasesReturned();
+                    case 2 -> c.leasesRevoked();
+                    case 3 -> c.handlesRevoked();
+                    case 4 -> c.borrowFailures();
+                    case 5 -> c.lostWrites();
+                    case 6 -> t.borrowedBytes();
+                    default -> t.used();
+                };
+                out.sample(families[f][0], value, "tier", t.name());
+            }
+        }
+    }
+
     /** The most tokens (prompt plus generated) one sequence can hold. */
     public int capacityTokens() {
         return capacityTokens;
@@ -301,6 +470,9 @@ public final class ServeEngine implements AutoCloseable {
 
     @Override
     public void close() {
+        if (rebalancer != null) {
+            rebalancer.close();
+        }
         if (pager != null) {
             pager.close();
             masters.close();
