@@ -14,6 +14,7 @@ import dev.strata.cache.kv.PrefixMatch;
 import dev.strata.engine.kernel.Kernels;
 import dev.strata.engine.kernel.PagedKv;
 import dev.strata.engine.kernel.Rope;
+import dev.strata.engine.kernel.RowStack;
 import dev.strata.engine.kernel.VectorKernels;
 import dev.strata.engine.model.DType;
 import dev.strata.engine.model.ModelConfig;
@@ -481,9 +482,7 @@ public final class ModelRunner {
             ModelWeights.Layer layer = weights.layer(l);
             ModelWeights.Attention a = layer.attention();
             normRows(x, layer.inputNorm(), xn, n, h);
-            project(a.q(), xn, n, q);
-            project(a.k(), xn, n, k);
-            project(a.v(), xn, n, v);
+            project(stack(a.q(), a.k(), a.v()), xn, n, new float[][] {q, k, v});
             addBias(q, a.qBias(), n, qDim);
             addBias(k, a.kBias(), n, kvDim);
             addBias(v, a.vBias(), n, kvDim);
@@ -599,6 +598,60 @@ public final class ModelRunner {
         }
     }
 
+    /** The matrices {@code [out, in]} of one dtype and width as one {@link RowStack}, in order. */
+    private static RowStack stack(Tensor... ws) {
+        MemorySegment[] data = new MemorySegment[ws.length];
+        int[] rows = new int[ws.length];
+        for (int p = 0; p < ws.length; p++) {
+            if (ws[p].rank() != 2 || ws[p].dtype() != ws[0].dtype() || ws[p].dim(1) != ws[0].dim(1)) {
+                throw new IllegalArgumentException("tensor " + ws[p] + " cannot be stacked with " + ws[0]
+                        + ": stacked projections need 2-D [out, in] matrices of one dtype and input width");
+            }
+            data[p] = ws[p].data();
+            rows[p] = Math.toIntExact(ws[p].dim(0));
+        }
+        return new RowStack(ws[0].dtype(), Math.toIntExact(ws[0].dim(1)), data, rows);
+    }
+
+    /**
+     * {@link #project(DType, MemorySegment, int, int, float[], int, float[])} of every part of
+     * {@code stack} over the same {@code n} rows of X, in one kernel call per tile shape instead of
+     * one per matrix: {@code ys[p]} ({@code [n, rows(p)]}) gets exactly the bits a projection of part
+     * {@code p} alone gives.
+     */
+    private void project(RowStack stack, float[] x, int n, float[][] ys) {
+        int cols = stack.cols();
+        int tiled = n - n % MATMUL_TILE;
+        if (tiled > 0) {
+            kernels.matmul(stack, x, 0, tiled, ys);
+        }
+        int rest = n - tiled;
+        if (rest == 0) {
+            return;
+        }
+        if (n == 1) { // one row (a decode step): straight into the outputs
+            kernels.matvec(stack, x, 0, ys);
+            return;
+        }
+        int parts = stack.parts();
+        float[][] tail = new float[parts][]; // [parts][rest or tile, rows(p)]
+        for (int p = 0; p < parts; p++) {
+            tail[p] = new float[(rest == 1 ? 1 : MATMUL_TILE) * stack.rows(p)];
+        }
+        if (rest == 1) {
+            kernels.matvec(stack, x, tiled * cols, tail);
+        } else {
+            float[] xt = new float[MATMUL_TILE * cols]; // [tile, cols] the rows left, the last repeated
+            for (int b = 0; b < MATMUL_TILE; b++) {
+                System.arraycopy(x, (tiled + Math.min(b, rest - 1)) * cols, xt, b * cols, cols);
+            }
+            kernels.matmul(stack, xt, 0, MATMUL_TILE, tail);
+        }
+        for (int p = 0; p < parts; p++) {
+            System.arraycopy(tail[p], 0, ys[p], tiled * stack.rows(p), rest * stack.rows(p));
+        }
+    }
+
     /** Tokens sharing each weight load in the matmul kernel. */
     private static final int MATMUL_TILE = 4;
 
@@ -634,8 +687,7 @@ public final class ModelRunner {
         int width = c.intermediateSize();
         float[] gate = new float[n * width];
         float[] up = new float[n * width];
-        project(m.gate(), xn, n, gate);
-        project(m.up(), xn, n, up);
+        project(stack(m.gate(), m.up()), xn, n, new float[][] {gate, up});
         VectorKernels.swiglu(gate, 0, up, 0, gate, 0, n * width);
         project(m.down(), gate, n, out);
     }
@@ -733,6 +785,7 @@ public final class ModelRunner {
         private final int[] pairCount = new int[c.numExperts()]; // [experts] pairs routed to each expert in the chunk
         private final int[] pairStart = new int[c.numExperts() + 1]; // [experts + 1] offsets into byExpert
         private final int[] byExpert; // [chunk × topK] pairs ordered by expert, then token, then rank
+        private final float[][] gateUp; // {gate, up}: the outputs of an expert's stacked gate and up
 
         ExpertBatch(int chunk) {
             this.chunk = chunk;
@@ -744,6 +797,7 @@ public final class ModelRunner {
             down = new float[rows * h];
             pairs = new int[rows];
             byExpert = new int[rows];
+            gateUp = new float[][] {gate, up};
         }
 
         /** Adds the experts' weighted outputs of {@code tokens} (rows of xn) into their rows of {@code out}. */
@@ -784,8 +838,7 @@ public final class ModelRunner {
                     System.arraycopy(xn, tokens[from + pair / topK] * h, xs, p * h, h);
                 }
                 ExpertWeights w = source.of(e);
-                project(w.dtype(), w.gate(), width, h, xs, m, gate);
-                project(w.dtype(), w.up(), width, h, xs, m, up);
+                project(RowStack.of(w.dtype(), h, w.gate(), width, w.up(), width), xs, m, gateUp);
                 VectorKernels.swiglu(gate, 0, up, 0, gate, 0, m * width);
                 project(w.dtype(), w.down(), h, width, gate, m, down);
                 for (int p = 0; p < m; p++) {

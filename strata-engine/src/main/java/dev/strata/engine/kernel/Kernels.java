@@ -71,6 +71,60 @@ public final class Kernels {
     }
 
     /**
+     * The matvec of every part of {@code stack} with the same input in one call:
+     * {@code ys[p][r] = Σ_i W_p[r, i] · x[xOff + i]}, each {@code ys[p]} from index 0. Bit for bit
+     * what {@link #matvec} of each part gives; the parts' rows are split over the threads as one range.
+     */
+    public void matvec(RowStack stack, float[] x, int xOff, float[][] ys) {
+        checkOutputs(stack, ys, 1);
+        Objects.checkFromIndexSize(xOff, stack.cols(), x.length);
+        DType dtype = stack.dtype();
+        int cols = stack.cols();
+        pool.parallelFor(stack.totalRows(), (from, to) -> {
+            for (int p = stack.partOf(from); from < to; p++) {
+                int start = stack.start(p);
+                int end = Math.min(to, start + stack.rows(p));
+                VectorKernels.matvecRows(dtype, stack.weights(p), cols, x, xOff, ys[p], 0, from - start, end - start);
+                from = end;
+            }
+        });
+    }
+
+    /**
+     * The matmul of every part of {@code stack} with the same batch in one call: X row-major
+     * {@code [batch, cols]} at {@code xOff}, {@code ys[p]} row-major {@code [batch, rows(p)]} from
+     * index 0. Bit for bit what {@link #matmul} of each part gives.
+     */
+    public void matmul(RowStack stack, float[] x, int xOff, int batch, float[][] ys) {
+        if (batch < 0) {
+            throw new IllegalArgumentException("batch must not be negative, got " + batch);
+        }
+        checkOutputs(stack, ys, batch);
+        Objects.checkFromIndexSize(xOff, batch * stack.cols(), x.length);
+        DType dtype = stack.dtype();
+        int cols = stack.cols();
+        pool.parallelFor(stack.totalRows(), (from, to) -> {
+            for (int p = stack.partOf(from); from < to; p++) {
+                int start = stack.start(p);
+                int rows = stack.rows(p);
+                int end = Math.min(to, start + rows);
+                VectorKernels.matmulRows(dtype, stack.weights(p), rows, cols, x, xOff, batch, ys[p], 0, from - start,
+                        end - start);
+                from = end;
+            }
+        });
+    }
+
+    private static void checkOutputs(RowStack stack, float[][] ys, int batch) {
+        if (ys.length != stack.parts()) {
+            throw new IllegalArgumentException(ys.length + " output arrays for " + stack);
+        }
+        for (int p = 0; p < ys.length; p++) {
+            Objects.checkFromIndexSize(0, batch * stack.rows(p), ys[p].length);
+        }
+    }
+
+    /**
      * Attention of one query token, {@code heads} query heads, over the paged KV of one layer;
      * query head {@code h} reads KV head {@code h / (heads / kvHeads)}; scores are scaled by
      * {@code 1/sqrt(headDim)}.
@@ -91,7 +145,7 @@ public final class Kernels {
                 from, to));
     }
 
-    private static void checkWeights(DType dtype, MemorySegment w, int rows, int cols) {
+    static void checkWeights(DType dtype, MemorySegment w, int rows, int cols) {
         if (rows < 0 || cols < 0) {
             throw new IllegalArgumentException("matrix shape [" + rows + ", " + cols + "] has a negative dimension");
         }
