@@ -515,11 +515,12 @@ public final class ModelRunner {
                     }
                 }
             }
+            PagedKv[] upTo = new PagedKv[n]; // [n] each row's KV up to and including it
             for (int i = 0; i < n; i++) {
                 int p = rowPos[i];
-                PagedKv upTo = new PagedKv(geometry, l, spans.get(rowSpan[i]).blocks().subList(0, p / bt + 1), p % bt + 1);
-                kernels.attention(q, i * qDim, c.numAttentionHeads(), upTo, att, i * qDim);
+                upTo[i] = new PagedKv(geometry, l, spans.get(rowSpan[i]).blocks().subList(0, p / bt + 1), p % bt + 1);
             }
+            kernels.attention(q, 0, c.numAttentionHeads(), upTo, n, att, 0);
             project(a.o(), att, n, proj);
             addBias(proj, a.oBias(), n, h);
             VectorKernels.add(x, 0, proj, 0, x, 0, n * h);

@@ -145,6 +145,55 @@ public final class Kernels {
                 from, to));
     }
 
+    /**
+     * {@link #attention} of {@code rows} query tokens in one call: row {@code r} has its query at
+     * {@code qOff + r · heads · headDim}, attends over {@code kvs[r]} (its own sequence's KV up to
+     * it; every view of the same geometry and layer) and writes its output at
+     * {@code outOff + r · heads · headDim}. Each row's output has the bits of {@link #attention}
+     * of that row alone.
+     *
+     * <p>The (row, head) pairs are split over the threads in an order that alternates short and
+     * long rows (first, last, second, second last, ...), so each thread's share of a causal prefill,
+     * whose rows grow in length, is about the same work.
+     */
+    public void attention(float[] q, int qOff, int heads, PagedKv[] kvs, int rows, float[] out, int outOff) {
+        if (rows < 0 || rows > kvs.length) {
+            throw new IllegalArgumentException(rows + " query rows but " + kvs.length + " KV views");
+        }
+        if (rows == 0) {
+            return;
+        }
+        PagedKv first = kvs[0];
+        int kvHeads = first.geometry().kvHeads();
+        if (heads < kvHeads || heads % kvHeads != 0) {
+            throw new IllegalArgumentException(heads + " query heads do not group evenly over " + kvHeads + " KV heads");
+        }
+        int maxTokens = 0;
+        for (int r = 0; r < rows; r++) {
+            if (!kvs[r].geometry().equals(first.geometry()) || kvs[r].layer() != first.layer()) {
+                throw new IllegalArgumentException("KV view of row " + r + " (" + kvs[r].geometry() + ", layer "
+                        + kvs[r].layer() + ") differs from row 0's (" + first.geometry() + ", layer " + first.layer() + ")");
+            }
+            maxTokens = Math.max(maxTokens, kvs[r].tokens());
+        }
+        int width = heads * first.geometry().headDim();
+        Objects.checkFromIndexSize(qOff, rows * width, q.length);
+        Objects.checkFromIndexSize(outOff, rows * width, out.length);
+        float scale = (float) (1.0 / Math.sqrt(first.geometry().headDim()));
+        int scratch = maxTokens;
+        pool.parallelFor(rows * heads, (from, to) -> {
+            float[] scores = new float[scratch];
+            float[] lanes = new float[FloatLoads.LANES];
+            for (int slot = from / heads; slot * heads < to; slot++) {
+                int r = (slot & 1) == 0 ? slot >> 1 : rows - 1 - (slot >> 1); // 0, rows-1, 1, rows-2, ...
+                int h0 = Math.max(from - slot * heads, 0);
+                int h1 = Math.min(to - slot * heads, heads);
+                VectorKernels.attentionHeads(q, qOff + r * width, heads, kvs[r], scale, out, outOff + r * width, h0, h1,
+                        scores, lanes);
+            }
+        });
+    }
+
     static void checkWeights(DType dtype, MemorySegment w, int rows, int cols) {
         if (rows < 0 || cols < 0) {
             throw new IllegalArgumentException("matrix shape [" + rows + ", " + cols + "] has a negative dimension");
