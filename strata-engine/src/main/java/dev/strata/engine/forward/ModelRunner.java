@@ -742,11 +742,20 @@ public final class ModelRunner {
         }
         for (int g = 0; g < groups.count(); g++) {
             int[] members = groups.group(g);
-            int[] map = pager.page(pl, routed, members);
-            batch.run(members, routed, gates, xn, out, e -> {
-                int slot = map[e];
-                return new ExpertWeights(dtype, pager.tensor(pl, slot, GATE), pager.tensor(pl, slot, UP),
-                        pager.tensor(pl, slot, DOWN));
+            int[] map = pager.pageAsync(pl, routed, members); // fetches in flight while resident experts run
+            batch.run(members, routed, gates, xn, out, new ExpertSource() {
+                @Override
+                public ExpertWeights of(int e) {
+                    pager.awaitExpert(pl, e);
+                    int slot = map[e];
+                    return new ExpertWeights(dtype, pager.tensor(pl, slot, GATE), pager.tensor(pl, slot, UP),
+                            pager.tensor(pl, slot, DOWN));
+                }
+
+                @Override
+                public boolean ready(int e) {
+                    return !pager.fetching(pl, e);
+                }
             });
         }
     }
@@ -761,7 +770,13 @@ public final class ModelRunner {
     /** Where the weights of expert {@code e} are for the tokens being run. */
     @FunctionalInterface
     private interface ExpertSource {
+        /** The expert's weights, waiting for them to arrive if they are being fetched. */
         ExpertWeights of(int expert);
+
+        /** Whether the expert's weights are in place now (experts not ready run after those that are). */
+        default boolean ready(int expert) {
+            return true;
+        }
     }
 
     /**
@@ -828,9 +843,28 @@ public final class ModelRunner {
                     byExpert[pairCount[e]++] = t * topK + r;
                 }
             }
+            // the experts in place first, then those still arriving (each in its own slot of ys: the
+            // order in which experts run does not change any output bit)
+            for (int pass = 0; pass < 2; pass++) {
+                runExperts(pass == 0, tokens, from, xn, source);
+            }
+            for (int t = 0; t < count; t++) {
+                int i = tokens[from + t];
+                for (int r = 0; r < topK; r++) {
+                    float weight = gates[i][r];
+                    int y = (t * topK + r) * h;
+                    for (int j = 0; j < h; j++) {
+                        out[i * h + j] += weight * ys[y + j];
+                    }
+                }
+            }
+        }
+
+        /** Runs each expert with pairs in the chunk whose readiness is {@code ready}, into its pairs' rows of ys. */
+        private void runExperts(boolean ready, int[] tokens, int from, float[] xn, ExpertSource source) {
             for (int e = 0; e < pairStart.length - 1; e++) {
                 int m = pairStart[e + 1] - pairStart[e];
-                if (m == 0) {
+                if (m == 0 || source.ready(e) != ready) {
                     continue;
                 }
                 for (int p = 0; p < m; p++) {
@@ -844,16 +878,6 @@ public final class ModelRunner {
                 project(w.dtype(), w.down(), h, width, gate, m, down);
                 for (int p = 0; p < m; p++) {
                     System.arraycopy(down, p * h, ys, pairs[p] * h, h);
-                }
-            }
-            for (int t = 0; t < count; t++) {
-                int i = tokens[from + t];
-                for (int r = 0; r < topK; r++) {
-                    float weight = gates[i][r];
-                    int y = (t * topK + r) * h;
-                    for (int j = 0; j < h; j++) {
-                        out[i * h + j] += weight * ys[y + j];
-                    }
                 }
             }
         }
