@@ -37,7 +37,9 @@ import java.util.concurrent.CompletionException;
  *       its master:
  *       directly on the calling thread when masters and slots are both plain memory (HOST →
  *       DEVICE on the CPU backend), else through the {@link TransferEngine}, all misses of the call
- *       in flight together, the call waiting for all of them;</li>
+ *       in flight together, the call waiting for all of them ({@link #page}) or leaving them in
+ *       flight for the engine to await expert by expert while it computes the resident ones
+ *       ({@link #pageAsync}, {@link #awaitExpert});</li>
  *   <li>the layer's map is returned. It is the pager's own array: read it, do not write it. It
  *       stays valid until the next call that pages this layer, or, with a shared pool, until the
  *       next {@code page} call of any layer (which may evict this layer's experts; the map is kept
@@ -76,8 +78,10 @@ import java.util.concurrent.CompletionException;
  * <p>Hot path: a call whose routed experts are all resident allocates nothing and does O(routed)
  * array work (a range check, a stamp and a policy touch per expert, one counter update per call).
  *
- * <p>Threads: one thread drives the pager ({@code page}, {@code plan}, {@code resize},
- * {@code close}: the engine's step thread, or whoever holds what excludes it).
+ * <p>Threads: one thread drives the pager ({@code page}, {@code pageAsync}, {@code awaitExpert},
+ * {@code fetching}, {@code plan}, {@code resize}, {@code close}: the engine's step thread, or
+ * whoever holds what excludes it); the transfer engine's threads only write the slots of fetches
+ * in flight, which the driving thread reads after joining them.
  * {@link #stats()} and the {@link ResizablePool} getters may be called from any thread: counters
  * are plain {@code long} array elements written only by the driving thread (64-bit stores, which
  * the 64-bit JVMs Strata runs on never split), so another thread reads each counter whole but
