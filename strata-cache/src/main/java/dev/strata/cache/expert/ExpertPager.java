@@ -37,7 +37,9 @@ import java.util.concurrent.CompletionException;
  *       its master:
  *       directly on the calling thread when masters and slots are both plain memory (HOST →
  *       DEVICE on the CPU backend), else through the {@link TransferEngine}, all misses of the call
- *       in flight together, the call waiting for all of them;</li>
+ *       in flight together, the call waiting for all of them ({@link #page}) or leaving them in
+ *       flight for the engine to await expert by expert while it computes the resident ones
+ *       ({@link #pageAsync}, {@link #awaitExpert});</li>
  *   <li>the layer's map is returned. It is the pager's own array: read it, do not write it. It
  *       stays valid until the next call that pages this layer, or, with a shared pool, until the
  *       next {@code page} call of any layer (which may evict this layer's experts; the map is kept
@@ -76,8 +78,10 @@ import java.util.concurrent.CompletionException;
  * <p>Hot path: a call whose routed experts are all resident allocates nothing and does O(routed)
  * array work (a range check, a stamp and a policy touch per expert, one counter update per call).
  *
- * <p>Threads: one thread drives the pager ({@code page}, {@code plan}, {@code resize},
- * {@code close}: the engine's step thread, or whoever holds what excludes it).
+ * <p>Threads: one thread drives the pager ({@code page}, {@code pageAsync}, {@code awaitExpert},
+ * {@code fetching}, {@code plan}, {@code resize}, {@code close}: the engine's step thread, or
+ * whoever holds what excludes it); the transfer engine's threads only write the slots of fetches
+ * in flight, which the driving thread reads after joining them.
  * {@link #stats()} and the {@link ResizablePool} getters may be called from any thread: counters
  * are plain {@code long} array elements written only by the driving thread (64-bit stores, which
  * the 64-bit JVMs Strata runs on never split), so another thread reads each counter whole but
@@ -141,6 +145,14 @@ public final class ExpertPager implements ResizablePool, AutoCloseable {
     private final ExpertPeerSource peerSource;    // asked before the masters on a miss; null for none
     private final boolean[] fromPeer;             // [experts] scratch: misses of the current call served by the peer source
     private boolean closed;
+    private boolean asyncCall;                    // the current page call leaves its fetches in flight
+    private int inFlight;                         // fetches of the last pageAsync not yet awaited (non-null pending[])
+    private int flightLayer = -1;                 // layer, group, key base and miss count of those fetches
+    private int flightGroup;
+    private int flightBase;
+    private int flightMisses;
+    private List<String> flightFailures;          // failures seen while awaiting them, reported once all are settled
+    private Throwable flightCause;
 
     private ExpertPager(Builder b, long slotBytes, long[] initial) {
         this.name = b.name;
@@ -244,6 +256,7 @@ public final class ExpertPager implements ResizablePool, AutoCloseable {
      *                                  are left non-resident; the pager stays usable)
      */
     public int[] page(int layer, int[] routed, int count) {
+        awaitFetches();
         if (closed || layer < 0 || layer >= layers || count < 0 || count > routed.length) {
             throw misuse(layer, routed, count);
         }
@@ -360,6 +373,124 @@ public final class ExpertPager implements ResizablePool, AutoCloseable {
     }
 
     /**
+     * {@link #page(int, int[], int)}, except that fetches through the {@link TransferEngine} are
+     * left in flight, all of them submitted together: the returned map already names the slots of
+     * the experts being fetched, {@link #fetching} tells which, and {@link #awaitExpert} waits for
+     * one of them, so the engine computes the resident experts while the others arrive. Direct
+     * copies (plain-memory masters and slots) and peer copies complete before the call returns, as
+     * in {@link #page}. Every other call on the driving thread ({@code page}, {@code pageAsync},
+     * {@code resize}, {@code checkInvariants}, {@code verifyResidentBytes}, {@code close}) first
+     * waits for the fetches still in flight; a fetch that failed is reported by the call that
+     * waits for it ({@link IllegalStateException}, the expert left non-resident), as {@code page}
+     * reports it.
+     */
+    public int[] pageAsync(int layer, int[] routed, int count) {
+        awaitFetches();
+        asyncCall = true;
+        try {
+            return page(layer, routed, count);
+        } finally {
+            asyncCall = false;
+        }
+    }
+
+    /** {@link #pageAsync(int, int[], int)} for the tokens of one group, as {@link #page(int, int[][], int[])}. */
+    public int[] pageAsync(int layer, int[][] routed, int[] tokens) {
+        awaitFetches();
+        asyncCall = true;
+        try {
+            return page(layer, routed, tokens);
+        } finally {
+            asyncCall = false;
+        }
+    }
+
+    /** Whether expert {@code expert} of {@code layer} is mapped but its fetch of the last {@link #pageAsync} not yet awaited. */
+    public boolean fetching(int layer, int expert) {
+        if (inFlight == 0 || layer != flightLayer) {
+            return false;
+        }
+        for (int i = 0; i < flightMisses; i++) {
+            if (missExperts[i] == expert) {
+                return pending[i] != null;
+            }
+        }
+        return false;
+    }
+
+    /**
+     * Waits until expert {@code expert} of {@code layer} is in its slot (returns at once when it is
+     * not being fetched).
+     *
+     * @throws IllegalStateException when its fetch failed (then every fetch in flight is awaited
+     *                               first and all failed experts are left non-resident)
+     */
+    public void awaitExpert(int layer, int expert) {
+        if (inFlight == 0 || layer != flightLayer) {
+            return;
+        }
+        for (int i = 0; i < flightMisses; i++) {
+            if (missExperts[i] == expert && pending[i] != null) {
+                if (!settle(i)) {
+                    awaitFetches();
+                }
+                return;
+            }
+        }
+    }
+
+    /** Waits for every fetch of the last {@link #pageAsync}; see {@link #awaitExpert} for failures. */
+    public void awaitFetches() {
+        if (inFlight == 0 && flightFailures == null) {
+            return;
+        }
+        for (int i = 0; i < flightMisses; i++) {
+            if (pending[i] != null) {
+                settle(i);
+            }
+        }
+        if (flightFailures != null) {
+            List<String> failures = flightFailures;
+            Throwable cause = flightCause;
+            flightFailures = null;
+            flightCause = null;
+            throw new IllegalStateException("expert pager '" + name + "': fetching layer " + flightLayer + " from tier '"
+                    + masters.tier().name() + "' into tier '" + device.name() + "' failed for " + failures.size() + " of "
+                    + flightMisses + " experts: " + failures, cause);
+        }
+    }
+
+    /**
+     * Joins fetch {@code i} of the flight: a completed copy counts its bytes; a failed one is
+     * recorded and its expert unmapped. Returns whether it completed.
+     */
+    private boolean settle(int i) {
+        String failure;
+        Throwable cause = null;
+        try {
+            TransferResult r = (TransferResult) pending[i].join();
+            failure = r.completed() ? null : "transfer " + r.status();
+        } catch (CompletionException | java.util.concurrent.CancellationException ex) {
+            cause = ex.getCause() != null ? ex.getCause() : ex;
+            failure = cause.toString();
+        }
+        pending[i] = null;
+        inFlight--;
+        if (failure == null) {
+            add(flightLayer * STRIDE + BYTES, expertBytes);
+            return true;
+        }
+        if (flightFailures == null) {
+            flightFailures = new ArrayList<>();
+            flightCause = cause;
+        }
+        flightFailures.add("expert " + missExperts[i] + " (master handle " + masters.handle(flightLayer, missExperts[i])
+                + " -> slot " + missSlots[i] + "): " + failure);
+        unmap(flightGroup, missSlots[i], flightBase + missExperts[i]);
+        return false;
+    }
+
+    /**
      * Splits a batch's tokens for {@code layer} into groups whose routed unions fit
      * {@link #layerCapacity}: one group holding every token when the batch fits. See
      * {@link TokenGrouper} for what is guaranteed.
@@ -441,37 +572,18 @@ public final class ExpertPager implements ResizablePool, AutoCloseable {
                         + " expert " + missExperts[i] + " from tier '" + masters.tier().name() + "': " + e.getMessage(), e);
             }
         }
-        List<String> failures = null;
-        Throwable firstCause = null;
+        flightLayer = layer;
+        flightGroup = g;
+        flightBase = base;
+        flightMisses = misses;
+        inFlight = 0;
         for (int i = 0; i < misses; i++) {
-            if (pending[i] == null) {
-                continue; // served by the peer source
-            }
-            String failure;
-            Throwable cause = null;
-            try {
-                TransferResult r = (TransferResult) pending[i].join();
-                failure = r.completed() ? null : "transfer " + r.status();
-            } catch (CompletionException | java.util.concurrent.CancellationException ex) {
-                cause = ex.getCause() != null ? ex.getCause() : ex;
-                failure = cause.toString();
-            }
-            pending[i] = null;
-            if (failure != null) {
-                if (failures == null) {
-                    failures = new ArrayList<>();
-                    firstCause = cause;
-                }
-                failures.add("expert " + missExperts[i] + " (master handle " + masters.handle(layer, missExperts[i]) + " -> slot "
-                        + missSlots[i] + "): " + failure);
-                unmap(g, missSlots[i], base + missExperts[i]);
+            if (pending[i] != null) {
+                inFlight++;
             }
         }
-        add(at + BYTES, (fromMasters - (failures == null ? 0 : failures.size())) * expertBytes);
-        if (failures != null) {
-            throw new IllegalStateException("expert pager '" + name + "': fetching layer " + layer + " from tier '"
-                    + masters.tier().name() + "' into tier '" + device.name() + "' failed for " + failures.size() + " of "
-                    + misses + " experts: " + failures, firstCause);
+        if (!asyncCall) {
+            awaitFetches();
         }
     }
 
@@ -653,6 +765,7 @@ public final class ExpertPager implements ResizablePool, AutoCloseable {
      */
     @Override
     public boolean resize(int units) {
+        awaitFetches();
         if (closed) {
             throw new IllegalStateException("expert pager '" + name + "' is closed");
         }
@@ -802,6 +915,7 @@ public final class ExpertPager implements ResizablePool, AutoCloseable {
      * Driving thread only. Byte equality with the masters is checked by {@link #verifyResidentBytes}.
      */
     public void checkInvariants() {
+        awaitFetches();
         int[] perLayer = new int[layers];
         for (int g = 0; g < groups; g++) {
             if (slotHandle[g].length != groupCapacity || slotKey[g].length != groupCapacity) {
@@ -875,6 +989,7 @@ public final class ExpertPager implements ResizablePool, AutoCloseable {
      * @throws IllegalStateException naming the layer, expert and slot of the first mismatch
      */
     public int verifyResidentBytes() {
+        awaitFetches();
         int compared = 0;
         try (java.lang.foreign.Arena arena = java.lang.foreign.Arena.ofConfined()) {
             MemorySegment scratch = masters.isPlainMemory() ? null : arena.allocate(expertBytes, 4096);
@@ -910,6 +1025,11 @@ public final class ExpertPager implements ResizablePool, AutoCloseable {
     public void close() {
         if (closed) {
             return;
+        }
+        try {
+            awaitFetches(); // the copies write into slots about to be freed
+        } catch (IllegalStateException failedFetch) {
+            // closing anyway: the failed experts are unmapped and every copy has ended
         }
         closed = true;
         for (int g = 0; g < groups; g++) {

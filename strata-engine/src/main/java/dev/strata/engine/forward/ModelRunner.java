@@ -14,6 +14,7 @@ import dev.strata.cache.kv.PrefixMatch;
 import dev.strata.engine.kernel.Kernels;
 import dev.strata.engine.kernel.PagedKv;
 import dev.strata.engine.kernel.Rope;
+import dev.strata.engine.kernel.RowStack;
 import dev.strata.engine.kernel.VectorKernels;
 import dev.strata.engine.model.DType;
 import dev.strata.engine.model.ModelConfig;
@@ -481,9 +482,7 @@ public final class ModelRunner {
             ModelWeights.Layer layer = weights.layer(l);
             ModelWeights.Attention a = layer.attention();
             normRows(x, layer.inputNorm(), xn, n, h);
-            project(a.q(), xn, n, q);
-            project(a.k(), xn, n, k);
-            project(a.v(), xn, n, v);
+            project(stack(a.q(), a.k(), a.v()), xn, n, new float[][] {q, k, v});
             addBias(q, a.qBias(), n, qDim);
             addBias(k, a.kBias(), n, kvDim);
             addBias(v, a.vBias(), n, kvDim);
@@ -516,11 +515,12 @@ public final class ModelRunner {
                     }
                 }
             }
+            PagedKv[] upTo = new PagedKv[n]; // [n] each row's KV up to and including it
             for (int i = 0; i < n; i++) {
                 int p = rowPos[i];
-                PagedKv upTo = new PagedKv(geometry, l, spans.get(rowSpan[i]).blocks().subList(0, p / bt + 1), p % bt + 1);
-                kernels.attention(q, i * qDim, c.numAttentionHeads(), upTo, att, i * qDim);
+                upTo[i] = new PagedKv(geometry, l, spans.get(rowSpan[i]).blocks().subList(0, p / bt + 1), p % bt + 1);
             }
+            kernels.attention(q, 0, c.numAttentionHeads(), upTo, n, att, 0);
             project(a.o(), att, n, proj);
             addBias(proj, a.oBias(), n, h);
             VectorKernels.add(x, 0, proj, 0, x, 0, n * h);
@@ -599,6 +599,60 @@ public final class ModelRunner {
         }
     }
 
+    /** The matrices {@code [out, in]} of one dtype and width as one {@link RowStack}, in order. */
+    private static RowStack stack(Tensor... ws) {
+        MemorySegment[] data = new MemorySegment[ws.length];
+        int[] rows = new int[ws.length];
+        for (int p = 0; p < ws.length; p++) {
+            if (ws[p].rank() != 2 || ws[p].dtype() != ws[0].dtype() || ws[p].dim(1) != ws[0].dim(1)) {
+                throw new IllegalArgumentException("tensor " + ws[p] + " cannot be stacked with " + ws[0]
+                        + ": stacked projections need 2-D [out, in] matrices of one dtype and input width");
+            }
+            data[p] = ws[p].data();
+            rows[p] = Math.toIntExact(ws[p].dim(0));
+        }
+        return new RowStack(ws[0].dtype(), Math.toIntExact(ws[0].dim(1)), data, rows);
+    }
+
+    /**
+     * {@link #project(DType, MemorySegment, int, int, float[], int, float[])} of every part of
+     * {@code stack} over the same {@code n} rows of X, in one kernel call per tile shape instead of
+     * one per matrix: {@code ys[p]} ({@code [n, rows(p)]}) gets exactly the bits a projection of part
+     * {@code p} alone gives.
+     */
+    private void project(RowStack stack, float[] x, int n, float[][] ys) {
+        int cols = stack.cols();
+        int tiled = n - n % MATMUL_TILE;
+        if (tiled > 0) {
+            kernels.matmul(stack, x, 0, tiled, ys);
+        }
+        int rest = n - tiled;
+        if (rest == 0) {
+            return;
+        }
+        if (n == 1) { // one row (a decode step): straight into the outputs
+            kernels.matvec(stack, x, 0, ys);
+            return;
+        }
+        int parts = stack.parts();
+        float[][] tail = new float[parts][]; // [parts][rest or tile, rows(p)]
+        for (int p = 0; p < parts; p++) {
+            tail[p] = new float[(rest == 1 ? 1 : MATMUL_TILE) * stack.rows(p)];
+        }
+        if (rest == 1) {
+            kernels.matvec(stack, x, tiled * cols, tail);
+        } else {
+            float[] xt = new float[MATMUL_TILE * cols]; // [tile, cols] the rows left, the last repeated
+            for (int b = 0; b < MATMUL_TILE; b++) {
+                System.arraycopy(x, (tiled + Math.min(b, rest - 1)) * cols, xt, b * cols, cols);
+            }
+            kernels.matmul(stack, xt, 0, MATMUL_TILE, tail);
+        }
+        for (int p = 0; p < parts; p++) {
+            System.arraycopy(tail[p], 0, ys[p], tiled * stack.rows(p), rest * stack.rows(p));
+        }
+    }
+
     /** Tokens sharing each weight load in the matmul kernel. */
     private static final int MATMUL_TILE = 4;
 
@@ -634,8 +688,7 @@ public final class ModelRunner {
         int width = c.intermediateSize();
         float[] gate = new float[n * width];
         float[] up = new float[n * width];
-        project(m.gate(), xn, n, gate);
-        project(m.up(), xn, n, up);
+        project(stack(m.gate(), m.up()), xn, n, new float[][] {gate, up});
         VectorKernels.swiglu(gate, 0, up, 0, gate, 0, n * width);
         project(m.down(), gate, n, out);
     }
@@ -689,11 +742,20 @@ public final class ModelRunner {
         }
         for (int g = 0; g < groups.count(); g++) {
             int[] members = groups.group(g);
-            int[] map = pager.page(pl, routed, members);
-            batch.run(members, routed, gates, xn, out, e -> {
-                int slot = map[e];
-                return new ExpertWeights(dtype, pager.tensor(pl, slot, GATE), pager.tensor(pl, slot, UP),
-                        pager.tensor(pl, slot, DOWN));
+            int[] map = pager.pageAsync(pl, routed, members); // fetches in flight while resident experts run
+            batch.run(members, routed, gates, xn, out, new ExpertSource() {
+                @Override
+                public ExpertWeights of(int e) {
+                    pager.awaitExpert(pl, e);
+                    int slot = map[e];
+                    return new ExpertWeights(dtype, pager.tensor(pl, slot, GATE), pager.tensor(pl, slot, UP),
+                            pager.tensor(pl, slot, DOWN));
+                }
+
+                @Override
+                public boolean ready(int e) {
+                    return !pager.fetching(pl, e);
+                }
             });
         }
     }
@@ -708,7 +770,13 @@ public final class ModelRunner {
     /** Where the weights of expert {@code e} are for the tokens being run. */
     @FunctionalInterface
     private interface ExpertSource {
+        /** The expert's weights, waiting for them to arrive if they are being fetched. */
         ExpertWeights of(int expert);
+
+        /** Whether the expert's weights are in place now (experts not ready run after those that are). */
+        default boolean ready(int expert) {
+            return true;
+        }
     }
 
     /**
@@ -733,6 +801,7 @@ public final class ModelRunner {
         private final int[] pairCount = new int[c.numExperts()]; // [experts] pairs routed to each expert in the chunk
         private final int[] pairStart = new int[c.numExperts() + 1]; // [experts + 1] offsets into byExpert
         private final int[] byExpert; // [chunk × topK] pairs ordered by expert, then token, then rank
+        private final float[][] gateUp; // {gate, up}: the outputs of an expert's stacked gate and up
 
         ExpertBatch(int chunk) {
             this.chunk = chunk;
@@ -744,6 +813,7 @@ public final class ModelRunner {
             down = new float[rows * h];
             pairs = new int[rows];
             byExpert = new int[rows];
+            gateUp = new float[][] {gate, up};
         }
 
         /** Adds the experts' weighted outputs of {@code tokens} (rows of xn) into their rows of {@code out}. */
@@ -773,24 +843,10 @@ public final class ModelRunner {
                     byExpert[pairCount[e]++] = t * topK + r;
                 }
             }
-            for (int e = 0; e < pairStart.length - 1; e++) {
-                int m = pairStart[e + 1] - pairStart[e];
-                if (m == 0) {
-                    continue;
-                }
-                for (int p = 0; p < m; p++) {
-                    int pair = byExpert[pairStart[e] + p];
-                    pairs[p] = pair;
-                    System.arraycopy(xn, tokens[from + pair / topK] * h, xs, p * h, h);
-                }
-                ExpertWeights w = source.of(e);
-                project(w.dtype(), w.gate(), width, h, xs, m, gate);
-                project(w.dtype(), w.up(), width, h, xs, m, up);
-                VectorKernels.swiglu(gate, 0, up, 0, gate, 0, m * width);
-                project(w.dtype(), w.down(), h, width, gate, m, down);
-                for (int p = 0; p < m; p++) {
-                    System.arraycopy(down, p * h, ys, pairs[p] * h, h);
-                }
+            // the experts in place first, then those still arriving (each in its own slot of ys: the
+            // order in which experts run does not change any output bit)
+            for (int pass = 0; pass < 2; pass++) {
+                runExperts(pass == 0, tokens, from, xn, source);
             }
             for (int t = 0; t < count; t++) {
                 int i = tokens[from + t];
@@ -800,6 +856,28 @@ public final class ModelRunner {
                     for (int j = 0; j < h; j++) {
                         out[i * h + j] += weight * ys[y + j];
                     }
+                }
+            }
+        }
+
+        /** Runs each expert with pairs in the chunk whose readiness is {@code ready}, into its pairs' rows of ys. */
+        private void runExperts(boolean ready, int[] tokens, int from, float[] xn, ExpertSource source) {
+            for (int e = 0; e < pairStart.length - 1; e++) {
+                int m = pairStart[e + 1] - pairStart[e];
+                if (m == 0 || source.ready(e) != ready) {
+                    continue;
+                }
+                for (int p = 0; p < m; p++) {
+                    int pair = byExpert[pairStart[e] + p];
+                    pairs[p] = pair;
+                    System.arraycopy(xn, tokens[from + pair / topK] * h, xs, p * h, h);
+                }
+                ExpertWeights w = source.of(e);
+                project(RowStack.of(w.dtype(), h, w.gate(), width, w.up(), width), xs, m, gateUp);
+                VectorKernels.swiglu(gate, 0, up, 0, gate, 0, m * width);
+                project(w.dtype(), w.down(), h, width, gate, m, down);
+                for (int p = 0; p < m; p++) {
+                    System.arraycopy(down, p * h, ys, pairs[p] * h, h);
                 }
             }
         }

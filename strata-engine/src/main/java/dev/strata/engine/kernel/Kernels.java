@@ -71,6 +71,60 @@ public final class Kernels {
     }
 
     /**
+     * The matvec of every part of {@code stack} with the same input in one call:
+     * {@code ys[p][r] = Σ_i W_p[r, i] · x[xOff + i]}, each {@code ys[p]} from index 0. Bit for bit
+     * what {@link #matvec} of each part gives; the parts' rows are split over the threads as one range.
+     */
+    public void matvec(RowStack stack, float[] x, int xOff, float[][] ys) {
+        checkOutputs(stack, ys, 1);
+        Objects.checkFromIndexSize(xOff, stack.cols(), x.length);
+        DType dtype = stack.dtype();
+        int cols = stack.cols();
+        pool.parallelFor(stack.totalRows(), (from, to) -> {
+            for (int p = stack.partOf(from); from < to; p++) {
+                int start = stack.start(p);
+                int end = Math.min(to, start + stack.rows(p));
+                VectorKernels.matvecRows(dtype, stack.weights(p), cols, x, xOff, ys[p], 0, from - start, end - start);
+                from = end;
+            }
+        });
+    }
+
+    /**
+     * The matmul of every part of {@code stack} with the same batch in one call: X row-major
+     * {@code [batch, cols]} at {@code xOff}, {@code ys[p]} row-major {@code [batch, rows(p)]} from
+     * index 0. Bit for bit what {@link #matmul} of each part gives.
+     */
+    public void matmul(RowStack stack, float[] x, int xOff, int batch, float[][] ys) {
+        if (batch < 0) {
+            throw new IllegalArgumentException("batch must not be negative, got " + batch);
+        }
+        checkOutputs(stack, ys, batch);
+        Objects.checkFromIndexSize(xOff, batch * stack.cols(), x.length);
+        DType dtype = stack.dtype();
+        int cols = stack.cols();
+        pool.parallelFor(stack.totalRows(), (from, to) -> {
+            for (int p = stack.partOf(from); from < to; p++) {
+                int start = stack.start(p);
+                int rows = stack.rows(p);
+                int end = Math.min(to, start + rows);
+                VectorKernels.matmulRows(dtype, stack.weights(p), rows, cols, x, xOff, batch, ys[p], 0, from - start,
+                        end - start);
+                from = end;
+            }
+        });
+    }
+
+    private static void checkOutputs(RowStack stack, float[][] ys, int batch) {
+        if (ys.length != stack.parts()) {
+            throw new IllegalArgumentException(ys.length + " output arrays for " + stack);
+        }
+        for (int p = 0; p < ys.length; p++) {
+            Objects.checkFromIndexSize(0, batch * stack.rows(p), ys[p].length);
+        }
+    }
+
+    /**
      * Attention of one query token, {@code heads} query heads, over the paged KV of one layer;
      * query head {@code h} reads KV head {@code h / (heads / kvHeads)}; scores are scaled by
      * {@code 1/sqrt(headDim)}.
@@ -91,7 +145,56 @@ public final class Kernels {
                 from, to));
     }
 
-    private static void checkWeights(DType dtype, MemorySegment w, int rows, int cols) {
+    /**
+     * {@link #attention} of {@code rows} query tokens in one call: row {@code r} has its query at
+     * {@code qOff + r · heads · headDim}, attends over {@code kvs[r]} (its own sequence's KV up to
+     * it; every view of the same geometry and layer) and writes its output at
+     * {@code outOff + r · heads · headDim}. Each row's output has the bits of {@link #attention}
+     * of that row alone.
+     *
+     * <p>The (row, head) pairs are split over the threads in an order that alternates short and
+     * long rows (first, last, second, second last, ...), so each thread's share of a causal prefill,
+     * whose rows grow in length, is about the same work.
+     */
+    public void attention(float[] q, int qOff, int heads, PagedKv[] kvs, int rows, float[] out, int outOff) {
+        if (rows < 0 || rows > kvs.length) {
+            throw new IllegalArgumentException(rows + " query rows but " + kvs.length + " KV views");
+        }
+        if (rows == 0) {
+            return;
+        }
+        PagedKv first = kvs[0];
+        int kvHeads = first.geometry().kvHeads();
+        if (heads < kvHeads || heads % kvHeads != 0) {
+            throw new IllegalArgumentException(heads + " query heads do not group evenly over " + kvHeads + " KV heads");
+        }
+        int maxTokens = 0;
+        for (int r = 0; r < rows; r++) {
+            if (!kvs[r].geometry().equals(first.geometry()) || kvs[r].layer() != first.layer()) {
+                throw new IllegalArgumentException("KV view of row " + r + " (" + kvs[r].geometry() + ", layer "
+                        + kvs[r].layer() + ") differs from row 0's (" + first.geometry() + ", layer " + first.layer() + ")");
+            }
+            maxTokens = Math.max(maxTokens, kvs[r].tokens());
+        }
+        int width = heads * first.geometry().headDim();
+        Objects.checkFromIndexSize(qOff, rows * width, q.length);
+        Objects.checkFromIndexSize(outOff, rows * width, out.length);
+        float scale = (float) (1.0 / Math.sqrt(first.geometry().headDim()));
+        int scratch = maxTokens;
+        pool.parallelFor(rows * heads, (from, to) -> {
+            float[] scores = new float[scratch];
+            float[] lanes = new float[FloatLoads.LANES];
+            for (int slot = from / heads; slot * heads < to; slot++) {
+                int r = (slot & 1) == 0 ? slot >> 1 : rows - 1 - (slot >> 1); // 0, rows-1, 1, rows-2, ...
+                int h0 = Math.max(from - slot * heads, 0);
+                int h1 = Math.min(to - slot * heads, heads);
+                VectorKernels.attentionHeads(q, qOff + r * width, heads, kvs[r], scale, out, outOff + r * width, h0, h1,
+                        scores, lanes);
+            }
+        });
+    }
+
+    static void checkWeights(DType dtype, MemorySegment w, int rows, int cols) {
         if (rows < 0 || cols < 0) {
             throw new IllegalArgumentException("matrix shape [" + rows + ", " + cols + "] has a negative dimension");
         }

@@ -411,20 +411,6 @@ public final class VectorKernels {
         }
     }
 
-    /** {@code y[i] += a · x[i]} with a fused multiply-add per element. */
-    static void axpy(float a, MemorySegment x, DType dtype, long xIndex, float[] y, int yOff, int n) {
-        int bound = FLOATS.loopBound(n);
-        FloatVector av = FloatVector.broadcast(FLOATS, a);
-        int i = 0;
-        for (; i < bound; i += LANES) {
-            FloatLoads.loadVector(dtype, x, xIndex + i).fma(av, FloatVector.fromArray(FLOATS, y, yOff + i))
-                    .intoArray(y, yOff + i);
-        }
-        for (; i < n; i++) {
-            y[yOff + i] = Math.fma(FloatLoads.load(dtype, x, xIndex + i), a, y[yOff + i]);
-        }
-    }
-
     // ------------------------------------------------------------------ attention
 
     /**
@@ -432,30 +418,170 @@ public final class VectorKernels {
      * {@code out[h] = Σ_t softmax_t(scale · q[h]·K[t, g(h)]) V[t, g(h)]} with
      * {@code g(h) = h / (heads / kvHeads)}.
      *
+     * <p>Block by block: the scores of a block's tokens are computed four tokens at a time (each
+     * query load shared by four K rows, one accumulator per token, each score the canonical
+     * {@link #dot}), then the softmax over all tokens, then the weighted sum of V, where each
+     * output vector is kept in a register across a block's tokens and takes their
+     * {@code fma(V[t], p[t], acc)} in token order. Every score and every output element is
+     * therefore reduced in the same order as a per-token dot and a per-token axpy would reduce it.
+     *
      * @param q   {@code [heads, headDim]} at {@code qOff}
      * @param out {@code [heads, headDim]} at {@code outOff}
      */
     public static void attentionHeads(float[] q, int qOff, int heads, PagedKv kv, float scale, float[] out,
             int outOff, int from, int to) {
+        attentionHeads(q, qOff, heads, kv, scale, out, outOff, from, to, new float[kv.tokens()], new float[LANES]);
+    }
+
+    /**
+     * {@link #attentionHeads(float[], int, int, PagedKv, float, float[], int, int, int)} with
+     * scratch: {@code scores} of at least {@code kv.tokens()} floats, {@code lanes} of
+     * {@link FloatLoads#LANES}.
+     */
+    static void attentionHeads(float[] q, int qOff, int heads, PagedKv kv, float scale, float[] out, int outOff,
+            int from, int to, float[] scores, float[] lanes) {
         int headDim = kv.geometry().headDim();
         int group = heads / kv.geometry().kvHeads();
-        DType dtype = kv.elementType();
         int tokens = kv.tokens();
-        float[] scores = new float[tokens];
-        float[] lanes = new float[LANES];
         for (int h = from; h < to; h++) {
             int g = h / group;
-            int qh = qOff + h * headDim;
-            for (int t = 0; t < tokens; t++) {
-                scores[t] = dot(dtype, kv.block(t), kv.keyIndex(t, g), q, qh, headDim, lanes) * scale;
-            }
+            blockScores(kv, g, q, qOff + h * headDim, scale, scores, lanes);
             float total = expShifted(scores, 0, tokens, max(scores, 0, tokens));
             int oh = outOff + h * headDim;
             java.util.Arrays.fill(out, oh, oh + headDim, 0f);
-            for (int t = 0; t < tokens; t++) {
-                axpy(scores[t], kv.block(t), dtype, kv.valueIndex(t, g), out, oh, headDim);
-            }
+            weightedValues(kv, g, scores, out, oh);
             divide(out, oh, headDim, total);
+        }
+    }
+
+    /** {@code scores[t] = dot(K[t, g], q[qh..]) · scale} for every token, block by block. */
+    private static void blockScores(PagedKv kv, int g, float[] q, int qh, float scale, float[] scores, float[] lanes) {
+        int n = kv.geometry().headDim();
+        int bt = kv.geometry().blockTokens();
+        long stride = (long) kv.geometry().kvHeads() * n; // elements from one token's K to the next's
+        int blocks = kv.blocks().size();
+        DType dtype = kv.elementType();
+        for (int b = 0; b < blocks; b++) {
+            MemorySegment seg = kv.blocks().get(b);
+            int nt = b == blocks - 1 ? kv.lastBlockTokens() : bt;
+            int t0 = b * bt;
+            long base = kv.keyIndex(t0, g);
+            // one loop per dtype, as in matvecRows; F16 one token at a time, as its matvec
+            switch (dtype) {
+                case F32 -> blockScoresF32(seg, base, stride, nt, q, qh, n, scale, scores, t0, lanes);
+                case BF16 -> blockScoresBf16(seg, base, stride, nt, q, qh, n, scale, scores, t0, lanes);
+                case F16 -> {
+                    for (int tt = 0; tt < nt; tt++) {
+                        scores[t0 + tt] = dot(DType.F16, seg, base + tt * stride, q, qh, n, lanes) * scale;
+                    }
+                }
+            }
+        }
+    }
+
+    /** Scores of {@code nt} F32 K rows at {@code base + tt · stride}, four rows per pass. */
+    private static void blockScoresF32(MemorySegment seg, long base, long stride, int nt, float[] q, int qh, int n,
+            float scale, float[] scores, int t0, float[] lanes) {
+        int bound = FLOATS.loopBound(n);
+        int tt = 0;
+        for (; tt + TILE <= nt; tt += TILE) {
+            long k0 = base + tt * stride, k1 = k0 + stride, k2 = k1 + stride, k3 = k2 + stride;
+            FloatVector a0 = FloatVector.zero(FLOATS), a1 = a0, a2 = a0, a3 = a0;
+            for (int i = 0; i < bound; i += LANES) {
+                FloatVector qv = FloatVector.fromArray(FLOATS, q, qh + i);
+                a0 = FloatLoads.f32Vector(seg, 4 * (k0 + i)).fma(qv, a0);
+                a1 = FloatLoads.f32Vector(seg, 4 * (k1 + i)).fma(qv, a1);
+                a2 = FloatLoads.f32Vector(seg, 4 * (k2 + i)).fma(qv, a2);
+                a3 = FloatLoads.f32Vector(seg, 4 * (k3 + i)).fma(qv, a3);
+            }
+            scores[t0 + tt] = finishDot(a0, lanes, DType.F32, seg, k0, q, qh, bound, n) * scale;
+            scores[t0 + tt + 1] = finishDot(a1, lanes, DType.F32, seg, k1, q, qh, bound, n) * scale;
+            scores[t0 + tt + 2] = finishDot(a2, lanes, DType.F32, seg, k2, q, qh, bound, n) * scale;
+            scores[t0 + tt + 3] = finishDot(a3, lanes, DType.F32, seg, k3, q, qh, bound, n) * scale;
+        }
+        for (; tt < nt; tt++) {
+            scores[t0 + tt] = dot(DType.F32, seg, base + tt * stride, q, qh, n, lanes) * scale;
+        }
+    }
+
+    /** Scores of {@code nt} BF16 K rows at {@code base + tt · stride}, four rows per pass. */
+    private static void blockScoresBf16(MemorySegment seg, long base, long stride, int nt, float[] q, int qh, int n,
+            float scale, float[] scores, int t0, float[] lanes) {
+        int bound = FLOATS.loopBound(n);
+        int tt = 0;
+        for (; tt + TILE <= nt; tt += TILE) {
+            long k0 = base + tt * stride, k1 = k0 + stride, k2 = k1 + stride, k3 = k2 + stride;
+            FloatVector a0 = FloatVector.zero(FLOATS), a1 = a0, a2 = a0, a3 = a0;
+            for (int i = 0; i < bound; i += LANES) {
+                FloatVector qv = FloatVector.fromArray(FLOATS, q, qh + i);
+                a0 = FloatLoads.bf16Vector(seg, 2 * (k0 + i)).fma(qv, a0);
+                a1 = FloatLoads.bf16Vector(seg, 2 * (k1 + i)).fma(qv, a1);
+                a2 = FloatLoads.bf16Vector(seg, 2 * (k2 + i)).fma(qv, a2);
+                a3 = FloatLoads.bf16Vector(seg, 2 * (k3 + i)).fma(qv, a3);
+            }
+            scores[t0 + tt] = finishDot(a0, lanes, DType.BF16, seg, k0, q, qh, bound, n) * scale;
+            scores[t0 + tt + 1] = finishDot(a1, lanes, DType.BF16, seg, k1, q, qh, bound, n) * scale;
+            scores[t0 + tt + 2] = finishDot(a2, lanes, DType.BF16, seg, k2, q, qh, bound, n) * scale;
+            scores[t0 + tt + 3] = finishDot(a3, lanes, DType.BF16, seg, k3, q, qh, bound, n) * scale;
+        }
+        for (; tt < nt; tt++) {
+            scores[t0 + tt] = dot(DType.BF16, seg, base + tt * stride, q, qh, n, lanes) * scale;
+        }
+    }
+
+    /** {@code out[oh + i] = fma(V[t, g][i], p[t], out[oh + i])} for t = 0, 1, ... in order, block by block. */
+    private static void weightedValues(PagedKv kv, int g, float[] p, float[] out, int oh) {
+        DType dtype = kv.elementType();
+        int n = kv.geometry().headDim();
+        int bt = kv.geometry().blockTokens();
+        long stride = (long) kv.geometry().kvHeads() * n;
+        int bound = FLOATS.loopBound(n);
+        int blocks = kv.blocks().size();
+        for (int b = 0; b < blocks; b++) {
+            MemorySegment seg = kv.blocks().get(b);
+            int nt = b == blocks - 1 ? kv.lastBlockTokens() : bt;
+            int t0 = b * bt;
+            long base = kv.valueIndex(t0, g);
+            switch (dtype) { // one loop per dtype, as in matvecRows
+                case F32 -> {
+                    for (int i = 0; i < bound; i += LANES) {
+                        FloatVector acc = FloatVector.fromArray(FLOATS, out, oh + i);
+                        long at = base + i;
+                        for (int tt = 0; tt < nt; tt++, at += stride) {
+                            acc = FloatLoads.f32Vector(seg, 4 * at).fma(FloatVector.broadcast(FLOATS, p[t0 + tt]), acc);
+                        }
+                        acc.intoArray(out, oh + i);
+                    }
+                }
+                case BF16 -> {
+                    for (int i = 0; i < bound; i += LANES) {
+                        FloatVector acc = FloatVector.fromArray(FLOATS, out, oh + i);
+                        long at = base + i;
+                        for (int tt = 0; tt < nt; tt++, at += stride) {
+                            acc = FloatLoads.bf16Vector(seg, 2 * at).fma(FloatVector.broadcast(FLOATS, p[t0 + tt]), acc);
+                        }
+                        acc.intoArray(out, oh + i);
+                    }
+                }
+                case F16 -> {
+                    for (int i = 0; i < bound; i += LANES) {
+                        FloatVector acc = FloatVector.fromArray(FLOATS, out, oh + i);
+                        long at = base + i;
+                        for (int tt = 0; tt < nt; tt++, at += stride) {
+                            acc = FloatLoads.f16Vector(seg, 2 * at).fma(FloatVector.broadcast(FLOATS, p[t0 + tt]), acc);
+                        }
+                        acc.intoArray(out, oh + i);
+                    }
+                }
+            }
+            for (int i = bound; i < n; i++) {
+                float acc = out[oh + i];
+                long at = base + i;
+                for (int tt = 0; tt < nt; tt++, at += stride) {
+                    acc = Math.fma(FloatLoads.load(dtype, seg, at), p[t0 + tt], acc);
+                }
+                out[oh + i] = acc;
+            }
         }
     }
 }

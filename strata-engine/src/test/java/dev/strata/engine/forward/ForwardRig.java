@@ -13,7 +13,10 @@ import dev.strata.engine.kernel.KernelPool;
 import dev.strata.engine.kernel.Kernels;
 import dev.strata.engine.model.ModelDirectory;
 import dev.strata.memory.device.DeviceTier;
+import dev.strata.memory.disk.DiskTier;
+import dev.strata.memory.disk.DiskTierOptions;
 import dev.strata.memory.host.HostTier;
+import dev.strata.memory.transfer.TransferEngine;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.file.Path;
@@ -34,9 +37,19 @@ final class ForwardRig implements AutoCloseable {
     final DeviceTier device;
     final ExpertMasters masters;
     final ExpertPager pager;
+    final DiskTier disk; // null unless the masters are on DISK
+    final TransferEngine transfers; // null unless the masters are on DISK
     final ModelRunner runner;
 
     ForwardRig(Path dir, int threads, int blockTokens, int slots, int slotsPerLayer, SlotScope scope) {
+        this(dir, threads, blockTokens, slots, slotsPerLayer, scope, null);
+    }
+
+    /**
+     * With {@code diskDir} not null the expert masters live in a DISK tier there (direct I/O) and
+     * misses arrive through a transfer engine, in flight while resident experts run.
+     */
+    ForwardRig(Path dir, int threads, int blockTokens, int slots, int slotsPerLayer, SlotScope scope, Path diskDir) {
         model = ModelDirectory.open(dir);
         pool = new KernelPool(threads);
         KvGeometry g = ModelRunner.kvGeometry(model.config(), blockTokens);
@@ -47,10 +60,14 @@ final class ForwardRig implements AutoCloseable {
         if (slotsPerLayer > 0 && model.config().moe()) {
             host = HostTier.create("host", 64L << 20);
             device = DeviceTier.cpu("device", 64L << 20);
-            masters = ModelRunner.loadMasters(model.weights(), host);
+            disk = diskDir == null ? null : DiskTier.open(DiskTierOptions.in(diskDir, 64L << 20).name("disk"));
+            transfers = diskDir == null ? null : new TransferEngine();
+            masters = ModelRunner.loadMasters(model.weights(), disk == null ? host : disk);
             pager = ExpertPager.builder(masters, device).topK(model.config().numExpertsPerTok()).slotsPerLayer(slotsPerLayer)
-                    .scope(scope).build();
+                    .scope(scope).transferEngine(transfers).build();
         } else {
+            disk = null;
+            transfers = null;
             host = null;
             device = null;
             masters = null;
@@ -109,6 +126,10 @@ final class ForwardRig implements AutoCloseable {
             masters.close();
             device.close();
             host.close();
+            if (disk != null) {
+                transfers.close();
+                disk.close();
+            }
         }
         kv.close();
         pool.close();

@@ -242,7 +242,7 @@ class ModelRunnerTest {
             assertIdentical(family + " prefix hit", hit, baseline);
         }
         List<String> variants = new ArrayList<>();
-        List<int[]> settings = new ArrayList<>(); // {threads, slotsPerLayer, scope ordinal, KV slots}
+        List<int[]> settings = new ArrayList<>(); // {threads, slotsPerLayer, scope ordinal, KV slots[, 1: masters on DISK]}
         settings.add(new int[] {3, 0, 0, 16});
         // the tightest KV: 16 tokens fill 4 blocks, so the second run evicts the first run's cached tail
         settings.add(new int[] {1, 0, 0, (PROMPT + STEPS) / BLOCK_TOKENS});
@@ -251,12 +251,17 @@ class ModelRunnerTest {
                 settings.add(new int[] {k % 2 == 0 ? 1 : 3, k, SlotScope.PER_LAYER.ordinal(), 16});
             }
             settings.add(new int[] {1, spec.topK(), SlotScope.SHARED.ordinal(), 16});
+            // misses from DISK through the transfer engine: resident experts run while the others arrive
+            settings.add(new int[] {2, spec.topK() + 1, SlotScope.PER_LAYER.ordinal(), 16, 1});
+            settings.add(new int[] {3, spec.topK(), SlotScope.SHARED.ordinal(), 16, 1});
         }
         for (int[] v : settings) {
             SlotScope scope = SlotScope.values()[v[2]];
+            boolean onDisk = v.length > 4 && v[4] == 1;
             String name = family + " threads " + v[0] + " expert slots/layer " + (v[1] == 0 ? "all (in place)" : v[1])
-                    + " " + scope + " KV slots " + v[3];
-            try (ForwardRig rig = new ForwardRig(model, v[0], BLOCK_TOKENS, v[3], v[1], scope)) {
+                    + " " + scope + " KV slots " + v[3] + (onDisk ? " masters on DISK" : "");
+            Path diskDir = onDisk ? dir.resolve("disk-" + variants.size()) : null;
+            try (ForwardRig rig = new ForwardRig(model, v[0], BLOCK_TOKENS, v[3], v[1], scope, diskDir)) {
                 ForwardRig.Generation cold = rig.greedy(prompt, STEPS);
                 assertIdentical(name + " cold", cold, baseline);
                 ForwardRig.Generation hit = rig.greedy(prompt, STEPS);
@@ -264,6 +269,9 @@ class ModelRunnerTest {
                 assertIdentical(name + " prefix hit", hit, baseline);
                 if (rig.pager != null) {
                     assertThat(rig.pager.verifyResidentBytes()).isPositive();
+                }
+                if (onDisk) {
+                    assertThat(rig.pager.stats().bytesFetched()).as("%s: misses came from DISK", name).isPositive();
                 }
             }
             variants.add(name);
