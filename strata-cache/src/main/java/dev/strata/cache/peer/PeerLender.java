@@ -30,6 +30,16 @@ public interface PeerLender extends AutoCloseable {
     /** Topology distance from this client: 0 same device, 1 direct link, 2 via the host. */
     int distance();
 
+    /**
+     * Modelled or measured time to the first byte of a fetch from this peer, in nanoseconds; the
+     * client compares it with {@link LeaseHints#latencyBoundNanos()}. A lender that does not know
+     * its latency keeps this default, {@link Long#MAX_VALUE}: it then satisfies only hints that
+     * accept any latency.
+     */
+    default long firstByteLatencyNanos() {
+        return Long.MAX_VALUE;
+    }
+
     /** Bytes the agent offers to lend now (advisory: a borrow may still fail). */
     long lendableBytes();
 

@@ -1,0 +1,652 @@
+package dev.strata.cache.peer;
+
+import dev.strata.memory.alloc.BestFitAllocator;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.HashMap;
+import java.util.Iterator;
+import java.util.List;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.Condition;
+import java.util.concurrent.locks.ReentrantLock;
+
+/**
+ * An in-process peer: the lending agent and its {@link PeerLender} transport in one object,
+ * lending regions carved from one long-lived arena of a configured budget.
+ *
+ * <p>Design note (the agent's protocol).
+ * <ul>
+ *   <li><b>Offer.</b> The agent lends at most its offer ({@link #lendable(long)}; the budget at
+ *       start). Its own demand is {@code budget - offer}. {@link #borrow} carves a best-fit range
+ *       ({@link BestFitAllocator}, sizes rounded to the alignment) and refuses (null) when the
+ *       memory held (lent, being revoked or waiting to be released) plus the request would pass
+ *       the offer, or no free range fits.</li>
+ *   <li><b>Revocation.</b> When the offer drops below the bytes lent and not yet asked back, the
+ *       agent asks regions back, largest first (fewest revocations for the bytes; among equal sizes
+ *       the newest lease), until what stays lent fits the offer. Each one: gate REVOKING (new
+ *       accesses refused at once), a deadline {@code now + grace}, and
+ *       {@link LenderEvents#revocationRequested} on the event thread.</li>
+ *   <li><b>Release.</b> On {@link #acknowledge} (or {@link #giveBack}) the region's epoch advances
+ *       and its range is freed once no access begun under the old epoch is in flight (normally at
+ *       once: the client drained before acknowledging).</li>
+ *   <li><b>Fencing.</b> The agent thread fences a region still REVOKING at its deadline: the epoch
+ *       advances (every later {@code enter} through the old lease fails), the client is told
+ *       {@link LenderEvents#fenced}, and the range is freed only when the region's in-flight count
+ *       is zero. A late acknowledgement is a no-op.</li>
+ *   <li><b>Death.</b> {@link #kill()} simulates the agent dying: every region's epoch advances, every
+ *       later enter and borrow fails, the client is told {@link LenderEvents#peerLost}. The ranges
+ *       are freed (as the OS would reclaim a dead process's memory) once their accesses ended.</li>
+ * </ul>
+ *
+ * <p>Invariants (checked by {@link #checkInvariants()}): the region table and the allocator's live
+ * ranges are the same set; free + lent + revoking + releasing = budget; an access that entered
+ * successfully never overlaps the reuse of its range (the {@link LocalRegion} handshake).
+ *
+ * <p>Threads: every method may be called from any thread. One lock guards the table, the allocator
+ * and the counters; it is never held while calling the listener. Events are delivered one at a
+ * time on this lender's event thread; deadlines and releases run on its agent thread, so a
+ * listener that blocks delays events but never a fence.
+ */
+public final class LocalLender implements PeerLender {
+    private static final System.Logger LOG = System.getLogger(LocalLender.class.getName());
+    private static final long RELEASE_POLL_NANOS = 50_000;        // agent re-checks in-flight counts of closed regions this often
+    private static final long CLOSE_DRAIN_NANOS = 2_000_000_000L; // close() waits this long for accesses to end before freeing the arena
+
+    /** Where a lent region is in its life. */
+    public enum Phase {
+        /** Lent and accessible. */
+        LENT,
+        /** Asked back; new accesses refused; waiting for the client's acknowledgement or the deadline. */
+        REVOKING,
+        /** Epoch advanced; the range is freed once the accesses begun under the old epoch end. */
+        RELEASING,
+        /** Freed; the memory may belong to another lease. */
+        RELEASED
+    }
+
+    /**
+     * How a local lender is set up.
+     *
+     * @param id                    peer id, unique among the lenders one client sees, {@code >= 0}
+     * @param name                  human name, e.g. {@code gpu1}
+     * @param distance              topology distance from the client (0 same device, 1 direct link, 2 via host)
+     * @param budgetBytes           bytes of the arena, the most the agent ever lends
+     * @param alignment             bytes, power of two; region offsets and held sizes are multiples
+     * @param firstByteLatencyNanos modelled first-byte latency of a fetch from this peer, ns
+     * @param graceNanos            time a client has to acknowledge a revocation before it is fenced, ns
+     */
+    public record Config(int id, String name, int distance, long budgetBytes, long alignment,
+                         long firstByteLatencyNanos, long graceNanos) {
+        public Config {
+            if (id < 0 || name == null || name.isBlank() || distance < 0 || budgetBytes <= 0 || alignment <= 0
+                    || Long.bitCount(alignment) != 1 || firstByteLatencyNanos < 0 || graceNanos <= 0) {
+                throw new IllegalArgumentException("local lender config: id " + id + " must be >= 0, name '" + name
+                        + "' non-blank, distance " + distance + " >= 0, budget " + budgetBytes + " bytes > 0, alignment "
+                        + alignment + " a power of two, first-byte latency " + firstByteLatencyNanos
+                        + " ns >= 0, grace " + graceNanos + " ns > 0");
+            }
+        }
+
+        /** Distance 1, 64-byte alignment, 2 µs first-byte latency, 100 ms grace. */
+        public static Config of(int id, String name, long budgetBytes) {
+            return new Config(id, name, 1, budgetBytes, 64, 2_000, 100_000_000L);
+        }
+
+        public Config withDistance(int d) {
+            return new Config(id, name, d, budgetBytes, alignment, firstByteLatencyNanos, graceNanos);
+        }
+
+        public Config withAlignment(long a) {
+            return new Config(id, name, distance, budgetBytes, a, firstByteLatencyNanos, graceNanos);
+        }
+
+        public Config withFirstByteLatency(long nanos) {
+            return new Config(id, name, distance, budgetBytes, alignment, nanos, graceNanos);
+        }
+
+        public Config withGrace(long nanos) {
+            return new Config(id, name, distance, budgetBytes, alignment, firstByteLatencyNanos, nanos);
+        }
+    }
+
+    /**
+     * A snapshot of the lender's memory and counters. {@code lentBytes + revokingBytes +
+     * releasingBytes + freeBytes == budgetBytes} (held sizes, rounded to the alignment).
+     *
+     * @param budgetBytes        arena bytes
+     * @param offerBytes         bytes the agent offers now ({@link #lendable(long)})
+     * @param lentBytes          held by regions LENT
+     * @param revokingBytes      held by regions REVOKING
+     * @param releasingBytes     held by closed regions whose accesses have not all ended
+     * @param freeBytes          not held by any region
+     * @param regions            regions in the table (every phase but RELEASED)
+     * @param borrows            successful borrows
+     * @param refusedBorrows     borrows refused (offer, fragmentation, dead)
+     * @param revocationRequests regions asked back
+     * @param acknowledgements   revocations acknowledged in time
+     * @param giveBacks          regions given back before any revocation
+     * @param fences             regions fenced at their deadline
+     * @param lateAcknowledgements acknowledgements that arrived after the fence
+     * @param alive              false after {@link #kill()} or {@link #close()}
+     */
+    public record Stats(long budgetBytes, long offerBytes, long lentBytes, long revokingBytes, long releasingBytes,
+                        long freeBytes, int regions, long borrows, long refusedBorrows, long revocationRequests,
+                        long acknowledgements, long giveBacks, long fences, long lateAcknowledgements, boolean alive) {
+    }
+
+    private final Config config;
+    private final Arena arena;                        // shared, one for the lender's life
+    private final MemorySegment memory;               // budgetBytes, the lendable memory
+    private final BestFitAllocator allocator;         // ranges of memory, guarded by its own lock and ours
+    private final ReentrantLock lock = new ReentrantLock();
+    private final Condition agentWake = lock.newCondition();
+    private final HashMap<Long, LocalRegion> regions = new HashMap<>(); // offset (= region id) -> region not yet RELEASED
+    private final ArrayDeque<LocalRegion> revoking = new ArrayDeque<>(); // REVOKING in deadline order (deadline = request + grace)
+    private final ArrayList<LocalRegion> releasing = new ArrayList<>();  // RELEASING with accesses still in flight
+    private final LinkedBlockingQueue<Runnable> events = new LinkedBlockingQueue<>(); // deliveries for the event thread
+    private final Thread eventThread;
+    private final Thread agentThread;
+
+    private volatile LenderEvents listener;
+    private volatile boolean alive = true;
+    private volatile boolean closed;
+    private long offerBytes;        // guarded by lock
+    private long nextEpoch = 1;     // guarded by lock; epochs are unique across the lender's regions
+    private long lentBytes;         // guarded by lock: held sizes of LENT regions
+    private long revokingBytes;     // guarded by lock: held sizes of REVOKING regions
+    private long releasingBytes;    // guarded by lock: held sizes of RELEASING regions
+    private long borrows;
+    private long refusedBorrows;
+    private long revocationRequests;
+    private long acknowledgements;
+    private long giveBacks;
+    private long fences;
+    private long lateAcknowledgements;
+
+    /** Allocates the arena (zeroed, so touched once here) and starts the event and agent threads. */
+    public LocalLender(Config config) {
+        this.config = config;
+        this.arena = Arena.ofShared();
+        this.memory = arena.allocate(config.budgetBytes(), Math.max(config.alignment(), 4096));
+        this.allocator = new BestFitAllocator(config.budgetBytes(), config.alignment());
+        this.offerBytes = config.budgetBytes();
+        this.eventThread = Thread.ofPlatform().daemon().name("strata-peer-" + config.name() + "-events").unstarted(this::deliverEvents);
+        this.agentThread = Thread.ofPlatform().daemon().name("strata-peer-" + config.name() + "-agent").unstarted(this::runAgent);
+        eventThread.start();
+        agentThread.start();
+    }
+
+    public Config config() {
+        return config;
+    }
+
+    @Override
+    public int id() {
+        return config.id();
+    }
+
+    @Override
+    public String name() {
+        return config.name();
+    }
+
+    @Override
+    public int distance() {
+        return config.distance();
+    }
+
+    @Override
+    public long firstByteLatencyNanos() {
+        return config.firstByteLatencyNanos();
+    }
+
+    @Override
+    public long lendableBytes() {
+        if (!alive) {
+            return 0;
+        }
+        lock.lock();
+        try {
+            return Math.max(0, offerBytes - allocator.used());
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    @Override
+    public boolean alive() {
+        return alive;
+    }
+
+    @Override
+    public LentRegion borrow(long size) {
+        if (size <= 0) {
+            throw new IllegalArgumentException("borrow size must be positive, got " + size + " (lender '" + name() + "')");
+        }
+        lock.lock();
+        try {
+            long rounded = roundUp(size);
+            if (!alive || allocator.used() + rounded > offerBytes) {
+                refusedBorrows++;
+                return null;
+            }
+            long offset = allocator.allocate(size);
+            if (offset < 0) {
+                refusedBorrows++;
+                return null;
+            }
+            PeerLease lease = new PeerLease(config.id(), offset, size, nextEpoch++);
+            LocalRegion region = new LocalRegion(this, lease, memory.asSlice(offset, size), offset, rounded);
+            regions.put(offset, region);
+            lentBytes += rounded;
+            borrows++;
+            return region;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    @Override
+    public void giveBack(LentRegion region) {
+        LocalRegion r = mine(region);
+        lock.lock();
+        try {
+            if (r.phase == Phase.LENT || r.phase == Phase.REVOKING) {
+                giveBacks++;
+                closeAndRelease(r);
+            }
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    @Override
+    public void acknowledge(LentRegion region) {
+        LocalRegion r = mine(region);
+        lock.lock();
+        try {
+            switch (r.phase) {
+                case REVOKING -> {
+                    acknowledgements++;
+                    closeAndRelease(r);
+                }
+                case LENT -> {
+                    // acknowledging a revocation that was never asked: the client gives the region up
+                    giveBacks++;
+                    closeAndRelease(r);
+                }
+                case RELEASING, RELEASED -> {
+                    if (r.fenced) {
+                        lateAcknowledgements++;
+                    }
+                }
+            }
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    @Override
+    public void listen(LenderEvents events) {
+        this.listener = events;
+    }
+
+    // ---------------------------------------------------------------- agent side
+
+    /**
+     * Sets how many bytes the agent offers (its own demand is the rest of the budget), clamped to
+     * {@code [0, budget]}. When what is lent and not yet asked back exceeds the new offer, regions
+     * are asked back (largest first) until it fits. A dead agent ignores this.
+     */
+    public void lendable(long bytes) {
+        if (bytes < 0) {
+            throw new IllegalArgumentException("lendable bytes must be >= 0, got " + bytes + " (lender '" + name() + "')");
+        }
+        lock.lock();
+        try {
+            if (!alive) {
+                return;
+            }
+            offerBytes = Math.min(bytes, config.budgetBytes());
+            if (lentBytes <= offerBytes) {
+                return;
+            }
+            List<LocalRegion> candidates = new ArrayList<>();
+            for (LocalRegion r : regions.values()) {
+                if (r.phase == Phase.LENT) {
+                    candidates.add(r);
+                }
+            }
+            candidates.sort(Comparator.comparingLong(LocalRegion::rounded).reversed()
+                    .thenComparing(Comparator.comparingLong((LocalRegion r) -> r.lease().epoch()).reversed()));
+            for (LocalRegion r : candidates) {
+                if (lentBytes <= offerBytes) {
+                    break;
+                }
+                requestRevocation(r);
+            }
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Asks for one region back now (the agent's own choice); no-op unless it is LENT. */
+    public void revoke(LentRegion region) {
+        LocalRegion r = mine(region);
+        lock.lock();
+        try {
+            if (alive && r.phase == Phase.LENT) {
+                requestRevocation(r);
+            }
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /**
+     * Simulates the agent dying: every region's epoch advances, every later enter and borrow fails
+     * and the client is told {@link LenderEvents#peerLost}. Idempotent.
+     */
+    public void kill() {
+        lock.lock();
+        try {
+            if (!alive) {
+                return;
+            }
+            alive = false;
+            offerBytes = 0;
+            for (LocalRegion r : new ArrayList<>(regions.values())) {
+                if (r.phase == Phase.LENT || r.phase == Phase.REVOKING) {
+                    closeAndRelease(r);
+                }
+            }
+            revoking.clear();
+        } finally {
+            lock.unlock();
+        }
+        int peer = id();
+        events.add(() -> {
+            LenderEvents l = listener;
+            if (l != null) {
+                l.peerLost(peer);
+            }
+        });
+    }
+
+    /** Where the region of {@code lease} is now; {@link Phase#RELEASED} when it is not in the table. */
+    public Phase phase(PeerLease lease) {
+        lock.lock();
+        try {
+            LocalRegion r = regions.get(lease.region());
+            return r != null && r.lease().equals(lease) ? r.phase : Phase.RELEASED;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /**
+     * The epoch of the region {@code lease} names, as an access would check it now: the lease's own
+     * epoch while it is lent or being revoked, an advanced one once closed; -1 when released.
+     */
+    public long epoch(PeerLease lease) {
+        lock.lock();
+        try {
+            LocalRegion r = regions.get(lease.region());
+            return r != null && r.lease().equals(lease) ? r.currentEpoch() : -1;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    public Stats stats() {
+        lock.lock();
+        try {
+            return new Stats(config.budgetBytes(), offerBytes, lentBytes, revokingBytes, releasingBytes,
+                    config.budgetBytes() - allocator.used(), regions.size(), borrows, refusedBorrows, revocationRequests,
+                    acknowledgements, giveBacks, fences, lateAcknowledgements, alive);
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /**
+     * Checks the table against the allocator and the byte counts; throws {@link IllegalStateException}
+     * naming the first mismatch.
+     */
+    public void checkInvariants() {
+        lock.lock();
+        try {
+            allocator.checkInvariants();
+            long lent = 0;
+            long rev = 0;
+            long rel = 0;
+            for (LocalRegion r : regions.values()) {
+                long held = allocator.sizeIfAllocated(r.offset());
+                if (held != r.rounded()) {
+                    throw new IllegalStateException("lender '" + name() + "': " + r + " holds " + r.rounded()
+                            + " bytes but the allocator has " + held + " at offset " + r.offset());
+                }
+                switch (r.phase) {
+                    case LENT -> lent += held;
+                    case REVOKING -> rev += held;
+                    case RELEASING -> rel += held;
+                    case RELEASED -> throw new IllegalStateException("lender '" + name() + "': released " + r + " still in the table");
+                }
+            }
+            if (lent != lentBytes || rev != revokingBytes || rel != releasingBytes) {
+                throw new IllegalStateException("lender '" + name() + "': counted lent/revoking/releasing " + lentBytes + "/"
+                        + revokingBytes + "/" + releasingBytes + " bytes but the regions hold " + lent + "/" + rev + "/" + rel);
+            }
+            if (allocator.allocationCount() != regions.size()) {
+                throw new IllegalStateException("lender '" + name() + "': allocator has " + allocator.allocationCount()
+                        + " live ranges but the table " + regions.size() + " regions");
+            }
+            long free = config.budgetBytes() - allocator.used();
+            if (lent + rev + rel + free != config.budgetBytes()) {
+                throw new IllegalStateException("lender '" + name() + "': free " + free + " + lent " + (lent + rev + rel)
+                        + " != budget " + config.budgetBytes());
+            }
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /**
+     * Stops the agent: every region is closed (epoch advanced), the threads stop, and the arena is
+     * freed once no access is in flight (waiting up to 2 s). Idempotent.
+     */
+    @Override
+    public void close() {
+        lock.lock();
+        try {
+            if (closed) {
+                return;
+            }
+            closed = true;
+            alive = false;
+            offerBytes = 0;
+            for (LocalRegion r : new ArrayList<>(regions.values())) {
+                if (r.phase == Phase.LENT || r.phase == Phase.REVOKING) {
+                    closeAndRelease(r);
+                }
+            }
+            revoking.clear();
+            agentWake.signalAll();
+        } finally {
+            lock.unlock();
+        }
+        eventThread.interrupt();
+        join(eventThread);
+        join(agentThread);
+        long until = System.nanoTime() + CLOSE_DRAIN_NANOS;
+        while (true) {
+            long busy = 0;
+            lock.lock();
+            try {
+                reapReleasing();
+                busy = releasing.size();
+            } finally {
+                lock.unlock();
+            }
+            if (busy == 0) {
+                break;
+            }
+            if (System.nanoTime() > until) {
+                LOG.log(System.Logger.Level.WARNING, "lender ''{0}'' closes its arena with {1} region(s) still being accessed",
+                        name(), busy);
+                break;
+            }
+            Thread.onSpinWait();
+        }
+        arena.close();
+    }
+
+    @Override
+    public String toString() {
+        return "LocalLender[" + config.id() + " '" + config.name() + "', budget " + config.budgetBytes() + " bytes]";
+    }
+
+    // ---------------------------------------------------------------- internals
+
+    private LocalRegion mine(LentRegion region) {
+        if (region instanceof LocalRegion r && r.ownedBy(this)) {
+            return r;
+        }
+        throw new IllegalArgumentException(region + " was not lent by lender '" + name() + "'");
+    }
+
+    private long roundUp(long size) {
+        long a = config.alignment();
+        return (size + a - 1) & -a;
+    }
+
+    /** Under lock: LENT -> REVOKING, deadline set, event queued. */
+    private void requestRevocation(LocalRegion r) {
+        r.beginRevocation();
+        r.phase = Phase.REVOKING;
+        r.deadlineNanos = System.nanoTime() + config.graceNanos();
+        lentBytes -= r.rounded();
+        revokingBytes += r.rounded();
+        revocationRequests++;
+        revoking.addLast(r);
+        long deadline = r.deadlineNanos;
+        events.add(() -> {
+            LenderEvents l = listener;
+            if (l != null) {
+                l.revocationRequested(r, deadline);
+            }
+        });
+        agentWake.signalAll();
+    }
+
+    /** Under lock: LENT or REVOKING -> RELEASING (epoch advanced), then RELEASED once no access is in flight. */
+    private void closeAndRelease(LocalRegion r) {
+        r.close(nextEpoch++);
+        if (r.phase == Phase.LENT) {
+            lentBytes -= r.rounded();
+        } else {
+            revokingBytes -= r.rounded();
+        }
+        r.phase = Phase.RELEASING;
+        releasingBytes += r.rounded();
+        if (r.inFlight() == 0) {
+            release(r);
+        } else {
+            releasing.add(r);
+            agentWake.signalAll();
+        }
+    }
+
+    /** Under lock: frees a closed region's range. */
+    private void release(LocalRegion r) {
+        regions.remove(r.offset());
+        allocator.free(r.offset());
+        releasingBytes -= r.rounded();
+        r.phase = Phase.RELEASED;
+    }
+
+    /** Under lock: releases every closed region whose accesses have ended. */
+    private void reapReleasing() {
+        for (Iterator<LocalRegion> it = releasing.iterator(); it.hasNext(); ) {
+            LocalRegion r = it.next();
+            if (r.inFlight() == 0) {
+                it.remove();
+                release(r);
+            }
+        }
+    }
+
+    /** The agent thread: fences at deadlines and releases closed regions when their accesses end. */
+    private void runAgent() {
+        lock.lock();
+        try {
+            while (!closed) {
+                long now = System.nanoTime();
+                long wait = TimeUnit.SECONDS.toNanos(1);
+                while (!revoking.isEmpty()) {
+                    LocalRegion r = revoking.peekFirst();
+                    if (r.phase != Phase.REVOKING) {
+                        revoking.pollFirst();
+                    } else if (r.deadlineNanos - now <= 0) {
+                        revoking.pollFirst();
+                        fence(r);
+                    } else {
+                        wait = Math.min(wait, r.deadlineNanos - now);
+                        break;
+                    }
+                }
+                reapReleasing();
+                if (!releasing.isEmpty()) {
+                    wait = Math.min(wait, RELEASE_POLL_NANOS);
+                }
+                agentWake.awaitNanos(wait);
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Under lock: the deadline passed without an acknowledgement. */
+    private void fence(LocalRegion r) {
+        r.fenced = true;
+        fences++;
+        closeAndRelease(r);
+        events.add(() -> {
+            LenderEvents l = listener;
+            if (l != null) {
+                l.fenced(r);
+            }
+        });
+    }
+
+    /** The event thread: delivers queued events one at a time, in order. */
+    private void deliverEvents() {
+        while (!closed) {
+            Runnable event;
+            try {
+                event = events.take();
+            } catch (InterruptedException e) {
+                return;
+            }
+            try {
+                event.run();
+            } catch (RuntimeException | Error e) {
+                LOG.log(System.Logger.Level.WARNING, "lender '" + name() + "': the listener failed on an event", e);
+            }
+        }
+    }
+
+    private static void join(Thread t) {
+        try {
+            t.join(TimeUnit.SECONDS.toMillis(5));
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+}

@@ -1,0 +1,973 @@
+package dev.strata.cache.peer;
+
+import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.LockSupport;
+import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.Consumer;
+import java.util.function.LongSupplier;
+import org.HdrHistogram.SynchronizedHistogram;
+
+/**
+ * The client side of peer memory over a list of {@link PeerLender}s: places allocations with a
+ * {@link PlacementPolicy}, guards every access, and turns the lenders' revocations into drained,
+ * acknowledged, exactly-once callbacks.
+ *
+ * <p>Design note (revocation protocol, client side). Each lease has a {@link LeaseGuard} (closed
+ * flag + in-flight count in one word) in front of the lender's own {@link LentRegion} guard; an
+ * access enters both, copies, and exits both. A lease's life, under the client's lock:
+ * <pre>
+ *   OPEN --free()--------------------------------&gt; FREEING --drained--&gt; ENDED (given back; no callbacks)
+ *   OPEN --revocationRequested / fenced / lost---&gt; REVOKING --drained--&gt; ENDED (callbacks once, reason)
+ * </pre>
+ * On {@code revocationRequested} the lender's event thread closes the guard at once (new reads and
+ * writes return false) and hands the lease to this client's revocation thread, which waits for the
+ * guard's in-flight count to reach zero, ends the lease (accounting, metrics), runs its callbacks
+ * once with {@link RevocationReason#RECLAIMED} and then {@link PeerLender#acknowledge acknowledges}.
+ * A {@code fenced} event on a lease not yet ended turns its reason into {@link RevocationReason#FENCED}
+ * (no acknowledgement: the lender already advanced the epoch); a {@code peerLost} turns every
+ * lease of the peer into {@link RevocationReason#PEER_LOST}. The reason is fixed when the lease
+ * ends, so callbacks never run twice: a fence that arrives after the callbacks ran (the client
+ * acknowledged too late) is only counted ({@code lateFences}). {@code free} of a lease whose
+ * revocation has begun is a no-op (its callbacks still run); a revocation of a lease being freed
+ * is acknowledged by the free once it drained.
+ *
+ * <p>The revocation thread polls the leases it drains, so a slow access on one lease delays no
+ * other; a callback that blocks does delay the ones after it (callbacks must be short). Lenders'
+ * events never wait for callbacks.
+ *
+ * <p>Placement: the consumer's {@link ConsumerLimits} are checked first (byte cap, token bucket),
+ * then every peer that is alive, within the hints' distance and latency bound, and offers the size
+ * becomes a {@link PeerCandidate}; the hinted preferred peer goes first, the policy orders the rest,
+ * and the client borrows from each in turn until one lends.
+ *
+ * <p>Invariants ({@link #checkInvariants()}): the bytes counted borrowed per peer and per consumer
+ * equal the sizes of the leases not yet ended; every lease ends exactly once (freed, or revoked with
+ * one reason); no access through a lease succeeds after its guard closed, and the lender is told
+ * the memory may be reused only after the guard drained.
+ *
+ * <p>Threads: every method may be called from any thread. One lock guards placement and the
+ * accounting; accesses take no lock. Callbacks run on the client's revocation thread. Do not free
+ * a lease from inside an access of the same lease (the free would wait for itself).
+ */
+public final class PeerClient implements PeerMemory {
+    private static final System.Logger LOG = System.getLogger(PeerClient.class.getName());
+    /** Name of the consumer that the client's own {@link PeerMemory} methods allocate for. */
+    public static final String DEFAULT_CONSUMER = "default";
+    private static final long DRAIN_POLL_NANOS = 20_000;     // revocation thread re-checks draining leases this often
+    private static final int REMEMBERED_ENDS = 1 << 16;      // ended leases kept so that a late onRevoke still runs
+    private static final long CLOSE_WAIT_NANOS = 5_000_000_000L;
+
+    private enum LeasePhase { OPEN, FREEING, REVOKING, ENDED }
+
+    /** Builds a client; {@link #lenders} is required. */
+    public static final class Builder {
+        private final List<PeerLender> lenders = new ArrayList<>();
+        private PlacementPolicy policy = PlacementPolicy.bestFit();
+        private LongSupplier clock = System::nanoTime;
+        private long revocationHalfLifeNanos = TimeUnit.SECONDS.toNanos(60);
+
+        private Builder() {
+        }
+
+        /** Adds lenders; their ids must be unique. The client owns them and closes them on {@link #close()}. */
+        public Builder lenders(List<? extends PeerLender> more) {
+            lenders.addAll(more);
+            return this;
+        }
+
+        public Builder lender(PeerLender lender) {
+            lenders.add(Objects.requireNonNull(lender, "lender"));
+            return this;
+        }
+
+        public Builder policy(PlacementPolicy p) {
+            this.policy = Objects.requireNonNull(p, "policy");
+            return this;
+        }
+
+        /** The policy by name, see {@link PlacementPolicy#named}. */
+        public Builder policy(String name) {
+            return policy(PlacementPolicy.named(name));
+        }
+
+        /** Clock for token buckets and revocation decay (nanoseconds, monotonic); {@code System::nanoTime} by default. */
+        public Builder clock(LongSupplier nanoClock) {
+            this.clock = Objects.requireNonNull(nanoClock, "clock");
+            return this;
+        }
+
+        /** Half-life of the decayed revocation counts STABILITY weighs; 60 s by default. */
+        public Builder revocationHalfLifeNanos(long nanos) {
+            if (nanos <= 0) {
+                throw new IllegalArgumentException("revocation half-life must be positive, got " + nanos + " ns");
+            }
+            this.revocationHalfLifeNanos = nanos;
+            return this;
+        }
+
+        public PeerClient build() {
+            return new PeerClient(this);
+        }
+    }
+
+    public static Builder builder() {
+        return new Builder();
+    }
+
+    /** A client over {@code lenders} with the policy called {@code policy} (see {@link PlacementPolicy#named}). */
+    public static PeerClient of(List<? extends PeerLender> lenders, String policy) {
+        return builder().lenders(lenders).policy(policy).build();
+    }
+
+    // ---------------------------------------------------------------- state
+
+    /** One peer as this client keeps it. Counters guarded by the client's lock; histograms thread-safe. */
+    private final class PeerState implements LenderEvents {
+        final int index;                 // position in peers
+        final PeerLender lender;
+        final DecayedCount recent;       // decayed revocations
+        final SynchronizedHistogram drain = new SynchronizedHistogram(3);     // ns, revocation event -> drained
+        final SynchronizedHistogram callback = new SynchronizedHistogram(3);  // ns, revocation event -> callbacks start
+        boolean lost;                    // peerLost seen
+        long borrowedBytes;              // sum of sizes of leases not ended
+        long leaseCount;                 // leases not ended
+        long allocs;
+        long failedAllocs;
+        final long[] revocations = new long[RevocationReason.values().length];
+        long lateFences;
+
+        PeerState(int index, PeerLender lender, long now) {
+            this.index = index;
+            this.lender = lender;
+            this.recent = new DecayedCount(revocationHalfLifeNanos, now);
+        }
+
+        @Override
+        public void revocationRequested(LentRegion region, long deadlineNanos) {
+            long received = System.nanoTime();
+            boolean ackNow = false;
+            lock.lock();
+            try {
+                LeaseEntry e = leases.get(region.lease());
+                if (e == null || e.region != region) {
+                    ackNow = true; // already freed and given back: nothing to drain
+                } else {
+                    switch (e.phase) {
+                        case OPEN -> beginRevocation(e, RevocationReason.RECLAIMED, received);
+                        case FREEING -> e.revocationAsked = true;
+                        case REVOKING, ENDED -> {
+                        }
+                    }
+                }
+            } finally {
+                lock.unlock();
+            }
+            if (ackNow) {
+                lender.acknowledge(region);
+            }
+        }
+
+        @Override
+        public void fenced(LentRegion region) {
+            long received = System.nanoTime();
+            lock.lock();
+            try {
+                LeaseEntry e = leases.get(region.lease());
+                if (e == null || e.region != region || e.phase == LeasePhase.ENDED) {
+                    LeaseEntry gone = ended.get(region.lease());
+                    if (gone != null && gone.reason == RevocationReason.RECLAIMED) {
+                        lateFences++;
+                    }
+                    return;
+                }
+                switch (e.phase) {
+                    case OPEN -> beginRevocation(e, RevocationReason.FENCED, received);
+                    case REVOKING -> {
+                        if (e.reason == RevocationReason.RECLAIMED) {
+                            e.reason = RevocationReason.FENCED;
+                        }
+                    }
+                    case FREEING, ENDED -> {
+                    }
+                }
+            } finally {
+                lock.unlock();
+            }
+        }
+
+        @Override
+        public void peerLost(int peer) {
+            long received = System.nanoTime();
+            lock.lock();
+            try {
+                lost = true;
+                for (LeaseEntry e : leases.values()) {
+                    if (e.peer != this) {
+                        continue;
+                    }
+                    switch (e.phase) {
+                        case OPEN -> beginRevocation(e, RevocationReason.PEER_LOST, received);
+                        case REVOKING -> e.reason = RevocationReason.PEER_LOST;
+                        case FREEING, ENDED -> {
+                        }
+                    }
+                }
+            } finally {
+                lock.unlock();
+            }
+        }
+    }
+
+    /** One named consumer. Guarded by the client's lock. */
+    private static final class ConsumerState {
+        final String name;
+        final ConsumerLimits limits;
+        final TokenBucket bucket;        // null without a rate limit
+        final long[] bytesPerPeer;       // by peer index
+        long borrowedBytes;
+        long leaseCount;
+        long allocs;
+        long refusedBytes;
+        long refusedRate;
+        long misses;
+
+        ConsumerState(String name, ConsumerLimits limits, int peers, long now) {
+            this.name = name;
+            this.limits = limits;
+            this.bucket = limits.rateLimited() ? new TokenBucket(limits.allocationsPerSecond(), limits.burst(), now) : null;
+            this.bytesPerPeer = new long[peers];
+        }
+    }
+
+    /** One lease. {@code phase}, {@code reason}, {@code revocationAsked}, {@code revokedAtNanos} guarded by the client's lock. */
+    private static final class LeaseEntry {
+        final PeerLease lease;
+        final LentRegion region;
+        final PeerState peer;
+        final ConsumerState consumer;
+        final LeaseGuard guard = new LeaseGuard();
+        final List<RevocationCallback> callbacks = new ArrayList<>(1); // guarded by this entry's monitor
+        boolean callbacksTaken;                                        // guarded by this entry's monitor
+        LeasePhase phase = LeasePhase.OPEN;
+        RevocationReason reason;       // set when revocation begins; may turn into FENCED or PEER_LOST until ENDED
+        boolean revocationAsked;       // a revocation arrived while FREEING: the free acknowledges
+        boolean freed;                 // ended by free (no callbacks)
+        long revokedAtNanos;           // System.nanoTime when the revocation event arrived
+
+        LeaseEntry(PeerLease lease, LentRegion region, PeerState peer, ConsumerState consumer) {
+            this.lease = lease;
+            this.region = region;
+            this.peer = peer;
+            this.consumer = consumer;
+        }
+    }
+
+    private final List<PeerState> peers;
+    private final Map<Integer, PeerState> peersById = new HashMap<>();
+    private final PlacementPolicy policy;
+    private final LongSupplier clock;
+    private final long revocationHalfLifeNanos;
+    private final ReentrantLock lock = new ReentrantLock();
+    private final ConcurrentHashMap<PeerLease, LeaseEntry> leases = new ConcurrentHashMap<>(); // leases not yet ended
+    private final LinkedHashMap<PeerLease, LeaseEntry> ended = new LinkedHashMap<>() {         // guarded by lock, bounded
+        @Override
+        protected boolean removeEldestEntry(Map.Entry<PeerLease, LeaseEntry> eldest) {
+            return size() > REMEMBERED_ENDS;
+        }
+    };
+    private final LinkedHashMap<String, ConsumerState> consumers = new LinkedHashMap<>();     // guarded by lock
+    private final ConsumerState defaultConsumer;
+    private final LinkedBlockingQueue<LeaseEntry> toDrain = new LinkedBlockingQueue<>();       // handed to the revocation thread
+    private final Thread revocationThread;
+    private volatile boolean closed;
+    private volatile boolean revocationIdle = true;   // the revocation thread has nothing queued or draining
+    private long allocMisses;                          // guarded by lock
+    private long callbackFailures;                     // guarded by lock
+
+    private PeerClient(Builder b) {
+        if (b.lenders.isEmpty()) {
+            throw new IllegalArgumentException("a peer client needs at least one lender");
+        }
+        this.policy = b.policy;
+        this.clock = b.clock;
+        this.revocationHalfLifeNanos = b.revocationHalfLifeNanos;
+        long now = clock.getAsLong();
+        List<PeerState> list = new ArrayList<>();
+        for (PeerLender l : b.lenders) {
+            PeerState p = new PeerState(list.size(), l, now);
+            if (peersById.putIfAbsent(l.id(), p) != null) {
+                throw new IllegalArgumentException("two lenders share peer id " + l.id() + ": '" + peersById.get(l.id()).lender.name()
+                        + "' and '" + l.name() + "'");
+            }
+            list.add(p);
+        }
+        this.peers = List.copyOf(list);
+        this.defaultConsumer = new ConsumerState(DEFAULT_CONSUMER, ConsumerLimits.UNLIMITED, peers.size(), now);
+        consumers.put(DEFAULT_CONSUMER, defaultConsumer);
+        this.revocationThread = Thread.ofPlatform().daemon().name("strata-peer-client-revocations").unstarted(this::runRevocations);
+        revocationThread.start();
+        for (PeerState p : peers) {
+            p.lender.listen(p);
+        }
+    }
+
+    /** The placement policy in use. */
+    public PlacementPolicy policy() {
+        return policy;
+    }
+
+    /**
+     * A view of this client for one named consumer (e.g. {@code kv}, {@code experts}): its
+     * allocations count against {@code limits} and are labelled in the stats. Calling again with
+     * the same name returns a view of the same consumer.
+     *
+     * @throws IllegalArgumentException when the name is taken with other limits
+     */
+    public ConsumerView forConsumer(String name, ConsumerLimits limits) {
+        Objects.requireNonNull(limits, "limits");
+        if (name == null || name.isBlank()) {
+            throw new IllegalArgumentException("a consumer needs a non-blank name, got '" + name + "'");
+        }
+        lock.lock();
+        try {
+            ConsumerState c = consumers.get(name);
+            if (c == null) {
+                c = new ConsumerState(name, limits, peers.size(), clock.getAsLong());
+                consumers.put(name, c);
+            } else if (!c.limits.equals(limits)) {
+                throw new IllegalArgumentException("consumer '" + name + "' already has limits " + c.limits + ", not " + limits);
+            }
+            return new ConsumerView(c);
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    // ---------------------------------------------------------------- PeerMemory
+
+    @Override
+    public Optional<PeerLease> alloc(long size, LeaseHints hints) {
+        return alloc(defaultConsumer, size, hints, null);
+    }
+
+    /** As {@link #alloc(long, LeaseHints)}, with {@code callback} registered before any revocation can run. */
+    public Optional<PeerLease> alloc(long size, LeaseHints hints, RevocationCallback callback) {
+        return alloc(defaultConsumer, size, hints, Objects.requireNonNull(callback, "callback"));
+    }
+
+    @Override
+    public void free(PeerLease lease) {
+        LeaseEntry e = leases.get(lease);
+        if (e == null) {
+            return;
+        }
+        lock.lock();
+        try {
+            if (e.phase != LeasePhase.OPEN) {
+                return;
+            }
+            e.phase = LeasePhase.FREEING;
+            e.guard.close();
+        } finally {
+            lock.unlock();
+        }
+        awaitDrained(e.guard);
+        boolean acknowledge;
+        lock.lock();
+        try {
+            acknowledge = e.revocationAsked;
+            e.freed = true;
+            end(e);
+        } finally {
+            lock.unlock();
+        }
+        synchronized (e) {
+            e.callbacksTaken = true;
+            e.callbacks.clear();
+        }
+        if (acknowledge) {
+            e.peer.lender.acknowledge(e.region);
+        } else {
+            e.peer.lender.giveBack(e.region);
+        }
+    }
+
+    /**
+     * Registers {@code callback} to run once when {@code lease} is revoked. A lease whose revocation
+     * already ended (remembered for the last 65536 ended leases) has the callback run at once, on the
+     * calling thread, with its reason; a freed lease never calls it.
+     *
+     * @throws IllegalArgumentException when the lease is unknown to this client
+     */
+    @Override
+    public void onRevoke(PeerLease lease, RevocationCallback callback) {
+        Objects.requireNonNull(callback, "callback");
+        LeaseEntry e = leases.get(lease);
+        if (e == null) {
+            lock.lock();
+            try {
+                e = ended.get(lease);
+            } finally {
+                lock.unlock();
+            }
+            if (e == null) {
+                throw new IllegalArgumentException(lease + " is not a lease of this client (or ended too long ago)");
+            }
+        }
+        boolean runNow;
+        synchronized (e) {
+            runNow = e.callbacksTaken;
+            if (!runNow) {
+                e.callbacks.add(callback);
+            }
+        }
+        if (runNow && !e.freed) {
+            RevocationReason reason;
+            lock.lock();
+            try {
+                reason = e.reason;
+            } finally {
+                lock.unlock();
+            }
+            callback.revoked(lease, reason);
+        }
+    }
+
+    @Override
+    public boolean write(PeerLease lease, long offset, MemorySegment src) {
+        long length = src.byteSize();
+        checkBounds(lease, offset, length);
+        LeaseEntry e = leases.get(lease);
+        if (e == null || !e.guard.enter()) {
+            return false;
+        }
+        try {
+            LentRegion r = e.region;
+            if (!r.enter()) {
+                return false;
+            }
+            try {
+                MemorySegment.copy(src, 0, r.memory(), offset, length);
+            } finally {
+                r.exit();
+            }
+            return true;
+        } finally {
+            e.guard.exit();
+        }
+    }
+
+    @Override
+    public boolean read(PeerLease lease, long offset, MemorySegment dst) {
+        long length = dst.byteSize();
+        checkBounds(lease, offset, length);
+        LeaseEntry e = leases.get(lease);
+        if (e == null || !e.guard.enter()) {
+            return false;
+        }
+        try {
+            LentRegion r = e.region;
+            if (!r.enter()) {
+                return false;
+            }
+            try {
+                MemorySegment.copy(r.memory(), offset, dst, 0, length);
+            } finally {
+                r.exit();
+            }
+            return true;
+        } finally {
+            e.guard.exit();
+        }
+    }
+
+    /**
+     * Runs {@code body} on {@code length} bytes of the lent region at {@code offset}, inside the
+     * lease's guard: a revocation waits for it to return (drain). The view must not be kept past the
+     * call. Used for transfers that are not a single copy (checksums in place, gather/scatter).
+     *
+     * @return false, without calling {@code body}, when the lease is no longer valid
+     * @throws IndexOutOfBoundsException when the range exceeds the lease
+     */
+    public boolean access(PeerLease lease, long offset, long length, Consumer<MemorySegment> body) {
+        checkBounds(lease, offset, length);
+        LeaseEntry e = leases.get(lease);
+        if (e == null || !e.guard.enter()) {
+            return false;
+        }
+        try {
+            LentRegion r = e.region;
+            if (!r.enter()) {
+                return false;
+            }
+            try {
+                body.accept(r.memory().asSlice(offset, length));
+            } finally {
+                r.exit();
+            }
+            return true;
+        } finally {
+            e.guard.exit();
+        }
+    }
+
+    @Override
+    public boolean valid(PeerLease lease) {
+        LeaseEntry e = leases.get(lease);
+        return e != null && e.guard.isOpen() && !e.peer.lost && e.peer.lender.alive();
+    }
+
+    @Override
+    public List<PeerStatus> peers() {
+        lock.lock();
+        try {
+            List<PeerStatus> out = new ArrayList<>(peers.size());
+            for (PeerState p : peers) {
+                PeerLender l = p.lender;
+                long revoked = 0;
+                for (long n : p.revocations) {
+                    revoked += n;
+                }
+                out.add(new PeerStatus(l.id(), l.name(), l.distance(), l.alive() ? l.lendableBytes() : 0,
+                        p.borrowedBytes, revoked, !p.lost && l.alive()));
+            }
+            return out;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** The leases not yet ended (open, being freed or being revoked), as of now. */
+    public List<PeerLease> liveLeases() {
+        return List.copyOf(leases.keySet());
+    }
+
+    /** True when no revocation is queued, draining or running its callbacks. */
+    public boolean revocationsIdle() {
+        return revocationIdle && toDrain.isEmpty();
+    }
+
+    /**
+     * Gives every lease back (waiting for their accesses to end), lets revocations under way finish
+     * (up to 5 s), stops the revocation thread and closes every lender. Idempotent.
+     */
+    @Override
+    public void close() {
+        if (closed) {
+            return;
+        }
+        for (PeerLease lease : liveLeases()) {
+            free(lease);
+        }
+        long until = System.nanoTime() + CLOSE_WAIT_NANOS;
+        while (!revocationsIdle() && System.nanoTime() < until) {
+            LockSupport.parkNanos(100_000);
+        }
+        closed = true;
+        revocationThread.interrupt();
+        try {
+            revocationThread.join(TimeUnit.SECONDS.toMillis(5));
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        for (PeerState p : peers) {
+            p.lender.close();
+        }
+    }
+
+    // ---------------------------------------------------------------- stats and checks
+
+    public PeerClientStats stats() {
+        lock.lock();
+        try {
+            long now = clock.getAsLong();
+            List<PeerClientStats.Peer> ps = new ArrayList<>(peers.size());
+            for (PeerState p : peers) {
+                PeerLender l = p.lender;
+                boolean alive = !p.lost && l.alive();
+                ps.add(new PeerClientStats.Peer(l.id(), l.name(), l.distance(), alive, alive ? l.lendableBytes() : 0,
+                        p.borrowedBytes, p.leaseCount, p.allocs, p.failedAllocs,
+                        p.revocations[RevocationReason.RECLAIMED.ordinal()], p.revocations[RevocationReason.FENCED.ordinal()],
+                        p.revocations[RevocationReason.PEER_LOST.ordinal()], p.lateFences, p.recent.valueAt(now),
+                        p.drain.getTotalCount(), p.drain.getValueAtPercentile(50), p.drain.getValueAtPercentile(99),
+                        p.drain.getMaxValue(), p.callback.getValueAtPercentile(50), p.callback.getValueAtPercentile(99),
+                        p.callback.getMaxValue()));
+            }
+            List<PeerClientStats.Consumer> cs = new ArrayList<>(consumers.size());
+            for (ConsumerState c : consumers.values()) {
+                cs.add(new PeerClientStats.Consumer(c.name, c.limits.maxBytes(), c.borrowedBytes, c.leaseCount, c.allocs,
+                        c.refusedBytes, c.refusedRate, c.misses));
+            }
+            return new PeerClientStats(ps, cs, allocMisses, callbackFailures);
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /**
+     * Checks the accounting against the leases not yet ended: bytes and counts per peer and per
+     * consumer. Throws {@link IllegalStateException} naming the first mismatch.
+     */
+    public void checkInvariants() {
+        lock.lock();
+        try {
+            long[] peerBytes = new long[peers.size()];
+            long[] peerLeases = new long[peers.size()];
+            Map<ConsumerState, long[]> perConsumer = new HashMap<>();
+            for (LeaseEntry e : leases.values()) {
+                if (e.phase == LeasePhase.ENDED) {
+                    throw new IllegalStateException(e.lease + " ended but is still in the lease table");
+                }
+                if (e.phase == LeasePhase.OPEN && !e.guard.isOpen()) {
+                    throw new IllegalStateException(e.lease + " is open but its guard is closed");
+                }
+                peerBytes[e.peer.index] += e.lease.size();
+                peerLeases[e.peer.index]++;
+                long[] c = perConsumer.computeIfAbsent(e.consumer, k -> new long[2 + peers.size()]);
+                c[0] += e.lease.size();
+                c[1]++;
+                c[2 + e.peer.index] += e.lease.size();
+            }
+            for (PeerState p : peers) {
+                if (p.borrowedBytes != peerBytes[p.index] || p.leaseCount != peerLeases[p.index]) {
+                    throw new IllegalStateException("peer '" + p.lender.name() + "': counted " + p.borrowedBytes + " bytes in "
+                            + p.leaseCount + " leases but live leases hold " + peerBytes[p.index] + " bytes in " + peerLeases[p.index]);
+                }
+            }
+            for (ConsumerState c : consumers.values()) {
+                long[] got = perConsumer.getOrDefault(c, new long[2 + peers.size()]);
+                if (c.borrowedBytes != got[0] || c.leaseCount != got[1]) {
+                    throw new IllegalStateException("consumer '" + c.name + "': counted " + c.borrowedBytes + " bytes in " + c.leaseCount
+                            + " leases but live leases hold " + got[0] + " bytes in " + got[1]);
+                }
+                if (c.borrowedBytes > c.limits.maxBytes()) {
+                    throw new IllegalStateException("consumer '" + c.name + "' holds " + c.borrowedBytes + " bytes over its cap "
+                            + c.limits.maxBytes());
+                }
+                for (PeerState p : peers) {
+                    if (c.bytesPerPeer[p.index] != got[2 + p.index]) {
+                        throw new IllegalStateException("consumer '" + c.name + "' on peer '" + p.lender.name() + "': counted "
+                                + c.bytesPerPeer[p.index] + " bytes but live leases hold " + got[2 + p.index]);
+                    }
+                }
+            }
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    @Override
+    public String toString() {
+        return "PeerClient[" + peers.size() + " peer(s), " + policy.name() + "]";
+    }
+
+    // ---------------------------------------------------------------- internals
+
+    private Optional<PeerLease> alloc(ConsumerState consumer, long size, LeaseHints hints, RevocationCallback callback) {
+        Objects.requireNonNull(hints, "hints");
+        if (size <= 0) {
+            throw new IllegalArgumentException("peer allocation size must be positive, got " + size);
+        }
+        if (closed) {
+            throw new IllegalStateException("peer client is closed; cannot allocate " + size + " bytes");
+        }
+        lock.lock();
+        try {
+            if (size > consumer.limits.maxBytes() - consumer.borrowedBytes) {
+                consumer.refusedBytes++;
+                return Optional.empty();
+            }
+            long now = clock.getAsLong();
+            if (consumer.bucket != null && !consumer.bucket.tryTake(now)) {
+                consumer.refusedRate++;
+                return Optional.empty();
+            }
+            List<PeerCandidate> candidates = new ArrayList<>(peers.size());
+            PeerCandidate preferred = null;
+            for (PeerState p : peers) {
+                PeerLender l = p.lender;
+                if (p.lost || !l.alive() || l.distance() > hints.maxDistance()
+                        || l.firstByteLatencyNanos() > hints.latencyBoundNanos()) {
+                    continue;
+                }
+                long lendable = l.lendableBytes();
+                if (lendable < size) {
+                    continue;
+                }
+                PeerCandidate c = new PeerCandidate(l.id(), l.name(), l.distance(), lendable, l.firstByteLatencyNanos(),
+                        p.recent.valueAt(now), consumer.bytesPerPeer[p.index]);
+                if (l.id() == hints.preferredPeer()) {
+                    preferred = c;
+                } else {
+                    candidates.add(c);
+                }
+            }
+            Comparator<PeerCandidate> order = policy.order(size);
+            candidates.sort(order);
+            if (preferred != null) {
+                candidates.addFirst(preferred);
+            }
+            for (PeerCandidate c : candidates) {
+                PeerState p = peersById.get(c.peer());
+                LentRegion region = p.lender.borrow(size);
+                if (region == null) {
+                    p.failedAllocs++;
+                    continue;
+                }
+                PeerLease lease = region.lease();
+                if (lease.peer() != c.peer() || lease.size() != size) {
+                    p.lender.giveBack(region);
+                    throw new IllegalStateException("lender '" + p.lender.name() + "' (peer " + c.peer() + ") lent " + lease
+                            + " for a request of " + size + " bytes");
+                }
+                LeaseEntry e = new LeaseEntry(lease, region, p, consumer);
+                if (callback != null) {
+                    e.callbacks.add(callback);
+                }
+                leases.put(lease, e);
+                p.borrowedBytes += size;
+                p.leaseCount++;
+                p.allocs++;
+                consumer.borrowedBytes += size;
+                consumer.bytesPerPeer[p.index] += size;
+                consumer.leaseCount++;
+                consumer.allocs++;
+                return Optional.of(lease);
+            }
+            if (consumer.bucket != null) {
+                consumer.bucket.giveBack();
+            }
+            consumer.misses++;
+            allocMisses++;
+            return Optional.empty();
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Under lock: OPEN -> REVOKING; closes the guard and hands the lease to the revocation thread. */
+    private void beginRevocation(LeaseEntry e, RevocationReason reason, long receivedNanos) {
+        e.phase = LeasePhase.REVOKING;
+        e.reason = reason;
+        e.revokedAtNanos = receivedNanos;
+        e.guard.close();
+        revocationIdle = false;
+        toDrain.add(e);
+    }
+
+    /** Under lock: removes a lease from the table and the accounting. */
+    private void end(LeaseEntry e) {
+        e.phase = LeasePhase.ENDED;
+        leases.remove(e.lease);
+        ended.put(e.lease, e);
+        PeerState p = e.peer;
+        p.borrowedBytes -= e.lease.size();
+        p.leaseCount--;
+        ConsumerState c = e.consumer;
+        c.borrowedBytes -= e.lease.size();
+        c.bytesPerPeer[p.index] -= e.lease.size();
+        c.leaseCount--;
+    }
+
+    /** The revocation thread: drains leases handed over, then ends them, runs callbacks, acknowledges. */
+    private void runRevocations() {
+        List<LeaseEntry> draining = new ArrayList<>();
+        while (!closed || !draining.isEmpty()) {
+            try {
+                LeaseEntry next = draining.isEmpty() ? toDrain.poll(100, TimeUnit.MILLISECONDS)
+                        : toDrain.poll(DRAIN_POLL_NANOS, TimeUnit.NANOSECONDS);
+                if (next != null) {
+                    draining.add(next);
+                    toDrain.drainTo(draining);
+                }
+            } catch (InterruptedException ie) {
+                if (closed && draining.isEmpty()) {
+                    return;
+                }
+            }
+            for (int i = 0; i < draining.size(); ) {
+                LeaseEntry e = draining.get(i);
+                if (e.guard.inFlight() == 0) {
+                    draining.set(i, draining.getLast());
+                    draining.removeLast();
+                    finishRevocation(e);
+                } else {
+                    i++;
+                }
+            }
+            if (draining.isEmpty() && toDrain.isEmpty()) {
+                revocationIdle = true;
+                if (!toDrain.isEmpty()) {
+                    revocationIdle = false; // raced with a new hand-over
+                }
+            }
+        }
+    }
+
+    /** On the revocation thread, after the lease's guard drained. */
+    private void finishRevocation(LeaseEntry e) {
+        long drained = System.nanoTime();
+        RevocationReason reason;
+        lock.lock();
+        try {
+            if (e.phase != LeasePhase.REVOKING) {
+                return;
+            }
+            reason = e.reason;
+            end(e);
+            PeerState p = e.peer;
+            p.revocations[reason.ordinal()]++;
+            p.recent.add(clock.getAsLong());
+        } finally {
+            lock.unlock();
+        }
+        e.peer.drain.recordValue(Math.max(0, drained - e.revokedAtNanos));
+        List<RevocationCallback> run;
+        synchronized (e) {
+            e.callbacksTaken = true;
+            run = List.copyOf(e.callbacks);
+            e.callbacks.clear();
+        }
+        e.peer.callback.recordValue(Math.max(0, System.nanoTime() - e.revokedAtNanos));
+        for (RevocationCallback cb : run) {
+            try {
+                cb.revoked(e.lease, reason);
+            } catch (RuntimeException | Error t) {
+                lock.lock();
+                try {
+                    callbackFailures++;
+                } finally {
+                    lock.unlock();
+                }
+                LOG.log(System.Logger.Level.WARNING, "revocation callback of " + e.lease + " (" + reason + ") failed", t);
+            }
+        }
+        if (reason == RevocationReason.RECLAIMED) {
+            try {
+                e.peer.lender.acknowledge(e.region);
+            } catch (RuntimeException t) {
+                LOG.log(System.Logger.Level.WARNING, "acknowledging the revocation of " + e.lease + " failed", t);
+            }
+        }
+    }
+
+    private static void awaitDrained(LeaseGuard guard) {
+        int spins = 0;
+        while (guard.inFlight() != 0) {
+            if (++spins < 100) {
+                Thread.onSpinWait();
+            } else {
+                LockSupport.parkNanos(10_000);
+            }
+        }
+    }
+
+    private static void checkBounds(PeerLease lease, long offset, long length) {
+        if (offset < 0 || length < 0 || offset > lease.size() - length) {
+            throw new IndexOutOfBoundsException("access of " + length + " bytes at offset " + offset + " is outside " + lease);
+        }
+    }
+
+    /**
+     * The {@link PeerMemory} of one consumer of a {@link PeerClient}: allocations count against the
+     * consumer's limits; everything else is the client's. {@link #close()} frees the consumer's
+     * leases and leaves the client open.
+     *
+     * <p>Threads: any, as the client.
+     */
+    public final class ConsumerView implements PeerMemory {
+        private final ConsumerState consumer;
+
+        private ConsumerView(ConsumerState consumer) {
+            this.consumer = consumer;
+        }
+
+        public String name() {
+            return consumer.name;
+        }
+
+        public ConsumerLimits limits() {
+            return consumer.limits;
+        }
+
+        /** The client this view belongs to. */
+        public PeerClient client() {
+            return PeerClient.this;
+        }
+
+        @Override
+        public Optional<PeerLease> alloc(long size, LeaseHints hints) {
+            return PeerClient.this.alloc(consumer, size, hints, null);
+        }
+
+        /** As {@link #alloc(long, LeaseHints)}, with {@code callback} registered before any revocation can run. */
+        public Optional<PeerLease> alloc(long size, LeaseHints hints, RevocationCallback callback) {
+            return PeerClient.this.alloc(consumer, size, hints, Objects.requireNonNull(callback, "callback"));
+        }
+
+        @Override
+        public void free(PeerLease lease) {
+            PeerClient.this.free(lease);
+        }
+
+        @Override
+        public void onRevoke(PeerLease lease, RevocationCallback callback) {
+            PeerClient.this.onRevoke(lease, callback);
+        }
+
+        @Override
+        public boolean write(PeerLease lease, long offset, MemorySegment src) {
+            return PeerClient.this.write(lease, offset, src);
+        }
+
+        @Override
+        public boolean read(PeerLease lease, long offset, MemorySegment dst) {
+            return PeerClient.this.read(lease, offset, dst);
+        }
+
+        /** See {@link PeerClient#access}. */
+        public boolean access(PeerLease lease, long offset, long length, Consumer<MemorySegment> body) {
+            return PeerClient.this.access(lease, offset, length, body);
+        }
+
+        @Override
+        public boolean valid(PeerLease lease) {
+            return PeerClient.this.valid(lease);
+        }
+
+        @Override
+        public List<PeerStatus> peers() {
+            return PeerClient.this.peers();
+        }
+
+        /** Frees this consumer's leases; the client stays open. */
+        @Override
+        public void close() {
+            List<PeerLease> mine = new ArrayList<>();
+            for (LeaseEntry e : leases.values()) {
+                if (e.consumer == consumer) {
+                    mine.add(e.lease);
+                }
+            }
+            for (PeerLease l : mine) {
+                PeerClient.this.free(l);
+            }
+        }
+
+        @Override
+        public String toString() {
+            return "PeerClient.ConsumerView['" + consumer.name + "', " + consumer.limits + "]";
+        }
+    }
+}

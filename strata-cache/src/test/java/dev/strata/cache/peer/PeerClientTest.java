@@ -1,0 +1,243 @@
+package dev.strata.cache.peer;
+
+import static dev.strata.cache.peer.PeerTesting.await;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import dev.strata.cache.Durability;
+import java.lang.foreign.MemorySegment;
+import java.util.List;
+import java.util.SplittableRandom;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import org.junit.jupiter.api.Test;
+
+/** The client over real local lenders: accesses, revocation with drain, fencing, peer loss, metrics. */
+class PeerClientTest {
+    private static final LeaseHints ANY = LeaseHints.of(Durability.LOSSY);
+
+    record Ended(PeerLease lease, RevocationReason reason) {
+    }
+
+    @Test
+    void bytesWrittenThroughALeaseReadBackAndFreeGivesTheMemoryBack() {
+        LocalLender lender = new LocalLender(LocalLender.Config.of(0, "gpu0", 64 * 1024));
+        try (PeerClient client = PeerClient.of(List.of(lender), "best_fit")) {
+            PeerLease lease = client.alloc(10_007, ANY).orElseThrow();
+            byte[] data = PeerTesting.random(new SplittableRandom(1), 10_007);
+            assertThat(client.write(lease, 0, PeerTesting.segment(data))).isTrue();
+            byte[] back = new byte[5_000];
+            assertThat(client.read(lease, 3_001, MemorySegment.ofArray(back))).isTrue();
+            assertThat(back).isEqualTo(java.util.Arrays.copyOfRange(data, 3_001, 8_001));
+            assertThat(client.valid(lease)).isTrue();
+            assertThatThrownBy(() -> client.read(lease, 10_000, MemorySegment.ofArray(new byte[8])))
+                    .isInstanceOf(IndexOutOfBoundsException.class).hasMessageContaining("offset 10000");
+            assertThat(client.stats().peer(0).borrowedBytes()).isEqualTo(10_007);
+            assertThat(client.peers()).singleElement().satisfies(p -> {
+                assertThat(p.borrowedBytes()).isEqualTo(10_007);
+                assertThat(p.name()).isEqualTo("gpu0");
+            });
+            client.checkInvariants();
+
+            client.free(lease);
+            client.free(lease); // idempotent
+            assertThat(client.valid(lease)).isFalse();
+            assertThat(client.read(lease, 0, MemorySegment.ofArray(back))).isFalse();
+            assertThat(lender.phase(lease)).isEqualTo(LocalLender.Phase.RELEASED);
+            assertThat(lender.stats().freeBytes()).isEqualTo(64 * 1024);
+            assertThat(client.stats().peer(0).borrowedBytes()).isZero();
+            client.checkInvariants();
+        }
+    }
+
+    @Test
+    void aRevocationStopsAccessesRunsTheCallbackOnceThenAcknowledges() {
+        LocalLender lender = new LocalLender(LocalLender.Config.of(0, "gpu0", 64 * 1024).withGrace(10_000_000_000L));
+        try (PeerClient client = PeerClient.of(List.of(lender), "best_fit")) {
+            List<Ended> ended = new CopyOnWriteArrayList<>();
+            PeerLease a = client.alloc(20_000, ANY, (l, r) -> ended.add(new Ended(l, r))).orElseThrow();
+            PeerLease b = client.alloc(1_000, ANY).orElseThrow();
+            client.onRevoke(b, (l, r) -> ended.add(new Ended(l, r)));
+            lender.lendable(2_000); // only b stays
+            await("a revoked", 2_000, () -> ended.size() == 1);
+            assertThat(ended).containsExactly(new Ended(a, RevocationReason.RECLAIMED));
+            await("acknowledged", 2_000, () -> lender.phase(a) == LocalLender.Phase.RELEASED);
+            assertThat(lender.stats().acknowledgements()).isEqualTo(1);
+            assertThat(lender.stats().fences()).isZero();
+            assertThat(client.write(a, 0, MemorySegment.ofArray(new byte[] {1}))).isFalse();
+            assertThat(client.valid(a)).isFalse();
+            assertThat(client.valid(b)).isTrue();
+            client.free(a); // a revoked lease: no-op
+            PeerClientStats s = client.stats();
+            assertThat(s.peer(0).revocations(RevocationReason.RECLAIMED)).isEqualTo(1);
+            assertThat(s.peer(0).borrowedBytes()).isEqualTo(1_000);
+            assertThat(s.peer(0).drainCount()).isEqualTo(1);
+            client.checkInvariants();
+            // a callback registered after the revocation ended still runs, once, with the reason
+            List<RevocationReason> late = new CopyOnWriteArrayList<>();
+            client.onRevoke(a, (l, r) -> late.add(r));
+            assertThat(late).containsExactly(RevocationReason.RECLAIMED);
+            assertThat(ended).hasSize(1);
+        }
+    }
+
+    @Test
+    void aRevocationWaitsForAnAccessUnderWay() throws Exception {
+        LocalLender lender = new LocalLender(LocalLender.Config.of(0, "gpu0", 16 * 1024).withGrace(10_000_000_000L));
+        try (PeerClient client = PeerClient.of(List.of(lender), "best_fit")) {
+            List<Ended> ended = new CopyOnWriteArrayList<>();
+            PeerLease lease = client.alloc(4_095, ANY, (l, r) -> ended.add(new Ended(l, r))).orElseThrow();
+            byte[] data = PeerTesting.random(new SplittableRandom(5), 4_095);
+            assertThat(client.write(lease, 0, PeerTesting.segment(data))).isTrue();
+            CountDownLatch inside = new CountDownLatch(1);
+            CountDownLatch release = new CountDownLatch(1);
+            AtomicBoolean sawBytes = new AtomicBoolean();
+            Thread reader = Thread.ofPlatform().start(() -> client.access(lease, 0, 4_095, view -> {
+                inside.countDown();
+                await("released", 10_000, () -> release.getCount() == 0);
+                sawBytes.set(java.util.Arrays.equals(view.toArray(java.lang.foreign.ValueLayout.JAVA_BYTE), data));
+            }));
+            assertThat(inside.await(5, TimeUnit.SECONDS)).isTrue();
+            lender.lendable(0);
+            await("revoking", 2_000, () -> !client.valid(lease));
+            assertThat(client.read(lease, 0, MemorySegment.ofArray(new byte[10]))).as("new access while revoking").isFalse();
+            Thread.sleep(50);
+            assertThat(ended).as("no callback while an access is under way").isEmpty();
+            assertThat(lender.phase(lease)).as("not acknowledged while draining").isEqualTo(LocalLender.Phase.REVOKING);
+            release.countDown();
+            reader.join(5_000);
+            assertThat(sawBytes).as("the drained access saw its bytes").isTrue();
+            await("callback after the drain", 2_000, () -> ended.size() == 1);
+            assertThat(ended).containsExactly(new Ended(lease, RevocationReason.RECLAIMED));
+            await("released", 2_000, () -> lender.phase(lease) == LocalLender.Phase.RELEASED);
+            assertThat(client.stats().peer(0).drainMaxNanos()).isGreaterThanOrEqualTo(TimeUnit.MILLISECONDS.toNanos(50));
+        }
+    }
+
+    @Test
+    void aClientWhoseAccessOutlivesTheDeadlineIsFencedAndTheMemoryWaitsForTheAccess() throws Exception {
+        LocalLender lender = new LocalLender(LocalLender.Config.of(0, "gpu0", 8_192).withGrace(20_000_000L));
+        try (PeerClient client = PeerClient.of(List.of(lender), "best_fit")) {
+            List<Ended> ended = new CopyOnWriteArrayList<>();
+            PeerLease lease = client.alloc(8_000, ANY, (l, r) -> ended.add(new Ended(l, r))).orElseThrow();
+            byte[] data = PeerTesting.random(new SplittableRandom(9), 8_000);
+            assertThat(client.write(lease, 0, PeerTesting.segment(data))).isTrue();
+            CountDownLatch inside = new CountDownLatch(1);
+            CountDownLatch release = new CountDownLatch(1);
+            AtomicBoolean sawBytes = new AtomicBoolean();
+            Thread slow = Thread.ofPlatform().start(() -> client.access(lease, 0, 8_000, view -> {
+                inside.countDown();
+                await("released", 10_000, () -> release.getCount() == 0);
+                sawBytes.set(java.util.Arrays.equals(view.toArray(java.lang.foreign.ValueLayout.JAVA_BYTE), data));
+            }));
+            assertThat(inside.await(5, TimeUnit.SECONDS)).isTrue();
+            lender.lendable(0);
+            await("fenced", 2_000, () -> lender.stats().fences() == 1);
+            assertThat(lender.epoch(lease)).as("epoch advanced").isGreaterThan(lease.epoch());
+            assertThat(lender.phase(lease)).as("memory held for the access").isEqualTo(LocalLender.Phase.RELEASING);
+            lender.lendable(8_192);
+            assertThat(lender.borrow(8_000)).as("fenced memory not reused while accessed").isNull();
+            assertThat(client.read(lease, 0, MemorySegment.ofArray(new byte[10]))).isFalse();
+            assertThat(ended).isEmpty();
+
+            release.countDown();
+            slow.join(5_000);
+            assertThat(sawBytes).isTrue();
+            await("callback", 2_000, () -> ended.size() == 1);
+            assertThat(ended).containsExactly(new Ended(lease, RevocationReason.FENCED));
+            await("released", 2_000, () -> lender.phase(lease) == LocalLender.Phase.RELEASED);
+            PeerLease again = client.alloc(8_000, ANY).orElseThrow();
+            assertThat(again.region()).isEqualTo(lease.region());
+            assertThat(again.epoch()).isGreaterThan(lease.epoch());
+            assertThat(client.read(lease, 0, MemorySegment.ofArray(new byte[10]))).isFalse();
+            Thread.sleep(30);
+            assertThat(ended).as("callbacks once").hasSize(1);
+            assertThat(client.stats().peer(0).revocations(RevocationReason.FENCED)).isEqualTo(1);
+            assertThat(client.stats().peer(0).revocations(RevocationReason.RECLAIMED)).isZero();
+            client.checkInvariants();
+            lender.checkInvariants();
+        }
+    }
+
+    @Test
+    void aCallbackThatBlocksPastTheDeadlineGetsTheLeaseFencedWithoutASecondCallback() throws Exception {
+        LocalLender lender = new LocalLender(LocalLender.Config.of(0, "gpu0", 8_192).withGrace(20_000_000L));
+        try (PeerClient client = PeerClient.of(List.of(lender), "best_fit")) {
+            List<Ended> ended = new CopyOnWriteArrayList<>();
+            CountDownLatch unblock = new CountDownLatch(1);
+            PeerLease lease = client.alloc(5_000, ANY, (l, r) -> {
+                ended.add(new Ended(l, r));
+                try {
+                    unblock.await(10, TimeUnit.SECONDS);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            }).orElseThrow();
+            lender.lendable(0);
+            await("fenced while the callback blocks", 2_000, () -> lender.stats().fences() == 1);
+            assertThat(ended).containsExactly(new Ended(lease, RevocationReason.RECLAIMED));
+            assertThat(lender.epoch(lease) == -1 || lender.epoch(lease) > lease.epoch()).as("epoch advanced").isTrue();
+            assertThat(client.write(lease, 0, MemorySegment.ofArray(new byte[] {7}))).isFalse();
+            await("fenced memory released (nothing in flight)", 2_000, () -> lender.phase(lease) == LocalLender.Phase.RELEASED);
+            lender.lendable(8_192);
+            PeerLease next = client.alloc(5_000, ANY).orElseThrow();
+            assertThat(next.region()).isEqualTo(lease.region());
+            unblock.countDown();
+            await("late acknowledgement seen", 2_000, () -> lender.stats().lateAcknowledgements() == 1);
+            await("late fence counted", 2_000, () -> client.stats().peer(0).lateFences() == 1);
+            assertThat(ended).as("never a second callback").hasSize(1);
+            assertThat(client.valid(next)).isTrue();
+            client.checkInvariants();
+        }
+    }
+
+    @Test
+    void aLostPeerEndsAllItsLeasesAndAllocationGoesElsewhere() {
+        LocalLender a = new LocalLender(LocalLender.Config.of(0, "a", 16_384));
+        LocalLender b = new LocalLender(LocalLender.Config.of(1, "b", 16_384));
+        try (PeerClient client = PeerClient.of(List.of(a, b), "best_fit")) {
+            List<Ended> ended = new CopyOnWriteArrayList<>();
+            PeerLease onA1 = client.alloc(1_000, ANY.preferring(0), (l, r) -> ended.add(new Ended(l, r))).orElseThrow();
+            PeerLease onA2 = client.alloc(2_000, ANY.preferring(0), (l, r) -> ended.add(new Ended(l, r))).orElseThrow();
+            PeerLease onB = client.alloc(3_000, ANY.preferring(1), (l, r) -> ended.add(new Ended(l, r))).orElseThrow();
+            assertThat(List.of(onA1.peer(), onA2.peer(), onB.peer())).containsExactly(0, 0, 1);
+            a.kill();
+            await("both leases lost", 2_000, () -> ended.size() == 2);
+            assertThat(ended).containsExactlyInAnyOrder(new Ended(onA1, RevocationReason.PEER_LOST),
+                    new Ended(onA2, RevocationReason.PEER_LOST));
+            assertThat(client.read(onA1, 0, MemorySegment.ofArray(new byte[4]))).isFalse();
+            assertThat(client.valid(onB)).isTrue();
+            assertThat(client.alloc(500, ANY.preferring(0)).orElseThrow().peer()).isEqualTo(1);
+            PeerClientStats s = client.stats();
+            assertThat(s.peer(0).alive()).isFalse();
+            assertThat(s.peer(0).revocations(RevocationReason.PEER_LOST)).isEqualTo(2);
+            assertThat(s.peer(0).borrowedBytes()).isZero();
+            assertThat(client.peers().getFirst().alive()).isFalse();
+            client.checkInvariants();
+        }
+    }
+
+    @Test
+    void statsRenderAsPrometheusText() {
+        LocalLender lender = new LocalLender(LocalLender.Config.of(4, "gpu4", 4_096).withGrace(10_000_000_000L));
+        try (PeerClient client = PeerClient.of(List.of(lender), "locality")) {
+            PeerClient.ConsumerView kv = client.forConsumer("kv", ConsumerLimits.bytes(3_000));
+            PeerLease lease = kv.alloc(2_000, ANY).orElseThrow();
+            assertThat(kv.alloc(1_500, ANY)).as("over the consumer's cap").isEmpty();
+            assertThat(client.alloc(3_000, ANY)).as("over the peer's offer").isEmpty();
+            lender.lendable(0);
+            await("revoked", 2_000, () -> !client.liveLeases().contains(lease));
+            String text = client.stats().toPrometheus();
+            assertThat(text).contains("strata_peer_allocs_total{peer=\"gpu4\"} 1",
+                    "strata_peer_revocations_total{peer=\"gpu4\",reason=\"reclaimed\"} 1",
+                    "strata_peer_borrowed_bytes{peer=\"gpu4\"} 0",
+                    "strata_peer_drain_seconds_count{peer=\"gpu4\"} 1",
+                    "strata_peer_revocation_callback_seconds{peer=\"gpu4\",quantile=\"0.99\"}",
+                    "strata_peer_consumer_refused_total{consumer=\"kv\",cause=\"bytes\"} 1",
+                    "strata_peer_consumer_allocs_total{consumer=\"kv\"} 1",
+                    "strata_peer_alloc_misses_total 1");
+        }
+    }
+}
