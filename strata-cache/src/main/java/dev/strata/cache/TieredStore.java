@@ -1,5 +1,7 @@
 package dev.strata.cache;
 
+import dev.strata.cache.peer.RevocableTier;
+import dev.strata.cache.peer.RevokedHandles;
 import dev.strata.cache.policy.EvictionPolicy;
 import dev.strata.cache.policy.PolicyKind;
 import dev.strata.cache.policy.PolicyNode;
@@ -13,6 +15,7 @@ import java.util.HashMap;
 import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Objects;
+import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.locks.ReentrantLock;
 
 /**
@@ -34,6 +37,18 @@ import java.util.concurrent.locks.ReentrantLock;
  *       up where the {@link PromotionRule} says (best effort; the lower copy is kept: the chain is
  *       inclusive). A copy that fails its checksum is discarded and counted; the next copy serves;
  *       if none is left the object is dropped (reported once) and the get misses.</li>
+ *   <li><b>Revocable tiers</b> (PEER, a {@link RevocableTier}): a BACKED object is never only
+ *       there. A put of a BACKED object passes over revocable tiers, is stored in the first
+ *       durable tier below that takes it, and then gets a best-effort cache copy in the revocable
+ *       tier it passed (write-through); a BACKED object leaving a tier above is demoted to a
+ *       durable tier. LOSSY objects are placed on revocable tiers like on any other. When a lease
+ *       is revoked the tier tells the store which allocations died; the store queues them (on the
+ *       revocation thread, without its lock) and absorbs them at the start of its next operation
+ *       (or {@link #absorbRevocations()}): each copy on them is forgotten; an object left with no
+ *       copy (LOSSY) is dropped and reported once with {@link DropReason#REVOKED}. A read that
+ *       meets a revoked copy before that (the tier's read fails under the lease guard) falls back
+ *       to the next copy, or drops the object the same way: never stale bytes. A copy written into
+ *       a revocable tier is attached only if its allocation is still live afterwards.</li>
  *   <li>ACTIVE and pinned objects are never victims. Keys are content identities: putting a key
  *       that is stored leaves the object unchanged ({@link PutStatus#ALREADY_PRESENT}).</li>
  * </ul>
@@ -78,6 +93,8 @@ public final class TieredStore implements AutoCloseable {
         final AdmissionFilter admission; // which demoted copies this tier takes
         final TierCounters counters = new TierCounters();
         long failedDemotionSize; // during a pressure pass: smallest size no lower tier could take
+        final RevocableTier revocable; // the tier as revocable, or null for durable tiers
+        final HashMap<Long, Residency> byHandle; // revocable tiers only: allocation handle -> copy there
 
         Slot(Tier tier, int index, double high, double low, EvictionPolicy policy, AdmissionFilter admission) {
             this.tier = tier;
@@ -86,6 +103,8 @@ public final class TieredStore implements AutoCloseable {
             this.low = low;
             this.policy = policy;
             this.admission = admission;
+            this.revocable = tier instanceof RevocableTier r && r.revocable() ? r : null;
+            this.byHandle = revocable == null ? null : new HashMap<>();
         }
 
         /** Bytes at the high watermark (recomputed only if the tier's capacity changed). */
@@ -112,6 +131,19 @@ public final class TieredStore implements AutoCloseable {
 
     private enum Demotion { DEMOTED, SOURCE_LOST, NO_ROOM }
 
+    /** Allocations of chain tier {@code tierIndex} whose lease ended, waiting to be absorbed. */
+    private record RevokedBatch(int tierIndex, long[] handles) {
+    }
+
+    /**
+     * Copies the store lost to revocation so far.
+     *
+     * @param copiesLost   copies on revocable tiers whose memory was taken back (absorbed or met by a read)
+     * @param lossyDropped objects dropped because their only copy was revoked (reported {@link DropReason#REVOKED})
+     */
+    public record Revocations(long copiesLost, long lossyDropped) {
+    }
+
     private final Slot[] chain;
     private final ReentrantLock lock = new ReentrantLock();
     private final PlacementMap placement = new PlacementMap();
@@ -119,6 +151,10 @@ public final class TieredStore implements AutoCloseable {
     private final ObjectMover mover = new ObjectMover();
     private final PromotionRule promotion;
     private final DropListener dropListener;
+    private final ConcurrentLinkedQueue<RevokedBatch> revoked = new ConcurrentLinkedQueue<>(); // from revocation threads
+    private final RevokedHandles[] revocationListeners; // [chain] the listener installed on each revocable tier, or null
+    private long revokedCopies; // under the lock
+    private long revokedDrops; // under the lock
     private StoredObject pendingDrops; // dropped under the lock, reported after it: a queue linked by nextDrop
     private StoredObject pendingDropsTail; // last of that queue
     private boolean closed;
@@ -144,6 +180,15 @@ public final class TieredStore implements AutoCloseable {
         }
         this.promotion = b.promotion;
         this.dropListener = b.dropListener;
+        this.revocationListeners = new RevokedHandles[chain.length];
+        for (Slot slot : chain) {
+            if (slot.revocable != null) {
+                final int index = slot.index;
+                RevokedHandles l = (tier, handles, reason) -> revoked.add(new RevokedBatch(index, handles));
+                revocationListeners[index] = l;
+                slot.revocable.listen(l);
+            }
+        }
     }
 
     /** A builder for a store; add tiers top first. */
@@ -194,13 +239,22 @@ public final class TieredStore implements AutoCloseable {
             throw new IllegalArgumentException("object " + key + " is empty: size " + size);
         }
         checkTierIndex(targetTier);
+        return put(key, kind, durability, priority, parts, size, targetTier, true);
+    }
+
+    private PutStatus put(ObjectKey key, ObjectKind kind, Durability durability, PriorityClass priority,
+                          List<MemorySegment> parts, long size, int targetTier, boolean countPut) {
         StoredObject object;
         Slot reservedSlot = null; // a large object's room, written outside the lock
         long reservedHandle = Allocator.FULL;
+        Slot peerCache = null; // a revocable tier a BACKED object passed over: it gets a cache copy once stored below
         lock.lock();
         try {
             checkOpen();
-            puts++;
+            absorbRevocationsLocked();
+            if (countPut) {
+                puts++;
+            }
             long hash = key.hash64();
             if (placement.findForInsert(key, hash) != null) {
                 alreadyPresent++;
@@ -212,6 +266,12 @@ public final class TieredStore implements AutoCloseable {
                 Slot slot = chain[t];
                 if (size > slot.tier.capacity()) {
                     continue;
+                }
+                if (slot.revocable != null && durability == Durability.BACKED) {
+                    if (peerCache == null) {
+                        peerCache = slot;
+                    }
+                    continue; // never the only copy of a BACKED object
                 }
                 fitsSomewhere = true;
                 long handle = allocateUnderPressure(slot, size);
@@ -229,7 +289,14 @@ public final class TieredStore implements AutoCloseable {
                     slot.tier.free(handle);
                     throw e;
                 }
+                if (!landed(slot, handle)) {
+                    slot.tier.free(handle); // its lease ended during the write: try lower down
+                    continue;
+                }
                 publish(object, slot, handle);
+                if (peerCache != null) {
+                    cacheOnRevocable(object, peerCache);
+                }
                 return PutStatus.STORED;
             }
             if (reservedSlot == null) {
@@ -240,7 +307,7 @@ public final class TieredStore implements AutoCloseable {
         } finally {
             unlockAndReportDrops();
         }
-        return writeOutsideLockAndPublish(object, reservedSlot, reservedHandle, parts);
+        return writeOutsideLockAndPublish(object, reservedSlot, reservedHandle, parts, peerCache);
     }
 
     private static void writeParts(Tier tier, long handle, List<MemorySegment> parts) {
@@ -256,8 +323,10 @@ public final class TieredStore implements AutoCloseable {
      * the bytes are copied without the lock, then the object is published, unless a concurrent put
      * of the same key won meanwhile.
      */
-    private PutStatus writeOutsideLockAndPublish(StoredObject object, Slot slot, long handle, List<MemorySegment> parts) {
+    private PutStatus writeOutsideLockAndPublish(StoredObject object, Slot slot, long handle, List<MemorySegment> parts,
+                                                 Slot peerCache) {
         boolean written = false;
+        boolean lost = false; // the tier's lease ended during the write
         try {
             writeParts(slot.tier, handle, parts);
             written = true;
@@ -271,14 +340,79 @@ public final class TieredStore implements AutoCloseable {
                     slot.tier.free(handle);
                     alreadyPresent++;
                     return PutStatus.ALREADY_PRESENT;
+                } else if (!landed(slot, handle)) {
+                    slot.tier.free(handle);
+                    lost = true;
                 } else {
                     publish(object, slot, handle);
+                    if (peerCache != null) {
+                        cacheOnRevocable(object, peerCache);
+                    }
                 }
+            } finally {
+                unlockAndReportDrops();
+            }
+        }
+        if (lost) {
+            if (slot.index + 1 < chain.length) {
+                return put(object.key, object.kind, object.durability, object.priority, parts, object.sizeBytes, slot.index + 1,
+                        false);
+            }
+            lock.lock();
+            try {
+                refusedPuts++;
+                slot.counters.refusedPuts++;
             } finally {
                 lock.unlock();
             }
+            return PutStatus.REFUSED_NO_SPACE;
         }
         return PutStatus.STORED;
+    }
+
+    /** True unless {@code handle} is in a revocable tier whose lease ended (its bytes are not there). */
+    private static boolean landed(Slot slot, long handle) {
+        return slot.revocable == null || slot.revocable.live(handle);
+    }
+
+    /**
+     * Under the lock: a best-effort cache copy of a just-stored BACKED object in the revocable
+     * tier {@code peer} above its durable copy. The object is pinned meanwhile, so the pressure
+     * this applies can never move its durable copy.
+     */
+    private void cacheOnRevocable(StoredObject object, Slot peer) {
+        long size = object.sizeBytes;
+        if (size > peer.tier.capacity() || !peer.admission.admit(object.key, object.kind, size)) {
+            return;
+        }
+        pin(object);
+        try {
+            long handle = allocateUnderPressure(peer, size);
+            if (handle == Allocator.FULL) {
+                return;
+            }
+            Residency source = object.residencies;
+            Slot from = chain[source.tierIndex];
+            boolean copied;
+            try {
+                copied = mover.copy(from.tier, source.handle, peer.tier, handle, size);
+            } catch (CorruptObjectException e) {
+                peer.tier.free(handle);
+                return; // a read of the durable copy meets it and discards it
+            } catch (RuntimeException e) {
+                peer.tier.free(handle);
+                throw e;
+            }
+            if (!copied || !landed(peer, handle)) {
+                peer.tier.free(handle);
+                return;
+            }
+            from.counters.bytesOut += size;
+            peer.counters.bytesIn += size;
+            attach(object, peer, handle);
+        } finally {
+            unpin(object);
+        }
     }
 
     private void publish(StoredObject object, Slot slot, long handle) {
@@ -300,6 +434,7 @@ public final class TieredStore implements AutoCloseable {
         lock.lock();
         try {
             checkOpen();
+            absorbRevocationsLocked();
             gets++;
             StoredObject object = placement.get(key);
             if (object == null) {
@@ -379,10 +514,17 @@ public final class TieredStore implements AutoCloseable {
         if (next == null) {
             next = object.residencies == r ? null : object.residencies;
         }
+        boolean revokedCopy = !corrupt && slot.revocable != null;
+        if (revokedCopy) {
+            revokedCopies++;
+        }
         freeCopy(object, r);
         if (object.copies == 0) {
             slot.counters.drops++;
-            forget(object, DropReason.CORRUPT);
+            if (revokedCopy) {
+                revokedDrops++;
+            }
+            forget(object, revokedCopy ? DropReason.REVOKED : DropReason.CORRUPT);
             return null;
         }
         return next;
@@ -395,6 +537,7 @@ public final class TieredStore implements AutoCloseable {
         lock.lock();
         try {
             checkOpen();
+            absorbRevocationsLocked();
             StoredObject object = placement.get(key);
             if (object == null) {
                 return false;
@@ -402,7 +545,7 @@ public final class TieredStore implements AutoCloseable {
             pin(object);
             return true;
         } finally {
-            lock.unlock();
+            unlockAndReportDrops();
         }
     }
 
@@ -514,6 +657,7 @@ public final class TieredStore implements AutoCloseable {
         lock.lock();
         try {
             checkOpen();
+            absorbRevocationsLocked();
             StoredObject object = placement.get(key);
             if (object == null) {
                 return false;
@@ -530,7 +674,7 @@ public final class TieredStore implements AutoCloseable {
             }
             return true;
         } finally {
-            lock.unlock();
+            unlockAndReportDrops();
         }
     }
 
@@ -550,6 +694,9 @@ public final class TieredStore implements AutoCloseable {
     public List<ResidencyInfo> residencies(ObjectKey key) {
         lock.lock();
         try {
+            if (!closed) {
+                absorbRevocationsLocked();
+            }
             StoredObject object = placement.get(key);
             if (object == null) {
                 return List.of();
@@ -560,7 +707,56 @@ public final class TieredStore implements AutoCloseable {
             }
             return out;
         } finally {
+            unlockAndReportDrops();
+        }
+    }
+
+    /**
+     * Absorbs the revocations the revocable tiers reported since the last store operation: the
+     * copies on revoked leases are forgotten, LOSSY objects left without a copy are dropped and
+     * reported ({@link DropReason#REVOKED}, on this thread, after the lock). Every other operation
+     * that changes or reads placement does this first; call it to see a revocation at once.
+     */
+    public void absorbRevocations() {
+        lock.lock();
+        try {
+            if (!closed) {
+                absorbRevocationsLocked();
+            }
+        } finally {
+            unlockAndReportDrops();
+        }
+    }
+
+    /** Copies lost to revocation so far. */
+    public Revocations revocations() {
+        lock.lock();
+        try {
+            return new Revocations(revokedCopies, revokedDrops);
+        } finally {
             lock.unlock();
+        }
+    }
+
+    /** Under the lock: applies the queued revocations. */
+    private void absorbRevocationsLocked() {
+        RevokedBatch batch;
+        while ((batch = revoked.poll()) != null) {
+            Slot slot = chain[batch.tierIndex()];
+            for (long handle : batch.handles()) {
+                Residency r = slot.byHandle.get(handle);
+                if (r == null) {
+                    continue; // freed or discarded already (a read met it first)
+                }
+                StoredObject object = r.object;
+                revokedCopies++;
+                freeCopy(object, r);
+                if (object.copies == 0) {
+                    slot.counters.drops++;
+                    revokedDrops++;
+                    forget(object, DropReason.REVOKED);
+                }
+            }
         }
     }
 
@@ -603,6 +799,9 @@ public final class TieredStore implements AutoCloseable {
     public StoreStats stats() {
         lock.lock();
         try {
+            if (!closed) {
+                absorbRevocationsLocked();
+            }
             List<TierMetrics> tiers = new ArrayList<>(chain.length);
             for (Slot s : chain) {
                 TierCounters c = s.counters;
@@ -615,7 +814,7 @@ public final class TieredStore implements AutoCloseable {
             return new StoreStats(tiers, placement.size(), pinnedObjects, bytesStored, gets, hits, misses, puts, stored,
                     alreadyPresent, refusedPuts, removes, dropsReported, mover.bytesMoved());
         } finally {
-            lock.unlock();
+            unlockAndReportDrops();
         }
     }
 
@@ -696,6 +895,9 @@ public final class TieredStore implements AutoCloseable {
         }
         for (int j = from.index + 1; j < chain.length; j++) {
             Slot to = chain[j];
+            if (to.revocable != null && object.durability == Durability.BACKED) {
+                continue; // a BACKED object's only copy goes to a durable tier
+            }
             if (size > to.tier.capacity() || !to.admission.admit(object.key, object.kind, size)) {
                 continue;
             }
@@ -718,6 +920,10 @@ public final class TieredStore implements AutoCloseable {
                 to.tier.free(handle);
                 discardLostCopy(object, victim, false);
                 return Demotion.SOURCE_LOST;
+            }
+            if (!landed(to, handle)) {
+                to.tier.free(handle); // the destination's lease ended during the copy: try lower down
+                continue;
             }
             from.counters.bytesOut += size;
             to.counters.bytesIn += size;
@@ -751,7 +957,7 @@ public final class TieredStore implements AutoCloseable {
                 to.tier.free(handle);
                 throw e;
             }
-            if (!copied) {
+            if (!copied || !landed(to, handle)) {
                 to.tier.free(handle);
                 return null;
             }
@@ -769,6 +975,9 @@ public final class TieredStore implements AutoCloseable {
         Residency r = new Residency(object, slot.index, handle, slot.tier.allocationSize(handle));
         object.attach(r);
         slot.policy.onInsert(r);
+        if (slot.byHandle != null) {
+            slot.byHandle.put(handle, r);
+        }
         TierCounters c = slot.counters;
         c.residentObjects++;
         c.residentBytes += object.sizeBytes;
@@ -780,6 +989,9 @@ public final class TieredStore implements AutoCloseable {
         Slot slot = chain[r.tierIndex];
         slot.policy.onRemove(r);
         object.detach(r);
+        if (slot.byHandle != null) {
+            slot.byHandle.remove(r.handle, r);
+        }
         slot.tier.free(r.handle);
         TierCounters c = slot.counters;
         c.residentObjects--;
@@ -854,12 +1066,42 @@ public final class TieredStore implements AutoCloseable {
         lock.lock();
         try {
             placement.checkInvariants();
+            long[] onRevocable = new long[chain.length];
             placement.forEach(o -> {
                 if (o.state != StoredObject.State.LIVE || o.copies == 0 || o.residencies == null) {
                     throw new IllegalStateException("object " + o.key + " in the placement map is " + o.state
                             + " with " + o.copies + " copies");
                 }
+                boolean durableCopy = false;
+                for (Residency r = o.residencies; r != null; r = r.nextInObject) {
+                    Slot slot = chain[r.tierIndex];
+                    if (slot.byHandle == null) {
+                        durableCopy = true;
+                    } else {
+                        onRevocable[r.tierIndex]++;
+                        if (slot.byHandle.get(r.handle) != r) {
+                            throw new IllegalStateException("object " + o.key + ": its copy at handle " + r.handle + " in tier '"
+                                    + slot.tier.name() + "' is not in the tier's handle index");
+                        }
+                    }
+                }
+                if (o.durability == Durability.BACKED && !durableCopy) {
+                    throw new IllegalStateException("BACKED object " + o.key + " has no copy outside revocable tiers");
+                }
             });
+            for (StoredObject o : removedPinned.values()) {
+                for (Residency r = o.residencies; r != null; r = r.nextInObject) {
+                    if (chain[r.tierIndex].byHandle != null) {
+                        onRevocable[r.tierIndex]++;
+                    }
+                }
+            }
+            for (Slot slot : chain) {
+                if (slot.byHandle != null && slot.byHandle.size() != onRevocable[slot.index]) {
+                    throw new IllegalStateException("tier '" + slot.tier.name() + "': handle index holds " + slot.byHandle.size()
+                            + " copies, the objects " + onRevocable[slot.index]);
+                }
+            }
         } finally {
             lock.unlock();
         }
@@ -899,6 +1141,12 @@ public final class TieredStore implements AutoCloseable {
             }
             removedPinned.clear();
             mover.close();
+            for (Slot slot : chain) {
+                if (slot.revocable != null) {
+                    slot.revocable.unlisten(revocationListeners[slot.index]);
+                }
+            }
+            revoked.clear();
         } finally {
             lock.unlock();
         }

@@ -32,7 +32,9 @@ import java.util.concurrent.CompletionException;
  *   <li>every distinct routed expert is pinned for the call; residents count as hits and are
  *       touched in the policy;</li>
  *   <li>each missing expert takes a free slot of its scope, or the slot of the policy's victim (an
- *       unpinned resident, whose map entry becomes {@code -1}), and is copied from its master:
+ *       unpinned resident, whose map entry becomes {@code -1}), and is copied from a valid peer
+ *       copy when an {@link ExpertPeerSource} has one (see {@link ExpertRebalancer}), else from
+ *       its master:
  *       directly on the calling thread when masters and slots are both plain memory (HOST →
  *       DEVICE on the CPU backend), else through the {@link TransferEngine}, all misses of the call
  *       in flight together, the call waiting for all of them;</li>
@@ -135,6 +137,9 @@ public final class ExpertPager implements ResizablePool, AutoCloseable {
     private int[] flat = new int[64];             // scratch for grouped calls, grows
     private final long[] counters;                // [layers x STRIDE] per-layer counters, plain 64-bit stores by the driving thread
     private final long[] pagerCounters = new long[2]; // resizes, failed resizes, as counters
+    private final long[] routeCounts;             // [layers x experts] calls that routed each expert, plain 64-bit stores by the driving thread
+    private final ExpertPeerSource peerSource;    // asked before the masters on a miss; null for none
+    private final boolean[] fromPeer;             // [experts] scratch: misses of the current call served by the peer source
     private boolean closed;
 
     private ExpertPager(Builder b, long slotBytes, long[] initial) {
@@ -188,6 +193,9 @@ public final class ExpertPager implements ResizablePool, AutoCloseable {
         this.missSlots = new int[experts];
         this.pending = new CompletableFuture<?>[experts];
         this.counters = new long[layers * STRIDE];
+        this.routeCounts = new long[layers * experts];
+        this.peerSource = b.peerSource;
+        this.fromPeer = new boolean[experts];
         policy.attach(groups, layers * experts);
     }
 
@@ -262,6 +270,7 @@ public final class ExpertPager implements ResizablePool, AutoCloseable {
             int e = routed[i];
             if (pins[e] != s) {
                 pins[e] = s;
+                routeCounts[base + e]++;
                 if (map[e] >= 0) {
                     hits++;
                     policy.onHit(g, base + e, t);
@@ -305,6 +314,10 @@ public final class ExpertPager implements ResizablePool, AutoCloseable {
         }
         for (int i = 0; i < hits; i++) {
             policy.onHit(g, hitKeys[i], t);
+            routeCounts[hitKeys[i]]++;
+        }
+        for (int i = 0; i < misses; i++) {
+            routeCounts[base + missExperts[i]]++;
         }
         counters[layer * STRIDE + HITS] += hits;
         if (misses > 0) {
@@ -378,28 +391,43 @@ public final class ExpertPager implements ResizablePool, AutoCloseable {
         }
         int at = layer * STRIDE;
         add(at + RESIDENT, misses);
+        int fromMasters = misses;
+        if (peerSource != null) {
+            for (int i = 0; i < misses; i++) {
+                fromPeer[i] = peerSource.fetch(layer, missExperts[i], slotView[g][missSlots[i]]);
+                if (fromPeer[i]) {
+                    fromMasters--;
+                }
+            }
+        }
         if (directCopy) {
             long start = System.nanoTime();
             for (int i = 0; i < misses; i++) {
-                MemorySegment.copy(masters.view(layer, missExperts[i]), 0, slotView[g][missSlots[i]], 0, expertBytes);
+                if (peerSource == null || !fromPeer[i]) {
+                    MemorySegment.copy(masters.view(layer, missExperts[i]), 0, slotView[g][missSlots[i]], 0, expertBytes);
+                }
             }
             long nanos = System.nanoTime() - start;
-            if (meteredMasters != null) {
-                meteredMasters.recordDirectRead(misses, misses * expertBytes, nanos);
+            if (fromMasters > 0 && meteredMasters != null) {
+                meteredMasters.recordDirectRead(fromMasters, fromMasters * expertBytes, nanos);
             }
-            if (meteredDevice != null) {
-                meteredDevice.recordDirectWrite(misses, misses * expertBytes, nanos);
+            if (fromMasters > 0 && meteredDevice != null) {
+                meteredDevice.recordDirectWrite(fromMasters, fromMasters * expertBytes, nanos);
             }
-            add(at + BYTES, misses * expertBytes);
+            add(at + BYTES, fromMasters * expertBytes);
             return;
         }
         for (int i = 0; i < misses; i++) {
+            if (peerSource != null && fromPeer[i]) {
+                pending[i] = null; // already in its slot
+                continue;
+            }
             try {
                 pending[i] = engine.copy(masters.tier(), masters.handle(layer, missExperts[i]), device,
                         slotHandle[g][missSlots[i]], expertBytes);
             } catch (RuntimeException e) { // e.g. the engine was closed: none of these experts is resident
                 for (int j = 0; j < misses; j++) {
-                    if (j < i) {
+                    if (j < i && pending[j] != null) {
                         try {
                             pending[j].join(); // it writes into the slot: let it finish before the slot is reused
                         } catch (RuntimeException ignored) {
@@ -416,6 +444,9 @@ public final class ExpertPager implements ResizablePool, AutoCloseable {
         List<String> failures = null;
         Throwable firstCause = null;
         for (int i = 0; i < misses; i++) {
+            if (pending[i] == null) {
+                continue; // served by the peer source
+            }
             String failure;
             Throwable cause = null;
             try {
@@ -436,7 +467,7 @@ public final class ExpertPager implements ResizablePool, AutoCloseable {
                 unmap(g, missSlots[i], base + missExperts[i]);
             }
         }
-        add(at + BYTES, (misses - (failures == null ? 0 : failures.size())) * expertBytes);
+        add(at + BYTES, (fromMasters - (failures == null ? 0 : failures.size())) * expertBytes);
         if (failures != null) {
             throw new IllegalStateException("expert pager '" + name + "': fetching layer " + layer + " from tier '"
                     + masters.tier().name() + "' into tier '" + device.name() + "' failed for " + failures.size() + " of "
@@ -518,6 +549,19 @@ public final class ExpertPager implements ResizablePool, AutoCloseable {
             throw new IllegalArgumentException("slot " + slot + " is outside [0, " + groupCapacity + ") in expert pager '" + name + "'");
         }
         return slot;
+    }
+
+    /**
+     * How many {@code page} calls routed expert {@code expert} of {@code layer} since the pager
+     * opened (each call counts an expert once). Any thread: a plain 64-bit counter written by the
+     * driving thread, read whole but possibly a few calls behind.
+     */
+    public long routeCount(int layer, int expert) {
+        if (layer < 0 || layer >= layers || expert < 0 || expert >= experts) {
+            throw new IllegalArgumentException("expert (" + layer + ", " + expert + ") is outside " + layers + " layers x "
+                    + experts + " experts");
+        }
+        return routeCounts[layer * experts + expert];
     }
 
     /** Experts of {@code layer} resident now. */
@@ -902,6 +946,7 @@ public final class ExpertPager implements ResizablePool, AutoCloseable {
         private SlotScope scope = SlotScope.PER_LAYER;
         private ExpertPolicy policy;
         private TransferEngine engine;
+        private ExpertPeerSource peerSource;
 
         private Builder(ExpertMasters masters, Tier device) {
             this.masters = Objects.requireNonNull(masters, "expert masters");
@@ -939,6 +984,12 @@ public final class ExpertPager implements ResizablePool, AutoCloseable {
         /** The engine that fetches from masters that are not plain memory (DISK). */
         public Builder transferEngine(TransferEngine value) {
             this.engine = value;
+            return this;
+        }
+
+        /** Peer copies a miss tries before the masters (an {@link ExpertRebalancer}); none by default. */
+        public Builder peerSource(ExpertPeerSource value) {
+            this.peerSource = value;
             return this;
         }
 

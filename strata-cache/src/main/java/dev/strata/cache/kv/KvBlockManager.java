@@ -34,8 +34,10 @@ import java.util.concurrent.TimeUnit;
  * number of sequences holding it). Released blocks stay cached in their slots (RECENT; IDLE for
  * preempted sequences; EVICTABLE on request) until the slot policy (any
  * {@link EvictionPolicy}, priority-class LRU by default) picks them to make room. Offloaded copies
- * live in a {@link TieredStore} (top tier HOST, then POOL, DISK by the store's demotion policy) as
- * LOSSY {@code KV_BLOCK} objects; an optional {@link SharedBlockStore} is consulted after the local
+ * live in a {@link TieredStore} (top tier HOST, or PEER before HOST to offload onto memory lent by
+ * peers, then POOL, DISK by the store's demotion policy) as {@code KV_BLOCK} objects, LOSSY unless
+ * {@link KvManagerConfig#offloadDurability} says BACKED (then a block on PEER always has a HOST copy
+ * too, and a load whose PEER copy was revoked mid-way is served from the next copy); an optional {@link SharedBlockStore} is consulted after the local
  * tiers and receives committed blocks.
  *
  * <p><b>Transfers.</b> Offload gather-writes the slot's segments ({@link KvLayout#segments})
@@ -126,7 +128,7 @@ public final class KvBlockManager implements AutoCloseable {
         this.deviceSlots = new DeviceSlots(layout.slots(), config.newDevicePolicy(), root);
         this.async = new KvAsync();
         this.loads = new KvLoadPipeline(layout, store, b.transfers, shared, config, async, this::applyLoad);
-        this.offloads = new KvOffloadPipeline(layout, store, shared, async, this::applyOffload);
+        this.offloads = new KvOffloadPipeline(layout, store, shared, async, config.offloadDurability(), this::applyOffload);
         if (b.relay != null) {
             b.relay.attach(key -> async.post(() -> forgetDropped(key)));
         }

@@ -117,51 +117,7 @@ final class KvLoadPipeline implements AutoCloseable {
                         false);
                 return;
             }
-            ResidencyInfo top = copies.get(0);
-            Tier src = storeTiers.get(top.chainIndex());
-            BlockLocation where = BlockLocation.of(src.kind());
-            List<MemorySegment> dst = segmentsOf(layout, allTokens, slot);
-            long stagingHandle = Allocator.FULL;
-            if (src.kind() == TierKind.DISK && staging != null) {
-                stagingHandle = staging.allocate(blockBytes);
-            }
-            CompletableFuture<TransferResult> f;
-            final long sh = stagingHandle;
-            if (sh != Allocator.FULL) {
-                f = transfers.copy(src, top.handle(), staging, sh, blockBytes)
-                        .thenCompose(r -> r.completed() ? transfers.scatter(staging, sh, dst) : CompletableFuture.completedFuture(r));
-            } else {
-                f = transfers.scatter(src, top.handle(), dst);
-            }
-            f.whenComplete((r, e) -> {
-                if (sh != Allocator.FULL) {
-                    staging.free(sh);
-                }
-                KvLoadException failure = null;
-                if (e != null) {
-                    Throwable cause = e instanceof CompletionException && e.getCause() != null ? e.getCause() : e;
-                    boolean corrupt = rootCause(cause) instanceof CorruptObjectException;
-                    failure = new KvLoadException(key, where, (corrupt ? "corrupt copy of block " : "reading block ") + key
-                            + " from tier '" + src.name() + "' (handle " + top.handle() + ") failed: " + rootCause(cause).getMessage(),
-                            cause);
-                } else if (!r.completed()) {
-                    failure = new KvLoadException(key, where, "block " + key + " was not found in tier '" + src.name()
-                            + "' (handle " + top.handle() + "): " + r.status(), null);
-                }
-                final boolean remove = failure != null;
-                async.begin(); // the unpin counts as in flight until it has run
-                async.execute(() -> {
-                    try {
-                        store.unpin(key);
-                        if (remove) {
-                            store.remove(key); // a block that cannot be read is treated as missing from now on
-                        }
-                    } finally {
-                        async.end();
-                    }
-                });
-                done(b, failure, remove, link, sh != Allocator.FULL && failure == null);
-            });
+            transferFrom(b, key, slot, link, copies, 0);
         } catch (RuntimeException e) {
             if (pinned) {
                 store.unpin(key);
@@ -169,6 +125,70 @@ final class KvLoadPipeline implements AutoCloseable {
             done(b, new KvLoadException(key, null, "starting the load of block " + key + " failed: " + e, e), false, link,
                     false);
         }
+    }
+
+    /**
+     * Starts the transfer of the pinned block from copy {@code at} of {@code copies} (top first).
+     * A copy on a revocable tier (PEER) that cannot be read (its lease was revoked mid-load) is
+     * followed by the next copy, if any; without one the block fails alone, and the store reports
+     * its drop itself ({@link dev.strata.cache.DropReason#REVOKED}), so the load does not remove it.
+     */
+    private void transferFrom(DeviceBlock b, ObjectKey key, int slot, KvLink link, List<ResidencyInfo> copies, int at) {
+        ResidencyInfo top = copies.get(at);
+        Tier src = storeTiers.get(top.chainIndex());
+        BlockLocation where = BlockLocation.of(src.kind());
+        List<MemorySegment> dst = segmentsOf(layout, allTokens, slot);
+        long stagingHandle = Allocator.FULL;
+        if (src.kind() == TierKind.DISK && staging != null) {
+            stagingHandle = staging.allocate(blockBytes);
+        }
+        CompletableFuture<TransferResult> f;
+        final long sh = stagingHandle;
+        if (sh != Allocator.FULL) {
+            f = transfers.copy(src, top.handle(), staging, sh, blockBytes)
+                    .thenCompose(r -> r.completed() ? transfers.scatter(staging, sh, dst) : CompletableFuture.completedFuture(r));
+        } else {
+            f = transfers.scatter(src, top.handle(), dst);
+        }
+        f.whenComplete((r, e) -> {
+            if (sh != Allocator.FULL) {
+                staging.free(sh);
+            }
+            KvLoadException failure = null;
+            boolean corrupt = false;
+            if (e != null) {
+                Throwable cause = e instanceof CompletionException && e.getCause() != null ? e.getCause() : e;
+                corrupt = rootCause(cause) instanceof CorruptObjectException;
+                failure = new KvLoadException(key, where, (corrupt ? "corrupt copy of block " : "reading block ") + key
+                        + " from tier '" + src.name() + "' (handle " + top.handle() + ") failed: " + rootCause(cause).getMessage(),
+                        cause);
+            } else if (!r.completed()) {
+                failure = new KvLoadException(key, where, "block " + key + " was not found in tier '" + src.name()
+                        + "' (handle " + top.handle() + "): " + r.status(), null);
+            }
+            boolean revoked = failure != null && !corrupt && src.revocable();
+            if (revoked && at + 1 < copies.size()) {
+                try {
+                    transferFrom(b, key, slot, link, copies, at + 1); // still pinned: the next copy stays in place
+                    return;
+                } catch (RuntimeException next) {
+                    failure.addSuppressed(next);
+                }
+            }
+            final boolean remove = failure != null && !revoked;
+            async.begin(); // the unpin counts as in flight until it has run
+            async.execute(() -> {
+                try {
+                    store.unpin(key);
+                    if (remove) {
+                        store.remove(key); // a block that cannot be read is treated as missing from now on
+                    }
+                } finally {
+                    async.end();
+                }
+            });
+            done(b, failure, remove, link, sh != Allocator.FULL && failure == null);
+        });
     }
 
     private static Throwable rootCause(Throwable t) {

@@ -1,5 +1,6 @@
 package dev.strata.cache.kv;
 
+import dev.strata.cache.Durability;
 import dev.strata.cache.policy.EvictionPolicy;
 import dev.strata.cache.policy.PolicyKind;
 import java.util.Objects;
@@ -8,7 +9,7 @@ import java.util.function.Supplier;
 /**
  * Settings of a {@link KvBlockManager}: the eviction policy of the DEVICE slots, when blocks are
  * offloaded and published to the shared pool, prefetch lookahead per tier, the two-stage disk
- * read, the disk admission filter. Built with withers from {@link #defaults()}; {@link #conclude()}
+ * read, the disk admission filter, the durability of offloaded blocks. Built with withers from {@link #defaults()}; {@link #conclude()}
  * checks the values and fails with the offending one.
  *
  * <p>Immutable; any thread.
@@ -33,10 +34,11 @@ public final class KvManagerConfig {
     private final int maxPendingEvictions; // write-back evictions in flight that allocation may start
     private final KvDiskAdmission diskAdmission; // told of every use of a block; null for none
     private final int stagingBlocks; // blocks of HOST staging for two-stage disk reads in flight at once
+    private final Durability offloadDurability; // of the blocks put into the store
 
     private KvManagerConfig(String policyName, Supplier<EvictionPolicy> devicePolicy, OffloadMode offload,
             SharedPublishMode sharedPublish, int hostLookahead, int diskLookahead, boolean twoStageDisk,
-            int maxPendingEvictions, KvDiskAdmission diskAdmission, int stagingBlocks) {
+            int maxPendingEvictions, KvDiskAdmission diskAdmission, int stagingBlocks, Durability offloadDurability) {
         this.policyName = policyName;
         this.devicePolicy = devicePolicy;
         this.offload = offload;
@@ -47,20 +49,22 @@ public final class KvManagerConfig {
         this.maxPendingEvictions = maxPendingEvictions;
         this.diskAdmission = diskAdmission;
         this.stagingBlocks = stagingBlocks;
+        this.offloadDurability = offloadDurability;
     }
 
     /** Priority-class LRU on the slots, write-back, publish at commit, lookahead 1 (HOST) and 2 (DISK). */
     public static KvManagerConfig defaults() {
         return new KvManagerConfig("priority-lru", PolicyKind.PRIORITY_LRU::create, OffloadMode.WRITE_BACK,
                 SharedPublishMode.AT_COMMIT, DEFAULT_HOST_LOOKAHEAD, DEFAULT_DISK_LOOKAHEAD, true,
-                DEFAULT_MAX_PENDING_EVICTIONS, null, DEFAULT_STAGING_BLOCKS);
+                DEFAULT_MAX_PENDING_EVICTIONS, null, DEFAULT_STAGING_BLOCKS, Durability.LOSSY);
     }
 
     /** One of the shipped policies for the DEVICE slots. */
     public KvManagerConfig devicePolicy(PolicyKind kind) {
         Objects.requireNonNull(kind, "policy kind");
         return new KvManagerConfig(kind.name().toLowerCase(java.util.Locale.ROOT).replace('_', '-'), kind::create,
-                offload, sharedPublish, hostLookahead, diskLookahead, twoStageDisk, maxPendingEvictions, diskAdmission, stagingBlocks);
+                offload, sharedPublish, hostLookahead, diskLookahead, twoStageDisk, maxPendingEvictions, diskAdmission, stagingBlocks,
+                offloadDurability);
     }
 
     /**
@@ -69,39 +73,40 @@ public final class KvManagerConfig {
      */
     public KvManagerConfig devicePolicy(String name, Supplier<EvictionPolicy> factory) {
         return new KvManagerConfig(Objects.requireNonNull(name, "policy name"), Objects.requireNonNull(factory, "policy"),
-                offload, sharedPublish, hostLookahead, diskLookahead, twoStageDisk, maxPendingEvictions, diskAdmission, stagingBlocks);
+                offload, sharedPublish, hostLookahead, diskLookahead, twoStageDisk, maxPendingEvictions, diskAdmission, stagingBlocks,
+                offloadDurability);
     }
 
     public KvManagerConfig offload(OffloadMode mode) {
         return new KvManagerConfig(policyName, devicePolicy, Objects.requireNonNull(mode, "offload mode"), sharedPublish,
-                hostLookahead, diskLookahead, twoStageDisk, maxPendingEvictions, diskAdmission, stagingBlocks);
+                hostLookahead, diskLookahead, twoStageDisk, maxPendingEvictions, diskAdmission, stagingBlocks, offloadDurability);
     }
 
     public KvManagerConfig sharedPublish(SharedPublishMode mode) {
         return new KvManagerConfig(policyName, devicePolicy, offload, Objects.requireNonNull(mode, "publish mode"),
-                hostLookahead, diskLookahead, twoStageDisk, maxPendingEvictions, diskAdmission, stagingBlocks);
+                hostLookahead, diskLookahead, twoStageDisk, maxPendingEvictions, diskAdmission, stagingBlocks, offloadDurability);
     }
 
     /** Lookahead in blocks for HOST (and POOL, shared-pool) resident blocks and for DISK resident ones. */
     public KvManagerConfig lookahead(int host, int disk) {
         return new KvManagerConfig(policyName, devicePolicy, offload, sharedPublish, host, disk, twoStageDisk,
-                maxPendingEvictions, diskAdmission, stagingBlocks);
+                maxPendingEvictions, diskAdmission, stagingBlocks, offloadDurability);
     }
 
     public KvManagerConfig twoStageDisk(boolean on) {
         return new KvManagerConfig(policyName, devicePolicy, offload, sharedPublish, hostLookahead, diskLookahead, on,
-                maxPendingEvictions, diskAdmission, stagingBlocks);
+                maxPendingEvictions, diskAdmission, stagingBlocks, offloadDurability);
     }
 
     public KvManagerConfig maxPendingEvictions(int n) {
         return new KvManagerConfig(policyName, devicePolicy, offload, sharedPublish, hostLookahead, diskLookahead,
-                twoStageDisk, n, diskAdmission, stagingBlocks);
+                twoStageDisk, n, diskAdmission, stagingBlocks, offloadDurability);
     }
 
     /** The disk admission filter the manager reports block uses to (install it on the store's disk tier too). */
     public KvManagerConfig diskAdmission(KvDiskAdmission filter) {
         return new KvManagerConfig(policyName, devicePolicy, offload, sharedPublish, hostLookahead, diskLookahead,
-                twoStageDisk, maxPendingEvictions, filter, stagingBlocks);
+                twoStageDisk, maxPendingEvictions, filter, stagingBlocks, offloadDurability);
     }
 
     /**
@@ -110,7 +115,18 @@ public final class KvManagerConfig {
      */
     public KvManagerConfig stagingBlocks(int n) {
         return new KvManagerConfig(policyName, devicePolicy, offload, sharedPublish, hostLookahead, diskLookahead,
-                twoStageDisk, maxPendingEvictions, diskAdmission, n);
+                twoStageDisk, maxPendingEvictions, diskAdmission, n, offloadDurability);
+    }
+
+    /**
+     * The durability of the blocks the manager puts into the store. LOSSY (the default): a block
+     * the store drops, a PEER copy revoked included, is a miss and is recomputed. BACKED: the
+     * store keeps a durable copy of every block; on a chain with PEER before HOST, a block is
+     * written through to HOST and cached on PEER, and a revoked PEER copy is served from HOST.
+     */
+    public KvManagerConfig offloadDurability(Durability durability) {
+        return new KvManagerConfig(policyName, devicePolicy, offload, sharedPublish, hostLookahead, diskLookahead,
+                twoStageDisk, maxPendingEvictions, diskAdmission, stagingBlocks, Objects.requireNonNull(durability, "durability"));
     }
 
     /**
@@ -170,6 +186,11 @@ public final class KvManagerConfig {
 
     public int stagingBlocks() {
         return stagingBlocks;
+    }
+
+    /** The durability of offloaded blocks (LOSSY unless configured). */
+    public Durability offloadDurability() {
+        return offloadDurability;
     }
 
     /** The disk admission filter, or null. */

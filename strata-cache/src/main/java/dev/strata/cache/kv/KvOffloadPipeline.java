@@ -11,7 +11,8 @@ import java.util.List;
 
 /**
  * The offload and publish side of a {@link KvBlockManager}: on the I/O thread, gather-writes a
- * block's slot segments into the store's top tier (a LOSSY {@code KV_BLOCK} object) and/or
+ * block's slot segments into the store's top tier (a {@code KV_BLOCK} object of the configured
+ * durability, LOSSY by default) and/or
  * publishes them in the shared pool, then hands the outcome back to the scheduler thread through
  * {@link KvAsync}. It changes no manager state itself: the {@link Landing} it is given applies the
  * outcome (and any eviction waiting for it).
@@ -35,14 +36,17 @@ final class KvOffloadPipeline {
     private final SharedBlockStore shared; // null: no shared pool
     private final KvAsync async;
     private final Landing landing;
+    private final Durability durability; // of the blocks put into the store
 
-    KvOffloadPipeline(KvLayout layout, TieredStore store, SharedBlockStore shared, KvAsync async, Landing landing) {
+    KvOffloadPipeline(KvLayout layout, TieredStore store, SharedBlockStore shared, KvAsync async, Durability durability,
+            Landing landing) {
         this.layout = layout;
         this.allTokens = TokenSelection.all(layout.geometry().blockTokens());
         this.store = store;
         this.shared = shared;
         this.async = async;
         this.landing = landing;
+        this.durability = durability;
     }
 
     /** Starts copying {@code b} to the store and/or the shared pool ({@code b.inFlight} already counts it). */
@@ -58,7 +62,7 @@ final class KvOffloadPipeline {
             try {
                 List<MemorySegment> src = KvLoadPipeline.segmentsOf(layout, allTokens, slot);
                 if (toStore) {
-                    put = store.put(key, ObjectKind.KV_BLOCK, Durability.LOSSY, cls, src, 0);
+                    put = store.put(key, ObjectKind.KV_BLOCK, durability, cls, src, 0);
                 }
                 if (toShared) {
                     pub = shared.publish(key, src);
