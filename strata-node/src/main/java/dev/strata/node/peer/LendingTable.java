@@ -1,0 +1,301 @@
+package dev.strata.node.peer;
+
+import static dev.strata.node.peer.LendingFileLayout.*;
+
+import java.lang.foreign.MemorySegment;
+
+/**
+ * The region table of a lending file ({@link LendingFileLayout}) and every transition of it, for
+ * both sides: borrowers claim, enter, exit, give back and acknowledge; the agent holds, revokes,
+ * fences, finishes fences and reaps.
+ *
+ * <p>Design note (the lease guard: a Dekker handshake plus a gate, over volatile accesses, which
+ * Java orders totally):
+ * <ul>
+ *   <li><b>Enter</b> (borrower, lease {@code (head, E)}): CAS the head's access word from
+ *       {@code (E, c)} to {@code (E, c + 1)} (fails if the word names another epoch or the gate is
+ *       shut), then volatile-read the state word: still {@code LENT(E)} means the access may touch
+ *       the memory until its {@link #exit}; anything else undoes the increment and fails.</li>
+ *   <li><b>Revoke</b> (agent): CAS the state word {@code LENT(E)} to {@code REVOKING(E)}. Either
+ *       the borrower's re-read follows the CAS (it sees REVOKING and fails) or its increment
+ *       precedes the borrower's drain check (the drain waits for it): a new access never begins
+ *       after the revocation is visible and is never missed by the drain.</li>
+ *   <li><b>Release</b> (borrower giving back or acknowledging, agent finishing a fence): shut the
+ *       gate with one CAS {@code (E, 0)} to {@code (E, CLOSED)}. It succeeds only when no access
+ *       is under way, and afterwards no increment under {@code E} can succeed, so the memory is
+ *       reused only after every access of the lending has exited. A dead borrower's gate is shut
+ *       by a plain store: the only process that could hold the lease is gone.</li>
+ * </ul>
+ * Fencing advances the state word's epoch ({@code REVOKING(E)} to {@code FENCED(E + 1)}), so
+ * every later enter under {@code E} fails at its re-read even before the gate is shut.
+ * {@code LendingTableStress} checks enter against revoke and against fence under JCStress.
+ *
+ * <p>Threads: any, in any process; every change is a CAS or a volatile/release store on the
+ * shared segment. Instances are cheap views over a mapping owned by someone else.
+ */
+final class LendingTable {
+    /** A claimed run: the lease's head region and epoch. */
+    record Claim(long head, long epoch) {
+    }
+
+    private final MemorySegment file;
+    private final Geometry geometry;
+
+    LendingTable(MemorySegment file, Geometry geometry) {
+        this.file = file;
+        this.geometry = geometry;
+    }
+
+    Geometry geometry() {
+        return geometry;
+    }
+
+    MemorySegment file() {
+        return file;
+    }
+
+    long regionCount() {
+        return geometry.regionCount();
+    }
+
+    /** The data of the run {@code [head, head + regions)}, {@code bytes} long. */
+    MemorySegment data(long head, long bytes) {
+        return file.asSlice(geometry.data(head), bytes);
+    }
+
+    long stateWord(long r) {
+        return (long) LONG.getVolatile(file, geometry.record(r) + R_STATE);
+    }
+
+    long accessWord(long r) {
+        return (long) LONG.getVolatile(file, geometry.record(r) + R_ACCESS);
+    }
+
+    long field(long r, long field) {
+        return (long) LONG.getVolatile(file, geometry.record(r) + field);
+    }
+
+    private void setField(long r, long field, long value) {
+        LONG.setVolatile(file, geometry.record(r) + field, value);
+    }
+
+    private boolean casState(long r, long expected, long next) {
+        return LONG.compareAndSet(file, geometry.record(r) + R_STATE, expected, next);
+    }
+
+    // ---------------------------------------------------------------- borrower side
+
+    /**
+     * Claims the first run of {@code regions} FREE regions for {@code pid} (first fit, one CAS per
+     * region, rolled back on conflict) and publishes it as one lease.
+     *
+     * @return the claim, or null when no run of that many FREE regions could be claimed
+     */
+    Claim claim(long regions, long pid, long startMillis, long leaseBytes, long nowMillis) {
+        long n = geometry.regionCount();
+        long r = 0;
+        outer:
+        while (r + regions <= n) {
+            for (long j = 0; j < regions; j++) {
+                if (state(stateWord(r + j)) != FREE) {
+                    r = r + j + 1;
+                    continue outer;
+                }
+            }
+            for (long j = 0; j < regions; j++) {
+                long w = stateWord(r + j);
+                if (state(w) != FREE || !casState(r + j, w, word(CLAIMING, pid, epoch(w)))) {
+                    for (long u = 0; u < j; u++) {
+                        long c = stateWord(r + u);
+                        LONG.setVolatile(file, geometry.record(r + u) + R_STATE, word(FREE, 0, epoch(c)));
+                    }
+                    r = r + j + 1;
+                    continue outer;
+                }
+            }
+            for (long j = 1; j < regions; j++) {
+                long c = stateWord(r + j);
+                setField(r + j, R_HEAD, r);
+                LONG.setRelease(file, geometry.record(r + j) + R_STATE, word(MEMBER, pid, epoch(c) + 1));
+            }
+            long e = epoch(stateWord(r)) + 1;
+            setField(r, R_BORROWER_START, startMillis);
+            setField(r, R_RUN_LENGTH, regions);
+            setField(r, R_HEAD, r);
+            setField(r, R_LEASE_BYTES, leaseBytes);
+            setField(r, R_DEADLINE, 0L);
+            setField(r, R_LENT_AT, nowMillis);
+            LONG.setVolatile(file, geometry.record(r) + R_ACCESS, access(e, 0));
+            LONG.setRelease(file, geometry.record(r) + R_STATE, word(LENT, pid, e));
+            return new Claim(r, e);
+        }
+        return null;
+    }
+
+    /**
+     * Begins an access under lease {@code (head, epoch)} whose LENT state word is {@code lentWord}.
+     *
+     * @return true if the access may touch the memory until {@link #exit}
+     */
+    boolean enter(long head, long epoch, long lentWord) {
+        long at = geometry.record(head) + R_ACCESS;
+        long e = epoch & EPOCH_MASK;
+        while (true) {
+            long a = (long) LONG.getVolatile(file, at);
+            long count = accessCount(a);
+            if (accessEpoch(a) != e || count >= CLOSED - 1) {
+                return false;
+            }
+            if (LONG.compareAndSet(file, at, a, a + 1)) {
+                break;
+            }
+        }
+        if ((long) LONG.getVolatile(file, geometry.record(head) + R_STATE) == lentWord) {
+            return true;
+        }
+        exit(head, epoch);
+        return false;
+    }
+
+    /** Ends an access begun under {@code epoch} (a no-op if the count was taken over by a later lending). */
+    void exit(long head, long epoch) {
+        long at = geometry.record(head) + R_ACCESS;
+        long e = epoch & EPOCH_MASK;
+        while (true) {
+            long a = (long) LONG.getVolatile(file, at);
+            long count = accessCount(a);
+            if (accessEpoch(a) != e || count == 0 || count == CLOSED) {
+                return;
+            }
+            if (LONG.compareAndSet(file, at, a, a - 1)) {
+                return;
+            }
+        }
+    }
+
+    /** Accesses under way under {@code epoch} (0 if the gate is shut or names another epoch). */
+    long inFlight(long head, long epoch) {
+        long a = accessWord(head);
+        long count = accessCount(a);
+        return accessEpoch(a) != (epoch & EPOCH_MASK) || count == CLOSED ? 0 : count;
+    }
+
+    /** Shuts the gate of lending {@code epoch} if no access is under way; true if it is shut now. */
+    boolean shutGate(long head, long epoch) {
+        long at = geometry.record(head) + R_ACCESS;
+        long shut = access(epoch, CLOSED);
+        long a = (long) LONG.getVolatile(file, at);
+        if (a == shut) {
+            return true;
+        }
+        if (accessEpoch(a) != (epoch & EPOCH_MASK)) {
+            return true; // a later lending owns the word: this one's accesses are long over
+        }
+        return LONG.compareAndSet(file, at, access(epoch, 0), shut);
+    }
+
+    /** Shuts the gate whatever the count: only for a lending whose borrower is dead. */
+    void forceShutGate(long head, long epoch) {
+        LONG.setVolatile(file, geometry.record(head) + R_ACCESS, access(epoch, CLOSED));
+    }
+
+    /**
+     * Borrower: returns lease {@code (head, epoch)} of {@code pid}, its gate already shut: the run
+     * becomes FREE if still LENT, or HELD (an acknowledgement) if the agent is revoking it.
+     *
+     * @return the state the head had: LENT (given back), REVOKING (acknowledged), or another state
+     *         (fenced or reaped meanwhile: nothing was changed)
+     */
+    int release(long head, long epoch, long pid) {
+        long lent = word(LENT, pid, epoch);
+        long revoking = word(REVOKING, pid, epoch);
+        long w = stateWord(head);
+        if (w != lent && w != revoking) {
+            return state(w);
+        }
+        long runLength = field(head, R_RUN_LENGTH);
+        int target = w == lent ? FREE : HELD;
+        // Members first: once the head leaves LENT/REVOKING the agent may finish with the run itself.
+        releaseMembers(head, runLength, pid, target);
+        if (casState(head, w, word(target, 0, epoch))) {
+            return state(w);
+        }
+        // The agent revoked (LENT -> REVOKING) between our read and our CAS: acknowledge instead.
+        if (w == lent && casState(head, revoking, word(HELD, 0, epoch))) {
+            return REVOKING;
+        }
+        return state(stateWord(head));
+    }
+
+    /** Moves the MEMBERs of {@code pid}'s run at {@code head} to {@code target}; returns how many moved. */
+    int releaseMembers(long head, long runLength, long pid, int target) {
+        int moved = 0;
+        long end = Math.min(head + runLength, geometry.regionCount());
+        for (long r = head + 1; r < end; r++) {
+            long w = stateWord(r);
+            if (state(w) == MEMBER && pid(w) == pid && field(r, R_HEAD) == head
+                    && casState(r, w, word(target, 0, epoch(w)))) {
+                moved++;
+            }
+        }
+        return moved;
+    }
+
+    // ---------------------------------------------------------------- agent side
+
+    /** FREE to HELD (the agent takes a free region for its own demand). */
+    boolean hold(long r, long freeWord) {
+        return state(freeWord) == FREE && casState(r, freeWord, word(HELD, 0, epoch(freeWord)));
+    }
+
+    /** HELD to FREE (the agent's demand fell). */
+    boolean unhold(long r, long heldWord) {
+        return state(heldWord) == HELD && casState(r, heldWord, word(FREE, 0, epoch(heldWord)));
+    }
+
+    /** LENT to REVOKING with the acknowledgement deadline {@code deadlineMillis} (epoch ms). */
+    boolean revoke(long head, long lentWord, long deadlineMillis) {
+        if (state(lentWord) != LENT) {
+            return false;
+        }
+        setField(head, R_DEADLINE, deadlineMillis);
+        return casState(head, lentWord, word(REVOKING, pid(lentWord), epoch(lentWord)));
+    }
+
+    /** LENT or REVOKING at {@code E} to FENCED at {@code E + 1}: every later enter under {@code E} fails. */
+    boolean fence(long head, long word) {
+        int s = state(word);
+        return (s == REVOKING || s == LENT) && casState(head, word, word(FENCED, pid(word), epoch(word) + 1));
+    }
+
+    /**
+     * Finishes a fence once the fenced lending's gate is shut (or by force when its borrower is
+     * dead): the run's members and then its head become HELD.
+     *
+     * @return true if the run is the agent's now; false while an access of the fenced lending is under way
+     */
+    boolean finishFence(long head, long fencedWord, boolean borrowerDead) {
+        if (state(fencedWord) != FENCED) {
+            return false;
+        }
+        long lendingEpoch = epoch(fencedWord) - 1;
+        if (borrowerDead) {
+            forceShutGate(head, lendingEpoch);
+        } else if (!shutGate(head, lendingEpoch)) {
+            return false;
+        }
+        releaseMembers(head, field(head, R_RUN_LENGTH), pid(fencedWord), HELD);
+        return casState(head, fencedWord, word(HELD, 0, epoch(fencedWord)));
+    }
+
+    /** A CLAIMING or MEMBER region of a dead process, outside any live lease: FREE at the next epoch. */
+    boolean clearOrphan(long r, long word) {
+        int s = state(word);
+        return (s == CLAIMING || s == MEMBER) && casState(r, word, word(FREE, 0, epoch(word) + 1));
+    }
+
+    /** Adds one to a header counter (any process). */
+    void count(long offset) {
+        LONG.getAndAdd(file, offset, 1L);
+    }
+}

@@ -1,0 +1,509 @@
+package dev.strata.node.peer;
+
+import static dev.strata.node.peer.LendingFileLayout.*;
+
+import dev.strata.memory.Sizes;
+import dev.strata.node.rpc.ProcessLiveness;
+import java.io.IOException;
+import java.io.PrintStream;
+import java.io.UncheckedIOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.channels.FileChannel;
+import java.nio.channels.FileLock;
+import java.nio.channels.OverlappingFileLockException;
+import java.nio.file.AtomicMoveNotSupportedException;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.nio.file.StandardOpenOption;
+import java.nio.file.attribute.BasicFileAttributes;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.SplittableRandom;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.LockSupport;
+
+/**
+ * {@code strata peer}: the process that owns a budget of memory, lends what it does not need
+ * itself through a lending file ({@link LendingFileLayout}) and takes it back when its own demand
+ * rises. Borrowers in other processes use {@link ShmPeerLender}.
+ *
+ * <p>Design note (the agent's side of the protocol in {@link dev.strata.cache.peer.PeerLender}):
+ * borrowers claim FREE regions themselves (one CAS per region, no round trip to the agent); the
+ * agent owns everything else. Every {@code tick} it
+ * <ol>
+ *   <li>refreshes its heartbeat and reads its {@link DemandSignal}: the demand, rounded up to
+ *       whole regions, is the number of regions it must HOLD for itself;</li>
+ *   <li>fences every REVOKING lease past its deadline (state FENCED, epoch + 1: later enters under
+ *       the old epoch fail) and finishes every fence whose gate it can shut (no access of the
+ *       fenced lending under way) or whose borrower is dead: the run becomes HELD;</li>
+ *   <li>every {@code livenessInterval}, reaps the leases of dead borrowers (pid and start time):
+ *       fenced and taken back at once, and frees the half-claimed regions they left;</li>
+ *   <li>balances: too few HELD regions, it takes FREE ones first, then revokes lent runs for the
+ *       rest (state REVOKING, deadline now + {@code grace}) — the smallest run that covers the
+ *       shortfall, else the largest, ties to the most recently lent (the lease least likely to
+ *       have earned its keep); too many, it frees the excess. A borrower that acknowledges hands
+ *       the run back as HELD, so a revoked region is never re-borrowed before the agent uses it.</li>
+ * </ol>
+ * With {@code stampReclaimed} the agent writes its own bytes over every region as it becomes
+ * HELD: that is its reuse of the memory, and it happens only once the lending's gate is shut.
+ *
+ * <p>Lifecycle: {@link #start} creates the file in a temporary file beside the path (refusing if a
+ * live agent lends at the path: an OS lock on {@code <path>.lock}), publishes the header, renames
+ * it over the path, starts the tick thread and prints one line starting with
+ * {@code strata peer ready}. {@link #close} marks the file STOPPED (borrowers see their peer lost),
+ * stops the thread, removes the file if it is still this agent's and unmaps it.
+ *
+ * <p>Threads: {@link #start}, {@link #close}, {@link #stats} from any thread; the table is managed
+ * by the tick thread, or by the caller of {@link #step} for an agent created without one.
+ */
+public final class PeerAgent implements AutoCloseable {
+    private static final System.Logger LOG = System.getLogger(PeerAgent.class.getName());
+    /** How often dead borrowers are looked for, in ticks at most this far apart. */
+    private static final long LIVENESS_INTERVAL_MILLIS = 50;
+
+    private final PeerAgentConfig config;
+    private final Geometry geometry;
+    private final Path tempPath;
+    private final Arena arena;
+    private final MemorySegment file;
+    private final LendingTable table;
+    private final Object fileKey;
+    private final FileChannel lockChannel;
+    private final MemorySegment stamp;      // regionSize bytes: what the agent writes over a region it takes back
+    private final boolean[] stamped;        // [region] HELD and already overwritten (tick thread only)
+    private final long startNanos;
+    private final long pid = ProcessHandle.current().pid();
+    private final CountDownLatch stopped = new CountDownLatch(1);
+    private final Object tickLock = new Object();
+    private long nextLivenessMillis;
+    private long lastDemand;
+    private volatile boolean running;
+    private volatile boolean closing;
+    private volatile boolean closed;
+    private Thread ticker;
+    private PrintStream out;
+
+    private PeerAgent(PeerAgentConfig config, Geometry geometry, Path tempPath, Arena arena, MemorySegment file,
+                      Object fileKey, FileChannel lockChannel) {
+        this.config = config;
+        this.geometry = geometry;
+        this.tempPath = tempPath;
+        this.arena = arena;
+        this.file = file;
+        this.table = new LendingTable(file, geometry);
+        this.fileKey = fileKey;
+        this.lockChannel = lockChannel;
+        this.stamp = arena.allocate(geometry.regionSize(), 64);
+        SplittableRandom random = new SplittableRandom(pid);
+        for (long i = 0; i < geometry.regionSize(); i += 8) {
+            stamp.set(ValueLayout.JAVA_LONG_UNALIGNED, i, random.nextLong() | 1L);
+        }
+        this.stamped = new boolean[(int) geometry.regionCount()];
+        this.startNanos = System.nanoTime();
+    }
+
+    /**
+     * Creates the lending file, publishes it, starts the tick thread and prints the ready line.
+     *
+     * @throws IllegalStateException if a live agent already lends at the path
+     * @throws UncheckedIOException  if the file cannot be created, sized or mapped
+     */
+    public static PeerAgent start(PeerAgentConfig config, PrintStream out) {
+        PeerAgent agent = create(config);
+        agent.out = out;
+        agent.startTicking();
+        if (out != null) {
+            out.println("strata peer ready: pid " + agent.pid + ", lending " + Sizes.format(agent.geometry.budget()) + " in "
+                    + agent.geometry.regionCount() + " regions of " + Sizes.format(agent.geometry.regionSize()) + " at "
+                    + config.file() + ", " + config.demand().describe() + ", grace " + config.grace().toMillis() + " ms");
+            out.flush();
+        }
+        return agent;
+    }
+
+    /**
+     * Creates and publishes the lending file without a tick thread: the caller drives the agent
+     * with {@link #step} (tests, simulations).
+     */
+    public static PeerAgent create(PeerAgentConfig config) {
+        Path path = config.file();
+        refuseIfLent(path);
+        FileChannel lock = lockLending(path);
+        Geometry g = new Geometry(config.regionCount(), config.regionSize());
+        Path dir = path.toAbsolutePath().getParent();
+        Path temp = dir.resolve("." + path.getFileName() + ".new-" + ProcessHandle.current().pid());
+        Arena arena = Arena.ofShared();
+        try {
+            Files.deleteIfExists(temp);
+            Files.createFile(temp, PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rw-------")));
+            try (FileChannel ch = FileChannel.open(temp, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
+                ch.write(java.nio.ByteBuffer.allocate(1), g.totalSize() - 1); // size it; the contents read as zero
+            }
+            Object key = Files.readAttributes(temp, BasicFileAttributes.class).fileKey();
+            MemorySegment mapped;
+            try (FileChannel ch = FileChannel.open(temp, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
+                mapped = ch.map(FileChannel.MapMode.READ_WRITE, 0, g.totalSize(), arena);
+            }
+            long now = config.clock().millis();
+            writeHeader(mapped, g, ProcessHandle.current().pid(), ProcessLiveness.currentStartMillis(), now);
+            PeerAgent agent = new PeerAgent(config, g, temp, arena, mapped, key, lock);
+            LONG.setRelease(mapped, AGENT_STATE_OFFSET, AGENT_LENDING);
+            publishVersion(mapped);
+            try {
+                Files.move(temp, path, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
+            } catch (AtomicMoveNotSupportedException e) {
+                Files.move(temp, path, StandardCopyOption.REPLACE_EXISTING);
+            }
+            agent.step();
+            return agent;
+        } catch (IOException e) {
+            arena.close();
+            closeQuietly(lock);
+            deleteQuietly(temp);
+            throw new UncheckedIOException("creating lending file " + path + " (" + g.totalSize() + " bytes in " + temp + ")", e);
+        } catch (RuntimeException | Error e) {
+            arena.close();
+            closeQuietly(lock);
+            deleteQuietly(temp);
+            throw e;
+        }
+    }
+
+    private static void refuseIfLent(Path path) {
+        LendingFiles.Found found;
+        try {
+            found = LendingFiles.readHeader(path);
+        } catch (NoSuchFileException e) {
+            return;
+        } catch (IOException e) {
+            throw new UncheckedIOException("reading the existing lending file " + path, e);
+        }
+        Header h = found.header();
+        if (h.magic() == MAGIC && h.agentState() != AGENT_STOPPED && ProcessLiveness.isAlive(h.agentPid(), h.agentStartMillis())) {
+            throw new IllegalStateException("lending file " + path + " is lent by a live agent (pid " + h.agentPid()
+                    + "): stop it first or choose another file");
+        }
+    }
+
+    private static FileChannel lockLending(Path path) {
+        Path lockPath = path.resolveSibling(path.getFileName() + ".lock");
+        FileChannel ch = null;
+        try {
+            ch = FileChannel.open(lockPath, StandardOpenOption.CREATE, StandardOpenOption.WRITE);
+            FileLock lock;
+            try {
+                lock = ch.tryLock();
+            } catch (OverlappingFileLockException e) {
+                lock = null; // this very process lends at the path already
+            }
+            if (lock == null) {
+                ch.close();
+                throw new IllegalStateException("lending file " + path + " is lent by another live process (it holds "
+                        + lockPath + "): stop it first or choose another file");
+            }
+            return ch;
+        } catch (IOException e) {
+            closeQuietly(ch);
+            throw new UncheckedIOException("locking " + lockPath, e);
+        }
+    }
+
+    private void startTicking() {
+        synchronized (this) {
+            if (ticker != null || closing) {
+                throw new IllegalStateException("peer agent for " + config.file() + " was already "
+                        + (closed ? "closed" : "started"));
+            }
+            running = true;
+            ticker = Thread.ofPlatform().name("strata-peer-agent").daemon().unstarted(this::tickLoop);
+            ticker.start();
+        }
+    }
+
+    private void tickLoop() {
+        long tickNanos = config.tick().toNanos();
+        while (running) {
+            try {
+                step();
+            } catch (RuntimeException | Error e) {
+                if (!running) {
+                    return;
+                }
+                LOG.log(System.Logger.Level.ERROR, "peer agent for " + config.file() + ": tick failed", e);
+                throw e;
+            }
+            LockSupport.parkNanos(tickNanos);
+        }
+    }
+
+    /**
+     * Runs one tick: heartbeat, demand, deadlines, fences, dead borrowers, balance. Called by the
+     * tick thread; callable directly for an agent made by {@link #create}.
+     */
+    public void step() {
+        synchronized (tickLock) {
+            if (closed) {
+                return;
+            }
+            long now = config.clock().millis();
+            LONG.setOpaque(file, AGENT_HEARTBEAT_OFFSET, now);
+            long demand = Math.clamp(config.demand().demandBytes(System.nanoTime() - startNanos), 0L, geometry.budget());
+            lastDemand = demand;
+            LONG.setOpaque(file, DEMAND_OFFSET, demand);
+            long wanted = Math.min(geometry.regionCount(), (demand + geometry.regionSize() - 1) / geometry.regionSize());
+            boolean livenessDue = now >= nextLivenessMillis;
+            if (livenessDue) {
+                nextLivenessMillis = now + LIVENESS_INTERVAL_MILLIS;
+            }
+            List<long[]> lent = new ArrayList<>(); // {head, runLength, lentAt, word}
+            long incoming = 0;
+            long n = geometry.regionCount();
+            for (long r = 0; r < n; r++) {
+                long w = table.stateWord(r);
+                int s = state(w);
+                switch (s) {
+                    case LENT -> {
+                        if (livenessDue && !borrowerAlive(w, table.field(r, R_BORROWER_START))) {
+                            if (table.fence(r, w)) {
+                                reap(r, table.stateWord(r));
+                            }
+                        } else {
+                            lent.add(new long[] {r, table.field(r, R_RUN_LENGTH), table.field(r, R_LENT_AT), w});
+                        }
+                    }
+                    case REVOKING -> {
+                        long deadline = table.field(r, R_DEADLINE);
+                        if (livenessDue && !borrowerAlive(w, table.field(r, R_BORROWER_START))) {
+                            if (table.fence(r, w)) {
+                                reap(r, table.stateWord(r));
+                            }
+                        } else if (now >= deadline) {
+                            if (table.fence(r, w)) {
+                                table.count(FENCES_OFFSET);
+                                LOG.log(System.Logger.Level.INFO, "peer agent " + config.file() + ": fenced region " + r
+                                        + " of pid " + pid(w) + " (epoch " + epoch(w) + " -> " + (epoch(w) + 1)
+                                        + "): not acknowledged by its deadline");
+                                incoming += finish(r, table.stateWord(r)) ? 0 : table.field(r, R_RUN_LENGTH);
+                            }
+                        } else {
+                            incoming += table.field(r, R_RUN_LENGTH);
+                        }
+                    }
+                    case FENCED -> incoming += finish(r, w) ? 0 : table.field(r, R_RUN_LENGTH);
+                    case CLAIMING, MEMBER -> {
+                        if (livenessDue && pid(w) != 0 && !ProcessLiveness.isAlive(pid(w), 0)) {
+                            table.clearOrphan(r, w);
+                        }
+                    }
+                    default -> {
+                        // FREE and HELD: counted below
+                    }
+                }
+            }
+            // Regions the loop above turned HELD (fences finished, reaps) are stamped now and counted.
+            long held = 0;
+            for (long r = 0; r < n; r++) {
+                if (state(table.stateWord(r)) == HELD) {
+                    if (!stamped[(int) r]) {
+                        stampRegion(r);
+                    }
+                    held++;
+                }
+            }
+            balance(wanted, held, incoming, lent, now);
+        }
+    }
+
+    private static boolean borrowerAlive(long word, long startMillis) {
+        return ProcessLiveness.isAlive(pid(word), startMillis);
+    }
+
+    /** Takes back a run fenced because its borrower died. */
+    private void reap(long head, long fencedWord) {
+        if (table.finishFence(head, fencedWord, true)) {
+            table.count(REAPED_OFFSET);
+            LOG.log(System.Logger.Level.INFO, "peer agent " + config.file() + ": borrower pid " + pid(fencedWord)
+                    + " died holding region " + head + "; reaped");
+        }
+    }
+
+    /** Finishes a fence if no access of the fenced lending is under way or its borrower is dead; true if done. */
+    private boolean finish(long head, long fencedWord) {
+        if (table.finishFence(head, fencedWord, false)) {
+            return true;
+        }
+        if (!borrowerAlive(fencedWord, table.field(head, R_BORROWER_START))) {
+            return table.finishFence(head, fencedWord, true);
+        }
+        return false;
+    }
+
+    private void balance(long wanted, long held, long incoming, List<long[]> lent, long now) {
+        long n = geometry.regionCount();
+        if (held < wanted) {
+            // free regions first, from the top (borrowers claim first-fit from the bottom)
+            for (long r = n - 1; r >= 0 && held < wanted; r--) {
+                long w = table.stateWord(r);
+                if (state(w) == FREE && table.hold(r, w)) {
+                    stampRegion(r);
+                    held++;
+                }
+            }
+            long shortage = wanted - held - incoming;
+            while (shortage > 0 && !lent.isEmpty()) {
+                long[] victim = pickVictim(lent, shortage);
+                lent.remove(victim);
+                if (table.revoke(victim[0], victim[3], now + config.grace().toMillis())) {
+                    table.count(REVOCATIONS_OFFSET);
+                    shortage -= victim[1];
+                }
+            }
+        } else if (held > wanted) {
+            for (long r = 0; r < n && held > wanted; r++) {
+                long w = table.stateWord(r);
+                if (state(w) == HELD && table.unhold(r, w)) {
+                    stamped[(int) r] = false;
+                    held--;
+                }
+            }
+        }
+    }
+
+    /**
+     * The smallest run covering {@code shortage}, else the largest; ties to the most recently lent
+     * (then the higher head: first fit places later runs higher).
+     */
+    private static long[] pickVictim(List<long[]> lent, long shortage) {
+        long[] best = null;
+        for (long[] c : lent) {
+            if (best == null) {
+                best = c;
+                continue;
+            }
+            boolean cCovers = c[1] >= shortage;
+            boolean bestCovers = best[1] >= shortage;
+            if (cCovers != bestCovers) {
+                if (cCovers) {
+                    best = c;
+                }
+            } else if (c[1] != best[1]) {
+                if (cCovers ? c[1] < best[1] : c[1] > best[1]) {
+                    best = c;
+                }
+            } else if (c[2] > best[2] || (c[2] == best[2] && c[0] > best[0])) {
+                best = c;
+            }
+        }
+        return best;
+    }
+
+    private void stampRegion(long r) {
+        stamped[(int) r] = true;
+        if (config.stampReclaimed()) {
+            MemorySegment.copy(stamp, 0, file, geometry.data(r), geometry.regionSize());
+        }
+    }
+
+    /** Regions by state and the agent's counters, as of now. */
+    public LendingStats stats() {
+        return LendingStats.of(table, lastDemand);
+    }
+
+    public PeerAgentConfig config() {
+        return config;
+    }
+
+    public Geometry geometry() {
+        return geometry;
+    }
+
+    /**
+     * Installs a shutdown hook (SIGTERM, SIGINT) that closes the agent, and blocks until it is
+     * closed.
+     */
+    public void runUntilStopped() throws InterruptedException {
+        Runtime.getRuntime().addShutdownHook(Thread.ofPlatform().unstarted(this::close));
+        stopped.await();
+    }
+
+    /** Waits up to {@code millis} for the agent to be closed; true if it was. */
+    public boolean awaitStopped(long millis) throws InterruptedException {
+        return stopped.await(millis, TimeUnit.MILLISECONDS);
+    }
+
+    /**
+     * Marks the file STOPPED (borrowers see their peer lost and stop entering), stops the tick
+     * thread, removes the file if it is still this agent's and unmaps it. Idempotent.
+     */
+    @Override
+    public void close() {
+        synchronized (this) {
+            if (closing) {
+                return;
+            }
+            closing = true;
+            running = false;
+        }
+        LONG.setRelease(file, AGENT_STATE_OFFSET, AGENT_STOPPED);
+        Thread t = ticker;
+        if (t != null) {
+            LockSupport.unpark(t);
+            try {
+                t.join(TimeUnit.SECONDS.toMillis(10));
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }
+        LendingStats last;
+        synchronized (tickLock) {
+            last = stats();
+            closed = true;
+        }
+        removeIfOurs(config.file());
+        deleteQuietly(tempPath);
+        closeQuietly(lockChannel);
+        arena.close();
+        if (out != null) {
+            out.println("strata peer stopped: " + config.file() + " removed; " + last);
+            out.flush();
+        }
+        stopped.countDown();
+    }
+
+    private void removeIfOurs(Path path) {
+        try {
+            Object key = Files.readAttributes(path, BasicFileAttributes.class).fileKey();
+            if (key != null && key.equals(fileKey)) {
+                Files.deleteIfExists(path);
+            }
+        } catch (NoSuchFileException e) {
+            // already gone
+        } catch (IOException e) {
+            LOG.log(System.Logger.Level.WARNING, "could not remove lending file " + path + ": " + e);
+        }
+    }
+
+    private static void closeQuietly(FileChannel ch) {
+        if (ch != null) {
+            try {
+                ch.close();
+            } catch (IOException ignored) {
+                // closing releases the lock; nothing else to do
+            }
+        }
+    }
+
+    private static void deleteQuietly(Path p) {
+        try {
+            Files.deleteIfExists(p);
+        } catch (IOException ignored) {
+            // best effort: a leftover temporary file is harmless and replaced next time
+        }
+    }
+}
