@@ -17,7 +17,8 @@ public final class BenchRunner {
     private static final Map<String, Supplier<Scenario>> SCENARIOS = new TreeMap<>(Map.of(
             "tiers", TiersScenario::new,
             "kv", KvScenario::new,
-            "experts", ExpertsScenario::new));
+            "experts", ExpertsScenario::new,
+            "peer", PeerScenario::new));
 
     private BenchRunner() {
     }

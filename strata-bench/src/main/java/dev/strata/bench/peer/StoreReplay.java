@@ -32,8 +32,11 @@ import java.util.SplittableRandom;
  *   <li>{@link Mode#MASTERS} (experts): every object is stored once before the replay
  *       ({@link #preload}), as the authoritative copy; nothing is written on eviction.</li>
  * </ul>
- * Objects are filled with seeded random bytes and stamped with their id at both ends; a fetched
- * copy whose stamps differ counts in {@link FetchTally#wrongBytes()}.
+ * A fetch counts as served by a peer only if the object had a copy on a revocable tier before the
+ * {@code get} and the view came from it: a host hit that the store's promotion rule copies onto a
+ * peer is a host fetch (its bytes crossed the host link). Objects are filled with seeded random
+ * bytes and stamped with their id at both ends; a fetched copy whose stamps differ counts in
+ * {@link FetchTally#wrongBytes()}.
  *
  * <p>Threads: one replaying thread (the store's revocations arrive on the peer client's thread and
  * are absorbed by the store).
@@ -142,7 +145,9 @@ public final class StoreReplay implements AutoCloseable {
     }
 
     private void fetch(long id, FetchTally tally) {
-        ObjectView view = store.get(key(id));
+        ObjectKey key = key(id);
+        boolean onPeer = topRevocable >= 0 && (store.tierMask(key) & revocableMask()) != 0; // before a promotion can add a copy
+        ObjectView view = store.get(key);
         if (view == null) {
             tally.lost++;
             if (mode == Mode.MASTERS) {
@@ -152,7 +157,8 @@ public final class StoreReplay implements AutoCloseable {
         }
         try {
             view.copyTo(scratch);
-            if (revocableTiers.contains(view.tierName())) {
+            // a view from a peer of an object that had no peer copy was promoted there from the host by this get
+            if (onPeer && revocableTiers.contains(view.tierName())) {
                 tally.peerFetches++;
                 tally.peerBytes += objectBytes;
             } else {
@@ -208,6 +214,16 @@ public final class StoreReplay implements AutoCloseable {
                 && s.get(ValueLayout.JAVA_LONG_UNALIGNED, 8) == (~id ^ keyHigh)
                 && s.get(ValueLayout.JAVA_LONG_UNALIGNED, objectBytes - 8) == id * 0x9E3779B97F4A7C15L
                 && s.get(ValueLayout.JAVA_LONG_UNALIGNED, 16) == template.get(ValueLayout.JAVA_LONG_UNALIGNED, 16);
+    }
+
+    private int revocableMask() {
+        int m = 0;
+        for (int i = 0; i < store.tiers().size(); i++) {
+            if (store.tiers().get(i).revocable()) {
+                m |= 1 << i;
+            }
+        }
+        return m;
     }
 
     /** Objects the device cache holds now. */
