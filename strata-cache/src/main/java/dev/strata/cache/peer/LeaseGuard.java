@@ -12,7 +12,7 @@ import java.lang.invoke.VarHandle;
  * clear; {@link #close} sets the flag with one atomic or. All changes are atomic read-modify-writes
  * of the same word, so they are totally ordered: once {@code close} has returned, no enter can
  * succeed, and the count it leaves can only fall. A drain is "wait until the count is 0". A
- * JCStress test ({@code LeaseGuardStress}) checks that an access that entered is always seen by a
+ * JCStress test ({@code PeerGuardStress}) checks that an access that entered is always seen by a
  * closer that then waits.
  *
  * <p>Threads: any thread may enter, exit and close, concurrently; each successful {@code enter}

@@ -23,7 +23,7 @@ import java.lang.invoke.VarHandle;
  * succeeds can overlap reuse of the memory. (Acquire/release alone would not do: the store-then-load
  * on each side must not be reordered.) {@code REVOKING} keeps the epoch but refuses new accesses;
  * {@code CLOSED} advances the epoch, so the old lease can never enter again. A JCStress test
- * ({@code LocalRegionStress}) checks the handshake.
+ * ({@code PeerGuardStress}) checks the handshake.
  *
  * <p>Threads: {@link #enter}/{@link #exit} from any thread, concurrently. The agent-side fields
  * ({@link #phase}, {@link #deadlineNanos}, {@link #fenced}) are guarded by the owning lender's lock;

@@ -522,10 +522,22 @@ public final class PeerClient implements PeerMemory {
         }
     }
 
+    /**
+     * True while accesses through {@code lease} can succeed: the client has not begun to end it and
+     * the lender's guard still admits it (a lender may refuse before its revocation event arrives).
+     * Once false, never true again.
+     */
     @Override
     public boolean valid(PeerLease lease) {
         LeaseEntry e = leases.get(lease);
-        return e != null && e.guard.isOpen() && !e.peer.lost && e.peer.lender.alive();
+        if (e == null || !e.guard.isOpen() || e.peer.lost) {
+            return false;
+        }
+        if (!e.region.enter()) {
+            return false;
+        }
+        e.region.exit();
+        return true;
     }
 
     @Override
@@ -543,6 +555,23 @@ public final class PeerClient implements PeerMemory {
                         p.borrowedBytes, revoked, !p.lost && l.alive()));
             }
             return out;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /**
+     * True while this client is revoking {@code lease}: the peer's event arrived, new accesses are
+     * refused, and the drain or the callbacks are still to finish.
+     */
+    public boolean revoking(PeerLease lease) {
+        LeaseEntry e = leases.get(lease);
+        if (e == null) {
+            return false;
+        }
+        lock.lock();
+        try {
+            return e.phase == LeasePhase.REVOKING;
         } finally {
             lock.unlock();
         }

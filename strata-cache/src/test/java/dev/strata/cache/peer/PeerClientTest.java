@@ -240,4 +240,65 @@ class PeerClientTest {
                     "strata_peer_alloc_misses_total 1");
         }
     }
+    @Test
+    void aThrowingCallbackIsCountedAndTheOthersStillRunAndTheRevocationIsAcknowledged() {
+        LocalLender lender = new LocalLender(LocalLender.Config.of(0, "gpu0", 8_192).withGrace(10_000_000_000L));
+        try (PeerClient client = PeerClient.of(List.of(lender), "best_fit")) {
+            List<Ended> ended = new CopyOnWriteArrayList<>();
+            PeerLease lease = client.alloc(3_000, ANY, (l, r) -> {
+                throw new IllegalStateException("callback failure on purpose");
+            }).orElseThrow();
+            client.onRevoke(lease, (l, r) -> ended.add(new Ended(l, r)));
+            lender.lendable(0);
+            await("second callback ran", 2_000, () -> ended.size() == 1);
+            await("acknowledged", 2_000, () -> lender.phase(lease) == LocalLender.Phase.RELEASED);
+            assertThat(lender.stats().acknowledgements()).isEqualTo(1);
+            assertThat(client.stats().callbackFailures()).isEqualTo(1);
+        }
+    }
+
+    @Test
+    void freeingALeaseBeingRevokedIsANoOpAndItsCallbackStillRunsOnce() throws Exception {
+        LocalLender lender = new LocalLender(LocalLender.Config.of(0, "gpu0", 8_192).withGrace(10_000_000_000L));
+        try (PeerClient client = PeerClient.of(List.of(lender), "best_fit")) {
+            List<Ended> ended = new CopyOnWriteArrayList<>();
+            PeerLease lease = client.alloc(3_000, ANY, (l, r) -> ended.add(new Ended(l, r))).orElseThrow();
+            CountDownLatch inside = new CountDownLatch(1);
+            CountDownLatch release = new CountDownLatch(1);
+            Thread holder = Thread.ofPlatform().start(() -> client.access(lease, 0, 3_000, view -> {
+                inside.countDown();
+                await("released", 10_000, () -> release.getCount() == 0);
+            }));
+            assertThat(inside.await(5, TimeUnit.SECONDS)).isTrue();
+            lender.lendable(0);
+            await("revoking", 2_000, () -> client.revoking(lease));
+            assertThat(client.valid(lease)).isFalse();
+            client.free(lease); // returns at once: the revocation owns the lease now
+            assertThat(client.liveLeases()).contains(lease);
+            release.countDown();
+            holder.join(5_000);
+            await("revoked", 2_000, () -> ended.size() == 1);
+            assertThat(ended).containsExactly(new Ended(lease, RevocationReason.RECLAIMED));
+            assertThat(lender.stats().giveBacks()).isZero();
+            assertThat(lender.stats().acknowledgements()).isEqualTo(1);
+            client.checkInvariants();
+        }
+    }
+
+    @Test
+    void closingTheClientGivesEveryLeaseBackAndClosesItsLenders() {
+        LocalLender a = new LocalLender(LocalLender.Config.of(0, "a", 8_192));
+        LocalLender b = new LocalLender(LocalLender.Config.of(1, "b", 8_192));
+        PeerClient client = PeerClient.of(List.of(a, b), "best_fit");
+        PeerLease x = client.alloc(1_000, ANY.preferring(0)).orElseThrow();
+        PeerLease y = client.alloc(2_000, ANY.preferring(1)).orElseThrow();
+        client.close();
+        client.close(); // idempotent
+        assertThat(a.stats().freeBytes()).isEqualTo(8_192);
+        assertThat(b.stats().freeBytes()).isEqualTo(8_192);
+        assertThat(a.stats().giveBacks() + b.stats().giveBacks()).isEqualTo(2);
+        assertThat(a.alive() || b.alive()).isFalse();
+        assertThat(client.valid(x) || client.valid(y)).isFalse();
+        assertThatThrownBy(() -> client.alloc(10, ANY)).isInstanceOf(IllegalStateException.class).hasMessageContaining("closed");
+    }
 }
