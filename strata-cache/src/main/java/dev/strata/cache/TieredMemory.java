@@ -1,6 +1,10 @@
 package dev.strata.cache;
 
+import dev.strata.cache.config.ConfigException;
 import dev.strata.cache.config.StrataConfig;
+import dev.strata.cache.peer.LeaseHints;
+import dev.strata.cache.peer.PeerMemory;
+import dev.strata.cache.peer.PeerTier;
 import dev.strata.memory.Tier;
 import dev.strata.memory.TierKind;
 import dev.strata.memory.TierStats;
@@ -45,13 +49,34 @@ public final class TieredMemory implements AutoCloseable {
      *
      * @param config   a concluded configuration
      * @param listener receives each LOSSY object the store drops
+     * @throws ConfigException if the configuration has a PEER tier (open it with a peer client)
      */
     public static TieredMemory open(StrataConfig config, DropListener listener) {
+        return open(config, listener, null);
+    }
+
+    /**
+     * Opens everything {@code config} describes; the PEER tier, if configured, borrows through
+     * {@code peers} (a peer client built with {@code config.peer().policy()}; not owned: close it
+     * after this).
+     *
+     * @param peers the peer client, or null when no PEER tier is configured
+     * @throws ConfigException if a PEER tier is configured and {@code peers} is null
+     */
+    public static TieredMemory open(StrataConfig config, DropListener listener, PeerMemory peers) {
+        if (config.peer() != null && peers == null) {
+            throw new ConfigException("tiers.peer is configured but no peer client was given to borrow through;"
+                    + " start the peer agents and open the tiers with a peer client, or remove tiers.peer");
+        }
         Map<TierKind, Tier> tiers = new EnumMap<>(TierKind.class);
         TransferEngine engine = null;
         try {
             if (config.device() != null) {
                 tiers.put(TierKind.DEVICE, DeviceTier.cpu("device", config.device().capacity()));
+            }
+            if (config.peer() != null) {
+                StrataConfig.PeerTier p = config.peer();
+                tiers.put(TierKind.PEER, new PeerTier("peer", peers, p.capacity(), p.chunk(), LeaseHints.of(p.durability())));
             }
             if (config.host() != null) {
                 StrataConfig.HostTier h = config.host();

@@ -31,6 +31,11 @@ final class InspectCommand implements Runnable {
         if (c.device() != null) {
             b.append("  device: { capacity: ").append(size(c.device().capacity())).append(" }\n");
         }
+        if (c.peer() != null) {
+            b.append("  peer:   { capacity: ").append(size(c.peer().capacity())).append(", chunk: ").append(size(c.peer().chunk()))
+                    .append(", durability: ").append(name(c.peer().durability())).append(", policy: ").append(c.peer().policy())
+                    .append(" }\n");
+        }
         if (c.host() != null) {
             b.append("  host:   { capacity: ").append(size(c.host().capacity())).append(", allocator: ")
                     .append(name(c.host().allocator()));

@@ -1,5 +1,7 @@
 package dev.strata.cache.config;
 
+import dev.strata.cache.Durability;
+import dev.strata.cache.peer.PlacementPolicy;
 import dev.strata.cache.policy.PolicyKind;
 import dev.strata.memory.Sizes;
 import dev.strata.memory.TierKind;
@@ -24,11 +26,12 @@ import java.util.Map;
  * <pre>
  * tiers:
  *   device: { capacity: 2GiB }                      # CPU backend: a budgeted arena
+ *   peer:   { capacity: 4GiB, chunk: 4MiB, durability: lossy, policy: best-fit } # memory lent by peers
  *   host:   { capacity: 8GiB, allocator: best-fit }  # or: slab, with block: 256KiB
  *   pool:   { capacity: 4GiB, paths: [/dev/shm/strata.pool] } # several paths: 2 MiB stripes
  *   disk:   { capacity: 64GiB, directory: /var/tmp/strata, direct-io: true }
  * store:
- *   chain: [device, host, pool, disk]
+ *   chain: [device, peer, host, pool, disk]
  *   high-watermark: 0.95
  *   low-watermark: 0.85
  *   policy: priority-lru                            # lru, tiny-lfu, prefix-aware
@@ -42,13 +45,14 @@ import java.util.Map;
  * </pre>
  *
  * @param device   the DEVICE tier, or null when absent
+ * @param peer     the PEER tier (memory borrowed from peers), or null when absent
  * @param host     the HOST tier, or null when absent
  * @param pool     the POOL tier, or null when absent
  * @param disk     the DISK tier, or null when absent
  * @param store    the object store's settings
  * @param transfer the transfer engine's settings
  */
-public record StrataConfig(DeviceTier device, HostTier host, PoolTier pool, DiskTier disk, Store store,
+public record StrataConfig(DeviceTier device, PeerTier peer, HostTier host, PoolTier pool, DiskTier disk, Store store,
                            Transfer transfer) {
 
     /** The interleaving unit of a pool striped over several files, in bytes. */
@@ -59,6 +63,18 @@ public record StrataConfig(DeviceTier device, HostTier host, PoolTier pool, Disk
 
     /** @param capacity budget in bytes */
     public record DeviceTier(long capacity) {
+    }
+
+    /**
+     * The PEER tier: memory borrowed from peers through a peer client, revocable at any time.
+     *
+     * @param capacity   the most bytes borrowed at once
+     * @param chunk      bytes of one borrowed lease, inside which objects are sub-allocated
+     * @param durability what the leases declare to the lenders (objects keep their own durability:
+     *                   a BACKED object on PEER always has a copy below)
+     * @param policy     the peer client's placement policy: best-fit, locality, fairness or stability
+     */
+    public record PeerTier(long capacity, long chunk, Durability durability, String policy) {
     }
 
     /**
@@ -135,17 +151,32 @@ public record StrataConfig(DeviceTier device, HostTier host, PoolTier pool, Disk
         root.allowOnly("tiers", "store", "transfer");
         ConfigNode tiers = root.child("tiers");
         DeviceTier device = null;
+        PeerTier peer = null;
         HostTier host = null;
         PoolTier pool = null;
         DiskTier disk = null;
         if (tiers == null) {
             host = new HostTier(Sizes.GiB, AllocatorKind.BEST_FIT, 0);
         } else {
-            tiers.allowOnly("device", "host", "pool", "disk");
+            tiers.allowOnly("device", "peer", "host", "pool", "disk");
             ConfigNode d = tiers.child("device");
             if (d != null) {
                 d.allowOnly("capacity");
                 device = new DeviceTier(positive(d.size("capacity", -1), "tiers.device.capacity"));
+            }
+            ConfigNode e = tiers.child("peer");
+            if (e != null) {
+                e.allowOnly("capacity", "chunk", "durability", "policy");
+                String policy = e.text("policy", "best-fit");
+                try {
+                    PlacementPolicy.named(policy);
+                } catch (IllegalArgumentException ex) {
+                    throw new ConfigException("tiers.peer.policy: unknown placement policy '" + policy
+                            + "' (expected best-fit, locality, fairness or stability)");
+                }
+                peer = new PeerTier(positive(e.size("capacity", -1), "tiers.peer.capacity"),
+                        e.size("chunk", dev.strata.cache.peer.PeerTier.DEFAULT_CHUNK),
+                        e.choice("durability", Durability.class, Durability.LOSSY), policy);
             }
             ConfigNode h = tiers.child("host");
             if (h != null) {
@@ -176,6 +207,7 @@ public record StrataConfig(DeviceTier device, HostTier host, PoolTier pool, Disk
         }
         EnumSet<TierKind> present = EnumSet.noneOf(TierKind.class);
         if (device != null) present.add(TierKind.DEVICE);
+        if (peer != null) present.add(TierKind.PEER);
         if (host != null) present.add(TierKind.HOST);
         if (pool != null) present.add(TierKind.POOL);
         if (disk != null) present.add(TierKind.DISK);
@@ -189,7 +221,7 @@ public record StrataConfig(DeviceTier device, HostTier host, PoolTier pool, Disk
         }
         Transfer transfer = t == null ? new Transfer(1, 4)
                 : new Transfer(t.integer("memory-link-workers", 1, 1, 64), t.integer("disk-link-workers", 4, 1, 256));
-        return new StrataConfig(device, host, pool, disk, store, transfer);
+        return new StrataConfig(device, peer, host, pool, disk, store, transfer);
     }
 
     private static Store readStore(ConfigNode s, EnumSet<TierKind> present) {
@@ -210,7 +242,7 @@ public record StrataConfig(DeviceTier device, HostTier host, PoolTier pool, Disk
         }
         ConfigNode overrides = s.child("tiers");
         if (overrides != null) {
-            overrides.allowOnly("device", "host", "pool", "disk");
+            overrides.allowOnly("device", "peer", "host", "pool", "disk");
             for (TierKind k : TierKind.values()) {
                 ConfigNode o = overrides.child(k.name().toLowerCase(Locale.ROOT));
                 if (o == null) {
@@ -243,7 +275,7 @@ public record StrataConfig(DeviceTier device, HostTier host, PoolTier pool, Disk
         try {
             return TierKind.valueOf(name.trim().toUpperCase(Locale.ROOT));
         } catch (IllegalArgumentException e) {
-            throw new ConfigException(key + ": unknown tier '" + name + "' (expected device, host, pool or disk)");
+            throw new ConfigException(key + ": unknown tier '" + name + "' (expected device, peer, host, pool or disk)");
         }
     }
 
@@ -255,7 +287,7 @@ public record StrataConfig(DeviceTier device, HostTier host, PoolTier pool, Disk
      * @throws ConfigException naming the settings that cannot work together
      */
     public StrataConfig conclude(long physicalMemoryBytes) {
-        if (device == null && host == null && pool == null && disk == null) {
+        if (device == null && peer == null && host == null && pool == null && disk == null) {
             throw new ConfigException("tiers: no tier is configured; configure at least tiers.host");
         }
         if (host != null && host.allocator == AllocatorKind.SLAB) {
@@ -272,6 +304,17 @@ public record StrataConfig(DeviceTier device, HostTier host, PoolTier pool, Disk
         if (pool != null && (!Sizes.isPowerOfTwo(pool.chunk) || pool.chunk < 4 * Sizes.KiB || pool.chunk > POOL_STRIPE)) {
             throw new ConfigException("tiers.pool.chunk: " + pool.chunk
                     + " bytes must be a power of two between 4KiB and the 2MiB stripe");
+        }
+        if (peer != null) {
+            if (peer.chunk <= 0 || peer.chunk % dev.strata.cache.peer.PeerTier.ALIGNMENT != 0
+                    || peer.chunk > dev.strata.cache.peer.PeerTier.MAX_LEASE) {
+                throw new ConfigException("tiers.peer.chunk: " + peer.chunk + " bytes must be a positive multiple of "
+                        + dev.strata.cache.peer.PeerTier.ALIGNMENT + " up to " + Sizes.format(dev.strata.cache.peer.PeerTier.MAX_LEASE));
+            }
+            if (peer.chunk > peer.capacity) {
+                throw new ConfigException("tiers.peer.chunk (" + Sizes.format(peer.chunk) + ") is larger than tiers.peer.capacity ("
+                        + Sizes.format(peer.capacity) + ")");
+            }
         }
         for (var e : store.tierPolicies.entrySet()) {
             TierPolicy p = e.getValue();
@@ -325,7 +368,7 @@ public record StrataConfig(DeviceTier device, HostTier host, PoolTier pool, Disk
             case HOST -> host != null;
             case POOL -> pool != null;
             case DISK -> disk != null;
-            case PEER -> false;
+            case PEER -> peer != null;
         };
     }
 

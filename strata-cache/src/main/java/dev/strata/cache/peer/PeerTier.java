@@ -25,7 +25,8 @@ import java.util.concurrent.locks.ReentrantLock;
  * <p>Design (policy):
  * <ul>
  *   <li>Memory is borrowed in chunks of {@code chunkBytes} (an object larger than a chunk gets a
- *       lease of its own size), up to a budget of {@code maxBytes} borrowed at once. Inside a
+ *       lease of its own size; when no peer lends a whole chunk, an object gets a lease of just
+ *       its size), up to a budget of {@code maxBytes} borrowed at once. Inside a
  *       chunk a {@link BestFitAllocator} carves the objects; an allocation tries the chunks in the
  *       order they were borrowed, so objects pack into the oldest chunks and later ones empty
  *       first.</li>
@@ -178,7 +179,6 @@ public final class PeerTier implements RevocableTier {
         if (rounded > MAX_LEASE || rounded > maxBytes) {
             return Allocator.FULL;
         }
-        long leaseBytes = Math.max(chunkBytes, rounded);
         lock.lock();
         try {
             checkOpen();
@@ -188,27 +188,18 @@ public final class PeerTier implements RevocableTier {
                     return h;
                 }
             }
-            if (borrowed + leaseBytes > maxBytes) {
-                return Allocator.FULL;
-            }
-            borrowed += leaseBytes; // reserved while the peer call runs without the lock
         } finally {
             lock.unlock();
         }
-        Optional<PeerLease> got;
-        try {
-            got = peers.alloc(leaseBytes, hints);
-        } catch (RuntimeException e) {
-            unreserve(leaseBytes);
-            throw e;
+        long leaseBytes = Math.max(chunkBytes, rounded);
+        PeerLease lease = borrow(leaseBytes);
+        if (lease == null && rounded < leaseBytes) {
+            leaseBytes = rounded; // no peer lends a whole chunk now: a lease just this large
+            lease = borrow(leaseBytes);
         }
-        if (got.isEmpty()) {
-            unreserve(leaseBytes);
-            borrowFailures.incrementAndGet();
-            lendableAt = Long.MIN_VALUE; // the peers' offer changed: look again next time
+        if (lease == null) {
             return Allocator.FULL;
         }
-        PeerLease lease = got.get();
         if (lease.size() < leaseBytes) {
             unreserve(leaseBytes);
             peers.free(lease);
@@ -260,6 +251,39 @@ public final class PeerTier implements RevocableTier {
         } finally {
             lock.unlock();
         }
+    }
+
+    /**
+     * Borrows a lease of {@code leaseBytes} within the budget, without this tier's lock held
+     * during the peer call (the bytes are reserved meanwhile). Null when the budget or the peers
+     * refuse (nothing stays reserved); a lease returned keeps its reservation for the caller to
+     * install.
+     */
+    private PeerLease borrow(long leaseBytes) {
+        lock.lock();
+        try {
+            checkOpen();
+            if (borrowed + leaseBytes > maxBytes) {
+                return null;
+            }
+            borrowed += leaseBytes;
+        } finally {
+            lock.unlock();
+        }
+        Optional<PeerLease> got;
+        try {
+            got = peers.alloc(leaseBytes, hints);
+        } catch (RuntimeException e) {
+            unreserve(leaseBytes);
+            throw e;
+        }
+        if (got.isEmpty()) {
+            unreserve(leaseBytes);
+            borrowFailures.incrementAndGet();
+            lendableAt = Long.MIN_VALUE; // the peers' offer changed: look again next time
+            return null;
+        }
+        return got.get();
     }
 
     /** Under the lock: the first live chunk with room. */

@@ -42,26 +42,31 @@ final class KvRig implements AutoCloseable {
 
     /** Capacities in blocks (0: tier absent) and manager settings. */
     record Spec(int slots, int hostBlocks, int poolBlocks, int diskBlocks, KvManagerConfig config,
-            KvDiskAdmission admission, SharedBlockStore shared, Tier deviceTier) {
+            KvDiskAdmission admission, SharedBlockStore shared, Tier deviceTier, Tier peer) {
         static Spec of(int slots, int hostBlocks, int poolBlocks, int diskBlocks) {
-            return new Spec(slots, hostBlocks, poolBlocks, diskBlocks, KvManagerConfig.defaults(), null, null, null);
+            return new Spec(slots, hostBlocks, poolBlocks, diskBlocks, KvManagerConfig.defaults(), null, null, null, null);
         }
 
         Spec config(KvManagerConfig c) {
-            return new Spec(slots, hostBlocks, poolBlocks, diskBlocks, c, admission, shared, deviceTier);
+            return new Spec(slots, hostBlocks, poolBlocks, diskBlocks, c, admission, shared, deviceTier, peer);
         }
 
         Spec admission(KvDiskAdmission a) {
-            return new Spec(slots, hostBlocks, poolBlocks, diskBlocks, config.diskAdmission(a), a, shared, deviceTier);
+            return new Spec(slots, hostBlocks, poolBlocks, diskBlocks, config.diskAdmission(a), a, shared, deviceTier, peer);
         }
 
         Spec shared(SharedBlockStore s) {
-            return new Spec(slots, hostBlocks, poolBlocks, diskBlocks, config, admission, s, deviceTier);
+            return new Spec(slots, hostBlocks, poolBlocks, diskBlocks, config, admission, s, deviceTier, peer);
+        }
+
+        /** A PEER tier (memory lent by peers) at the top of the store's chain, before HOST; the caller closes it. */
+        Spec peer(Tier tier) {
+            return new Spec(slots, hostBlocks, poolBlocks, diskBlocks, config, admission, shared, deviceTier, tier);
         }
 
         /** The slots are allocations in {@code tier} ({@link TierSlotKvLayout}, resizable), not one arena. */
         Spec deviceTier(Tier tier) {
-            return new Spec(slots, hostBlocks, poolBlocks, diskBlocks, config, admission, shared, tier);
+            return new Spec(slots, hostBlocks, poolBlocks, diskBlocks, config, admission, shared, tier, peer);
         }
     }
 
@@ -93,6 +98,9 @@ final class KvRig implements AutoCloseable {
         }
         KvDropRelay relay = new KvDropRelay();
         TieredStore.Builder b = TieredStore.builder().dropListener(relay);
+        if (spec.peer() != null) {
+            b.tier(spec.peer(), 1.0, 0.9, PolicyKind.PRIORITY_LRU);
+        }
         if (spec.hostBlocks() > 0) {
             host = HostTier.slab(id + "-host", spec.hostBlocks() * 512L, 512);
             tiers.add(host);
