@@ -17,6 +17,7 @@ import picocli.CommandLine.Command;
                 SimulateCommand.class,
                 TraceCommand.class,
                 NodeCommand.class,
+                PeerCommand.class,
                 PlanSplitCommand.class,
                 ServeCommand.class,
                 CommandLine.HelpCommand.class})

@@ -294,6 +294,61 @@ final class LendingTable {
         return (s == CLAIMING || s == MEMBER) && casState(r, word, word(FREE, 0, epoch(word) + 1));
     }
 
+    /**
+     * Checks the table's structure at a quiescent moment (no claim, release or agent tick under
+     * way): every state valid; every LENT or REVOKING head's run lies inside the table and its
+     * other regions are MEMBERs of the same borrower naming it; every MEMBER belongs to such a run
+     * (or a FENCED one); the gate of every LENT or REVOKING head is open under its epoch; no
+     * region is CLAIMING.
+     *
+     * @throws IllegalStateException naming the region, its state word and what is wrong
+     */
+    void checkInvariants() {
+        long n = geometry.regionCount();
+        for (long r = 0; r < n; r++) {
+            long w = stateWord(r);
+            int s = state(w);
+            if (s > HELD) {
+                throw new IllegalStateException("region " + r + ": state word 0x" + Long.toHexString(w) + " has state " + s);
+            }
+            if (s == CLAIMING) {
+                throw new IllegalStateException("region " + r + " is CLAIMING at a quiescent moment (pid " + pid(w) + ")");
+            }
+            if ((s == FREE || s == HELD) && pid(w) != 0) {
+                throw new IllegalStateException("region " + r + " is " + stateName(s) + " but names pid " + pid(w));
+            }
+            if (s == LENT || s == REVOKING) {
+                long k = field(r, R_RUN_LENGTH);
+                if (k < 1 || r + k > n || field(r, R_HEAD) != r) {
+                    throw new IllegalStateException("head " + r + " (" + stateName(s) + "): run length " + k + ", head field "
+                            + field(r, R_HEAD) + " in a table of " + n + " regions");
+                }
+                long a = accessWord(r);
+                if (accessEpoch(a) != (epoch(w) & EPOCH_MASK) || accessCount(a) == CLOSED) {
+                    throw new IllegalStateException("head " + r + " (" + stateName(s) + " at epoch " + epoch(w)
+                            + "): gate word has epoch " + accessEpoch(a) + " and count " + accessCount(a));
+                }
+                for (long m = r + 1; m < r + k; m++) {
+                    long mw = stateWord(m);
+                    if (state(mw) != MEMBER || pid(mw) != pid(w) || field(m, R_HEAD) != r) {
+                        throw new IllegalStateException("region " + m + " in the run of head " + r + " (pid " + pid(w) + ") is "
+                                + stateName(state(mw)) + " of pid " + pid(mw) + " naming head " + field(m, R_HEAD));
+                    }
+                }
+            }
+            if (s == MEMBER) {
+                long h = field(r, R_HEAD);
+                long hw = h >= 0 && h < r ? stateWord(h) : 0;
+                int hs = state(hw);
+                if (h < 0 || h >= r || !(hs == LENT || hs == REVOKING || hs == FENCED) || pid(hw) != pid(w)
+                        || h + field(h, R_RUN_LENGTH) <= r) {
+                    throw new IllegalStateException("member " + r + " of pid " + pid(w) + " names head " + h + ", which is "
+                            + (h >= 0 && h < r ? stateName(hs) + " of pid " + pid(hw) : "out of range"));
+                }
+            }
+        }
+    }
+
     /** Adds one to a header counter (any process). */
     void count(long offset) {
         LONG.getAndAdd(file, offset, 1L);

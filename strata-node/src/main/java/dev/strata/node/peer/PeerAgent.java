@@ -22,7 +22,9 @@ import java.nio.file.StandardOpenOption;
 import java.nio.file.attribute.BasicFileAttributes;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.SplittableRandom;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
@@ -262,6 +264,7 @@ public final class PeerAgent implements AutoCloseable {
                 nextLivenessMillis = now + LIVENESS_INTERVAL_MILLIS;
             }
             List<long[]> lent = new ArrayList<>(); // {head, runLength, lentAt, word}
+            Map<Long, Boolean> pidAlive = new HashMap<>(); // pid -> alive, for the regions of runs (one check per pid per sweep)
             long incoming = 0;
             long n = geometry.regionCount();
             for (long r = 0; r < n; r++) {
@@ -297,7 +300,7 @@ public final class PeerAgent implements AutoCloseable {
                     }
                     case FENCED -> incoming += finish(r, w) ? 0 : table.field(r, R_RUN_LENGTH);
                     case CLAIMING, MEMBER -> {
-                        if (livenessDue && pid(w) != 0 && !ProcessLiveness.isAlive(pid(w), 0)) {
+                        if (livenessDue && pid(w) != 0 && !pidAlive.computeIfAbsent(pid(w), p -> ProcessLiveness.isAlive(p, 0))) {
                             table.clearOrphan(r, w);
                         }
                     }

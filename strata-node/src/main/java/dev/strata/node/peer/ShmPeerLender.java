@@ -67,6 +67,8 @@ public final class ShmPeerLender implements PeerLender {
     private final long startMillis = ProcessLiveness.currentStartMillis();
     private final ConcurrentHashMap<Long, Region> held = new ConcurrentHashMap<>(); // by head region
     private final Thread eventThread;
+    private final Object pollLock = new Object();
+    private long nextLiveness = System.nanoTime(); // guarded by pollLock
     private volatile LenderEvents listener;
     private volatile boolean lost;
     private volatile String lostBecause;
@@ -274,27 +276,12 @@ public final class ShmPeerLender implements PeerLender {
         return true;
     }
 
-    /** The event thread: revocations, fences, the agent's liveness. */
+    /** The event thread: {@link #poll} every {@code pollInterval} until closed or lost. */
     private void watch() {
         long pollNanos = options.pollInterval().toNanos();
-        long nextLiveness = System.nanoTime();
         while (!closed && !lost) {
             try {
-                long nowMillis = System.currentTimeMillis();
-                String problem = agentProblem(nowMillis);
-                if (problem == null && System.nanoTime() - nextLiveness >= 0) {
-                    nextLiveness = System.nanoTime() + options.livenessInterval().toNanos();
-                    if (!ProcessLiveness.isAlive(agentPid, agentStartMillis)) {
-                        problem = "agent pid " + agentPid + " is dead";
-                    }
-                }
-                if (problem != null) {
-                    lose(problem);
-                    return;
-                }
-                for (Region r : held.values()) {
-                    check(r, nowMillis);
-                }
+                poll();
             } catch (RuntimeException e) {
                 if (closed) {
                     return;
@@ -302,6 +289,34 @@ public final class ShmPeerLender implements PeerLender {
                 LOG.log(System.Logger.Level.ERROR, "peer '" + name + "': event thread failed", e);
             }
             LockSupport.parkNanos(pollNanos);
+        }
+    }
+
+    /**
+     * One look at the agent and at every region held: delivers the events due, in order. Run by
+     * the event thread; tests in this package call it directly (with a long poll interval) to
+     * deliver events on their own thread at chosen points.
+     */
+    void poll() {
+        synchronized (pollLock) {
+            if (closed || lost) {
+                return;
+            }
+            long nowMillis = System.currentTimeMillis();
+            String problem = agentProblem(nowMillis);
+            if (problem == null && System.nanoTime() - nextLiveness >= 0) {
+                nextLiveness = System.nanoTime() + options.livenessInterval().toNanos();
+                if (!ProcessLiveness.isAlive(agentPid, agentStartMillis)) {
+                    problem = "agent pid " + agentPid + " is dead";
+                }
+            }
+            if (problem != null) {
+                lose(problem);
+                return;
+            }
+            for (Region r : held.values()) {
+                check(r, nowMillis);
+            }
         }
     }
 
