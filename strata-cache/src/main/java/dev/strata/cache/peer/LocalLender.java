@@ -12,6 +12,7 @@ import java.util.List;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.Condition;
+import java.util.concurrent.locks.LockSupport;
 import java.util.concurrent.locks.ReentrantLock;
 
 /**
@@ -500,7 +501,7 @@ public final class LocalLender implements PeerLender {
                         name(), busy);
                 break;
             }
-            Thread.onSpinWait();
+            LockSupport.parkNanos(RELEASE_POLL_NANOS);
         }
         arena.close();
     }

@@ -159,8 +159,8 @@ public final class PeerClient implements PeerMemory {
             boolean ackNow = false;
             lock.lock();
             try {
-                LeaseEntry e = leases.get(region.lease());
-                if (e == null || e.region != region) {
+                LeaseEntry e = leases.get(region.lease()); // by lease (peer, region, epoch): a lender may pass another instance
+                if (e == null) {
                     ackNow = true; // already freed and given back: nothing to drain
                 } else {
                     switch (e.phase) {
@@ -184,7 +184,7 @@ public final class PeerClient implements PeerMemory {
             lock.lock();
             try {
                 LeaseEntry e = leases.get(region.lease());
-                if (e == null || e.region != region || e.phase == LeasePhase.ENDED) {
+                if (e == null || e.phase == LeasePhase.ENDED) {
                     LeaseEntry gone = ended.get(region.lease());
                     if (gone != null && gone.reason == RevocationReason.RECLAIMED) {
                         lateFences++;
@@ -812,7 +812,7 @@ public final class PeerClient implements PeerMemory {
     /** The revocation thread: drains leases handed over, then ends them, runs callbacks, acknowledges. */
     private void runRevocations() {
         List<LeaseEntry> draining = new ArrayList<>();
-        while (!closed || !draining.isEmpty()) {
+        while (!closed) {
             try {
                 LeaseEntry next = draining.isEmpty() ? toDrain.poll(100, TimeUnit.MILLISECONDS)
                         : toDrain.poll(DRAIN_POLL_NANOS, TimeUnit.NANOSECONDS);
@@ -821,9 +821,7 @@ public final class PeerClient implements PeerMemory {
                     toDrain.drainTo(draining);
                 }
             } catch (InterruptedException ie) {
-                if (closed && draining.isEmpty()) {
-                    return;
-                }
+                continue; // close() interrupts after setting closed; otherwise keep serving
             }
             for (int i = 0; i < draining.size(); ) {
                 LeaseEntry e = draining.get(i);

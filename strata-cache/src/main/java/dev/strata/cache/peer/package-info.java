@@ -4,5 +4,11 @@
  * the transport to a lending agent ({@link dev.strata.cache.peer.PeerLender}), and revocation with
  * drain and fencing. See DESIGN.md invariant 4: no access through a revoked lease succeeds, and
  * in-flight transfers on a lease are drained before its memory is released.
+ *
+ * <p>{@link dev.strata.cache.peer.PeerClient} is the client over any lenders (placement by a
+ * {@link dev.strata.cache.peer.PlacementPolicy}, per-consumer views with
+ * {@link dev.strata.cache.peer.ConsumerLimits}, drained exactly-once revocation callbacks,
+ * {@link dev.strata.cache.peer.PeerClientStats}); {@link dev.strata.cache.peer.LocalLender} is an
+ * in-process lender and agent over one arena.
  */
 package dev.strata.cache.peer;

@@ -14,7 +14,7 @@ import org.junit.jupiter.api.Test;
 /** The in-process lender and agent on its own: offer, revocation order, acknowledgement, fencing, death. */
 class LocalLenderTest {
 
-    /** Records every event and acknowledges nothing. */
+    /** Records every event (the log first, so a wait on a list sees the log complete) and acknowledges nothing. */
     static final class Recorder implements LenderEvents {
         final List<String> events = new CopyOnWriteArrayList<>();
         final List<LentRegion> asked = new CopyOnWriteArrayList<>();
@@ -22,14 +22,14 @@ class LocalLenderTest {
 
         @Override
         public void revocationRequested(LentRegion region, long deadlineNanos) {
-            asked.add(region);
             events.add("revoke " + region.lease().region());
+            asked.add(region);
         }
 
         @Override
         public void fenced(LentRegion region) {
-            fenced.add(region);
             events.add("fenced " + region.lease().region());
+            fenced.add(region);
         }
 
         @Override

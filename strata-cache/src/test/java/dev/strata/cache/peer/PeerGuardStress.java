@@ -36,7 +36,7 @@ public final class PeerGuardStress {
     @Outcome(id = "1, 1", expect = FORBIDDEN, desc = "an access entered while the agent reuses the memory")
     @State
     public static class RegionEnterAgainstClose {
-        final LocalRegion region = new LocalRegion(this, new PeerLease(0, 0, 8, 1), MemorySegment.ofArray(new byte[8]), 0, 8);
+        final LocalRegion region = new LocalRegion(new Object(), new PeerLease(0, 0, 8, 1), MemorySegment.ofArray(new byte[8]), 0, 8);
 
         @Actor
         public void client(II_Result r) {

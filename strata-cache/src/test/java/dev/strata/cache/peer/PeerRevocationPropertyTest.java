@@ -64,7 +64,17 @@ class PeerRevocationPropertyTest {
         Property.forAll("peer revocations under concurrent load", 2, this::trial);
     }
 
+    /** One seed: a run under each placement policy, each with its own lenders and client. */
     private void trial(SplittableRandom random) throws Exception {
+        long revocations = 0;
+        for (String policy : POLICIES) {
+            revocations += run(random.split(), policy);
+        }
+        assertThat(revocations).as("revocations under all four policies").isGreaterThan(600);
+    }
+
+    /** Returns the revocations the run went through. */
+    private long run(SplittableRandom random, String policy) throws Exception {
         int lenderCount = 3;
         List<LocalLender> lenders = new ArrayList<>();
         for (int i = 0; i < lenderCount; i++) {
@@ -73,7 +83,6 @@ class PeerRevocationPropertyTest {
             lenders.add(new LocalLender(LocalLender.Config.of(i, "peer" + i, budget).withDistance(1 + random.nextInt(2))
                     .withFirstByteLatency(1_000 + random.nextInt(5_000)).withGrace(grace)));
         }
-        String policy = POLICIES[random.nextInt(POLICIES.length)];
         Trial t = new Trial();
         try (PeerClient client = PeerClient.builder().lenders(lenders).policy(policy).revocationHalfLifeNanos(50_000_000L).build()) {
             List<PeerClient.ConsumerView> views = List.of(client.forConsumer("kv", new ConsumerLimits(200 * 1024, 1e6, 64)),
@@ -85,7 +94,7 @@ class PeerRevocationPropertyTest {
                 workers.add(Thread.ofPlatform().name("peer-worker-" + w).start(() -> work(client, view, wr, t)));
             }
             long started = System.nanoTime();
-            int steps = 1_500;
+            int steps = 500;
             int killAt = steps * 3 / 4;
             LocalLender killed = lenders.get(random.nextInt(lenderCount));
             for (int step = 0; step < steps && t.failures.isEmpty(); step++) {
@@ -118,8 +127,10 @@ class PeerRevocationPropertyTest {
             for (LocalLender l : lenders) {
                 l.lendable(l.config().budgetBytes());
             }
-            await("revocations idle", 10_000, client::revocationsIdle);
-            assertThat(client.liveLeases()).as("every lease ended").isEmpty();
+            // leases the workers dropped because an access was refused end when their revocation
+            // event arrives (it may still be queued at the lender): every one must end, in time
+            await("every lease ended, revocations idle", 10_000,
+                    () -> client.liveLeases().isEmpty() && client.revocationsIdle());
             client.checkInvariants();
             PeerClientStats stats = client.stats();
             assertThat(stats.borrowedBytes()).isZero();
@@ -146,18 +157,22 @@ class PeerRevocationPropertyTest {
                 }
                 revoked += n;
             }
-            long counted = stats.peers().stream().mapToLong(PeerClientStats.Peer::revocations).sum();
-            assertThat(counted).as("revocations counted = callbacks run").isEqualTo(revoked);
+            long total = stats.peers().stream().mapToLong(PeerClientStats.Peer::revocations).sum();
+            assertThat(total).as("revocations counted = callbacks run").isEqualTo(revoked);
             System.out.printf("trial %s: %d steps in %.2f s, join %.2f s, drain %.2f s, end %.2f s, %d revocations (%s), %d verified reads, %d refused%n",
                     policy, steps, (stepsDone - started) / 1e9, (joined - stepsDone) / 1e9, (drained - joined) / 1e9, (System.nanoTime() - drained) / 1e9, revoked,
                     stats.peers().stream().map(p -> p.reclaimed() + "/" + p.fenced() + "/" + p.lost()).toList(),
                     t.verifiedReads.get(), t.refusedAccesses.get());
-            assertThat(revoked).as("revocations in this trial (" + policy + ")").isGreaterThan(500);
-            assertThat(t.verifiedReads.get()).as("verified reads").isGreaterThan(1_000);
+            assertThat(revoked).as("revocations in this trial (" + policy + ")").isGreaterThan(50);
+            assertThat(t.verifiedReads.get()).as("verified reads").isGreaterThan(200);
             assertThat(t.refusedAccesses.get()).as("accesses refused on revoked leases").isPositive();
-            for (RevocationReason r : t.reasons.values()) {
-                assertThat(r).isNotNull();
+            for (RevocationReason reason : RevocationReason.values()) {
+                long seen = t.reasons.values().stream().filter(r -> r == reason).count();
+                long counted = stats.peers().stream().mapToLong(p -> p.revocations(reason)).sum();
+                assertThat(seen).as("callbacks with reason " + reason + " = revocations counted for it").isEqualTo(counted);
             }
+            assertThat(stats.peer(killed.id()).alive()).isFalse();
+            return revoked;
         }
     }
 
