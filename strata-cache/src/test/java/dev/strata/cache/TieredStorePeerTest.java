@@ -75,7 +75,7 @@ class TieredStorePeerTest {
                 for (LocalLender l : lenders) {
                     quiet &= l.stats().revokingBytes() == 0;
                 }
-                if (quiet && client.revocationsIdle()) {
+                if (quiet && client.liveLeases().stream().allMatch(client::valid) && client.revocationsIdle()) {
                     store.absorbRevocations();
                     return;
                 }

@@ -35,9 +35,10 @@ public record ExpertPagerStats(String pager, String policy, SlotScope scope, int
      *
      * @param layer        layer index
      * @param hits         routed experts found resident
-     * @param misses       routed experts fetched from their masters
+     * @param misses       routed experts that were not resident (fetched from a peer copy or their masters)
      * @param evictions    residents of this layer that gave up their slot (to a miss or a shrink)
-     * @param bytesFetched bytes copied from masters into slots for this layer
+     * @param bytesFetched bytes copied from masters into slots for this layer (fetches served from peer
+     *                     copies are counted by the {@link ExpertRebalancer})
      * @param resident     experts of this layer resident now
      */
     public record Layer(int layer, long hits, long misses, long evictions, long bytesFetched, long resident) {
@@ -87,7 +88,7 @@ public record ExpertPagerStats(String pager, String policy, SlotScope scope, int
      */
     public void writeTo(PrometheusText out) {
         layer(out, "strata_expert_hits_total", PrometheusText.Type.COUNTER, "Routed experts found resident", Layer::hits);
-        layer(out, "strata_expert_misses_total", PrometheusText.Type.COUNTER, "Routed experts fetched from their masters",
+        layer(out, "strata_expert_misses_total", PrometheusText.Type.COUNTER, "Routed experts not resident, fetched from a peer copy or their masters",
                 Layer::misses);
         layer(out, "strata_expert_evictions_total", PrometheusText.Type.COUNTER, "Resident experts that gave up their slot",
                 Layer::evictions);

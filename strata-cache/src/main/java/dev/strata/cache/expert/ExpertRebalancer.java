@@ -8,6 +8,7 @@ import dev.strata.cache.peer.RevocableTier;
 import dev.strata.cache.peer.RevocationReason;
 import dev.strata.memory.Allocator;
 import dev.strata.memory.Sizes;
+import dev.strata.memory.metrics.PrometheusText;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.time.Duration;
@@ -67,6 +68,7 @@ public final class ExpertRebalancer implements ExpertPeerSource, AutoCloseable {
     /**
      * What the rebalancer did since it started.
      *
+     * @param name                  the rebalancer's name (its tier's; metrics label {@code rebalancer})
      * @param fetchesFromPeer       pager misses served from a peer copy
      * @param fetchesFromHost       pager misses that went to the masters (no valid peer copy)
      * @param revokedReads          of those, misses whose peer copy was revoked under the read
@@ -77,8 +79,39 @@ public final class ExpertRebalancer implements ExpertPeerSource, AutoCloseable {
      * @param expertsOnPeers        experts with a peer copy now
      * @param borrowedBytes         bytes the rebalancer's tier borrows now
      */
-    public record Stats(long fetchesFromPeer, long fetchesFromHost, long revokedReads, long bytesKeptOffHostLink,
+    public record Stats(String name, long fetchesFromPeer, long fetchesFromHost, long revokedReads, long bytesKeptOffHostLink,
                         long placements, long displacements, long revokedExperts, int expertsOnPeers, long borrowedBytes) {
+
+        /**
+         * Appends the families {@code strata_expert_peer_*}, labelled {@code rebalancer}:
+         * {@code strata_expert_peer_fetches_total{source="peer"|"host"}},
+         * {@code strata_expert_peer_revoked_reads_total}, {@code strata_expert_peer_bytes_kept_off_host_link_total},
+         * {@code strata_expert_peer_placements_total}, {@code strata_expert_peer_displacements_total},
+         * {@code strata_expert_peer_revoked_experts_total}, and the gauges
+         * {@code strata_expert_peer_experts} and {@code strata_expert_peer_borrowed_bytes}.
+         */
+        public void writeTo(PrometheusText out) {
+            out.family("strata_expert_peer_fetches_total", PrometheusText.Type.COUNTER,
+                    "Pager misses by where the expert came from: a peer copy or the host masters");
+            out.sample("strata_expert_peer_fetches_total", fetchesFromPeer, "rebalancer", name, "source", "peer");
+            out.sample("strata_expert_peer_fetches_total", fetchesFromHost, "rebalancer", name, "source", "host");
+            counter(out, "strata_expert_peer_revoked_reads_total", "Misses whose peer copy was revoked under the read",
+                    revokedReads);
+            counter(out, "strata_expert_peer_bytes_kept_off_host_link_total", "Bytes of misses served from peer copies",
+                    bytesKeptOffHostLink);
+            counter(out, "strata_expert_peer_placements_total", "Experts copied onto peers", placements);
+            counter(out, "strata_expert_peer_displacements_total", "Placed experts removed for hotter ones", displacements);
+            counter(out, "strata_expert_peer_revoked_experts_total", "Placed experts whose lease was taken back", revokedExperts);
+            out.family("strata_expert_peer_experts", PrometheusText.Type.GAUGE, "Experts with a peer copy now");
+            out.sample("strata_expert_peer_experts", expertsOnPeers, "rebalancer", name);
+            out.family("strata_expert_peer_borrowed_bytes", PrometheusText.Type.GAUGE, "Bytes borrowed from peers now");
+            out.sample("strata_expert_peer_borrowed_bytes", borrowedBytes, "rebalancer", name);
+        }
+
+        private void counter(PrometheusText out, String family, String help, long value) {
+            out.family(family, PrometheusText.Type.COUNTER, help);
+            out.sample(family, value, "rebalancer", name);
+        }
     }
 
     private static final long NONE = -1;
@@ -354,7 +387,7 @@ public final class ExpertRebalancer implements ExpertPeerSource, AutoCloseable {
             }
         }
         long fromPeer = fetchesFromPeer.sum();
-        return new Stats(fromPeer, fetchesFromHost.sum(), revokedReads.sum(), fromPeer * expertBytes, placements.sum(),
+        return new Stats(tier.name(), fromPeer, fetchesFromHost.sum(), revokedReads.sum(), fromPeer * expertBytes, placements.sum(),
                 displacements.sum(), revokedExperts.sum(), on, tier.borrowedBytes());
     }
 

@@ -207,17 +207,14 @@ public final class PeerTier implements RevocableTier {
                     + " bytes");
         }
         Chunk chunk;
+        boolean serialsLeft = true;
         lock.lock();
         try {
-            if (closed) {
+            if (closed || nextSerial > MAX_SERIAL) {
+                serialsLeft = closed;
                 borrowed -= leaseBytes;
                 chunk = null;
             } else {
-                if (nextSerial > MAX_SERIAL) {
-                    borrowed -= leaseBytes;
-                    peers.free(lease);
-                    throw new IllegalStateException("tier '" + name + "' has used all " + MAX_SERIAL + " chunk serials");
-                }
                 chunk = new Chunk(nextSerial++, lease);
                 serialsIssued = nextSerial;
                 borrowed += chunk.lease.size() - leaseBytes; // the lease may be larger than asked
@@ -231,6 +228,9 @@ public final class PeerTier implements RevocableTier {
         if (chunk == null) {
             peers.free(lease);
             checkOpen();
+            if (!serialsLeft) {
+                throw new IllegalStateException("tier '" + name + "' has used all " + MAX_SERIAL + " chunk serials");
+            }
         }
         peers.onRevoke(lease, (l, reason) -> chunkEnded(chunk, reason));
         if (!peers.valid(lease)) {

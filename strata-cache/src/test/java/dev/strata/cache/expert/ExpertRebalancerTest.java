@@ -52,7 +52,8 @@ class ExpertRebalancerTest {
 
     private static void awaitRevocations(PeerClient client, LocalLender lender) throws InterruptedException {
         long deadline = System.nanoTime() + 10_000_000_000L;
-        while (!(client.revocationsIdle() && lender.stats().revokingBytes() == 0 && client.revocationsIdle())) {
+        while (!(client.revocationsIdle() && lender.stats().revokingBytes() == 0
+                && client.liveLeases().stream().allMatch(client::valid) && client.revocationsIdle())) {
             if (System.nanoTime() > deadline) {
                 throw new AssertionError("revocations did not finish in 10 s");
             }
@@ -114,6 +115,12 @@ class ExpertRebalancerTest {
                 assertThat(st.fetchesFromHost()).isGreaterThan(hostBefore);
                 assertThat(st.placements()).as("misses placed nothing").isEqualTo(6);
                 assertThat(st.expertsOnPeers()).isEqualTo(6);
+                dev.strata.memory.metrics.PrometheusText text = new dev.strata.memory.metrics.PrometheusText();
+                st.writeTo(text);
+                assertThat(text.toString())
+                        .contains("strata_expert_peer_fetches_total{rebalancer=\"expert-peer\",source=\"peer\"} " + st.fetchesFromPeer())
+                        .contains("strata_expert_peer_bytes_kept_off_host_link_total{rebalancer=\"expert-peer\"} "
+                                + st.bytesKeptOffHostLink());
                 pager.checkInvariants();
             } finally {
                 rb.close();

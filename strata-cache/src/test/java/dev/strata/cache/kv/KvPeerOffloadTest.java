@@ -45,7 +45,8 @@ class KvPeerOffloadTest {
 
     private void awaitRevocations() throws InterruptedException {
         long deadline = System.nanoTime() + 10_000_000_000L;
-        while (!(client.revocationsIdle() && lender.stats().revokingBytes() == 0 && client.revocationsIdle())) {
+        while (!(client.revocationsIdle() && lender.stats().revokingBytes() == 0
+                && client.liveLeases().stream().allMatch(client::valid) && client.revocationsIdle())) {
             if (System.nanoTime() > deadline) {
                 throw new AssertionError("revocations did not finish in 10 s");
             }

@@ -61,7 +61,7 @@ class PeerTierTest {
             for (LocalLender l : lenders) {
                 quiet &= l.stats().revokingBytes() == 0;
             }
-            if (quiet && client.revocationsIdle()) {
+            if (quiet && client.liveLeases().stream().allMatch(client::valid) && client.revocationsIdle()) {
                 return;
             }
             Thread.sleep(1);
