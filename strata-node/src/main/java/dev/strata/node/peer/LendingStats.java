@@ -2,6 +2,8 @@ package dev.strata.node.peer;
 
 import static dev.strata.node.peer.LendingFileLayout.*;
 
+import dev.strata.memory.metrics.PrometheusText;
+
 /**
  * A lending file as of one scan: regions by state, the agent's demand and its counters. Regions
  * in a run count one each (a run of 3 LENT regions is 1 LENT head and 2 MEMBERs).
@@ -43,6 +45,41 @@ public record LendingStats(long regions, long regionSize, long free, long claimi
     /** Regions not FREE and not HELD: lent, being claimed, revoked or fenced. */
     public long borrowed() {
         return regions - free - held;
+    }
+
+    /**
+     * Writes the stats of the lending file of peer {@code peer} into {@code out}:
+     * {@code strata_peer_regions{peer,state}}, {@code strata_peer_region_bytes},
+     * {@code strata_peer_demand_bytes} and the counters {@code strata_peer_revocations_total},
+     * {@code strata_peer_acknowledged_total}, {@code strata_peer_fences_total},
+     * {@code strata_peer_reaped_total}.
+     */
+    public void writeTo(PrometheusText out, String peer) {
+        out.family("strata_peer_regions", PrometheusText.Type.GAUGE, "Regions of the peer's lending file by state");
+        long[] counts = {free, claiming, lent, members, revoking, fenced, held};
+        String[] states = {"free", "claiming", "lent", "member", "revoking", "fenced", "held"};
+        for (int i = 0; i < states.length; i++) {
+            out.sample("strata_peer_regions", counts[i], "peer", peer, "state", states[i]);
+        }
+        out.family("strata_peer_region_bytes", PrometheusText.Type.GAUGE, "Bytes per region")
+                .sample("strata_peer_region_bytes", regionSize, "peer", peer);
+        out.family("strata_peer_demand_bytes", PrometheusText.Type.GAUGE, "The agent's own demand at its last tick")
+                .sample("strata_peer_demand_bytes", demandBytes, "peer", peer);
+        out.family("strata_peer_revocations_total", PrometheusText.Type.COUNTER, "Revocations the agent requested")
+                .sample("strata_peer_revocations_total", revocations, "peer", peer);
+        out.family("strata_peer_acknowledged_total", PrometheusText.Type.COUNTER, "Revocations acknowledged by borrowers in time")
+                .sample("strata_peer_acknowledged_total", acknowledged, "peer", peer);
+        out.family("strata_peer_fences_total", PrometheusText.Type.COUNTER, "Leases fenced at their deadline")
+                .sample("strata_peer_fences_total", fences, "peer", peer);
+        out.family("strata_peer_reaped_total", PrometheusText.Type.COUNTER, "Leases of dead borrowers taken back")
+                .sample("strata_peer_reaped_total", reaped, "peer", peer);
+    }
+
+    /** The stats alone in the Prometheus text format. */
+    public String toPrometheus(String peer) {
+        PrometheusText out = new PrometheusText();
+        writeTo(out, peer);
+        return out.toString();
     }
 
     @Override

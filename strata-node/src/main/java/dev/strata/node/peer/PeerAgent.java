@@ -264,7 +264,8 @@ public final class PeerAgent implements AutoCloseable {
                 nextLivenessMillis = now + LIVENESS_INTERVAL_MILLIS;
             }
             List<long[]> lent = new ArrayList<>(); // {head, runLength, lentAt, word}
-            Map<Long, Boolean> pidAlive = new HashMap<>(); // pid -> alive, for the regions of runs (one check per pid per sweep)
+            Map<Long, Boolean> pidAlive = new HashMap<>(); // pid -> alive, for MEMBER and CLAIMING regions (one check per pid per sweep)
+            Map<PidStart, Boolean> borrowers = new HashMap<>(); // (pid, start) -> alive, for lease heads
             long incoming = 0;
             long n = geometry.regionCount();
             for (long r = 0; r < n; r++) {
@@ -272,7 +273,8 @@ public final class PeerAgent implements AutoCloseable {
                 int s = state(w);
                 switch (s) {
                     case LENT -> {
-                        if (livenessDue && !borrowerAlive(w, table.field(r, R_BORROWER_START))) {
+                        if (livenessDue && !borrowers.computeIfAbsent(new PidStart(pid(w), table.field(r, R_BORROWER_START)),
+                                k -> ProcessLiveness.isAlive(k.pid(), k.startMillis()))) {
                             if (table.fence(r, w)) {
                                 reap(r, table.stateWord(r));
                             }
@@ -282,7 +284,8 @@ public final class PeerAgent implements AutoCloseable {
                     }
                     case REVOKING -> {
                         long deadline = table.field(r, R_DEADLINE);
-                        if (livenessDue && !borrowerAlive(w, table.field(r, R_BORROWER_START))) {
+                        if (livenessDue && !borrowers.computeIfAbsent(new PidStart(pid(w), table.field(r, R_BORROWER_START)),
+                                k -> ProcessLiveness.isAlive(k.pid(), k.startMillis()))) {
                             if (table.fence(r, w)) {
                                 reap(r, table.stateWord(r));
                             }
@@ -321,6 +324,10 @@ public final class PeerAgent implements AutoCloseable {
             }
             balance(wanted, held, incoming, lent, now);
         }
+    }
+
+    /** A borrower as a lease head records it. */
+    private record PidStart(long pid, long startMillis) {
     }
 
     private static boolean borrowerAlive(long word, long startMillis) {

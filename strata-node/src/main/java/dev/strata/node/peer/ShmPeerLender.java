@@ -65,7 +65,7 @@ public final class ShmPeerLender implements PeerLender {
     private final long agentStartMillis;
     private final long pid = ProcessHandle.current().pid();
     private final long startMillis = ProcessLiveness.currentStartMillis();
-    private final ConcurrentHashMap<Long, Region> held = new ConcurrentHashMap<>(); // by head region
+    private final ConcurrentHashMap<PeerLease, Region> held = new ConcurrentHashMap<>(); // by lease: (head, epoch) is unique
     private final Thread eventThread;
     private final Object pollLock = new Object();
     private long nextLiveness = System.nanoTime(); // guarded by pollLock
@@ -97,6 +97,14 @@ public final class ShmPeerLender implements PeerLender {
      * @throws UncheckedIOException   if the file cannot be opened or mapped
      */
     public static ShmPeerLender open(Path path, int id, ShmLenderOptions options) {
+        return open(path, id, options, true);
+    }
+
+    /**
+     * As {@link #open(Path, int, ShmLenderOptions)}; without an event thread ({@code watch} false)
+     * nothing is delivered until the caller runs {@link #poll} (tests that choose when events come).
+     */
+    static ShmPeerLender open(Path path, int id, ShmLenderOptions options, boolean watch) {
         Objects.requireNonNull(options, "options");
         if (id < 0) {
             throw new IllegalArgumentException("peer id " + id + " must be >= 0");
@@ -115,7 +123,9 @@ public final class ShmPeerLender implements PeerLender {
                 throw new LendingFormatException(path, "version 0 after mapping: the agent never finished initialising it");
             }
             ShmPeerLender lender = new ShmPeerLender(id, path, options, arena, mapped, g, h.agentPid(), h.agentStartMillis());
-            lender.eventThread.start();
+            if (watch) {
+                lender.eventThread.start();
+            }
             return lender;
         } catch (IOException e) {
             arena.close();
@@ -210,7 +220,7 @@ public final class ShmPeerLender implements PeerLender {
         }
         Region region = new Region(new PeerLease(id, claim.head(), size, claim.epoch()), regions,
                 table.data(claim.head(), size));
-        held.put(claim.head(), region);
+        held.put(region.lease(), region);
         if (lost) { // lost while claiming: the watcher may have missed this one
             end(region);
             return null;
@@ -221,9 +231,9 @@ public final class ShmPeerLender implements PeerLender {
     @Override
     public void giveBack(LentRegion region) {
         Region r = ours(region);
-        if (held.remove(r.head, r)) {
+        if (held.remove(r.lease, r)) {
             if (!end(r)) {
-                held.put(r.head, r);
+                held.put(r.lease, r);
                 throw new IllegalStateException("peer '" + name + "': " + r.lease() + " still has "
                         + table.inFlight(r.head, r.epoch) + " accesses under way after " + options.drainTimeout().toMillis()
                         + " ms: give a region back only after its accesses exit");
@@ -294,8 +304,8 @@ public final class ShmPeerLender implements PeerLender {
 
     /**
      * One look at the agent and at every region held: delivers the events due, in order. Run by
-     * the event thread; tests in this package call it directly (with a long poll interval) to
-     * deliver events on their own thread at chosen points.
+     * the event thread; tests in this package open a lender without one and call this to deliver
+     * events on their own thread at chosen points.
      */
     void poll() {
         synchronized (pollLock) {
@@ -358,7 +368,7 @@ public final class ShmPeerLender implements PeerLender {
             }
             return;
         }
-        if (held.remove(r.head, r)) {
+        if (held.remove(r.lease, r)) {
             r.ended = true;
             LenderEvents events = listener;
             if (events != null) {
@@ -403,14 +413,19 @@ public final class ShmPeerLender implements PeerLender {
             }
             closed = true;
         }
-        LockSupport.unpark(eventThread);
-        try {
-            eventThread.join(TimeUnit.SECONDS.toMillis(10));
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
+        if (eventThread.isAlive()) {
+            LockSupport.unpark(eventThread);
+            try {
+                eventThread.join(TimeUnit.SECONDS.toMillis(10));
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }
+        synchronized (pollLock) {
+            // a poll under way (the event thread's or a caller's) finishes before the regions go
         }
         for (Region r : new ArrayList<>(held.values())) {
-            if (held.remove(r.head, r) && !lost && !end(r)) {
+            if (held.remove(r.lease, r) && !lost && !end(r)) {
                 LOG.log(System.Logger.Level.WARNING, "peer '" + name + "': " + r.lease() + " still in use at close; left to the agent");
             }
         }

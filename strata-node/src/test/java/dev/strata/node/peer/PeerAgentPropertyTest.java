@@ -4,6 +4,7 @@ import static dev.strata.node.peer.LendingFileLayout.*;
 import static dev.strata.node.peer.PeerTestSupport.*;
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.strata.cache.peer.LenderEvents;
 import dev.strata.cache.peer.LentRegion;
 import dev.strata.testing.Property;
 import java.lang.foreign.Arena;
@@ -62,13 +63,29 @@ class PeerAgentPropertyTest {
         long regions = random.nextLong(3, 14);
         try (PeerAgent agent = PeerAgent.create(PeerAgentConfig.builder().file(path).budget(regions * REGION).regionSize(REGION)
                 .demand(demand).grace(Duration.ofMillis(GRACE_MILLIS)).clock(clock).conclude());
-             ShmPeerLender lender = ShmPeerLender.open(path, 1, ShmLenderOptions.defaults().withPollInterval(Duration.ofHours(1))
-                     .withHeartbeatTimeout(Duration.ofHours(1)));
+             ShmPeerLender lender = ShmPeerLender.open(path, 1, ShmLenderOptions.defaults()
+                     .withHeartbeatTimeout(Duration.ofHours(1)), false);
              Arena arena = Arena.ofConfined()) {
             LendingTable table = view(path, arena);
-            RecordedEvents events = new RecordedEvents();
-            lender.listen(events);
+            List<Object[]> events = new ArrayList<>(); // {"revoke" | "fenced" | "lost", region}: delivered on this thread by poll()
+            lender.listen(new LenderEvents() {
+                @Override
+                public void revocationRequested(LentRegion region, long deadlineNanos) {
+                    events.add(new Object[] {"revoke", region});
+                }
+
+                @Override
+                public void fenced(LentRegion region) {
+                    events.add(new Object[] {"fenced", region});
+                }
+
+                @Override
+                public void peerLost(int peer) {
+                    events.add(new Object[] {"lost", null});
+                }
+            });
             List<Lease> leases = new ArrayList<>();
+            java.util.Map<Object, String> history = new java.util.IdentityHashMap<>();
             for (int step = 0; step < 400; step++) {
                 String op;
                 int pick = random.nextInt(100);
@@ -80,6 +97,7 @@ class PeerAgentPropertyTest {
                         assertThat(state(w)).as("a new lease is LENT").isEqualTo(LENT);
                         assertThat(epoch(w)).isEqualTo(r.lease().epoch());
                         Lease l = new Lease(r);
+                        history.put(r, "borrowed at " + step);
                         assertThat(r.enter()).isTrue();
                         stamp(r.memory(), l.head(), l.epoch(), l.sequence = random.nextLong(1, Long.MAX_VALUE));
                         r.exit();
@@ -113,6 +131,7 @@ class PeerAgentPropertyTest {
                     Lease l = leases.get(random.nextInt(leases.size()));
                     if (!l.open) {
                         lender.giveBack(l.region);
+                        history.merge(l.region, "; given back at " + step + (l.ended ? " (ended)" : ""), String::concat);
                         l.ended = true;
                         leases.remove(l);
                     }
@@ -121,6 +140,7 @@ class PeerAgentPropertyTest {
                     for (Lease l : leases) {
                         if (l.revokeAsked && !l.open && !l.ended && random.nextBoolean()) {
                             lender.acknowledge(l.region);
+                            history.merge(l.region, "; acknowledged at " + step, String::concat);
                             l.ended = true;
                         }
                     }
@@ -143,17 +163,27 @@ class PeerAgentPropertyTest {
                 } else {
                     op = "events";
                     lender.poll();
-                    for (String e; (e = events.events.poll()) != null; ) {
-                        String[] parts = e.split(" ");
-                        long head = Long.parseLong(parts[1]);
-                        for (Lease l : leases) {
-                            if (l.head() == head && !l.ended) {
-                                if (parts[0].equals("revoke")) {
-                                    l.revokeAsked = true;
-                                } else if (parts[0].equals("fenced")) {
-                                    l.ended = true;
-                                }
-                            }
+                    for (Object[] e : events) {
+                        assertThat(e[0]).as("the agent is alive").isNotEqualTo("lost");
+                        Lease l = leases.stream().filter(x -> x.region == e[1]).findFirst().orElseThrow(
+                                () -> new AssertionError("an event for a lease the test does not hold: " + e[0] + " " + e[1] + "; history " + history.get(e[1])));
+                        assertThat(l.ended).as("an event after the lease ended: " + e[0] + " " + l.region).isFalse();
+                        if (e[0].equals("revoke")) {
+                            assertThat(l.revokeAsked).as("revocation reported twice for " + l.region).isFalse();
+                            l.revokeAsked = true;
+                        } else {
+                            l.ended = true;
+                        }
+                    }
+                    events.clear();
+                    long pid = ProcessHandle.current().pid();
+                    for (Lease l : leases) {
+                        long w = table.stateWord(l.head());
+                        boolean current = epoch(w) == l.epoch() && pid(w) == pid && (state(w) == LENT || state(w) == REVOKING);
+                        assertThat(current || l.ended).as("a lease fenced by the agent is reported fenced at the next poll: "
+                                + l.region + " reads " + stateName(state(w)) + " at epoch " + epoch(w)).isTrue();
+                        if (state(w) == REVOKING && current) {
+                            assertThat(l.revokeAsked).as("a revocation is reported at the next poll").isTrue();
                         }
                     }
                     leases.removeIf(l -> l.ended && !l.open);

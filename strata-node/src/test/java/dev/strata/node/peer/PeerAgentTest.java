@@ -130,6 +130,8 @@ class PeerAgentTest {
             assertThat(agent.stats().held()).isZero();
             assertThat(lender.lendableBytes()).isEqualTo(4 * REGION);
             assertThat(events.events).as("no fence, no loss").isEmpty();
+            assertThat(agent.stats().toPrometheus("gpu1")).contains("strata_peer_regions{peer=\"gpu1\",state=\"lent\"} 2")
+                    .contains("strata_peer_acknowledged_total{peer=\"gpu1\"} 1").contains("strata_peer_fences_total{peer=\"gpu1\"} 0");
         }
     }
 

@@ -140,13 +140,16 @@ class PeerMultiProcessTest {
 
     /**
      * Three threads of this JVM read and write their leases (every write stamped with region,
-     * epoch and sequence, every read verified) while the agent's demand swings at random; a
-     * quarter of the revocations are acknowledged late, past the deadline, so fences happen too.
+     * epoch and sequence, every read verified) beside a second borrower JVM verifying its own, while
+     * the agent's demand swings at random; a quarter of this JVM's revocations are acknowledged
+     * late, past the deadline, so fences happen too.
      */
     @Test
     void randomRevocationsUnderConcurrentLoadNeverExposeForeignOrReusedBytes() throws Exception {
         int regions = 12;
-        try (ChildJvm agent = agent(regions); ShmPeerLender lender = ShmPeerLender.open(path, 5)) {
+        try (ChildJvm agent = agent(regions); ShmPeerLender lender = ShmPeerLender.open(path, 5);
+             ChildJvm other = ChildJvm.start(BorrowerMain.class, path.toString(), "hold", "2", Long.toString(REGION + 333))) {
+            other.expect("borrowed", 30_000);
             Set<LentRegion> ended = ConcurrentHashMap.newKeySet();
             List<String> failures = new CopyOnWriteArrayList<>();
             AtomicLong reads = new AtomicLong();
@@ -201,6 +204,7 @@ class PeerMultiProcessTest {
                 w.join(10_000);
             }
             assertThat(failures).isEmpty();
+            assertThat(other.process.isAlive()).as("the other borrower found no corrupt byte in its leases").isTrue();
             LendingStats s = lender.stats();
             System.out.println("load: " + reads.get() + " verified reads, " + lateAcks.get() + " late acknowledgements; " + s);
             assertThat(reads.get()).as("verified reads").isGreaterThan(100);
