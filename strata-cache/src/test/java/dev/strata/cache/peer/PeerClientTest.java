@@ -301,4 +301,71 @@ class PeerClientTest {
         assertThat(client.valid(x) || client.valid(y)).isFalse();
         assertThatThrownBy(() -> client.alloc(10, ANY)).isInstanceOf(IllegalStateException.class).hasMessageContaining("closed");
     }
+    /** A lender that hands the client a fresh wrapper of the region in every event, as a remote transport may. */
+    static final class WrappingLender implements PeerLender {
+        final LocalLender inner;
+
+        record Wrapped(LentRegion region) implements LentRegion {
+            @Override public PeerLease lease() { return region.lease(); }
+            @Override public boolean enter() { return region.enter(); }
+            @Override public MemorySegment memory() { return region.memory(); }
+            @Override public void exit() { region.exit(); }
+        }
+
+        WrappingLender(LocalLender inner) {
+            this.inner = inner;
+        }
+
+        private static LentRegion unwrap(LentRegion r) {
+            return r instanceof Wrapped w ? w.region() : r;
+        }
+
+        @Override public int id() { return inner.id(); }
+        @Override public String name() { return inner.name(); }
+        @Override public int distance() { return inner.distance(); }
+        @Override public long lendableBytes() { return inner.lendableBytes(); }
+        @Override public boolean alive() { return inner.alive(); }
+        @Override public LentRegion borrow(long size) {
+            LentRegion r = inner.borrow(size);
+            return r == null ? null : new Wrapped(r);
+        }
+        @Override public void giveBack(LentRegion region) { inner.giveBack(unwrap(region)); }
+        @Override public void acknowledge(LentRegion region) { inner.acknowledge(unwrap(region)); }
+        @Override public void close() { inner.close(); }
+        @Override public void listen(LenderEvents events) {
+            inner.listen(new LenderEvents() {
+                @Override public void revocationRequested(LentRegion region, long deadlineNanos) {
+                    events.revocationRequested(new Wrapped(region), deadlineNanos);
+                }
+                @Override public void fenced(LentRegion region) { events.fenced(new Wrapped(region)); }
+                @Override public void peerLost(int peer) { events.peerLost(peer); }
+            });
+        }
+    }
+
+    @Test
+    void eventsAboutAnotherInstanceOfTheRegionStillDrainTheLease() throws Exception {
+        LocalLender inner = new LocalLender(LocalLender.Config.of(0, "gpu0", 8_192).withGrace(10_000_000_000L));
+        try (PeerClient client = PeerClient.builder().lender(new WrappingLender(inner)).build()) {
+            List<Ended> ended = new CopyOnWriteArrayList<>();
+            PeerLease lease = client.alloc(3_000, ANY, (l, r) -> ended.add(new Ended(l, r))).orElseThrow();
+            CountDownLatch inside = new CountDownLatch(1);
+            CountDownLatch release = new CountDownLatch(1);
+            Thread holder = Thread.ofPlatform().start(() -> client.access(lease, 0, 3_000, view -> {
+                inside.countDown();
+                await("released", 10_000, () -> release.getCount() == 0);
+            }));
+            assertThat(inside.await(5, TimeUnit.SECONDS)).isTrue();
+            inner.lendable(0);
+            await("revoking", 2_000, () -> client.revoking(lease));
+            Thread.sleep(30);
+            assertThat(inner.phase(lease)).as("not acknowledged while the access is under way").isEqualTo(LocalLender.Phase.REVOKING);
+            assertThat(ended).isEmpty();
+            release.countDown();
+            holder.join(5_000);
+            await("revoked", 2_000, () -> ended.size() == 1);
+            await("acknowledged", 2_000, () -> inner.phase(lease) == LocalLender.Phase.RELEASED);
+            assertThat(inner.stats().acknowledgements()).isEqualTo(1);
+        }
+    }
 }
