@@ -18,7 +18,8 @@ public final class BenchRunner {
             "tiers", TiersScenario::new,
             "kv", KvScenario::new,
             "experts", ExpertsScenario::new,
-            "engine", EngineScenario::new));
+            "engine", EngineScenario::new,
+            "peer", PeerScenario::new));
 
     private BenchRunner() {
     }

@@ -1,0 +1,59 @@
+package dev.strata.bench;
+
+import dev.strata.bench.peer.LocalRevocationRig;
+import dev.strata.bench.peer.PeerChurnMeasure;
+import dev.strata.bench.peer.RevocationLatencyMeasure;
+import dev.strata.bench.peer.ShmRevocationRig;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import dev.strata.memory.Sizes;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * {@code strata bench peer}: memory lent by peers as a revocable tier. How fast a revocation
+ * reaches the borrower and how long it waits for an access under way (against a thread hand-off
+ * and against one read, measured in the same run); and, with peers whose free memory follows a
+ * generated availability trace, the share of KV and expert fetches the peers serve (against the
+ * same peers never revoked), the bytes they keep off the host link (against no peers), and the
+ * NVLink-versus-PCIe cost of those fetches, modelled from Harvest's measurements.
+ *
+ * <p>Runs on the calling thread; the lenders and clients start their own threads.
+ */
+public final class PeerScenario implements Scenario {
+    /** How often the cross-process agent ticks and its lender polls. */
+    private static final Duration SHM_INTERVAL = Duration.ofNanos(200_000);
+
+    @Override
+    public String name() {
+        return "peer";
+    }
+
+    @Override
+    public String description() {
+        return "peer revocation latency and drain, KV/expert fetches from peers under availability churn (NVLink modelled)";
+    }
+
+    @Override
+    public List<Figure> run(Options options, List<String> notes) throws Exception {
+        List<Figure> figures = new ArrayList<>();
+        boolean quick = options.quick();
+        Progress progress = new Progress(System.err, 3);
+        progress.step("revocation to callback and drain, in-process lender");
+        try (LocalRevocationRig rig = new LocalRevocationRig(64 * Sizes.MiB)) {
+            figures.addAll(RevocationLatencyMeasure.figures(rig, quick ? 200 : 2000, Sizes.MiB + 4032, 4 * Sizes.MiB + 64));
+        }
+        progress.step("revocation to callback and drain, cross-process shared-memory lender (agent JVM, tick and poll "
+                + SHM_INTERVAL.toNanos() / 1000 + " us)");
+        Path dir = Files.isDirectory(Path.of("/dev/shm")) ? Path.of("/dev/shm") : options.workDir();
+        try (ShmRevocationRig rig = new ShmRevocationRig(dir, 8 * Sizes.MiB, 2 * Sizes.MiB, SHM_INTERVAL, SHM_INTERVAL)) {
+            figures.addAll(RevocationLatencyMeasure.figures(rig, quick ? 100 : 500, 2 * Sizes.MiB, 4 * Sizes.MiB));
+        }
+        notes.add("cross-process revocations include the agent's tick and the lender's poll, both every "
+                + SHM_INTERVAL.toNanos() / 1000 + " us: the agent reads its demand file each tick, the lender polls its regions' states");
+        progress.step("KV and expert fetches through the PEER tier under availability churn");
+        figures.addAll(PeerChurnMeasure.figures(quick, System.err, notes));
+        return figures;
+    }
+}

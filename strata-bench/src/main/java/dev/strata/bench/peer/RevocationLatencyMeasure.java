@@ -1,0 +1,263 @@
+package dev.strata.bench.peer;
+
+import dev.strata.bench.Figure;
+import dev.strata.cache.Durability;
+import dev.strata.cache.peer.LeaseHints;
+import dev.strata.cache.peer.PeerClientStats;
+import dev.strata.cache.peer.PeerLease;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.SplittableRandom;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.locks.LockSupport;
+import org.HdrHistogram.Histogram;
+
+/**
+ * How long a revocation takes to reach the client that borrowed the memory, and how long it waits
+ * for an access under way: the two delays Harvest's runtime puts between a peer wanting its memory
+ * back and the memory being free (drain in-flight transfers, then invoke the callback).
+ *
+ * <ul>
+ *   <li><b>Revocation to callback, idle lease.</b> A lease is borrowed and written; the agent takes
+ *       its budget back; the time from that call to the client's revocation callback is recorded.
+ *       Baseline, same run: one hand-off of a timestamp to a thread blocked on a queue (the floor of
+ *       any notification between threads; the revocation path makes two: the lender's event thread,
+ *       then the client's revocation thread).</li>
+ *   <li><b>Revocation to callback with a read in flight.</b> Another thread reads the lease over and
+ *       over ({@code readBytes} per read); the agent takes the memory back at a random point of a
+ *       read. The callback runs only after that read has left the lease, so this is drain plus
+ *       notification. Baseline: the median duration of one such read, measured in the same run
+ *       (the longest an access can hold a revocation up).</li>
+ *   <li><b>Drain</b>, as the client itself measures it (from the revocation event to the last access
+ *       leaving), in the same in-flight rounds; same baseline.</li>
+ * </ul>
+ *
+ * <p>The measuring thread parks rather than spins while it waits, and so does the reader between
+ * leases: on a machine of two cores a spinning waiter would take the core the revocation needs.
+ *
+ * <p>Threads: runs on the calling thread and starts one reader and one hand-off thread.
+ */
+public final class RevocationLatencyMeasure {
+    private static final long TIMEOUT_NANOS = TimeUnit.SECONDS.toNanos(5);
+
+    private RevocationLatencyMeasure() {
+    }
+
+    /** Figures for one rig; {@code rounds} revocations of each kind. */
+    public static List<Figure> figures(RevocationRig rig, int rounds, long leaseBytes, long readBytes) throws InterruptedException {
+        Histogram handoff = handoff(rounds);
+        Histogram idle = new Histogram(3);
+        Histogram inFlight = new Histogram(3);
+        Histogram reads = new Histogram(3);
+        try (Arena arena = Arena.ofShared()) {
+            MemorySegment fill = arena.allocate(readBytes, 64);
+            SplittableRandom r = new SplittableRandom(0x7E70CA7EL);
+            for (long o = 0; o + 8 <= readBytes; o += 8) {
+                fill.set(ValueLayout.JAVA_LONG_UNALIGNED, o, r.nextLong());
+            }
+            for (int i = 0; i < rounds + rounds / 10; i++) {
+                long ns = revokeIdle(rig, leaseBytes, fill);
+                if (i >= rounds / 10) { // the first tenth warms up
+                    idle.recordValue(ns);
+                }
+            }
+            PeerClientStats.Peer before = rig.client().stats().peers().getFirst();
+            Reader reader = new Reader(rig, arena.allocate(readBytes, 64), reads);
+            Thread t = Thread.ofPlatform().name("strata-bench-peer-reader").daemon().start(reader);
+            try {
+                for (int i = 0; i < rounds; i++) {
+                    inFlight.recordValue(revokeInFlight(rig, readBytes, fill, reader, r));
+                }
+            } finally {
+                reader.stop = true;
+                t.join(10_000);
+            }
+            PeerClientStats.Peer after = rig.client().stats().peers().getFirst();
+            double readMedian = reads.getValueAtPercentile(50);
+            String label = rig.label();
+            List<Figure> out = new ArrayList<>();
+            String handoffName = "thread hand-off through a blocking queue";
+            out.add(Figure.of("peer_revoke_to_callback_p50_" + label, idle.getValueAtPercentile(50) / 1e3, "us",
+                    handoffName + " p50", handoff.getValueAtPercentile(50) / 1e3, "<= 3")
+                    .withNote(rounds + " revocations of an idle " + leaseBytes + "-byte lease; the path makes two hand-offs"));
+            out.add(Figure.of("peer_revoke_to_callback_p99_" + label, idle.getValueAtPercentile(99) / 1e3, "us",
+                    handoffName + " p99", handoff.getValueAtPercentile(99) / 1e3, "<= 3"));
+            String readName = "one " + readBytes + "-byte read of the lease, median";
+            out.add(Figure.of("peer_revoke_to_callback_in_flight_p50_" + label, inFlight.getValueAtPercentile(50) / 1e3, "us",
+                    readName, readMedian / 1e3, "<= 1.5")
+                    .withNote("a read under way when the agent takes the memory back: drain, then the callback"));
+            out.add(Figure.of("peer_revoke_to_callback_in_flight_p99_" + label, inFlight.getValueAtPercentile(99) / 1e3, "us",
+                    readName, readMedian / 1e3, "<= 2"));
+            long drains = after.drainCount() - before.drainCount();
+            out.add(Figure.of("peer_drain_p50_" + label, after.drainP50Nanos() / 1e3, "us", readName, readMedian / 1e3, "<= 1")
+                    .withNote("the client's own drain histogram (" + drains + " drains in the in-flight rounds, "
+                            + after.drainCount() + " in all)"));
+            out.add(Figure.of("peer_drain_p99_" + label, after.drainP99Nanos() / 1e3, "us", readName, readMedian / 1e3, "<= 1.5"));
+            return out;
+        }
+    }
+
+    /** Borrows, writes, has the agent take everything back; returns nanoseconds from that call to the callback. */
+    private static long revokeIdle(RevocationRig rig, long leaseBytes, MemorySegment fill) throws InterruptedException {
+        PeerLease lease = borrow(rig, leaseBytes);
+        rig.client().write(lease, 0, fill.asSlice(0, Math.min(leaseBytes, fill.byteSize())));
+        AtomicLong calledAt = new AtomicLong();
+        rig.client().onRevoke(lease, (l, reason) -> calledAt.set(System.nanoTime()));
+        long t0 = System.nanoTime();
+        rig.takeBack();
+        long at = awaitNonZero(calledAt, rig.label() + ": no revocation callback for " + lease);
+        settle(rig);
+        rig.offerAll();
+        return at - t0;
+    }
+
+    private static long revokeInFlight(RevocationRig rig, long readBytes, MemorySegment fill, Reader reader, SplittableRandom r)
+            throws InterruptedException {
+        PeerLease lease = borrow(rig, readBytes);
+        rig.client().write(lease, 0, fill);
+        AtomicLong calledAt = new AtomicLong();
+        rig.client().onRevoke(lease, (l, reason) -> calledAt.set(System.nanoTime()));
+        long started = reader.reads.get();
+        reader.lease = lease;
+        long deadline = System.nanoTime() + TIMEOUT_NANOS;
+        while (reader.reads.get() < started + 2) { // two whole reads done, the next one under way
+            if (System.nanoTime() > deadline) {
+                throw new IllegalStateException(rig.label() + ": reads of " + lease + " did not succeed within 5 s");
+            }
+            Thread.onSpinWait();
+        }
+        long delay = System.nanoTime() + r.nextLong(0, Math.max(1, reader.lastReadNanos));
+        while (System.nanoTime() < delay) {
+            Thread.onSpinWait();
+        }
+        long t0 = System.nanoTime();
+        rig.takeBack();
+        long at = awaitNonZero(calledAt, rig.label() + ": no revocation callback for " + lease + " with a read in flight");
+        reader.lease = null;
+        settle(rig);
+        rig.offerAll();
+        return at - t0;
+    }
+
+    /** Borrows {@code bytes}, retrying while the agent has not yet made its memory lendable again (it may do so on its next tick). */
+    private static PeerLease borrow(RevocationRig rig, long bytes) {
+        long deadline = System.nanoTime() + TIMEOUT_NANOS;
+        while (true) {
+            var lease = rig.client().alloc(bytes, LeaseHints.of(Durability.LOSSY));
+            if (lease.isPresent()) {
+                return lease.get();
+            }
+            if (System.nanoTime() > deadline) {
+                throw new IllegalStateException(rig.label() + ": the lender refused a lease of " + bytes + " bytes for 5 s");
+            }
+            LockSupport.parkNanos(50_000);
+        }
+    }
+
+    /**
+     * Waits for the callback's timestamp, parked (the callback stamps the clock itself, so how soon
+     * this thread wakes does not matter; spinning would take a core from the threads measured).
+     */
+    private static long awaitNonZero(AtomicLong v, String failure) {
+        long deadline = System.nanoTime() + TIMEOUT_NANOS;
+        long x;
+        while ((x = v.get()) == 0) {
+            if (System.nanoTime() > deadline) {
+                throw new IllegalStateException(failure + " within 5 s");
+            }
+            LockSupport.parkNanos(20_000);
+        }
+        return x;
+    }
+
+    private static void settle(RevocationRig rig) throws InterruptedException {
+        long deadline = System.nanoTime() + TIMEOUT_NANOS;
+        while (!rig.settled()) {
+            if (System.nanoTime() > deadline) {
+                throw new IllegalStateException(rig.label() + ": revocation did not settle within 5 s");
+            }
+            Thread.sleep(0, 50_000);
+        }
+    }
+
+    /** Reads the current lease over and over, timing each successful read; a failed read is retried until the lease changes. */
+    private static final class Reader implements Runnable {
+        final RevocationRig rig;
+        final MemorySegment dst; // readBytes
+        final Histogram histogram; // ns per successful read; read by the measuring thread after join
+        final AtomicLong reads = new AtomicLong(); // successful reads
+        volatile PeerLease lease; // set and cleared by the measuring thread
+        volatile boolean stop;
+        volatile long lastReadNanos = 1;
+
+        Reader(RevocationRig rig, MemorySegment dst, Histogram histogram) {
+            this.rig = rig;
+            this.dst = dst;
+            this.histogram = histogram;
+        }
+
+        @Override
+        public void run() {
+            while (!stop) {
+                PeerLease l = lease;
+                if (l == null) {
+                    LockSupport.parkNanos(20_000);
+                    continue;
+                }
+                long t0 = System.nanoTime();
+                if (rig.client().read(l, 0, dst)) {
+                    long ns = System.nanoTime() - t0;
+                    lastReadNanos = ns;
+                    histogram.recordValue(ns);
+                    reads.incrementAndGet();
+                } else {
+                    LockSupport.parkNanos(20_000); // revoked: leave the cores to the revocation until the next lease
+                }
+            }
+        }
+    }
+
+    /** Nanoseconds from handing a timestamp to a thread blocked on a queue until it reads the clock, {@code rounds} times. */
+    static Histogram handoff(int rounds) throws InterruptedException {
+        Histogram h = new Histogram(3);
+        LinkedBlockingQueue<Long> q = new LinkedBlockingQueue<>();
+        LinkedBlockingQueue<Boolean> done = new LinkedBlockingQueue<>();
+        Thread t = Thread.ofPlatform().name("strata-bench-handoff").daemon().start(() -> {
+            try {
+                while (true) {
+                    long t0 = q.take();
+                    if (t0 < 0) {
+                        return;
+                    }
+                    long ns = System.nanoTime() - t0;
+                    synchronized (h) {
+                        h.recordValue(Math.max(1, ns));
+                    }
+                    done.put(Boolean.TRUE);
+                }
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        });
+        for (int i = 0; i < rounds + rounds / 10; i++) {
+            Thread.sleep(0, 100_000); // let the consumer block, as the event threads do between revocations
+            q.put(System.nanoTime());
+            done.take();
+            if (i + 1 == rounds / 10) {
+                synchronized (h) {
+                    h.reset();
+                }
+            }
+        }
+        q.put(-1L);
+        t.join(5_000);
+        synchronized (h) {
+            return h.copy();
+        }
+    }
+}

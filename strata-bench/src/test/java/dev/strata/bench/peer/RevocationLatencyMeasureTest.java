@@ -1,0 +1,55 @@
+package dev.strata.bench.peer;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.strata.bench.Figure;
+import dev.strata.memory.Sizes;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+class RevocationLatencyMeasureTest {
+    @TempDir
+    Path dir;
+
+    private static void assertFigures(List<Figure> figures, String label, RevocationRig rig) {
+        assertThat(figures).extracting(Figure::name).containsExactly("peer_revoke_to_callback_p50_" + label,
+                "peer_revoke_to_callback_p99_" + label, "peer_revoke_to_callback_in_flight_p50_" + label,
+                "peer_revoke_to_callback_in_flight_p99_" + label, "peer_drain_p50_" + label, "peer_drain_p99_" + label);
+        for (Figure f : figures) {
+            assertThat(f.value()).as(f.name()).isPositive().isFinite();
+            assertThat(f.baselineValue()).as(f.name()).isPositive().isFinite();
+            assertThat(f.unit()).isEqualTo("us");
+        }
+        // every lease borrowed by the measure ended with its revocation
+        assertThat(rig.client().liveLeases()).isEmpty();
+        assertThat(rig.settled()).isTrue();
+    }
+
+    @Test
+    void inProcessRevocationsReachTheirCallbacks() throws Exception {
+        try (LocalRevocationRig rig = new LocalRevocationRig(16 * Sizes.MiB)) {
+            List<Figure> figures = RevocationLatencyMeasure.figures(rig, 20, Sizes.MiB + 4032, 2 * Sizes.MiB + 64);
+            assertFigures(figures, "in_process", rig);
+            assertThat(rig.client().stats().peers().getFirst().revocations()).isEqualTo(20 + 2 + 20);
+        }
+    }
+
+    @Test
+    void crossProcessRevocationsReachTheirCallbacks() throws Exception {
+        try (ShmRevocationRig rig = new ShmRevocationRig(dir, 8 * Sizes.MiB, 2 * Sizes.MiB, Duration.ofNanos(200_000),
+                Duration.ofNanos(200_000))) {
+            List<Figure> figures = RevocationLatencyMeasure.figures(rig, 10, 2 * Sizes.MiB, 4 * Sizes.MiB);
+            assertFigures(figures, "cross_process", rig);
+        }
+    }
+
+    @Test
+    void theHandOffBaselineIsMeasured() throws Exception {
+        var h = RevocationLatencyMeasure.handoff(50);
+        assertThat(h.getTotalCount()).isEqualTo(50);
+        assertThat(h.getValueAtPercentile(50)).isPositive();
+    }
+}
