@@ -16,7 +16,8 @@ import picocli.CommandLine.Parameters;
                 "kv (block manager ops, cross-process pool loads, shared-memory RPC, trace replay against Belady),",
                 "experts (expert pager steps, reuse distances, MV-WSA split against the oracle),",
                 "engine (decode against the memory roofline, prefill against the matmul peak, cross-instance prefix TTFT,",
-                "disk-resident experts against static streaming)."})
+                "disk-resident experts against static streaming),",
+                "peer (revocation-to-callback and drain latency, KV and expert fetches served from peers under churn)."})
 final class BenchCommand implements Callable<Integer> {
 
     @Parameters(index = "0", paramLabel = "SCENARIO", description = "the scenario to run: ${COMPLETION-CANDIDATES}",
