@@ -4,6 +4,7 @@ import dev.strata.cache.Durability;
 import dev.strata.cache.ObjectKey;
 import dev.strata.cache.kv.PrefixHasher;
 import dev.strata.cache.peer.PeerClient;
+import dev.strata.engine.schedule.PreemptionMode;
 import dev.strata.engine.serve.ContinuousBatchingGenerator;
 import dev.strata.engine.serve.Generator;
 import dev.strata.engine.serve.OpenAiServer;
@@ -95,6 +96,9 @@ public final class ServeCommand implements Callable<Integer> {
     String peerDurability = "lossy";
     @Option(names = "--peer-experts", paramLabel = "SIZE", description = "most bytes of expert copies kept on peers (with --expert-cap; 0: none) (default: ${DEFAULT-VALUE})")
     String peerExperts = "64MiB";
+    @Option(names = "--routing-trace", paramLabel = "FILE",
+            description = "record every routing decision of a MoE model in the routing-trace format (for strata trace stats and plan-split)")
+    Path routingTrace;
     @Option(names = "--rebalance-ms", paramLabel = "MS", description = "time between the expert rebalancer's passes (default: ${DEFAULT-VALUE})")
     long rebalanceMillis = 200;
     @Option(names = "--peer-policy", paramLabel = "NAME", description = "how a peer is picked: best-fit, locality, fairness or stability (default: ${DEFAULT-VALUE})")
@@ -246,7 +250,19 @@ public final class ServeCommand implements Callable<Integer> {
             throw e;
         }
         ServeMetrics metrics = new ServeMetrics();
-        Generator generator = new ContinuousBatchingGenerator(engine, metrics);
+        Generator generator;
+        try {
+            generator = new ContinuousBatchingGenerator(engine, metrics, PreemptionMode.SWAP, routingTrace);
+        } catch (RuntimeException e) {
+            engine.close();
+            if (access != null) {
+                access.close();
+            }
+            if (peers != null) {
+                peers.close();
+            }
+            throw e;
+        }
         try {
             return new Running(OpenAiServer.start(config, engine, generator, metrics), generator, engine, access, peers);
         } catch (IOException e) {

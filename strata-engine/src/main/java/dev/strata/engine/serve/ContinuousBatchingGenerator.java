@@ -1,6 +1,10 @@
 package dev.strata.engine.serve;
 
 import dev.strata.cache.kv.KvManagerStats;
+import dev.strata.cache.routing.RoutingTraceHeader;
+import dev.strata.cache.routing.RoutingTraceWriter;
+import dev.strata.engine.forward.ModelRunner;
+import dev.strata.engine.model.ModelConfig;
 import dev.strata.engine.sample.FinishReason;
 import dev.strata.engine.sample.Sampler;
 import dev.strata.engine.sample.SamplingParams;
@@ -10,7 +14,9 @@ import dev.strata.engine.schedule.Scheduler;
 import dev.strata.engine.schedule.TokenChooser;
 import dev.strata.engine.schedule.TokenSink;
 import dev.strata.engine.tokenizer.BpeTokenizer;
+import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Objects;
@@ -67,6 +73,7 @@ public final class ContinuousBatchingGenerator implements Generator {
     private final int validVocab; // ids a sampler may return: the tokenizer's, within the model's rows
     private final ServeMetrics metrics;
     private final PreemptionMode preemption;
+    private final RoutingTraceWriter routingTrace; // null: routing not recorded; owned, closed after the worker stops
     private final LinkedBlockingQueue<Job> submitted = new LinkedBlockingQueue<>();
     private final ConcurrentHashMap<Job, Boolean> inScheduler = new ConcurrentHashMap<>(); // handed over, not finished
     private final AtomicInteger queued = new AtomicInteger(); // submitted, neither started nor finished
@@ -86,7 +93,20 @@ public final class ContinuousBatchingGenerator implements Generator {
      * generator before the engine).
      */
     public ContinuousBatchingGenerator(ServeEngine engine, ServeMetrics metrics, PreemptionMode preemption) {
+        this(engine, metrics, preemption, null);
+    }
+
+    /**
+     * As {@link #ContinuousBatchingGenerator(ServeEngine, ServeMetrics, PreemptionMode)}, also
+     * recording every routing decision of the served requests into {@code routingTrace} (created or
+     * replaced; the routing-trace format of {@code strata trace stats} and {@code strata plan-split}),
+     * when it is not null.
+     *
+     * @throws IllegalArgumentException when a trace is asked of a dense model (it has no routing)
+     */
+    public ContinuousBatchingGenerator(ServeEngine engine, ServeMetrics metrics, PreemptionMode preemption, Path routingTrace) {
         this.engine = Objects.requireNonNull(engine, "engine");
+        this.routingTrace = routingTrace == null ? null : openRoutingTrace(engine, routingTrace);
         this.metrics = Objects.requireNonNull(metrics, "metrics");
         this.preemption = Objects.requireNonNull(preemption, "preemption mode");
         this.tokenizer = engine.model().tokenizer();
@@ -103,7 +123,23 @@ public final class ContinuousBatchingGenerator implements Generator {
     }
 
     private Scheduler newScheduler() {
-        return Scheduler.builder(engine.runner(), engine.kv()).preemption(preemption).build();
+        Scheduler.Builder b = Scheduler.builder(engine.runner(), engine.kv()).preemption(preemption);
+        if (routingTrace != null) {
+            b.routingTrace(routingTrace);
+        }
+        return b.build();
+    }
+
+    private static RoutingTraceWriter openRoutingTrace(ServeEngine engine, Path file) {
+        ModelConfig c = engine.model().config();
+        if (!c.moe()) {
+            throw new IllegalArgumentException("routing trace " + file + ": the model is dense (" + c.numExperts()
+                    + " experts), so there is no routing to record");
+        }
+        int moeLayers = (int) Arrays.stream(ModelRunner.moeLayers(c)).filter(i -> i >= 0).count();
+        Path name = engine.model().dir().toAbsolutePath().normalize().getFileName();
+        return RoutingTraceWriter.create(file, new RoutingTraceHeader(moeLayers, c.numExperts(), c.numExpertsPerTok(),
+                name == null ? "model" : name.toString()));
     }
 
     /** The end-of-sequence token ids (generation stops at any of them). */
@@ -274,6 +310,9 @@ public final class ContinuousBatchingGenerator implements Generator {
             j.finishUnstarted(FinishReason.CANCELLED);
         }
         kvStats = engine.kv().stats();
+        if (routingTrace != null) {
+            routingTrace.close(); // after the scheduler: every step it recorded is in the file
+        }
     }
 
     /**
