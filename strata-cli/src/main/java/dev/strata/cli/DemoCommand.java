@@ -91,7 +91,9 @@ final class DemoCommand implements Callable<Integer> {
     Path shm = Path.of("/dev/shm");
     @Option(names = "--report-json", paramLabel = "FILE", description = "also write the report's facts as JSON")
     Path reportJson;
-    @Option(names = "--peer", description = "also start a strata peer agent that both instances borrow from, and that takes most of its memory back halfway")
+    @Option(names = "--peer", negatable = true, defaultValue = "true", fallbackValue = "true",
+            description = "also start a strata peer agent that both instances borrow from, and that takes most of its memory back halfway "
+                    + "(default: on; --no-peer leaves it out)")
     boolean peer;
     @Option(names = "--peer-budget", paramLabel = "SIZE", description = "bytes the peer agent lends (default: ${DEFAULT-VALUE})")
     String peerBudget = "64MiB";

@@ -35,7 +35,7 @@ class DemoCommandTest {
         ModelSynthesizer.write(new SynthSpec(ModelFamily.QWEN3_MOE, 2, 8, 2, 64, 96, 32, 4, 2, 16, 512, DType.BF16, 11, 1, 4, false),
                 model, (d, t, b, tb) -> { });
         Path json = dir.resolve("report.json");
-        CliRun run = CliRun.of("demo", "--model", model.toString(), "--sessions", "2", "--turns", "2", "--max-tokens", "4",
+        CliRun run = CliRun.of("demo", "--no-peer", "--model", model.toString(), "--sessions", "2", "--turns", "2", "--max-tokens", "4",
                 "--expert-cap", "4", "--kv-blocks", "48", "--host-kv", "8MiB", "--pool-capacity", "32MiB", "--report-json", json.toString());
         assertThat(run.status()).as(run.out() + run.err()).isZero();
         assertThat(run.out()).contains("outputs byte-identical to an unpaged in-process run: yes (4 of 4 turns)");
