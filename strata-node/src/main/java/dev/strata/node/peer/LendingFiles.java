@@ -1,7 +1,7 @@
 package dev.strata.node.peer;
 
+import dev.strata.node.shm.ShmFiles;
 import java.io.IOException;
-import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
@@ -24,11 +24,6 @@ final class LendingFiles {
 
     /** Reads the header of the open file {@code ch}. */
     static Found readHeader(FileChannel ch) throws IOException {
-        ByteBuffer buffer = ByteBuffer.allocate((int) LendingFileLayout.HEADER_SIZE);
-        while (buffer.hasRemaining() && ch.read(buffer, buffer.position()) > 0) {
-            // until the header is complete or the file ends
-        }
-        buffer.clear();
-        return new Found(LendingFileLayout.Header.of(buffer), ch.size());
+        return new Found(LendingFileLayout.Header.of(ShmFiles.readPrefix(ch, (int) LendingFileLayout.HEADER_SIZE)), ch.size());
     }
 }

@@ -4,6 +4,7 @@ import static dev.strata.node.peer.LendingFileLayout.*;
 
 import dev.strata.memory.Sizes;
 import dev.strata.node.rpc.ProcessLiveness;
+import dev.strata.node.shm.ShmFiles;
 import java.io.IOException;
 import java.io.PrintStream;
 import java.io.UncheckedIOException;
@@ -19,7 +20,6 @@ import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.nio.file.StandardOpenOption;
-import java.nio.file.attribute.BasicFileAttributes;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -147,7 +147,7 @@ public final class PeerAgent implements AutoCloseable {
             try (FileChannel ch = FileChannel.open(temp, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
                 ch.write(java.nio.ByteBuffer.allocate(1), g.totalSize() - 1); // size it; the contents read as zero
             }
-            Object key = Files.readAttributes(temp, BasicFileAttributes.class).fileKey();
+            Object key = ShmFiles.fileKey(temp);
             MemorySegment mapped;
             try (FileChannel ch = FileChannel.open(temp, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
                 mapped = ch.map(FileChannel.MapMode.READ_WRITE, 0, g.totalSize(), arena);
@@ -166,13 +166,13 @@ public final class PeerAgent implements AutoCloseable {
             return agent;
         } catch (IOException e) {
             arena.close();
-            closeQuietly(lock);
-            deleteQuietly(temp);
+            ShmFiles.closeQuietly(lock);
+            ShmFiles.deleteQuietly(temp);
             throw new UncheckedIOException("creating lending file " + path + " (" + g.totalSize() + " bytes in " + temp + ")", e);
         } catch (RuntimeException | Error e) {
             arena.close();
-            closeQuietly(lock);
-            deleteQuietly(temp);
+            ShmFiles.closeQuietly(lock);
+            ShmFiles.deleteQuietly(temp);
             throw e;
         }
     }
@@ -211,7 +211,7 @@ public final class PeerAgent implements AutoCloseable {
             }
             return ch;
         } catch (IOException e) {
-            closeQuietly(ch);
+            ShmFiles.closeQuietly(ch);
             throw new UncheckedIOException("locking " + lockPath, e);
         }
     }
@@ -475,45 +475,14 @@ public final class PeerAgent implements AutoCloseable {
             last = stats();
             closed = true;
         }
-        removeIfOurs(config.file());
-        deleteQuietly(tempPath);
-        closeQuietly(lockChannel);
+        ShmFiles.removeIfSame(config.file(), fileKey, "lending file");
+        ShmFiles.deleteQuietly(tempPath);
+        ShmFiles.closeQuietly(lockChannel);
         arena.close();
         if (out != null) {
             out.println("strata peer stopped: " + config.file() + " removed; " + last);
             out.flush();
         }
         stopped.countDown();
-    }
-
-    private void removeIfOurs(Path path) {
-        try {
-            Object key = Files.readAttributes(path, BasicFileAttributes.class).fileKey();
-            if (key != null && key.equals(fileKey)) {
-                Files.deleteIfExists(path);
-            }
-        } catch (NoSuchFileException e) {
-            // already gone
-        } catch (IOException e) {
-            LOG.log(System.Logger.Level.WARNING, "could not remove lending file " + path + ": " + e);
-        }
-    }
-
-    private static void closeQuietly(FileChannel ch) {
-        if (ch != null) {
-            try {
-                ch.close();
-            } catch (IOException ignored) {
-                // closing releases the lock; nothing else to do
-            }
-        }
-    }
-
-    private static void deleteQuietly(Path p) {
-        try {
-            Files.deleteIfExists(p);
-        } catch (IOException ignored) {
-            // best effort: a leftover temporary file is harmless and replaced next time
-        }
     }
 }

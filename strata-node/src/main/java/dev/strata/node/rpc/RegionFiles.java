@@ -1,9 +1,9 @@
 package dev.strata.node.rpc;
 
+import dev.strata.node.shm.ShmFiles;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
@@ -26,12 +26,7 @@ final class RegionFiles {
 
     /** Reads the header of the open file {@code ch}. */
     static Found readHeader(FileChannel ch) throws IOException {
-        ByteBuffer buffer = ByteBuffer.allocate((int) RpcRegionLayout.HEADER_SIZE);
-        while (buffer.hasRemaining() && ch.read(buffer, buffer.position()) > 0) {
-            // until the header is complete or the file ends
-        }
-        buffer.clear();
-        return new Found(RpcRegionLayout.Header.of(buffer), ch.size());
+        return new Found(RpcRegionLayout.Header.of(ShmFiles.readPrefix(ch, (int) RpcRegionLayout.HEADER_SIZE)), ch.size());
     }
 
     /** Maps {@code size} bytes of the open file {@code ch} read-write, shared, into {@code arena}. */

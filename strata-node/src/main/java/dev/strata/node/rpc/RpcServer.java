@@ -2,6 +2,7 @@ package dev.strata.node.rpc;
 
 import static dev.strata.node.rpc.RpcRegionLayout.*;
 
+import dev.strata.node.shm.ShmFiles;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.lang.foreign.Arena;
@@ -13,7 +14,6 @@ import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.nio.file.StandardOpenOption;
-import java.nio.file.attribute.BasicFileAttributes;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.util.Objects;
 import java.util.concurrent.TimeUnit;
@@ -123,7 +123,7 @@ public final class RpcServer implements AutoCloseable {
                 ch.truncate(0);
                 ch.write(java.nio.ByteBuffer.allocate(1), g.totalSize() - 1); // size it; the contents read as zero
             }
-            Object key = Files.readAttributes(temp, BasicFileAttributes.class).fileKey();
+            Object key = ShmFiles.fileKey(temp);
             MemorySegment region = RegionFiles.map(temp, g.totalSize(), arena);
             writeHeader(region, g, ProcessHandle.current().pid(), ProcessLiveness.currentStartMillis(),
                     System.currentTimeMillis());
@@ -131,13 +131,13 @@ public final class RpcServer implements AutoCloseable {
             return new RpcServer(config, handler, temp, arena, region, key, lock);
         } catch (IOException e) {
             arena.close();
-            closeQuietly(lock);
-            deleteQuietly(temp);
+            ShmFiles.closeQuietly(lock);
+            ShmFiles.deleteQuietly(temp);
             throw new UncheckedIOException("creating rpc region " + path + " (" + g.totalSize() + " bytes in " + temp + ")", e);
         } catch (RuntimeException | Error e) {
             arena.close();
-            closeQuietly(lock);
-            deleteQuietly(temp);
+            ShmFiles.closeQuietly(lock);
+            ShmFiles.deleteQuietly(temp);
             throw e;
         }
     }
@@ -165,18 +165,8 @@ public final class RpcServer implements AutoCloseable {
             }
             return ch;
         } catch (IOException e) {
-            closeQuietly(ch);
+            ShmFiles.closeQuietly(ch);
             throw new UncheckedIOException("locking " + lockPath, e);
-        }
-    }
-
-    private static void closeQuietly(FileChannel ch) {
-        if (ch != null) {
-            try {
-                ch.close();
-            } catch (IOException ignored) {
-                // closing releases the lock; nothing else to do
-            }
         }
     }
 
@@ -413,33 +403,12 @@ public final class RpcServer implements AutoCloseable {
                 Thread.currentThread().interrupt();
             }
         }
-        removeIfOurs(config.path());
-        deleteQuietly(tempPath);
-        closeQuietly(lockChannel); // after the region is gone: a successor may start now
+        ShmFiles.removeIfSame(config.path(), fileKey, "rpc region");
+        ShmFiles.deleteQuietly(tempPath);
+        ShmFiles.closeQuietly(lockChannel); // after the region is gone: a successor may start now
         if (t == null || !t.isAlive()) {
             arena.close();
         }
         // else: a handler is stuck; leave the mapping to the process exit rather than crash the thread
-    }
-
-    private void removeIfOurs(Path path) {
-        try {
-            Object key = Files.readAttributes(path, BasicFileAttributes.class).fileKey();
-            if (key != null && key.equals(fileKey)) {
-                Files.deleteIfExists(path);
-            }
-        } catch (NoSuchFileException e) {
-            // already gone
-        } catch (IOException e) {
-            LOG.log(System.Logger.Level.WARNING, "could not remove rpc region " + path + ": " + e);
-        }
-    }
-
-    private static void deleteQuietly(Path p) {
-        try {
-            Files.deleteIfExists(p);
-        } catch (IOException ignored) {
-            // best effort: a leftover temporary file is harmless and replaced next time
-        }
     }
 }
