@@ -446,31 +446,20 @@ public final class PeerClient implements PeerMemory {
 
     @Override
     public boolean write(PeerLease lease, long offset, MemorySegment src) {
-        long length = src.byteSize();
-        checkBounds(lease, offset, length);
-        LeaseEntry e = leases.get(lease);
-        if (e == null || !e.guard.enter()) {
-            return false;
-        }
-        try {
-            LentRegion r = e.region;
-            if (!r.enter()) {
-                return false;
-            }
-            try {
-                MemorySegment.copy(src, 0, r.memory(), offset, length);
-            } finally {
-                r.exit();
-            }
-            return true;
-        } finally {
-            e.guard.exit();
-        }
+        return copy(lease, offset, src, true);
     }
 
     @Override
     public boolean read(PeerLease lease, long offset, MemorySegment dst) {
-        long length = dst.byteSize();
+        return copy(lease, offset, dst, false);
+    }
+
+    /**
+     * Copies between {@code local} and the lent region at {@code offset}, inside both guards (the
+     * lease's, then the lender's region's); false when either refuses.
+     */
+    private boolean copy(PeerLease lease, long offset, MemorySegment local, boolean toPeer) {
+        long length = local.byteSize();
         checkBounds(lease, offset, length);
         LeaseEntry e = leases.get(lease);
         if (e == null || !e.guard.enter()) {
@@ -482,7 +471,11 @@ public final class PeerClient implements PeerMemory {
                 return false;
             }
             try {
-                MemorySegment.copy(r.memory(), offset, dst, 0, length);
+                if (toPeer) {
+                    MemorySegment.copy(local, 0, r.memory(), offset, length);
+                } else {
+                    MemorySegment.copy(r.memory(), offset, local, 0, length);
+                }
             } finally {
                 r.exit();
             }
