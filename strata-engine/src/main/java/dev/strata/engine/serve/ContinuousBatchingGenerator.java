@@ -75,6 +75,7 @@ public final class ContinuousBatchingGenerator implements Generator {
     private final PreemptionMode preemption;
     private final RoutingTraceWriter routingTrace; // null: routing not recorded; owned, closed after the worker stops
     private final LinkedBlockingQueue<Job> submitted = new LinkedBlockingQueue<>();
+    private final Job wake = new Job(new int[0], null, null, 0); // queued by close(): never started
     private final ConcurrentHashMap<Job, Boolean> inScheduler = new ConcurrentHashMap<>(); // handed over, not finished
     private final AtomicInteger queued = new AtomicInteger(); // submitted, neither started nor finished
     private final Thread worker;
@@ -202,7 +203,9 @@ public final class ContinuousBatchingGenerator implements Generator {
     @Override
     public void close() {
         closed = true;
-        worker.interrupt();
+        // wakes a waiting worker without an interrupt: an interrupt would close the routing trace's
+        // file channel under a write in progress (FileChannel is interruptible)
+        submitted.add(wake);
         try {
             worker.join(30_000);
         } catch (InterruptedException e) {
@@ -229,7 +232,7 @@ public final class ContinuousBatchingGenerator implements Generator {
                     } catch (InterruptedException e) {
                         break;
                     }
-                    if (next != null) {
+                    if (next != null && next != wake) {
                         start(next);
                     }
                     continue;
@@ -254,7 +257,9 @@ public final class ContinuousBatchingGenerator implements Generator {
     /** Hands every queued request to the scheduler. Worker only. */
     private void handOver() {
         for (Job j; (j = submitted.poll()) != null; ) {
-            start(j);
+            if (j != wake) {
+                start(j);
+            }
         }
     }
 
@@ -307,7 +312,9 @@ public final class ContinuousBatchingGenerator implements Generator {
             }
         }
         for (Job j; (j = submitted.poll()) != null; ) {
-            j.finishUnstarted(FinishReason.CANCELLED);
+            if (j != wake) {
+                j.finishUnstarted(FinishReason.CANCELLED);
+            }
         }
         kvStats = engine.kv().stats();
         if (routingTrace != null) {
