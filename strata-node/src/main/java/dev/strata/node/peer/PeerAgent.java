@@ -12,15 +12,11 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.channels.FileChannel;
-import java.nio.channels.FileLock;
-import java.nio.channels.OverlappingFileLockException;
 import java.nio.file.AtomicMoveNotSupportedException;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
-import java.nio.file.StandardOpenOption;
-import java.nio.file.attribute.PosixFilePermissions;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
@@ -136,22 +132,14 @@ public final class PeerAgent implements AutoCloseable {
     public static PeerAgent create(PeerAgentConfig config) {
         Path path = config.file();
         refuseIfLent(path);
-        FileChannel lock = lockLending(path);
+        FileChannel lock = ShmFiles.lockOwnership(path, lockPath -> "lending file " + path
+                + " is lent by another live process (it holds " + lockPath + "): stop it first or choose another file");
         Geometry g = new Geometry(config.regionCount(), config.regionSize());
-        Path dir = path.toAbsolutePath().getParent();
-        Path temp = dir.resolve("." + path.getFileName() + ".new-" + ProcessHandle.current().pid());
+        Path temp = ShmFiles.tempBeside(path);
         Arena arena = Arena.ofShared();
         try {
-            Files.deleteIfExists(temp);
-            Files.createFile(temp, PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rw-------")));
-            try (FileChannel ch = FileChannel.open(temp, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
-                ch.write(java.nio.ByteBuffer.allocate(1), g.totalSize() - 1); // size it; the contents read as zero
-            }
+            MemorySegment mapped = ShmFiles.createMapped(temp, g.totalSize(), arena);
             Object key = ShmFiles.fileKey(temp);
-            MemorySegment mapped;
-            try (FileChannel ch = FileChannel.open(temp, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
-                mapped = ch.map(FileChannel.MapMode.READ_WRITE, 0, g.totalSize(), arena);
-            }
             long now = config.clock().millis();
             writeHeader(mapped, g, ProcessHandle.current().pid(), ProcessLiveness.currentStartMillis(), now);
             PeerAgent agent = new PeerAgent(config, g, temp, arena, mapped, key, lock);
@@ -190,29 +178,6 @@ public final class PeerAgent implements AutoCloseable {
         if (h.magic() == MAGIC && h.agentState() != AGENT_STOPPED && ProcessLiveness.isAlive(h.agentPid(), h.agentStartMillis())) {
             throw new IllegalStateException("lending file " + path + " is lent by a live agent (pid " + h.agentPid()
                     + "): stop it first or choose another file");
-        }
-    }
-
-    private static FileChannel lockLending(Path path) {
-        Path lockPath = path.resolveSibling(path.getFileName() + ".lock");
-        FileChannel ch = null;
-        try {
-            ch = FileChannel.open(lockPath, StandardOpenOption.CREATE, StandardOpenOption.WRITE);
-            FileLock lock;
-            try {
-                lock = ch.tryLock();
-            } catch (OverlappingFileLockException e) {
-                lock = null; // this very process lends at the path already
-            }
-            if (lock == null) {
-                ch.close();
-                throw new IllegalStateException("lending file " + path + " is lent by another live process (it holds "
-                        + lockPath + "): stop it first or choose another file");
-            }
-            return ch;
-        } catch (IOException e) {
-            ShmFiles.closeQuietly(ch);
-            throw new UncheckedIOException("locking " + lockPath, e);
         }
     }
 

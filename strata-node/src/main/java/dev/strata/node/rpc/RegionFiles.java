@@ -33,11 +33,4 @@ final class RegionFiles {
     static MemorySegment map(FileChannel ch, long size, Arena arena) throws IOException {
         return ch.map(FileChannel.MapMode.READ_WRITE, 0, size, arena);
     }
-
-    /** Maps {@code size} bytes of {@code path} read-write, shared, into {@code arena}. */
-    static MemorySegment map(Path path, long size, Arena arena) throws IOException {
-        try (FileChannel ch = FileChannel.open(path, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
-            return ch.map(FileChannel.MapMode.READ_WRITE, 0, size, arena);
-        }
-    }
 }

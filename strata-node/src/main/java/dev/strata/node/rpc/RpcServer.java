@@ -13,8 +13,6 @@ import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
-import java.nio.file.StandardOpenOption;
-import java.nio.file.attribute.PosixFilePermissions;
 import java.util.Objects;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
@@ -111,20 +109,14 @@ public final class RpcServer implements AutoCloseable {
         Objects.requireNonNull(handler, "handler");
         Path path = config.path();
         refuseIfServed(path);
-        FileChannel lock = lockServing(path);
+        FileChannel lock = ShmFiles.lockOwnership(path, lockPath -> "rpc region " + path
+                + " is served by another live process (it holds " + lockPath + "): stop it first or choose another rpc path");
         Geometry g = config.geometry();
-        Path dir = path.toAbsolutePath().getParent();
-        Path temp = dir.resolve("." + path.getFileName() + ".new-" + ProcessHandle.current().pid());
+        Path temp = ShmFiles.tempBeside(path);
         Arena arena = Arena.ofShared();
         try {
-            Files.deleteIfExists(temp);
-            Files.createFile(temp, PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rw-------")));
-            try (FileChannel ch = FileChannel.open(temp, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
-                ch.truncate(0);
-                ch.write(java.nio.ByteBuffer.allocate(1), g.totalSize() - 1); // size it; the contents read as zero
-            }
+            MemorySegment region = ShmFiles.createMapped(temp, g.totalSize(), arena);
             Object key = ShmFiles.fileKey(temp);
-            MemorySegment region = RegionFiles.map(temp, g.totalSize(), arena);
             writeHeader(region, g, ProcessHandle.current().pid(), ProcessLiveness.currentStartMillis(),
                     System.currentTimeMillis());
             publishVersion(region);
@@ -139,34 +131,6 @@ public final class RpcServer implements AutoCloseable {
             ShmFiles.closeQuietly(lock);
             ShmFiles.deleteQuietly(temp);
             throw e;
-        }
-    }
-
-    /**
-     * Takes the lock on {@code <path>.lock} that marks the path as served: the operating system
-     * drops it when the process dies, so a second server started at the same moment is refused
-     * even before the first has published its region. The lock file stays after a stop.
-     */
-    private static FileChannel lockServing(Path path) {
-        Path lockPath = path.resolveSibling(path.getFileName() + ".lock");
-        FileChannel ch = null;
-        try {
-            ch = FileChannel.open(lockPath, StandardOpenOption.CREATE, StandardOpenOption.WRITE);
-            java.nio.channels.FileLock lock;
-            try {
-                lock = ch.tryLock();
-            } catch (java.nio.channels.OverlappingFileLockException e) {
-                lock = null; // this very process serves the path already
-            }
-            if (lock == null) {
-                ch.close();
-                throw new IllegalStateException("rpc region " + path + " is served by another live process (it holds "
-                        + lockPath + "): stop it first or choose another rpc path");
-            }
-            return ch;
-        } catch (IOException e) {
-            ShmFiles.closeQuietly(ch);
-            throw new UncheckedIOException("locking " + lockPath, e);
         }
     }
 

@@ -1,22 +1,80 @@
 package dev.strata.node.shm;
 
 import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
+import java.nio.channels.FileLock;
+import java.nio.channels.OverlappingFileLockException;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
 import java.nio.file.attribute.BasicFileAttributes;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.util.function.Function;
 
 /**
  * File handling shared by the processes that own a shared-memory file (the RPC server's region,
- * the peer agent's lending file): reading a header prefix, and removing only the file this process
- * created. Stateless; any thread.
+ * the peer agent's lending file): the lock that marks a path as owned, creating and mapping the new
+ * file beside the path before it is renamed over it, reading a header prefix, and removing only the
+ * file this process created. Stateless; any thread.
  */
 public final class ShmFiles {
     private static final System.Logger LOG = System.getLogger(ShmFiles.class.getName());
 
     private ShmFiles() {
+    }
+
+    /**
+     * Takes the lock on {@code <path>.lock} that marks {@code path} as owned by this process: the
+     * operating system drops it when the process dies, so a second owner started at the same moment
+     * is refused even before the first has published its file. The lock file stays after a stop.
+     *
+     * @param busy the message of the {@link IllegalStateException} thrown when another live process
+     *             holds the lock, given the lock file's path
+     * @return the channel holding the lock; closing it releases the lock
+     */
+    public static FileChannel lockOwnership(Path path, Function<Path, String> busy) {
+        Path lockPath = path.resolveSibling(path.getFileName() + ".lock");
+        FileChannel ch = null;
+        try {
+            ch = FileChannel.open(lockPath, StandardOpenOption.CREATE, StandardOpenOption.WRITE);
+            FileLock lock;
+            try {
+                lock = ch.tryLock();
+            } catch (OverlappingFileLockException e) {
+                lock = null; // this very process owns the path already
+            }
+            if (lock == null) {
+                ch.close();
+                throw new IllegalStateException(busy.apply(lockPath));
+            }
+            return ch;
+        } catch (IOException e) {
+            closeQuietly(ch);
+            throw new UncheckedIOException("locking " + lockPath, e);
+        }
+    }
+
+    /** The temporary file beside {@code path} that this process builds before renaming it over the path. */
+    public static Path tempBeside(Path path) {
+        return path.toAbsolutePath().getParent().resolve("." + path.getFileName() + ".new-" + ProcessHandle.current().pid());
+    }
+
+    /**
+     * Creates {@code file} afresh (owner read-write only), {@code size} bytes that read as zero, and
+     * maps it read-write, shared, into {@code arena}.
+     */
+    public static MemorySegment createMapped(Path file, long size, Arena arena) throws IOException {
+        Files.deleteIfExists(file);
+        Files.createFile(file, PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rw-------")));
+        try (FileChannel ch = FileChannel.open(file, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
+            ch.write(ByteBuffer.allocate(1), size - 1); // size it; the contents read as zero
+            return ch.map(FileChannel.MapMode.READ_WRITE, 0, size, arena);
+        }
     }
 
     /**
