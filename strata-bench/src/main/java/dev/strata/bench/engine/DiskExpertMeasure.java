@@ -75,7 +75,7 @@ public final class DiskExpertMeasure {
             PrintStream log) {
         try (ModelDirectory model = ModelDirectory.open(dir); KernelPool pool = new KernelPool(threads)) {
             ModelConfig c = model.config();
-            int layers = (int) java.util.Arrays.stream(ModelRunner.moeLayers(c)).filter(i -> i >= 0).count();
+            int layers = ModelRunner.moeLayerCount(c);
             int experts = c.numExperts();
             int topK = c.numExpertsPerTok();
             if (layers < 2 || experts % layers != 0 || experts / layers < topK) {

@@ -385,7 +385,6 @@ public final class ExpertPager implements ResizablePool, AutoCloseable {
      * reports it.
      */
     public int[] pageAsync(int layer, int[] routed, int count) {
-        awaitFetches();
         asyncCall = true;
         try {
             return page(layer, routed, count);
@@ -396,7 +395,6 @@ public final class ExpertPager implements ResizablePool, AutoCloseable {
 
     /** {@link #pageAsync(int, int[], int)} for the tokens of one group, as {@link #page(int, int[][], int[])}. */
     public int[] pageAsync(int layer, int[][] routed, int[] tokens) {
-        awaitFetches();
         asyncCall = true;
         try {
             return page(layer, routed, tokens);

@@ -134,6 +134,17 @@ public final class ModelRunner {
         return index;
     }
 
+    /** How many layers of {@code c} are MoE layers (the pager's layer count). */
+    public static int moeLayerCount(ModelConfig c) {
+        int n = 0;
+        for (int l = 0; l < c.numHiddenLayers(); l++) {
+            if (c.isMoeLayer(l)) {
+                n++;
+            }
+        }
+        return n;
+    }
+
     /** One expert as a pager image: gate, up, down, in the model's dtype. */
     public static ExpertLayout expertLayout(ModelConfig c) {
         long w = (long) c.expertIntermediateSize() * c.hiddenSize() * c.torchDtype().bytes();

@@ -122,7 +122,7 @@ public final class Scheduler implements AutoCloseable {
         this.batchedDecode = b.batchedDecode;
         if (trace != null) {
             ModelConfig c = runner.config();
-            int moe = (int) Arrays.stream(ModelRunner.moeLayers(c)).filter(i -> i >= 0).count();
+            int moe = ModelRunner.moeLayerCount(c);
             RoutingTraceHeader h = trace.header();
             if (h.layers() != moe || h.experts() != c.numExperts() || h.topK() != c.numExpertsPerTok()) {
                 throw new IllegalArgumentException("routing trace header " + h + " does not fit the model's " + moe

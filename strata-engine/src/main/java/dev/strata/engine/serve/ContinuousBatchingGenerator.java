@@ -16,7 +16,6 @@ import dev.strata.engine.schedule.TokenSink;
 import dev.strata.engine.tokenizer.BpeTokenizer;
 import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Objects;
@@ -137,7 +136,7 @@ public final class ContinuousBatchingGenerator implements Generator {
             throw new IllegalArgumentException("routing trace " + file + ": the model is dense (" + c.numExperts()
                     + " experts), so there is no routing to record");
         }
-        int moeLayers = (int) Arrays.stream(ModelRunner.moeLayers(c)).filter(i -> i >= 0).count();
+        int moeLayers = ModelRunner.moeLayerCount(c);
         Path name = engine.model().dir().toAbsolutePath().normalize().getFileName();
         return RoutingTraceWriter.create(file, new RoutingTraceHeader(moeLayers, c.numExperts(), c.numExpertsPerTok(),
                 name == null ? "model" : name.toString()));

@@ -39,7 +39,6 @@ import java.lang.foreign.MemorySegment;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.List;
 
 /**
@@ -320,7 +319,7 @@ public final class ServeEngine implements AutoCloseable {
         kv = kvb.build();
         capacityTokens = options.kvBlocks() * options.blockTokens();
         if (expertCap > 0 && c.moe()) {
-            long moeLayers = Arrays.stream(ModelRunner.moeLayers(c)).filter(i -> i >= 0).count();
+            long moeLayers = ModelRunner.moeLayerCount(c);
             long expertBytes = ModelRunner.expertLayout(c).bytes();
             host = HostTier.create("host", moeLayers * c.numExperts() * expertBytes + (1L << 20));
             device = DeviceTier.cpu("device", moeLayers * expertCap * expertBytes + (1L << 20));
