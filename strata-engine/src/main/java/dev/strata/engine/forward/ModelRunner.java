@@ -11,6 +11,7 @@ import dev.strata.cache.kv.KvGeometry;
 import dev.strata.cache.kv.KvSequence;
 import dev.strata.cache.kv.LoadOutcome;
 import dev.strata.cache.kv.PrefixMatch;
+import dev.strata.cache.kv.TokenSelection;
 import dev.strata.engine.kernel.Kernels;
 import dev.strata.engine.kernel.PagedKv;
 import dev.strata.engine.kernel.Rope;
@@ -41,8 +42,9 @@ import java.util.Objects;
  *
  * <p>Memory it does not own:
  * <ul>
- *   <li>KV: the sequence's blocks come from a {@link KvBlockManager} whose layout is
- *       {@code StridedKvLayout.blockMajor(geometry, slots, kvArena)}; the runner writes each
+ *   <li>KV: the sequence's blocks come from a {@link KvBlockManager} whose layout keeps each block contiguous in the
+ *       canonical order ({@code StridedKvLayout.blockMajor}, or a resizable
+ *       {@code TierSlotKvLayout} of DEVICE allocations); the runner writes each
  *       token's K and V (after q/k norm and RoPE, as FP32) into the slot the manager hands out,
  *       attends through {@link PagedKv} over the sequence's blocks, and commits every full block
  *       under its prefix key, so a later prompt sharing the prefix loads those blocks
@@ -76,8 +78,8 @@ public final class ModelRunner {
     private final ModelConfig c;
     private final Kernels kernels;
     private final KvBlockManager kv;
-    private final MemorySegment kvArena; // block-major: slot s at s × bytesPerBlock
     private final KvGeometry geometry;
+    private final TokenSelection allTokens; // every token of a block: a block's KV is read whole
     private final ExpertPager pager; // null: experts read from the mapped weights
     private final int[] moeIndex; // [layers] index of the layer among MoE layers (pager layer), -1 when dense
     private final Rope rope;
@@ -93,20 +95,38 @@ public final class ModelRunner {
      * @param pager   the expert pager over {@link #loadMasters} of this model, or null (experts read in place)
      */
     public ModelRunner(ModelWeights weights, Kernels kernels, KvBlockManager kv, MemorySegment kvArena, ExpertPager pager) {
-        this.weights = Objects.requireNonNull(weights, "weights");
-        this.c = weights.config();
-        this.kernels = Objects.requireNonNull(kernels, "kernels");
-        this.kv = Objects.requireNonNull(kv, "kv manager");
-        this.kvArena = Objects.requireNonNull(kvArena, "kv arena");
-        this.geometry = kv.layout().geometry();
-        KvGeometry want = kvGeometry(c, geometry.blockTokens());
-        if (!geometry.equals(want)) {
-            throw new IllegalArgumentException("the KV manager's geometry " + geometry + " is not the model's " + want);
-        }
+        this(weights, kernels, kv, pager);
         long need = (long) kv.layout().slots() * geometry.bytesPerBlock();
         if (kvArena.byteSize() < need) {
             throw new IllegalArgumentException("KV arena of " + kvArena.byteSize() + " bytes is smaller than the "
                     + kv.layout().slots() + " block-major slots of the manager's layout (" + need + " bytes)");
+        }
+    }
+
+    /**
+     * A runner reading each KV block through the manager's layout, which must keep a block
+     * contiguous in the canonical order (FP32): {@code StridedKvLayout.blockMajor}, or a
+     * {@code TierSlotKvLayout} whose slots are DEVICE allocations (resizable: the runner looks a
+     * block's memory up at every step, so the slots may change between steps).
+     *
+     * @throws IllegalArgumentException if the geometry is not the model's or a block is not one segment
+     */
+    public ModelRunner(ModelWeights weights, Kernels kernels, KvBlockManager kv, ExpertPager pager) {
+        this.weights = Objects.requireNonNull(weights, "weights");
+        this.c = weights.config();
+        this.kernels = Objects.requireNonNull(kernels, "kernels");
+        this.kv = Objects.requireNonNull(kv, "kv manager");
+        this.geometry = kv.layout().geometry();
+        this.allTokens = TokenSelection.all(geometry.blockTokens());
+        KvGeometry want = kvGeometry(c, geometry.blockTokens());
+        if (!geometry.equals(want)) {
+            throw new IllegalArgumentException("the KV manager's geometry " + geometry + " is not the model's " + want);
+        }
+        List<MemorySegment> first = new ArrayList<>(2);
+        kv.layout().segments(0, allTokens, first);
+        if (first.size() != 1 || first.get(0).byteSize() != geometry.bytesPerBlock()) {
+            throw new IllegalArgumentException("the KV manager's layout " + kv.layout() + " does not keep a block in one "
+                    + "contiguous segment of " + geometry.bytesPerBlock() + " bytes (it gives " + first.size() + " segments)");
         }
         this.moeIndex = moeLayers(c);
         int moeCount = (int) Arrays.stream(moeIndex).filter(i -> i >= 0).count();
@@ -187,6 +207,11 @@ public final class ModelRunner {
      */
     public void routingObserver(RoutingObserver observer) {
         this.routingObserver = observer;
+    }
+
+    /** The observer told the routing, or null. Runner's thread only. */
+    public RoutingObserver routingObserver() {
+        return routingObserver;
     }
 
     /** A new, empty sequence. */
@@ -365,9 +390,8 @@ public final class ModelRunner {
 
         private List<MemorySegment> blocks() {
             List<MemorySegment> blocks = new ArrayList<>(seq.blockCount());
-            long bytes = geometry.bytesPerBlock();
             for (int i = 0; i < seq.blockCount(); i++) {
-                blocks.add(kvArena.asSlice(seq.slot(i) * bytes, bytes));
+                kv.layout().segments(seq.slot(i), allTokens, blocks); // one segment per block (checked at construction)
             }
             return blocks;
         }

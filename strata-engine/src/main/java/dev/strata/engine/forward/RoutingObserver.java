@@ -18,4 +18,13 @@ public interface RoutingObserver {
      * @param topK     the routed expert ids in rank order ({@code num_experts_per_tok} of them)
      */
     void routed(int moeLayer, int token, int[] topK);
+
+    /** An observer telling this one, then {@code next}, every call. */
+    default RoutingObserver andThen(RoutingObserver next) {
+        java.util.Objects.requireNonNull(next, "next");
+        return (moeLayer, token, topK) -> {
+            routed(moeLayer, token, topK);
+            next.routed(moeLayer, token, topK);
+        };
+    }
 }

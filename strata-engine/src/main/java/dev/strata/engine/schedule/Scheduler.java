@@ -89,6 +89,7 @@ public final class Scheduler implements AutoCloseable {
     private final RoutingTraceWriter trace; // null: routing not recorded
     private final int blockTokens;
     private final boolean batchedDecode;
+    private final RoutingObserver previousObserver; // the runner's observer before the trace's was chained after it; null: none
 
     private final ConcurrentLinkedQueue<Request> inbox = new ConcurrentLinkedQueue<>();
     private final ConcurrentHashMap<Long, Request> live = new ConcurrentHashMap<>();
@@ -135,7 +136,10 @@ public final class Scheduler implements AutoCloseable {
                 System.arraycopy(topK, 0, traceIds, traceCount, topK.length);
                 traceCount += topK.length;
             };
-            runner.routingObserver(observer);
+            this.previousObserver = runner.routingObserver();
+            runner.routingObserver(previousObserver == null ? observer : previousObserver.andThen(observer));
+        } else {
+            this.previousObserver = null;
         }
     }
 
@@ -548,7 +552,10 @@ public final class Scheduler implements AutoCloseable {
         return (int) ((tokens + blockTokens - 1) / blockTokens);
     }
 
-    /** Cancels every request, releasing its blocks, and detaches the routing observer. The trace writer stays open. */
+    /**
+     * Cancels every request, releasing its blocks, and detaches the trace's routing observer (the
+     * runner keeps the observer it had before). The trace writer stays open.
+     */
     @Override
     public void close() {
         drainInbox();
@@ -557,7 +564,7 @@ public final class Scheduler implements AutoCloseable {
         }
         retireCancelled();
         if (trace != null) {
-            runner.routingObserver(null);
+            runner.routingObserver(previousObserver); // the observer the runner had before this scheduler
         }
     }
 
