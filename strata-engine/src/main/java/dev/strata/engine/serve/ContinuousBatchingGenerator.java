@@ -3,6 +3,7 @@ package dev.strata.engine.serve;
 import dev.strata.cache.kv.KvManagerStats;
 import dev.strata.cache.routing.RoutingTraceHeader;
 import dev.strata.cache.routing.RoutingTraceWriter;
+import dev.strata.cache.split.LiveSplit;
 import dev.strata.engine.forward.ModelRunner;
 import dev.strata.engine.model.ModelConfig;
 import dev.strata.engine.sample.FinishReason;
@@ -14,6 +15,7 @@ import dev.strata.engine.schedule.Scheduler;
 import dev.strata.engine.schedule.TokenChooser;
 import dev.strata.engine.schedule.TokenSink;
 import dev.strata.engine.tokenizer.BpeTokenizer;
+import dev.strata.memory.metrics.PrometheusText;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.LinkedHashSet;
@@ -54,6 +56,11 @@ import java.util.concurrent.atomic.AtomicInteger;
  *       {@link ServeMetrics}; the KV manager's stats are snapshotted on the worker after every
  *       step in which a request ended, every {@value #REFRESH_STEPS} steps, and when the
  *       scheduler goes idle.</li>
+ *   <li><b>Expert/KV split</b>: with an engine that splits its DEVICE budget live
+ *       ({@link ServeEngine#split}), the worker tells the split every request's prompt as it hands
+ *       it over, and calls its barrier after every step (no forward pass runs between steps, so
+ *       the split may resize both pools there) and once more when the scheduler goes idle (nothing
+ *       holds a KV block then, so a refused KV shrink goes through).</li>
  * </ul>
  *
  * <p>Threads: {@link #submit}, {@link #queueLength}, {@link #engineMetrics}, {@link Handle#cancel}
@@ -196,7 +203,14 @@ public final class ContinuousBatchingGenerator implements Generator {
     public String engineMetrics() {
         String kv = kvStats.toPrometheus();
         String pager = engine.pager() == null ? "" : engine.pager().stats().toPrometheus(); // pager stats: any thread
-        return kv + pager + engine.peerMetrics(); // peer stats: any thread
+        LiveSplit split = engine.split();
+        String splitText = "";
+        if (split != null) { // the split's snapshot: any thread
+            PrometheusText out = new PrometheusText();
+            split.writeTo(out);
+            splitText = out.toString();
+        }
+        return kv + pager + splitText + engine.peerMetrics(); // peer stats: any thread
     }
 
     @Override
@@ -222,6 +236,7 @@ public final class ContinuousBatchingGenerator implements Generator {
                 if (s.idle()) {
                     if (busy) {
                         busy = false;
+                        splitBarrier(s, true);
                         kvStats = engine.kv().stats();
                         publishGauges(s);
                     }
@@ -242,6 +257,7 @@ public final class ContinuousBatchingGenerator implements Generator {
                 } catch (RuntimeException e) {
                     failAll(s, e);
                 }
+                splitBarrier(scheduler, false);
                 publishGauges(scheduler);
                 if (++steps % REFRESH_STEPS == 0 || statsStale) {
                     statsStale = false;
@@ -250,6 +266,26 @@ public final class ContinuousBatchingGenerator implements Generator {
             }
         } finally {
             shutDown();
+        }
+    }
+
+    /**
+     * Between steps (nothing computes): the live split's barrier, if the engine has a split. A split
+     * that throws broke its contract: the requests in flight fail as after a failed step. Worker only.
+     */
+    private void splitBarrier(Scheduler s, boolean idle) {
+        LiveSplit split = engine.split();
+        if (split == null) {
+            return;
+        }
+        try {
+            if (idle) {
+                split.atIdleBarrier();
+            } else {
+                split.atBarrier(s.heldBlocks());
+            }
+        } catch (RuntimeException e) {
+            failAll(s, e);
         }
     }
 
@@ -274,6 +310,9 @@ public final class ContinuousBatchingGenerator implements Generator {
             job.checker = new StopChecker(job.params, tokenizer.streamDecoder(true));
             inScheduler.put(job, Boolean.TRUE);
             job.id = s.submit(-1, job.prompt, job.params.maxTokens(), job, job);
+            if (engine.split() != null) {
+                engine.split().requestStarted(job.prompt); // the prompt's blocks are KV references
+            }
         } catch (RuntimeException e) { // checked at submit already; never let one request stop the worker
             job.fail(e);
             return;

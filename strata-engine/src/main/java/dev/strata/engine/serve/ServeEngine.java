@@ -9,6 +9,7 @@ import dev.strata.cache.expert.ExpertRebalancer;
 import dev.strata.cache.kv.KvBlockManager;
 import dev.strata.cache.kv.KvDropRelay;
 import dev.strata.cache.kv.KvGeometry;
+import dev.strata.cache.kv.KvLayout;
 import dev.strata.cache.kv.KvManagerConfig;
 import dev.strata.cache.kv.OffloadMode;
 import dev.strata.cache.kv.ModelFingerprint;
@@ -21,6 +22,7 @@ import dev.strata.cache.peer.LeaseHints;
 import dev.strata.cache.peer.PeerClient;
 import dev.strata.cache.peer.PeerTier;
 import dev.strata.cache.policy.PolicyKind;
+import dev.strata.cache.split.LiveSplit;
 import dev.strata.engine.forward.ModelRunner;
 import dev.strata.engine.kernel.KernelPool;
 import dev.strata.engine.kernel.Kernels;
@@ -35,7 +37,6 @@ import dev.strata.memory.host.HostTier;
 import dev.strata.memory.metrics.PrometheusText;
 import dev.strata.memory.transfer.TransferEngine;
 import java.lang.foreign.Arena;
-import java.lang.foreign.MemorySegment;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -53,7 +54,11 @@ import java.util.List;
  * KV tier ({@link Options#peerKvBytes}; blocks LOSSY by default, so a revoked copy is recomputed,
  * or BACKED, written through to HOST), and for a paged MoE model an {@link ExpertRebalancer} that
  * keeps the most-routed experts on peers ({@link Options#peerExpertBytes}, a pass every
- * {@link Options#rebalancePeriod}) so that pager misses fetch them from there. Closes what it
+ * {@link Options#rebalancePeriod}) so that pager misses fetch them from there. With
+ * {@link Options#split} (a MoE model with a pager) one DEVICE tier of the split budget holds both
+ * the expert slots and the KV slots (a {@code TierSlotKvLayout} instead of the block-major arena;
+ * {@code kvBlocks} is then the KV floor) and a {@link LiveSplit} moves bytes between them at the
+ * generator's barriers ({@link #split()}). Closes what it
  * opened, in reverse order; a shared store and a peer client are the caller's and stay open.
  *
  * <p>Threads: the runner, the KV manager (its {@code stats()} included) and the pager are driven by
@@ -78,6 +83,8 @@ public final class ServeEngine implements AutoCloseable {
     private final PeerClient peers; // the caller's; null without peers
     private final PeerTier kvPeer; // the PEER KV tier (also in kvTiers); null without one
     private final ExpertRebalancer rebalancer; // null without expert copies on peers
+    private final ServeSplit splitDevice; // the split's DEVICE tier and KV layout; null without a split
+    private final LiveSplit split; // the live expert/KV split; null without one
 
     /**
      * How a {@link ServeEngine} runs. Build with {@link #builder()}; immutable; any thread.
@@ -96,10 +103,12 @@ public final class ServeEngine implements AutoCloseable {
      *                     BACKED (every block also written to HOST)
      * @param peerExpertBytes bytes of expert copies kept on peers (0: none; used with {@code peers} and a paged MoE model)
      * @param rebalancePeriod time between the expert rebalancer's passes
+     * @param split        the live expert/KV split of one DEVICE budget (null: none; needs {@code expertCap > 0}
+     *                     and a MoE model); {@code kvBlocks} is then the KV floor and {@code expertCap} the start
      */
     public record Options(int threads, int blockTokens, int kvBlocks, int expertCap, long hostKvBytes, Path diskKvDir,
                           long diskKvBytes, SharedBlockStore shared, PeerClient peers, long peerKvBytes,
-                          Durability peerKvDurability, long peerExpertBytes, Duration rebalancePeriod) {
+                          Durability peerKvDurability, long peerExpertBytes, Duration rebalancePeriod, LiveSplit.Settings split) {
         /** @throws IllegalArgumentException naming every value out of range */
         public Options {
             List<String> problems = new ArrayList<>();
@@ -142,6 +151,9 @@ public final class ServeEngine implements AutoCloseable {
             if (rebalancePeriod == null || rebalancePeriod.isNegative() || rebalancePeriod.isZero()) {
                 problems.add("rebalance period " + rebalancePeriod + " must be positive");
             }
+            if (split != null && expertCap == 0) {
+                problems.add("the expert/KV split of " + split.budgetBytes() + " bytes needs paged experts (expert cap > 0)");
+            }
             if (!problems.isEmpty()) {
                 throw new IllegalArgumentException("serve engine: " + String.join("; ", problems));
             }
@@ -166,6 +178,7 @@ public final class ServeEngine implements AutoCloseable {
             private Durability peerKvDurability = Durability.LOSSY;
             private long peerExpertBytes;
             private Duration rebalancePeriod = Duration.ofMillis(200);
+            private LiveSplit.Settings split;
 
             private Builder() {
             }
@@ -232,10 +245,25 @@ public final class ServeEngine implements AutoCloseable {
                 return this;
             }
 
+            /**
+             * Splits one DEVICE tier of {@code budgetBytes} live between expert slots and KV slots, with
+             * the serving defaults ({@link LiveSplit.Settings#defaults}); 0: no split.
+             */
+            public Builder split(long budgetBytes) {
+                split = budgetBytes == 0 ? null : LiveSplit.Settings.defaults(budgetBytes);
+                return this;
+            }
+
+            /** The live expert/KV split with these settings (null: none). */
+            public Builder split(LiveSplit.Settings settings) {
+                split = settings;
+                return this;
+            }
+
             /** @throws IllegalArgumentException naming every value out of range */
             public Options conclude() {
                 return new Options(threads, blockTokens, kvBlocks, expertCap, hostKvBytes, diskKvDir, diskKvBytes, shared, peers,
-                        peerKvBytes, peerKvDurability, peerExpertBytes, rebalancePeriod);
+                        peerKvBytes, peerKvDurability, peerExpertBytes, rebalancePeriod, split);
             }
         }
     }
@@ -263,8 +291,15 @@ public final class ServeEngine implements AutoCloseable {
         }
         pool = new KernelPool(options.threads());
         KvGeometry g = ModelRunner.kvGeometry(c, options.blockTokens());
-        MemorySegment kvArena = arena.allocate(StridedKvLayout.blockMajorBytes(g, options.kvBlocks()), 64);
-        StridedKvLayout layout = StridedKvLayout.blockMajor(g, options.kvBlocks(), kvArena);
+        try {
+            splitDevice = options.split() == null ? null : ServeSplit.open(c, g, options.kvBlocks(), expertCap, options.split());
+        } catch (RuntimeException | Error e) {
+            pool.close();
+            model.close();
+            throw e;
+        }
+        KvLayout layout = splitDevice != null ? splitDevice.layout() : StridedKvLayout.blockMajor(g, options.kvBlocks(),
+                arena.allocate(StridedKvLayout.blockMajorBytes(g, options.kvBlocks()), 64));
         fingerprint = fingerprint(dir, g);
         PrefixHasher hasher = new PrefixHasher(PrefixHashContext.of(fingerprint, g));
         KvBlockManager.Builder kvb = KvBlockManager.builder(layout, hasher);
@@ -307,6 +342,9 @@ public final class ServeEngine implements AutoCloseable {
             }
         } catch (RuntimeException | Error e) {
             closeStore(store, transfers, kvTiers);
+            if (splitDevice != null) {
+                splitDevice.closeAfterFailure();
+            }
             pool.close();
             arena.close();
             model.close();
@@ -322,7 +360,7 @@ public final class ServeEngine implements AutoCloseable {
             long moeLayers = ModelRunner.moeLayerCount(c);
             long expertBytes = ModelRunner.expertLayout(c).bytes();
             host = HostTier.create("host", moeLayers * c.numExperts() * expertBytes + (1L << 20));
-            device = DeviceTier.cpu("device", moeLayers * expertCap * expertBytes + (1L << 20));
+            device = splitDevice != null ? splitDevice.tier() : DeviceTier.cpu("device", moeLayers * expertCap * expertBytes + (1L << 20));
             masters = ModelRunner.loadMasters(model.weights(), host);
             ExpertPager.Builder pb = ExpertPager.builder(masters, device).topK(c.numExpertsPerTok()).slotsPerLayer(expertCap);
             if (options.peers() != null && options.peerExpertBytes() > 0) {
@@ -350,7 +388,8 @@ public final class ServeEngine implements AutoCloseable {
             pager = null;
             rebalancer = null;
         }
-        runner = new ModelRunner(model.weights(), new Kernels(pool), kv, kvArena, pager);
+        runner = new ModelRunner(model.weights(), new Kernels(pool), kv, pager);
+        split = splitDevice != null ? splitDevice.start(pager, kv, runner) : null;
     }
 
     /**
@@ -462,6 +501,15 @@ public final class ServeEngine implements AutoCloseable {
         }
     }
 
+    /**
+     * The live expert/KV split, or null without one. Its barriers ({@link LiveSplit#atBarrier},
+     * {@link LiveSplit#atIdleBarrier}) are the generator worker's to call between steps; its
+     * snapshot and metrics may be read from any thread.
+     */
+    public LiveSplit split() {
+        return split;
+    }
+
     /** The most tokens (prompt plus generated) one sequence can hold. */
     public int capacityTokens() {
         return capacityTokens;
@@ -472,13 +520,16 @@ public final class ServeEngine implements AutoCloseable {
         if (rebalancer != null) {
             rebalancer.close();
         }
+        kv.close(); // before the DEVICE tier: with a split its slots are in it
+        if (splitDevice != null) {
+            splitDevice.closeLayout();
+        }
         if (pager != null) {
             pager.close();
             masters.close();
             device.close();
             host.close();
         }
-        kv.close();
         closeStore(kvStore, kvTransfers, kvTiers);
         pool.close();
         arena.close();
