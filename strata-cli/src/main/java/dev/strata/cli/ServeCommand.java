@@ -41,7 +41,8 @@ import picocli.CommandLine.Option;
  * {@code --pool} attaches to a pool shared through {@code strata node} (or embedded), so that
  * engine processes load the KV blocks each other published. {@code --peer} borrows memory lent by
  * {@code strata peer} agents: a PEER KV tier above {@code --host-kv} and expert copies placed by
- * an expert rebalancer.
+ * an expert rebalancer. {@code --split-budget} puts the expert slots and the KV slots in one DEVICE
+ * budget that the live MV-WSA split moves between them.
  *
  * <p>Threads: picocli's thread parses and starts; the server and generator run their own threads.
  */
@@ -69,6 +70,9 @@ public final class ServeCommand implements Callable<Integer> {
     int blockTokens = 16;
     @Option(names = "--expert-cap", description = "expert slots per MoE layer in the DEVICE tier; 0 reads experts from the mapped weights (default: ${DEFAULT-VALUE})")
     int expertCap = 0;
+    @Option(names = "--split-budget", paramLabel = "SIZE",
+            description = "one DEVICE budget split live between expert slots and KV slots (MV-WSA), e.g. 2GiB; needs --expert-cap (the starting slots per layer), and --kv-blocks becomes the KV floor; 0: no split (default: ${DEFAULT-VALUE})")
+    String splitBudget = "0";
     @Option(names = "--host-kv", paramLabel = "SIZE", description = "HOST tier that committed KV blocks are copied into and reloaded from after eviction, e.g. 256MiB; 0: none (default: ${DEFAULT-VALUE})")
     String hostKv = "0";
     @Option(names = "--disk-kv", paramLabel = "DIR", description = "a DISK tier for KV blocks below --host-kv, in this directory (default: none)")
@@ -162,7 +166,8 @@ public final class ServeCommand implements Callable<Integer> {
         }
         System.out.printf(Locale.ROOT, "serving %s (%s) on http://%s:%d/v1 with %d KV blocks of %d tokens%s%s%s%s%n", running.config().modelId(),
                 model, running.config().host(), running.port(), kvBlocks, blockTokens,
-                expertCap > 0 ? ", " + expertCap + " expert slots per layer" : "",
+                expertCap > 0 ? ", " + expertCap + " expert slots per layer" + (running.engine().split() != null
+                        ? " in a live expert/KV split of " + Sizes.format(running.engine().split().settings().budgetBytes()) : "") : "",
                 hostKvBytes > 0 ? ", " + Sizes.format(hostKvBytes) + " HOST KV" + (diskKv != null ? " over DISK " + diskKv : "") : "",
                 running.access != null ? ", pool " + pool + " (" + running.access.mode() + ")" + peerSummary() : peerSummary(),
                 running.config().apiKey() != null ? ", API key required" : "");
@@ -228,7 +233,7 @@ public final class ServeCommand implements Callable<Integer> {
         ServeEngine engine;
         try {
             ServeEngine.Options.Builder o = ServeEngine.Options.builder().threads(threads).blockTokens(blockTokens).kvBlocks(kvBlocks)
-                    .expertCap(expertCap).hostKv(hostKvBytes).peerKvDurability(durability)
+                    .expertCap(expertCap).split(size("--split-budget", splitBudget)).hostKv(hostKvBytes).peerKvDurability(durability)
                     .rebalancePeriod(Duration.ofMillis(rebalanceMillis));
             if (peers != null) {
                 o.peers(peers, peerKvBytes, peerExpertBytes);
