@@ -53,6 +53,35 @@ class ServeCommandTest {
     }
 
     @Test
+    void splitBudgetServesWithALiveExpertKvSplitAndExportsIt() throws Exception {
+        Path model = dir.resolve("tiny-moe");
+        ModelSynthesizer.write(SynthSpec.small(ModelFamily.QWEN3_MOE, 5), model, (d, t, b, tb) -> { });
+        ServeCommand cmd = new ServeCommand();
+        new CommandLine(cmd).parseArgs("--model", model.toString(), "--port", "0", "--api-key", "k2", "--threads", "1",
+                "--kv-blocks", "8", "--block-tokens", "16", "--expert-cap", "4", "--split-budget", "256KiB");
+        try (ServeCommand.Running r = cmd.start()) {
+            assertThat(r.engine().split()).isNotNull();
+            assertThat(r.engine().split().tier().capacity()).isEqualTo(256 * 1024);
+            assertThat(r.engine().pager().units()).isEqualTo(4);
+            HttpClient client = HttpClient.newHttpClient();
+            String base = "http://127.0.0.1:" + r.port();
+            HttpResponse<String> ok = client.send(HttpRequest.newBuilder(URI.create(base + "/v1/completions"))
+                    .header("Authorization", "Bearer k2").timeout(Duration.ofSeconds(10))
+                    .POST(HttpRequest.BodyPublishers.ofString("{\"prompt\":\"hello\",\"max_tokens\":5}")).build(),
+                    HttpResponse.BodyHandlers.ofString());
+            assertThat(ok.statusCode()).as(ok.body()).isEqualTo(200);
+            HttpResponse<String> metrics = client.send(HttpRequest.newBuilder(URI.create(base + "/metrics"))
+                    .header("Authorization", "Bearer k2").timeout(Duration.ofSeconds(10)).build(), HttpResponse.BodyHandlers.ofString());
+            assertThat(metrics.statusCode()).isEqualTo(200);
+            long expertBytes = 4L * r.engine().pager().bytesPerUnit();
+            assertThat(metrics.body()).contains("strata_split_budget_bytes 262144\n")
+                    .contains("strata_split_bytes{side=\"experts\"} " + expertBytes + "\n")
+                    .contains("strata_split_bytes{side=\"kv\"} " + (262144 - expertBytes) + "\n")
+                    .contains("strata_split_resizes_total{outcome=\"applied\"}");
+        }
+    }
+
+    @Test
     void badArgumentsEndWithOneLineAndStatusTwo() throws Exception {
         CliRun missing = CliRun.of("serve", "--model", dir.resolve("nope").toString());
         assertThat(missing.status()).isEqualTo(2);
@@ -80,6 +109,14 @@ class ServeCommandTest {
         CliRun noFile = CliRun.of("serve", "--model", dir.toString(), "--port", "0", "--host-kv", "1MiB", "--peer", lend + "," + lend);
         assertThat(noFile.status()).isEqualTo(2);
         assertThat(noFile.err().strip()).startsWith("strata: --peer " + lend + ": no such lending file");
+
+        CliRun splitWithoutPager = CliRun.of("serve", "--model", dir.toString(), "--port", "0", "--split-budget", "1MiB");
+        assertThat(splitWithoutPager.status()).isEqualTo(2);
+        assertThat(splitWithoutPager.err()).contains("split of 1048576 bytes needs paged experts");
+
+        CliRun badSplit = CliRun.of("serve", "--model", dir.toString(), "--port", "0", "--split-budget", "lots");
+        assertThat(badSplit.status()).isEqualTo(2);
+        assertThat(badSplit.err()).contains("--split-budget");
 
         CliRun notAModel = CliRun.of("serve", "--model", dir.toString(), "--port", "0");
         assertThat(notAModel.status()).isEqualTo(2);
