@@ -12,6 +12,7 @@ import dev.strata.cache.kv.KvSequence;
 import dev.strata.cache.kv.LoadOutcome;
 import dev.strata.cache.kv.PrefixMatch;
 import dev.strata.cache.kv.TokenSelection;
+import dev.strata.cache.split.RecomputeMeter;
 import dev.strata.engine.kernel.Kernels;
 import dev.strata.engine.kernel.PagedKv;
 import dev.strata.engine.kernel.Rope;
@@ -86,6 +87,7 @@ public final class ModelRunner {
     private final float eps;
     private long groupedLayerRuns; // MoE layer runs whose batch was split into more than one token group
     private RoutingObserver routingObserver; // null: routing not reported (the default)
+    private RecomputeMeter recomputeMeter; // null: prefill timings not reported (the default)
 
     /**
      * @param weights the model
@@ -209,6 +211,14 @@ public final class ModelRunner {
         this.routingObserver = observer;
     }
 
+    /**
+     * Sets the meter told the tokens and wall time of every prefill's computed part (what
+     * recomputing a KV block costs), or null (the default) for none. Runner's thread only.
+     */
+    public void recomputeMeter(RecomputeMeter meter) {
+        this.recomputeMeter = meter;
+    }
+
     /** The observer told the routing, or null. Runner's thread only. */
     public RoutingObserver routingObserver() {
         return routingObserver;
@@ -313,7 +323,7 @@ public final class ModelRunner {
                 throw new IllegalStateException("KV manager could not give sequence " + seq.id() + " slots for "
                         + prompt.length + " tokens: " + status + " (" + kv.freeSlots() + " free slots)");
             }
-            return step(reused, prompt.length - reused, everyPosition);
+            return timedPrefill(prompt.length - reused, everyPosition);
         }
 
         /**
@@ -325,7 +335,18 @@ public final class ModelRunner {
             if (beginPrefill(prompt) != AllocationStatus.ALLOCATED) {
                 return null;
             }
-            return step(reused, prompt.length - reused, everyPosition);
+            return timedPrefill(prompt.length - reused, everyPosition);
+        }
+
+        /** Computes the prompt's {@code n} tokens after the reused prefix, telling the recompute meter how long they took. */
+        private float[][] timedPrefill(int n, boolean everyPosition) {
+            RecomputeMeter meter = recomputeMeter;
+            long start = meter == null ? 0 : System.nanoTime();
+            float[][] out = step(reused, n, everyPosition);
+            if (meter != null) {
+                meter.recordPrefill(n, System.nanoTime() - start);
+            }
+            return out;
         }
 
         /** Appends the prompt, loads its cached prefix and allocates slots for all of it. */

@@ -76,10 +76,14 @@ final class ServeSplit {
         return layout;
     }
 
-    /** Starts the live split over the built pager and KV manager and lets it see the runner's routing. */
+    /**
+     * Starts the live split over the built pager and KV manager, lets it see the runner's routing
+     * and has the runner's prefills calibrate what a KV miss costs.
+     */
     LiveSplit start(ExpertPager pager, KvBlockManager kv, ModelRunner runner) {
         LiveSplit split = LiveSplit.start(tier, pager, kv, floorBlocks, settings);
         runner.routingObserver(split::routed);
+        runner.recomputeMeter(split.calibrator()); // KV misses cost the prefill speed measured here
         return split;
     }
 

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.strata.cache.split.LiveSplit;
+import dev.strata.cache.split.MissCosts;
 import dev.strata.cache.split.SplitController.Mode;
 import dev.strata.engine.forward.ModelRunner;
 import dev.strata.engine.model.ModelConfig;
@@ -132,6 +133,8 @@ class ServeEngineSplitTest {
                         .isLessThan(start.expertSlotsPerLayer());
                 assertThat(afterKv.kvBlocks()).as("and give KV their bytes: %s", afterKv)
                         .isGreaterThanOrEqualTo(LONG_PROMPTS * LONG_BLOCKS);
+                assertThat(afterKv.costs().recomputeSource()).as("KV misses cost the prefill speed measured while serving")
+                        .isEqualTo(MissCosts.Source.MEASURED);
                 served.addAll(serve(generator, expertHeavy));
                 awaitIdleBarrier(barriers);
                 LiveSplit.Snapshot afterExperts = split.snapshot();
