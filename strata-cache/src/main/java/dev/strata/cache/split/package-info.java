@@ -6,6 +6,8 @@
  * for a step-shaped KV curve; {@link dev.strata.cache.split.SplitController} re-solves per burst from the
  * {@link dev.strata.cache.split.SplitEstimator}'s decayed curves and resizes two
  * {@link dev.strata.cache.split.ResizablePool}s at drained barriers, shrink before grow;
- * {@link dev.strata.cache.split.MissCostCalibrator} measures what a miss costs.
+ * {@link dev.strata.cache.split.MissCostCalibrator} measures what a miss costs;
+ * {@link dev.strata.cache.split.LiveSplit} runs all of it under served traffic over the expert pager
+ * and a KV manager whose slots share one DEVICE tier.
  */
 package dev.strata.cache.split;
