@@ -56,7 +56,7 @@ class ServeCommandTest {
     void badArgumentsEndWithOneLineAndStatusTwo() throws Exception {
         CliRun missing = CliRun.of("serve", "--model", dir.resolve("nope").toString());
         assertThat(missing.status()).isEqualTo(2);
-        assertThat(missing.err().strip()).isEqualTo("strata: --model " + dir.resolve("nope") + " is not a directory");
+        assertThat(missing.err().strip()).isEqualTo("strata: --model " + dir.resolve("nope") + " is not a directory (model.path)");
 
         CliRun port = CliRun.of("serve", "--model", dir.toString(), "--port", "70000");
         assertThat(port.status()).isEqualTo(2);
@@ -70,7 +70,7 @@ class ServeCommandTest {
 
         CliRun durability = CliRun.of("serve", "--model", dir.toString(), "--port", "0", "--peer-durability", "sometimes");
         assertThat(durability.status()).isEqualTo(2);
-        assertThat(durability.err().strip()).isEqualTo("strata: --peer-durability must be lossy or backed, got 'sometimes'");
+        assertThat(durability.err().strip()).isEqualTo("strata: --peer-durability (tiers.peer.durability): unknown value 'sometimes' (expected one of [backed, lossy])");
 
         Path lend = dir.resolve("agent.lend");
         CliRun noHost = CliRun.of("serve", "--model", dir.toString(), "--port", "0", "--peer", lend.toString());

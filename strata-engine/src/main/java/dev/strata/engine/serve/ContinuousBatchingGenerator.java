@@ -196,7 +196,7 @@ public final class ContinuousBatchingGenerator implements Generator {
     public String engineMetrics() {
         String kv = kvStats.toPrometheus();
         String pager = engine.pager() == null ? "" : engine.pager().stats().toPrometheus(); // pager stats: any thread
-        return kv + pager + engine.peerMetrics(); // peer stats: any thread
+        return kv + pager + engine.peerMetrics() + engine.memoryMetrics(); // peer and tier stats: any thread
     }
 
     @Override
