@@ -11,6 +11,7 @@ import dev.strata.engine.sample.SamplingParams;
 import dev.strata.engine.tokenizer.BpeTokenizer;
 import dev.strata.engine.tokenizer.ChatMessage;
 import dev.strata.engine.tokenizer.TokenizerConfig;
+import dev.strata.memory.metrics.PrometheusText;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
@@ -27,7 +28,8 @@ import java.util.concurrent.LinkedBlockingQueue;
  * An OpenAI-compatible HTTP server over a {@link Generator}: {@code GET /v1/models},
  * {@code POST /v1/completions}, {@code POST /v1/chat/completions} (with {@code "stream": true} as
  * Server-Sent Events), {@code GET /health} and {@code GET /metrics} (Prometheus text: the serving
- * metrics, then the generator's {@link Generator#engineMetrics}: the KV manager's and the expert pager's).
+ * metrics, then the generator's {@link Generator#writeEngineMetrics}: the KV manager's, the expert pager's
+ * and the peer families, all in one {@link PrometheusText}).
  *
  * <p>Protocol notes: requests are validated before anything is queued; each error is a JSON
  * {@code {"error": {"message", "type", "param", "code"}}} with 400 (bad field, naming it and the
@@ -182,8 +184,12 @@ public final class OpenAiServer implements AutoCloseable {
                 .put("owned_by", "strata");
     }
 
+    /** The whole {@code /metrics} page: one exposition written by the serving metrics, then the generator. */
     String prometheus() {
-        return metrics.toPrometheus(generator.queueLength()) + generator.engineMetrics();
+        PrometheusText out = new PrometheusText();
+        metrics.writeTo(out, generator.queueLength());
+        generator.writeEngineMetrics(out);
+        return out.toString();
     }
 
     private static void requireMethod(HttpExchange ex, String method, String allowed) throws ApiError {

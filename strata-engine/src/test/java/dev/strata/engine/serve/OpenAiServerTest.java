@@ -8,6 +8,7 @@ import dev.strata.engine.model.ModelFamily;
 import dev.strata.engine.sample.FinishReason;
 import dev.strata.engine.synth.ModelSynthesizer;
 import dev.strata.engine.synth.SynthSpec;
+import dev.strata.memory.metrics.PrometheusText;
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.io.OutputStream;
@@ -412,8 +413,8 @@ class OpenAiServerTest {
         }
 
         @Override
-        public String engineMetrics() {
-            return inner.engineMetrics();
+        public void writeEngineMetrics(PrometheusText out) {
+            inner.writeEngineMetrics(out);
         }
 
         @Override
