@@ -14,6 +14,7 @@ import dev.strata.engine.schedule.Scheduler;
 import dev.strata.engine.schedule.TokenChooser;
 import dev.strata.engine.schedule.TokenSink;
 import dev.strata.engine.tokenizer.BpeTokenizer;
+import dev.strata.memory.metrics.PrometheusText;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.LinkedHashSet;
@@ -56,7 +57,7 @@ import java.util.concurrent.atomic.AtomicInteger;
  *       scheduler goes idle.</li>
  * </ul>
  *
- * <p>Threads: {@link #submit}, {@link #queueLength}, {@link #engineMetrics}, {@link Handle#cancel}
+ * <p>Threads: {@link #submit}, {@link #queueLength}, {@link #writeEngineMetrics}, {@link Handle#cancel}
  * and {@link #close} from any thread; everything touching the scheduler's engine runs on the
  * worker, and sinks are called there.
  *
@@ -193,10 +194,13 @@ public final class ContinuousBatchingGenerator implements Generator {
     }
 
     @Override
-    public String engineMetrics() {
-        String kv = kvStats.toPrometheus();
-        String pager = engine.pager() == null ? "" : engine.pager().stats().toPrometheus(); // pager stats: any thread
-        return kv + pager + engine.peerMetrics() + engine.memoryMetrics(); // peer and tier stats: any thread
+    public void writeEngineMetrics(PrometheusText out) {
+        kvStats.writeTo(out);
+        if (engine.pager() != null) {
+            engine.pager().stats().writeTo(out); // pager stats: any thread
+        }
+        engine.writePeerMetrics(out); // peer stats: any thread
+        engine.writeMemoryMetrics(out); // tier, link and store stats: any thread
     }
 
     @Override

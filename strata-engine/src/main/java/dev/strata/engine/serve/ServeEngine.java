@@ -490,10 +490,16 @@ public final class ServeEngine implements AutoCloseable {
      * {@code strata_expert_peer_*}; empty without peers. Any thread.
      */
     public String peerMetrics() {
-        if (peers == null) {
-            return "";
-        }
         PrometheusText out = new PrometheusText();
+        writePeerMetrics(out);
+        return out.toString();
+    }
+
+    /** Appends the families of {@link #peerMetrics()} to {@code out}; nothing without peers. Any thread. */
+    public void writePeerMetrics(PrometheusText out) {
+        if (peers == null) {
+            return;
+        }
         peers.stats().writeTo(out);
         List<PeerTier> tiers = new ArrayList<>();
         if (kvPeer != null) {
@@ -502,43 +508,9 @@ public final class ServeEngine implements AutoCloseable {
         if (rebalancer != null) {
             tiers.add(rebalancer.tier());
         }
-        writePeerTiers(out, tiers);
+        dev.strata.cache.peer.PeerTierMetrics.writeTo(out, tiers);
         if (rebalancer != null) {
             rebalancer.stats().writeTo(out);
-        }
-        return out.toString();
-    }
-
-    private static void writePeerTiers(PrometheusText out, List<PeerTier> tiers) {
-        if (tiers.isEmpty()) {
-            return;
-        }
-        String[][] families = {
-                {"strata_peer_tier_leases_borrowed_total", "counter", "Leases the PEER tier borrowed"},
-                {"strata_peer_tier_leases_returned_total", "counter", "Leases the PEER tier gave back (empty, or at close)"},
-                {"strata_peer_tier_leases_revoked_total", "counter", "Leases the peers took back (reclaimed, fenced or lost)"},
-                {"strata_peer_tier_handles_revoked_total", "counter", "Allocations that were live on revoked leases"},
-                {"strata_peer_tier_borrow_failures_total", "counter", "Times no peer could lend a chunk when one was needed"},
-                {"strata_peer_tier_lost_writes_total", "counter", "Writes that stored nothing because the lease had ended"},
-                {"strata_peer_tier_borrowed_bytes", "gauge", "Bytes the PEER tier borrows now"},
-                {"strata_peer_tier_used_bytes", "gauge", "Bytes allocated in the PEER tier now"}};
-        for (int f = 0; f < families.length; f++) {
-            out.family(families[f][0], families[f][1].equals("counter") ? PrometheusText.Type.COUNTER : PrometheusText.Type.GAUGE,
-                    families[f][2]);
-            for (PeerTier t : tiers) {
-                PeerTier.Counters c = t.counters();
-                long value = switch (f) {
-                    case 0 -> c.leasesBorrowed();
-                    case 1 -> c.leasesReturned();
-                    case 2 -> c.leasesRevoked();
-                    case 3 -> c.handlesRevoked();
-                    case 4 -> c.borrowFailures();
-                    case 5 -> c.lostWrites();
-                    case 6 -> t.borrowedBytes();
-                    default -> t.used();
-                };
-                out.sample(families[f][0], value, "tier", t.name());
-            }
         }
     }
 
@@ -549,7 +521,7 @@ public final class ServeEngine implements AutoCloseable {
      * offload tiers' transfer engine; and the {@code strata_store_*} families of their store. Any
      * thread.
      */
-    public String memoryMetrics() {
+    public void writeMemoryMetrics(PrometheusText out) {
         List<TierStats> tiers = new ArrayList<>();
         if (device != null) {
             tiers.add(device.stats());
@@ -562,8 +534,8 @@ public final class ServeEngine implements AutoCloseable {
         if (shared != null && shared.tier() != null) {
             tiers.add(shared.tier().stats());
         }
-        return new MetricsSnapshot(tiers, offload == null ? List.of() : offload.links(), offload == null ? null : offload.store())
-                .toPrometheus();
+        new MetricsSnapshot(tiers, offload == null ? List.of() : offload.links(), offload == null ? null : offload.store())
+                .writeTo(out);
     }
 
     /** The most tokens (prompt plus generated) one sequence can hold. */
