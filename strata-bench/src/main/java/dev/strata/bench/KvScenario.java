@@ -1,6 +1,5 @@
 package dev.strata.bench;
 
-import dev.strata.bench.kvsim.TraceReplayMeasure;
 import dev.strata.bench.route.RoutingReplayMeasure;
 import java.nio.file.Path;
 import java.util.ArrayList;

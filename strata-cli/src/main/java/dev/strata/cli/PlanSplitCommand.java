@@ -1,14 +1,14 @@
 package dev.strata.cli;
 
+import dev.strata.analysis.routing.RoutingReuseDistances;
+import dev.strata.analysis.split.KvBlockTrace;
 import dev.strata.cache.curve.MissCurve;
-import dev.strata.cache.curve.RoutingReuseDistances;
 import dev.strata.cache.routing.RoutingRecord;
 import dev.strata.cache.routing.RoutingTraceException;
 import dev.strata.cache.routing.RoutingTraceHeader;
 import dev.strata.cache.routing.RoutingTraceReader;
 import dev.strata.cache.routing.RoutingTraceText;
 import dev.strata.cache.split.ExpertDemand;
-import dev.strata.cache.split.KvBlockTrace;
 import dev.strata.cache.split.MissCosts;
 import dev.strata.cache.split.MvWsaSolver;
 import dev.strata.cache.split.Split;

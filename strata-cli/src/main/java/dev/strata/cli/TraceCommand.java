@@ -1,11 +1,11 @@
 package dev.strata.cli;
 
-import dev.strata.bench.routing.KvBlockStream;
-import dev.strata.bench.routing.MooncakeKvBlockStream;
-import dev.strata.bench.routing.RoutingTraceGenerator;
-import dev.strata.bench.routing.RoutingTraceStats;
-import dev.strata.bench.routing.RoutingWorkload;
-import dev.strata.bench.routing.SyntheticKvBlockStream;
+import dev.strata.analysis.routing.KvBlockStream;
+import dev.strata.analysis.routing.MooncakeKvBlockStream;
+import dev.strata.analysis.routing.RoutingTraceGenerator;
+import dev.strata.analysis.routing.RoutingTraceStats;
+import dev.strata.analysis.routing.RoutingWorkload;
+import dev.strata.analysis.routing.SyntheticKvBlockStream;
 import dev.strata.cache.curve.MissCurve;
 import dev.strata.cache.curve.ReuseDistanceTracker;
 import dev.strata.cache.routing.RoutingRecord;

@@ -1,0 +1,6 @@
+/**
+ * Offline inputs of the expert/KV split configurator ({@code strata plan-split}): the KV miss curve
+ * of a request trace ({@link dev.strata.analysis.split.KvBlockTrace}). The solver and the online
+ * controller are the runtime's ({@code dev.strata.cache.split}).
+ */
+package dev.strata.analysis.split;
