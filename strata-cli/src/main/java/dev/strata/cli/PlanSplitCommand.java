@@ -36,13 +36,13 @@ import picocli.CommandLine.Option;
         description = "Plans the split of a memory budget between expert slots and KV blocks (MV-WSA) from a routing trace and a KV block trace.")
 final class PlanSplitCommand implements Callable<Integer> {
 
-    @Option(names = "--routing", required = true, paramLabel = "FILE",
+    @Option(names = "--routing-trace", required = true, paramLabel = "FILE",
             description = "Routing trace: the binary format, or its JSON-lines text form.")
-    Path routing;
+    Path routingTrace;
 
-    @Option(names = "--kv", required = true, paramLabel = "FILE",
-            description = "KV block trace in the Mooncake JSON-lines format (hash_ids per request).")
-    Path kv;
+    @Option(names = "--trace", required = true, paramLabel = "FILE",
+            description = "KV request trace in the Mooncake JSON-lines format (hash_ids per request).")
+    Path trace;
 
     @Option(names = "--budget", required = true, paramLabel = "SIZE", description = "Pageable budget shared by experts and KV, e.g. 24GiB.")
     String budget;
@@ -92,10 +92,10 @@ final class PlanSplitCommand implements Callable<Integer> {
             throw new IllegalArgumentException("--link-bandwidth and --recompute-us-per-token must be positive and --concurrency"
                     + " not negative, got " + linkGBps + ", " + recomputeMicros + ", " + concurrency);
         }
-        ExpertStream experts = readRouting(routing);
+        ExpertStream experts = readRouting(routingTrace);
         long slot = experts.header().layers() * expert;
         int maxKv = (int) Math.min(Integer.MAX_VALUE - 8, budgetBytes / block + 1);
-        KvBlockTrace kvTrace = KvBlockTrace.readMooncake(kv, maxKv);
+        KvBlockTrace kvTrace = KvBlockTrace.readMooncake(trace, maxKv);
         long context = contextTokens != null ? contextTokens
                 : kvTrace.maxInputTokens() > 0 ? kvTrace.maxInputTokens() : kvTrace.maxBlocks() * blockTokens;
         if (context < 0) {
