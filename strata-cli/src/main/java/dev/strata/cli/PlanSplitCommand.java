@@ -1,6 +1,7 @@
 package dev.strata.cli;
 
 import dev.strata.analysis.routing.RoutingReuseDistances;
+import dev.strata.analysis.split.ComparisonSplits;
 import dev.strata.analysis.split.KvBlockTrace;
 import dev.strata.cache.curve.MissCurve;
 import dev.strata.cache.routing.RoutingRecord;
@@ -186,8 +187,8 @@ final class PlanSplitCommand implements Callable<Integer> {
                 "experts", "KV", "predicted (s)", "vs oracle"));
         row(b, "MV-WSA", plan.chosen(), p, oracle);
         row(b, "oracle (every cap)", oracle, p, oracle);
-        row(b, "50-50", MvWsaSolver.fiftyFifty(p), p, oracle);
-        row(b, "KV-blind (Flux-prop)", MvWsaSolver.kvBlind(p), p, oracle);
+        row(b, "50-50", ComparisonSplits.fiftyFifty(p), p, oracle);
+        row(b, "KV-blind (Flux-prop)", ComparisonSplits.kvBlind(p), p, oracle);
         b.append("* below the admission floor: the engine would not start or would preempt every step\n");
         return b.toString();
     }
