@@ -27,10 +27,10 @@ import java.util.TreeSet;
  *       shortfall is covered: the smallest lent region that covers what is still short, else the
  *       largest. This asks back as few regions as largest-first does (it takes the largest
  *       exactly while no single region would do, so after {@code k} picks it has covered the
- *       shortfall if and only if the {@code k} largest regions would have), and it revokes fewer
- *       bytes: the last pick is the smallest region that closes the gap, so the bytes asked back
- *       beyond the shortfall are fewer than the smallest region chosen, and no chosen region could
- *       be left out. Every revocation interrupts a borrower and throws away whatever it kept there,
+ *       shortfall if and only if the {@code k} largest regions would have), and never more bytes
+ *       (the first {@code k - 1} picks are the same; its last is the smallest region that closes
+ *       the gap, largest-first's the largest): the bytes asked back beyond the shortfall are fewer
+ *       than the smallest region chosen, so no chosen region could be left out. Every revocation interrupts a borrower and throws away whatever it kept there,
  *       so both the count and the excess are work lost.</li>
  *   <li><b>Ties.</b> Among regions of one size the youngest lease goes first (the one least likely
  *       to have earned its keep yet), then the higher id. Whether an access is under way is not
