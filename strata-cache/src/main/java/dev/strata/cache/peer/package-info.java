@@ -9,6 +9,7 @@
  * {@link dev.strata.cache.peer.PlacementPolicy}, per-consumer views with
  * {@link dev.strata.cache.peer.ConsumerLimits}, drained exactly-once revocation callbacks,
  * {@link dev.strata.cache.peer.PeerClientStats}); {@link dev.strata.cache.peer.LocalLender} is an
- * in-process lender and agent over one arena.
+ * in-process lender and agent over one arena. {@link dev.strata.cache.peer.LendingRule} is the
+ * rule every lender (this one and the cross-process peer agent) offers and asks back by.
  */
 package dev.strata.cache.peer;
