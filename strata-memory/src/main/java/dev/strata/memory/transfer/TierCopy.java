@@ -25,8 +25,8 @@ import java.util.Objects;
  * lent). Checksums: the framed source's {@code read} verifies the frame (publication and
  * checksum) and throws {@link CorruptObjectException} on a mismatch, before a framed destination
  * is written; the framed destination's {@code write} computes and stores a new frame. A copy of
- * a missing or unpublished object returns {@link #NOT_FOUND} and writes nothing into a framed
- * destination.
+ * a missing or unpublished object (a freed allocation of a plain tier included) returns
+ * {@link #NOT_FOUND} and writes nothing into a framed destination.
  *
  * <p>Metering: framed tiers meter their own reads and writes. The side of a copy that went
  * through a plain tier's view is recorded in that tier's meter, by {@link #copy} per copy, or by
@@ -139,7 +139,14 @@ public final class TierCopy {
                     return NOT_FOUND;
                 }
             }
-            case PLAIN_TO_FRAMED -> dst.write(dstHandle, src.segment(srcHandle, 0, length));
+            case PLAIN_TO_FRAMED -> {
+                MemorySegment from = src instanceof PlainMemoryTier plainSource
+                        ? plainSource.viewIfAllocated(srcHandle, length) : src.segment(srcHandle, 0, length);
+                if (from == null) {
+                    return NOT_FOUND;
+                }
+                dst.write(dstHandle, from);
+            }
             case FRAMED_TO_FRAMED -> {
                 if (!bounce(src, srcHandle, dst, dstHandle, length)) {
                     return NOT_FOUND;
