@@ -1,7 +1,6 @@
 package dev.strata.memory.transfer;
 
 import dev.strata.memory.Tier;
-import dev.strata.memory.host.PlainMemoryTier;
 import org.HdrHistogram.Histogram;
 import org.HdrHistogram.Recorder;
 
@@ -327,16 +326,8 @@ public final class Link {
     private static void meterDirectAccess(Transfer.Kind kind, Tier src, Tier dst, long ops, long bytes, long nanos) {
         switch (kind) {
             case COPY -> TierCopy.meterViews(src, dst, ops, bytes, nanos);
-            case GATHER -> {
-                if (dst instanceof PlainMemoryTier plain) {
-                    plain.recordDirectWrite(ops, bytes, nanos);
-                }
-            }
-            case SCATTER -> {
-                if (src instanceof PlainMemoryTier plain) {
-                    plain.recordDirectRead(ops, bytes, nanos);
-                }
-            }
+            case GATHER -> TierCopy.meterViewWrite(dst, ops, bytes, nanos);
+            case SCATTER -> TierCopy.meterViewRead(src, ops, bytes, nanos);
         }
     }
 

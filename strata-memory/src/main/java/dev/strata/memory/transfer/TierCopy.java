@@ -219,28 +219,26 @@ public final class TierCopy {
      * their views rather than their own read or write methods (those meter themselves).
      */
     public static void meterViews(Tier src, Tier dst, long copies, long bytes, long nanos) {
-        switch (Route.of(src, dst)) {
-            case PLAIN_TO_PLAIN -> {
-                if (dst instanceof PlainMemoryTier plain) {
-                    plain.recordDirectWrite(copies, bytes, nanos);
-                }
-                if (src instanceof PlainMemoryTier plain) {
-                    plain.recordDirectRead(copies, bytes, nanos); // a PlainMemoryTier source is read through its view
-                }
-            }
-            case FRAMED_TO_PLAIN -> {
-                if (dst instanceof PlainMemoryTier plain) {
-                    plain.recordDirectWrite(copies, bytes, nanos);
-                }
-            }
-            case PLAIN_TO_FRAMED -> {
-                if (src instanceof PlainMemoryTier plain) {
-                    plain.recordDirectRead(copies, bytes, nanos);
-                }
-            }
-            case FRAMED_TO_FRAMED -> {
-                // both sides metered by their own read and write
-            }
+        Route route = Route.of(src, dst);
+        if (route == Route.PLAIN_TO_PLAIN || route == Route.FRAMED_TO_PLAIN) {
+            meterViewWrite(dst, copies, bytes, nanos);
+        }
+        if (route == Route.PLAIN_TO_PLAIN || route == Route.PLAIN_TO_FRAMED) {
+            meterViewRead(src, copies, bytes, nanos); // only a PlainMemoryTier source is read through its view
+        }
+    }
+
+    /** Records {@code ops} reads of {@code bytes} through the view of {@code tier}, if it is a {@link PlainMemoryTier}. */
+    public static void meterViewRead(Tier tier, long ops, long bytes, long nanos) {
+        if (tier instanceof PlainMemoryTier plain) {
+            plain.recordDirectRead(ops, bytes, nanos);
+        }
+    }
+
+    /** Records {@code ops} writes of {@code bytes} through the view of {@code tier}, if it is a {@link PlainMemoryTier}. */
+    public static void meterViewWrite(Tier tier, long ops, long bytes, long nanos) {
+        if (tier instanceof PlainMemoryTier plain) {
+            plain.recordDirectWrite(ops, bytes, nanos);
         }
     }
 }
