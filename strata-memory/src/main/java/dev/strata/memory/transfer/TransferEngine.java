@@ -25,9 +25,9 @@ import java.util.concurrent.atomic.AtomicInteger;
  * destination the source reads straight into the destination's view; from a plain-memory source
  * the destination writes straight from the source's view; between two non-plain tiers through a
  * page-aligned HOST bounce buffer of the engine's {@link StagingPool} (reserved on first use,
- * never per transfer). A gather into plain memory
- * copies each part into the destination's view, into other tiers it calls
- * {@link Tier#gatherWrite}; a scatter mirrors that with {@link Tier#scatterRead}. Raw memory
+ * never per transfer). A gather into plain memory copies each part into the destination's view,
+ * into other tiers it calls {@link Tier#gatherWrite}; a scatter mirrors that with
+ * {@link Tier#scatterRead}. Raw memory
  * ranges (gather sources, scatter destinations) form the endpoint named {@link Link#MEMORY}.
  *
  * <p>Outcomes: a source object that is missing or unpublished completes the future normally with
