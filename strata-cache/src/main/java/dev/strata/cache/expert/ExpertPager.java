@@ -4,6 +4,7 @@ import dev.strata.cache.split.ResizablePool;
 import dev.strata.memory.Allocator;
 import dev.strata.memory.Tier;
 import dev.strata.memory.host.PlainMemoryTier;
+import dev.strata.memory.transfer.TierCopy;
 import dev.strata.memory.transfer.TransferEngine;
 import dev.strata.memory.transfer.TransferResult;
 import java.lang.foreign.MemorySegment;
@@ -529,19 +530,17 @@ public final class ExpertPager implements ResizablePool, AutoCloseable {
                 }
             }
         }
-        if (directCopy) {
+        if (directCopy) { // plain masters into plain slots: the one copy path, metered once for the call
             long start = System.nanoTime();
             for (int i = 0; i < misses; i++) {
-                if (peerSource == null || !fromPeer[i]) {
-                    MemorySegment.copy(masters.view(layer, missExperts[i]), 0, slotView[g][missSlots[i]], 0, expertBytes);
+                if ((peerSource == null || !fromPeer[i]) && TierCopy.direct().copyUnmetered(masters.tier(),
+                        masters.handle(layer, missExperts[i]), device, slotHandle[g][missSlots[i]], expertBytes) < 0) {
+                    throw new IllegalStateException("expert pager '" + name + "': the master of layer " + layer + " expert "
+                            + missExperts[i] + " is not allocated in tier '" + masters.tier().name() + "'");
                 }
             }
-            long nanos = System.nanoTime() - start;
-            if (fromMasters > 0 && meteredMasters != null) {
-                meteredMasters.recordDirectRead(fromMasters, fromMasters * expertBytes, nanos);
-            }
-            if (fromMasters > 0 && meteredDevice != null) {
-                meteredDevice.recordDirectWrite(fromMasters, fromMasters * expertBytes, nanos);
+            if (fromMasters > 0) {
+                TierCopy.meterViews(masters.tier(), device, fromMasters, fromMasters * expertBytes, System.nanoTime() - start);
             }
             add(at + BYTES, fromMasters * expertBytes);
             return;
