@@ -118,12 +118,8 @@ final class ExpertSlotTable {
     }
 
     /** Slots of one group at {@code slotsPerLayer} units. */
-    static int capacityFor(SlotScope scope, int layers, int slotsPerLayer) {
-        return scope == SlotScope.PER_LAYER ? slotsPerLayer : slotsPerLayer * layers;
-    }
-
     int capacityFor(int slotsPerLayer) {
-        return capacityFor(scope, layers, slotsPerLayer);
+        return scope == SlotScope.PER_LAYER ? slotsPerLayer : slotsPerLayer * layers;
     }
 
     int groups() {
