@@ -6,7 +6,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import dev.strata.cache.peer.LentRegion;
 import dev.strata.cache.peer.LocalLender;
 import dev.strata.cache.peer.trace.AvailabilityTrace;
-import dev.strata.cache.peer.trace.AvailabilityTraceGenerator;
+import dev.strata.analysis.peer.AvailabilityTraceGenerator;
 import dev.strata.memory.Sizes;
 import dev.strata.node.peer.DemandSignal;
 import dev.strata.node.peer.LendingStats;
