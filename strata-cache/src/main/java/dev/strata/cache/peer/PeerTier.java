@@ -20,7 +20,7 @@ import java.util.concurrent.locks.ReentrantLock;
 /**
  * The PEER tier: objects sub-allocated inside chunks of memory borrowed from a {@link PeerMemory},
  * read and written only through {@link PeerMemory#read}/{@link PeerMemory#write}, so that the
- * lease's guard brackets every access (DESIGN.md invariant 4).
+ * lease's guard brackets every access (invariant 4 of docs/ARCHITECTURE.md).
  *
  * <p>Design (policy):
  * <ul>
