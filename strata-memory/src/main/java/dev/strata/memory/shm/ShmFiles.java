@@ -22,9 +22,10 @@ import java.util.function.Function;
 
 /**
  * Creating, locking, reading and removing Strata's shared-memory files (pool files, RPC regions,
- * lending files): every file and every {@code .lock} file is created exclusively with mode 0600
- * (owner read-write only), headers are read without mapping, and a process removes only the file
- * it created itself (by file identity, so never a successor's file renamed over the path).
+ * lending files): every file is created exclusively and with mode 0600 (owner read-write only),
+ * every {@code .lock} file (kept between runs) with mode 0600 too; headers are read without
+ * mapping; a process removes only the file it created itself (by file identity, so never a
+ * successor's file renamed over the path).
  *
  * <p>Files one process owns for its life (RPC region, lending file) follow one protocol, kept by
  * {@link OwnedShmFile}: {@link #lockOwnership} on {@code <path>.lock}, {@link #createMapped} of
