@@ -1,10 +1,10 @@
 package dev.strata.cli;
 
 import dev.strata.cache.ObjectKey;
+import dev.strata.memory.shm.ShmFormatException;
 import dev.strata.node.daemon.NodeConfig;
 import dev.strata.node.daemon.NodeDaemon;
 import dev.strata.node.index.IndexIdentityException;
-import dev.strata.node.rpc.RpcFormatException;
 import dev.strata.node.rpc.RpcServerConfig;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -114,7 +114,7 @@ final class NodeCommand implements Callable<Integer> {
         NodeDaemon daemon;
         try {
             daemon = NodeDaemon.start(config, System.out);
-        } catch (IndexIdentityException | RpcFormatException | IllegalStateException e) {
+        } catch (IndexIdentityException | ShmFormatException | IllegalStateException e) {
             System.err.println("strata: " + e.getMessage());
             return 2;
         }

@@ -4,20 +4,15 @@ import static dev.strata.node.peer.LendingFileLayout.*;
 
 import dev.strata.cache.peer.LendingRule;
 import dev.strata.memory.Sizes;
-import dev.strata.node.rpc.ProcessLiveness;
-import dev.strata.node.shm.ShmFiles;
+import dev.strata.memory.shm.OwnedShmFile;
+import dev.strata.memory.shm.ProcessLiveness;
+import dev.strata.memory.shm.ShmHeader;
 import java.io.IOException;
 import java.io.PrintStream;
 import java.io.UncheckedIOException;
-import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
-import java.nio.channels.FileChannel;
-import java.nio.file.AtomicMoveNotSupportedException;
-import java.nio.file.Files;
-import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
@@ -70,13 +65,10 @@ public final class PeerAgent implements AutoCloseable {
 
     private final PeerAgentConfig config;
     private final Geometry geometry;
-    private final Path tempPath;
-    private final Arena arena;
-    private final MemorySegment file;
+    private final OwnedShmFile owned;       // the lending file; holds the lock on <path>.lock while this agent lives
+    private final MemorySegment file;       // owned.segment()
     private final LendingTable table;
     private final LendingRule rule;         // geometry.budget(), granule geometry.regionSize()
-    private final Object fileKey;
-    private final FileChannel lockChannel;
     private final MemorySegment stamp;      // regionSize bytes: what the agent writes over a region it takes back
     private final boolean[] stamped;        // [region] HELD and already overwritten (tick thread only)
     private final long startNanos;
@@ -91,18 +83,14 @@ public final class PeerAgent implements AutoCloseable {
     private Thread ticker;
     private PrintStream out;
 
-    private PeerAgent(PeerAgentConfig config, Geometry geometry, Path tempPath, Arena arena, MemorySegment file,
-                      Object fileKey, FileChannel lockChannel) {
+    private PeerAgent(PeerAgentConfig config, Geometry geometry, OwnedShmFile owned) {
         this.config = config;
         this.geometry = geometry;
-        this.tempPath = tempPath;
-        this.arena = arena;
-        this.file = file;
+        this.owned = owned;
+        this.file = owned.segment();
         this.table = new LendingTable(file, geometry);
         this.rule = new LendingRule(geometry.budget(), geometry.regionSize());
-        this.fileKey = fileKey;
-        this.lockChannel = lockChannel;
-        this.stamp = arena.allocate(geometry.regionSize(), 64);
+        this.stamp = owned.arena().allocate(geometry.regionSize(), 64);
         SplittableRandom random = new SplittableRandom(pid);
         for (long i = 0; i < geometry.regionSize(); i += 8) {
             stamp.set(ValueLayout.JAVA_LONG_UNALIGNED, i, random.nextLong() | 1L);
@@ -136,53 +124,30 @@ public final class PeerAgent implements AutoCloseable {
      */
     public static PeerAgent create(PeerAgentConfig config) {
         Path path = config.file();
-        refuseIfLent(path);
-        FileChannel lock = ShmFiles.lockOwnership(path, lockPath -> "lending file " + path
-                + " is lent by another live process (it holds " + lockPath + "): stop it first or choose another file");
         Geometry g = new Geometry(config.regionCount(), config.regionSize());
-        Path temp = ShmFiles.tempBeside(path);
-        Arena arena = Arena.ofShared();
+        OwnedShmFile owned = OwnedShmFile.create(path, KIND.noun(), g.totalSize(), (int) HEADER_SIZE, found -> {
+            Header h = Header.of(found);
+            return h.prefix().magic() == MAGIC && h.agentState() != AGENT_STOPPED && h.prefix().ownerAlive()
+                    ? "lending file " + path + " is lent by a live agent (pid " + h.prefix().ownerPid()
+                            + "): stop it first or choose another file"
+                    : null;
+        }, lockPath -> "lending file " + path + " is lent by another live process (it holds " + lockPath
+                + "): stop it first or choose another file");
         try {
-            MemorySegment mapped = ShmFiles.createMapped(temp, g.totalSize(), arena);
-            Object key = ShmFiles.fileKey(temp);
-            long now = config.clock().millis();
-            writeHeader(mapped, g, ProcessHandle.current().pid(), ProcessLiveness.currentStartMillis(), now);
-            PeerAgent agent = new PeerAgent(config, g, temp, arena, mapped, key, lock);
+            MemorySegment mapped = owned.segment();
+            writeHeader(mapped, g, config.clock().millis());
+            PeerAgent agent = new PeerAgent(config, g, owned);
             LONG.setRelease(mapped, AGENT_STATE_OFFSET, AGENT_LENDING);
-            publishVersion(mapped);
-            try {
-                Files.move(temp, path, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
-            } catch (AtomicMoveNotSupportedException e) {
-                Files.move(temp, path, StandardCopyOption.REPLACE_EXISTING);
-            }
+            ShmHeader.publish(mapped, KIND);
+            owned.renameOverPath();
             agent.step();
             return agent;
         } catch (IOException e) {
-            arena.close();
-            ShmFiles.closeQuietly(lock);
-            ShmFiles.deleteQuietly(temp);
-            throw new UncheckedIOException("creating lending file " + path + " (" + g.totalSize() + " bytes in " + temp + ")", e);
+            owned.discard();
+            throw new UncheckedIOException("publishing lending file " + owned.tempPath() + " as " + path, e);
         } catch (RuntimeException | Error e) {
-            arena.close();
-            ShmFiles.closeQuietly(lock);
-            ShmFiles.deleteQuietly(temp);
+            owned.discard();
             throw e;
-        }
-    }
-
-    private static void refuseIfLent(Path path) {
-        LendingFiles.Found found;
-        try {
-            found = LendingFiles.readHeader(path);
-        } catch (NoSuchFileException e) {
-            return;
-        } catch (IOException e) {
-            throw new UncheckedIOException("reading the existing lending file " + path, e);
-        }
-        Header h = found.header();
-        if (h.magic() == MAGIC && h.agentState() != AGENT_STOPPED && ProcessLiveness.isAlive(h.agentPid(), h.agentStartMillis())) {
-            throw new IllegalStateException("lending file " + path + " is lent by a live agent (pid " + h.agentPid()
-                    + "): stop it first or choose another file");
         }
     }
 
@@ -224,7 +189,7 @@ public final class PeerAgent implements AutoCloseable {
                 return;
             }
             long now = config.clock().millis();
-            LONG.setOpaque(file, AGENT_HEARTBEAT_OFFSET, now);
+            ShmHeader.beat(file, now);
             long demand = Math.clamp(config.demand().demandBytes(System.nanoTime() - startNanos), 0L, geometry.budget());
             lastDemand = demand;
             LONG.setOpaque(file, DEMAND_OFFSET, demand);
@@ -435,10 +400,8 @@ public final class PeerAgent implements AutoCloseable {
             last = stats();
             closed = true;
         }
-        ShmFiles.removeIfSame(config.file(), fileKey, "lending file");
-        ShmFiles.deleteQuietly(tempPath);
-        ShmFiles.closeQuietly(lockChannel);
-        arena.close();
+        owned.remove();
+        owned.arena().close();
         if (out != null) {
             out.println("strata peer stopped: " + config.file() + " removed; " + last);
             out.flush();
