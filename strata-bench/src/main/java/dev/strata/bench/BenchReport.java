@@ -4,7 +4,7 @@ import com.fasterxml.jackson.annotation.JsonPropertyOrder;
 import java.util.List;
 
 /**
- * The result of one scenario run, in the shape DESIGN.md fixes for {@code bench-results/<scenario>.json}.
+ * The result of one scenario run, in the one shape docs/BENCHMARKS.md describes for {@code bench-results/<scenario>.json}.
  *
  * @param scenario the scenario's name, e.g. {@code tiers}
  * @param machine  a description of the machine it ran on

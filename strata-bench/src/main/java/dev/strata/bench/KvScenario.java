@@ -1,7 +1,7 @@
 package dev.strata.bench;
 
-import dev.strata.bench.kvsim.TraceReplayMeasure;
 import dev.strata.bench.route.RoutingReplayMeasure;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -14,10 +14,11 @@ import java.util.List;
  * modelled cluster of engine instances comparing load-only routing over the shared pool with
  * cache-aware routing without it.
  *
- * <p>The trace is looked up as {@code ../shared/traces/mooncake/synthetic_trace.jsonl} from the
- * Strata checkout ({@code strata.home}, set by {@code bin/strata}, else the working directory);
- * {@code -Dstrata.trace.mooncake=FILE} names another. Without it a generated trace is replayed
- * and the report says so.
+ * <p>The trace replayed is {@code --trace FILE} ({@link Options#trace()}), else the Mooncake trace
+ * shipped in the repository ({@code traces/mooncake/synthetic_trace.jsonl} under {@code strata.home},
+ * set by {@code bin/strata}, else the working directory). A named file that does not exist fails
+ * the run before anything is measured; when the shipped trace is absent a generated trace is
+ * replayed and the report says so.
  *
  * <p>Runs on the calling thread; the measures start their own child JVMs and workers.
  */
@@ -35,6 +36,7 @@ public final class KvScenario implements Scenario {
 
     @Override
     public List<Figure> run(Options options, List<String> notes) throws Exception {
+        Path trace = trace(options.trace(), Path.of(System.getProperty("strata.home", ".")));
         List<Figure> figures = new ArrayList<>();
         Progress progress = new Progress(System.err, 5);
         progress.step("block manager: match + commit + release per block");
@@ -44,19 +46,25 @@ public final class KvScenario implements Scenario {
         progress.step("RPC over shared memory between two JVMs, against raw ping-pong and loopback TCP");
         figures.addAll(RpcMeasure.figures(options.quick()));
         progress.step("Mooncake trace replay at 1k, 5k and 20k blocks, every policy against Belady");
-        figures.addAll(TraceReplayMeasure.figures(mooncakeTrace(), notes));
+        figures.addAll(TraceReplayMeasure.figures(trace, notes));
         progress.step("routing replay: cache-aware vs load-only routing, with and without the shared pool (modelled)");
-        figures.addAll(RoutingReplayMeasure.figures(mooncakeTrace(), notes));
+        figures.addAll(RoutingReplayMeasure.figures(trace, notes));
         return figures;
     }
 
-    /** The trace named by {@code strata.trace.mooncake}, else the shared one next to the checkout, else null. */
-    static Path mooncakeTrace() {
-        String named = System.getProperty("strata.trace.mooncake");
-        if (named != null && !named.isBlank()) {
-            return Path.of(named);
+    /**
+     * The trace to replay: {@code named} when given (it must be a regular file), else the shipped
+     * trace under the Strata checkout {@code checkout}, else null.
+     *
+     * @throws IllegalArgumentException naming the file when {@code named} is not a regular file
+     */
+    static Path trace(Path named, Path checkout) {
+        if (named != null) {
+            if (!Files.isRegularFile(named)) {
+                throw new IllegalArgumentException("--trace " + named + (Files.exists(named) ? ": not a regular file" : ": no such file"));
+            }
+            return named;
         }
-        Path home = Path.of(System.getProperty("strata.home", "."));
-        return TraceReplayMeasure.mooncakeTrace(home.toAbsolutePath());
+        return TraceReplayMeasure.mooncakeTrace(checkout.toAbsolutePath());
     }
 }

@@ -1,8 +1,9 @@
 package dev.strata.bench;
 
-import dev.strata.bench.routing.RoutingTraceGenerator;
-import dev.strata.bench.routing.RoutingWorkload;
-import dev.strata.bench.routing.SyntheticKvBlockStream;
+import dev.strata.analysis.routing.RoutingTraceGenerator;
+import dev.strata.analysis.routing.RoutingWorkload;
+import dev.strata.analysis.routing.SyntheticKvBlockStream;
+import dev.strata.analysis.split.ComparisonSplits;
 import dev.strata.cache.split.MissCosts;
 import dev.strata.cache.split.MvWsaSolver;
 import dev.strata.cache.split.Split;
@@ -153,8 +154,8 @@ public final class MvWsaMeasure {
         Split oracle = MvWsaSolver.oracle(exact);
         seconds.put("oracle", oracle.predictedSeconds());
         splits.put("oracle", oracle);
-        Split half = MvWsaSolver.fiftyFifty(exact);
-        Split blind = MvWsaSolver.kvBlind(exact);
+        Split half = ComparisonSplits.fiftyFifty(exact);
+        Split blind = ComparisonSplits.kvBlind(exact);
         // the configurator runs open-loop on a separate, shorter trace of the same workload
         SplitWorkload representative = w.trace().make(true, ~seed);
         Split offline = exact.splitAt(new MvWsaSolver().solve(sim.exactProblem(representative)).chosen().expertCap());

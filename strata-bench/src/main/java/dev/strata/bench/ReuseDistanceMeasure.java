@@ -1,8 +1,8 @@
 package dev.strata.bench;
 
-import dev.strata.bench.routing.RoutingTraceGenerator;
-import dev.strata.bench.routing.RoutingWorkload;
-import dev.strata.bench.routing.SyntheticKvBlockStream;
+import dev.strata.analysis.routing.RoutingTraceGenerator;
+import dev.strata.analysis.routing.RoutingWorkload;
+import dev.strata.analysis.routing.SyntheticKvBlockStream;
 import dev.strata.cache.curve.ReuseDistanceTracker;
 import dev.strata.cache.routing.RoutingRecord;
 import dev.strata.cache.routing.RoutingStep;

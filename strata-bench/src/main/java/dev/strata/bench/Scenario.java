@@ -11,8 +11,20 @@ import java.util.List;
  */
 public interface Scenario {
 
-    /** Settings every scenario accepts. */
-    record Options(boolean quick, Path workDir, boolean allowInstall) {
+    /**
+     * Settings every scenario accepts.
+     *
+     * @param quick        a reduced run
+     * @param workDir      directory for the scenario's disk files
+     * @param allowInstall whether missing baseline tools may be installed
+     * @param trace        the KV request trace (Mooncake format) a scenario that replays one reads
+     *                     ({@code --trace FILE}); null: the trace shipped in the repository
+     */
+    record Options(boolean quick, Path workDir, boolean allowInstall, Path trace) {
+        /** Options that replay the shipped trace. */
+        public Options(boolean quick, Path workDir, boolean allowInstall) {
+            this(quick, workDir, allowInstall, null);
+        }
     }
 
     /** The scenario's name, used for {@code bench-results/<name>.json}. */

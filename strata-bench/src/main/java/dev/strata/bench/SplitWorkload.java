@@ -1,6 +1,6 @@
 package dev.strata.bench;
 
-import dev.strata.bench.routing.KvBlockStream;
+import dev.strata.analysis.routing.KvBlockStream;
 import dev.strata.cache.routing.BurstStart;
 import dev.strata.cache.routing.RoutingRecord;
 import dev.strata.cache.routing.RoutingStep;

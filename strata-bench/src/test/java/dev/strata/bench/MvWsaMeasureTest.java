@@ -43,12 +43,12 @@ class MvWsaMeasureTest {
         SplitWorkload.Profile p = new SplitWorkload.Profile("t", 9, 0.85, 5, 11, 1, 17, 5);
         checkStaticSplits(SplitWorkload.generate(3, 24, 2, 60, 77, p));
         // a trace of the routing workload generator: prefill steps route a union of experts per layer
-        var d = dev.strata.bench.routing.RoutingWorkload.defaults();
-        var small = new dev.strata.bench.routing.RoutingWorkload(3, 20, 2, "t", 5, 2, 2, 6, 20, 5, d.skew(), d.skewSpread(),
+        var d = dev.strata.analysis.routing.RoutingWorkload.defaults();
+        var small = new dev.strata.analysis.routing.RoutingWorkload(3, 20, 2, "t", 5, 2, 2, 6, 20, 5, d.skew(), d.skewSpread(),
                 d.support(), d.burstLocality(), 4, d.drift(), d.driftPeriod(), d.driftRate(), 4, d.coupling(), 3, d.pathStickiness());
-        var generator = new dev.strata.bench.routing.RoutingTraceGenerator(small);
+        var generator = new dev.strata.analysis.routing.RoutingTraceGenerator(small);
         checkStaticSplits(SplitWorkload.fromRouting(generator.header(), generator,
-                new dev.strata.bench.routing.SyntheticKvBlockStream(6, 2, 3, 2, 9, 2, 1, 8)));
+                new dev.strata.analysis.routing.SyntheticKvBlockStream(6, 2, 3, 2, 9, 2, 1, 8)));
     }
 
     private static void checkStaticSplits(SplitWorkload w) {

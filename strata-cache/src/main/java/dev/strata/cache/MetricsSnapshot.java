@@ -28,12 +28,17 @@ public record MetricsSnapshot(List<TierStats> tiers, List<LinkStats> links, Stor
     /** The snapshot in Prometheus text exposition format. */
     public String toPrometheus() {
         PrometheusText out = new PrometheusText();
+        writeTo(out);
+        return out.toString();
+    }
+
+    /** Adds the tier, link and store families to {@code out}. */
+    public void writeTo(PrometheusText out) {
         MemoryMetrics.write(out, tiers);
         MemoryMetrics.writeLinks(out, links);
         if (store != null) {
             writeStore(out, store);
         }
-        return out.toString();
     }
 
     private static void writeStore(PrometheusText out, StoreStats s) {

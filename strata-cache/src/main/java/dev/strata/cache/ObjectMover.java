@@ -2,27 +2,30 @@ package dev.strata.cache;
 
 import dev.strata.memory.CorruptObjectException;
 import dev.strata.memory.Tier;
+import dev.strata.memory.host.OffHeapRegion;
+import dev.strata.memory.transfer.StagingPool;
+import dev.strata.memory.transfer.TierCopy;
 
-import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 
 /**
- * Copies one object's bytes from an allocation in one tier to an allocation in another, through
- * the {@link Tier} interface only. Every byte movement of the store goes through this class, so
- * that it can be replaced by the asynchronous transfer engine without touching placement logic.
+ * The store's use of the one copy path ({@link TierCopy}): copies one object's bytes from an
+ * allocation in one tier to an allocation in another, and counts the bytes moved. Every byte
+ * movement of the store between tiers goes through this class.
  *
- * <p>Routing: into plain memory, the source reads straight into the destination's view; out of
- * plain memory, the destination writes straight from the source's view; between two framed tiers
- * (POOL, DISK) the bytes pass through a staging buffer that is reused (grown by doubling, from one
- * arena that lives as long as the mover).
+ * <p>Design (bounce buffer sizing): routing, checksums and metering are {@link TierCopy}'s. A
+ * copy between two non-plain tiers (POOL, DISK, PEER) needs one bounce buffer as large as the
+ * object; the store's objects have no fixed size, so the mover keeps a one-buffer
+ * {@link StagingPool}, reserved on first need at the smallest power of two that holds the object
+ * (at least {@value #MIN_STAGING} bytes), and replaces it with a larger one when a larger object
+ * comes (the old one is freed at once: nothing is lent outside a call).
  *
- * <p>Threads: not thread-safe (the staging buffer is shared); the store calls it under its lock.
+ * <p>Threads: not thread-safe (one bounce buffer); the store calls it under its lock.
  */
 final class ObjectMover implements AutoCloseable {
     private static final long MIN_STAGING = 64 * 1024;
 
-    private final Arena arena = Arena.ofShared(); // owns every staging buffer; closed with the mover
-    private MemorySegment staging = MemorySegment.NULL; // [capacity] bytes, reused
+    private TierCopy copyPath; // null until a copy between two non-plain tiers needs its bounce buffer
     private long bytesMoved; // payload bytes copied since creation
 
     /**
@@ -33,19 +36,8 @@ final class ObjectMover implements AutoCloseable {
      * @throws CorruptObjectException if the source copy fails its checksum
      */
     boolean copy(Tier src, long srcHandle, Tier dst, long dstHandle, long size) {
-        boolean ok;
-        if (dst.isPlainMemory()) {
-            ok = src.read(srcHandle, dst.segment(dstHandle, 0, size));
-        } else if (src.isPlainMemory()) {
-            dst.write(dstHandle, src.segment(srcHandle, 0, size));
-            ok = true;
-        } else {
-            MemorySegment buffer = staging(size);
-            ok = src.read(srcHandle, buffer);
-            if (ok) {
-                dst.write(dstHandle, buffer);
-            }
-        }
+        TierCopy path = TierCopy.Route.of(src, dst) == TierCopy.Route.FRAMED_TO_FRAMED ? bouncing(size) : TierCopy.direct();
+        boolean ok = path.copy(src, srcHandle, dst, dstHandle, size) != TierCopy.NOT_FOUND;
         if (ok) {
             bytesMoved += size;
         }
@@ -67,16 +59,23 @@ final class ObjectMover implements AutoCloseable {
         return bytesMoved;
     }
 
-    private MemorySegment staging(long size) {
-        if (staging.byteSize() < size) {
+    /** The copy path with a bounce buffer of at least {@code size} bytes. */
+    private TierCopy bouncing(long size) {
+        if (copyPath == null || copyPath.staging().bufferBytes() < size) {
             long capacity = Math.max(MIN_STAGING, Long.highestOneBit(size - 1) << 1);
-            staging = arena.allocate(capacity, 4096);
+            if (copyPath != null) {
+                copyPath.staging().close();
+            }
+            copyPath = new TierCopy(new StagingPool("store-staging", 1, capacity, OffHeapRegion.PAGE,
+                    StagingPool.Reserve.ON_FIRST_BORROW));
         }
-        return staging.asSlice(0, size);
+        return copyPath;
     }
 
     @Override
     public void close() {
-        arena.close();
+        if (copyPath != null) {
+            copyPath.staging().close();
+        }
     }
 }

@@ -64,6 +64,9 @@ public final class TieredMemory implements AutoCloseable {
      * @throws ConfigException if a PEER tier is configured and {@code peers} is null
      */
     public static TieredMemory open(StrataConfig config, DropListener listener, PeerMemory peers) {
+        if (!config.hasTiers()) {
+            throw new ConfigException("tiers: no tier is configured; configure at least tiers.host");
+        }
         if (config.peer() != null && peers == null) {
             throw new ConfigException("tiers.peer is configured but no peer client was given to borrow through;"
                     + " start the peer agents and open the tiers with a peer client, or remove tiers.peer");
@@ -92,11 +95,12 @@ public final class TieredMemory implements AutoCloseable {
             if (config.disk() != null) {
                 StrataConfig.DiskTier d = config.disk();
                 tiers.put(TierKind.DISK, DiskTier.open(DiskTierOptions.in(d.directory(), d.capacity()).name("disk")
-                        .directIo(d.directIo())));
+                        .directIo(d.directIo()).deleteOnClose(d.removeOnClose())));
             }
             engine = new TransferEngine(TransferEngine.Settings.defaults()
                     .withMemoryLinkWorkers(config.transfer().memoryLinkWorkers())
-                    .withDiskLinkWorkers(config.transfer().diskLinkWorkers()));
+                    .withDiskLinkWorkers(config.transfer().diskLinkWorkers())
+                    .withStagingBytes(config.transfer().stagingBytes()));
             StrataConfig.Store s = config.store();
             TieredStore.Builder builder = TieredStore.builder().dropListener(listener);
             for (TierKind kind : s.chain()) {

@@ -63,7 +63,8 @@ import java.util.concurrent.locks.ReentrantLock;
  * and the counters. A put copies an object of {@value #WRITE_OUTSIDE_LOCK_BYTES} bytes or more into
  * its reserved allocation without the lock (smaller ones under it: cheaper than a second lock
  * round trip); copies between tiers (demotion, promotion) run under the lock in this synchronous
- * version, all inside {@link ObjectMover}, the seam for the asynchronous transfer engine. Besides
+ * version, all inside {@link ObjectMover} (Strata's one copy path, {@link dev.strata.memory.transfer.TierCopy},
+ * which the transfer engine's links use too). Besides
  * {@link #tiers} and {@link #indexOf} (the chain never changes), exactly three methods never take
  * the lock: {@link #contains}, {@link #tierMask} and {@link #size}. They
  * read the {@link PlacementMap} under its sequence counter, so they never wait for a store

@@ -37,6 +37,10 @@ final class BenchCommand implements Callable<Integer> {
     @Option(names = "--no-install", description = "do not install missing baseline tools (fio)")
     boolean noInstall;
 
+    @Option(names = "--trace", paramLabel = "FILE",
+            description = "the KV request trace (Mooncake JSON lines) the kv scenario replays (default: traces/mooncake/synthetic_trace.jsonl)")
+    Path trace;
+
     @Option(names = "--strict", description = "exit with status 1 when a figure misses its goal")
     boolean strict;
 
@@ -50,7 +54,7 @@ final class BenchCommand implements Callable<Integer> {
 
     @Override
     public Integer call() throws Exception {
-        BenchReport report = BenchRunner.run(scenario, new Scenario.Options(quick, workDir, !noInstall), out, System.out);
+        BenchReport report = BenchRunner.run(scenario, new Scenario.Options(quick, workDir, !noInstall, trace), out, System.out);
         long missed = report.figures().stream().filter(f -> !f.met()).count();
         System.out.println(missed == 0 ? "every figure met its goal"
                 : missed + " of " + report.figures().size() + " figures missed their goal");

@@ -23,6 +23,19 @@ final class ConfigOptions {
 
     /** The configuration, checked as a whole. */
     StrataConfig load() {
-        return ConfigLoader.load(file, settings, System.getenv(ConfigLoader.ENV_SETTINGS)).conclude();
+        return load(java.util.List.of(), new Shorthands());
+    }
+
+    /**
+     * The configuration from the command's {@code defaults}, the file, {@code STRATA_SET},
+     * {@code --set} and the command's shorthand flags ({@code shorthands}, applied last), checked
+     * as a whole.
+     */
+    StrataConfig load(List<String> defaults, Shorthands shorthands) {
+        try {
+            return ConfigLoader.load(defaults, file, settings, System.getenv(ConfigLoader.ENV_SETTINGS), shorthands.settings()).conclude();
+        } catch (dev.strata.cache.config.ConfigException e) {
+            throw shorthands.explain(e);
+        }
     }
 }

@@ -197,7 +197,7 @@ final class DemoCommand implements Callable<Integer> {
         String fingerprint = ServeEngine.fingerprint(dir, BLOCK_TOKENS).toString();
         progress("starting strata node over " + pool);
         ChildProcess node = launch("strata node", List.of("node", "--pool", pool.toString(), "--pool-name", "demo", "--rpc",
-                rpc.toString(), "--capacity", poolCapacity, "--model-fingerprint", fingerprint, "--hash-version",
+                rpc.toString(), "--pool-capacity", poolCapacity, "--model-fingerprint", fingerprint, "--hash-version",
                 Integer.toString(PrefixHasher.VERSION), "--channels", "4", "--exit-with", Long.toString(self)));
         node.awaitLine(NODE_READY, 60_000);
         progress("strata node ready (pid " + node.pid() + ")");

@@ -63,7 +63,44 @@ final class InspectCommand implements Runnable {
             b.append(" (after ").append(c.store().promoteAfter()).append(" hits)");
         }
         b.append("\ntransfer: { memory-link-workers: ").append(c.transfer().memoryLinkWorkers())
-                .append(", disk-link-workers: ").append(c.transfer().diskLinkWorkers()).append(" }\n");
+                .append(", disk-link-workers: ").append(c.transfer().diskLinkWorkers()).append(", staging: ")
+                .append(size(c.transfer().stagingBytes())).append(" }\n");
+        return b.toString();
+    }
+
+    /**
+     * What {@code strata serve} builds from {@code c}: the model, the server, the KV geometry, the
+     * expert slots, the pool and peers, and the KV offload chain (the tiers above, less DEVICE and
+     * POOL, which the KV manager reaches directly).
+     */
+    static String describeServe(StrataConfig c) {
+        var p = c.process();
+        StringBuilder b = new StringBuilder("serve:\n");
+        b.append("  model: ").append(p.model().path() != null ? p.model().path() : "the demo model")
+                .append(p.model().id() != null ? " (id " + p.model().id() + ")" : "").append('\n');
+        b.append("  server: { host: ").append(p.server().host()).append(", port: ").append(p.server().port())
+                .append(", threads: ").append(p.server().threads() > 0 ? p.server().threads() : Runtime.getRuntime().availableProcessors())
+                .append(", api-key: ").append(p.server().apiKey() != null || System.getenv("STRATA_API_KEY") != null ? "set" : "none")
+                .append(", max-body: ").append(size(p.server().maxBodyBytes())).append(" }\n");
+        b.append("  kv: { block-tokens: ").append(p.kv().blockTokens()).append(", device-blocks: ").append(p.kv().deviceBlocks())
+                .append(" }\n");
+        b.append("  experts: { device-slots: ").append(p.experts().deviceSlots()).append(", peer-bytes: ")
+                .append(size(p.experts().peerBytes())).append(", rebalance-ms: ").append(p.experts().rebalanceMillis()).append(" }\n");
+        var offload = c.onlyTiers(dev.strata.engine.serve.ServeEngine.Options.OFFLOAD_TIERS);
+        b.append("  kv offload chain: ").append(offload.hasTiers() ? offload.store().chain().stream().map(InspectCommand::name).toList()
+                : "none (KV in DEVICE memory only)").append('\n');
+        if (c.pool() != null) {
+            b.append("  shared pool: ").append(c.pool().paths()).append(" through ").append(name(p.node().access())).append(" access, rpc ")
+                    .append(p.node().rpc() != null ? p.node().rpc() : dev.strata.node.rpc.RpcServerConfig.DEFAULT_PATH).append('\n');
+        }
+        if (!p.peers().files().isEmpty()) {
+            b.append("  peers: ").append(p.peers().files()).append('\n');
+        }
+        if (p.split().enabled()) { // the budget serve splits: split.budget, else tiers.device.capacity
+            b.append("  split: { enabled: true, budget: ").append(p.split().budget() > 0 ? size(p.split().budget())
+                    : c.device() != null ? size(c.device().capacity()) + " (tiers.device.capacity)"
+                    : "none (serve refuses: set split.budget or tiers.device.capacity)").append(" }\n");
+        }
         return b.toString();
     }
 
@@ -77,15 +114,24 @@ final class InspectCommand implements Runnable {
 
     /** {@code strata inspect config}: the configuration after file, environment and flags, checked. */
     @Command(name = "config", mixinStandardHelpOptions = true,
-            description = "Prints the configuration after the file, STRATA_SET and --set are applied and checked.")
+            description = {"Prints the configuration after the file, STRATA_SET, --set and serve's shorthand flags are applied",
+                    "and checked: exactly what strata serve with the same arguments would build."})
     static final class Config implements Callable<Integer> {
         @Mixin
         ConfigOptions options;
 
+        @Mixin
+        ServeFlags serve = new ServeFlags();
+
         @Override
         public Integer call() {
-            StrataConfig c = options.load();
-            System.out.print(describe(c));
+            StrataConfig c = options.load(ServeFlags.DEFAULTS, serve.settings());
+            if (c.hasTiers()) {
+                System.out.print(describe(c));
+            } else {
+                System.out.println("tiers: none");
+            }
+            System.out.print(describeServe(c));
             System.out.println("configuration is valid");
             return 0;
         }

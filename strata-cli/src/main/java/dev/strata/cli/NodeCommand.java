@@ -1,18 +1,20 @@
 package dev.strata.cli;
 
 import dev.strata.cache.ObjectKey;
-import dev.strata.memory.Sizes;
+import dev.strata.memory.shm.ShmFormatException;
 import dev.strata.node.daemon.NodeConfig;
 import dev.strata.node.daemon.NodeDaemon;
 import dev.strata.node.index.IndexIdentityException;
-import dev.strata.node.rpc.RpcFormatException;
 import dev.strata.node.rpc.RpcServerConfig;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.Callable;
+import dev.strata.cache.config.ProcessConfig;
+import dev.strata.cache.config.StrataConfig;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
 /**
@@ -25,70 +27,94 @@ import picocli.CommandLine.Option;
                 "serves; stops cleanly on SIGTERM or SIGINT. A daemon started again on the same pool keeps every",
                 "block published before."})
 final class NodeCommand implements Callable<Integer> {
+    /** What the node runs with before any file or flag: a pool of 1 GiB at the node's default path. */
+    static final List<String> DEFAULTS = List.of("tiers={}", "tiers.pool.capacity=1GiB");
+
+    @Mixin
+    ConfigOptions config = new ConfigOptions();
 
     @Option(names = "--pool", paramLabel = "PATH",
-            description = "pool file or device; repeat to stripe over several (default: /dev/shm/strata-<pool-name>.pool)")
+            description = "pool file or device; repeat to stripe over several (default: /dev/shm/strata-<pool-name>.pool) [tiers.pool.paths]")
     List<Path> pool = new ArrayList<>();
 
-    @Option(names = "--pool-name", paramLabel = "NAME", description = "pool name (default: ${DEFAULT-VALUE})")
-    String poolName = NodeConfig.DEFAULT_POOL_NAME;
+    @Option(names = "--pool-name", paramLabel = "NAME", description = "pool name (default: " + NodeConfig.DEFAULT_POOL_NAME + ") [node.pool-name]")
+    String poolName;
 
-    @Option(names = "--capacity", paramLabel = "SIZE", description = "pool data capacity when creating it, e.g. 1GiB (default: ${DEFAULT-VALUE})")
-    String capacity = "1GiB";
+    @Option(names = {"--pool-capacity", "--capacity"}, paramLabel = "SIZE", description = "pool data capacity when creating it, e.g. 1GiB (default: 1GiB) [tiers.pool.capacity]")
+    String capacity;
 
-    @Option(names = "--chunk", paramLabel = "SIZE", description = "pool allocation unit when creating it (default: ${DEFAULT-VALUE})")
-    String chunk = "64KiB";
+    @Option(names = "--chunk", paramLabel = "SIZE", description = "pool allocation unit when creating it (default: 64KiB) [tiers.pool.chunk]")
+    String chunk;
 
-    @Option(names = "--process-slots", paramLabel = "N", description = "processes that may map the pool at once (default: ${DEFAULT-VALUE})")
-    int processSlots = 64;
+    @Option(names = "--process-slots", paramLabel = "N", description = "processes that may map the pool at once (default: 64) [node.process-slots]")
+    Integer processSlots;
 
-    @Option(names = "--rpc", paramLabel = "PATH", description = "the RPC region file (default: ${DEFAULT-VALUE})")
-    Path rpc = RpcServerConfig.DEFAULT_PATH;
+    @Option(names = "--rpc", paramLabel = "PATH", description = "the RPC region file (default: " + "/dev/shm/strata-node.rpc" + ") [node.rpc]")
+    Path rpc;
 
-    @Option(names = "--channels", paramLabel = "N", description = "engine processes that may attach at once (default: ${DEFAULT-VALUE})")
-    int channels = 16;
+    @Option(names = "--channels", paramLabel = "N", description = "engine processes that may attach at once (default: 16) [node.channels]")
+    Integer channels;
 
-    @Option(names = "--slots", paramLabel = "N", description = "requests each client may have in flight, a power of two (default: ${DEFAULT-VALUE})")
-    int slots = 64;
+    @Option(names = "--slots", paramLabel = "N", description = "requests each client may have in flight, a power of two (default: 64) [node.slots]")
+    Integer slots;
 
-    @Option(names = "--payload", paramLabel = "BYTES", description = "payload bytes per request slot, a multiple of 64 (default: ${DEFAULT-VALUE})")
-    int payload = 512;
+    @Option(names = "--payload", paramLabel = "BYTES", description = "payload bytes per request slot, a multiple of 64 (default: 512) [node.payload]")
+    Integer payload;
 
-    @Option(names = "--hash-version", paramLabel = "N", description = "block-hash version; 0 adopts the index's (default: ${DEFAULT-VALUE})")
-    int hashVersion;
+    @Option(names = "--hash-version", paramLabel = "N", description = "block-hash version; 0 adopts the index's (default: 0) [node.hash-version]")
+    Integer hashVersion;
 
-    @Option(names = "--model-fingerprint", paramLabel = "HEX", description = "model fingerprint, 32 hex digits; default: the index's")
+    @Option(names = "--model-fingerprint", paramLabel = "HEX", description = "model fingerprint, 32 hex digits; default: the index's [node.model-fingerprint]")
     String modelFingerprint;
 
     @Option(names = "--leases-per-process", paramLabel = "N",
-            description = "lease records per process when the index is created (the daemon holds all its clients' leases) (default: ${DEFAULT-VALUE})")
-    int leasesPerProcess = 2048;
+            description = "lease records per process when the index is created (the daemon holds all its clients' leases) (default: 2048) [node.leases-per-process]")
+    Integer leasesPerProcess;
 
-    @Option(names = "--lease-seconds", paramLabel = "S", description = "how long a lease pins a block (default: ${DEFAULT-VALUE})")
-    long leaseSeconds = 30;
+    @Option(names = "--lease-seconds", paramLabel = "S", description = "how long a lease pins a block (default: 30) [node.lease-seconds]")
+    Integer leaseSeconds;
 
     @Option(names = "--exit-with", paramLabel = "PID", hidden = true, description = "stop when the process PID ends (for child processes)")
     Long exitWith;
 
+    /** The flags given, as configuration settings. */
+    Shorthands settings() {
+        return new Shorthands().list("--pool", "tiers.pool.paths", pool).put("--pool-name", "node.pool-name", poolName).put("--pool-capacity", "tiers.pool.capacity", capacity)
+                .put("--chunk", "tiers.pool.chunk", chunk).put("--process-slots", "node.process-slots", processSlots).put("--rpc", "node.rpc", rpc)
+                .put("--channels", "node.channels", channels).put("--slots", "node.slots", slots).put("--payload", "node.payload", payload)
+                .put("--hash-version", "node.hash-version", hashVersion).put("--model-fingerprint", "node.model-fingerprint", modelFingerprint)
+                .put("--leases-per-process", "node.leases-per-process", leasesPerProcess).put("--lease-seconds", "node.lease-seconds", leaseSeconds);
+    }
+
+    /**
+     * The daemon's configuration from {@code c}: its pool (tiers.pool) and node section.
+     *
+     * @param pathsGiven the pool paths were given explicitly (else the node's default path for the pool name)
+     */
+    static NodeConfig nodeConfig(StrataConfig c, boolean pathsGiven) {
+        ProcessConfig.Node n = c.process().node();
+        NodeConfig.Builder b = NodeConfig.builder().poolName(n.poolName() != null ? n.poolName() : NodeConfig.DEFAULT_POOL_NAME)
+                .capacity(c.pool().capacity()).chunkSize(c.pool().chunk()).processSlots(n.processSlots()).hashVersion(n.hashVersion())
+                .leasesPerProcess(n.leasesPerProcess());
+        b.leaseDuration(Duration.ofSeconds(n.leaseSeconds()));
+        if (pathsGiven || !c.pool().paths().equals(List.of(StrataConfig.DEFAULT_POOL_PATH))) {
+            c.pool().paths().forEach(b::poolPath);
+        }
+        if (n.modelFingerprint() != null) {
+            b.modelFingerprint(ObjectKey.parse(n.modelFingerprint().strip().toLowerCase(java.util.Locale.ROOT)));
+        }
+        b.rpc().path(n.rpc() != null ? n.rpc() : RpcServerConfig.DEFAULT_PATH).channels(n.channels()).slotsPerChannel(n.slots())
+                .payloadBytes(n.payload());
+        return b.conclude();
+    }
+
     @Override
     public Integer call() throws InterruptedException {
-        NodeConfig.Builder b = NodeConfig.builder().poolName(poolName).capacity(size("--capacity", capacity))
-                .chunkSize(size("--chunk", chunk)).processSlots(processSlots).hashVersion(hashVersion)
-                .leasesPerProcess(leasesPerProcess);
-        if (leaseSeconds <= 0) {
-            throw new IllegalArgumentException("--lease-seconds " + leaseSeconds + " must be positive");
-        }
-        b.leaseDuration(Duration.ofSeconds(leaseSeconds));
-        pool.forEach(b::poolPath);
-        if (modelFingerprint != null) {
-            b.modelFingerprint(ObjectKey.parse(modelFingerprint.strip().toLowerCase(java.util.Locale.ROOT)));
-        }
-        b.rpc().path(rpc).channels(channels).slotsPerChannel(slots).payloadBytes(payload);
-        NodeConfig config = b.conclude();
+        NodeConfig config = nodeConfig(this.config.load(DEFAULTS, settings()), !pool.isEmpty());
         NodeDaemon daemon;
         try {
             daemon = NodeDaemon.start(config, System.out);
-        } catch (IndexIdentityException | RpcFormatException | IllegalStateException e) {
+        } catch (IndexIdentityException | ShmFormatException | IllegalStateException e) {
             System.err.println("strata: " + e.getMessage());
             return 2;
         }
@@ -99,11 +125,4 @@ final class NodeCommand implements Callable<Integer> {
         return 0;
     }
 
-    private static long size(String option, String text) {
-        try {
-            return Sizes.parse(text);
-        } catch (IllegalArgumentException e) {
-            throw new IllegalArgumentException(option + ": " + e.getMessage(), e);
-        }
-    }
 }

@@ -1,13 +1,16 @@
 package dev.strata.cli;
 
-import dev.strata.memory.Sizes;
 import dev.strata.node.peer.DemandSignal;
 import dev.strata.node.peer.PeerAgent;
 import dev.strata.node.peer.PeerAgentConfig;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.concurrent.Callable;
+import dev.strata.cache.config.ProcessConfig;
+import dev.strata.cache.config.StrataConfig;
+import java.util.List;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
 /**
@@ -21,42 +24,57 @@ import picocli.CommandLine.Option;
                 "SIGTERM or SIGINT (borrowers then see the peer lost)."})
 final class PeerCommand implements Callable<Integer> {
 
-    @Option(names = "--file", paramLabel = "PATH", description = "the lending file (default: ${DEFAULT-VALUE})")
-    Path file = PeerAgentConfig.DEFAULT_FILE;
+    @Mixin
+    ConfigOptions config = new ConfigOptions();
 
-    @Option(names = "--budget", paramLabel = "SIZE", required = true, description = "bytes the agent may lend, e.g. 4GiB")
+    @Option(names = "--file", paramLabel = "PATH", description = "the lending file (default: " + "/dev/shm/strata-peer.lend" + ") [agent.file]")
+    Path file;
+
+    @Option(names = "--budget", paramLabel = "SIZE", description = "bytes the agent may lend, e.g. 4GiB (required) [agent.budget]")
     String budget;
 
-    @Option(names = "--region", paramLabel = "SIZE", description = "bytes per region, a multiple of 64 (default: ${DEFAULT-VALUE})")
-    String region = "2MiB";
+    @Option(names = "--region", paramLabel = "SIZE", description = "bytes per region, a multiple of 64 (default: 2MiB) [agent.region]")
+    String region;
 
     @Option(names = "--demand", paramLabel = "SPEC",
-            description = {"the agent's own demand (default: ${DEFAULT-VALUE}): fixed:SIZE, file:PATH (a file holding a size,",
+            description = {"the agent's own demand (default: fixed:0): fixed:SIZE, file:PATH (a file holding a size,",
                     "re-read every tick), or trace:PATH[,peer=NAME][,speed=X][,loop] (replay of an availability trace:",
-                    "the demand is the budget minus the peer's free bytes)"})
-    String demand = "fixed:0";
+                    "the demand is the budget minus the peer's free bytes) [agent.demand]"})
+    String demand;
 
-    @Option(names = "--grace-ms", paramLabel = "MS", description = "time a borrower has to give a region back (default: ${DEFAULT-VALUE})")
-    long graceMillis = 1000;
+    @Option(names = "--grace-ms", paramLabel = "MS", description = "time a borrower has to give a region back (default: 1000) [agent.grace-ms]")
+    Long graceMillis;
 
-    @Option(names = "--tick-ms", paramLabel = "MS", description = "how often the agent checks demand and deadlines (default: ${DEFAULT-VALUE})")
-    long tickMillis = 2;
+    @Option(names = "--tick-ms", paramLabel = "MS", description = "how often the agent checks demand and deadlines (default: 2) [agent.tick-ms]")
+    Long tickMillis;
 
     @Option(names = "--exit-with", paramLabel = "PID", hidden = true, description = "stop when the process PID ends (for child processes)")
     Long exitWith;
 
-    @Option(names = "--no-stamp", description = "do not overwrite regions the agent takes back (by default it writes its own bytes over them)")
+    @Option(names = "--no-stamp", description = "do not overwrite regions the agent takes back (by default it writes its own bytes over them) [agent.stamp=false]")
     boolean noStamp;
+
+    /** The flags given, as configuration settings. */
+    Shorthands settings() {
+        return new Shorthands().put("--file", "agent.file", file).put("--budget", "agent.budget", budget).put("--region", "agent.region", region).put("--demand", "agent.demand", demand)
+                .put("--grace-ms", "agent.grace-ms", graceMillis).put("--tick-ms", "agent.tick-ms", tickMillis).put("--no-stamp", "agent.stamp", noStamp ? false : null);
+    }
+
+    /** The agent's configuration from the agent section of {@code c}. */
+    static PeerAgentConfig agentConfig(StrataConfig c) {
+        ProcessConfig.Agent a = c.process().agent();
+        if (a.budget() <= 0) {
+            throw new IllegalArgumentException("agent.budget is required: the bytes the agent may lend (--budget SIZE, e.g. 4GiB)");
+        }
+        return PeerAgentConfig.builder().file(a.file() != null ? a.file() : PeerAgentConfig.DEFAULT_FILE)
+                .budget(a.budget()).regionSize(a.region())
+                .demand(DemandSignal.parse(a.demand(), a.budget())).grace(Duration.ofMillis(a.graceMillis()))
+                .tick(Duration.ofMillis(a.tickMillis())).stampReclaimed(a.stamp()).conclude();
+    }
 
     @Override
     public Integer call() throws InterruptedException {
-        long budgetBytes = size("--budget", budget);
-        if (graceMillis <= 0 || tickMillis <= 0) {
-            throw new IllegalArgumentException("--grace-ms " + graceMillis + " and --tick-ms " + tickMillis + " must be positive");
-        }
-        PeerAgentConfig config = PeerAgentConfig.builder().file(file).budget(budgetBytes).regionSize(size("--region", region))
-                .demand(DemandSignal.parse(demand, budgetBytes)).grace(Duration.ofMillis(graceMillis))
-                .tick(Duration.ofMillis(tickMillis)).stampReclaimed(!noStamp).conclude();
+        PeerAgentConfig config = agentConfig(this.config.load(List.of("tiers={}"), settings()));
         PeerAgent agent;
         try {
             agent = PeerAgent.start(config, System.out);
@@ -69,13 +87,5 @@ final class PeerCommand implements Callable<Integer> {
         }
         agent.runUntilStopped();
         return 0;
-    }
-
-    private static long size(String option, String text) {
-        try {
-            return Sizes.parse(text);
-        } catch (IllegalArgumentException e) {
-            throw new IllegalArgumentException(option + ": " + e.getMessage(), e);
-        }
     }
 }

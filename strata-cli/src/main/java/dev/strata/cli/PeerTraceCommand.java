@@ -1,8 +1,8 @@
 package dev.strata.cli;
 
+import dev.strata.analysis.peer.AvailabilityTraceGenerator;
+import dev.strata.analysis.peer.AvailabilityTraceStats;
 import dev.strata.cache.peer.trace.AvailabilityTrace;
-import dev.strata.cache.peer.trace.AvailabilityTraceGenerator;
-import dev.strata.cache.peer.trace.AvailabilityTraceStats;
 import dev.strata.cache.peer.trace.AvailabilityTraceWriter;
 import dev.strata.memory.Sizes;
 import java.nio.file.Path;

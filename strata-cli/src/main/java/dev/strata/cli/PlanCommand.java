@@ -1,12 +1,12 @@
 package dev.strata.cli;
 
+import dev.strata.analysis.kvplan.KvCapacityPlan;
+import dev.strata.analysis.kvplan.KvCapacityPlanner;
+import dev.strata.analysis.kvplan.ModelSpec;
+import dev.strata.analysis.kvplan.PlanReport;
+import dev.strata.analysis.kvplan.PlanRequest;
+import dev.strata.analysis.kvplan.PlanUnits;
 import dev.strata.cache.kv.KvDtype;
-import dev.strata.cache.kv.plan.KvCapacityPlan;
-import dev.strata.cache.kv.plan.KvCapacityPlanner;
-import dev.strata.cache.kv.plan.ModelSpec;
-import dev.strata.cache.kv.plan.PlanReport;
-import dev.strata.cache.kv.plan.PlanRequest;
-import dev.strata.cache.kv.plan.PlanUnits;
 import java.nio.file.Path;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;

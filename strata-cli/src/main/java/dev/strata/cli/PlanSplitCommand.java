@@ -1,14 +1,15 @@
 package dev.strata.cli;
 
+import dev.strata.analysis.routing.RoutingReuseDistances;
+import dev.strata.analysis.split.ComparisonSplits;
+import dev.strata.analysis.split.KvBlockTrace;
 import dev.strata.cache.curve.MissCurve;
-import dev.strata.cache.curve.RoutingReuseDistances;
 import dev.strata.cache.routing.RoutingRecord;
 import dev.strata.cache.routing.RoutingTraceException;
 import dev.strata.cache.routing.RoutingTraceHeader;
 import dev.strata.cache.routing.RoutingTraceReader;
 import dev.strata.cache.routing.RoutingTraceText;
 import dev.strata.cache.split.ExpertDemand;
-import dev.strata.cache.split.KvBlockTrace;
 import dev.strata.cache.split.MissCosts;
 import dev.strata.cache.split.MvWsaSolver;
 import dev.strata.cache.split.Split;
@@ -36,13 +37,13 @@ import picocli.CommandLine.Option;
         description = "Plans the split of a memory budget between expert slots and KV blocks (MV-WSA) from a routing trace and a KV block trace.")
 final class PlanSplitCommand implements Callable<Integer> {
 
-    @Option(names = "--routing", required = true, paramLabel = "FILE",
+    @Option(names = "--routing-trace", required = true, paramLabel = "FILE",
             description = "Routing trace: the binary format, or its JSON-lines text form.")
-    Path routing;
+    Path routingTrace;
 
-    @Option(names = "--kv", required = true, paramLabel = "FILE",
-            description = "KV block trace in the Mooncake JSON-lines format (hash_ids per request).")
-    Path kv;
+    @Option(names = "--trace", required = true, paramLabel = "FILE",
+            description = "KV request trace in the Mooncake JSON-lines format (hash_ids per request).")
+    Path trace;
 
     @Option(names = "--budget", required = true, paramLabel = "SIZE", description = "Pageable budget shared by experts and KV, e.g. 24GiB.")
     String budget;
@@ -92,10 +93,10 @@ final class PlanSplitCommand implements Callable<Integer> {
             throw new IllegalArgumentException("--link-bandwidth and --recompute-us-per-token must be positive and --concurrency"
                     + " not negative, got " + linkGBps + ", " + recomputeMicros + ", " + concurrency);
         }
-        ExpertStream experts = readRouting(routing);
+        ExpertStream experts = readRouting(routingTrace);
         long slot = experts.header().layers() * expert;
         int maxKv = (int) Math.min(Integer.MAX_VALUE - 8, budgetBytes / block + 1);
-        KvBlockTrace kvTrace = KvBlockTrace.readMooncake(kv, maxKv);
+        KvBlockTrace kvTrace = KvBlockTrace.readMooncake(trace, maxKv);
         long context = contextTokens != null ? contextTokens
                 : kvTrace.maxInputTokens() > 0 ? kvTrace.maxInputTokens() : kvTrace.maxBlocks() * blockTokens;
         if (context < 0) {
@@ -186,8 +187,8 @@ final class PlanSplitCommand implements Callable<Integer> {
                 "experts", "KV", "predicted (s)", "vs oracle"));
         row(b, "MV-WSA", plan.chosen(), p, oracle);
         row(b, "oracle (every cap)", oracle, p, oracle);
-        row(b, "50-50", MvWsaSolver.fiftyFifty(p), p, oracle);
-        row(b, "KV-blind (Flux-prop)", MvWsaSolver.kvBlind(p), p, oracle);
+        row(b, "50-50", ComparisonSplits.fiftyFifty(p), p, oracle);
+        row(b, "KV-blind (Flux-prop)", ComparisonSplits.kvBlind(p), p, oracle);
         b.append("* below the admission floor: the engine would not start or would preempt every step\n");
         return b.toString();
     }

@@ -1,10 +1,10 @@
 package dev.strata.cli;
 
-import dev.strata.bench.kvsim.BeladyBound;
-import dev.strata.bench.kvsim.KvReplaySimulator;
-import dev.strata.bench.kvsim.PrefixTrace;
-import dev.strata.bench.kvsim.ReplayReport;
-import dev.strata.bench.kvsim.ReplayResult;
+import dev.strata.analysis.kvsim.BeladyBound;
+import dev.strata.analysis.kvsim.KvReplaySimulator;
+import dev.strata.analysis.kvsim.PrefixTrace;
+import dev.strata.analysis.kvsim.ReplayReport;
+import dev.strata.analysis.kvsim.ReplayResult;
 import dev.strata.cache.policy.PolicyKind;
 import dev.strata.memory.Sizes;
 import java.io.UncheckedIOException;

@@ -44,7 +44,7 @@ public final class StrataCommand implements Runnable {
         CommandLine cli = new CommandLine(new StrataCommand());
         cli.setExecutionExceptionHandler((e, cmd, parsed) -> {
             if (e instanceof dev.strata.cache.config.ConfigException || e instanceof IllegalArgumentException
-                    || e instanceof dev.strata.memory.pool.PoolFormatException || e instanceof dev.strata.memory.TierIoException
+                    || e instanceof dev.strata.memory.shm.ShmFormatException || e instanceof dev.strata.memory.TierIoException
                     || e instanceof dev.strata.cache.routing.RoutingTraceException || e instanceof java.io.UncheckedIOException) {
                 cmd.getErr().println("strata: " + e.getMessage());
                 return 2;

@@ -1,11 +1,11 @@
 package dev.strata.cli;
 
-import dev.strata.bench.routing.KvBlockStream;
-import dev.strata.bench.routing.MooncakeKvBlockStream;
-import dev.strata.bench.routing.RoutingTraceGenerator;
-import dev.strata.bench.routing.RoutingTraceStats;
-import dev.strata.bench.routing.RoutingWorkload;
-import dev.strata.bench.routing.SyntheticKvBlockStream;
+import dev.strata.analysis.routing.KvBlockStream;
+import dev.strata.analysis.routing.MooncakeKvBlockStream;
+import dev.strata.analysis.routing.RoutingTraceGenerator;
+import dev.strata.analysis.routing.RoutingTraceStats;
+import dev.strata.analysis.routing.RoutingWorkload;
+import dev.strata.analysis.routing.SyntheticKvBlockStream;
 import dev.strata.cache.curve.MissCurve;
 import dev.strata.cache.curve.ReuseDistanceTracker;
 import dev.strata.cache.routing.RoutingRecord;
@@ -191,19 +191,19 @@ final class TraceCommand implements Runnable {
         }
     }
 
-    /** {@code strata trace kv [--mooncake FILE]}: the exact LRU miss curve of a KV block stream. */
+    /** {@code strata trace kv [--trace FILE]}: the exact LRU miss curve of a KV block stream. */
     @Command(name = "kv", mixinStandardHelpOptions = true,
             description = {"Exact LRU hit ratios of a KV block stream at several capacities: the Mooncake trace's hash_ids",
-                    "with --mooncake, else synthetic multi-turn sessions."})
+                    "with --trace, else synthetic multi-turn sessions."})
     static final class Kv implements Callable<Integer> {
-        @Option(names = "--mooncake", paramLabel = "FILE", description = "a Mooncake request trace (JSON lines with hash_ids)")
-        Path mooncake;
+        @Option(names = "--trace", paramLabel = "FILE", description = "a KV request trace in the Mooncake format (JSON lines with hash_ids)")
+        Path trace;
         @Option(names = "--seed", description = "seed of the synthetic stream (default: ${DEFAULT-VALUE})")
         long seed = 1;
 
         @Override
         public Integer call() {
-            KvBlockStream stream = mooncake != null ? new MooncakeKvBlockStream(mooncake) : SyntheticKvBlockStream.defaults(seed);
+            KvBlockStream stream = trace != null ? new MooncakeKvBlockStream(trace) : SyntheticKvBlockStream.defaults(seed);
             ReuseDistanceTracker t = new ReuseDistanceTracker(1 << 12);
             stream.forEach(t::access);
             MissCurve c = t.missCurve();

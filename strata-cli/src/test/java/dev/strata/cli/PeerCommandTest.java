@@ -32,7 +32,7 @@ class PeerCommandTest {
         assertThat(badRegion.status()).isEqualTo(2);
         assertThat(badRegion.err()).contains("region size 100");
         CliRun badSize = CliRun.of("peer", "--budget", "heaps");
-        assertThat(badSize.err().strip()).startsWith("strata: --budget: not a size: 'heaps'");
+        assertThat(badSize.err().strip()).startsWith("strata: --budget (agent.budget): not a size: 'heaps'");
         assertThat(StrataCommand.commandLine().getSubcommands().get("peer").getUsageMessage())
                 .contains("--demand").contains("trace:PATH");
     }

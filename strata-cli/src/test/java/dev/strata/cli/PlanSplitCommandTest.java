@@ -74,7 +74,7 @@ class PlanSplitCommandTest {
 
     @Test
     void printsTheChosenSplitBesideTheOracleAndTheFixedSplits() throws Exception {
-        CliRun r = run("plan-split", "--routing", routingTrace().toString(), "--kv", kvTrace().toString(), "--budget", "9GiB",
+        CliRun r = run("plan-split", "--routing-trace", routingTrace().toString(), "--trace", kvTrace().toString(), "--budget", "9GiB",
                 "--expert-bytes", "12MiB", "--kv-block-bytes", "24MiB", "--link-bandwidth", "25", "--recompute-us-per-token", "40",
                 "--concurrency", "2", "--show-grid");
         assertThat(r.err()).isEmpty();
@@ -98,21 +98,21 @@ class PlanSplitCommandTest {
                 {"timestamp": 0, "input_length": 1024, "output_length": 4, "hash_ids": [1, 2]}
                 {"timestamp": 9, "input_length": 1024, "output_length": 4, "hash_ids": [3, "four"]}
                 """);
-        CliRun bad = run("plan-split", "--routing", routing.toString(), "--kv", broken.toString(), "--budget", "9GiB");
+        CliRun bad = run("plan-split", "--routing-trace", routing.toString(), "--trace", broken.toString(), "--budget", "9GiB");
         assertThat(bad.status()).isEqualTo(2);
         assertThat(bad.err().strip()).startsWith("strata: ").contains("broken.jsonl:2").contains("hash_ids[1]").contains("four").doesNotContain("\n");
-        CliRun size = run("plan-split", "--routing", routing.toString(), "--kv", kv.toString(), "--budget", "lots");
+        CliRun size = run("plan-split", "--routing-trace", routing.toString(), "--trace", kv.toString(), "--budget", "lots");
         assertThat(size.status()).isEqualTo(2);
         assertThat(size.err().strip()).isEqualTo("strata: --budget: not a size: 'lots' (expected e.g. 4096, 64KiB, 8GiB, 2GB)");
-        CliRun tiny = run("plan-split", "--routing", routing.toString(), "--kv", kv.toString(), "--budget", "64MiB");
+        CliRun tiny = run("plan-split", "--routing-trace", routing.toString(), "--trace", kv.toString(), "--budget", "64MiB");
         assertThat(tiny.status()).isEqualTo(2);
         assertThat(tiny.err()).startsWith("strata: budget of 67108864 bytes cannot hold the KV floor");
-        CliRun missing = run("plan-split", "--routing", dir.resolve("nope.trace").toString(), "--kv", kv.toString(), "--budget", "9GiB");
+        CliRun missing = run("plan-split", "--routing-trace", dir.resolve("nope.trace").toString(), "--trace", kv.toString(), "--budget", "9GiB");
         assertThat(missing.status()).isEqualTo(2);
         assertThat(missing.err().strip()).startsWith("strata: routing trace file not found");
         Path garbage = dir.resolve("garbage.trace");
         Files.write(garbage, new byte[] {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20});
-        CliRun corrupt = run("plan-split", "--routing", garbage.toString(), "--kv", kv.toString(), "--budget", "9GiB");
+        CliRun corrupt = run("plan-split", "--routing-trace", garbage.toString(), "--trace", kv.toString(), "--budget", "9GiB");
         assertThat(corrupt.status()).isEqualTo(2);
         assertThat(corrupt.err()).startsWith("strata: ").contains("garbage.trace");
     }

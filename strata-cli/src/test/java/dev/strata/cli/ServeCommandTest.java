@@ -85,7 +85,7 @@ class ServeCommandTest {
     void badArgumentsEndWithOneLineAndStatusTwo() throws Exception {
         CliRun missing = CliRun.of("serve", "--model", dir.resolve("nope").toString());
         assertThat(missing.status()).isEqualTo(2);
-        assertThat(missing.err().strip()).isEqualTo("strata: --model " + dir.resolve("nope") + " is not a directory");
+        assertThat(missing.err().strip()).isEqualTo("strata: --model " + dir.resolve("nope") + " is not a directory (model.path)");
 
         CliRun port = CliRun.of("serve", "--model", dir.toString(), "--port", "70000");
         assertThat(port.status()).isEqualTo(2);
@@ -99,7 +99,7 @@ class ServeCommandTest {
 
         CliRun durability = CliRun.of("serve", "--model", dir.toString(), "--port", "0", "--peer-durability", "sometimes");
         assertThat(durability.status()).isEqualTo(2);
-        assertThat(durability.err().strip()).isEqualTo("strata: --peer-durability must be lossy or backed, got 'sometimes'");
+        assertThat(durability.err().strip()).isEqualTo("strata: --peer-durability (tiers.peer.durability): unknown value 'sometimes' (expected one of [backed, lossy])");
 
         Path lend = dir.resolve("agent.lend");
         CliRun noHost = CliRun.of("serve", "--model", dir.toString(), "--port", "0", "--peer", lend.toString());
@@ -116,7 +116,12 @@ class ServeCommandTest {
 
         CliRun badSplit = CliRun.of("serve", "--model", dir.toString(), "--port", "0", "--split-budget", "lots");
         assertThat(badSplit.status()).isEqualTo(2);
-        assertThat(badSplit.err()).contains("--split-budget");
+        assertThat(badSplit.err().strip()).startsWith("strata: --split-budget (split.budget): ").contains("lots");
+
+        CliRun splitWithoutBudget = CliRun.of("serve", "--model", dir.toString(), "--port", "0", "--expert-cap", "4",
+                "--set", "split.enabled=true");
+        assertThat(splitWithoutBudget.status()).isEqualTo(2);
+        assertThat(splitWithoutBudget.err()).contains("split.budget is 0").contains("tiers.device.capacity");
 
         CliRun notAModel = CliRun.of("serve", "--model", dir.toString(), "--port", "0");
         assertThat(notAModel.status()).isEqualTo(2);

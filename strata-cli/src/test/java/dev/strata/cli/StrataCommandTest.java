@@ -44,9 +44,10 @@ class StrataCommandTest {
 
     @Test
     void nodeFlagsAreCheckedWithClearErrors() {
-        CliRun size = run("node", "--capacity", "lots");
+        CliRun size = run("node", "--pool-capacity", "lots");
         assertThat(size.status()).isEqualTo(2);
-        assertThat(size.err().strip()).isEqualTo("strata: --capacity: not a size: 'lots' (expected e.g. 4096, 64KiB, 8GiB, 2GB)");
+        assertThat(size.err().strip())
+                .isEqualTo("strata: --pool-capacity (tiers.pool.capacity): not a size: 'lots' (expected e.g. 4096, 64KiB, 8GiB, 2GB)");
         CliRun geometry = run("node", "--channels", "0", "--slots", "12", "--payload", "100");
         assertThat(geometry.status()).isEqualTo(2);
         assertThat(geometry.err()).contains("channel count 0").contains("slots per channel 12").contains("payload bytes 100");

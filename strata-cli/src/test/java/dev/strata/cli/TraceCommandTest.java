@@ -90,11 +90,11 @@ class TraceCommandTest {
                 {"timestamp": 0, "input_length": 1500, "output_length": 10, "hash_ids": [1, 2, 3]}
                 {"timestamp": 5, "input_length": 2000, "output_length": 10, "hash_ids": [1, 2, 3, 4]}
                 """);
-        CliRun m = run("trace", "kv", "--mooncake", mc.toString());
+        CliRun m = run("trace", "kv", "--trace", mc.toString());
         assertThat(m.status()).as(m.err()).isZero();
         assertThat(m.out()).contains("7 references, 4 distinct blocks").contains("4: 0.429");
         Files.writeString(mc, "{\"timestamp\": 0, \"input_length\": 1024, \"output_length\": 1, \"hash_ids\": [1, \"x\"]}\n");
-        CliRun bad = run("trace", "kv", "--mooncake", mc.toString());
+        CliRun bad = run("trace", "kv", "--trace", mc.toString());
         assertThat(bad.status()).isEqualTo(2);
         assertThat(bad.err()).contains("mc.jsonl:1: hash_ids[1] is \"x\", not an integer");
     }

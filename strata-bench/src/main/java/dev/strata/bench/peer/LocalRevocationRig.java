@@ -6,7 +6,8 @@ import java.util.List;
 
 /**
  * The in-process rig: one {@link LocalLender} of {@code budget} bytes under a {@link PeerClient};
- * taking back is {@code lendable(0)}, offering again {@code lendable(budget)}.
+ * the demand goes straight to the lender ({@link LocalLender#demand}), which asks back by its
+ * lending rule at once.
  *
  * <p>Threads: the measuring thread.
  */
@@ -32,13 +33,13 @@ public final class LocalRevocationRig implements RevocationRig {
     }
 
     @Override
-    public void takeBack() {
-        lender.lendable(0);
+    public long budget() {
+        return budget;
     }
 
     @Override
-    public void offerAll() {
-        lender.lendable(budget);
+    public void demand(long bytes) {
+        lender.demand(bytes);
     }
 
     @Override

@@ -1,14 +1,16 @@
 package dev.strata.bench.peer;
 
+import dev.strata.analysis.peer.AvailabilityTraceGenerator;
+import dev.strata.analysis.peer.AvailabilityTraceStats;
+import dev.strata.analysis.routing.RoutingTraceGenerator;
+import dev.strata.analysis.routing.RoutingWorkload;
+import dev.strata.analysis.routing.SyntheticKvBlockStream;
 import dev.strata.bench.Figure;
-import dev.strata.bench.routing.RoutingTraceGenerator;
-import dev.strata.bench.routing.RoutingWorkload;
-import dev.strata.bench.routing.SyntheticKvBlockStream;
 import dev.strata.cache.Durability;
 import dev.strata.cache.ObjectKind;
 import dev.strata.cache.PromotionRule;
-import dev.strata.cache.TieredStore;
 import dev.strata.cache.TierMetrics;
+import dev.strata.cache.TieredStore;
 import dev.strata.cache.expert.ExpertLayout;
 import dev.strata.cache.expert.ExpertMasters;
 import dev.strata.cache.expert.ExpertPager;
@@ -20,8 +22,6 @@ import dev.strata.cache.peer.PeerClient;
 import dev.strata.cache.peer.PeerClientStats;
 import dev.strata.cache.peer.PeerTier;
 import dev.strata.cache.peer.trace.AvailabilityTrace;
-import dev.strata.cache.peer.trace.AvailabilityTraceGenerator;
-import dev.strata.cache.peer.trace.AvailabilityTraceStats;
 import dev.strata.cache.policy.PolicyKind;
 import dev.strata.cache.routing.RoutingStep;
 import dev.strata.memory.Sizes;
@@ -35,8 +35,9 @@ import java.util.Locale;
 
 /**
  * Peers that come and go, replayed: a generated availability trace drives in-process lenders (each
- * lender offers what its peer had free at that moment of the trace, one replay step per trace
- * step), and a KV workload and an expert-routing workload fetch into a compute device's cache
+ * lender's own demand is its budget less what its peer had free at that moment of the trace, one
+ * replay step per trace step, and the lender offers and takes back by the {@code LendingRule} every
+ * Strata lender follows), and a KV workload and an expert-routing workload fetch into a compute device's cache
  * through memory borrowed from them by a {@link PeerClient}.
  *
  * <p>Each workload runs three times on the same references: under churn (the trace), with static
@@ -221,8 +222,8 @@ public final class PeerChurnMeasure {
                 if (rebalancer != null) {
                     rebalancer.follow(pager);
                 }
-                AvailabilityDriver driver = new AvailabilityDriver(trace, s.peers(), s.trace().step(),
-                        (p, bytes) -> lenders.get(p).lendable(bytes));
+                AvailabilityDriver driver = new AvailabilityDriver(trace, s.peers(), s.peerCapacity(), s.trace().step(),
+                        (p, bytes) -> lenders.get(p).demand(bytes));
                 if (peers == Peers.STATIC) {
                     for (int p = 0; p < s.peers(); p++) {
                         lenders.get(p).lendable((long) stats.peers().get(p).meanFree());
@@ -369,8 +370,8 @@ public final class PeerChurnMeasure {
                 b.tier(peerTier, 0.95, 0.85, PolicyKind.PRIORITY_LRU);
             }
             b.tier(host, 0.95, 0.85, PolicyKind.PRIORITY_LRU);
-            AvailabilityDriver driver = new AvailabilityDriver(trace, s.peers(), s.trace().step(),
-                    (p, bytes) -> lenders.get(p).lendable(bytes));
+            AvailabilityDriver driver = new AvailabilityDriver(trace, s.peers(), s.peerCapacity(), s.trace().step(),
+                    (p, bytes) -> lenders.get(p).demand(bytes));
             if (peers == Peers.STATIC) {
                 for (int p = 0; p < s.peers(); p++) {
                     lenders.get(p).lendable((long) stats.peers().get(p).meanFree());

@@ -17,11 +17,24 @@ public interface RevocationRig extends AutoCloseable {
     /** The client the measure borrows through. */
     PeerClient client();
 
-    /** The agent asks for all of its memory back (its own demand rose to the whole budget). */
-    void takeBack();
+    /** The agent's budget, bytes. */
+    long budget();
 
-    /** The agent offers its whole budget again. */
-    void offerAll();
+    /**
+     * Sets the agent's own demand, bytes: it offers the rest of its budget and asks lent regions
+     * back by the lending rule every Strata lender follows ({@code LendingRule}).
+     */
+    void demand(long bytes);
+
+    /** The agent asks for all of its memory back (its own demand rose to the whole budget). */
+    default void takeBack() {
+        demand(budget());
+    }
+
+    /** The agent offers its whole budget again (its own demand fell to 0). */
+    default void offerAll() {
+        demand(0);
+    }
 
     /** True when no revocation is under way at the client or the agent. */
     boolean settled();

@@ -22,8 +22,8 @@ import java.util.concurrent.TimeUnit;
 /**
  * The cross-process rig: a {@link PeerAgent} in a child JVM lends from a shared-memory file; this
  * process borrows through a {@link ShmPeerLender} under a {@link PeerClient}. The agent's demand is
- * a {@link FileDemand}: taking back writes the whole budget into the demand file, offering again
- * writes 0 (each by a rename, so the agent never reads half a number). Both sides poll: the agent
+ * a {@link FileDemand}: a demand is written into the demand file (by a rename, so the agent never
+ * reads half a number) and the agent's own tick reads it and asks back by its lending rule. Both sides poll: the agent
  * every {@code tick}, the lender's event thread every {@code poll}; the latencies measured include
  * them.
  *
@@ -104,13 +104,13 @@ public final class ShmRevocationRig implements RevocationRig {
     }
 
     @Override
-    public void takeBack() {
-        writeDemand(budget);
+    public long budget() {
+        return budget;
     }
 
     @Override
-    public void offerAll() {
-        writeDemand(0);
+    public void demand(long bytes) {
+        writeDemand(bytes);
     }
 
     @Override

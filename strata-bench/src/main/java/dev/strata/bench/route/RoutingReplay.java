@@ -1,7 +1,7 @@
 package dev.strata.bench.route;
 
-import dev.strata.bench.kvsim.KvReplaySimulator;
-import dev.strata.bench.kvsim.PrefixTrace;
+import dev.strata.analysis.kvsim.KvReplaySimulator;
+import dev.strata.analysis.kvsim.PrefixTrace;
 import dev.strata.node.route.InstanceLoads;
 import dev.strata.node.route.RouteRequest;
 import dev.strata.node.route.Router;

@@ -1,9 +1,9 @@
 package dev.strata.bench.route;
 
+import dev.strata.analysis.kvsim.PrefixTrace;
+import dev.strata.analysis.kvsim.SyntheticPrefixTraceGenerator.Knobs;
+import dev.strata.analysis.kvsim.SyntheticPrefixTraceGenerator;
 import dev.strata.bench.Figure;
-import dev.strata.bench.kvsim.PrefixTrace;
-import dev.strata.bench.kvsim.SyntheticPrefixTraceGenerator;
-import dev.strata.bench.kvsim.SyntheticPrefixTraceGenerator.Knobs;
 import dev.strata.node.route.LeastLoadedRouter;
 import dev.strata.node.route.PrefixAffinityRouter;
 import dev.strata.node.route.Router;

@@ -2,12 +2,12 @@ package dev.strata.bench.peer;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.strata.analysis.peer.AvailabilityTraceGenerator;
+import dev.strata.analysis.peer.AvailabilityTraceStats;
+import dev.strata.analysis.routing.RoutingWorkload;
+import dev.strata.analysis.routing.SyntheticKvBlockStream;
 import dev.strata.bench.Figure;
-import dev.strata.bench.routing.RoutingWorkload;
-import dev.strata.bench.routing.SyntheticKvBlockStream;
 import dev.strata.cache.peer.trace.AvailabilityTrace;
-import dev.strata.cache.peer.trace.AvailabilityTraceGenerator;
-import dev.strata.cache.peer.trace.AvailabilityTraceStats;
 import dev.strata.memory.Sizes;
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;

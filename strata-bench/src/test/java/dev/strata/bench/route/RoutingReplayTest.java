@@ -4,10 +4,10 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.assertj.core.api.Assertions.within;
 
-import dev.strata.bench.kvsim.PrefixTrace;
-import dev.strata.bench.kvsim.SyntheticPrefixTraceGenerator;
+import dev.strata.analysis.kvsim.PrefixTrace;
+import dev.strata.analysis.kvsim.SyntheticPrefixTraceGenerator;
+import dev.strata.analysis.kvtrace.TraceRequest;
 import dev.strata.bench.route.RoutingReplayMeasure.Arm;
-import dev.strata.cache.kv.trace.TraceRequest;
 import dev.strata.cache.policy.PolicyKind;
 import dev.strata.node.route.InstanceLoads;
 import dev.strata.node.route.LeastLoadedRouter;
@@ -176,8 +176,8 @@ class RoutingReplayTest {
         PrefixTrace t = PrefixTrace.of(SyntheticPrefixTraceGenerator.generate(SyntheticPrefixTraceGenerator.Knobs.chat(300), 5));
         RoutingModel m = new RoutingModel(1, 40, 0, PolicyKind.LRU, 512, 131_072, 20_000, 26e9, 2_000, 1.5, 0);
         RoutingResult r = RoutingReplay.replay(t, m, new LeastLoadedRouter(LeastLoadedRouter.Mode.EXACT), true);
-        var straight = dev.strata.bench.kvsim.KvReplaySimulator.replay(t,
-                dev.strata.bench.kvsim.KvReplaySimulator.Config.single(40, PolicyKind.LRU, 512L * 131_072));
+        var straight = dev.strata.analysis.kvsim.KvReplaySimulator.replay(t,
+                dev.strata.analysis.kvsim.KvReplaySimulator.Config.single(40, PolicyKind.LRU, 512L * 131_072));
         assertThat(r.localBlocks()).isEqualTo(straight.hits());
         assertThat(r.loadImbalance()).isCloseTo(1.0, within(EPS));
     }

@@ -25,7 +25,8 @@ public final class ConfigLoader {
     /** The environment variable holding comma-separated {@code key=value} settings. */
     public static final String ENV_SETTINGS = "STRATA_SET";
 
-    private static final ObjectMapper YAML = new ObjectMapper(new YAMLFactory());
+    private static final ObjectMapper YAML = new ObjectMapper(new YAMLFactory())
+            .enable(com.fasterxml.jackson.core.JsonParser.Feature.STRICT_DUPLICATE_DETECTION);
 
     private ConfigLoader() {
     }
@@ -39,7 +40,31 @@ public final class ConfigLoader {
      * @throws ConfigException naming the file, key or value at fault
      */
     public static StrataConfig load(Path file, List<String> settings, String envValue) {
-        ObjectNode root = file == null ? JsonNodeFactory.instance.objectNode() : readFile(file);
+        return load(List.of(), file, settings, envValue, List.of());
+    }
+
+    /**
+     * Loads and reads a configuration from five layers, each overriding the ones before it: a
+     * command's own defaults, the YAML file, {@link #ENV_SETTINGS}, {@code --set} settings, and the
+     * command's shorthand flags (each already translated to its {@code key=value}). A value of
+     * {@code null} removes the key (e.g. {@code tiers.host=null}: no HOST tier).
+     *
+     * @param defaults  {@code key=value} settings of the command, applied first
+     * @param file      a YAML file, or null
+     * @param settings  {@code --set key=value} flags
+     * @param envValue  the value of {@link #ENV_SETTINGS}, or null
+     * @param shorthands {@code key=value} settings of the command's shorthand flags, applied last
+     * @throws ConfigException naming the file, key or value at fault
+     */
+    public static StrataConfig load(List<String> defaults, Path file, List<String> settings, String envValue,
+                                    List<String> shorthands) {
+        ObjectNode root = JsonNodeFactory.instance.objectNode();
+        for (String s : defaults) {
+            apply(root, s, "default");
+        }
+        if (file != null) {
+            merge(root, readFile(file));
+        }
         if (envValue != null && !envValue.isBlank()) {
             for (String s : envValue.split(",(?=[A-Za-z0-9_.-]+=)")) {
                 apply(root, s.trim(), ENV_SETTINGS);
@@ -48,7 +73,24 @@ public final class ConfigLoader {
         for (String s : settings) {
             apply(root, s, "--set");
         }
+        for (String s : shorthands) {
+            apply(root, s, "flag");
+        }
         return StrataConfig.read(new ConfigNode("", root));
+    }
+
+    /** Copies {@code over} into {@code base}, mapping by mapping; values and lists replace. */
+    private static void merge(ObjectNode base, ObjectNode over) {
+        var fields = over.fields();
+        while (fields.hasNext()) {
+            var e = fields.next();
+            JsonNode mine = base.get(e.getKey());
+            if (mine instanceof ObjectNode m && e.getValue() instanceof ObjectNode o) {
+                merge(m, o);
+            } else {
+                base.set(e.getKey(), e.getValue());
+            }
+        }
     }
 
     private static ObjectNode readFile(Path file) {
@@ -97,7 +139,11 @@ public final class ConfigLoader {
             node = (ObjectNode) next;
         }
         String last = path[path.length - 1];
-        if (value.startsWith("[") && value.endsWith("]")) {
+        if (value.equals("null")) {
+            node.remove(last);
+        } else if (value.equals("{}")) {
+            node.putObject(last);
+        } else if (value.startsWith("[") && value.endsWith("]")) {
             var array = node.putArray(last);
             for (String part : value.substring(1, value.length() - 1).split(",")) {
                 if (!part.isBlank()) {

@@ -51,12 +51,19 @@ import java.util.Map;
  * @param disk     the DISK tier, or null when absent
  * @param store    the object store's settings
  * @param transfer the transfer engine's settings
+ * @param process  the settings of the long-running processes (server, node, agent, split): see {@link ProcessConfig}
  */
 public record StrataConfig(DeviceTier device, PeerTier peer, HostTier host, PoolTier pool, DiskTier disk, Store store,
-                           Transfer transfer) {
+                           Transfer transfer, ProcessConfig process) {
 
     /** The interleaving unit of a pool striped over several files, in bytes. */
     public static final long POOL_STRIPE = 2 * Sizes.MiB;
+
+    /** HOST staging memory of the transfer engine when {@code transfer.staging} is not set: 64 MiB. */
+    public static final long DEFAULT_STAGING = 64 * Sizes.MiB;
+
+    /** The pool file when {@code tiers.pool.paths} is not set. */
+    public static final Path DEFAULT_POOL_PATH = Path.of("/dev/shm/strata.pool");
 
     /** Allocators a HOST tier can use. */
     public enum AllocatorKind { BEST_FIT, SLAB }
@@ -95,11 +102,12 @@ public record StrataConfig(DeviceTier device, PeerTier peer, HostTier host, Pool
     }
 
     /**
-     * @param capacity  bytes of file space
-     * @param directory where the data files live
-     * @param directIo  use O_DIRECT where the file system allows it
+     * @param capacity      bytes of file space
+     * @param directory     where the data files live
+     * @param directIo      use O_DIRECT where the file system allows it
+     * @param removeOnClose remove the data files when the tier closes (nothing reads them after a restart)
      */
-    public record DiskTier(long capacity, Path directory, boolean directIo) {
+    public record DiskTier(long capacity, Path directory, boolean directIo, boolean removeOnClose) {
     }
 
     /** When a get copies an object up the chain. */
@@ -137,8 +145,9 @@ public record StrataConfig(DeviceTier device, PeerTier peer, HostTier host, Pool
     /**
      * @param memoryLinkWorkers worker threads of a link between two memory tiers
      * @param diskLinkWorkers   worker threads (requests in flight) of a link touching DISK
+     * @param stagingBytes      bytes of HOST staging memory for copies between tiers that are not plain memory
      */
-    public record Transfer(int memoryLinkWorkers, int diskLinkWorkers) {
+    public record Transfer(int memoryLinkWorkers, int diskLinkWorkers, long stagingBytes) {
     }
 
     /** The configuration used when no file and no setting is given: HOST 1 GiB and nothing else. */
@@ -148,7 +157,7 @@ public record StrataConfig(DeviceTier device, PeerTier peer, HostTier host, Pool
 
     /** Reads the tree; unknown keys are rejected by name. */
     static StrataConfig read(ConfigNode root) {
-        root.allowOnly("tiers", "store", "transfer");
+        root.allowOnly("tiers", "store", "transfer", "model", "server", "kv", "experts", "node", "peers", "agent", "split");
         ConfigNode tiers = root.child("tiers");
         DeviceTier device = null;
         PeerTier peer = null;
@@ -174,9 +183,12 @@ public record StrataConfig(DeviceTier device, PeerTier peer, HostTier host, Pool
                     throw new ConfigException("tiers.peer.policy: unknown placement policy '" + policy
                             + "' (expected best-fit, locality, fairness or stability)");
                 }
-                peer = new PeerTier(positive(e.size("capacity", -1), "tiers.peer.capacity"),
-                        e.size("chunk", dev.strata.cache.peer.PeerTier.DEFAULT_CHUNK),
-                        e.choice("durability", Durability.class, Durability.LOSSY), policy);
+                Durability durability = e.choice("durability", Durability.class, Durability.LOSSY);
+                long capacity = positive(e.size("capacity", -1), "tiers.peer.capacity");
+                long align = dev.strata.cache.peer.PeerTier.ALIGNMENT;
+                peer = new PeerTier(capacity,
+                        e.size("chunk", Math.max(align, Math.min(dev.strata.cache.peer.PeerTier.DEFAULT_CHUNK, capacity / align * align))),
+                        durability, policy);
             }
             ConfigNode h = tiers.child("host");
             if (h != null) {
@@ -193,16 +205,16 @@ public record StrataConfig(DeviceTier device, PeerTier peer, HostTier host, Pool
                     paths.add(Path.of(s));
                 }
                 if (paths.isEmpty()) {
-                    paths.add(Path.of("/dev/shm/strata.pool"));
+                    paths.add(DEFAULT_POOL_PATH);
                 }
-                pool = new PoolTier(positive(p.size("capacity", -1), "tiers.pool.capacity"), List.copyOf(paths),
+                pool = new PoolTier(positive(p.size("capacity", Sizes.GiB), "tiers.pool.capacity"), List.copyOf(paths),
                         p.size("chunk", 64 * Sizes.KiB), p.bool("create", true));
             }
             ConfigNode k = tiers.child("disk");
             if (k != null) {
-                k.allowOnly("capacity", "directory", "direct-io");
+                k.allowOnly("capacity", "directory", "direct-io", "remove-on-close");
                 disk = new DiskTier(positive(k.size("capacity", -1), "tiers.disk.capacity"),
-                        Path.of(k.text("directory", "/var/tmp/strata")), k.bool("direct-io", true));
+                        Path.of(k.text("directory", "/var/tmp/strata")), k.bool("direct-io", true), k.bool("remove-on-close", true));
             }
         }
         EnumSet<TierKind> present = EnumSet.noneOf(TierKind.class);
@@ -217,11 +229,12 @@ public record StrataConfig(DeviceTier device, PeerTier peer, HostTier host, Pool
                 present);
         ConfigNode t = root.child("transfer");
         if (t != null) {
-            t.allowOnly("memory-link-workers", "disk-link-workers");
+            t.allowOnly("memory-link-workers", "disk-link-workers", "staging");
         }
-        Transfer transfer = t == null ? new Transfer(1, 4)
-                : new Transfer(t.integer("memory-link-workers", 1, 1, 64), t.integer("disk-link-workers", 4, 1, 256));
-        return new StrataConfig(device, peer, host, pool, disk, store, transfer);
+        Transfer transfer = t == null ? new Transfer(1, 4, DEFAULT_STAGING)
+                : new Transfer(t.integer("memory-link-workers", 1, 1, 64), t.integer("disk-link-workers", 4, 1, 256),
+                positive(t.size("staging", DEFAULT_STAGING), "transfer.staging"));
+        return new StrataConfig(device, peer, host, pool, disk, store, transfer, ProcessConfig.read(root));
     }
 
     private static Store readStore(ConfigNode s, EnumSet<TierKind> present) {
@@ -287,9 +300,6 @@ public record StrataConfig(DeviceTier device, PeerTier peer, HostTier host, Pool
      * @throws ConfigException naming the settings that cannot work together
      */
     public StrataConfig conclude(long physicalMemoryBytes) {
-        if (device == null && peer == null && host == null && pool == null && disk == null) {
-            throw new ConfigException("tiers: no tier is configured; configure at least tiers.host");
-        }
         if (host != null && host.allocator == AllocatorKind.SLAB) {
             if (host.block <= 0) {
                 throw new ConfigException("tiers.host.block is required with allocator: slab (e.g. 256KiB)");
@@ -324,7 +334,7 @@ public record StrataConfig(DeviceTier device, PeerTier peer, HostTier host, Pool
                         + " store.high-watermark and store.tiers." + name(e.getKey()));
             }
         }
-        if (store.chain.isEmpty()) {
+        if (store.chain.isEmpty() && hasTiers()) {
             throw new ConfigException("store.chain is empty; list the tiers objects demote through, e.g. [host, disk]");
         }
         EnumSet<TierKind> seen = EnumSet.noneOf(TierKind.class);
@@ -360,6 +370,31 @@ public record StrataConfig(DeviceTier device, PeerTier peer, HostTier host, Pool
             total = os.getTotalMemorySize();
         }
         return conclude(total);
+    }
+
+    /** True when at least one tier is configured (a server may run with none: KV in DEVICE memory only). */
+    public boolean hasTiers() {
+        return device != null || peer != null || host != null || pool != null || disk != null;
+    }
+
+    /**
+     * This configuration with only the tiers of {@code kinds}: the others are left out, and so are
+     * they from the store's chain. A server opens its KV offload chain this way (PEER, HOST, DISK),
+     * while its DEVICE memory and the shared POOL are reached through the KV manager.
+     */
+    public StrataConfig onlyTiers(java.util.Set<TierKind> kinds) {
+        List<TierKind> chain = new ArrayList<>();
+        Map<TierKind, TierPolicy> policies = new EnumMap<>(TierKind.class);
+        for (TierKind k : store.chain) {
+            if (kinds.contains(k)) {
+                chain.add(k);
+                policies.put(k, store.policyOf(k));
+            }
+        }
+        return new StrataConfig(kinds.contains(TierKind.DEVICE) ? device : null, kinds.contains(TierKind.PEER) ? peer : null,
+                kinds.contains(TierKind.HOST) ? host : null, kinds.contains(TierKind.POOL) ? pool : null,
+                kinds.contains(TierKind.DISK) ? disk : null, new Store(chain, policies, store.promotion, store.promoteAfter),
+                transfer, process);
     }
 
     private boolean configured(TierKind k) {

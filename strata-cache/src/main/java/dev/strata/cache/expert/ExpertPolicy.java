@@ -11,12 +11,13 @@ package dev.strata.cache.expert;
  *
  * <p>Contract:
  * <ul>
- *   <li>{@link #attach} is called once, before anything else, by the pager that owns the policy (a
- *       policy instance serves one pager).</li>
- *   <li>The pager reports every change of residency: {@link #onAdmit} when a key becomes resident,
+ *   <li>{@link #attach} is called once, before anything else, by the slot table of the pager that
+ *       owns the policy ({@code ExpertSlotTable}; a policy instance serves one pager).</li>
+ *   <li>The slot table reports every change of residency: {@link #onAdmit} when a key becomes resident,
  *       {@link #onEvict} when it leaves, {@link #onHit} when a routed key was already resident.</li>
  *   <li>{@link #victim} returns a resident key of {@code group} that {@code pins} does not pin (the
- *       experts routed in the current call), or {@code -1} if there is none. It does not remove it.</li>
+ *       experts routed in the current call), or {@code -1} if there is none. It does not remove it.
+ *       The slot table refuses, with an exception, a victim that is pinned or not resident.</li>
  *   <li>{@link #onHit} allocates nothing and is O(1): it is on the all-hits hot path.</li>
  * </ul>
  *

@@ -8,8 +8,10 @@ import dev.strata.cache.peer.RevocableTier;
 import dev.strata.cache.peer.RevocationReason;
 import dev.strata.memory.Allocator;
 import dev.strata.memory.Sizes;
+import dev.strata.memory.host.OffHeapRegion;
 import dev.strata.memory.metrics.PrometheusText;
-import java.lang.foreign.Arena;
+import dev.strata.memory.transfer.StagingPool;
+import dev.strata.memory.transfer.TierCopy;
 import java.lang.foreign.MemorySegment;
 import java.time.Duration;
 import java.util.Arrays;
@@ -131,8 +133,7 @@ public final class ExpertRebalancer implements ExpertPeerSource, AutoCloseable {
     private final double[] score;               // [layers x experts] decayed route counts, rebalancing thread only
     private final long[] seenCounts;            // [layers x experts] route counts at the last pass, rebalancing thread only
     private final Integer[] order;              // [layers x experts] scratch for ranking, rebalancing thread only
-    private final Arena arena = Arena.ofShared();
-    private final MemorySegment staging;        // [expertBytes] for masters that are not plain memory, rebalancing thread only
+    private final TierCopy copyPath;            // masters -> peer copies; one expert-sized bounce buffer when masters are not plain memory
     private volatile ExpertPager pager;         // the route counts' source
     private ScheduledExecutorService periodic;  // null until start
     private final LongAdder fetchesFromPeer = new LongAdder();
@@ -162,7 +163,8 @@ public final class ExpertRebalancer implements ExpertPeerSource, AutoCloseable {
         this.score = new double[n];
         this.seenCounts = new long[n];
         this.order = new Integer[n];
-        this.staging = masters.isPlainMemory() ? null : arena.allocate(expertBytes, 4096);
+        this.copyPath = masters.isPlainMemory() ? TierCopy.direct() : new TierCopy(new StagingPool("expert-rebalancer-staging", 1,
+                expertBytes, OffHeapRegion.PAGE, StagingPool.Reserve.ON_FIRST_BORROW));
         tier.listen(this::revoked);
     }
 
@@ -284,16 +286,10 @@ public final class ExpertRebalancer implements ExpertPeerSource, AutoCloseable {
     private boolean place(int key, long h) {
         int layer = key / experts;
         int expert = key % experts;
-        MemorySegment image;
-        if (staging == null) {
-            image = masters.view(layer, expert);
-        } else if (masters.read(layer, expert, staging)) {
-            image = staging;
-        } else {
+        if (copyPath.copy(masters.tier(), masters.handle(layer, expert), tier, h, expertBytes) == TierCopy.NOT_FOUND) {
             tier.free(h);
             return false; // a master never written: nothing to copy
         }
-        tier.write(h, image);
         keyOfHandle.put(h, key);
         lock.writeLock().lock();
         try {
@@ -439,7 +435,9 @@ public final class ExpertRebalancer implements ExpertPeerSource, AutoCloseable {
                 lock.writeLock().unlock();
             }
             tier.close();
-            arena.close();
+            if (copyPath.staging() != null) {
+                copyPath.staging().close();
+            }
         }
     }
 

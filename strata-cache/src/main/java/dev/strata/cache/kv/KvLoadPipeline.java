@@ -3,13 +3,12 @@ package dev.strata.cache.kv;
 import dev.strata.cache.ObjectKey;
 import dev.strata.cache.ResidencyInfo;
 import dev.strata.cache.TieredStore;
-import dev.strata.memory.Allocator;
 import dev.strata.memory.CorruptObjectException;
-import dev.strata.memory.Sizes;
 import dev.strata.memory.Tier;
 import dev.strata.memory.TierKind;
-import dev.strata.memory.host.HostTier;
 import dev.strata.memory.host.OffHeapRegion;
+import dev.strata.memory.transfer.StagingPool;
+import dev.strata.memory.transfer.TierCopy;
 import dev.strata.memory.transfer.TransferEngine;
 import dev.strata.memory.transfer.TransferResult;
 import java.lang.foreign.MemorySegment;
@@ -21,14 +20,15 @@ import java.util.concurrent.CompletionException;
 /**
  * The load side of a {@link KvBlockManager}: reads a block's bytes into its DEVICE slot from the
  * shared pool (on the I/O thread) or from the store's top copy (pinned on the I/O thread, then
- * scattered by the transfer engine; a DISK copy in two stages through the pipeline's own HOST
- * staging when configured), and hands the outcome back to the scheduler thread through
+ * scattered by the transfer engine; a DISK copy in two stages when configured: read by the engine
+ * into a page-aligned HOST buffer of the pipeline's {@link StagingPool}, then spread over the
+ * slot's ranges, or in one stage when every buffer is lent), and hands the outcome back to the scheduler thread through
  * {@link KvAsync}. It changes no manager state itself: the {@link Landing} it is given applies the
  * outcome on the scheduler thread.
  *
  * <p>Invariants: each started load ends in exactly one landing and completes the block's
  * {@code ready} future (after queueing the landing); a pinned store copy is unpinned (and removed
- * if it could not be read) on the I/O thread; a staging allocation is freed when its transfer ends.
+ * if it could not be read) on the I/O thread; a staging buffer is given back when its transfer ends.
  *
  * <p>Threads: {@link #start} and {@link #close} on the scheduler thread; the rest runs on the I/O
  * thread and the transfer engine's threads.
@@ -48,7 +48,7 @@ final class KvLoadPipeline implements AutoCloseable {
     private final List<Tier> storeTiers; // the store's chain, top first
     private final TransferEngine transfers;
     private final SharedBlockStore shared; // null: no shared pool
-    private final HostTier staging; // HOST staging for two-stage disk reads, null if none
+    private final StagingPool staging; // [stagingBlocks] page-aligned block buffers for two-stage disk reads, null if none
     private final KvAsync async;
     private final Landing landing;
 
@@ -67,9 +67,9 @@ final class KvLoadPipeline implements AutoCloseable {
         for (Tier t : storeTiers) {
             hasDisk |= t.kind() == TierKind.DISK;
         }
-        long stagingBlock = Sizes.alignUp(blockBytes, OffHeapRegion.PAGE);
         this.staging = hasDisk && config.twoStageDisk() && config.stagingBlocks() > 0
-                ? HostTier.slab("kv-staging", config.stagingBlocks() * stagingBlock, stagingBlock) : null;
+                ? new StagingPool("kv-staging", config.stagingBlocks(), blockBytes, OffHeapRegion.PAGE, StagingPool.Reserve.AT_CREATION)
+                : null;
     }
 
     /** The segments of a whole block in {@code slot}. */
@@ -138,21 +138,27 @@ final class KvLoadPipeline implements AutoCloseable {
         Tier src = storeTiers.get(top.chainIndex());
         BlockLocation where = BlockLocation.of(src.kind());
         List<MemorySegment> dst = segmentsOf(layout, allTokens, slot);
-        long stagingHandle = Allocator.FULL;
-        if (src.kind() == TierKind.DISK && staging != null) {
-            stagingHandle = staging.allocate(blockBytes);
-        }
+        // two stages when a buffer is free: DISK -> HOST buffer (engine), then buffer -> slot ranges; else one
+        MemorySegment bounce = src.kind() == TierKind.DISK && staging != null ? staging.tryBorrow(blockBytes) : null;
         CompletableFuture<TransferResult> f;
-        final long sh = stagingHandle;
-        if (sh != Allocator.FULL) {
-            f = transfers.copy(src, top.handle(), staging, sh, blockBytes)
-                    .thenCompose(r -> r.completed() ? transfers.scatter(staging, sh, dst) : CompletableFuture.completedFuture(r));
+        if (bounce != null) {
+            try {
+                f = transfers.scatter(src, top.handle(), List.of(bounce)).thenApply(r -> {
+                    if (r.completed()) {
+                        TierCopy.scatterView(bounce, dst);
+                    }
+                    return r;
+                });
+            } catch (RuntimeException e) { // not submitted (the engine is closed): the buffer is not in use
+                staging.giveBack(bounce);
+                throw e;
+            }
         } else {
             f = transfers.scatter(src, top.handle(), dst);
         }
         f.whenComplete((r, e) -> {
-            if (sh != Allocator.FULL) {
-                staging.free(sh);
+            if (bounce != null) {
+                staging.giveBack(bounce);
             }
             KvLoadException failure = null;
             boolean corrupt = false;
@@ -187,7 +193,7 @@ final class KvLoadPipeline implements AutoCloseable {
                     async.end();
                 }
             });
-            done(b, failure, remove, link, sh != Allocator.FULL && failure == null);
+            done(b, failure, remove, link, bounce != null && failure == null);
         });
     }
 
@@ -209,7 +215,7 @@ final class KvLoadPipeline implements AutoCloseable {
         }
     }
 
-    /** Releases the staging memory (after the I/O thread has stopped). */
+    /** Releases the staging buffers (after the I/O thread has stopped and every load has ended). */
     @Override
     public void close() {
         if (staging != null) {

@@ -18,6 +18,14 @@ import java.util.List;
  */
 public interface SharedBlockStore {
 
+    /**
+     * The tier the shared blocks live in (the pool this process maps), for its occupancy and
+     * traffic in metrics; null when the store is not backed by a {@link dev.strata.memory.Tier}.
+     */
+    default dev.strata.memory.Tier tier() {
+        return null;
+    }
+
     /** Outcome of {@link #publish}. */
     enum PublishStatus {
         /** The block is now published under its key. */

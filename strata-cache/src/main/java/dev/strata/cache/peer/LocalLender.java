@@ -5,7 +5,6 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
-import java.util.Comparator;
 import java.util.HashMap;
 import java.util.Iterator;
 import java.util.List;
@@ -21,15 +20,16 @@ import java.util.concurrent.locks.ReentrantLock;
  *
  * <p>Design note (the agent's protocol).
  * <ul>
- *   <li><b>Offer.</b> The agent lends at most its offer ({@link #lendable(long)}; the budget at
- *       start). Its own demand is {@code budget - offer}. {@link #borrow} carves a best-fit range
- *       ({@link BestFitAllocator}, sizes rounded to the alignment) and refuses (null) when the
- *       memory held (lent, being revoked or waiting to be released) plus the request would pass
- *       the offer, or no free range fits.</li>
- *   <li><b>Revocation.</b> When the offer drops below the bytes lent and not yet asked back, the
- *       agent asks regions back, largest first (fewest revocations for the bytes; among equal sizes
- *       the newest lease), until what stays lent fits the offer. Each one: gate REVOKING (new
- *       accesses refused at once), a deadline {@code now + grace}, and
+ *   <li><b>Offer.</b> The agent's own demand ({@link #demand(long)}; 0 at start, or set as its
+ *       complement by {@link #lendable(long)}) decides its offer by the {@link LendingRule} every
+ *       Strata lender follows. {@link #borrow} carves a best-fit range ({@link BestFitAllocator},
+ *       sizes rounded to the alignment) and refuses (null) when the rule refuses the loan (the
+ *       memory held, lent, being revoked or waiting to be released, plus the request would pass
+ *       the offer) or no free range fits.</li>
+ *   <li><b>Revocation.</b> When the demand leaves a shortfall (the bytes not lent, or lent and
+ *       already asked back, fall short of it), the agent asks back the regions the rule chooses:
+ *       the smallest covering what is short, else the largest, ties to the newest lease. Each one:
+ *       gate REVOKING (new accesses refused at once), a deadline {@code now + grace}, and
  *       {@link LenderEvents#revocationRequested} on the event thread.</li>
  *   <li><b>Release.</b> On {@link #acknowledge} (or {@link #giveBack}) the region's epoch advances
  *       and its range is freed once no access begun under the old epoch is in flight (normally at
@@ -119,7 +119,7 @@ public final class LocalLender implements PeerLender {
      * releasingBytes + freeBytes == budgetBytes} (held sizes, rounded to the alignment).
      *
      * @param budgetBytes        arena bytes
-     * @param offerBytes         bytes the agent offers now ({@link #lendable(long)})
+     * @param offerBytes         bytes the agent offers now: the budget less its demand ({@link #demand(long)})
      * @param lentBytes          held by regions LENT
      * @param revokingBytes      held by regions REVOKING
      * @param releasingBytes     held by closed regions whose accesses have not all ended
@@ -143,6 +143,7 @@ public final class LocalLender implements PeerLender {
     private final Arena arena;                        // shared, one for the lender's life
     private final MemorySegment memory;               // budgetBytes, the lendable memory
     private final BestFitAllocator allocator;         // ranges of memory, guarded by its own lock and ours
+    private final LendingRule rule;                   // budgetBytes, granule 1 byte (held sizes are already aligned)
     private final ReentrantLock lock = new ReentrantLock();
     private final Condition agentWake = lock.newCondition();
     private final HashMap<Long, LocalRegion> regions = new HashMap<>(); // offset (= region id) -> region not yet RELEASED
@@ -155,7 +156,7 @@ public final class LocalLender implements PeerLender {
     private volatile LenderEvents listener;
     private volatile boolean alive = true;
     private volatile boolean closed;
-    private long offerBytes;        // guarded by lock
+    private long demandBytes;       // guarded by lock: the agent's own demand, 0 .. budget (budget once dead)
     private long nextEpoch = 1;     // guarded by lock; epochs are unique across the lender's regions
     private long lentBytes;         // guarded by lock: held sizes of LENT regions
     private long revokingBytes;     // guarded by lock: held sizes of REVOKING regions
@@ -174,7 +175,7 @@ public final class LocalLender implements PeerLender {
         this.arena = Arena.ofShared();
         this.memory = arena.allocate(config.budgetBytes(), Math.max(config.alignment(), 4096));
         this.allocator = new BestFitAllocator(config.budgetBytes(), config.alignment());
-        this.offerBytes = config.budgetBytes();
+        this.rule = new LendingRule(config.budgetBytes(), 1);
         this.eventThread = Thread.ofPlatform().daemon().name("strata-peer-" + config.name() + "-events").unstarted(this::deliverEvents);
         this.agentThread = Thread.ofPlatform().daemon().name("strata-peer-" + config.name() + "-agent").unstarted(this::runAgent);
         eventThread.start();
@@ -212,7 +213,7 @@ public final class LocalLender implements PeerLender {
         }
         lock.lock();
         try {
-            return Math.max(0, offerBytes - allocator.used());
+            return rule.headroomBytes(demandBytes, allocator.used());
         } finally {
             lock.unlock();
         }
@@ -231,7 +232,7 @@ public final class LocalLender implements PeerLender {
         lock.lock();
         try {
             long rounded = roundUp(size);
-            if (!alive || allocator.used() + rounded > offerBytes) {
+            if (!alive || !rule.mayLend(demandBytes, allocator.used(), rounded)) {
                 refusedBorrows++;
                 return null;
             }
@@ -299,40 +300,47 @@ public final class LocalLender implements PeerLender {
     // ---------------------------------------------------------------- agent side
 
     /**
-     * Sets how many bytes the agent offers (its own demand is the rest of the budget), clamped to
-     * {@code [0, budget]}. When what is lent and not yet asked back exceeds the new offer, regions
-     * are asked back (largest first) until it fits. A dead agent ignores this.
+     * Sets the agent's own demand, clamped to the budget; it offers the rest ({@link LendingRule}).
+     * When the bytes not lent (free, or lent and already asked back) fall short of the demand,
+     * the regions the rule chooses are asked back. A dead agent ignores this.
      */
-    public void lendable(long bytes) {
+    public void demand(long bytes) {
         if (bytes < 0) {
-            throw new IllegalArgumentException("lendable bytes must be >= 0, got " + bytes + " (lender '" + name() + "')");
+            throw new IllegalArgumentException("demand must be >= 0 bytes, got " + bytes + " (lender '" + name() + "')");
         }
         lock.lock();
         try {
             if (!alive) {
                 return;
             }
-            offerBytes = Math.min(bytes, config.budgetBytes());
-            if (lentBytes <= offerBytes) {
+            demandBytes = Math.min(bytes, config.budgetBytes());
+            long shortfall = rule.shortfallBytes(demandBytes, config.budgetBytes() - lentBytes);
+            if (shortfall == 0) {
                 return;
             }
-            List<LocalRegion> candidates = new ArrayList<>();
+            List<LendingRule.Loan> lent = new ArrayList<>();
             for (LocalRegion r : regions.values()) {
                 if (r.phase == Phase.LENT) {
-                    candidates.add(r);
+                    lent.add(new LendingRule.Loan(r.offset(), r.rounded(), r.lease().epoch()));
                 }
             }
-            candidates.sort(Comparator.comparingLong(LocalRegion::rounded).reversed()
-                    .thenComparing(Comparator.comparingLong((LocalRegion r) -> r.lease().epoch()).reversed()));
-            for (LocalRegion r : candidates) {
-                if (lentBytes <= offerBytes) {
-                    break;
-                }
-                requestRevocation(r);
+            for (LendingRule.Loan victim : rule.revocations(lent, shortfall)) {
+                requestRevocation(regions.get(victim.id()));
             }
         } finally {
             lock.unlock();
         }
+    }
+
+    /**
+     * Sets how many bytes the agent offers, clamped to {@code [0, budget]}: its demand becomes the
+     * rest of the budget ({@link #demand(long)}).
+     */
+    public void lendable(long bytes) {
+        if (bytes < 0) {
+            throw new IllegalArgumentException("lendable bytes must be >= 0, got " + bytes + " (lender '" + name() + "')");
+        }
+        demand(config.budgetBytes() - Math.min(bytes, config.budgetBytes()));
     }
 
     /** Asks for one region back now (the agent's own choice); no-op unless it is LENT. */
@@ -359,7 +367,7 @@ public final class LocalLender implements PeerLender {
                 return;
             }
             alive = false;
-            offerBytes = 0;
+            demandBytes = config.budgetBytes();
             for (LocalRegion r : new ArrayList<>(regions.values())) {
                 if (r.phase == Phase.LENT || r.phase == Phase.REVOKING) {
                     closeAndRelease(r);
@@ -406,7 +414,7 @@ public final class LocalLender implements PeerLender {
     public Stats stats() {
         lock.lock();
         try {
-            return new Stats(config.budgetBytes(), offerBytes, lentBytes, revokingBytes, releasingBytes,
+            return new Stats(config.budgetBytes(), rule.offerBytes(demandBytes), lentBytes, revokingBytes, releasingBytes,
                     config.budgetBytes() - allocator.used(), regions.size(), borrows, refusedBorrows, revocationRequests,
                     acknowledgements, giveBacks, fences, lateAcknowledgements, alive);
         } finally {
@@ -469,7 +477,7 @@ public final class LocalLender implements PeerLender {
             }
             closed = true;
             alive = false;
-            offerBytes = 0;
+            demandBytes = config.budgetBytes();
             for (LocalRegion r : new ArrayList<>(regions.values())) {
                 if (r.phase == Phase.LENT || r.phase == Phase.REVOKING) {
                     closeAndRelease(r);

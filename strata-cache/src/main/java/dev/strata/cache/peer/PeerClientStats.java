@@ -179,10 +179,9 @@ public record PeerClientStats(List<Peer> peers, List<Consumer> consumers, long a
                          java.util.function.ToLongFunction<Peer> max) {
         out.family(name, PrometheusText.Type.SUMMARY, help);
         for (Peer p : peers) {
-            out.sample(name, p50.applyAsLong(p) / 1e9, "peer", p.name(), "quantile", "0.5");
-            out.sample(name, p99.applyAsLong(p) / 1e9, "peer", p.name(), "quantile", "0.99");
-            out.sample(name, max.applyAsLong(p) / 1e9, "peer", p.name(), "quantile", "1");
-            out.sample(name + "_count", count.applyAsLong(p), "peer", p.name());
+            out.summary(name, new double[] {0.5, 0.99, 1},
+                    new double[] {p50.applyAsLong(p) / 1e9, p99.applyAsLong(p) / 1e9, max.applyAsLong(p) / 1e9},
+                    count.applyAsLong(p), "peer", p.name());
         }
     }
 }

@@ -6,7 +6,7 @@ package dev.strata.cache.peer;
  *
  * <p>The epoch names this lending of the region: when the peer takes the region back, or fences a
  * client that did not give it back in time, the region's epoch advances, and every later access
- * through a lease carrying the old epoch fails (DESIGN.md invariant 4). A region id alone is
+ * through a lease carrying the old epoch fails (invariant 4 of docs/ARCHITECTURE.md). A region id alone is
  * therefore never enough to reach memory; the pair (region, epoch) is.
  *
  * <p>Immutable value; any thread.

@@ -11,7 +11,7 @@ import java.util.Optional;
  * <p>Every access goes through {@link #read}/{@link #write}, never through a raw view, so that each
  * one is bracketed by the lease's guard: an access that begins after the lease started revoking,
  * or whose epoch is stale, fails ({@code false}) without touching the memory, and revocation waits
- * for the accesses already under way before acknowledging (DESIGN.md invariant 4).
+ * for the accesses already under way before acknowledging (invariant 4 of docs/ARCHITECTURE.md).
  *
  * <p>Threads: every method may be called from any thread; callbacks run on the implementation's
  * revocation thread.

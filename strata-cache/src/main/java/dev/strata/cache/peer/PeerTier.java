@@ -20,7 +20,7 @@ import java.util.concurrent.locks.ReentrantLock;
 /**
  * The PEER tier: objects sub-allocated inside chunks of memory borrowed from a {@link PeerMemory},
  * read and written only through {@link PeerMemory#read}/{@link PeerMemory#write}, so that the
- * lease's guard brackets every access (DESIGN.md invariant 4).
+ * lease's guard brackets every access (invariant 4 of docs/ARCHITECTURE.md).
  *
  * <p>Design (policy):
  * <ul>
@@ -55,7 +55,8 @@ import java.util.concurrent.locks.ReentrantLock;
  * allocators' changes; reads and writes look their chunk up in a concurrent map and do not take
  * it. Listeners run on the peer client's revocation thread.
  *
- * <p>Invariants (checked by {@link #checkInvariants()}): the live chunks' leases sum to
+ * <p>Invariants (checked by {@link #checkInvariants()}): the live chunks' leases plus the bytes of
+ * borrowings under way (reserved before the peer call, installed or given back after it) sum to
  * {@link #borrowedBytes()} ≤ {@code maxBytes}; their allocators' used bytes sum to
  * {@link #used()}; a dead chunk is no longer offered to allocations and is forgotten once its last
  * handle is freed; every lease this tier borrowed is freed exactly once or ended by its peer.
@@ -115,6 +116,7 @@ public final class PeerTier implements RevocableTier {
     private long nextSerial = 1;         // under the lock
     private volatile long serialsIssued = 1; // nextSerial, for readers without the lock
     private volatile long borrowed;      // bytes of live leases (and borrowings under way)
+    private long reserving;              // bytes: borrowings under way (reserved, not yet live chunks); under the lock
     private volatile long used;          // bytes allocated in live chunks
     private volatile long lendable;      // bytes the live peers offered at the last refresh
     private volatile long lendableAt = Long.MIN_VALUE; // System.nanoTime() of that refresh
@@ -210,6 +212,7 @@ public final class PeerTier implements RevocableTier {
         boolean serialsLeft = true;
         lock.lock();
         try {
+            reserving -= leaseBytes; // the borrowing ends here: installed, or given back
             if (closed || nextSerial > MAX_SERIAL) {
                 serialsLeft = closed;
                 borrowed -= leaseBytes;
@@ -267,6 +270,7 @@ public final class PeerTier implements RevocableTier {
                 return null;
             }
             borrowed += leaseBytes;
+            reserving += leaseBytes;
         } finally {
             lock.unlock();
         }
@@ -306,6 +310,7 @@ public final class PeerTier implements RevocableTier {
         lock.lock();
         try {
             borrowed -= bytes;
+            reserving -= bytes;
         } finally {
             lock.unlock();
         }
@@ -666,9 +671,9 @@ public final class PeerTier implements RevocableTier {
                 leaseSum += c.lease.size();
                 usedSum += c.allocator.used();
             }
-            if (leaseSum != borrowed || borrowed > maxBytes) {
-                throw new IllegalStateException("tier '" + name + "': live leases sum to " + leaseSum + " bytes, borrowed says "
-                        + borrowed + ", budget " + maxBytes);
+            if (reserving < 0 || leaseSum + reserving != borrowed || borrowed > maxBytes) {
+                throw new IllegalStateException("tier '" + name + "': live leases sum to " + leaseSum + " bytes and "
+                        + reserving + " bytes are being borrowed, borrowed says " + borrowed + ", budget " + maxBytes);
             }
             if (usedSum != used) {
                 throw new IllegalStateException("tier '" + name + "': live allocations sum to " + usedSum + " bytes, used says " + used);
@@ -705,7 +710,7 @@ public final class PeerTier implements RevocableTier {
             }
             liveChunks.clear();
             chunks.clear();
-            borrowed = 0;
+            borrowed = reserving; // borrowings under way give their bytes back when they finish
             used = 0;
         } finally {
             lock.unlock();

@@ -93,26 +93,6 @@ public final class MvWsaSolver {
         return best;
     }
 
-    /**
-     * The even split: half of the pageable budget to experts (clamped to the cap bounds), the rest to
-     * KV. May fall below the floor; {@link Split#admissible()} says so.
-     */
-    public static Split fiftyFifty(SplitProblem p) {
-        int k = clampCap(p, p.budgetBytes() / 2 / p.expertSlotBytes());
-        return p.splitAt(k);
-    }
-
-    /**
-     * The KV-blind split proportional to the expert working set (Flux-prop): enough slots per layer
-     * for the cap that keeps 99% of the expert stream's reuse, budget permitting, the rest to KV,
-     * with no regard for the floor; {@link Split#admissible()} says whether it clears it.
-     */
-    public static Split kvBlind(SplitProblem p) {
-        int ws = p.experts().workingSet(0.01);
-        long byBudget = p.budgetBytes() / p.expertSlotBytes();
-        return p.splitAt(clampCap(p, Math.min(ws, byBudget)));
-    }
-
     private Split refineAround(SplitProblem p, List<Split> grid, int[] evaluations) {
         Split best = null;
         for (int i = 0; i < grid.size(); i++) {
@@ -235,10 +215,6 @@ public final class MvWsaSolver {
             return a.expertCap() <= b.expertCap() ? a : b;
         }
         return x < y ? a : b;
-    }
-
-    private static int clampCap(SplitProblem p, long k) {
-        return (int) Math.max(p.minExpertCap(), Math.min(p.maxExpertCap(), k));
     }
 
     private static void requireFeasible(SplitProblem p) {

@@ -10,10 +10,11 @@ import java.util.List;
 import java.util.SplittableRandom;
 import org.junit.jupiter.api.Test;
 
-class ReuseDistanceTrackerTest {
+/** Exact reuse distances and miss curves against the obvious algorithms; its LRU reference is shared through the test jar. */
+public class ReuseDistanceTrackerTest {
 
     /** Misses of a plain LRU cache of {@code capacity} items over {@code stream}, first sights included. */
-    static long lruMisses(long[] stream, int capacity) {
+    public static long lruMisses(long[] stream, int capacity) {
         LinkedHashMap<Long, Boolean> lru = new LinkedHashMap<>(16, 0.75f, true);
         long misses = 0;
         for (long item : stream) {

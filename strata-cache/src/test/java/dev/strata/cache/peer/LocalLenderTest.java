@@ -73,34 +73,35 @@ class LocalLenderTest {
     }
 
     @Test
-    void theOfferBoundsBorrowsAndAShrinkingOfferAsksTheLargestRegionsBack() {
+    void theOfferBoundsBorrowsAndAShrinkingOfferAsksBackTheSmallestRegionCoveringTheShortfall() {
         try (LocalLender lender = new LocalLender(LocalLender.Config.of(0, "p0", 8_192).withGrace(10_000_000_000L))) {
             Recorder events = new Recorder();
             lender.listen(events);
             LentRegion small = lender.borrow(500);
             LentRegion large = lender.borrow(3_000);
             LentRegion middle = lender.borrow(1_500);
-            lender.lendable(4_000); // lent 512 + 3008 + 1536 = 5056 > 4000: the largest (3008) goes
+            lender.lendable(4_000); // lent 512 + 3008 + 1536 = 5056, 1056 too many: the smallest covering it (1536) goes
             await("one revocation asked", 2_000, () -> events.asked.size() == 1);
-            assertThat(events.asked.getFirst()).isSameAs(large);
-            assertThat(lender.phase(large.lease())).isEqualTo(LocalLender.Phase.REVOKING);
-            assertThat(large.enter()).as("enter while revoking").isFalse();
+            assertThat(events.asked.getFirst()).isSameAs(middle);
+            assertThat(lender.phase(middle.lease())).isEqualTo(LocalLender.Phase.REVOKING);
+            assertThat(middle.enter()).as("enter while revoking").isFalse();
             assertThat(small.enter()).isTrue();
             small.exit();
             assertThat(lender.borrow(2_000)).as("the offer counts regions being revoked").isNull();
             lender.checkInvariants();
 
-            lender.acknowledge(large);
-            assertThat(lender.phase(large.lease())).isEqualTo(LocalLender.Phase.RELEASED);
-            assertThat(lender.epoch(large.lease())).isEqualTo(-1);
-            assertThat(lender.stats().acknowledgements()).isEqualTo(1);
-            assertThat(lender.stats().lentBytes()).isEqualTo(512 + 1_536);
-            assertThat(lender.lendableBytes()).isEqualTo(4_000 - 2_048);
-
-            lender.lendable(0);
-            await("all asked back", 2_000, () -> events.asked.size() == 3);
-            assertThat(events.asked.subList(1, 3)).containsExactly(middle, small);
             lender.acknowledge(middle);
+            assertThat(lender.phase(middle.lease())).isEqualTo(LocalLender.Phase.RELEASED);
+            assertThat(lender.epoch(middle.lease())).isEqualTo(-1);
+            assertThat(lender.stats().acknowledgements()).isEqualTo(1);
+            assertThat(lender.stats().lentBytes()).isEqualTo(512 + 3_008);
+            assertThat(lender.lendableBytes()).isEqualTo(4_000 - 3_520);
+
+            lender.demand(8_192); // all of it: no region covers 3520 alone, so the largest, then the smallest covering the rest
+            await("all asked back", 2_000, () -> events.asked.size() == 3);
+            assertThat(events.asked.subList(1, 3)).containsExactly(large, small);
+            assertThat(lender.stats().offerBytes()).isZero();
+            lender.acknowledge(large);
             lender.acknowledge(small);
             lender.checkInvariants();
             assertThat(lender.stats().freeBytes()).isEqualTo(8_192);
@@ -182,6 +183,7 @@ class LocalLenderTest {
             assertThatThrownBy(() -> LocalLender.Config.of(0, "x", 100).withAlignment(48))
                     .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("alignment 48");
             assertThatThrownBy(() -> one.lendable(-5)).isInstanceOf(IllegalArgumentException.class).hasMessageContaining("-5");
+            assertThatThrownBy(() -> one.demand(-7)).isInstanceOf(IllegalArgumentException.class).hasMessageContaining("-7");
         }
     }
 }

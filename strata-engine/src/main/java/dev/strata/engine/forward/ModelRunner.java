@@ -3,7 +3,6 @@ package dev.strata.engine.forward;
 import dev.strata.cache.expert.ExpertLayout;
 import dev.strata.cache.expert.ExpertMasters;
 import dev.strata.cache.expert.ExpertPager;
-import dev.strata.cache.expert.TokenGroups;
 import dev.strata.cache.kv.AllocationStatus;
 import dev.strata.cache.kv.KvBlockManager;
 import dev.strata.cache.kv.KvDtype;
@@ -14,43 +13,39 @@ import dev.strata.cache.kv.PrefixMatch;
 import dev.strata.cache.kv.TokenSelection;
 import dev.strata.cache.split.RecomputeMeter;
 import dev.strata.engine.kernel.Kernels;
-import dev.strata.engine.kernel.PagedKv;
-import dev.strata.engine.kernel.Rope;
-import dev.strata.engine.kernel.RowStack;
-import dev.strata.engine.kernel.VectorKernels;
-import dev.strata.engine.model.DType;
 import dev.strata.engine.model.ModelConfig;
 import dev.strata.engine.model.ModelWeights;
-import dev.strata.engine.model.QkNorm;
-import dev.strata.engine.model.Tensor;
 import dev.strata.memory.Tier;
 
 import java.lang.foreign.MemorySegment;
-import java.lang.foreign.ValueLayout;
-import java.nio.ByteOrder;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Objects;
 
 /**
- * The optimised forward pass of one decoder-only transformer (Qwen3-MoE, Mixtral, OLMoE, Llama,
- * Qwen3): a prefill of a sequence's prompt, then one token per decode step, either for one
- * sequence ({@link Sequence#decode}) or for several in one pass ({@link #decodeBatch}: the weights
- * are read once for the whole batch, attention runs per sequence over its own KV). Activations are
- * float; every matrix product, norm, activation and attention runs through {@link Kernels},
- * {@link VectorKernels} and {@link Rope}.
+ * A decoder-only transformer (Qwen3-MoE, Mixtral, OLMoE, Llama, Qwen3) run over a KV manager and
+ * optionally an expert pager: the sequence and expert lifecycle around the {@link ForwardPass}. A
+ * sequence is opened on the KV manager ({@link #newSequence}), runs its prompt ({@link
+ * Sequence#prefill}), then one token per decode step, either alone ({@link Sequence#decode}) or with
+ * others in one pass ({@link #decodeBatch}: the weights are read once for the whole batch, attention
+ * runs per sequence over its own KV); it can be preempted and resumed, and is closed to release its
+ * blocks. The static helpers size and fill what a runner is built over: the KV geometry of a model
+ * ({@link #kvGeometry}), its MoE layers ({@link #moeLayers}, {@link #moeLayerCount}), the image of
+ * one expert ({@link #expertLayout}) and the expert masters in a HOST (or any) tier
+ * ({@link #loadMasters}).
  *
  * <p>Memory it does not own:
  * <ul>
- *   <li>KV: the sequence's blocks come from a {@link KvBlockManager} whose layout keeps each block contiguous in the
- *       canonical order ({@code StridedKvLayout.blockMajor}, or a resizable
- *       {@code TierSlotKvLayout} of DEVICE allocations); the runner writes each
+ *   <li>KV: the sequence's blocks come from a {@link KvBlockManager} whose layout keeps each block
+ *       contiguous in the canonical order ({@code StridedKvLayout.blockMajor(geometry, slots, kvArena)},
+ *       or a resizable {@code TierSlotKvLayout} of DEVICE allocations); the forward pass writes each
  *       token's K and V (after q/k norm and RoPE, as FP32) into the slot the manager hands out,
- *       attends through {@link PagedKv} over the sequence's blocks, and commits every full block
- *       under its prefix key, so a later prompt sharing the prefix loads those blocks
- *       ({@code match}/{@code load}) instead of recomputing them. The last prompt token is always
- *       computed, so the logits of the prompt exist even when every block of it is cached.</li>
+ *       attends through {@link dev.strata.engine.kernel.PagedKv} over the sequence's blocks, and the
+ *       runner commits every full block under its prefix key, so a later prompt sharing the prefix
+ *       loads those blocks ({@code match}/{@code load}) instead of recomputing them. The last prompt
+ *       token is always computed, so the logits of the prompt exist even when every block of it is
+ *       cached.</li>
  *   <li>Experts: with an {@link ExpertPager} (over masters made by {@link #loadMasters}), each MoE
  *       layer pages the routed experts of the batch and reads each expert's gate/up/down from the
  *       slot its {@code expert_map} names. When the batch's routed union exceeds the layer's
@@ -58,34 +53,33 @@ import java.util.Objects;
  *       the experts are read from the model's mapped tensors.</li>
  * </ul>
  *
+ * <p>Memory it owns: the forward pass's activations (sized for one row, grown to the largest
+ * batch or prompt seen, then reused), and per sequence its tokens, its KV block views and its
+ * {@code [vocab]} logits array. A decode step allocates no activation array (see
+ * {@link ForwardPass} for the measured bytes per step): the logits {@link Sequence#decode} and
+ * {@link #decodeBatch} return are the sequence's own array, overwritten by its next step.
+ *
  * <p>Determinism: each token's outputs are computed in the same order whatever the batch (one
  * prompt's rows or several sequences' decode rows), its grouping, the thread count or where the
- * weights and KV blocks came from (every matmul element is accumulated exactly as the matvec of its
- * row, attention reduces in a fixed order per row, the MoE sums its top-k experts in rank order
- * whichever batch each expert ran in). So the logits are bit-identical paged or not, at any expert cap, cold or
- * with a prefix hit, at any kernel thread count.
+ * weights and KV blocks came from. So the logits are bit-identical paged or not, at any expert cap,
+ * cold or with a prefix hit, at any kernel thread count.
  *
  * <p>Threads: one thread drives a runner and its sequences (the KV manager's and pager's driving
- * thread); the kernels fan out over their pool.
+ * thread), every method of both classes included; the static helpers may be called from any
+ * thread. The kernels fan out over their pool.
  */
 public final class ModelRunner {
-    private static final ValueLayout.OfFloat KV_FLOAT = ValueLayout.JAVA_FLOAT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
     /** Expert image tensors, in the order of {@link #expertLayout}. */
     public static final int GATE = 0;
     public static final int UP = 1;
     public static final int DOWN = 2;
 
-    private final ModelWeights weights;
     private final ModelConfig c;
-    private final Kernels kernels;
     private final KvBlockManager kv;
     private final KvGeometry geometry;
-    private final TokenSelection allTokens; // every token of a block: a block's KV is read whole
-    private final ExpertPager pager; // null: experts read from the mapped weights
-    private final int[] moeIndex; // [layers] index of the layer among MoE layers (pager layer), -1 when dense
-    private final Rope rope;
-    private final float eps;
-    private long groupedLayerRuns; // MoE layer runs whose batch was split into more than one token group
+    private final ForwardPass forward;
+    private final ForwardPass.Batch batch = new ForwardPass.Batch(); // the spans of the call being run, reused
+    private float[][] batchLogits = new float[0][]; // what decodeBatch returned last: [batch] the sequences' logits arrays
     private RoutingObserver routingObserver; // null: routing not reported (the default)
     private RecomputeMeter recomputeMeter; // null: prefill timings not reported (the default)
 
@@ -108,37 +102,33 @@ public final class ModelRunner {
     /**
      * A runner reading each KV block through the manager's layout, which must keep a block
      * contiguous in the canonical order (FP32): {@code StridedKvLayout.blockMajor}, or a
-     * {@code TierSlotKvLayout} whose slots are DEVICE allocations (resizable: the runner looks a
-     * block's memory up at every step, so the slots may change between steps).
+     * {@code TierSlotKvLayout} whose slots are DEVICE allocations (resizable: a sequence looks its
+     * blocks' memory up again at every step, so the slots may change between steps).
      *
      * @throws IllegalArgumentException if the geometry is not the model's or a block is not one segment
      */
     public ModelRunner(ModelWeights weights, Kernels kernels, KvBlockManager kv, ExpertPager pager) {
-        this.weights = Objects.requireNonNull(weights, "weights");
+        Objects.requireNonNull(weights, "weights");
         this.c = weights.config();
-        this.kernels = Objects.requireNonNull(kernels, "kernels");
+        Objects.requireNonNull(kernels, "kernels");
         this.kv = Objects.requireNonNull(kv, "kv manager");
         this.geometry = kv.layout().geometry();
-        this.allTokens = TokenSelection.all(geometry.blockTokens());
         KvGeometry want = kvGeometry(c, geometry.blockTokens());
         if (!geometry.equals(want)) {
             throw new IllegalArgumentException("the KV manager's geometry " + geometry + " is not the model's " + want);
         }
         List<MemorySegment> first = new ArrayList<>(2);
-        kv.layout().segments(0, allTokens, first);
+        kv.layout().segments(0, TokenSelection.all(geometry.blockTokens()), first);
         if (first.size() != 1 || first.get(0).byteSize() != geometry.bytesPerBlock()) {
             throw new IllegalArgumentException("the KV manager's layout " + kv.layout() + " does not keep a block in one "
                     + "contiguous segment of " + geometry.bytesPerBlock() + " bytes (it gives " + first.size() + " segments)");
         }
-        this.moeIndex = moeLayers(c);
-        int moeCount = (int) Arrays.stream(moeIndex).filter(i -> i >= 0).count();
+        int moeCount = moeLayerCount(c);
         if (pager != null && (pager.layers() != moeCount || pager.experts() != c.numExperts())) {
             throw new IllegalArgumentException("expert pager has " + pager.layers() + " layers of " + pager.experts()
                     + " experts; the model has " + moeCount + " MoE layers of " + c.numExperts());
         }
-        this.pager = pager;
-        this.rope = new Rope(c.headDim(), c.ropeTheta(), c.ropeScaling());
-        this.eps = (float) c.rmsNormEps();
+        this.forward = new ForwardPass(weights, kernels, geometry, pager, moeLayers(c));
     }
 
     /** The KV geometry of a model: all layers, its KV heads and head width, FP32, {@code blockTokens} per block. */
@@ -177,7 +167,7 @@ public final class ModelRunner {
     public static ExpertMasters loadMasters(ModelWeights weights, Tier tier) {
         ModelConfig c = weights.config();
         int[] index = moeLayers(c);
-        int layers = (int) Arrays.stream(index).filter(i -> i >= 0).count();
+        int layers = moeLayerCount(c);
         if (layers == 0) {
             throw new IllegalArgumentException("model " + c.family() + " has no MoE layer, so no expert masters");
         }
@@ -194,13 +184,18 @@ public final class ModelRunner {
         return masters;
     }
 
+    /** The forward pass this runner drives (for tests in this package). */
+    ForwardPass forwardPass() {
+        return forward;
+    }
+
     public ModelConfig config() {
         return c;
     }
 
     /** MoE layer runs so far whose batch exceeded the pager's capacity and ran in several token groups. */
     public long groupedLayerRuns() {
-        return groupedLayerRuns;
+        return forward.groupedLayerRuns();
     }
 
     /**
@@ -209,6 +204,7 @@ public final class ModelRunner {
      */
     public void routingObserver(RoutingObserver observer) {
         this.routingObserver = observer;
+        forward.routingObserver(observer);
     }
 
     /**
@@ -230,11 +226,14 @@ public final class ModelRunner {
     }
 
     /**
-     * One sequence's state: its tokens and its KV blocks. Driven by the runner's thread; close it
-     * to release its blocks (committed ones stay cached for later prefix hits).
+     * One sequence's state: its tokens, its KV blocks (and views of them) and its logits array.
+     * Driven by the runner's thread; close it to release its blocks (committed ones stay cached for
+     * later prefix hits).
      */
     public final class Sequence implements AutoCloseable {
         private final KvSequence seq;
+        private final KvBlockViews blocks = new KvBlockViews(kv.layout());
+        private final float[] logits = new float[c.vocabSize()]; // [vocab] after the last computed token
         private int[] tokens = new int[64]; // tokens so far, [0, length)
         private int length;
         private int reused; // prompt tokens whose KV came from the cache
@@ -288,8 +287,9 @@ public final class ModelRunner {
          * Resumes a preempted sequence: loads whatever of its committed blocks is still cached or
          * stored, then recomputes the rest of its tokens (at least the last).
          *
-         * @return the logits after its last token ({@code [vocab]}), or null when the KV cache has no
-         *         room for all its tokens (the sequence is then preempted again, holding nothing)
+         * @return the logits after its last token ({@code [vocab]}: the sequence's own array, valid
+         *         until its next step), or null when the KV cache has no room for all its tokens (the
+         *         sequence is then preempted again, holding nothing)
          */
         public float[] resume() {
             if (closed || !preempted()) {
@@ -302,7 +302,8 @@ public final class ModelRunner {
                 kv.preempt(seq);
                 return null;
             }
-            return step(loaded, length - loaded, false)[0];
+            step(loaded, length - loaded, false);
+            return logits;
         }
 
         /** Prompt tokens whose KV the prefill loaded from cached blocks instead of computing. */
@@ -315,7 +316,9 @@ public final class ModelRunner {
          * the rest as one batch and commits its full blocks.
          *
          * @param everyPosition return the logits of every computed position, else of the last only
-         * @return {@code [positions][vocab]}: the computed positions in order (the last is the prompt's last)
+         * @return {@code [positions][vocab]}: the computed positions in order (the last is the prompt's
+         *         last); with {@code everyPosition} new arrays, else the sequence's own logits array,
+         *         valid until its next step
          */
         public float[][] prefill(int[] prompt, boolean everyPosition) {
             AllocationStatus status = beginPrefill(prompt);
@@ -323,7 +326,7 @@ public final class ModelRunner {
                 throw new IllegalStateException("KV manager could not give sequence " + seq.id() + " slots for "
                         + prompt.length + " tokens: " + status + " (" + kv.freeSlots() + " free slots)");
             }
-            return timedPrefill(prompt.length - reused, everyPosition);
+            return timedPrefill(prompt.length, everyPosition);
         }
 
         /**
@@ -335,18 +338,22 @@ public final class ModelRunner {
             if (beginPrefill(prompt) != AllocationStatus.ALLOCATED) {
                 return null;
             }
-            return timedPrefill(prompt.length - reused, everyPosition);
+            return timedPrefill(prompt.length, everyPosition);
         }
 
-        /** Computes the prompt's {@code n} tokens after the reused prefix, telling the recompute meter how long they took. */
-        private float[][] timedPrefill(int n, boolean everyPosition) {
+        /**
+         * Computes the prompt's tokens after the reused prefix, telling the recompute meter how many
+         * and how long they took.
+         */
+        private float[][] timedPrefill(int promptLength, boolean everyPosition) {
             RecomputeMeter meter = recomputeMeter;
             long start = meter == null ? 0 : System.nanoTime();
-            float[][] out = step(reused, n, everyPosition);
+            int n = promptLength - reused;
+            float[][] every = step(reused, n, everyPosition);
             if (meter != null) {
                 meter.recordPrefill(n, System.nanoTime() - start);
             }
-            return out;
+            return everyPosition ? every : new float[][] {logits};
         }
 
         /** Appends the prompt, loads its cached prefix and allocates slots for all of it. */
@@ -367,20 +374,23 @@ public final class ModelRunner {
             return kv.allocateTo(seq, prompt.length);
         }
 
-        /** Appends {@code token} and returns the logits after it ({@code [vocab]}). */
+        /**
+         * Appends {@code token} and returns the logits after it ({@code [vocab]}: the sequence's own
+         * array, overwritten by its next step; copy it to keep it).
+         */
         public float[] decode(int token) {
             if (closed || length == 0) {
                 throw new IllegalStateException("decode needs an open sequence after its prefill");
             }
-            append(new int[] {token}, 1);
-            return step(length - 1, 1, false)[0];
+            checkToken(token);
+            append(token);
+            step(length - 1, 1, false);
+            return logits;
         }
 
         private void append(int[] more, int n) {
             for (int i = 0; i < n; i++) {
-                if (more[i] < 0 || more[i] >= c.vocabSize()) {
-                    throw new IllegalArgumentException("token " + more[i] + " is outside the vocabulary [0, " + c.vocabSize() + ")");
-                }
+                checkToken(more[i]);
             }
             if (length + n > tokens.length) {
                 tokens = Arrays.copyOf(tokens, Math.max(length + n, tokens.length * 2));
@@ -389,15 +399,41 @@ public final class ModelRunner {
             length += n;
         }
 
+        /** Appends one token, already checked. */
+        private void append(int token) {
+            if (length == tokens.length) {
+                tokens = Arrays.copyOf(tokens, tokens.length * 2);
+            }
+            tokens[length++] = token;
+        }
+
+        /**
+         * Runs tokens {@code [start, start + n)} alone: the last one's logits into {@link #logits}.
+         *
+         * @return with {@code everyPosition}, the logits of every computed position (new arrays), else null
+         */
         private float[][] step(int start, int n, boolean everyPosition) {
             AllocationStatus status = kv.allocateTo(seq, start + n);
             if (status != AllocationStatus.ALLOCATED) {
                 throw new IllegalStateException("KV manager could not give sequence " + seq.id() + " slots for "
                         + (start + n) + " tokens: " + status + " (" + kv.freeSlots() + " free slots)");
             }
-            float[][] out = forward(List.of(new Span(tokens, start, n, blocks())), everyPosition);
+            batch.clear();
+            addTo(batch, start, n);
+            float[][] every;
+            try {
+                every = forward.forward(batch, everyPosition);
+            } finally {
+                batch.clear();
+            }
             kv.commit(seq, tokens, start + n);
-            return out;
+            return every;
+        }
+
+        /** Adds this sequence's tokens {@code [start, start + n)} to {@code b} as one span, its block views synced. */
+        private void addTo(ForwardPass.Batch b, int start, int n) {
+            blocks.sync(seq);
+            b.add(tokens, start, n, blocks, logits);
         }
 
         /** Slots for the first {@code total} tokens (a no-op when reserved already), or an exception naming the status. */
@@ -407,14 +443,6 @@ public final class ModelRunner {
                 throw new IllegalStateException("KV manager could not give sequence " + seq.id() + " slots for "
                         + total + " tokens: " + status + " (" + kv.freeSlots() + " free slots); reserve them first");
             }
-        }
-
-        private List<MemorySegment> blocks() {
-            List<MemorySegment> blocks = new ArrayList<>(seq.blockCount());
-            for (int i = 0; i < seq.blockCount(); i++) {
-                kv.layout().segments(seq.slot(i), allTokens, blocks); // one segment per block (checked at construction)
-            }
-            return blocks;
         }
 
         private ModelRunner runner() {
@@ -433,7 +461,9 @@ public final class ModelRunner {
 
     /**
      * Decodes one token for each of several sequences in one forward pass: appends {@code tokens[i]}
-     * to {@code sequences.get(i)} and returns the logits after it ({@code [batch][vocab]}). Every
+     * to {@code sequences.get(i)} and returns the logits after it ({@code [batch][vocab]}: the outer
+     * array is the runner's, each row the sequence's own logits array, all valid until the next
+     * call; copy what must be kept). Every
      * weight matrix is read once for the whole batch (a matmul over the batch's rows; MoE experts
      * over the tokens routed to them, in the token groups of the pager's plan), while attention runs
      * per sequence over its own paged KV. Each sequence's logits are bit-identical to its own
@@ -456,509 +486,45 @@ public final class ModelRunner {
                             + " and " + i + ")");
                 }
             }
-            if (tokens[i] < 0 || tokens[i] >= c.vocabSize()) {
-                throw new IllegalArgumentException("token " + tokens[i] + " is outside the vocabulary [0, " + c.vocabSize() + ")");
-            }
+            checkToken(tokens[i]);
             if (s.closed || s.length == 0 || s.preempted()) {
                 throw new IllegalStateException("sequence " + s.seq.id() + " cannot decode: it needs to be open, prefilled and"
                         + " running (closed " + s.closed + ", " + s.length + " tokens, " + s.seq.state() + ")");
             }
         }
-        if (sequences.isEmpty()) {
-            return new float[0][];
-        }
-        for (Sequence s : sequences) {
+        int count = sequences.size();
+        for (int i = 0; i < count; i++) {
+            Sequence s = sequences.get(i);
             s.requireSlotsFor(s.length + 1);
         }
-        for (int i = 0; i < sequences.size(); i++) {
-            sequences.get(i).append(new int[] {tokens[i]}, 1);
+        if (batchLogits.length != count) {
+            batchLogits = new float[count][];
         }
-        List<Span> spans = new ArrayList<>(sequences.size());
-        for (Sequence s : sequences) {
-            spans.add(new Span(s.tokens, s.length - 1, 1, s.blocks()));
+        batch.clear();
+        try {
+            for (int i = 0; i < count; i++) {
+                Sequence s = sequences.get(i);
+                s.append(tokens[i]);
+                s.addTo(batch, s.length - 1, 1);
+                batchLogits[i] = s.logits;
+            }
+            if (count > 0) {
+                forward.forward(batch, false);
+            }
+        } finally {
+            batch.clear();
         }
-        float[][] out = forward(spans, false);
-        for (Sequence s : sequences) {
+        for (int i = 0; i < count; i++) {
+            Sequence s = sequences.get(i);
             kv.commit(s.seq, s.tokens, s.length);
         }
-        return out;
+        return batchLogits;
     }
 
-    /**
-     * One sequence's rows of a forward batch: its tokens {@code [start, start + n)} over its KV
-     * blocks (in token order, enough for {@code start + n} tokens).
-     */
-    private record Span(int[] tokens, int start, int n, List<MemorySegment> blocks) {
-    }
-
-    /**
-     * Computes the rows of every span in one pass: each row's K and V written into its span's
-     * blocks, attention per row over its span's KV up to it, every projection and expert as one
-     * matmul over all rows. Returns, span by span, the logits of every computed position or of each
-     * span's last.
-     */
-    private float[][] forward(List<Span> spans, boolean everyPosition) {
-        int h = c.hiddenSize();
-        int qDim = c.qDim();
-        int kvDim = c.kvDim();
-        int hd = c.headDim();
-        int bt = geometry.blockTokens();
-        int n = 0;
-        for (Span s : spans) {
-            n += s.n();
-        }
-        int[] rowSpan = new int[n]; // [n] the span of each row
-        int[] rowPos = new int[n]; // [n] the row's position in its sequence
-        for (int si = 0, i = 0; si < spans.size(); si++) {
-            Span s = spans.get(si);
-            for (int k = 0; k < s.n(); k++, i++) {
-                rowSpan[i] = si;
-                rowPos[i] = s.start() + k;
-            }
-        }
-        float[] x = new float[n * h]; // [n, H] residual stream
-        float[] xn = new float[n * h]; // [n, H] normed
-        float[] q = new float[n * qDim]; // [n, heads × hd]
-        float[] k = new float[n * kvDim]; // [n, kvHeads × hd]
-        float[] v = new float[n * kvDim];
-        float[] att = new float[n * qDim];
-        float[] proj = new float[n * h];
-        Tensor embed = weights.embedding();
-        for (int i = 0; i < n; i++) {
-            long row = (long) spans.get(rowSpan[i]).tokens()[rowPos[i]] * h;
-            for (int j = 0; j < h; j++) {
-                x[i * h + j] = embed.getFloat(row + j);
-            }
-        }
-        float[][] ropeTables = new float[n][];
-        for (int i = 0; i < n; i++) {
-            ropeTables[i] = rope.table(rowPos[i]);
-        }
-        for (int l = 0; l < c.numHiddenLayers(); l++) {
-            ModelWeights.Layer layer = weights.layer(l);
-            ModelWeights.Attention a = layer.attention();
-            normRows(x, layer.inputNorm(), xn, n, h);
-            project(stack(a.q(), a.k(), a.v()), xn, n, new float[][] {q, k, v});
-            addBias(q, a.qBias(), n, qDim);
-            addBias(k, a.kBias(), n, kvDim);
-            addBias(v, a.vBias(), n, kvDim);
-            if (c.clipQkv() != null) {
-                float clip = c.clipQkv().floatValue();
-                clamp(q, clip);
-                clamp(k, clip);
-                clamp(v, clip);
-            }
-            if (c.qkNorm() == QkNorm.PER_HEAD) {
-                normRows(q, a.qNorm(), q, n * c.numAttentionHeads(), hd);
-                normRows(k, a.kNorm(), k, n * c.numKeyValueHeads(), hd);
-            } else if (c.qkNorm() == QkNorm.FULL_WIDTH) {
-                normRows(q, a.qNorm(), q, n, qDim);
-                normRows(k, a.kNorm(), k, n, kvDim);
-            }
-            for (int i = 0; i < n; i++) {
-                rope.apply(q, i * qDim, c.numAttentionHeads(), ropeTables[i]);
-                rope.apply(k, i * kvDim, c.numKeyValueHeads(), ropeTables[i]);
-            }
-            for (int si = 0, i = 0; si < spans.size(); si++) {
-                Span s = spans.get(si);
-                PagedKv all = new PagedKv(geometry, l, s.blocks(), lastTokens(s.start() + s.n()));
-                for (int r = 0; r < s.n(); r++, i++) {
-                    int p = rowPos[i];
-                    MemorySegment block = all.block(p);
-                    for (int kh = 0; kh < c.numKeyValueHeads(); kh++) {
-                        MemorySegment.copy(k, i * kvDim + kh * hd, block, KV_FLOAT, all.keyIndex(p, kh) * 4, hd);
-                        MemorySegment.copy(v, i * kvDim + kh * hd, block, KV_FLOAT, all.valueIndex(p, kh) * 4, hd);
-                    }
-                }
-            }
-            PagedKv[] upTo = new PagedKv[n]; // [n] each row's KV up to and including it
-            for (int i = 0; i < n; i++) {
-                int p = rowPos[i];
-                upTo[i] = new PagedKv(geometry, l, spans.get(rowSpan[i]).blocks().subList(0, p / bt + 1), p % bt + 1);
-            }
-            kernels.attention(q, 0, c.numAttentionHeads(), upTo, n, att, 0);
-            project(a.o(), att, n, proj);
-            addBias(proj, a.oBias(), n, h);
-            VectorKernels.add(x, 0, proj, 0, x, 0, n * h);
-            normRows(x, layer.postAttentionNorm(), xn, n, h);
-            if (layer.moe()) {
-                moe(l, layer, xn, proj, n);
-            } else {
-                denseMlp(layer.mlp(), xn, proj, n);
-            }
-            VectorKernels.add(x, 0, proj, 0, x, 0, n * h);
-        }
-        // the rows whose logits are returned, span by span
-        int m = 0;
-        for (Span s : spans) {
-            m += everyPosition ? s.n() : 1;
-        }
-        int[] outRows = new int[m];
-        for (int si = 0, i = 0, o = 0; si < spans.size(); si++) {
-            int sn = spans.get(si).n();
-            for (int r = 0; r < sn; r++, i++) {
-                if (everyPosition || r == sn - 1) {
-                    outRows[o++] = i;
-                }
-            }
-        }
-        float[] last = new float[m * h]; // [m, H] final-normed rows
-        for (int o = 0; o < m; o++) {
-            VectorKernels.rmsNorm(x, outRows[o] * h, weights.finalNorm().data(), weights.finalNorm().dtype(), eps, last, o * h, h);
-        }
-        int vocab = c.vocabSize();
-        float[][] logits = new float[m][];
-        if (m == 1 || (long) m * vocab > Integer.MAX_VALUE / 2) {
-            for (int o = 0; o < m; o++) { // one row (or too many for one array): per-row matvec, the same bits
-                logits[o] = new float[vocab];
-                kernels.matvec(weights.lmHead(), last, o * h, logits[o], 0);
-            }
-            return logits;
-        }
-        float[] all = new float[m * vocab]; // [m, vocab]
-        project(weights.lmHead(), last, m, all);
-        for (int o = 0; o < m; o++) {
-            logits[o] = Arrays.copyOfRange(all, o * vocab, (o + 1) * vocab);
-        }
-        return logits;
-    }
-
-    /** {@link #project(DType, MemorySegment, int, int, float[], int, float[])} with a 2-D weight tensor {@code [out, in]}. */
-    private void project(Tensor w, float[] x, int n, float[] y) {
-        project(w.dtype(), w.data(), Math.toIntExact(w.dim(0)), Math.toIntExact(w.dim(1)), x, n, y);
-    }
-
-    /**
-     * {@code Y = X Wᵀ} for {@code n} rows of X ({@code [n, cols]}) into Y ({@code [n, rows]}), reading
-     * W once per tile of {@value #MATMUL_TILE} rows: whole tiles go through the matmul kernel (which
-     * shares each weight load among a tile); two or three rows left over are padded to a tile with
-     * copies of their last row; a single row (or one left over) goes through the matvec kernel,
-     * which is faster for one row than the matmul's single-row path. Every element gets the same
-     * bits whichever way its row went.
-     */
-    private void project(DType dtype, MemorySegment w, int rows, int cols, float[] x, int n, float[] y) {
-        int tiled = n - n % MATMUL_TILE;
-        if (tiled > 0) {
-            kernels.matmul(dtype, w, rows, cols, x, 0, tiled, y, 0);
-        }
-        int rest = n - tiled;
-        if (rest == 1) {
-            kernels.matvec(dtype, w, rows, cols, x, tiled * cols, y, tiled * rows);
-        } else if (rest > 1) {
-            float[] xt = new float[MATMUL_TILE * cols]; // [tile, cols] the rows left, the last repeated
-            for (int b = 0; b < MATMUL_TILE; b++) {
-                System.arraycopy(x, (tiled + Math.min(b, rest - 1)) * cols, xt, b * cols, cols);
-            }
-            float[] yt = new float[MATMUL_TILE * rows]; // [tile, rows]
-            kernels.matmul(dtype, w, rows, cols, xt, 0, MATMUL_TILE, yt, 0);
-            System.arraycopy(yt, 0, y, tiled * rows, rest * rows);
+    private void checkToken(int token) {
+        if (token < 0 || token >= c.vocabSize()) {
+            throw new IllegalArgumentException("token " + token + " is outside the vocabulary [0, " + c.vocabSize() + ")");
         }
     }
 
-    /** The matrices {@code [out, in]} of one dtype and width as one {@link RowStack}, in order. */
-    private static RowStack stack(Tensor... ws) {
-        MemorySegment[] data = new MemorySegment[ws.length];
-        int[] rows = new int[ws.length];
-        for (int p = 0; p < ws.length; p++) {
-            if (ws[p].rank() != 2 || ws[p].dtype() != ws[0].dtype() || ws[p].dim(1) != ws[0].dim(1)) {
-                throw new IllegalArgumentException("tensor " + ws[p] + " cannot be stacked with " + ws[0]
-                        + ": stacked projections need 2-D [out, in] matrices of one dtype and input width");
-            }
-            data[p] = ws[p].data();
-            rows[p] = Math.toIntExact(ws[p].dim(0));
-        }
-        return new RowStack(ws[0].dtype(), Math.toIntExact(ws[0].dim(1)), data, rows);
-    }
-
-    /**
-     * {@link #project(DType, MemorySegment, int, int, float[], int, float[])} of every part of
-     * {@code stack} over the same {@code n} rows of X, in one kernel call per tile shape instead of
-     * one per matrix: {@code ys[p]} ({@code [n, rows(p)]}) gets exactly the bits a projection of part
-     * {@code p} alone gives.
-     */
-    private void project(RowStack stack, float[] x, int n, float[][] ys) {
-        int cols = stack.cols();
-        int tiled = n - n % MATMUL_TILE;
-        if (tiled > 0) {
-            kernels.matmul(stack, x, 0, tiled, ys);
-        }
-        int rest = n - tiled;
-        if (rest == 0) {
-            return;
-        }
-        if (n == 1) { // one row (a decode step): straight into the outputs
-            kernels.matvec(stack, x, 0, ys);
-            return;
-        }
-        int parts = stack.parts();
-        float[][] tail = new float[parts][]; // [parts][rest or tile, rows(p)]
-        for (int p = 0; p < parts; p++) {
-            tail[p] = new float[(rest == 1 ? 1 : MATMUL_TILE) * stack.rows(p)];
-        }
-        if (rest == 1) {
-            kernels.matvec(stack, x, tiled * cols, tail);
-        } else {
-            float[] xt = new float[MATMUL_TILE * cols]; // [tile, cols] the rows left, the last repeated
-            for (int b = 0; b < MATMUL_TILE; b++) {
-                System.arraycopy(x, (tiled + Math.min(b, rest - 1)) * cols, xt, b * cols, cols);
-            }
-            kernels.matmul(stack, xt, 0, MATMUL_TILE, tail);
-        }
-        for (int p = 0; p < parts; p++) {
-            System.arraycopy(tail[p], 0, ys[p], tiled * stack.rows(p), rest * stack.rows(p));
-        }
-    }
-
-    /** Tokens sharing each weight load in the matmul kernel. */
-    private static final int MATMUL_TILE = 4;
-
-    private int lastTokens(int total) {
-        int bt = geometry.blockTokens();
-        return (total - 1) % bt + 1;
-    }
-
-    private void normRows(float[] in, Tensor weight, float[] out, int rows, int width) {
-        for (int r = 0; r < rows; r++) {
-            VectorKernels.rmsNorm(in, r * width, weight.data(), weight.dtype(), eps, out, r * width, width);
-        }
-    }
-
-    private static void addBias(float[] y, Tensor bias, int rows, int width) {
-        if (bias == null) {
-            return;
-        }
-        for (int r = 0; r < rows; r++) {
-            for (int j = 0; j < width; j++) {
-                y[r * width + j] += bias.getFloat(j);
-            }
-        }
-    }
-
-    private static void clamp(float[] y, float clip) {
-        for (int i = 0; i < y.length; i++) {
-            y[i] = Math.max(-clip, Math.min(clip, y[i]));
-        }
-    }
-
-    private void denseMlp(ModelWeights.Mlp m, float[] xn, float[] out, int n) {
-        int width = c.intermediateSize();
-        float[] gate = new float[n * width];
-        float[] up = new float[n * width];
-        project(stack(m.gate(), m.up()), xn, n, new float[][] {gate, up});
-        VectorKernels.swiglu(gate, 0, up, 0, gate, 0, n * width);
-        project(m.down(), gate, n, out);
-    }
-
-    /**
-     * The MoE block: router logits → softmax → top-k (rank order, ties to the lower index) →
-     * renormalised when {@code norm_topk_prob} → Σ weight · expert SwiGLU, summed in rank order.
-     */
-    private void moe(int l, ModelWeights.Layer layer, float[] xn, float[] out, int n) {
-        int h = c.hiddenSize();
-        int experts = c.numExperts();
-        int topK = c.numExpertsPerTok();
-        float[] probs = new float[n * experts];
-        project(layer.router(), xn, n, probs);
-        int[][] routed = new int[n][topK]; // [token][rank] expert
-        float[][] gates = new float[n][topK]; // [token][rank] weight
-        for (int i = 0; i < n; i++) {
-            VectorKernels.softmax(probs, i * experts, experts);
-            topK(probs, i * experts, experts, routed[i], gates[i]);
-            if (routingObserver != null) {
-                routingObserver.routed(moeIndex[l], i, routed[i]);
-            }
-            if (c.normTopkProb()) {
-                float sum = 0;
-                for (int r = 0; r < topK; r++) {
-                    sum += gates[i][r];
-                }
-                for (int r = 0; r < topK; r++) {
-                    gates[i][r] /= sum;
-                }
-            }
-        }
-        Arrays.fill(out, 0, n * h, 0f);
-        ExpertBatch batch = new ExpertBatch(Math.min(n, EXPERT_CHUNK_TOKENS));
-        if (pager == null) {
-            int[] all = new int[n];
-            for (int i = 0; i < n; i++) {
-                all[i] = i;
-            }
-            batch.run(all, routed, gates, xn, out, e -> {
-                ModelWeights.Mlp m = layer.experts().get(e).mlp();
-                return new ExpertWeights(m.gate().dtype(), m.gate().data(), m.up().data(), m.down().data());
-            });
-            return;
-        }
-        int pl = moeIndex[l];
-        DType dtype = c.torchDtype();
-        TokenGroups groups = pager.plan(pl, routed);
-        if (groups.count() > 1) {
-            groupedLayerRuns++;
-        }
-        for (int g = 0; g < groups.count(); g++) {
-            int[] members = groups.group(g);
-            int[] map = pager.pageAsync(pl, routed, members); // fetches in flight while resident experts run
-            batch.run(members, routed, gates, xn, out, new ExpertSource() {
-                @Override
-                public ExpertWeights of(int e) {
-                    pager.awaitExpert(pl, e);
-                    int slot = map[e];
-                    return new ExpertWeights(dtype, pager.tensor(pl, slot, GATE), pager.tensor(pl, slot, UP),
-                            pager.tensor(pl, slot, DOWN));
-                }
-
-                @Override
-                public boolean ready(int e) {
-                    return !pager.fetching(pl, e);
-                }
-            });
-        }
-    }
-
-    /** Tokens whose expert outputs are buffered together: bounds the buffer at chunk × topK × hidden floats. */
-    private static final int EXPERT_CHUNK_TOKENS = 64;
-
-    /** One expert's gate, up and down matrices ({@code [width, H]}, {@code [width, H]}, {@code [H, width]}). */
-    private record ExpertWeights(DType dtype, MemorySegment gate, MemorySegment up, MemorySegment down) {
-    }
-
-    /** Where the weights of expert {@code e} are for the tokens being run. */
-    @FunctionalInterface
-    private interface ExpertSource {
-        /** The expert's weights, waiting for them to arrive if they are being fetched. */
-        ExpertWeights of(int expert);
-
-        /** Whether the expert's weights are in place now (experts not ready run after those that are). */
-        default boolean ready(int expert) {
-            return true;
-        }
-    }
-
-    /**
-     * Runs the experts of a set of tokens expert by expert: each expert's matrices are read once for
-     * all the (token, rank) pairs routed to it (a matmul over their gathered rows), each pair's
-     * output is buffered, and then every token sums its outputs in rank order,
-     * {@code out[i] += gate[i][r] · y[i][r]} for r = 0, 1, ..., which is exactly what a token run
-     * alone computes (each matmul row equals the matvec of that row). Scratch is sized once per
-     * layer call. Runner's thread.
-     */
-    private final class ExpertBatch {
-        private final int chunk; // tokens per chunk
-        private final int topK = c.numExpertsPerTok();
-        private final int h = c.hiddenSize();
-        private final int width = c.expertIntermediateSize();
-        private final float[] ys; // [chunk × topK, H] each (token, rank) pair's expert output
-        private final float[] xs; // [chunk × topK, H] gathered input rows of one expert
-        private final float[] gate; // [chunk × topK, width]
-        private final float[] up; // [chunk × topK, width]
-        private final float[] down; // [chunk × topK, H]
-        private final int[] pairs; // [chunk × topK] pair index (token in chunk × topK + rank) routed to the current expert
-        private final int[] pairCount = new int[c.numExperts()]; // [experts] pairs routed to each expert in the chunk
-        private final int[] pairStart = new int[c.numExperts() + 1]; // [experts + 1] offsets into byExpert
-        private final int[] byExpert; // [chunk × topK] pairs ordered by expert, then token, then rank
-        private final float[][] gateUp; // {gate, up}: the outputs of an expert's stacked gate and up
-
-        ExpertBatch(int chunk) {
-            this.chunk = chunk;
-            int rows = chunk * topK;
-            ys = new float[rows * h];
-            xs = new float[rows * h];
-            gate = new float[rows * width];
-            up = new float[rows * width];
-            down = new float[rows * h];
-            pairs = new int[rows];
-            byExpert = new int[rows];
-            gateUp = new float[][] {gate, up};
-        }
-
-        /** Adds the experts' weighted outputs of {@code tokens} (rows of xn) into their rows of {@code out}. */
-        void run(int[] tokens, int[][] routed, float[][] gates, float[] xn, float[] out, ExpertSource source) {
-            for (int from = 0; from < tokens.length; from += chunk) {
-                int count = Math.min(chunk, tokens.length - from);
-                runChunk(tokens, from, count, routed, gates, xn, out, source);
-            }
-        }
-
-        private void runChunk(int[] tokens, int from, int count, int[][] routed, float[][] gates, float[] xn, float[] out,
-                ExpertSource source) {
-            Arrays.fill(pairCount, 0);
-            for (int t = 0; t < count; t++) {
-                for (int r = 0; r < topK; r++) {
-                    pairCount[routed[tokens[from + t]][r]]++;
-                }
-            }
-            pairStart[0] = 0;
-            for (int e = 0; e < pairCount.length; e++) {
-                pairStart[e + 1] = pairStart[e] + pairCount[e];
-            }
-            System.arraycopy(pairStart, 0, pairCount, 0, pairCount.length); // reused as fill cursors
-            for (int t = 0; t < count; t++) {
-                for (int r = 0; r < topK; r++) {
-                    int e = routed[tokens[from + t]][r];
-                    byExpert[pairCount[e]++] = t * topK + r;
-                }
-            }
-            // the experts in place first, then those still arriving (each in its own slot of ys: the
-            // order in which experts run does not change any output bit)
-            for (int pass = 0; pass < 2; pass++) {
-                runExperts(pass == 0, tokens, from, xn, source);
-            }
-            for (int t = 0; t < count; t++) {
-                int i = tokens[from + t];
-                for (int r = 0; r < topK; r++) {
-                    float weight = gates[i][r];
-                    int y = (t * topK + r) * h;
-                    for (int j = 0; j < h; j++) {
-                        out[i * h + j] += weight * ys[y + j];
-                    }
-                }
-            }
-        }
-
-        /** Runs each expert with pairs in the chunk whose readiness is {@code ready}, into its pairs' rows of ys. */
-        private void runExperts(boolean ready, int[] tokens, int from, float[] xn, ExpertSource source) {
-            for (int e = 0; e < pairStart.length - 1; e++) {
-                int m = pairStart[e + 1] - pairStart[e];
-                if (m == 0 || source.ready(e) != ready) {
-                    continue;
-                }
-                for (int p = 0; p < m; p++) {
-                    int pair = byExpert[pairStart[e] + p];
-                    pairs[p] = pair;
-                    System.arraycopy(xn, tokens[from + pair / topK] * h, xs, p * h, h);
-                }
-                ExpertWeights w = source.of(e);
-                project(RowStack.of(w.dtype(), h, w.gate(), width, w.up(), width), xs, m, gateUp);
-                VectorKernels.swiglu(gate, 0, up, 0, gate, 0, m * width);
-                project(w.dtype(), w.down(), h, width, gate, m, down);
-                for (int p = 0; p < m; p++) {
-                    System.arraycopy(down, p * h, ys, pairs[p] * h, h);
-                }
-            }
-        }
-    }
-
-    /** The {@code ids.length} largest of {@code p[off, off + n)} in descending order (ties to the lower index). */
-    static void topK(float[] p, int off, int n, int[] ids, float[] values) {
-        int count = 0;
-        for (int e = 0; e < n; e++) {
-            float val = p[off + e];
-            int at = count < ids.length ? count : ids.length;
-            while (at > 0 && val > values[at - 1]) {
-                at--;
-            }
-            if (at >= ids.length) {
-                continue;
-            }
-            int last = Math.min(count, ids.length - 1);
-            for (int j = last; j > at; j--) {
-                ids[j] = ids[j - 1];
-                values[j] = values[j - 1];
-            }
-            ids[at] = e;
-            values[at] = val;
-            count = Math.min(count + 1, ids.length);
-        }
-    }
 }

@@ -182,8 +182,9 @@ public final class Kernels {
         float scale = (float) (1.0 / Math.sqrt(first.geometry().headDim()));
         int scratch = maxTokens;
         pool.parallelFor(rows * heads, (from, to) -> {
-            float[] scores = new float[scratch];
-            float[] lanes = new float[FloatLoads.LANES];
+            AttentionScratch own = AttentionScratch.SCRATCH.get();
+            float[] scores = own.scores(scratch);
+            float[] lanes = own.lanes;
             for (int slot = from / heads; slot * heads < to; slot++) {
                 int r = (slot & 1) == 0 ? slot >> 1 : rows - 1 - (slot >> 1); // 0, rows-1, 1, rows-2, ...
                 int h0 = Math.max(from - slot * heads, 0);
@@ -192,6 +193,25 @@ public final class Kernels {
                         scores, lanes);
             }
         });
+    }
+
+    /**
+     * One thread's attention scratch, kept from call to call so that attention allocates no score
+     * array per call: the scores of one row ({@code [tokens]}, grown by doubling to the longest KV
+     * attended) and one vector's lanes. Each thread only ever touches its own.
+     */
+    private static final class AttentionScratch {
+        static final ThreadLocal<AttentionScratch> SCRATCH = ThreadLocal.withInitial(AttentionScratch::new);
+
+        final float[] lanes = new float[FloatLoads.LANES];
+        private float[] scores = new float[64]; // [capacity] scores of the row being attended
+
+        float[] scores(int tokens) {
+            if (scores.length < tokens) {
+                scores = new float[Math.max(tokens, 2 * scores.length)];
+            }
+            return scores;
+        }
     }
 
     static void checkWeights(DType dtype, MemorySegment w, int rows, int cols) {

@@ -87,14 +87,19 @@ public final class Rope {
 
     /** {@code [cos | sin]} of each pair's angle at {@code position}, {@code headDim} floats. */
     public float[] table(long position) {
-        int half = headDim / 2;
         float[] cs = new float[headDim];
+        table(position, cs, 0);
+        return cs;
+    }
+
+    /** {@link #table(long)} written into {@code out[off, off + headDim)} instead of a new array. */
+    public void table(long position, float[] out, int off) {
+        int half = headDim / 2;
         for (int i = 0; i < half; i++) {
             double angle = position * invFreq[i];
-            cs[i] = (float) StrictMath.cos(angle);
-            cs[half + i] = (float) StrictMath.sin(angle);
+            out[off + i] = (float) StrictMath.cos(angle);
+            out[off + half + i] = (float) StrictMath.sin(angle);
         }
-        return cs;
     }
 
     /** Rotates {@code heads} heads of {@code x} at {@code off} ({@code [heads, headDim]}) in place for {@code position}. */
@@ -104,6 +109,11 @@ public final class Rope {
 
     /** Rotates {@code heads} heads in place with a {@link #table} computed for their position. */
     public void apply(float[] x, int off, int heads, float[] table) {
+        apply(x, off, heads, table, 0);
+    }
+
+    /** Rotates {@code heads} heads in place with a {@link #table} held at {@code table[tableOff, tableOff + headDim)}. */
+    public void apply(float[] x, int off, int heads, float[] table, int tableOff) {
         int half = headDim / 2;
         int bound = FLOATS.loopBound(half);
         for (int h = 0; h < heads; h++) {
@@ -111,16 +121,16 @@ public final class Rope {
             int b = a + half;
             int i = 0;
             for (; i < bound; i += LANES) {
-                FloatVector c = FloatVector.fromArray(FLOATS, table, i);
-                FloatVector s = FloatVector.fromArray(FLOATS, table, half + i);
+                FloatVector c = FloatVector.fromArray(FLOATS, table, tableOff + i);
+                FloatVector s = FloatVector.fromArray(FLOATS, table, tableOff + half + i);
                 FloatVector x0 = FloatVector.fromArray(FLOATS, x, a + i);
                 FloatVector x1 = FloatVector.fromArray(FLOATS, x, b + i);
                 x0.mul(c).sub(x1.mul(s)).intoArray(x, a + i);
                 x1.mul(c).add(x0.mul(s)).intoArray(x, b + i);
             }
             for (; i < half; i++) {
-                float c = table[i];
-                float s = table[half + i];
+                float c = table[tableOff + i];
+                float s = table[tableOff + half + i];
                 float x0 = x[a + i];
                 float x1 = x[b + i];
                 x[a + i] = x0 * c - x1 * s;

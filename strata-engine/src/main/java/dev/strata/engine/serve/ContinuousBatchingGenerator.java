@@ -63,7 +63,7 @@ import java.util.concurrent.atomic.AtomicInteger;
  *       holds a KV block then, so a refused KV shrink goes through).</li>
  * </ul>
  *
- * <p>Threads: {@link #submit}, {@link #queueLength}, {@link #engineMetrics}, {@link Handle#cancel}
+ * <p>Threads: {@link #submit}, {@link #queueLength}, {@link #writeEngineMetrics}, {@link Handle#cancel}
  * and {@link #close} from any thread; everything touching the scheduler's engine runs on the
  * worker, and sinks are called there.
  *
@@ -200,17 +200,17 @@ public final class ContinuousBatchingGenerator implements Generator {
     }
 
     @Override
-    public String engineMetrics() {
-        String kv = kvStats.toPrometheus();
-        String pager = engine.pager() == null ? "" : engine.pager().stats().toPrometheus(); // pager stats: any thread
-        LiveSplit split = engine.split();
-        String splitText = "";
-        if (split != null) { // the split's snapshot: any thread
-            PrometheusText out = new PrometheusText();
-            split.writeTo(out);
-            splitText = out.toString();
+    public void writeEngineMetrics(PrometheusText out) {
+        kvStats.writeTo(out);
+        if (engine.pager() != null) {
+            engine.pager().stats().writeTo(out); // pager stats: any thread
         }
-        return kv + pager + splitText + engine.peerMetrics(); // peer stats: any thread
+        LiveSplit split = engine.split();
+        if (split != null) {
+            split.writeTo(out); // the split's snapshot: any thread
+        }
+        engine.writePeerMetrics(out); // peer stats: any thread
+        engine.writeMemoryMetrics(out); // tier, link and store stats: any thread
     }
 
     @Override

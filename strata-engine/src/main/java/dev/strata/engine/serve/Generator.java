@@ -1,5 +1,7 @@
 package dev.strata.engine.serve;
 
+import dev.strata.memory.metrics.PrometheusText;
+
 /**
  * The seam between the HTTP server and whatever runs the model: takes generation requests and
  * streams their output to a {@link TextSink}. {@link ContinuousBatchingGenerator} runs them on the
@@ -31,11 +33,12 @@ public interface Generator extends AutoCloseable {
     int queueLength();
 
     /**
-     * The engine's memory metrics in the Prometheus text format (the KV manager's, the expert
-     * pager's when there is one, and the peer families of {@link ServeEngine#peerMetrics()}), as last refreshed on the thread that drives the engine: the KV
-     * manager is single-threaded, so other threads never call it directly. Ends with a newline or is empty.
+     * Appends the engine's memory metrics to {@code out} (the KV manager's, the expert pager's when
+     * there is one, and the peer families of {@link ServeEngine#writePeerMetrics}), as last
+     * refreshed on the thread that drives the engine: the KV manager is single-threaded, so other
+     * threads never call it directly. Any thread; {@code out} is the caller's.
      */
-    String engineMetrics();
+    void writeEngineMetrics(PrometheusText out);
 
     /** Stops the worker; queued requests are cancelled. */
     @Override

@@ -7,10 +7,12 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import com.sun.net.httpserver.HttpExchange;
 import com.sun.net.httpserver.HttpServer;
 import dev.strata.engine.sample.FinishReason;
+import dev.strata.engine.sample.SamplingFieldException;
 import dev.strata.engine.sample.SamplingParams;
 import dev.strata.engine.tokenizer.BpeTokenizer;
 import dev.strata.engine.tokenizer.ChatMessage;
 import dev.strata.engine.tokenizer.TokenizerConfig;
+import dev.strata.memory.metrics.PrometheusText;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
@@ -27,16 +29,20 @@ import java.util.concurrent.LinkedBlockingQueue;
  * An OpenAI-compatible HTTP server over a {@link Generator}: {@code GET /v1/models},
  * {@code POST /v1/completions}, {@code POST /v1/chat/completions} (with {@code "stream": true} as
  * Server-Sent Events), {@code GET /health} and {@code GET /metrics} (Prometheus text: the serving
- * metrics, then the generator's {@link Generator#engineMetrics}: the KV manager's and the expert pager's).
+ * metrics, then the generator's {@link Generator#writeEngineMetrics}: the KV manager's, the expert pager's
+ * and the peer families, all in one {@link PrometheusText}).
  *
  * <p>Protocol notes: requests are validated before anything is queued; each error is a JSON
  * {@code {"error": {"message", "type", "param", "code"}}} with 400 (bad field, naming it and the
  * value, or malformed JSON), 401 (missing or wrong bearer key), 404 (unknown model or path),
- * 405 (wrong method) or 413 (body over the limit). Sampling fields: {@code temperature} in [0, 2]
- * (default 0: greedy, so a request without it is deterministic), {@code top_p} in (0, 1],
- * {@code top_k} ≥ 0 (0 or -1: off), {@code seed}, {@code presence_penalty} and
- * {@code frequency_penalty} in [-2, 2], {@code stop} (a string or up to 4 non-empty strings),
- * {@code max_tokens} (or {@code max_completion_tokens} in chat). A
+ * 405 (wrong method) or 413 (body over the limit). Sampling fields ({@code temperature},
+ * {@code top_p}, {@code top_k}, {@code seed}, {@code presence_penalty}, {@code frequency_penalty},
+ * {@code stop}, {@code n}, {@code max_tokens} or in chat {@code max_completion_tokens}): this
+ * server checks their JSON types and {@link SamplingParams} their ranges, whose
+ * {@link SamplingFieldException} becomes the 400 naming the field; {@code max_tokens} is capped by
+ * {@link ServerConfig#maxTokensLimit()}. Defaults: {@code temperature} 0 (greedy, so a request
+ * without it is deterministic), {@code max_tokens} 16 (chat: what the sequence has room for), both
+ * within the cap. A
  * stream sends one {@code data: {chunk}} per text delta, a final chunk carrying
  * {@code finish_reason} and {@code usage}, then {@code data: [DONE]}. A failed write (the client
  * went away) cancels the generation through its {@link Generator.Handle}, which releases its KV
@@ -182,8 +188,12 @@ public final class OpenAiServer implements AutoCloseable {
                 .put("owned_by", "strata");
     }
 
+    /** The whole {@code /metrics} page: one exposition written by the serving metrics, then the generator. */
     String prometheus() {
-        return metrics.toPrometheus(generator.queueLength()) + generator.engineMetrics();
+        PrometheusText out = new PrometheusText();
+        metrics.writeTo(out, generator.queueLength());
+        generator.writeEngineMetrics(out);
+        return out.toString();
     }
 
     private static void requireMethod(HttpExchange ex, String method, String allowed) throws ApiError {
@@ -273,35 +283,38 @@ public final class OpenAiServer implements AutoCloseable {
             throw ApiError.badField(chat ? "messages" : "prompt", "the prompt has " + prompt.length
                     + " tokens, above the limit of " + config.maxPromptTokens());
         }
+        // Types are checked here, ranges only by SamplingParams: a value is refused the same way
+        // whether it comes over HTTP or from code.
         String maxField = chat && root.has("max_completion_tokens") ? "max_completion_tokens" : "max_tokens";
-        JsonNode maxNode = root.get(maxField);
-        int maxTokens;
-        if (maxNode == null || maxNode.isNull()) {
-            maxTokens = chat ? Math.min(config.maxTokensLimit(), Math.max(1, engine.capacityTokens() - prompt.length)) : 16;
-        } else {
-            if (!maxNode.isIntegralNumber() || !maxNode.canConvertToInt()) {
-                throw ApiError.badField(maxField, "'" + maxField + "' must be an integer, got " + maxNode);
-            }
-            maxTokens = maxNode.intValue();
-            if (maxTokens < 1 || maxTokens > config.maxTokensLimit()) {
-                throw ApiError.badField(maxField, "'" + maxField + "' must be in [1, " + config.maxTokensLimit() + "], got " + maxTokens);
-            }
+        SamplingParams.Builder sampling = SamplingParams.builder().maxTokensLimit(config.maxTokensLimit())
+                .temperature(0); // the server's default: greedy, so a request without it is deterministic
+        Integer maxTokens = integer(root, maxField);
+        sampling.maxTokens(maxTokens != null ? maxTokens
+                : chat ? Math.min(config.maxTokensLimit(), Math.max(1, engine.capacityTokens() - prompt.length))
+                : Math.min(config.maxTokensLimit(), 16));
+        Double temperature = number(root, "temperature");
+        if (temperature != null) {
+            sampling.temperature(temperature);
         }
-        SamplingParams.Builder sampling = SamplingParams.builder().maxTokens(maxTokens);
-        sampling.temperature(number(root, "temperature", 0, 0, 2));
-        sampling.topP(number(root, "top_p", 1, Double.MIN_VALUE, 1));
-        sampling.presencePenalty(number(root, "presence_penalty", 0, -SamplingParams.MAX_PENALTY, SamplingParams.MAX_PENALTY));
-        sampling.frequencyPenalty(number(root, "frequency_penalty", 0, -SamplingParams.MAX_PENALTY, SamplingParams.MAX_PENALTY));
-        JsonNode topK = root.get("top_k");
-        if (topK != null && !topK.isNull()) {
-            if (!topK.isIntegralNumber() || !topK.canConvertToInt() || topK.intValue() < -1) {
-                throw ApiError.badField("top_k", "'top_k' must be an integer >= 0 (0 or -1: off), got " + topK);
-            }
-            sampling.topK(Math.max(0, topK.intValue()));
+        Double topP = number(root, "top_p");
+        if (topP != null) {
+            sampling.topP(topP);
         }
-        JsonNode n = root.get("n");
-        if (n != null && !n.isNull() && !(n.isIntegralNumber() && n.intValue() == 1)) {
-            throw ApiError.badField("n", "'n' must be 1 (one choice per request), got " + n);
+        Double presence = number(root, "presence_penalty");
+        if (presence != null) {
+            sampling.presencePenalty(presence);
+        }
+        Double frequency = number(root, "frequency_penalty");
+        if (frequency != null) {
+            sampling.frequencyPenalty(frequency);
+        }
+        Integer topK = integer(root, "top_k");
+        if (topK != null) {
+            sampling.topK(topK);
+        }
+        Integer n = integer(root, "n");
+        if (n != null) {
+            sampling.n(n);
         }
         JsonNode seedNode = root.get("seed");
         if (seedNode != null && !seedNode.isNull()) {
@@ -318,49 +331,56 @@ public final class OpenAiServer implements AutoCloseable {
         SamplingParams params;
         try {
             params = sampling.build();
-        } catch (IllegalArgumentException e) { // every field was checked above; this names the field all the same
-            throw ApiError.badField(null, e.getMessage());
+        } catch (SamplingFieldException e) {
+            SamplingFieldException named = e.field().equals("max_tokens") ? e.renamed(maxField) : e;
+            throw ApiError.badField(named.field(), named.getMessage());
         }
         return new Parsed(new GenerationRequest(prompt, params), stream != null && stream.asBoolean(false));
     }
 
-    private static double number(JsonNode root, String field, double dflt, double min, double max) throws ApiError {
+    /** The number in {@code field}, or null when absent; a value of another JSON type is a 400. */
+    private static Double number(JsonNode root, String field) throws ApiError {
         JsonNode v = root.get(field);
         if (v == null || v.isNull()) {
-            return dflt;
+            return null;
         }
         if (!v.isNumber()) {
             throw ApiError.badField(field, "'" + field + "' must be a number, got " + v);
         }
-        double d = v.doubleValue();
-        if (!(d >= min && d <= max)) {
-            throw ApiError.badField(field, "'" + field + "' must be in [" + (min == Double.MIN_VALUE ? "0 (exclusive)" : min) + ", " + max
-                    + "], got " + d);
-        }
-        return d;
+        return v.doubleValue();
     }
 
+    /** The integer in {@code field}, or null when absent; a value that is not an int is a 400. */
+    private static Integer integer(JsonNode root, String field) throws ApiError {
+        JsonNode v = root.get(field);
+        if (v == null || v.isNull()) {
+            return null;
+        }
+        if (!v.isIntegralNumber() || !v.canConvertToInt()) {
+            throw ApiError.badField(field, "'" + field + "' must be an integer, got " + v);
+        }
+        return v.intValue();
+    }
+
+    /** {@code stop} as a list: a string is a list of one; the entries' count and emptiness are SamplingParams' to check. */
     private static List<String> stops(JsonNode stop) throws ApiError {
         if (stop == null || stop.isNull()) {
             return List.of();
         }
         if (stop.isTextual()) {
-            if (stop.asText().isEmpty()) {
-                throw ApiError.badField("stop", "'stop' must not be the empty string");
-            }
             return List.of(stop.asText());
         }
-        if (stop.isArray() && stop.size() <= 4) {
+        if (stop.isArray()) {
             List<String> out = new ArrayList<>();
             for (JsonNode s : stop) {
-                if (!s.isTextual() || s.asText().isEmpty()) {
-                    throw ApiError.badField("stop", "'stop' entries must be non-empty strings, got " + s);
+                if (!s.isTextual()) {
+                    throw ApiError.badField("stop", "'stop' entries must be strings, got " + s);
                 }
                 out.add(s.asText());
             }
             return out;
         }
-        throw ApiError.badField("stop", "'stop' must be a string or an array of at most 4 strings, got " + stop);
+        throw ApiError.badField("stop", "'stop' must be a string or an array of strings, got " + stop);
     }
 
     private int[] completionPrompt(JsonNode prompt) throws ApiError {

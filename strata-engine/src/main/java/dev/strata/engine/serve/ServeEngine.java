@@ -1,8 +1,12 @@
 package dev.strata.engine.serve;
 
 import dev.strata.cache.Durability;
+import dev.strata.cache.MetricsSnapshot;
 import dev.strata.cache.ObjectKey;
-import dev.strata.cache.TieredStore;
+import dev.strata.cache.TieredMemory;
+import dev.strata.cache.config.ConfigException;
+import dev.strata.cache.config.ConfigLoader;
+import dev.strata.cache.config.StrataConfig;
 import dev.strata.cache.expert.ExpertMasters;
 import dev.strata.cache.expert.ExpertPager;
 import dev.strata.cache.expert.ExpertRebalancer;
@@ -18,10 +22,8 @@ import dev.strata.cache.kv.PrefixHasher;
 import dev.strata.cache.kv.SharedBlockStore;
 import dev.strata.cache.kv.StridedKvLayout;
 import dev.strata.cache.peer.ConsumerLimits;
-import dev.strata.cache.peer.LeaseHints;
 import dev.strata.cache.peer.PeerClient;
 import dev.strata.cache.peer.PeerTier;
-import dev.strata.cache.policy.PolicyKind;
 import dev.strata.cache.split.LiveSplit;
 import dev.strata.engine.forward.ModelRunner;
 import dev.strata.engine.kernel.KernelPool;
@@ -30,17 +32,18 @@ import dev.strata.engine.model.ModelConfig;
 import dev.strata.engine.model.ModelDirectory;
 import dev.strata.memory.Sizes;
 import dev.strata.memory.Tier;
+import dev.strata.memory.TierKind;
+import dev.strata.memory.TierStats;
 import dev.strata.memory.device.DeviceTier;
-import dev.strata.memory.disk.DiskTier;
-import dev.strata.memory.disk.DiskTierOptions;
 import dev.strata.memory.host.HostTier;
 import dev.strata.memory.metrics.PrometheusText;
-import dev.strata.memory.transfer.TransferEngine;
 import java.lang.foreign.Arena;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.EnumSet;
 import java.util.List;
+import java.util.Set;
 
 /**
  * Everything one served model needs, opened from its directory: the mapped weights and tokenizer,
@@ -77,10 +80,9 @@ public final class ServeEngine implements AutoCloseable {
     private final ModelRunner runner;
     private final int capacityTokens; // kvBlocks × blockTokens
     private final ObjectKey fingerprint; // the model's identity in prefix keys and shared indexes
-    private final List<Tier> kvTiers = new ArrayList<>(); // the KV store's tiers, top first; empty without offload
-    private final TieredStore kvStore; // null without offload
-    private final TransferEngine kvTransfers; // null without offload
+    private final TieredMemory memory; // the KV offload tiers, their transfer engine and store; null without offload
     private final PeerClient peers; // the caller's; null without peers
+    private final SharedBlockStore shared; // the caller's pool shared with other engines; null without one
     private final PeerTier kvPeer; // the PEER KV tier (also in kvTiers); null without one
     private final ExpertRebalancer rebalancer; // null without expert copies on peers
     private final ServeSplit splitDevice; // the split's DEVICE tier and KV layout; null without a split
@@ -93,24 +95,32 @@ public final class ServeEngine implements AutoCloseable {
      * @param blockTokens  tokens per KV block
      * @param kvBlocks     KV blocks in the DEVICE arena; a sequence can hold at most {@code kvBlocks × blockTokens} tokens
      * @param expertCap    DEVICE expert slots per MoE layer; 0 reads experts from the mapped weights (no pager)
-     * @param hostKvBytes  bytes of the HOST tier evicted KV blocks are offloaded into; 0: no offload
-     * @param diskKvDir    directory of a DISK tier below HOST (null: none; needs {@code hostKvBytes > 0})
-     * @param diskKvBytes  bytes of that DISK tier
+     * @param offload      the tiers committed KV blocks are offloaded into (PEER, HOST, DISK of the one
+     *                     configuration, opened through {@link TieredMemory}), or null for none
      * @param shared       the pool shared with other engine processes (null: none); the caller opens and closes it
      * @param peers        the client that borrows memory lent by peers (null: none); the caller opens and closes it
-     * @param peerKvBytes  bytes of the PEER KV tier above HOST (0: none; needs {@code peers} and {@code hostKvBytes > 0})
-     * @param peerKvDurability durability of offloaded KV blocks: LOSSY (a revoked PEER copy is a miss) or
-     *                     BACKED (every block also written to HOST)
      * @param peerExpertBytes bytes of expert copies kept on peers (0: none; used with {@code peers} and a paged MoE model)
      * @param rebalancePeriod time between the expert rebalancer's passes
      * @param split        the live expert/KV split of one DEVICE budget (null: none; needs {@code expertCap > 0}
      *                     and a MoE model); {@code kvBlocks} is then the KV floor and {@code expertCap} the start
      */
-    public record Options(int threads, int blockTokens, int kvBlocks, int expertCap, long hostKvBytes, Path diskKvDir,
-                          long diskKvBytes, SharedBlockStore shared, PeerClient peers, long peerKvBytes,
-                          Durability peerKvDurability, long peerExpertBytes, Duration rebalancePeriod, LiveSplit.Settings split) {
+    public record Options(int threads, int blockTokens, int kvBlocks, int expertCap, StrataConfig offload, SharedBlockStore shared,
+                          PeerClient peers, long peerExpertBytes, Duration rebalancePeriod, LiveSplit.Settings split) {
+        /** The KV tiers a serving process offloads into; DEVICE and the shared POOL are reached through the KV manager. */
+        public static final Set<TierKind> OFFLOAD_TIERS = EnumSet.of(TierKind.PEER, TierKind.HOST, TierKind.DISK);
+
         /** @throws IllegalArgumentException naming every value out of range */
         public Options {
+            List<String> problems = problems(threads, blockTokens, kvBlocks, expertCap, offload, peers, peerExpertBytes, rebalancePeriod,
+                    split);
+            if (!problems.isEmpty()) {
+                throw new IllegalArgumentException("serve engine: " + String.join("; ", problems));
+            }
+        }
+
+        private static List<String> problems(int threads, int blockTokens, int kvBlocks, int expertCap, StrataConfig offload,
+                                             PeerClient peers, long peerExpertBytes, Duration rebalancePeriod,
+                                             LiveSplit.Settings split) {
             List<String> problems = new ArrayList<>();
             if (threads < 1) {
                 problems.add("threads " + threads + " must be at least 1");
@@ -127,26 +137,23 @@ public final class ServeEngine implements AutoCloseable {
             if (expertCap < 0) {
                 problems.add("expert cap " + expertCap + " must be at least 0");
             }
-            if (hostKvBytes < 0) {
-                problems.add("host KV bytes " + hostKvBytes + " must be at least 0");
+            if (offload != null) {
+                if (offload.device() != null || offload.pool() != null) {
+                    problems.add("KV offload tiers are PEER, HOST and DISK; DEVICE and POOL are reached through the KV manager");
+                }
+                if (offload.host() == null && (offload.peer() != null || offload.disk() != null)) {
+                    problems.add((offload.peer() != null ? "a PEER KV tier (" + offload.peer().capacity() + " bytes)" : "a DISK KV tier ("
+                            + offload.disk().directory() + ")") + " needs a HOST KV tier (tiers.host; host KV bytes is 0)");
+                }
+                if (offload.peer() != null && peers == null) {
+                    problems.add("a PEER KV tier of " + offload.peer().capacity() + " bytes needs a peer client");
+                }
             }
-            if (diskKvDir != null && hostKvBytes == 0) {
-                problems.add("a DISK KV tier (" + diskKvDir + ") needs a HOST KV tier above it (host KV bytes is 0)");
+            if (peerExpertBytes < 0) {
+                problems.add("peer expert bytes " + peerExpertBytes + " must be at least 0");
             }
-            if (diskKvDir != null && diskKvBytes <= 0) {
-                problems.add("disk KV bytes " + diskKvBytes + " must be positive with a DISK KV tier");
-            }
-            if (peerKvBytes < 0 || peerExpertBytes < 0) {
-                problems.add("peer KV bytes " + peerKvBytes + " and peer expert bytes " + peerExpertBytes + " must be at least 0");
-            }
-            if (peers == null && (peerKvBytes > 0 || peerExpertBytes > 0)) {
-                problems.add("peer KV bytes " + peerKvBytes + " and peer expert bytes " + peerExpertBytes + " need a peer client");
-            }
-            if (peerKvBytes > 0 && hostKvBytes == 0) {
-                problems.add("a PEER KV tier (" + peerKvBytes + " bytes) needs a HOST KV tier below it (host KV bytes is 0)");
-            }
-            if (peerKvDurability == null) {
-                problems.add("peer KV durability must be LOSSY or BACKED, not null");
+            if (peers == null && peerExpertBytes > 0) {
+                problems.add("peer expert bytes " + peerExpertBytes + " need a peer client");
             }
             if (rebalancePeriod == null || rebalancePeriod.isNegative() || rebalancePeriod.isZero()) {
                 problems.add("rebalance period " + rebalancePeriod + " must be positive");
@@ -154,21 +161,40 @@ public final class ServeEngine implements AutoCloseable {
             if (split != null && expertCap == 0) {
                 problems.add("the expert/KV split of " + split.budgetBytes() + " bytes needs paged experts (expert cap > 0)");
             }
-            if (!problems.isEmpty()) {
-                throw new IllegalArgumentException("serve engine: " + String.join("; ", problems));
-            }
+            return problems;
+        }
+
+        /** Bytes of the HOST KV tier (0: no offload). */
+        public long hostKvBytes() {
+            return offload == null || offload.host() == null ? 0 : offload.host().capacity();
+        }
+
+        /** Bytes of the PEER KV tier (0: none). */
+        public long peerKvBytes() {
+            return offload == null || offload.peer() == null ? 0 : offload.peer().capacity();
+        }
+
+        /** Durability of KV blocks offloaded to peers: LOSSY (a revoked PEER copy is a miss) or BACKED (also on HOST). */
+        public Durability peerKvDurability() {
+            return offload == null || offload.peer() == null ? Durability.LOSSY : offload.peer().durability();
         }
 
         public static Builder builder() {
             return new Builder();
         }
 
-        /** Collects options; defaults: 1 thread, 256 blocks of 16 tokens, no pager, no offload, no pool. Not thread-safe. */
+        /**
+         * Collects options; defaults: 1 thread, 256 blocks of 16 tokens, no pager, no offload, no pool.
+         * The KV tiers come either from the one configuration ({@link #offload(StrataConfig)}) or from
+         * the shorthands {@link #hostKv}, {@link #diskKv}, {@link #peers} and {@link #peerKvDurability},
+         * which are translated into the same configuration keys. Not thread-safe.
+         */
         public static final class Builder {
             private int threads = 1;
             private int blockTokens = 16;
             private int kvBlocks = 256;
             private int expertCap;
+            private StrataConfig offload;
             private long hostKvBytes;
             private Path diskKvDir;
             private long diskKvBytes;
@@ -203,7 +229,17 @@ public final class ServeEngine implements AutoCloseable {
                 return this;
             }
 
-            /** A HOST tier of {@code bytes} that evicted KV blocks are offloaded into (0: none). */
+            /**
+             * The KV offload tiers of a concluded configuration: its PEER, HOST and DISK tiers with
+             * their store settings (its DEVICE and POOL tiers are left to the caller).
+             */
+            public Builder offload(StrataConfig config) {
+                StrataConfig tiers = config.onlyTiers(OFFLOAD_TIERS);
+                offload = tiers.hasTiers() ? tiers : null;
+                return this;
+            }
+
+            /** A HOST tier of {@code bytes} that evicted KV blocks are offloaded into (0: none): {@code tiers.host.capacity}. */
             public Builder hostKv(long bytes) {
                 hostKvBytes = bytes;
                 return this;
@@ -262,8 +298,64 @@ public final class ServeEngine implements AutoCloseable {
 
             /** @throws IllegalArgumentException naming every value out of range */
             public Options conclude() {
-                return new Options(threads, blockTokens, kvBlocks, expertCap, hostKvBytes, diskKvDir, diskKvBytes, shared, peers,
-                        peerKvBytes, peerKvDurability, peerExpertBytes, rebalancePeriod, split);
+                StrataConfig tiers = offload;
+                if (tiers == null) {
+                    List<String> problems = new ArrayList<>();
+                    if (hostKvBytes < 0) {
+                        problems.add("host KV bytes " + hostKvBytes + " must be at least 0");
+                    }
+                    if (diskKvDir != null && hostKvBytes == 0) {
+                        problems.add("a DISK KV tier (" + diskKvDir + ") needs a HOST KV tier above it (host KV bytes is 0)");
+                    }
+                    if (diskKvDir != null && diskKvBytes <= 0) {
+                        problems.add("disk KV bytes " + diskKvBytes + " must be positive with a DISK KV tier");
+                    }
+                    if (peerKvBytes < 0) {
+                        problems.add("peer KV bytes " + peerKvBytes + " must be at least 0");
+                    }
+                    if (peers == null && peerKvBytes > 0) {
+                        problems.add("peer KV bytes " + peerKvBytes + " need a peer client");
+                    }
+                    if (peerKvBytes > 0 && hostKvBytes == 0) {
+                        problems.add("a PEER KV tier (" + peerKvBytes + " bytes) needs a HOST KV tier below it (host KV bytes is 0)");
+                    }
+                    if (peerKvDurability == null) {
+                        problems.add("peer KV durability must be LOSSY or BACKED, not null");
+                    }
+                    if (!problems.isEmpty()) {
+                        problems.addAll(problems(threads, blockTokens, kvBlocks, expertCap, null, peers, peerExpertBytes, rebalancePeriod,
+                                split));
+                        throw new IllegalArgumentException("serve engine: " + String.join("; ", problems));
+                    }
+                    tiers = hostKvBytes == 0 ? null : shorthandTiers();
+                }
+                return new Options(threads, blockTokens, kvBlocks, expertCap, tiers, shared, peers, peerExpertBytes, rebalancePeriod, split);
+            }
+
+            /** The shorthands as configuration keys: PEER (watermarks 0.95/0.85), HOST and DISK (1.0/0.9). */
+            private StrataConfig shorthandTiers() {
+                List<String> keys = new ArrayList<>();
+                List<String> chain = new ArrayList<>();
+                if (peers != null && peerKvBytes > 0) {
+                    long chunk = Math.max(PeerTier.ALIGNMENT, Math.min(peerKvBytes, PeerTier.DEFAULT_CHUNK) / PeerTier.ALIGNMENT * PeerTier.ALIGNMENT);
+                    keys.addAll(List.of("tiers.peer.capacity=" + peerKvBytes, "tiers.peer.chunk=" + chunk,
+                            "tiers.peer.durability=" + peerKvDurability.name().toLowerCase(java.util.Locale.ROOT)));
+                    chain.add("peer");
+                }
+                keys.addAll(List.of("tiers.host.capacity=" + hostKvBytes, "store.tiers.host.high-watermark=1.0",
+                        "store.tiers.host.low-watermark=0.9"));
+                chain.add("host");
+                if (diskKvDir != null) {
+                    keys.addAll(List.of("tiers.disk.capacity=" + diskKvBytes, "tiers.disk.directory=" + diskKvDir,
+                            "tiers.disk.remove-on-close=true", "store.tiers.disk.high-watermark=1.0", "store.tiers.disk.low-watermark=0.9"));
+                    chain.add("disk");
+                }
+                keys.add("store.chain=[" + String.join(",", chain) + "]");
+                try {
+                    return ConfigLoader.load(keys, null, List.of(), null, List.of()).conclude();
+                } catch (ConfigException e) {
+                    throw new IllegalArgumentException("serve engine: " + e.getMessage(), e);
+                }
             }
         }
     }
@@ -303,37 +395,21 @@ public final class ServeEngine implements AutoCloseable {
         fingerprint = fingerprint(dir, g);
         PrefixHasher hasher = new PrefixHasher(PrefixHashContext.of(fingerprint, g));
         KvBlockManager.Builder kvb = KvBlockManager.builder(layout, hasher);
-        TieredStore store = null;
-        TransferEngine transfers = null;
-        PeerTier peerTier = null;
+        TieredMemory offload = null;
         try {
-            if (options.hostKvBytes() > 0) {
+            StrataConfig tiers = options.offload();
+            if (tiers != null) {
                 KvDropRelay relay = new KvDropRelay();
-                TieredStore.Builder sb = TieredStore.builder().dropListener(relay);
-                if (options.peerKvBytes() > 0) {
-                    long chunk = Math.min(options.peerKvBytes(), PeerTier.DEFAULT_CHUNK) / PeerTier.ALIGNMENT * PeerTier.ALIGNMENT;
-                    if (chunk < g.bytesPerBlock()) {
-                        throw new IllegalArgumentException("peer KV bytes " + options.peerKvBytes() + " hold no KV block of "
-                                + g.bytesPerBlock() + " bytes");
+                PeerClient.ConsumerView view = null;
+                if (tiers.peer() != null) {
+                    if (tiers.peer().chunk() < g.bytesPerBlock()) {
+                        throw new IllegalArgumentException("tiers.peer.chunk " + tiers.peer().chunk() + " bytes (peer KV "
+                                + tiers.peer().capacity() + " bytes) holds no KV block of " + g.bytesPerBlock() + " bytes");
                     }
-                    PeerClient.ConsumerView view = options.peers().forConsumer("kv", ConsumerLimits.bytes(options.peerKvBytes()));
-                    peerTier = new PeerTier("kv-peer", view, options.peerKvBytes(), chunk, LeaseHints.of(options.peerKvDurability()));
-                    kvTiers.add(peerTier);
-                    sb.tier(peerTier, 0.95, 0.85, PolicyKind.PRIORITY_LRU);
+                    view = options.peers().forConsumer("kv", ConsumerLimits.bytes(tiers.peer().capacity()));
                 }
-                HostTier kvHost = HostTier.create("kv-host", options.hostKvBytes());
-                kvTiers.add(kvHost);
-                sb.tier(kvHost, 1.0, 0.9, PolicyKind.PRIORITY_LRU);
-                if (options.diskKvDir() != null) {
-                    DiskTier kvDisk = DiskTier.open(DiskTierOptions.in(options.diskKvDir(), options.diskKvBytes()).name("kv-disk")
-                            .deleteOnClose(true));
-                    kvTiers.add(kvDisk);
-                    sb.tier(kvDisk, 1.0, 0.9, PolicyKind.PRIORITY_LRU);
-                }
-                store = sb.build();
-                long staging = Math.max(1L << 20, 8 * g.bytesPerBlock());
-                transfers = new TransferEngine(TransferEngine.Settings.defaults().withStagingBytes(staging));
-                kvb.store(store, transfers, relay);
+                offload = TieredMemory.open(tiers, relay, view);
+                kvb.store(offload.store(), offload.engine(), relay);
                 // write-through: a block's copy starts at commit, so evicting it later frees its slot at once
                 kvb.config(KvManagerConfig.defaults().offload(OffloadMode.WRITE_THROUGH).offloadDurability(options.peerKvDurability()));
             }
@@ -341,7 +417,9 @@ public final class ServeEngine implements AutoCloseable {
                 kvb.shared(options.shared());
             }
         } catch (RuntimeException | Error e) {
-            closeStore(store, transfers, kvTiers);
+            if (offload != null) {
+                offload.close();
+            }
             if (splitDevice != null) {
                 splitDevice.closeAfterFailure();
             }
@@ -350,16 +428,16 @@ public final class ServeEngine implements AutoCloseable {
             model.close();
             throw e;
         }
-        kvStore = store;
-        kvTransfers = transfers;
-        kvPeer = peerTier;
+        memory = offload;
+        kvPeer = offload == null ? null : (PeerTier) offload.tier(TierKind.PEER);
         peers = options.peers();
+        shared = options.shared();
         kv = kvb.build();
         capacityTokens = options.kvBlocks() * options.blockTokens();
         if (expertCap > 0 && c.moe()) {
             long moeLayers = ModelRunner.moeLayerCount(c);
             long expertBytes = ModelRunner.expertLayout(c).bytes();
-            host = HostTier.create("host", moeLayers * c.numExperts() * expertBytes + (1L << 20));
+            host = HostTier.create("expert-masters", moeLayers * c.numExperts() * expertBytes + (1L << 20));
             device = splitDevice != null ? splitDevice.tier() : DeviceTier.cpu("device", moeLayers * expertCap * expertBytes + (1L << 20));
             masters = ModelRunner.loadMasters(model.weights(), host);
             ExpertPager.Builder pb = ExpertPager.builder(masters, device).topK(c.numExpertsPerTok()).slotsPerLayer(expertCap);
@@ -413,7 +491,12 @@ public final class ServeEngine implements AutoCloseable {
 
     /** The tiers evicted KV blocks are offloaded into, top first (empty without offload). */
     public List<Tier> kvTiers() {
-        return List.copyOf(kvTiers);
+        return memory == null ? List.of() : memory.tiers();
+    }
+
+    /** The KV offload tiers with their transfer engine and store, or null without offload. */
+    public TieredMemory offloadMemory() {
+        return memory;
     }
 
     public ModelDirectory model() {
@@ -449,10 +532,16 @@ public final class ServeEngine implements AutoCloseable {
      * {@code strata_expert_peer_*}; empty without peers. Any thread.
      */
     public String peerMetrics() {
-        if (peers == null) {
-            return "";
-        }
         PrometheusText out = new PrometheusText();
+        writePeerMetrics(out);
+        return out.toString();
+    }
+
+    /** Appends the families of {@link #peerMetrics()} to {@code out}; nothing without peers. Any thread. */
+    public void writePeerMetrics(PrometheusText out) {
+        if (peers == null) {
+            return;
+        }
         peers.stats().writeTo(out);
         List<PeerTier> tiers = new ArrayList<>();
         if (kvPeer != null) {
@@ -461,44 +550,34 @@ public final class ServeEngine implements AutoCloseable {
         if (rebalancer != null) {
             tiers.add(rebalancer.tier());
         }
-        writePeerTiers(out, tiers);
+        dev.strata.cache.peer.PeerTierMetrics.writeTo(out, tiers);
         if (rebalancer != null) {
             rebalancer.stats().writeTo(out);
         }
-        return out.toString();
     }
 
-    private static void writePeerTiers(PrometheusText out, List<PeerTier> tiers) {
-        if (tiers.isEmpty()) {
-            return;
+    /**
+     * The memory families in the Prometheus text format for every tier this engine runs: the
+     * {@code strata_tier_*} occupancy and traffic of the expert slots (DEVICE), the expert masters
+     * (HOST), the KV offload tiers and the shared pool; the {@code strata_link_*} families of the
+     * offload tiers' transfer engine; and the {@code strata_store_*} families of their store. Any
+     * thread.
+     */
+    public void writeMemoryMetrics(PrometheusText out) {
+        List<TierStats> tiers = new ArrayList<>();
+        if (device != null) {
+            tiers.add(device.stats());
+            tiers.add(host.stats());
         }
-        String[][] families = {
-                {"strata_peer_tier_leases_borrowed_total", "counter", "Leases the PEER tier borrowed"},
-                {"strata_peer_tier_leases_returned_total", "counter", "Leases the PEER tier gave back (empty, or at close)"},
-                {"strata_peer_tier_leases_revoked_total", "counter", "Leases the peers took back (reclaimed, fenced or lost)"},
-                {"strata_peer_tier_handles_revoked_total", "counter", "Allocations that were live on revoked leases"},
-                {"strata_peer_tier_borrow_failures_total", "counter", "Times no peer could lend a chunk when one was needed"},
-                {"strata_peer_tier_lost_writes_total", "counter", "Writes that stored nothing because the lease had ended"},
-                {"strata_peer_tier_borrowed_bytes", "gauge", "Bytes the PEER tier borrows now"},
-                {"strata_peer_tier_used_bytes", "gauge", "Bytes allocated in the PEER tier now"}};
-        for (int f = 0; f < families.length; f++) {
-            out.family(families[f][0], families[f][1].equals("counter") ? PrometheusText.Type.COUNTER : PrometheusText.Type.GAUGE,
-                    families[f][2]);
-            for (PeerTier t : tiers) {
-                PeerTier.Counters c = t.counters();
-                long value = switch (f) {
-                    case 0 -> c.leasesBorrowed();
-                    case 1 -> c.leasesReturned();
-                    case 2 -> c.leasesRevoked();
-                    case 3 -> c.handlesRevoked();
-                    case 4 -> c.borrowFailures();
-                    case 5 -> c.lostWrites();
-                    case 6 -> t.borrowedBytes();
-                    default -> t.used();
-                };
-                out.sample(families[f][0], value, "tier", t.name());
-            }
+        MetricsSnapshot offload = memory == null ? null : memory.metrics();
+        if (offload != null) {
+            tiers.addAll(offload.tiers());
         }
+        if (shared != null && shared.tier() != null) {
+            tiers.add(shared.tier().stats());
+        }
+        new MetricsSnapshot(tiers, offload == null ? List.of() : offload.links(), offload == null ? null : offload.store())
+                .writeTo(out);
     }
 
     /**
@@ -530,21 +609,11 @@ public final class ServeEngine implements AutoCloseable {
             device.close();
             host.close();
         }
-        closeStore(kvStore, kvTransfers, kvTiers);
+        if (memory != null) {
+            memory.close();
+        }
         pool.close();
         arena.close();
         model.close();
-    }
-
-    private static void closeStore(TieredStore store, TransferEngine transfers, List<Tier> tiers) {
-        if (store != null) {
-            store.close();
-        }
-        if (transfers != null) {
-            transfers.close();
-        }
-        for (int i = tiers.size() - 1; i >= 0; i--) {
-            tiers.get(i).close();
-        }
     }
 }

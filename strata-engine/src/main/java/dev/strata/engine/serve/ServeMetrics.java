@@ -1,11 +1,12 @@
 package dev.strata.engine.serve;
 
-import java.util.Locale;
+import dev.strata.memory.metrics.PrometheusText;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicLongArray;
 
 /**
- * Counters and latency histograms of a serving process, rendered in the Prometheus text format.
+ * Counters and latency histograms of a serving process, written as Prometheus families
+ * {@code strata_serve_*} through {@link PrometheusText}.
  * TTFT is from submission to the first generated token; TPOT is the gap between consecutive
  * generated tokens of one request; tokens/s is generated tokens over the time since the first
  * request. The scheduler's state (running and preempted sequences, preemptions, decode batches
@@ -87,48 +88,42 @@ public final class ServeMetrics {
 
     /** The exposition of these metrics plus {@code queueLength}; ends with a newline. */
     public String toPrometheus(int queueLength) {
-        StringBuilder s = new StringBuilder();
-        counter(s, "strata_serve_requests_total", "Requests received at the generation endpoints", requests.get());
-        counter(s, "strata_serve_rejected_total", "Requests answered with an error status", rejected.get());
-        counter(s, "strata_serve_completed_total", "Generations that ended (stop, length or cancel)", completed.get());
-        counter(s, "strata_serve_failed_total", "Generations that failed", failed.get());
-        counter(s, "strata_serve_cancelled_total", "Generations cancelled (client gone)", cancelled.get());
-        counter(s, "strata_serve_tokens_generated_total", "Tokens generated", tokens.get());
+        PrometheusText out = new PrometheusText();
+        writeTo(out, queueLength);
+        return out.toString();
+    }
+
+    /** Appends the {@code strata_serve_*} families, with {@code queueLength} as the queue's gauge, to {@code out}. */
+    public void writeTo(PrometheusText out, int queueLength) {
+        counter(out, "strata_serve_requests_total", "Requests received at the generation endpoints", requests.get());
+        counter(out, "strata_serve_rejected_total", "Requests answered with an error status", rejected.get());
+        counter(out, "strata_serve_completed_total", "Generations that ended (stop, length or cancel)", completed.get());
+        counter(out, "strata_serve_failed_total", "Generations that failed", failed.get());
+        counter(out, "strata_serve_cancelled_total", "Generations cancelled (client gone)", cancelled.get());
+        counter(out, "strata_serve_tokens_generated_total", "Tokens generated", tokens.get());
         long start = firstNanos.get();
         double secs = start == 0 ? 0 : (System.nanoTime() - start) / 1e9;
-        gauge(s, "strata_serve_tokens_per_second", "Tokens generated per second since the first request",
+        gauge(out, "strata_serve_tokens_per_second", "Tokens generated per second since the first request",
                 secs == 0 ? 0 : tokens.get() / secs);
-        s.append("# HELP strata_serve_queue_length Requests waiting to start\n# TYPE strata_serve_queue_length gauge\n");
-        s.append("strata_serve_queue_length ").append(queueLength).append('\n');
+        gauge(out, "strata_serve_queue_length", "Requests waiting to start", queueLength);
         SchedulerGauges g = gauges;
-        gauge(s, "strata_serve_running", "Sequences in the running batch", g.running());
-        gauge(s, "strata_serve_preempted", "Sequences preempted and waiting to resume", g.preempted());
-        counter(s, "strata_serve_preemptions_total", "Sequences preempted to free KV blocks", g.preemptions());
-        counter(s, "strata_serve_decode_batches_total", "Decode forward passes (one per scheduler step when batched)",
+        gauge(out, "strata_serve_running", "Sequences in the running batch", g.running());
+        gauge(out, "strata_serve_preempted", "Sequences preempted and waiting to resume", g.preempted());
+        counter(out, "strata_serve_preemptions_total", "Sequences preempted to free KV blocks", g.preemptions());
+        counter(out, "strata_serve_decode_batches_total", "Decode forward passes (one per scheduler step when batched)",
                 g.decodeBatches());
-        counter(s, "strata_serve_decoded_tokens_total", "Tokens decoded by those passes (their mean batch size is the ratio)",
+        counter(out, "strata_serve_decoded_tokens_total", "Tokens decoded by those passes (their mean batch size is the ratio)",
                 g.decodedTokens());
-        ttft.write(s, "strata_serve_ttft_seconds", "Time from submission to the first generated token");
-        tpot.write(s, "strata_serve_time_per_output_token_seconds", "Time between consecutive generated tokens");
-        return s.toString();
+        ttft.writeTo(out, "strata_serve_ttft_seconds", "Time from submission to the first generated token");
+        tpot.writeTo(out, "strata_serve_time_per_output_token_seconds", "Time between consecutive generated tokens");
     }
 
-    private static void counter(StringBuilder s, String name, String help, long v) {
-        s.append("# HELP ").append(name).append(' ').append(help).append('\n');
-        s.append("# TYPE ").append(name).append(" counter\n");
-        s.append(name).append(' ').append(v).append('\n');
+    private static void counter(PrometheusText out, String name, String help, long v) {
+        out.family(name, PrometheusText.Type.COUNTER, help).sample(name, v);
     }
 
-    private static void gauge(StringBuilder s, String name, String help, long v) {
-        s.append("# HELP ").append(name).append(' ').append(help).append('\n');
-        s.append("# TYPE ").append(name).append(" gauge\n");
-        s.append(name).append(' ').append(v).append('\n');
-    }
-
-    private static void gauge(StringBuilder s, String name, String help, double v) {
-        s.append("# HELP ").append(name).append(' ').append(help).append('\n');
-        s.append("# TYPE ").append(name).append(" gauge\n");
-        s.append(name).append(' ').append(String.format(Locale.ROOT, "%.6g", v)).append('\n');
+    private static void gauge(PrometheusText out, String name, String help, double v) {
+        out.family(name, PrometheusText.Type.GAUGE, help).sample(name, v);
     }
 
     /** A cumulative-bucket histogram of durations. */
@@ -146,17 +141,12 @@ public final class ServeMetrics {
             sumNanos.addAndGet(nanos);
         }
 
-        void write(StringBuilder s, String name, String help) {
-            s.append("# HELP ").append(name).append(' ').append(help).append('\n');
-            s.append("# TYPE ").append(name).append(" histogram\n");
-            long cumulative = 0;
-            for (int b = 0; b <= BUCKETS.length; b++) {
-                cumulative += counts.get(b);
-                String le = b == BUCKETS.length ? "+Inf" : Double.toString(BUCKETS[b]);
-                s.append(name).append("_bucket{le=\"").append(le).append("\"} ").append(cumulative).append('\n');
+        void writeTo(PrometheusText out, String name, String help) {
+            long[] perBucket = new long[BUCKETS.length + 1];
+            for (int b = 0; b < perBucket.length; b++) {
+                perBucket[b] = counts.get(b);
             }
-            s.append(name).append("_sum ").append(String.format(Locale.ROOT, "%.9f", sumNanos.get() / 1e9)).append('\n');
-            s.append(name).append("_count ").append(cumulative).append('\n');
+            out.family(name, PrometheusText.Type.HISTOGRAM, help).histogram(name, BUCKETS, perBucket, sumNanos.get() / 1e9);
         }
     }
 }

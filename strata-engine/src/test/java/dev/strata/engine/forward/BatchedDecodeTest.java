@@ -111,7 +111,7 @@ class BatchedDecodeTest {
                     assertThat(logits.length).isEqualTo(members.size());
                     for (int b = 0; b < members.size(); b++) {
                         history.get(members.get(b)).add(next[b]);
-                        got.get(members.get(b)).add(logits[b]);
+                        got.get(members.get(b)).add(logits[b].clone()); // the sequence's array, overwritten by its next step
                     }
                     rig.kv.checkInvariants();
                     if (rig.pager != null) {

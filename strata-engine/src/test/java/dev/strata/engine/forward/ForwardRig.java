@@ -82,11 +82,11 @@ final class ForwardRig implements AutoCloseable {
             List<float[]> logits = new ArrayList<>();
             int[] tokens = new int[steps];
             float[] last = s.prefill(prompt, false)[0];
-            logits.add(last);
+            logits.add(last.clone()); // the sequence's array, overwritten by its next step
             for (int i = 0; i < steps; i++) {
                 tokens[i] = argmax(last);
                 last = s.decode(tokens[i]);
-                logits.add(last);
+                logits.add(last.clone());
             }
             if (pager != null) {
                 pager.checkInvariants();

@@ -11,6 +11,7 @@ import dev.strata.engine.sample.SamplingParams;
 import dev.strata.engine.synth.ModelSynthesizer;
 import dev.strata.engine.synth.SynthSpec;
 import dev.strata.engine.tokenizer.StreamDecoder;
+import dev.strata.memory.metrics.PrometheusText;
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.io.OutputStream;
@@ -580,8 +581,8 @@ class ContinuousBatchingServerTest {
         }
 
         @Override
-        public String engineMetrics() {
-            return inner.engineMetrics();
+        public void writeEngineMetrics(PrometheusText out) {
+            inner.writeEngineMetrics(out);
         }
 
         @Override

@@ -1,13 +1,17 @@
 package dev.strata.engine.serve;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.catchThrowableOfType;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.strata.engine.model.ModelFamily;
 import dev.strata.engine.sample.FinishReason;
+import dev.strata.engine.sample.SamplingFieldException;
+import dev.strata.engine.sample.SamplingParams;
 import dev.strata.engine.synth.ModelSynthesizer;
 import dev.strata.engine.synth.SynthSpec;
+import dev.strata.memory.metrics.PrometheusText;
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.io.OutputStream;
@@ -21,6 +25,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.function.UnaryOperator;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -304,6 +309,56 @@ class OpenAiServerTest {
         assertThat(engine.kv().stats().openSequences()).isZero();
     }
 
+    /** A sampling value, as JSON in a request and as the same call on {@link SamplingParams.Builder}. */
+    private record SamplingCase(String json, String field, UnaryOperator<SamplingParams.Builder> same) {
+    }
+
+    @Test
+    void samplingFieldsAreJudgedOnlyBySamplingParamsSoTheServerAndCodeAgree() throws Exception {
+        // values the server and SamplingParams used to judge differently, and one of each other range:
+        // refused over HTTP with a 400 naming the field, and refused by SamplingParams with the same message
+        List<SamplingCase> refused = List.of(
+                new SamplingCase("\"temperature\":2.5", "temperature", b -> b.temperature(2.5)),
+                new SamplingCase("\"stop\":[\"a\",\"b\",\"c\",\"d\",\"e\"]", "stop", b -> b.stop(List.of("a", "b", "c", "d", "e"))),
+                new SamplingCase("\"stop\":\"\"", "stop", b -> b.stop(List.of(""))),
+                new SamplingCase("\"top_p\":0", "top_p", b -> b.topP(0)),
+                new SamplingCase("\"top_k\":-2", "top_k", b -> b.topK(-2)),
+                new SamplingCase("\"presence_penalty\":2.5", "presence_penalty", b -> b.presencePenalty(2.5)),
+                new SamplingCase("\"frequency_penalty\":-7", "frequency_penalty", b -> b.frequencyPenalty(-7)),
+                new SamplingCase("\"n\":2", "n", b -> b.n(2)),
+                new SamplingCase("\"max_tokens\":513", "max_tokens", b -> b.maxTokens(513).maxTokensLimit(512)),
+                new SamplingCase("\"max_tokens\":0", "max_tokens", b -> b.maxTokens(0).maxTokensLimit(512)));
+        for (SamplingCase c : refused) {
+            SamplingFieldException expected = catchThrowableOfType(SamplingFieldException.class,
+                    () -> c.same().apply(SamplingParams.builder()).build());
+            assertThat(expected).as(c.json()).isNotNull();
+            assertThat(expected.field()).isEqualTo(c.field());
+            HttpResponse<String> r = post(server, "/v1/completions", "{\"prompt\":\"abc\"," + c.json() + "}", null);
+            assertThat(r.statusCode()).as(c.json()).isEqualTo(400);
+            JsonNode err = JSON.readTree(r.body()).get("error");
+            assertThat(err.get("type").asText()).isEqualTo("invalid_request_error");
+            assertThat(err.get("param").asText()).as(c.json()).isEqualTo(c.field());
+            assertThat(err.get("message").asText()).as(c.json()).isEqualTo(expected.getMessage()).contains(c.field());
+        }
+        // chat spells max_tokens max_completion_tokens; the 400 names the field the request used
+        HttpResponse<String> chat = post(server, "/v1/chat/completions",
+                "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"max_completion_tokens\":0}", null);
+        assertThat(chat.statusCode()).isEqualTo(400);
+        assertThat(JSON.readTree(chat.body()).get("error").get("param").asText()).isEqualTo("max_completion_tokens");
+        assertThat(error(chat)).isEqualTo("max_completion_tokens must be in [1, 512], got 0");
+
+        // accepted both ways: top_k -1 (off, which only the server allowed) and the highest temperature
+        List<SamplingCase> accepted = List.of(new SamplingCase("\"top_k\":-1", "top_k", b -> b.topK(-1)),
+                new SamplingCase("\"temperature\":2", "temperature", b -> b.temperature(2)));
+        for (SamplingCase c : accepted) {
+            assertThat(c.same().apply(SamplingParams.builder()).build()).isNotNull();
+            HttpResponse<String> r = post(server, "/v1/completions", "{\"prompt\":\"abc\",\"max_tokens\":2," + c.json() + "}", null);
+            assertThat(r.statusCode()).as(c.json() + ": " + r.body()).isEqualTo(200);
+        }
+        assertThat(SamplingParams.builder().topK(-1).build().topK()).isZero();
+        assertThat(engine.kv().stats().openSequences()).isZero();
+    }
+
     @Test
     void apiKeyIsRequiredWhenConfigured() throws Exception {
         String body = "{\"prompt\":\"abc\",\"max_tokens\":2}";
@@ -412,8 +467,8 @@ class OpenAiServerTest {
         }
 
         @Override
-        public String engineMetrics() {
-            return inner.engineMetrics();
+        public void writeEngineMetrics(PrometheusText out) {
+            inner.writeEngineMetrics(out);
         }
 
         @Override

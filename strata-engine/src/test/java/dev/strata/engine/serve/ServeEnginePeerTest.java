@@ -150,7 +150,7 @@ class ServeEnginePeerTest {
             assertThat(engine.kvPeerTier().counters().leasesRevoked()).isPositive();
             String metrics = engine.peerMetrics();
             assertThat(metrics).contains("strata_peer_borrowed_bytes{").contains("strata_peer_revocations_total{")
-                    .contains("strata_peer_tier_leases_revoked_total{tier=\"kv-peer\"}")
+                    .contains("strata_peer_tier_leases_revoked_total{tier=\"peer\"}")
                     .contains("strata_peer_tier_borrowed_bytes{tier=\"expert-peer\"}")
                     .contains("strata_expert_peer_fetches_total{");
             System.out.printf("%s: %d KV hits on PEER, %d on HOST; experts %s; peers %s%n", durability, kv.hits(BlockLocation.PEER),

@@ -15,6 +15,7 @@ import dev.strata.engine.synth.ModelSynthesizer;
 import dev.strata.engine.synth.SynthSpec;
 import dev.strata.memory.Sizes;
 import dev.strata.memory.device.CpuDeviceBackend;
+import dev.strata.memory.metrics.PrometheusText;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -145,7 +146,9 @@ class ServeEngineSplitTest {
                 assertThat(afterExperts.applied()).isPositive();
                 assertThat(afterExperts.tierPeakBytes()).isLessThanOrEqualTo(budget);
 
-                String metrics = generator.engineMetrics();
+                PrometheusText page = new PrometheusText();
+                generator.writeEngineMetrics(page); // one page: every family declared once
+                String metrics = page.toString();
                 assertThat(sample(metrics, "strata_split_bytes{side=\"experts\"}")).isEqualTo(afterExperts.expertBytes());
                 assertThat(sample(metrics, "strata_split_bytes{side=\"kv\"}")).isEqualTo(afterExperts.kvBytes());
                 assertThat(sample(metrics, "strata_split_budget_bytes")).isEqualTo(budget);

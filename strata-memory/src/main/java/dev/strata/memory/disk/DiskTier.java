@@ -10,9 +10,11 @@ import dev.strata.memory.TierIoException;
 import dev.strata.memory.TierKind;
 import dev.strata.memory.TierMeter;
 import dev.strata.memory.TierStats;
+import dev.strata.memory.transfer.StagingPool;
 import dev.strata.memory.alloc.BestFitAllocator;
 
 import java.io.IOException;
+import java.io.InterruptedIOException;
 import java.lang.foreign.MemorySegment;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -45,8 +47,9 @@ import java.util.concurrent.locks.ReentrantReadWriteLock;
  * bytes read, or fused with the copy out of staging), throwing {@link CorruptObjectException} on
  * any mismatch. Direct I/O needs aligned buffers, offsets and lengths: a caller's native segment
  * whose address is block-aligned moves in place except for a tail shorter than a block;
- * everything else is copied through a staging buffer from a small pool carved from one arena at
- * open ({@link StagingPool}), header and payload still in one I/O when they fit one buffer
+ * everything else is copied through a staging buffer from a small pool reserved at open (a
+ * block-aligned {@link StagingPool}, each buffer followed by the scratch of the vectored I/O
+ * call), header and payload still in one I/O when they fit one buffer
  * (an object larger than a staging buffer goes chunk by chunk: writes put the header last, reads
  * take it with the first chunk). Data files are sparse, so a full file system shows up as ENOSPC
  * during a write: the write fails with {@link TierIoException}, that object stays unreadable,
@@ -80,7 +83,7 @@ import java.util.concurrent.locks.ReentrantReadWriteLock;
  * <p>Invariants: an object is readable only after its payload and header are both on disk and its
  * record is published (a volatile store after the record's fields); a failed write leaves the
  * object unreadable; allocations never overlap and never span files; every allocation is freed
- * at most once; the staging arena and the files are released exactly once, by {@link #close}.
+ * at most once; the staging pool and the files are released exactly once, by {@link #close}.
  */
 public final class DiskTier implements Tier {
 
@@ -128,7 +131,8 @@ public final class DiskTier implements Tier {
     private final IoMode mode;
     private final String modeReason;              // why the mode was chosen (the fallback reason when BUFFERED)
     private final boolean deleteOnClose;
-    private final StagingPool staging;
+    private final StagingPool staging;            // each buffer: [stagingBytes staging | PosixFileIo.SCRATCH_BYTES scratch]
+    private final long stagingBytes;              // bytes of one staging buffer, a block multiple
     private final ConcurrentHashMap<Long, ObjectRecord> records = new ConcurrentHashMap<>(); // handle -> record
     private final TierMeter meter = new TierMeter();
     private final AtomicLong generations = new AtomicLong();   // last write generation handed out
@@ -138,7 +142,7 @@ public final class DiskTier implements Tier {
     private volatile boolean closed;
 
     private DiskTier(String name, Path directory, FileStoreInfo store, long fileSize, DataFile[] files, IoMode mode,
-                     String modeReason, boolean deleteOnClose, StagingPool staging) {
+                     String modeReason, boolean deleteOnClose, StagingPool staging, long stagingBytes) {
         this.name = name;
         this.directory = directory;
         this.store = store;
@@ -149,6 +153,7 @@ public final class DiskTier implements Tier {
         this.modeReason = modeReason;
         this.deleteOnClose = deleteOnClose;
         this.staging = staging;
+        this.stagingBytes = stagingBytes;
         this.allocators = new BestFitAllocator[files.length];
         for (int i = 0; i < files.length; i++) {
             allocators[i] = new BestFitAllocator(fileSize, blockSize);
@@ -158,7 +163,7 @@ public final class DiskTier implements Tier {
     /**
      * Opens a tier as {@code options} say: creates the directory if missing, probes its file
      * store, creates (or truncates) and locks the data files with mode 0600, and allocates the
-     * staging arena. The tier starts empty.
+     * staging pool. The tier starts empty.
      *
      * @throws IllegalArgumentException if the options are not valid, or the capacity exceeds the
      *                                  usable space and {@link DiskTierOptions.CapacityCheck#FAIL} is set
@@ -248,12 +253,14 @@ public final class DiskTier implements Tier {
         long stagingSize = Math.max(2 * block, BlockAlignment.alignUp(options.stagingBufferSize(), block));
         StagingPool staging;
         try {
-            staging = new StagingPool(options.stagingBuffers(), stagingSize, block);
+            staging = new StagingPool("disk-staging:" + name, options.stagingBuffers(), stagingSize + PosixFileIo.SCRATCH_BYTES,
+                    block, StagingPool.Reserve.AT_CREATION);
         } catch (RuntimeException e) {
             closeQuietly(files);
             throw e;
         }
-        DiskTier tier = new DiskTier(name, dir, store, fileSize, files, mode, reason, options.deleteOnClose(), staging);
+        DiskTier tier = new DiskTier(name, dir, store, fileSize, files, mode, reason, options.deleteOnClose(), staging,
+                stagingSize);
         LOG.log(System.Logger.Level.INFO, tier.description());
         return tier;
     }
@@ -506,9 +513,9 @@ public final class DiskTier implements Tier {
         long generation = generations.incrementAndGet();
         Checksum64 checksum = CHECKSUM.get().reset();
         DiskObjectHeader header;
-        StagingPool.Lease lease = staging.acquire();
-        MemorySegment buf = lease.buffer();
-        MemorySegment scratch = lease.scratch();
+        MemorySegment lease = borrowStaging();
+        MemorySegment buf = lease.asSlice(0, stagingBytes);
+        MemorySegment scratch = lease.asSlice(stagingBytes, PosixFileIo.SCRATCH_BYTES);
         try {
             MemorySegment single = src.parts().size() == 1 ? src.parts().getFirst() : null;
             long inPlace = single == null ? 0 : inPlaceLength(single);
@@ -557,7 +564,7 @@ public final class DiskTier implements Tier {
                 file.transfer(true, scratch, headerAt, block);
             }
         } finally {
-            staging.release(lease);
+            staging.giveBack(lease);
         }
         return header;
     }
@@ -611,9 +618,9 @@ public final class DiskTier implements Tier {
         long headerAt = r.fileOffset;
         long payloadAt = headerAt + blockSize;
         Checksum64 sum = CHECKSUM.get().reset();
-        StagingPool.Lease lease = staging.acquire();
-        MemorySegment buf = lease.buffer();
-        MemorySegment scratch = lease.scratch();
+        MemorySegment lease = borrowStaging();
+        MemorySegment buf = lease.asSlice(0, stagingBytes);
+        MemorySegment scratch = lease.asSlice(stagingBytes, PosixFileIo.SCRATCH_BYTES);
         try {
             MemorySegment single = dst.parts().size() == 1 ? dst.parts().getFirst() : null;
             long inPlace = single == null ? 0 : inPlaceLength(single);
@@ -651,7 +658,7 @@ public final class DiskTier implements Tier {
                 }
             }
         } finally {
-            staging.release(lease);
+            staging.giveBack(lease);
         }
         long actual = sum.value();
         if (actual != checksum) {
@@ -672,6 +679,19 @@ public final class DiskTier implements Tier {
     }
 
     // ---- helpers -----------------------------------------------------------------------------
+
+    /**
+     * Borrows a staging buffer with its scratch, waiting while all are lent (only the wait is
+     * interruptible), which bounds the transfers in flight.
+     */
+    private MemorySegment borrowStaging() throws InterruptedIOException {
+        try {
+            return staging.borrow();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new InterruptedIOException("interrupted while waiting for one of " + staging.buffers() + " staging buffers");
+        }
+    }
 
     /** Leading bytes of {@code segment} that can move without staging (0 if none). */
     private long inPlaceLength(MemorySegment segment) {
@@ -702,7 +722,7 @@ public final class DiskTier implements Tier {
 
     /**
      * Waits for transfers in flight, then closes the data files (deleting them if configured) and
-     * frees the staging arena. Later calls do nothing; every other method then fails.
+     * frees the staging pool. Later calls do nothing; every other method then fails.
      *
      * @throws TierIoException if a file cannot be closed or deleted (after trying all of them)
      */

@@ -13,6 +13,8 @@ import java.util.Locale;
  * <p>Stateless; any thread.
  */
 public final class MemoryMetrics {
+    private static final double[] LINK_QUANTILES = {0.5, 0.99, 0.999};
+
     private MemoryMetrics() {
     }
 
@@ -47,11 +49,9 @@ public final class MemoryMetrics {
                 "Bytes moved over the time workers were busy", l -> l.busyGBps() * 1e9);
         out.family("strata_link_latency_seconds", PrometheusText.Type.SUMMARY, "Transfer latency, submission to completion");
         for (LinkStats l : links) {
-            for (var q : new Object[][] {{"0.5", l.p50Nanos()}, {"0.99", l.p99Nanos()}, {"0.999", l.p999Nanos()}}) {
-                out.sample("strata_link_latency_seconds", ((Long) q[1]) / 1e9,
-                        "source", l.source(), "destination", l.destination(), "quantile", (String) q[0]);
-            }
-            out.sample("strata_link_latency_seconds_count", l.operations(), "source", l.source(), "destination", l.destination());
+            out.summary("strata_link_latency_seconds", LINK_QUANTILES,
+                    new double[] {l.p50Nanos() / 1e9, l.p99Nanos() / 1e9, l.p999Nanos() / 1e9}, l.operations(),
+                    "source", l.source(), "destination", l.destination());
         }
     }
 

@@ -1,6 +1,8 @@
 package dev.strata.memory.pool;
 
 import dev.strata.memory.Sizes;
+import dev.strata.memory.shm.ShmFormatException;
+import dev.strata.memory.shm.ShmHeader;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.lang.invoke.VarHandle;
@@ -30,74 +32,69 @@ import java.nio.file.Path;
  * | data area             | chunkCount * chunkSize
  * +-----------------------+ padding up to a multiple of STRIPE_SIZE * deviceCount = totalSize
  *
- * Header (all fields little-endian longs):
+ * Header: the ShmHeader prefix, then the pool's fields (little-endian longs):
  * offset  size  field
- *      0     8  magic                 "STRATAPL" (0x4C50415441525453)
- *      8     8  version               major << 32 | minor; 0 while initialising; WRITTEN LAST (release)
- *     16     8  totalSize             bytes of the logical space over all devices
- *     24     8  dataCapacity          chunkCount * chunkSize
- *     32     8  stripeSize            2 MiB
- *     40     8  deviceCount           files/devices the space is striped over
- *     48     8  chunkSize             allocation unit, bytes
- *     56     8  chunkCount            chunks in the data area
- *     64     8  processSlots          slots in the process table
- *     72     8  processTableOffset
- *     80     8  chunkTableOffset
- *     88     8  descriptorTableOffset
- *     96     8  dataOffset
- *    104     8  creatorPid
- *    112     8  creatorStartMillis    creator's process start, epoch ms (0 unknown)
- *    120     8  creatorHeartbeatMillis refreshed by the creator while it has the pool open
- *    128     8  createdAtMillis
- *    136    64  name                  ASCII, zero padded
- *    200     8  allocatedChunks       live chunks, shared counter (AllocationCounters); changes at run time
- *    208     8  liveAllocations       live allocations, shared counter; changes at run time
- *    216     8  rootRegionOffset      (major 3)
- *    224     8  rootRegionSize        bytes, 0 for none (major 3)
- *    232  3864  reserved (zero)
+ *      0    64  prefix                {@link ShmHeader}: magic "STRATAPL" (0x4C50415441525453), version
+ *                                     (major &lt;&lt; 32 | minor, WRITTEN LAST with release), kind 1, owner =
+ *                                     the creator (pid, start), heartbeat = the creator's, refreshed
+ *                                     while it has the pool open, createdAt
+ *     64     8  totalSize             bytes of the logical space over all devices
+ *     72     8  dataCapacity          chunkCount * chunkSize
+ *     80     8  stripeSize            2 MiB
+ *     88     8  deviceCount           files/devices the space is striped over
+ *     96     8  chunkSize             allocation unit, bytes
+ *    104     8  chunkCount            chunks in the data area
+ *    112     8  processSlots          slots in the process table
+ *    120     8  processTableOffset
+ *    128     8  chunkTableOffset
+ *    136     8  descriptorTableOffset
+ *    144     8  dataOffset
+ *    152     8  rootRegionOffset
+ *    160     8  rootRegionSize        bytes, 0 for none
+ *    168    64  name                  ASCII, zero padded
+ *    232     8  allocatedChunks       live chunks, shared counter (AllocationCounters); changes at run time
+ *    240     8  liveAllocations       live allocations, shared counter; changes at run time
+ *    248  3848  reserved (zero)
  * </pre>
  *
  * <p>Invariants: once {@code version} is non-zero every other field is final, except the creator
  * heartbeat and the two counters.
  *
  * <p>Versions: major 2 (from 1) widened the descriptors' checksum to a 64-bit Checksum64 and
- * added the counters at 200 and 208; major 3 (from 2) added the root region between the
- * descriptors and the data area (fields at 216 and 224), which moves the data area, so older
- * code must not attach. A major-version mismatch or a bad magic refuses the attach with a
- * {@link PoolFormatException} naming the file and the values found.
+ * added the counters; major 3 (from 2) added the root region between the descriptors and the data
+ * area, which moves the data area; major 4 (from 3) starts the header with the common
+ * {@link ShmHeader} prefix, which moves every pool field, so older code must not attach. A bad
+ * magic, another kind, a major-version mismatch or a layout that disagrees refuses the attach with
+ * a {@link ShmFormatException} naming the file, the field and the value found.
  *
  * <p>Stateless helpers; any thread.
  */
 public final class PoolHeader {
     public static final long MAGIC = 0x4C50415441525453L; // "STRATAPL" read as a little-endian long
-    public static final int MAJOR = 3; // 1 -> 2: Checksum64, allocation counters; 2 -> 3: root region
+    public static final int MAJOR = 4; // 2: Checksum64, counters; 3: root region; 4: ShmHeader prefix
     public static final int MINOR = 0;
+    /** The pool file's kind: its magic, layout id and version. */
+    public static final ShmHeader.Kind KIND = new ShmHeader.Kind("pool file", MAGIC, 1, MAJOR, MINOR);
     public static final long HEADER_SIZE = 4 * Sizes.KiB;
     public static final long STRIPE_SIZE = 2 * Sizes.MiB;
 
-    public static final long MAGIC_OFFSET = 0;
-    public static final long VERSION_OFFSET = 8;
-    public static final long TOTAL_SIZE_OFFSET = 16;
-    public static final long DATA_CAPACITY_OFFSET = 24;
-    public static final long STRIPE_SIZE_OFFSET = 32;
-    public static final long DEVICE_COUNT_OFFSET = 40;
-    public static final long CHUNK_SIZE_OFFSET = 48;
-    public static final long CHUNK_COUNT_OFFSET = 56;
-    public static final long PROCESS_SLOTS_OFFSET = 64;
-    public static final long PROCESS_TABLE_OFFSET_OFFSET = 72;
-    public static final long CHUNK_TABLE_OFFSET_OFFSET = 80;
-    public static final long DESCRIPTOR_TABLE_OFFSET_OFFSET = 88;
-    public static final long DATA_OFFSET_OFFSET = 96;
-    public static final long CREATOR_PID_OFFSET = 104;
-    public static final long CREATOR_START_OFFSET = 112;
-    public static final long CREATOR_HEARTBEAT_OFFSET = 120;
-    public static final long CREATED_AT_OFFSET = 128;
-    public static final long NAME_OFFSET = 136;
+    public static final long TOTAL_SIZE_OFFSET = ShmHeader.PREFIX_SIZE;
+    public static final long DATA_CAPACITY_OFFSET = 72;
+    public static final long STRIPE_SIZE_OFFSET = 80;
+    public static final long DEVICE_COUNT_OFFSET = 88;
+    public static final long CHUNK_SIZE_OFFSET = 96;
+    public static final long CHUNK_COUNT_OFFSET = 104;
+    public static final long PROCESS_SLOTS_OFFSET = 112;
+    public static final long PROCESS_TABLE_OFFSET_OFFSET = 120;
+    public static final long CHUNK_TABLE_OFFSET_OFFSET = 128;
+    public static final long DESCRIPTOR_TABLE_OFFSET_OFFSET = 136;
+    public static final long DATA_OFFSET_OFFSET = 144;
+    public static final long ROOT_REGION_OFFSET_OFFSET = 152;
+    public static final long ROOT_REGION_SIZE_OFFSET = 160;
+    public static final long NAME_OFFSET = 168;
     public static final int NAME_SIZE = 64;
-    public static final long ALLOCATED_CHUNKS_OFFSET = 200;
+    public static final long ALLOCATED_CHUNKS_OFFSET = 232;
     public static final long LIVE_ALLOCATIONS_OFFSET = ALLOCATED_CHUNKS_OFFSET + AllocationCounters.LIVE_ALLOCATIONS;
-    public static final long ROOT_REGION_OFFSET_OFFSET = 216;
-    public static final long ROOT_REGION_SIZE_OFFSET = 224;
     /** The root region's size is a multiple of this, and so is its offset. */
     public static final long ROOT_REGION_ALIGNMENT = 4 * Sizes.KiB;
 
@@ -144,7 +141,7 @@ public final class PoolHeader {
 
     /** Writes every field except the version (the caller publishes with {@link #publishVersion}). */
     static void writeFields(MemorySegment pool, Layout layout, String name, long pid, long startMillis, long nowMillis) {
-        LONG.set(pool, MAGIC_OFFSET, MAGIC);
+        ShmHeader.writePrefix(pool, KIND, pid, startMillis, nowMillis);
         LONG.set(pool, TOTAL_SIZE_OFFSET, layout.totalSize());
         LONG.set(pool, DATA_CAPACITY_OFFSET, layout.dataCapacity());
         LONG.set(pool, STRIPE_SIZE_OFFSET, STRIPE_SIZE);
@@ -158,10 +155,6 @@ public final class PoolHeader {
         LONG.set(pool, DATA_OFFSET_OFFSET, layout.dataOffset());
         LONG.set(pool, ROOT_REGION_OFFSET_OFFSET, layout.rootRegionOffset());
         LONG.set(pool, ROOT_REGION_SIZE_OFFSET, layout.rootRegionSize());
-        LONG.set(pool, CREATOR_PID_OFFSET, pid);
-        LONG.set(pool, CREATOR_START_OFFSET, startMillis);
-        LONG.set(pool, CREATOR_HEARTBEAT_OFFSET, nowMillis);
-        LONG.set(pool, CREATED_AT_OFFSET, nowMillis);
         byte[] ascii = name.getBytes(StandardCharsets.US_ASCII);
         MemorySegment nameField = pool.asSlice(NAME_OFFSET, NAME_SIZE);
         nameField.fill((byte) 0);
@@ -170,42 +163,40 @@ public final class PoolHeader {
 
     /** Makes the header valid: release-stores the version after every other field. */
     static void publishVersion(MemorySegment pool) {
-        LONG.setRelease(pool, VERSION_OFFSET, ((long) MAJOR << 32) | MINOR);
+        ShmHeader.publish(pool, KIND);
     }
 
-    static void writeCreatorHeartbeat(MemorySegment pool, long nowMillis) {
-        LONG.setOpaque(pool, CREATOR_HEARTBEAT_OFFSET, nowMillis);
+    /** Reads the pool's name from its header. */
+    static String name(MemorySegment pool) {
+        byte[] bytes = pool.asSlice(NAME_OFFSET, NAME_SIZE).toArray(ValueLayout.JAVA_BYTE);
+        int length = 0;
+        while (length < bytes.length && bytes[length] != 0) {
+            length++;
+        }
+        return new String(bytes, 0, length, StandardCharsets.US_ASCII);
     }
 
-    static long creatorHeartbeat(MemorySegment pool) {
-        return (long) LONG.getOpaque(pool, CREATOR_HEARTBEAT_OFFSET);
+    /** A format error in the pool file {@code file}: see {@link ShmFormatException}. */
+    static ShmFormatException formatError(Path file, String field, Object value, String problem) {
+        return new ShmFormatException(KIND.noun(), file, field, String.valueOf(value), problem);
     }
 
     /** The header's fields as found in a file, read without mapping it. */
-    public record Snapshot(long magic, long version, long totalSize, long stripeSize, long deviceCount,
+    public record Snapshot(ShmHeader.Prefix prefix, long totalSize, long stripeSize, long deviceCount,
                            long chunkSize, long chunkCount, long processSlots, long processTableOffset,
                            long chunkTableOffset, long descriptorTableOffset, long dataOffset,
-                           long creatorPid, long creatorStartMillis, long rootRegionOffset, long rootRegionSize) {
-
-        public int major() {
-            return (int) (version >>> 32);
-        }
-
-        public int minor() {
-            return (int) version;
-        }
+                           long rootRegionOffset, long rootRegionSize) {
 
         /** Reads the fields from the first bytes of {@code buffer} (little-endian). */
         static Snapshot of(ByteBuffer buffer) {
             ByteBuffer b = buffer.duplicate().order(ByteOrder.LITTLE_ENDIAN);
-            return new Snapshot(b.getLong((int) MAGIC_OFFSET), b.getLong((int) VERSION_OFFSET),
-                    b.getLong((int) TOTAL_SIZE_OFFSET), b.getLong((int) STRIPE_SIZE_OFFSET),
-                    b.getLong((int) DEVICE_COUNT_OFFSET), b.getLong((int) CHUNK_SIZE_OFFSET),
-                    b.getLong((int) CHUNK_COUNT_OFFSET), b.getLong((int) PROCESS_SLOTS_OFFSET),
-                    b.getLong((int) PROCESS_TABLE_OFFSET_OFFSET), b.getLong((int) CHUNK_TABLE_OFFSET_OFFSET),
-                    b.getLong((int) DESCRIPTOR_TABLE_OFFSET_OFFSET), b.getLong((int) DATA_OFFSET_OFFSET),
-                    b.getLong((int) CREATOR_PID_OFFSET), b.getLong((int) CREATOR_START_OFFSET),
-                    b.getLong((int) ROOT_REGION_OFFSET_OFFSET), b.getLong((int) ROOT_REGION_SIZE_OFFSET));
+            return new Snapshot(ShmHeader.Prefix.of(b), b.getLong((int) TOTAL_SIZE_OFFSET),
+                    b.getLong((int) STRIPE_SIZE_OFFSET), b.getLong((int) DEVICE_COUNT_OFFSET),
+                    b.getLong((int) CHUNK_SIZE_OFFSET), b.getLong((int) CHUNK_COUNT_OFFSET),
+                    b.getLong((int) PROCESS_SLOTS_OFFSET), b.getLong((int) PROCESS_TABLE_OFFSET_OFFSET),
+                    b.getLong((int) CHUNK_TABLE_OFFSET_OFFSET), b.getLong((int) DESCRIPTOR_TABLE_OFFSET_OFFSET),
+                    b.getLong((int) DATA_OFFSET_OFFSET), b.getLong((int) ROOT_REGION_OFFSET_OFFSET),
+                    b.getLong((int) ROOT_REGION_SIZE_OFFSET));
         }
 
         /**
@@ -215,42 +206,39 @@ public final class PoolHeader {
          * @param deviceCount  devices the caller opened
          * @param fileSize     bytes of the first file (0 if unknown, e.g. a device)
          * @return the layout
-         * @throws PoolFormatException naming the file and the values found
+         * @throws ShmFormatException naming the file, the field and the value found
          */
         Layout validate(Path file, int deviceCount, long fileSize) {
-            if (magic != MAGIC) {
-                throw new PoolFormatException(file, String.format(
-                        "bad magic 0x%016x (expected 0x%016x): not a Strata pool", magic, MAGIC));
-            }
-            if (major() != MAJOR) {
-                throw new PoolFormatException(file, "major version " + major() + "." + minor()
-                        + " is not supported (this code reads major version " + MAJOR + ")");
-            }
+            prefix.check(file, KIND);
             if (stripeSize != STRIPE_SIZE) {
-                throw new PoolFormatException(file, "stripe size " + stripeSize + " (expected " + STRIPE_SIZE + ")");
+                throw formatError(file, "stripeSize", stripeSize, "expected " + STRIPE_SIZE);
             }
             if (this.deviceCount != deviceCount) {
-                throw new PoolFormatException(file, "pool is striped over " + this.deviceCount
-                        + " devices but " + deviceCount + " were given");
+                throw formatError(file, "deviceCount", this.deviceCount, "the pool is striped over "
+                        + this.deviceCount + " devices but " + deviceCount + " were given");
             }
             if (!Sizes.isPowerOfTwo(chunkSize) || chunkCount <= 0 || processSlots <= 0
                     || processSlots > PoolConfig.MAX_PROCESS_SLOTS || rootRegionSize < 0
                     || rootRegionSize % ROOT_REGION_ALIGNMENT != 0) {
-                throw new PoolFormatException(file, "implausible layout: chunk size " + chunkSize + ", chunk count "
-                        + chunkCount + ", process slots " + processSlots + ", root region size " + rootRegionSize);
+                throw formatError(file, "chunkSize, chunkCount, processSlots, rootRegionSize", chunkSize + ", "
+                        + chunkCount + ", " + processSlots + ", " + rootRegionSize, "implausible layout");
             }
             Layout expected = Layout.of(chunkSize, chunkCount, (int) processSlots, deviceCount, rootRegionSize);
             if (expected.totalSize() != totalSize || expected.rootRegionOffset() != rootRegionOffset || expected.processTableOffset() != processTableOffset
                     || expected.chunkTableOffset() != chunkTableOffset
                     || expected.descriptorTableOffset() != descriptorTableOffset
                     || expected.dataOffset() != dataOffset) {
-                throw new PoolFormatException(file, "layout fields disagree: found " + this + ", expected " + expected);
+                throw formatError(file, "layout offsets", this, "the layout fields disagree: expected " + expected);
             }
             if (fileSize > 0 && fileSize < expected.perDeviceSize()) {
-                throw new PoolFormatException(file, "file holds " + fileSize + " bytes but the pool needs "
-                        + expected.perDeviceSize() + " per device: too small");
+                throw tooSmall(file, fileSize, expected.perDeviceSize());
             }
             return expected;
         }
+    }
+
+    /** The error for a file or device of {@code size} bytes where the pool needs {@code needed} per device. */
+    static ShmFormatException tooSmall(Path file, long size, long needed) {
+        return formatError(file, "file size", size, "the pool needs " + needed + " bytes per device: too small");
     }
 }

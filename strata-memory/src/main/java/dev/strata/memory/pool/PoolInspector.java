@@ -1,22 +1,21 @@
 package dev.strata.memory.pool;
 
 import dev.strata.memory.TierIoException;
+import dev.strata.memory.shm.ProcessLiveness;
+import dev.strata.memory.shm.ShmFiles;
+import dev.strata.memory.shm.ShmHeader;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.lang.invoke.VarHandle;
-import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
-import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Optional;
 import java.util.function.BiFunction;
 import java.util.function.Function;
 
@@ -28,7 +27,8 @@ import java.util.function.Function;
  * <p>The header is validated exactly as {@link PoolTier#open} validates it (bad magic, another
  * major version, a layout that disagrees with itself, a file too small, a missing file), with the
  * same exceptions and messages. An uninitialised pool (version 0) is refused at once rather than
- * awaited.
+ * awaited. Liveness of the creator and of the process table's members is {@link ProcessLiveness}'s,
+ * as the pool itself judges it.
  *
  * <p>The report is a snapshot taken by a scan while other processes may be changing the pool: each
  * word is read atomically, the whole is not; counts can disagree by the operations in flight.
@@ -90,7 +90,7 @@ public final class PoolInspector {
     /**
      * Inspects the pool striped over {@code paths} (in stripe order; one path for an unstriped pool).
      *
-     * @throws PoolFormatException if the header is not valid for this code (as {@link PoolTier#open})
+     * @throws dev.strata.memory.shm.ShmFormatException if the header is not valid for this code (as {@link PoolTier#open})
      * @throws TierIoException     if a file is missing or cannot be read or mapped
      */
     public static Report inspect(List<Path> paths) {
@@ -102,7 +102,7 @@ public final class PoolInspector {
      * {@code reader} to its root region (zero bytes long if the pool has none), for tools that
      * inspect a structure built on the pool. The segment is valid only during the call.
      *
-     * @throws PoolFormatException if the header is not valid for this code (as {@link PoolTier#open})
+     * @throws dev.strata.memory.shm.ShmFormatException if the header is not valid for this code (as {@link PoolTier#open})
      * @throws TierIoException     if a file is missing or cannot be read or mapped
      */
     public static <T> T readRootRegion(List<Path> paths, Function<MemorySegment, T> reader) {
@@ -119,19 +119,17 @@ public final class PoolInspector {
             throw new TierIoException("pool", "inspecting pool " + first,
                     new NoSuchFileException(first.toString(), null, "no pool file to inspect"));
         }
-        ByteBuffer buffer = ByteBuffer.allocate((int) PoolHeader.HEADER_SIZE);
-        long fileSize;
+        ShmFiles.Found found;
         try {
-            fileSize = PoolTier.readHeader(first, buffer);
+            found = PoolTier.readHeader(first);
         } catch (IOException e) {
             throw new TierIoException("pool", "reading the header of " + first, e);
         }
-        PoolHeader.Snapshot snapshot = buffer.limit() == PoolHeader.HEADER_SIZE ? PoolHeader.Snapshot.of(buffer) : null;
-        if (snapshot == null || (snapshot.version() == 0 && (snapshot.magic() == 0 || snapshot.magic() == PoolHeader.MAGIC))) {
-            throw new PoolFormatException(first, "no initialised pool (file holds " + fileSize
-                    + " bytes, version 0): being created now, or its creator died while initialising");
+        PoolHeader.Snapshot snapshot = PoolHeader.Snapshot.of(found.header());
+        if (snapshot.prefix().mayBecome(PoolHeader.KIND) && !snapshot.prefix().published()) {
+            throw PoolTier.notInitialised(first, found, "now");
         }
-        PoolHeader.Layout layout = snapshot.validate(first, paths.size(), fileSize);
+        PoolHeader.Layout layout = snapshot.validate(first, paths.size(), found.fileSize());
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment pool = mapReadOnly(paths, layout.totalSize(), arena);
             return reader.apply(pool, layout);
@@ -153,17 +151,8 @@ public final class PoolInspector {
 
     private static Report read(List<Path> paths, MemorySegment pool, PoolHeader.Layout layout) {
         long now = System.currentTimeMillis();
-        long version = (long) LONG.getAcquire(pool, PoolHeader.VERSION_OFFSET);
-        byte[] nameBytes = pool.asSlice(PoolHeader.NAME_OFFSET, PoolHeader.NAME_SIZE).toArray(ValueLayout.JAVA_BYTE);
-        int nameLength = 0;
-        while (nameLength < nameBytes.length && nameBytes[nameLength] != 0) {
-            nameLength++;
-        }
-        String name = new String(nameBytes, 0, nameLength, StandardCharsets.US_ASCII);
-        long creatorPid = (long) LONG.get(pool, PoolHeader.CREATOR_PID_OFFSET);
-        long creatorStart = (long) LONG.get(pool, PoolHeader.CREATOR_START_OFFSET);
-        long creatorBeat = PoolHeader.creatorHeartbeat(pool);
-        long createdAt = (long) LONG.get(pool, PoolHeader.CREATED_AT_OFFSET);
+        ShmHeader.Prefix prefix = ShmHeader.Prefix.of(pool);
+        String name = PoolHeader.name(pool);
 
         ProcessTable table = new ProcessTable(pool, layout.processTableOffset(), layout.processSlots(),
                 System::currentTimeMillis, HEARTBEAT_TIMEOUT_MILLIS);
@@ -179,7 +168,7 @@ public final class PoolInspector {
             long incarnation = (long) LONG.get(pool, base + ProcessTable.INCARNATION_OFFSET);
             boolean alive = switch (state) {
                 case ProcessTable.ACTIVE -> table.isAlive(s, ProcessTable.payload(w));
-                case ProcessTable.CLAIMING -> isAlive(ProcessTable.payload(w), 0);
+                case ProcessTable.CLAIMING -> ProcessLiveness.isAlive(ProcessTable.payload(w), 0);
                 default -> { // RECLAIMING: alive means its reclaimer is
                     int reclaimer = (int) ProcessTable.payload(w);
                     long rw = table.stateWord(reclaimer);
@@ -230,18 +219,8 @@ public final class PoolInspector {
         Occupancy occupancy = new Occupancy(free, writing, published, freeing, claiming,
                 (layout.chunkCount() - free) * layout.chunkSize(), counters.allocatedChunks() * layout.chunkSize(),
                 objects, writers);
-        return new Report(List.copyOf(paths), (long) LONG.get(pool, PoolHeader.MAGIC_OFFSET),
-                (int) (version >>> 32), (int) version, name, layout, createdAt, creatorPid,
-                isAlive(creatorPid, creatorStart), now - creatorBeat, List.copyOf(processes), occupancy);
-    }
-
-    /** True if {@code pid} runs and, where {@code startMillis} is known, started then (pid reuse). */
-    private static boolean isAlive(long pid, long startMillis) {
-        Optional<ProcessHandle> handle = ProcessHandle.of(pid);
-        if (handle.isEmpty() || !handle.get().isAlive()) {
-            return false;
-        }
-        long actual = handle.get().info().startInstant().map(Instant::toEpochMilli).orElse(0L);
-        return startMillis == 0 || actual == 0 || Math.abs(actual - startMillis) <= ProcessTable.START_TOLERANCE_MILLIS;
+        return new Report(List.copyOf(paths), prefix.magic(), prefix.major(), prefix.minor(), name, layout,
+                prefix.createdAtMillis(), prefix.ownerPid(), prefix.ownerAlive(), now - prefix.heartbeatMillis(),
+                List.copyOf(processes), occupancy);
     }
 }

@@ -6,18 +6,24 @@ import dev.strata.memory.TierIoException;
 import dev.strata.memory.TierKind;
 import dev.strata.memory.TierMeter;
 import dev.strata.memory.TierStats;
+import dev.strata.memory.shm.ProcessLiveness;
+import dev.strata.memory.shm.ShmFiles;
+import dev.strata.memory.shm.ShmFormatException;
+import dev.strata.memory.shm.ShmHeader;
 import java.io.IOException;
 import java.io.RandomAccessFile;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
 import java.nio.channels.FileChannel;
 import java.nio.file.FileAlreadyExistsException;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
-import java.nio.file.attribute.PosixFilePermissions;
+import java.util.ArrayList;
+import java.util.Collections;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.LockSupport;
@@ -65,11 +71,13 @@ public final class PoolTier implements Tier {
     private final int slot;
     private final LongSupplier clockMillis;
     private final Thread heartbeat;
+    private final List<Object> fileKeys; // identity of each regular file at open (null for a device), for destroy
     private volatile boolean open = true;
 
     private PoolTier(PoolConfig config, PoolHeader.Layout layout, Arena arena, MemorySegment pool, boolean creator,
                      LongSupplier clockMillis) {
         this.config = config;
+        this.fileKeys = fileKeys(config);
         this.layout = layout;
         this.arena = arena;
         this.pool = pool;
@@ -79,8 +87,8 @@ public final class PoolTier implements Tier {
         this.root = pool.asSlice(layout.rootRegionOffset(), layout.rootRegionSize());
         this.processes = new ProcessTable(pool, layout.processTableOffset(), layout.processSlots(), clockMillis,
                 config.heartbeatTimeout().toMillis());
-        this.pid = ProcessHandle.current().pid();
-        int claimed = processes.claim(pid, ProcessTable.currentStartMillis());
+        this.pid = ProcessLiveness.currentPid();
+        int claimed = processes.claim(pid, ProcessLiveness.currentStartMillis());
         if (claimed < 0) {
             throw new IllegalStateException("pool '" + config.name() + "' at " + config.paths().getFirst()
                     + ": all " + layout.processSlots() + " process slots are taken");
@@ -114,7 +122,7 @@ public final class PoolTier implements Tier {
      * Creates or attaches to the pool described by {@code config}.
      *
      * @param clockMillis epoch milliseconds, for heartbeats (shared by all processes of the pool)
-     * @throws PoolFormatException if an existing pool is not valid for this code and config
+     * @throws ShmFormatException  if an existing pool is not valid for this code and config
      * @throws TierIoException     if a file cannot be created, sized, read or mapped
      */
     public static PoolTier open(PoolConfig config, LongSupplier clockMillis) {
@@ -137,16 +145,15 @@ public final class PoolTier implements Tier {
                 pool = map(config, paths, layout.totalSize(), arena);
                 pool.asSlice(0, layout.dataOffset()).fill((byte) 0);
                 long now = clockMillis.getAsLong();
-                PoolHeader.writeFields(pool, layout, config.name(), ProcessHandle.current().pid(),
-                        ProcessTable.currentStartMillis(), now);
+                PoolHeader.writeFields(pool, layout, config.name(), ProcessLiveness.currentPid(),
+                        ProcessLiveness.currentStartMillis(), now);
                 PoolHeader.publishVersion(pool);
             } else {
                 layout = awaitHeader(config, first);
                 for (Path p : paths.subList(1, paths.size())) {
                     long size = regularSize(p);
                     if (size >= 0 && size < layout.perDeviceSize()) {
-                        throw new PoolFormatException(p, "file holds " + size + " bytes but the pool needs "
-                                + layout.perDeviceSize() + " per device: too small");
+                        throw PoolHeader.tooSmall(p, size, layout.perDeviceSize());
                     }
                 }
                 pool = map(config, paths, layout.totalSize(), arena);
@@ -174,7 +181,7 @@ public final class PoolTier implements Tier {
                     return true;
                 }
                 try {
-                    Files.createFile(first, PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rw-------")));
+                    ShmFiles.createExclusive(first);
                     return true;
                 } catch (IOException e) {
                     throw new TierIoException(config.name(), "creating pool file " + first, e);
@@ -192,7 +199,7 @@ public final class PoolTier implements Tier {
     /** Creates {@code p} with mode 0600; false if it already existed. */
     private static boolean createIfAbsent(PoolConfig config, Path p) {
         try {
-            Files.createFile(p, PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rw-------")));
+            ShmFiles.createExclusive(p);
             return true;
         } catch (FileAlreadyExistsException e) {
             return false;
@@ -214,8 +221,8 @@ public final class PoolTier implements Tier {
                     size = ch.size();
                 }
                 if (size > 0 && size < bytes) {
-                    throw new PoolFormatException(p, "device holds " + size + " bytes but the pool needs "
-                            + bytes + ": lower the capacity to fit the device");
+                    throw PoolHeader.formatError(p, "device size", size, "the pool needs " + bytes
+                            + " bytes: lower the capacity to fit the device");
                 }
             }
         } catch (IOException e) {
@@ -234,57 +241,48 @@ public final class PoolTier implements Tier {
 
     private static PoolHeader.Layout awaitHeader(PoolConfig config, Path first) {
         long deadline = System.nanoTime() + config.attachTimeout().toNanos();
-        ByteBuffer buffer = ByteBuffer.allocate((int) PoolHeader.HEADER_SIZE);
         while (true) {
-            PoolHeader.Snapshot snapshot;
-            long fileSize;
+            ShmFiles.Found found;
             try {
-                fileSize = readHeader(first, buffer);
+                found = readHeader(first);
             } catch (IOException e) {
                 throw new TierIoException(config.name(), "reading the header of " + first, e);
             }
-            boolean complete = buffer.limit() == PoolHeader.HEADER_SIZE;
-            snapshot = complete ? PoolHeader.Snapshot.of(buffer) : null;
-            if (snapshot != null && snapshot.magic() != 0 && snapshot.magic() != PoolHeader.MAGIC) {
-                return snapshot.validate(first, config.paths().size(), fileSize); // throws: bad magic
-            }
-            if (snapshot != null && snapshot.version() != 0) {
-                return snapshot.validate(first, config.paths().size(), fileSize);
+            PoolHeader.Snapshot snapshot = PoolHeader.Snapshot.of(found.header());
+            if (!snapshot.prefix().mayBecome(PoolHeader.KIND) || snapshot.prefix().published()) {
+                return snapshot.validate(first, config.paths().size(), found.fileSize()); // throws if invalid
             }
             if (System.nanoTime() - deadline > 0) {
-                String creator = snapshot == null || snapshot.creatorPid() == 0 ? "unknown" : Long.toString(snapshot.creatorPid());
-                throw new PoolFormatException(first, "no initialised pool after " + config.attachTimeout()
-                        + " (file holds " + fileSize + " bytes, version 0, creator pid " + creator
-                        + "): the creator died while initialising or this is not a pool; remove the file");
+                throw notInitialised(first, found, "after " + config.attachTimeout());
             }
             LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(5));
         }
     }
 
+    /** The error for a pool file whose header was never published (version 0). */
+    static ShmFormatException notInitialised(Path first, ShmFiles.Found found, String when) {
+        long creator = ShmHeader.Prefix.of(found.header()).ownerPid();
+        return PoolHeader.formatError(first, "version", 0, "no initialised pool " + when + " (file holds "
+                + found.fileSize() + " bytes, creator pid " + (creator == 0 ? "unknown" : Long.toString(creator))
+                + "): being created now, or its creator died while initialising or this is not a pool; remove the file");
+    }
+
     /**
-     * Reads the first {@link PoolHeader#HEADER_SIZE} bytes of {@code first} into {@code buffer}
-     * (flipped; shorter if the file is). A device (e.g. {@code /dev/dax0.0}) may support only
-     * {@code mmap}, so its first stripe is mapped briefly instead.
-     *
-     * @return the file's size, 0 for a device
+     * Reads the first {@link PoolHeader#HEADER_SIZE} bytes of {@code first} (zero beyond the end of
+     * a shorter file). A device (e.g. {@code /dev/dax0.0}) may support only {@code mmap}, so its
+     * first stripe is mapped briefly instead; its size reads as 0.
      */
-    static long readHeader(Path first, ByteBuffer buffer) throws IOException {
-        buffer.clear();
-        if (!Files.isRegularFile(first)) {
-            try (Arena scratch = Arena.ofConfined()) {
-                MemorySegment stripe = PosixMemoryMap.mapStriped(List.of(first), PoolHeader.STRIPE_SIZE,
-                        PoolHeader.STRIPE_SIZE, scratch, true);
-                buffer.put(stripe.asSlice(0, PoolHeader.HEADER_SIZE).asByteBuffer());
-            }
-            buffer.flip();
-            return 0;
+    static ShmFiles.Found readHeader(Path first) throws IOException {
+        if (Files.isRegularFile(first)) {
+            return ShmFiles.readHeader(first, (int) PoolHeader.HEADER_SIZE);
         }
-        try (FileChannel ch = FileChannel.open(first, StandardOpenOption.READ)) {
-            while (buffer.hasRemaining() && ch.read(buffer, buffer.position()) > 0) {
-                // keep reading until the header is complete or the file ends
-            }
-            buffer.flip();
-            return ch.size();
+        try (Arena scratch = Arena.ofConfined()) {
+            MemorySegment stripe = PosixMemoryMap.mapStriped(List.of(first), PoolHeader.STRIPE_SIZE,
+                    PoolHeader.STRIPE_SIZE, scratch, true);
+            ByteBuffer buffer = ByteBuffer.allocate((int) PoolHeader.HEADER_SIZE)
+                    .order(ByteOrder.LITTLE_ENDIAN);
+            buffer.put(stripe.asSlice(0, PoolHeader.HEADER_SIZE).asByteBuffer()).clear();
+            return new ShmFiles.Found(buffer, 0);
         }
     }
 
@@ -314,7 +312,7 @@ public final class PoolTier implements Tier {
                 processes.beat(slot);
                 long now = clockMillis.getAsLong();
                 if (creator) {
-                    PoolHeader.writeCreatorHeartbeat(pool, now);
+                    ShmHeader.beat(pool, now);
                 }
                 if (sweepMillis > 0 && now - lastSweep >= sweepMillis) {
                     lastSweep = now;
@@ -657,15 +655,31 @@ public final class PoolTier implements Tier {
      */
     public void destroy() {
         close();
-        for (Path p : config.paths()) {
+        List<Path> paths = config.paths();
+        for (int d = 0; d < paths.size(); d++) {
+            Path p = paths.get(d);
+            Object key = fileKeys.get(d);
             try {
-                if (Files.isRegularFile(p)) {
-                    Files.deleteIfExists(p);
+                if (key != null) {
+                    ShmFiles.removeIfSame(p, key); // only the file this pool was opened on
                 }
             } catch (IOException e) {
                 throw new TierIoException(name(), "removing pool file " + p, e);
             }
         }
+    }
+
+    /** The identity of each of the pool's regular files (null for a device or where the file system has none). */
+    private static List<Object> fileKeys(PoolConfig config) {
+        List<Object> keys = new ArrayList<>();
+        for (Path p : config.paths()) {
+            try {
+                keys.add(Files.isRegularFile(p) ? ShmFiles.fileKey(p) : null);
+            } catch (IOException e) {
+                throw new TierIoException(config.name(), "reading the identity of pool file " + p, e);
+            }
+        }
+        return Collections.unmodifiableList(keys);
     }
 
     private void checkOpen() {

@@ -1,10 +1,9 @@
 package dev.strata.memory.pool;
 
+import dev.strata.memory.shm.ProcessLiveness;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.lang.invoke.VarHandle;
-import java.time.Instant;
-import java.util.Optional;
 import java.util.function.LongSupplier;
 
 /**
@@ -30,12 +29,10 @@ import java.util.function.LongSupplier;
  * whose reclaimer died is taken over the same way. Because a slot is only FREE again after its
  * reclaim, an owner number found in the chunk table always belongs to one incarnation.
  *
- * <p>Liveness: a process is alive when a process with its pid exists and has the recorded start
- * time, within {@link #START_TOLERANCE_MILLIS} (this survives pid reuse). Pids are those of this
- * host's pid namespace: processes sharing a pool must share it. Only where a start time is
- * unknown does a heartbeat older than the timeout count as death: a live but paused process must
- * not lose an allocation it is still writing into, so a stale heartbeat alone never condemns a
- * process whose identity is verified.
+ * <p>Liveness: {@link ProcessLiveness} (pid and recorded start time, a zombie counts as dead; this
+ * survives pid reuse). Only where a start time is unknown does a heartbeat older than the timeout
+ * count as death: a live but paused process must not lose an allocation it is still writing into,
+ * so a stale heartbeat alone never condemns a process whose identity is verified.
  *
  * <p>Threads: any; every change is a CAS or an ordered store on the shared segment.
  */
@@ -51,13 +48,6 @@ final class ProcessTable {
     static final int CLAIMING = 1;
     static final int ACTIVE = 2;
     static final int RECLAIMING = 3;
-
-    /**
-     * Start instants are derived from the boot time each JVM reads once, which clock steps can
-     * shift; two readings of one process's start may differ by this much. A pid reused within
-     * this window of the dead process's start is not told apart.
-     */
-    static final long START_TOLERANCE_MILLIS = 2000;
 
     private static final VarHandle LONG = ValueLayout.JAVA_LONG.varHandle();
 
@@ -159,7 +149,7 @@ final class ProcessTable {
         }
         long w = stateWord(slot);
         boolean dead = switch (state(w)) {
-            case CLAIMING -> !pidExists(payload(w));
+            case CLAIMING -> !ProcessLiveness.isAlive(payload(w), 0);
             case ACTIVE -> !isAlive(slot, payload(w));
             case RECLAIMING -> {
                 int reclaimer = (int) payload(w);
@@ -180,25 +170,13 @@ final class ProcessTable {
 
     /** True if the process recorded in ACTIVE {@code slot} with {@code pid} is alive. */
     boolean isAlive(int slot, long pid) {
-        Optional<ProcessHandle> handle = ProcessHandle.of(pid);
-        if (handle.isEmpty() || !handle.get().isAlive()) {
-            return false;
-        }
         long recordedStart = (long) LONG.get(pool, at(slot, START_OFFSET));
-        long actualStart = handle.get().info().startInstant().map(Instant::toEpochMilli).orElse(0L);
-        if (recordedStart != 0 && actualStart != 0) {
-            return Math.abs(recordedStart - actualStart) <= START_TOLERANCE_MILLIS;
-        }
-        return heartbeatTimeoutMillis == 0 || clockMillis.getAsLong() - heartbeat(slot) <= heartbeatTimeoutMillis;
-    }
-
-    private static boolean pidExists(long pid) {
-        return ProcessHandle.of(pid).map(ProcessHandle::isAlive).orElse(false);
-    }
-
-    /** The start instant of the current process in epoch ms, 0 if the platform does not say. */
-    static long currentStartMillis() {
-        return ProcessHandle.current().info().startInstant().map(Instant::toEpochMilli).orElse(0L);
+        return switch (ProcessLiveness.check(pid, recordedStart)) {
+            case DEAD -> false;
+            case SAME_PROCESS -> true;
+            case PID_RUNNING -> heartbeatTimeoutMillis == 0
+                    || clockMillis.getAsLong() - heartbeat(slot) <= heartbeatTimeoutMillis;
+        };
     }
 
     private long at(int slot, long field) {

@@ -1,7 +1,6 @@
 package dev.strata.memory.transfer;
 
 import dev.strata.memory.Tier;
-import dev.strata.memory.host.PlainMemoryTier;
 import org.HdrHistogram.Histogram;
 import org.HdrHistogram.Recorder;
 
@@ -44,7 +43,7 @@ public final class Link {
     private final String destinationName;
     private final String name;                  // source->destination
     private final long spinNanos;               // ns a worker spins before parking
-    private final StagingPool staging;          // shared by the engine, for non-plain to non-plain copies
+    private final TierCopy copyPath;            // shared by the engine: routes, bounces and meters COPY transfers
     private final MpmcQueue<Object> queue;      // CopyRequest or BatchSlice
     private final Worker[] workers;
 
@@ -71,12 +70,12 @@ public final class Link {
         }
     }
 
-    Link(String sourceName, String destinationName, int workerCount, int queueCapacity, long spinNanos, StagingPool staging) {
+    Link(String sourceName, String destinationName, int workerCount, int queueCapacity, long spinNanos, TierCopy copyPath) {
         this.sourceName = sourceName;
         this.destinationName = destinationName;
         this.name = sourceName + "->" + destinationName;
         this.spinNanos = spinNanos;
-        this.staging = staging;
+        this.copyPath = copyPath;
         this.queue = new MpmcQueue<>(queueCapacity);
         this.workers = new Worker[workerCount];
         for (int i = 0; i < workerCount; i++) {
@@ -326,28 +325,9 @@ public final class Link {
      */
     private static void meterDirectAccess(Transfer.Kind kind, Tier src, Tier dst, long ops, long bytes, long nanos) {
         switch (kind) {
-            case COPY -> {
-                if (dst.isPlainMemory()) {
-                    if (dst instanceof PlainMemoryTier plain) {
-                        plain.recordDirectWrite(ops, bytes, nanos);
-                    }
-                    if (src instanceof PlainMemoryTier plain) {
-                        plain.recordDirectRead(ops, bytes, nanos);
-                    }
-                } else if (src instanceof PlainMemoryTier plain) {
-                    plain.recordDirectRead(ops, bytes, nanos);
-                }
-            }
-            case GATHER -> {
-                if (dst instanceof PlainMemoryTier plain) {
-                    plain.recordDirectWrite(ops, bytes, nanos);
-                }
-            }
-            case SCATTER -> {
-                if (src instanceof PlainMemoryTier plain) {
-                    plain.recordDirectRead(ops, bytes, nanos);
-                }
-            }
+            case COPY -> TierCopy.meterViews(src, dst, ops, bytes, nanos);
+            case GATHER -> TierCopy.meterViewWrite(dst, ops, bytes, nanos);
+            case SCATTER -> TierCopy.meterViewRead(src, ops, bytes, nanos);
         }
     }
 
@@ -357,45 +337,14 @@ public final class Link {
      * @return bytes moved, or -1 if the source object was not found
      */
     private long perform(Transfer.Kind kind, Tier src, long srcHandle, Tier dst, long dstHandle, long length,
-                         List<MemorySegment> segments) throws InterruptedException {
+                         List<MemorySegment> segments) {
         switch (kind) {
             case COPY -> {
-                if (dst.isPlainMemory()) {
-                    if (src instanceof PlainMemoryTier plainSource) {
-                        // both plain: one copy between the two views, metered on both sides after the run
-                        MemorySegment from = plainSource.viewIfAllocated(srcHandle, length);
-                        if (from == null) {
-                            return -1;
-                        }
-                        MemorySegment.copy(from, 0, dst.segment(dstHandle, 0, length), 0, length);
-                    } else if (!src.read(srcHandle, dst.segment(dstHandle, 0, length))) {
-                        return -1;
-                    }
-                } else if (src.isPlainMemory()) {
-                    dst.write(dstHandle, src.segment(srcHandle, 0, length));
-                } else {
-                    MemorySegment buffer = staging.acquire(length);
-                    try {
-                        if (!src.read(srcHandle, buffer)) {
-                            return -1;
-                        }
-                        dst.write(dstHandle, buffer);
-                    } finally {
-                        staging.release(buffer);
-                    }
-                }
-                return length;
+                return copyPath.copyUnmetered(src, srcHandle, dst, dstHandle, length); // metered after the run
             }
             case GATHER -> {
                 if (dst.isPlainMemory()) {
-                    MemorySegment view = dst.segment(dstHandle, 0, length);
-                    long at = 0;
-                    for (int i = 0, n = segments.size(); i < n; i++) {
-                        MemorySegment part = segments.get(i);
-                        long len = part.byteSize();
-                        MemorySegment.copy(part, 0, view, at, len);
-                        at += len;
-                    }
+                    TierCopy.gatherView(segments, dst.segment(dstHandle, 0, length));
                 } else {
                     dst.gatherWrite(dstHandle, segments);
                 }
@@ -403,14 +352,7 @@ public final class Link {
             }
             case SCATTER -> {
                 if (src.isPlainMemory()) {
-                    MemorySegment view = src.segment(srcHandle, 0, length);
-                    long at = 0;
-                    for (int i = 0, n = segments.size(); i < n; i++) {
-                        MemorySegment part = segments.get(i);
-                        long len = part.byteSize();
-                        MemorySegment.copy(view, at, part, 0, len);
-                        at += len;
-                    }
+                    TierCopy.scatterView(src.segment(srcHandle, 0, length), segments);
                 } else if (!src.scatterRead(srcHandle, segments)) {
                     return -1;
                 }

@@ -2,6 +2,7 @@ package dev.strata.memory.transfer;
 
 import dev.strata.memory.Tier;
 import dev.strata.memory.TierKind;
+import dev.strata.memory.host.OffHeapRegion;
 
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
@@ -18,15 +19,15 @@ import java.util.concurrent.atomic.AtomicInteger;
  * Moves bytes between tiers asynchronously, through one {@link Link} per (source tier,
  * destination tier) pair, created on first use.
  *
- * <p>Design: every call returns at once with a future; the link's workers do the copying. Routing
- * of one copy of {@code length} bytes: into a plain-memory destination, the source reads straight
- * into the destination's view ({@code src.read(h, dst.segment(...))}; when the source is a
- * {@link dev.strata.memory.host.PlainMemoryTier} too, one copy between the two views, with both
- * tiers' meters updated after the run); else from a plain-memory
- * source, the destination writes straight from the source's view; else through a page-aligned
- * HOST staging buffer from a pool reserved once (never per transfer). A gather into plain memory
- * copies each part into the destination's view, into other tiers it calls
- * {@link Tier#gatherWrite}; a scatter mirrors that with {@link Tier#scatterRead}. Raw memory
+ * <p>Design: every call returns at once with a future; the link's workers do the copying. A copy
+ * between two tiers goes through the one copy path, {@link TierCopy}: plain to plain is one copy
+ * between the two views (both tiers' meters updated after the run); into a plain-memory
+ * destination the source reads straight into the destination's view; from a plain-memory source
+ * the destination writes straight from the source's view; between two non-plain tiers through a
+ * page-aligned HOST bounce buffer of the engine's {@link StagingPool} (reserved on first use,
+ * never per transfer). A gather into plain memory copies each part into the destination's view,
+ * into other tiers it calls {@link Tier#gatherWrite}; a scatter mirrors that with
+ * {@link Tier#scatterRead}. Raw memory
  * ranges (gather sources, scatter destinations) form the endpoint named {@link Link#MEMORY}.
  *
  * <p>Outcomes: a source object that is missing or unpublished completes the future normally with
@@ -53,7 +54,9 @@ public final class TransferEngine implements AutoCloseable {
      * @param linkWorkers       overrides by link name {@code source->destination} (tier names, {@code memory} for raw ranges)
      * @param queueCapacity     requests each link can hold waiting, a power of two {@code >= 2}
      * @param spinNanos         ns an idle worker spins before parking, {@code >= 0}
-     * @param stagingBytes      bytes of the HOST staging pool (the largest object copied between two non-plain tiers)
+     * @param stagingBytes      bytes of one HOST bounce buffer: the largest object copied between two non-plain tiers
+     *                          (the engine keeps up to {@value #STAGING_BUFFERS} such buffers, reserved together on
+     *                          the first such copy)
      */
     public record Settings(int memoryLinkWorkers, int diskLinkWorkers, Map<String, Integer> linkWorkers,
                            int queueCapacity, long spinNanos, long stagingBytes) {
@@ -115,8 +118,12 @@ public final class TransferEngine implements AutoCloseable {
         }
     }
 
+    /** Bounce buffers of the engine's staging pool: copies between two non-plain tiers in flight at once. */
+    public static final int STAGING_BUFFERS = 2;
+
     private final Settings settings;
-    private final StagingPool staging;
+    private final StagingPool staging;                                                     // bounce buffers of copyPath
+    private final TierCopy copyPath;                                                       // shared by every link
     private final ConcurrentHashMap<Tier, ConcurrentHashMap<Tier, Link>> tierToTier = new ConcurrentHashMap<>(); // source -> destination -> link
     private final ConcurrentHashMap<Tier, Link> memoryToTier = new ConcurrentHashMap<>(); // gathers, by destination
     private final ConcurrentHashMap<Tier, Link> tierToMemory = new ConcurrentHashMap<>(); // scatters, by source
@@ -130,7 +137,9 @@ public final class TransferEngine implements AutoCloseable {
 
     public TransferEngine(Settings settings) {
         this.settings = Objects.requireNonNull(settings, "settings");
-        this.staging = new StagingPool(settings.stagingBytes());
+        this.staging = new StagingPool("transfer-staging", STAGING_BUFFERS, settings.stagingBytes(), OffHeapRegion.PAGE,
+                StagingPool.Reserve.ON_FIRST_BORROW);
+        this.copyPath = new TierCopy(staging);
     }
 
     public Settings settings() {
@@ -287,7 +296,7 @@ public final class TransferEngine implements AutoCloseable {
         boolean disk = (src != null && src.kind() == TierKind.DISK) || (dst != null && dst.kind() == TierKind.DISK);
         int workers = settings.linkWorkers().getOrDefault(source + "->" + destination,
                 disk ? settings.diskLinkWorkers() : settings.memoryLinkWorkers());
-        Link link = new Link(source, destination, workers, settings.queueCapacity(), settings.spinNanos(), staging);
+        Link link = new Link(source, destination, workers, settings.queueCapacity(), settings.spinNanos(), copyPath);
         links.add(link);
         return link;
     }

@@ -5,6 +5,8 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.strata.memory.Sizes;
 import dev.strata.memory.TierIoException;
+import dev.strata.memory.shm.ShmFormatException;
+import dev.strata.memory.shm.ShmHeader;
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.lang.foreign.MemorySegment;
@@ -127,21 +129,21 @@ class PoolInspectorTest {
             PoolTier.open(files.config().capacity(2 * Sizes.MiB).conclude()).close();
             try (FileChannel ch = FileChannel.open(files.paths.getFirst(), StandardOpenOption.WRITE)) {
                 ch.write(ByteBuffer.allocate(8).order(ByteOrder.LITTLE_ENDIAN).putLong(0, (7L << 32) | 3).rewind(),
-                        PoolHeader.VERSION_OFFSET);
+                        ShmHeader.VERSION_OFFSET);
             }
             assertThatThrownBy(() -> PoolTier.inspect(files.paths.getFirst()))
-                    .isInstanceOf(PoolFormatException.class)
-                    .hasMessageContaining(files.paths.getFirst().toString()).hasMessageContaining("major version 7.3");
+                    .isInstanceOf(ShmFormatException.class)
+                    .hasMessageContaining(files.paths.getFirst().toString()).hasMessageContaining("field version = 7.3").hasMessageContaining("major version 7 is not supported");
 
             byte[] junk = new byte[(int) (4 * Sizes.MiB)];
             new SplittableRandom(1).nextBytes(junk);
             Files.write(files.paths.getFirst(), junk);
             assertThatThrownBy(() -> PoolTier.inspect(files.paths.getFirst()))
-                    .isInstanceOf(PoolFormatException.class).hasMessageContaining("bad magic");
+                    .isInstanceOf(ShmFormatException.class).hasMessageContaining("field magic = ");
 
             Files.write(files.paths.getFirst(), new byte[8192]);
             assertThatThrownBy(() -> PoolTier.inspect(files.paths.getFirst()))
-                    .isInstanceOf(PoolFormatException.class).hasMessageContaining("no initialised pool");
+                    .isInstanceOf(ShmFormatException.class).hasMessageContaining("no initialised pool");
         }
     }
 }

@@ -44,7 +44,7 @@ class PoolRootRegionTest {
                 assertThat(PoolInspector.inspect(files.paths).layout()).isEqualTo(again.layout());
                 long seen = PoolInspector.readRootRegion(files.paths, r -> r.get(ValueLayout.JAVA_LONG, 4096));
                 assertThat(seen).isEqualTo(0x1234_5678_9ABC_DEF1L);
-                assertThat(PoolInspector.inspect(files.paths).major()).isEqualTo(3);
+                assertThat(PoolInspector.inspect(files.paths).major()).isEqualTo(PoolHeader.MAJOR);
             }
         }
     }

@@ -8,6 +8,8 @@ import dev.strata.memory.CorruptObjectException;
 import dev.strata.memory.Sizes;
 import dev.strata.memory.TierKind;
 import dev.strata.memory.TierStats;
+import dev.strata.memory.shm.ShmFormatException;
+import dev.strata.memory.shm.ShmHeader;
 import dev.strata.testing.Property;
 import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
@@ -169,7 +171,7 @@ class PoolTierTest {
         // attaching reads a device's header through a mapping; /dev/zero never holds one
         assertThatThrownBy(() -> PoolTier.open(PoolConfig.builder("device-attach").path(java.nio.file.Path.of("/dev/zero"))
                 .mode(PoolConfig.Mode.ATTACH).attachTimeout(Duration.ofMillis(50)).conclude()))
-                .isInstanceOf(PoolFormatException.class).hasMessageContaining("/dev/zero").hasMessageContaining("no initialised pool");
+                .isInstanceOf(ShmFormatException.class).hasMessageContaining("/dev/zero").hasMessageContaining("no initialised pool");
     }
 
     @Test
@@ -383,10 +385,10 @@ class PoolTierTest {
             Files.write(files.paths.getFirst(), junk);
             long found = ByteBuffer.wrap(junk).order(ByteOrder.LITTLE_ENDIAN).getLong(0);
             assertThatThrownBy(() -> PoolTier.open(files.config().mode(PoolConfig.Mode.ATTACH).conclude()))
-                    .isInstanceOf(PoolFormatException.class)
+                    .isInstanceOf(ShmFormatException.class)
                     .hasMessageContaining(files.paths.getFirst().toString())
-                    .hasMessageContaining(String.format("0x%016x", found))
-                    .hasMessageContaining("bad magic");
+                    .hasMessageContaining("field magic = " + String.format("0x%016x", found))
+                    .hasMessageContaining("not a Strata pool file");
         }
     }
 
@@ -396,12 +398,12 @@ class PoolTierTest {
             PoolTier.open(files.config().capacity(2 * Sizes.MiB).conclude()).close();
             try (FileChannel ch = FileChannel.open(files.paths.getFirst(), StandardOpenOption.WRITE)) {
                 ch.write(ByteBuffer.allocate(8).order(ByteOrder.LITTLE_ENDIAN).putLong(0, (7L << 32) | 3).rewind(),
-                        PoolHeader.VERSION_OFFSET);
+                        ShmHeader.VERSION_OFFSET);
             }
             assertThatThrownBy(() -> PoolTier.open(files.config().conclude()))
-                    .isInstanceOf(PoolFormatException.class)
+                    .isInstanceOf(ShmFormatException.class)
                     .hasMessageContaining(files.paths.getFirst().toString())
-                    .hasMessageContaining("major version 7.3");
+                    .hasMessageContaining("field version = 7.3").hasMessageContaining("major version 7 is not supported");
         }
     }
 
@@ -414,7 +416,7 @@ class PoolTierTest {
                 ch.truncate(full / 2);
             }
             assertThatThrownBy(() -> PoolTier.open(files.config().conclude()))
-                    .isInstanceOf(PoolFormatException.class)
+                    .isInstanceOf(ShmFormatException.class)
                     .hasMessageContaining("too small").hasMessageContaining(Long.toString(full / 2));
         }
     }
@@ -424,7 +426,7 @@ class PoolTierTest {
         try (PoolFiles files = new PoolFiles("noversion", 1)) {
             Files.write(files.paths.getFirst(), new byte[8192]);
             assertThatThrownBy(() -> PoolTier.open(files.config().attachTimeout(Duration.ofMillis(100)).conclude()))
-                    .isInstanceOf(PoolFormatException.class)
+                    .isInstanceOf(ShmFormatException.class)
                     .hasMessageContaining("no initialised pool").hasMessageContaining("8192 bytes");
         }
     }

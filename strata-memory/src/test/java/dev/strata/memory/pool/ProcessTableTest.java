@@ -2,6 +2,7 @@ package dev.strata.memory.pool;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.strata.memory.shm.ProcessLiveness;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.concurrent.atomic.AtomicLong;
@@ -21,8 +22,8 @@ class ProcessTableTest {
     @Test
     void claimsSlotsAndReleasesThem() {
         ProcessTable t = new ProcessTable(table, 0, 8, clock::get, 10_000);
-        int a = t.claim(me, ProcessTable.currentStartMillis());
-        int b = t.claim(me, ProcessTable.currentStartMillis());
+        int a = t.claim(me, ProcessLiveness.currentStartMillis());
+        int b = t.claim(me, ProcessLiveness.currentStartMillis());
         assertThat(a).isNotEqualTo(b);
         assertThat(t.occupied()).isEqualTo(2);
         assertThat(t.isAlive(a, me)).isTrue();
@@ -34,7 +35,7 @@ class ProcessTableTest {
     @Test
     void aDeadPidIsReclaimedOnceAndItsSlotFreed() throws Exception {
         ProcessTable t = new ProcessTable(table, 0, 8, clock::get, 10_000);
-        int mine = t.claim(me, ProcessTable.currentStartMillis());
+        int mine = t.claim(me, ProcessLiveness.currentStartMillis());
         int dead = t.claim(deadPid(), 12345);
         assertThat(t.tryStartReclaim(dead, mine)).isTrue();
         assertThat(t.tryStartReclaim(dead, mine)).as("already being reclaimed by a live process").isFalse();
@@ -45,8 +46,8 @@ class ProcessTableTest {
     @Test
     void aReusedPidWithAnotherStartTimeIsDead() {
         ProcessTable t = new ProcessTable(table, 0, 8, clock::get, 0);
-        int mine = t.claim(me, ProcessTable.currentStartMillis());
-        long start = ProcessTable.currentStartMillis();
+        int mine = t.claim(me, ProcessLiveness.currentStartMillis());
+        long start = ProcessLiveness.currentStartMillis();
         int impostor = t.claim(me, start - 3_600_000); // same pid, started an hour earlier: an older process
         assertThat(t.isAlive(impostor, me)).isFalse();
         assertThat(t.tryStartReclaim(impostor, mine)).isTrue();
@@ -55,7 +56,7 @@ class ProcessTableTest {
     @Test
     void withoutAStartTimeAStaleHeartbeatMeansDead() {
         ProcessTable t = new ProcessTable(table, 0, 8, clock::get, 5_000);
-        int mine = t.claim(me, ProcessTable.currentStartMillis());
+        int mine = t.claim(me, ProcessLiveness.currentStartMillis());
         int unknown = t.claim(me, 0);
         clock.addAndGet(4_000);
         assertThat(t.isAlive(unknown, me)).isTrue();
@@ -69,7 +70,7 @@ class ProcessTableTest {
     @Test
     void aReclaimerThatDiedIsTakenOver() throws Exception {
         ProcessTable t = new ProcessTable(table, 0, 8, clock::get, 10_000);
-        int mine = t.claim(me, ProcessTable.currentStartMillis());
+        int mine = t.claim(me, ProcessLiveness.currentStartMillis());
         int deadReclaimer = t.claim(deadPid(), 1);
         int victim = t.claim(deadPid(), 2);
         // the dead reclaimer had started reclaiming the victim

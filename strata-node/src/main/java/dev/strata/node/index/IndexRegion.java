@@ -1,5 +1,6 @@
 package dev.strata.node.index;
 
+import dev.strata.memory.shm.ShmHeader;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.lang.invoke.VarHandle;
@@ -24,24 +25,24 @@ import java.lang.invoke.VarHandle;
  *
  * Header (little-endian longs):
  * offset size field
- *      0    8 magic             "STRATAIX" (0x5849415441525453)
- *      8    8 version           major &lt;&lt; 32 | minor; 0 until formatted; WRITTEN LAST (release)
- *     16    8 formatWord        0 untouched; pid &lt;&lt; 8 | 1 while that process formats
- *     24    8 hashVersion       block-hash version (an int) every attached process must use
- *     32    8 modelHigh         model fingerprint (an ObjectKey), upper half
- *     40    8 modelLow          model fingerprint, lower half
- *     48    8 entryCount
- *     56    8 processSlots      lease ranges (the pool's process slots)
- *     64    8 leasesPerProcess
- *     72    8 entryTableOffset
- *     80    8 lockTableOffset
- *     88    8 leaseTableOffset
- *     96    8 bytesUsed
- *    104    8 formatterPid      owner of the format (the first process to open the index)
- *    112    8 formattedAtMillis
- *    120    8 maxProbe          longest probe distance + 1 of any insert so far; grows (CAS) at run time
- *    128    8 lastReapMillis    heartbeat of the index: refreshed by every reap, by any process
- *    136 3960 reserved (zero)
+ *      0   64 prefix            {@link ShmHeader}: magic "STRATAIX" (0x5849415441525453), version
+ *                               (major &lt;&lt; 32 | minor, 0 until formatted, WRITTEN LAST with
+ *                               release), kind 4, owner = the formatter (the first process to open
+ *                               the index: pid, start instant), heartbeat = the last reap, by any
+ *                               process (opaque), createdAt = when it was formatted
+ *     64    8 formatWord        0 untouched; pid &lt;&lt; 8 | 1 while that process formats
+ *     72    8 hashVersion       block-hash version (an int) every attached process must use
+ *     80    8 modelHigh         model fingerprint (an ObjectKey), upper half
+ *     88    8 modelLow          model fingerprint, lower half
+ *     96    8 entryCount
+ *    104    8 processSlots      lease ranges (the pool's process slots)
+ *    112    8 leasesPerProcess
+ *    120    8 entryTableOffset
+ *    128    8 lockTableOffset
+ *    136    8 leaseTableOffset
+ *    144    8 bytesUsed
+ *    152    8 maxProbe          longest probe distance + 1 of any insert so far; grows (CAS) at run time
+ *    160 3936 reserved (zero)
  *
  * Entry e at entryTableOffset + e * ENTRY_SIZE (80 bytes):
  *      0    8 stateWord  bits 0-2 state (EMPTY 0, WRITING 1, PUBLISHED 2, EVICTING 3,
@@ -71,31 +72,32 @@ import java.lang.invoke.VarHandle;
  *               8  8 deadline  epoch ms after which the lease no longer pins (0: just claimed)
  * </pre>
  *
+ * <p>The index lives in the pool file, not in a file of its own, but its header starts with the
+ * same {@link ShmHeader} prefix as every shared file, so that one check refuses a foreign or
+ * older index. Major 2 (from 1) added the prefix.
+ *
  * <p>Stateless helpers over a segment; any thread.
  */
 final class IndexRegion {
     static final long MAGIC = 0x5849415441525453L; // "STRATAIX" read as a little-endian long
-    static final int MAJOR = 1;
+    static final int MAJOR = 2; // 2: the ShmHeader prefix
     static final int MINOR = 0;
+    /** The block index's kind: its magic, layout id and version. */
+    static final ShmHeader.Kind KIND = new ShmHeader.Kind("block index in pool file", MAGIC, 4, MAJOR, MINOR);
     static final long HEADER_SIZE = 4096;
 
-    static final long MAGIC_OFFSET = 0;
-    static final long VERSION_OFFSET = 8;
-    static final long FORMAT_WORD_OFFSET = 16;
-    static final long HASH_VERSION_OFFSET = 24;
-    static final long MODEL_HIGH_OFFSET = 32;
-    static final long MODEL_LOW_OFFSET = 40;
-    static final long ENTRY_COUNT_OFFSET = 48;
-    static final long PROCESS_SLOTS_OFFSET = 56;
-    static final long LEASES_PER_PROCESS_OFFSET = 64;
-    static final long ENTRY_TABLE_OFFSET_OFFSET = 72;
-    static final long LOCK_TABLE_OFFSET_OFFSET = 80;
-    static final long LEASE_TABLE_OFFSET_OFFSET = 88;
-    static final long BYTES_USED_OFFSET = 96;
-    static final long FORMATTER_PID_OFFSET = 104;
-    static final long FORMATTED_AT_OFFSET = 112;
-    static final long MAX_PROBE_OFFSET = 120;
-    static final long LAST_REAP_OFFSET = 128;
+    static final long FORMAT_WORD_OFFSET = ShmHeader.PREFIX_SIZE;
+    static final long HASH_VERSION_OFFSET = 72;
+    static final long MODEL_HIGH_OFFSET = 80;
+    static final long MODEL_LOW_OFFSET = 88;
+    static final long ENTRY_COUNT_OFFSET = 96;
+    static final long PROCESS_SLOTS_OFFSET = 104;
+    static final long LEASES_PER_PROCESS_OFFSET = 112;
+    static final long ENTRY_TABLE_OFFSET_OFFSET = 120;
+    static final long LOCK_TABLE_OFFSET_OFFSET = 128;
+    static final long LEASE_TABLE_OFFSET_OFFSET = 136;
+    static final long BYTES_USED_OFFSET = 144;
+    static final long MAX_PROBE_OFFSET = 152;
 
     static final long ENTRY_SIZE = 80;
     static final long E_STATE = 0;

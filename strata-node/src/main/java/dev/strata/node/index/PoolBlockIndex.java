@@ -31,8 +31,12 @@ import dev.strata.cache.ObjectKey;
 import dev.strata.memory.Allocator;
 import dev.strata.memory.Sizes;
 import dev.strata.memory.pool.PoolTier;
+import dev.strata.memory.shm.ProcessLiveness;
+import dev.strata.memory.shm.ShmFormatException;
+import dev.strata.memory.shm.ShmHeader;
 import java.lang.foreign.MemorySegment;
 import java.lang.invoke.VarHandle;
+import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.SplittableRandom;
 import java.util.concurrent.TimeUnit;
@@ -185,7 +189,8 @@ public final class PoolBlockIndex implements BlockIndex {
      *
      * @throws IndexIdentityException   if the index holds another hash version or model fingerprint
      * @throws IllegalArgumentException if the pool has no root region large enough
-     * @throws IllegalStateException    if the index header is invalid or its format never finishes
+     * @throws ShmFormatException       if the index header is invalid (names the pool file, field and value)
+     * @throws IllegalStateException    if its format never finishes
      */
     public static PoolBlockIndex open(PoolTier tier, BlockIndexConfig config) {
         MemorySegment region = tier.rootRegion();
@@ -198,7 +203,7 @@ public final class PoolBlockIndex implements BlockIndex {
                     + suggestedRegionSize(tier.layout().dataCapacity(), tier.layout().chunkSize(), processSlots) + ")");
         }
         awaitOrFormat(tier, region, config, processSlots);
-        IndexRegion.Geometry geometry = validate(tier, region, processSlots);
+        IndexRegion.Geometry geometry = validate(tier.paths().getFirst(), region, processSlots);
         int storedVersion = (int) get(region, IndexRegion.HASH_VERSION_OFFSET);
         ObjectKey storedModel = new ObjectKey(get(region, IndexRegion.MODEL_HIGH_OFFSET),
                 get(region, IndexRegion.MODEL_LOW_OFFSET));
@@ -216,10 +221,10 @@ public final class PoolBlockIndex implements BlockIndex {
         long me = ProcessHandle.current().pid();
         long mine = (me << 8) | 1;
         long deadline = System.nanoTime() + FORMAT_TIMEOUT_NANOS;
-        while (getAcquire(region, IndexRegion.VERSION_OFFSET) == 0) {
+        while (ShmHeader.versionAcquire(region) == 0) {
             long fw = getVolatile(region, IndexRegion.FORMAT_WORD_OFFSET);
             long formatter = fw >>> 8;
-            boolean takeOver = fw == 0 || (formatter != me && !ProcessHandle.of(formatter).map(ProcessHandle::isAlive).orElse(false));
+            boolean takeOver = fw == 0 || (formatter != me && !ProcessLiveness.isAlive(formatter, 0));
             if (takeOver && cas(region, IndexRegion.FORMAT_WORD_OFFSET, fw, mine)) {
                 format(tier, region, config, processSlots, me);
                 return;
@@ -239,9 +244,12 @@ public final class PoolBlockIndex implements BlockIndex {
                     + " bytes cannot hold a block index with " + config.leasesPerProcess() + " leases for each of "
                     + processSlots + " process slots");
         }
-        // a previous formatter may have died half-way: clear everything but the format word
+        // a previous formatter may have died half-way: clear everything but the format word (the
+        // version is 0 and stays 0 until published below)
+        region.asSlice(0, IndexRegion.FORMAT_WORD_OFFSET).fill((byte) 0);
         region.asSlice(IndexRegion.HASH_VERSION_OFFSET, g.bytesUsed() - IndexRegion.HASH_VERSION_OFFSET).fill((byte) 0);
-        set(region, IndexRegion.MAGIC_OFFSET, IndexRegion.MAGIC);
+        long now = config.clockMillis().getAsLong();
+        ShmHeader.writePrefix(region, IndexRegion.KIND, pid, ProcessLiveness.currentStartMillis(), now);
         set(region, IndexRegion.HASH_VERSION_OFFSET, config.hashVersion());
         set(region, IndexRegion.MODEL_HIGH_OFFSET, config.modelFingerprint().high());
         set(region, IndexRegion.MODEL_LOW_OFFSET, config.modelFingerprint().low());
@@ -252,45 +260,36 @@ public final class PoolBlockIndex implements BlockIndex {
         set(region, IndexRegion.LOCK_TABLE_OFFSET_OFFSET, g.lockTableOffset());
         set(region, IndexRegion.LEASE_TABLE_OFFSET_OFFSET, g.leaseTableOffset());
         set(region, IndexRegion.BYTES_USED_OFFSET, g.bytesUsed());
-        set(region, IndexRegion.FORMATTER_PID_OFFSET, pid);
-        long now = config.clockMillis().getAsLong();
-        set(region, IndexRegion.FORMATTED_AT_OFFSET, now);
-        set(region, IndexRegion.LAST_REAP_OFFSET, now);
-        setRelease(region, IndexRegion.VERSION_OFFSET, ((long) IndexRegion.MAJOR << 32) | IndexRegion.MINOR);
+        ShmHeader.publish(region, IndexRegion.KIND);
     }
 
-    /** Checks magic, major version and geometry of a formatted index header. */
-    static IndexRegion.Geometry validate(PoolTier tier, MemorySegment region, int processSlots) {
-        return validate(tier.name(), region, processSlots);
-    }
-
-    static IndexRegion.Geometry validate(String poolName, MemorySegment region, int processSlots) {
-        long magic = get(region, IndexRegion.MAGIC_OFFSET);
-        long version = getAcquire(region, IndexRegion.VERSION_OFFSET);
-        String where = "block index of pool '" + poolName + "'";
-        if (magic != IndexRegion.MAGIC) {
-            throw new IllegalStateException(where + ": bad magic 0x" + Long.toHexString(magic) + " (expected 0x"
-                    + Long.toHexString(IndexRegion.MAGIC) + ")");
-        }
-        if ((int) (version >>> 32) != IndexRegion.MAJOR) {
-            throw new IllegalStateException(where + ": major version " + (version >>> 32) + "." + (int) version
-                    + " is not supported (this code reads major version " + IndexRegion.MAJOR + ")");
-        }
+    /**
+     * Checks magic, version, kind and geometry of a formatted index header.
+     *
+     * @param poolFile the pool's first file, named in errors
+     * @throws ShmFormatException naming the pool file, the field and the value found
+     */
+    static IndexRegion.Geometry validate(Path poolFile, MemorySegment region, int processSlots) {
+        ShmHeader.Prefix.of(region).check(poolFile, IndexRegion.KIND);
         long entryCount = get(region, IndexRegion.ENTRY_COUNT_OFFSET);
         long slots = get(region, IndexRegion.PROCESS_SLOTS_OFFSET);
         long leases = get(region, IndexRegion.LEASES_PER_PROCESS_OFFSET);
         if (Long.bitCount(entryCount) != 1 || entryCount < IndexRegion.LOCK_GROUP || slots != processSlots
                 || leases < 1 || leases > BlockIndexConfig.MAX_LEASES_PER_PROCESS) {
-            throw new IllegalStateException(where + ": implausible geometry: " + entryCount + " entries, " + slots
-                    + " process slots (the pool has " + processSlots + "), " + leases + " leases per process");
+            throw new ShmFormatException(IndexRegion.KIND.noun(), poolFile, "entryCount, processSlots, leasesPerProcess",
+                    entryCount + ", " + slots + ", " + leases, "implausible geometry (the pool has " + processSlots
+                    + " process slots; entries a power of two >= " + IndexRegion.LOCK_GROUP + ")");
         }
         IndexRegion.Geometry g = IndexRegion.Geometry.of(entryCount, processSlots, (int) leases);
         if (g.entryTableOffset() != get(region, IndexRegion.ENTRY_TABLE_OFFSET_OFFSET)
                 || g.lockTableOffset() != get(region, IndexRegion.LOCK_TABLE_OFFSET_OFFSET)
                 || g.leaseTableOffset() != get(region, IndexRegion.LEASE_TABLE_OFFSET_OFFSET)
                 || g.bytesUsed() != get(region, IndexRegion.BYTES_USED_OFFSET) || g.bytesUsed() > region.byteSize()) {
-            throw new IllegalStateException(where + ": table offsets disagree with the geometry " + g
-                    + " or exceed the root region of " + region.byteSize() + " bytes");
+            throw new ShmFormatException(IndexRegion.KIND.noun(), poolFile, "table offsets and bytesUsed",
+                    get(region, IndexRegion.ENTRY_TABLE_OFFSET_OFFSET) + ", " + get(region, IndexRegion.LOCK_TABLE_OFFSET_OFFSET)
+                            + ", " + get(region, IndexRegion.LEASE_TABLE_OFFSET_OFFSET) + ", "
+                            + get(region, IndexRegion.BYTES_USED_OFFSET), "they disagree with the geometry " + g
+                            + " or exceed the root region of " + region.byteSize() + " bytes");
         }
         return g;
     }
@@ -758,7 +757,7 @@ public final class PoolBlockIndex implements BlockIndex {
                 cleared++;
             }
         }
-        setOpaque(region, IndexRegion.LAST_REAP_OFFSET, now);
+        ShmHeader.beat(region, now);
         return cleared;
     }
 

@@ -43,6 +43,12 @@ public final class PoolSharedBlockStore implements SharedBlockStore {
         this.tier = tier;
     }
 
+    /** The pool this process maps, where the shared blocks live. */
+    @Override
+    public PoolTier tier() {
+        return tier;
+    }
+
     /** The index underneath. */
     public BlockIndex index() {
         return index;

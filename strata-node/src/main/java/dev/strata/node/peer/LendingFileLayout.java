@@ -1,5 +1,8 @@
 package dev.strata.node.peer;
 
+import dev.strata.memory.shm.ShmFiles;
+import dev.strata.memory.shm.ShmFormatException;
+import dev.strata.memory.shm.ShmHeader;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.lang.invoke.VarHandle;
@@ -27,24 +30,23 @@ import java.nio.file.Path;
  *
  * Header:
  * offset size field
- *      0    8 magic              "STRATPER" (0x5245505441525453)
- *      8    8 version            major &lt;&lt; 32 | minor; 0 while initialising; WRITTEN LAST (release)
- *     16    8 regionCount        regions lent out of the budget
- *     24    8 regionSize         bytes per region, a multiple of 64
- *     32    8 budget             regionCount * regionSize: the bytes the agent may lend
- *     40    8 tableOffset        TABLE_OFFSET
- *     48    8 dataOffset
- *     56    8 totalSize          bytes of the file
- *     64    8 agentPid
- *     72    8 agentStartMillis   the agent's start instant, epoch ms (0 unknown)
- *     80    8 createdAtMillis
+ *      0   64 prefix             {@link ShmHeader}: magic "STRATPER" (0x5245505441525453), version
+ *                                (major &lt;&lt; 32 | minor, 0 while initialising, WRITTEN LAST with
+ *                                release), kind 3, owner = the agent (pid, start instant),
+ *                                heartbeat = the agent's, refreshed by its every tick (opaque),
+ *                                createdAt
+ *     64    8 regionCount        regions lent out of the budget
+ *     72    8 regionSize         bytes per region, a multiple of 64
+ *     80    8 budget             regionCount * regionSize: the bytes the agent may lend
+ *     88    8 tableOffset        TABLE_OFFSET
+ *     96    8 dataOffset
+ *    104    8 totalSize          bytes of the file
  *    128    8 agentState         STARTING 0, LENDING 1, STOPPED 2 (release/acquire); own cache line
- *    136    8 agentHeartbeat     epoch ms, refreshed by every tick of the agent (opaque)
- *    144    8 demandBytes        the agent's own demand as of its last tick (for inspection)
- *    152    8 revocations        revocations the agent has requested (agent only)
- *    160    8 acknowledged       revocations borrowers acknowledged in time (CAS by borrowers)
- *    168    8 fences             leases the agent fenced at their deadline (agent only)
- *    176    8 reaped             leases of dead borrowers the agent took back (agent only)
+ *    136    8 demandBytes        the agent's own demand as of its last tick (for inspection)
+ *    144    8 revocations        revocations the agent has requested (agent only)
+ *    152    8 acknowledged       revocations borrowers acknowledged in time (CAS by borrowers)
+ *    160    8 fences             leases the agent fenced at their deadline (agent only)
+ *    168    8 reaped             leases of dead borrowers the agent took back (agent only)
  *
  * Region record r at TABLE_OFFSET + r * RECORD_SIZE:
  *      0    8 stateWord   bits 0-3 state, bits 4-27 pid of the borrower (0 when none),
@@ -90,16 +92,20 @@ import java.nio.file.Path;
  *
  * <p>Invariants: once {@code version} is non-zero every header field before offset 128 is final.
  * A path is lent by at most one live agent (an OS lock on {@code <path>.lock}); a restarted agent
- * builds a new file and renames it over the path, so borrowers of the dead one keep the old
- * mapping and see their agent dead. Bad magic, another major version or a truncated file are
- * refused on open with a {@link LendingFormatException} naming the file and the values found.
+ * builds a new file ({@link ShmFiles}) and renames it over the path, so borrowers of the dead one
+ * keep the old mapping and see their agent dead. Bad magic, another kind, an unpublished header,
+ * another major version, a geometry that disagrees or a truncated file are refused on open with a
+ * {@link ShmFormatException} naming the file, the field and the value found. Major 2 (from 1)
+ * starts the header with the {@link ShmHeader} prefix.
  *
  * <p>Stateless helpers; any thread.
  */
 public final class LendingFileLayout {
     public static final long MAGIC = 0x5245505441525453L; // "STRATPER" read as a little-endian long
-    public static final int MAJOR = 1;
+    public static final int MAJOR = 2; // 2: the ShmHeader prefix
     public static final int MINOR = 0;
+    /** The lending file's kind: its magic, layout id and version. */
+    public static final ShmHeader.Kind KIND = new ShmHeader.Kind("lending file", MAGIC, 3, MAJOR, MINOR);
 
     public static final long HEADER_SIZE = 4096;
     public static final long TABLE_OFFSET = HEADER_SIZE;
@@ -108,24 +114,18 @@ public final class LendingFileLayout {
     public static final long MAX_REGIONS = 1L << 24;
 
     // header
-    public static final long MAGIC_OFFSET = 0;
-    public static final long VERSION_OFFSET = 8;
-    public static final long REGION_COUNT_OFFSET = 16;
-    public static final long REGION_SIZE_OFFSET = 24;
-    public static final long BUDGET_OFFSET = 32;
-    public static final long TABLE_OFFSET_OFFSET = 40;
-    public static final long DATA_OFFSET_OFFSET = 48;
-    public static final long TOTAL_SIZE_OFFSET = 56;
-    public static final long AGENT_PID_OFFSET = 64;
-    public static final long AGENT_START_OFFSET = 72;
-    public static final long CREATED_AT_OFFSET = 80;
+    public static final long REGION_COUNT_OFFSET = ShmHeader.PREFIX_SIZE;
+    public static final long REGION_SIZE_OFFSET = 72;
+    public static final long BUDGET_OFFSET = 80;
+    public static final long TABLE_OFFSET_OFFSET = 88;
+    public static final long DATA_OFFSET_OFFSET = 96;
+    public static final long TOTAL_SIZE_OFFSET = 104;
     public static final long AGENT_STATE_OFFSET = 128;
-    public static final long AGENT_HEARTBEAT_OFFSET = 136;
-    public static final long DEMAND_OFFSET = 144;
-    public static final long REVOCATIONS_OFFSET = 152;
-    public static final long ACKNOWLEDGED_OFFSET = 160;
-    public static final long FENCES_OFFSET = 168;
-    public static final long REAPED_OFFSET = 176;
+    public static final long DEMAND_OFFSET = 136;
+    public static final long REVOCATIONS_OFFSET = 144;
+    public static final long ACKNOWLEDGED_OFFSET = 152;
+    public static final long FENCES_OFFSET = 160;
+    public static final long REAPED_OFFSET = 168;
 
     public static final long AGENT_STARTING = 0;
     public static final long AGENT_LENDING = 1;
@@ -237,87 +237,69 @@ public final class LendingFileLayout {
         }
     }
 
-    /** Writes every header field except the version (published with {@link #publishVersion}). */
-    static void writeHeader(MemorySegment file, Geometry g, long pid, long startMillis, long nowMillis) {
-        LONG.set(file, MAGIC_OFFSET, MAGIC);
+    /**
+     * Writes every header field of a file lent by the current process except the version
+     * (the caller publishes with {@link ShmHeader#publish}).
+     */
+    static void writeHeader(MemorySegment file, Geometry g, long nowMillis) {
+        ShmHeader.writePrefix(file, KIND, nowMillis);
         LONG.set(file, REGION_COUNT_OFFSET, g.regionCount());
         LONG.set(file, REGION_SIZE_OFFSET, g.regionSize());
         LONG.set(file, BUDGET_OFFSET, g.budget());
         LONG.set(file, TABLE_OFFSET_OFFSET, TABLE_OFFSET);
         LONG.set(file, DATA_OFFSET_OFFSET, g.dataOffset());
         LONG.set(file, TOTAL_SIZE_OFFSET, g.totalSize());
-        LONG.set(file, AGENT_PID_OFFSET, pid);
-        LONG.set(file, AGENT_START_OFFSET, startMillis);
-        LONG.set(file, CREATED_AT_OFFSET, nowMillis);
         LONG.set(file, AGENT_STATE_OFFSET, AGENT_STARTING);
-        LONG.set(file, AGENT_HEARTBEAT_OFFSET, nowMillis);
     }
 
-    /** Makes the header valid: release-stores the version after every other field. */
-    static void publishVersion(MemorySegment file) {
-        LONG.setRelease(file, VERSION_OFFSET, ((long) MAJOR << 32) | MINOR);
-    }
-
-    /** The header fields as found in a file. */
-    public record Header(long magic, long version, long regionCount, long regionSize, long budget, long tableOffset,
-                         long dataOffset, long totalSize, long agentPid, long agentStartMillis, long agentState,
-                         long agentHeartbeatMillis) {
-
-        public int major() {
-            return (int) (version >>> 32);
-        }
-
-        public int minor() {
-            return (int) version;
-        }
+    /**
+     * The header fields as found in a file.
+     *
+     * @param prefix   the common prefix: magic, version, kind, the agent as owner, its heartbeat
+     * @param fileSize bytes of the file when the header was read
+     */
+    public record Header(ShmHeader.Prefix prefix, long regionCount, long regionSize, long budget, long tableOffset,
+                         long dataOffset, long totalSize, long agentState, long fileSize) {
 
         /** Reads the header from the first {@link #HEADER_SIZE} bytes of a file (little-endian). */
-        public static Header of(ByteBuffer buffer) {
-            ByteBuffer b = buffer.duplicate().order(ByteOrder.LITTLE_ENDIAN);
-            return new Header(b.getLong((int) MAGIC_OFFSET), b.getLong((int) VERSION_OFFSET),
-                    b.getLong((int) REGION_COUNT_OFFSET), b.getLong((int) REGION_SIZE_OFFSET),
-                    b.getLong((int) BUDGET_OFFSET), b.getLong((int) TABLE_OFFSET_OFFSET),
-                    b.getLong((int) DATA_OFFSET_OFFSET), b.getLong((int) TOTAL_SIZE_OFFSET),
-                    b.getLong((int) AGENT_PID_OFFSET), b.getLong((int) AGENT_START_OFFSET),
-                    b.getLong((int) AGENT_STATE_OFFSET), b.getLong((int) AGENT_HEARTBEAT_OFFSET));
+        public static Header of(ShmFiles.Found found) {
+            ByteBuffer b = found.header().duplicate().order(ByteOrder.LITTLE_ENDIAN);
+            return new Header(ShmHeader.Prefix.of(b), b.getLong((int) REGION_COUNT_OFFSET),
+                    b.getLong((int) REGION_SIZE_OFFSET), b.getLong((int) BUDGET_OFFSET),
+                    b.getLong((int) TABLE_OFFSET_OFFSET), b.getLong((int) DATA_OFFSET_OFFSET),
+                    b.getLong((int) TOTAL_SIZE_OFFSET), b.getLong((int) AGENT_STATE_OFFSET), found.fileSize());
         }
 
         /**
-         * Checks magic, major version and geometry.
+         * Checks magic, version, kind and geometry.
          *
-         * @param fileSize bytes of the file
          * @return the geometry
-         * @throws LendingFormatException naming the file and the values found
+         * @throws ShmFormatException naming the file, the field and the value found
          */
-        public Geometry validate(Path file, long fileSize) {
-            if (magic != MAGIC) {
-                throw new LendingFormatException(file, String.format(
-                        "bad magic 0x%016x (expected 0x%016x): not a Strata lending file", magic, MAGIC));
-            }
-            if (version == 0) {
-                throw new LendingFormatException(file, "version 0: the agent never finished initialising it");
-            }
-            if (major() != MAJOR) {
-                throw new LendingFormatException(file, "major version " + major() + "." + minor()
-                        + " is not supported (this code speaks major version " + MAJOR + ")");
-            }
+        public Geometry validate(Path file) {
+            prefix.check(file, KIND);
             Geometry g;
             try {
                 g = new Geometry(regionCount, regionSize);
             } catch (IllegalArgumentException e) {
-                throw new LendingFormatException(file, "implausible geometry: " + e.getMessage());
+                throw error(file, "regionCount, regionSize", regionCount + ", " + regionSize,
+                        "implausible geometry: " + e.getMessage());
             }
             if (g.budget() != budget || tableOffset != TABLE_OFFSET || g.dataOffset() != dataOffset
                     || g.totalSize() != totalSize) {
-                throw new LendingFormatException(file, "geometry fields disagree: found budget " + budget + ", table at "
-                        + tableOffset + ", data at " + dataOffset + ", total " + totalSize + "; expected " + g.budget()
-                        + ", " + TABLE_OFFSET + ", " + g.dataOffset() + ", " + g.totalSize());
+                throw error(file, "budget, tableOffset, dataOffset, totalSize", budget + ", " + tableOffset + ", "
+                        + dataOffset + ", " + totalSize, "the geometry fields disagree: expected " + g.budget() + ", "
+                        + TABLE_OFFSET + ", " + g.dataOffset() + ", " + g.totalSize());
             }
             if (fileSize < totalSize) {
-                throw new LendingFormatException(file, "file holds " + fileSize + " bytes but the lending file needs "
-                        + totalSize + ": truncated");
+                throw error(file, "file size", Long.toString(fileSize), "the lending file needs " + totalSize
+                        + " bytes: truncated");
             }
             return g;
+        }
+
+        private static ShmFormatException error(Path file, String field, String value, String problem) {
+            return new ShmFormatException(KIND.noun(), file, field, value, problem);
         }
     }
 }

@@ -2,21 +2,17 @@ package dev.strata.node.peer;
 
 import static dev.strata.node.peer.LendingFileLayout.*;
 
+import dev.strata.cache.peer.LendingRule;
 import dev.strata.memory.Sizes;
-import dev.strata.node.rpc.ProcessLiveness;
-import dev.strata.node.shm.ShmFiles;
+import dev.strata.memory.shm.OwnedShmFile;
+import dev.strata.memory.shm.ProcessLiveness;
+import dev.strata.memory.shm.ShmHeader;
 import java.io.IOException;
 import java.io.PrintStream;
 import java.io.UncheckedIOException;
-import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
-import java.nio.channels.FileChannel;
-import java.nio.file.AtomicMoveNotSupportedException;
-import java.nio.file.Files;
-import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
@@ -35,18 +31,20 @@ import java.util.concurrent.locks.LockSupport;
  * borrowers claim FREE regions themselves (one CAS per region, no round trip to the agent); the
  * agent owns everything else. Every {@code tick} it
  * <ol>
- *   <li>refreshes its heartbeat and reads its {@link DemandSignal}: the demand, rounded up to
- *       whole regions, is the number of regions it must HOLD for itself;</li>
+ *   <li>refreshes its heartbeat and reads its {@link DemandSignal}: its reserve under the
+ *       {@link LendingRule} every Strata lender follows (the demand rounded up to whole regions)
+ *       is the number of regions it must HOLD for itself;</li>
  *   <li>fences every REVOKING lease past its deadline (state FENCED, epoch + 1: later enters under
  *       the old epoch fail) and finishes every fence whose gate it can shut (no access of the
  *       fenced lending under way) or whose borrower is dead: the run becomes HELD;</li>
  *   <li>every {@code livenessInterval}, reaps the leases of dead borrowers (pid and start time):
  *       fenced and taken back at once, and frees the half-claimed regions they left;</li>
- *   <li>balances: too few HELD regions, it takes FREE ones first, then revokes lent runs for the
- *       rest (state REVOKING, deadline now + {@code grace}) — the smallest run that covers the
- *       shortfall, else the largest, ties to the most recently lent (the lease least likely to
- *       have earned its keep); too many, it frees the excess. A borrower that acknowledges hands
- *       the run back as HELD, so a revoked region is never re-borrowed before the agent uses it.</li>
+ *   <li>balances: too few HELD regions, it takes FREE ones first, then revokes the lent runs the
+ *       rule chooses for the rest (state REVOKING, deadline now + {@code grace}): the smallest run
+ *       that covers the shortfall, else the largest, ties to the most recently lent, then the
+ *       higher head (first fit places later runs higher); too many, it frees the excess. A
+ *       borrower that acknowledges hands the run back as HELD, so a revoked region is never
+ *       re-borrowed before the agent uses it.</li>
  * </ol>
  * With {@code stampReclaimed} the agent writes its own bytes over every region as it becomes
  * HELD: that is its reuse of the memory, and it happens only once the lending's gate is shut.
@@ -67,12 +65,10 @@ public final class PeerAgent implements AutoCloseable {
 
     private final PeerAgentConfig config;
     private final Geometry geometry;
-    private final Path tempPath;
-    private final Arena arena;
-    private final MemorySegment file;
+    private final OwnedShmFile owned;       // the lending file; holds the lock on <path>.lock while this agent lives
+    private final MemorySegment file;       // owned.segment()
     private final LendingTable table;
-    private final Object fileKey;
-    private final FileChannel lockChannel;
+    private final LendingRule rule;         // geometry.budget(), granule geometry.regionSize()
     private final MemorySegment stamp;      // regionSize bytes: what the agent writes over a region it takes back
     private final boolean[] stamped;        // [region] HELD and already overwritten (tick thread only)
     private final long startNanos;
@@ -87,17 +83,14 @@ public final class PeerAgent implements AutoCloseable {
     private Thread ticker;
     private PrintStream out;
 
-    private PeerAgent(PeerAgentConfig config, Geometry geometry, Path tempPath, Arena arena, MemorySegment file,
-                      Object fileKey, FileChannel lockChannel) {
+    private PeerAgent(PeerAgentConfig config, Geometry geometry, OwnedShmFile owned) {
         this.config = config;
         this.geometry = geometry;
-        this.tempPath = tempPath;
-        this.arena = arena;
-        this.file = file;
+        this.owned = owned;
+        this.file = owned.segment();
         this.table = new LendingTable(file, geometry);
-        this.fileKey = fileKey;
-        this.lockChannel = lockChannel;
-        this.stamp = arena.allocate(geometry.regionSize(), 64);
+        this.rule = new LendingRule(geometry.budget(), geometry.regionSize());
+        this.stamp = owned.arena().allocate(geometry.regionSize(), 64);
         SplittableRandom random = new SplittableRandom(pid);
         for (long i = 0; i < geometry.regionSize(); i += 8) {
             stamp.set(ValueLayout.JAVA_LONG_UNALIGNED, i, random.nextLong() | 1L);
@@ -131,53 +124,30 @@ public final class PeerAgent implements AutoCloseable {
      */
     public static PeerAgent create(PeerAgentConfig config) {
         Path path = config.file();
-        refuseIfLent(path);
-        FileChannel lock = ShmFiles.lockOwnership(path, lockPath -> "lending file " + path
-                + " is lent by another live process (it holds " + lockPath + "): stop it first or choose another file");
         Geometry g = new Geometry(config.regionCount(), config.regionSize());
-        Path temp = ShmFiles.tempBeside(path);
-        Arena arena = Arena.ofShared();
+        OwnedShmFile owned = OwnedShmFile.create(path, KIND.noun(), g.totalSize(), (int) HEADER_SIZE, found -> {
+            Header h = Header.of(found);
+            return h.prefix().magic() == MAGIC && h.agentState() != AGENT_STOPPED && h.prefix().ownerAlive()
+                    ? "lending file " + path + " is lent by a live agent (pid " + h.prefix().ownerPid()
+                            + "): stop it first or choose another file"
+                    : null;
+        }, lockPath -> "lending file " + path + " is lent by another live process (it holds " + lockPath
+                + "): stop it first or choose another file");
         try {
-            MemorySegment mapped = ShmFiles.createMapped(temp, g.totalSize(), arena);
-            Object key = ShmFiles.fileKey(temp);
-            long now = config.clock().millis();
-            writeHeader(mapped, g, ProcessHandle.current().pid(), ProcessLiveness.currentStartMillis(), now);
-            PeerAgent agent = new PeerAgent(config, g, temp, arena, mapped, key, lock);
+            MemorySegment mapped = owned.segment();
+            writeHeader(mapped, g, config.clock().millis());
+            PeerAgent agent = new PeerAgent(config, g, owned);
             LONG.setRelease(mapped, AGENT_STATE_OFFSET, AGENT_LENDING);
-            publishVersion(mapped);
-            try {
-                Files.move(temp, path, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
-            } catch (AtomicMoveNotSupportedException e) {
-                Files.move(temp, path, StandardCopyOption.REPLACE_EXISTING);
-            }
+            ShmHeader.publish(mapped, KIND);
+            owned.renameOverPath();
             agent.step();
             return agent;
         } catch (IOException e) {
-            arena.close();
-            ShmFiles.closeQuietly(lock);
-            ShmFiles.deleteQuietly(temp);
-            throw new UncheckedIOException("creating lending file " + path + " (" + g.totalSize() + " bytes in " + temp + ")", e);
+            owned.discard();
+            throw new UncheckedIOException("publishing lending file " + owned.tempPath() + " as " + path, e);
         } catch (RuntimeException | Error e) {
-            arena.close();
-            ShmFiles.closeQuietly(lock);
-            ShmFiles.deleteQuietly(temp);
+            owned.discard();
             throw e;
-        }
-    }
-
-    private static void refuseIfLent(Path path) {
-        LendingFiles.Found found;
-        try {
-            found = LendingFiles.readHeader(path);
-        } catch (NoSuchFileException e) {
-            return;
-        } catch (IOException e) {
-            throw new UncheckedIOException("reading the existing lending file " + path, e);
-        }
-        Header h = found.header();
-        if (h.magic() == MAGIC && h.agentState() != AGENT_STOPPED && ProcessLiveness.isAlive(h.agentPid(), h.agentStartMillis())) {
-            throw new IllegalStateException("lending file " + path + " is lent by a live agent (pid " + h.agentPid()
-                    + "): stop it first or choose another file");
         }
     }
 
@@ -219,16 +189,16 @@ public final class PeerAgent implements AutoCloseable {
                 return;
             }
             long now = config.clock().millis();
-            LONG.setOpaque(file, AGENT_HEARTBEAT_OFFSET, now);
+            ShmHeader.beat(file, now);
             long demand = Math.clamp(config.demand().demandBytes(System.nanoTime() - startNanos), 0L, geometry.budget());
             lastDemand = demand;
             LONG.setOpaque(file, DEMAND_OFFSET, demand);
-            long wanted = Math.min(geometry.regionCount(), (demand + geometry.regionSize() - 1) / geometry.regionSize());
+            long wanted = rule.reservedBytes(demand) / geometry.regionSize(); // regions to hold
             boolean livenessDue = now >= nextLivenessMillis;
             if (livenessDue) {
                 nextLivenessMillis = now + LIVENESS_INTERVAL_MILLIS;
             }
-            List<long[]> lent = new ArrayList<>(); // {head, runLength, lentAt, word}
+            Map<Long, LentRun> lent = new HashMap<>(); // head -> a LENT run as this sweep saw it
             Map<Long, Boolean> pidAlive = new HashMap<>(); // pid -> alive, for MEMBER and CLAIMING regions (one check per pid per sweep)
             Map<PidStart, Boolean> borrowers = new HashMap<>(); // (pid, start) -> alive, for lease heads
             long incoming = 0;
@@ -244,7 +214,8 @@ public final class PeerAgent implements AutoCloseable {
                                 reap(r, table.stateWord(r));
                             }
                         } else {
-                            lent.add(new long[] {r, table.field(r, R_RUN_LENGTH), table.field(r, R_LENT_AT), w});
+                            lent.put(r, new LentRun(new LendingRule.Loan(r, table.field(r, R_RUN_LENGTH) * geometry.regionSize(),
+                                    table.field(r, R_LENT_AT)), w));
                         }
                     }
                     case REVOKING -> {
@@ -287,8 +258,12 @@ public final class PeerAgent implements AutoCloseable {
                     held++;
                 }
             }
-            balance(wanted, held, incoming, lent, now);
+            balance(demand, wanted, held, incoming, lent, now);
         }
+    }
+
+    /** A LENT run as a sweep saw it: the rule's view of it (bytes, lent at in ms) and the state word to revoke it from. */
+    private record LentRun(LendingRule.Loan loan, long word) {
     }
 
     /** A borrower as a lease head records it. */
@@ -319,7 +294,13 @@ public final class PeerAgent implements AutoCloseable {
         return false;
     }
 
-    private void balance(long wanted, long held, long incoming, List<long[]> lent, long now) {
+    /**
+     * Holds FREE regions, then revokes the runs the rule chooses, until {@code wanted} regions are
+     * held or coming back; or frees the HELD regions beyond it.
+     *
+     * @param lent head of each LENT run -> the run as the sweep saw it
+     */
+    private void balance(long demand, long wanted, long held, long incoming, Map<Long, LentRun> lent, long now) {
         long n = geometry.regionCount();
         if (held < wanted) {
             // free regions first, from the top (borrowers claim first-fit from the bottom)
@@ -330,13 +311,20 @@ public final class PeerAgent implements AutoCloseable {
                     held++;
                 }
             }
-            long shortage = wanted - held - incoming;
-            while (shortage > 0 && !lent.isEmpty()) {
-                long[] victim = pickVictim(lent, shortage);
-                lent.remove(victim);
-                if (table.revoke(victim[0], victim[3], now + config.grace().toMillis())) {
+            long regionSize = geometry.regionSize();
+            long shortfall = rule.shortfallBytes(demand, Math.min(geometry.budget(), (held + incoming) * regionSize));
+            while (shortfall > 0 && !lent.isEmpty()) {
+                List<LendingRule.Loan> loans = new ArrayList<>(lent.size());
+                for (LentRun run : lent.values()) {
+                    loans.add(run.loan());
+                }
+                for (LendingRule.Loan victim : rule.revocations(loans, shortfall)) {
+                    long head = victim.id();
+                    if (!table.revoke(head, lent.remove(head).word(), now + config.grace().toMillis())) {
+                        break; // the run changed under the agent (given back, reaped): choose again for what is still short
+                    }
                     table.count(REVOCATIONS_OFFSET);
-                    shortage -= victim[1];
+                    shortfall -= victim.bytes();
                 }
             }
         } else if (held > wanted) {
@@ -348,34 +336,6 @@ public final class PeerAgent implements AutoCloseable {
                 }
             }
         }
-    }
-
-    /**
-     * The smallest run covering {@code shortage}, else the largest; ties to the most recently lent
-     * (then the higher head: first fit places later runs higher).
-     */
-    private static long[] pickVictim(List<long[]> lent, long shortage) {
-        long[] best = null;
-        for (long[] c : lent) {
-            if (best == null) {
-                best = c;
-                continue;
-            }
-            boolean cCovers = c[1] >= shortage;
-            boolean bestCovers = best[1] >= shortage;
-            if (cCovers != bestCovers) {
-                if (cCovers) {
-                    best = c;
-                }
-            } else if (c[1] != best[1]) {
-                if (cCovers ? c[1] < best[1] : c[1] > best[1]) {
-                    best = c;
-                }
-            } else if (c[2] > best[2] || (c[2] == best[2] && c[0] > best[0])) {
-                best = c;
-            }
-        }
-        return best;
     }
 
     private void stampRegion(long r) {
@@ -440,10 +400,8 @@ public final class PeerAgent implements AutoCloseable {
             last = stats();
             closed = true;
         }
-        ShmFiles.removeIfSame(config.file(), fileKey, "lending file");
-        ShmFiles.deleteQuietly(tempPath);
-        ShmFiles.closeQuietly(lockChannel);
-        arena.close();
+        owned.remove();
+        owned.arena().close();
         if (out != null) {
             out.println("strata peer stopped: " + config.file() + " removed; " + last);
             out.flush();

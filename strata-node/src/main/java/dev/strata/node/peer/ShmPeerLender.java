@@ -6,8 +6,11 @@ import dev.strata.cache.peer.LenderEvents;
 import dev.strata.cache.peer.LentRegion;
 import dev.strata.cache.peer.PeerLease;
 import dev.strata.cache.peer.PeerLender;
+import dev.strata.memory.shm.ProcessLiveness;
+import dev.strata.memory.shm.ShmFiles;
+import dev.strata.memory.shm.ShmFormatException;
+import dev.strata.memory.shm.ShmHeader;
 import dev.strata.node.rpc.Backoff;
-import dev.strata.node.rpc.ProcessLiveness;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.lang.foreign.Arena;
@@ -93,7 +96,7 @@ public final class ShmPeerLender implements PeerLender {
      * Maps the lending file at {@code path} and starts watching it.
      *
      * @param id this peer's id among the lenders the caller sees
-     * @throws LendingFormatException naming the file and the values if it is not a lending file this code speaks
+     * @throws ShmFormatException   naming the file, the field and the value if it is not a lending file this code speaks
      * @throws UncheckedIOException   if the file cannot be opened or mapped
      */
     public static ShmPeerLender open(Path path, int id, ShmLenderOptions options) {
@@ -115,14 +118,11 @@ public final class ShmPeerLender implements PeerLender {
         }
         Arena arena = Arena.ofShared();
         try (FileChannel ch = FileChannel.open(path, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
-            LendingFiles.Found found = LendingFiles.readHeader(ch);
-            Header h = found.header();
-            Geometry g = h.validate(path, found.fileSize());
-            MemorySegment mapped = ch.map(FileChannel.MapMode.READ_WRITE, 0, g.totalSize(), arena);
-            if ((long) LONG.getAcquire(mapped, VERSION_OFFSET) == 0) {
-                throw new LendingFormatException(path, "version 0 after mapping: the agent never finished initialising it");
-            }
-            ShmPeerLender lender = new ShmPeerLender(id, path, options, arena, mapped, g, h.agentPid(), h.agentStartMillis());
+            Header h = Header.of(ShmFiles.readHeader(ch, (int) HEADER_SIZE));
+            Geometry g = h.validate(path);
+            MemorySegment mapped = ShmFiles.mapReadWrite(ch, g.totalSize(), arena);
+            ShmPeerLender lender = new ShmPeerLender(id, path, options, arena, mapped, g, h.prefix().ownerPid(),
+                    h.prefix().ownerStartMillis());
             if (watch) {
                 lender.eventThread.start();
             }
@@ -335,7 +335,7 @@ public final class ShmPeerLender implements PeerLender {
         if (state == AGENT_STOPPED) {
             return "agent pid " + agentPid + " stopped";
         }
-        long heartbeat = (long) LONG.getOpaque(file, AGENT_HEARTBEAT_OFFSET);
+        long heartbeat = ShmHeader.heartbeat(file);
         long age = nowMillis - heartbeat;
         if (age > options.heartbeatTimeout().toMillis()) {
             return "agent pid " + agentPid + " heartbeat is " + age + " ms old (timeout " + options.heartbeatTimeout().toMillis()

@@ -4,7 +4,7 @@
  * through a shared-memory lending file ({@link dev.strata.node.peer.LendingFileLayout}), revokes
  * regions when its demand rises and fences borrowers that miss their deadline;
  * {@link dev.strata.node.peer.ShmPeerLender} is the client side, a
- * {@link dev.strata.cache.peer.PeerLender} over that file. DESIGN.md invariant 4: no access
+ * {@link dev.strata.cache.peer.PeerLender} over that file. invariant 4 of docs/ARCHITECTURE.md: no access
  * through a revoked lease succeeds, and accesses under way are drained before the memory is
  * reused.
  */

@@ -2,6 +2,10 @@ package dev.strata.node.rpc;
 
 import static dev.strata.node.rpc.RpcRegionLayout.*;
 
+import dev.strata.memory.shm.ProcessLiveness;
+import dev.strata.memory.shm.ShmFiles;
+import dev.strata.memory.shm.ShmFormatException;
+import dev.strata.memory.shm.ShmHeader;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.lang.foreign.Arena;
@@ -76,8 +80,8 @@ public final class RpcClient implements AutoCloseable {
             requestPayloads[s] = region.asSlice(slot + REQUEST_PAYLOAD_OFFSET, geometry.payloadBytes());
             responsePayloads[s] = region.asSlice(slot + geometry.responsePayloadOffset(), geometry.payloadBytes());
         }
-        this.serverPid = header.serverPid();
-        this.serverStartMillis = header.serverStartMillis();
+        this.serverPid = header.prefix().ownerPid();
+        this.serverStartMillis = header.prefix().ownerStartMillis();
         this.backoff = new Backoff(options.spins(), 50, 1_000, options.maxPark().toNanos());
         this.checkIntervalNanos = options.serverCheckInterval().toNanos();
     }
@@ -93,16 +97,15 @@ public final class RpcClient implements AutoCloseable {
      *
      * @throws RpcUnavailableException if there is no region, its server is dead or stopped, or no
      *                                 channel came free within the attach timeout
-     * @throws RpcFormatException      if the file is not a region this code can speak to
+     * @throws ShmFormatException      if the file is not a region this code can speak to
      */
     public static RpcClient attach(Path path, RpcClientOptions options) {
         long deadline = System.nanoTime() + options.attachTimeout().toNanos();
         // header and mapping come from one open file: a server restarting meanwhile renames a new
         // region over the path, and this client must not mix the old header with the new file
         try (FileChannel ch = openRegion(path)) {
-            RegionFiles.Found found = awaitHeader(path, ch, deadline);
-            Header header = found.header();
-            Geometry g = header.validate(path, found.fileSize());
+            Header header = awaitHeader(path, ch, deadline);
+            Geometry g = header.validate(path);
             checkServable(path, header);
             return attach(path, options, ch, header, g, deadline);
         } catch (IOException e) {
@@ -122,8 +125,8 @@ public final class RpcClient implements AutoCloseable {
                                     long deadline) {
         Arena arena = Arena.ofShared();
         try {
-            MemorySegment region = RegionFiles.map(ch, g.totalSize(), arena);
-            long me = ProcessHandle.current().pid();
+            MemorySegment region = ShmFiles.mapReadWrite(ch, g.totalSize(), arena);
+            long me = ProcessLiveness.currentPid();
             long myStart = ProcessLiveness.currentStartMillis();
             while (true) {
                 for (int c = 0; c < g.channelCount(); c++) {
@@ -138,7 +141,7 @@ public final class RpcClient implements AutoCloseable {
                     }
                 }
                 long state = (long) LONG.getAcquire(region, SERVER_STATE_OFFSET);
-                if (state == SERVER_STOPPED || !ProcessLiveness.isAlive(header.serverPid(), header.serverStartMillis())) {
+                if (state == SERVER_STOPPED || !header.prefix().ownerAlive()) {
                     throw new RpcUnavailableException(path, "the server (pid " + header.serverPid() + ") "
                             + (state == SERVER_STOPPED ? "stopped" : "died") + " while attaching");
                 }
@@ -157,16 +160,11 @@ public final class RpcClient implements AutoCloseable {
         }
     }
 
-    private static RegionFiles.Found awaitHeader(Path path, FileChannel ch, long deadline) throws IOException {
+    private static Header awaitHeader(Path path, FileChannel ch, long deadline) throws IOException {
         while (true) {
-            RegionFiles.Found found = RegionFiles.readHeader(ch);
-            Header h = found.header();
-            if (h.magic() != 0 && h.magic() != MAGIC || h.version() != 0) {
-                return found; // complete, or not a region at all: validate() says which
-            }
-            if (System.nanoTime() - deadline > 0) {
-                throw new RpcFormatException(path, "no initialised region (version 0, file of " + found.fileSize()
-                        + " bytes): its server died while initialising or this is not a region");
+            Header h = Header.of(ShmFiles.readHeader(ch, (int) HEADER_SIZE));
+            if (!h.prefix().mayBecome(KIND) || h.prefix().published() || System.nanoTime() - deadline > 0) {
+                return h; // complete, not a region at all, or never finished: validate() says which
             }
             LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(2));
         }
@@ -178,9 +176,9 @@ public final class RpcClient implements AutoCloseable {
      */
     public static boolean serverLives(Path path) {
         try {
-            Header h = RegionFiles.readHeader(path).header();
-            return h.magic() == MAGIC && h.version() != 0 && h.serverState() == SERVER_SERVING
-                    && ProcessLiveness.isAlive(h.serverPid(), h.serverStartMillis());
+            Header h = Header.of(ShmFiles.readHeader(path, (int) HEADER_SIZE));
+            return h.prefix().magic() == MAGIC && h.prefix().published() && h.serverState() == SERVER_SERVING
+                    && h.prefix().ownerAlive();
         } catch (IOException e) {
             return false;
         }
@@ -190,7 +188,7 @@ public final class RpcClient implements AutoCloseable {
         if (h.serverState() == SERVER_STOPPED) {
             throw new RpcUnavailableException(path, "its server (pid " + h.serverPid() + ") has stopped");
         }
-        if (!ProcessLiveness.isAlive(h.serverPid(), h.serverStartMillis())) {
+        if (!h.prefix().ownerAlive()) {
             throw new RpcUnavailableException(path, "its server (pid " + h.serverPid() + ") is dead; start strata node again");
         }
     }
@@ -355,7 +353,7 @@ public final class RpcClient implements AutoCloseable {
             lost = RpcStatus.SERVER_DEAD;
             return lost;
         }
-        long beat = (long) LONG.getOpaque(region, SERVER_HEARTBEAT_OFFSET);
+        long beat = ShmHeader.heartbeat(region);
         if (System.currentTimeMillis() - beat > options.serverHeartbeatTimeout().toMillis()) {
             return RpcStatus.SERVER_UNRESPONSIVE;
         }

@@ -1,5 +1,8 @@
 package dev.strata.node.rpc;
 
+import dev.strata.memory.shm.ShmFiles;
+import dev.strata.memory.shm.ShmFormatException;
+import dev.strata.memory.shm.ShmHeader;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.lang.invoke.VarHandle;
@@ -24,20 +27,19 @@ import java.nio.file.Path;
  *
  * Header:
  * offset size field
- *      0    8 magic              "STRATRPC" (0x4350525441525453)
- *      8    8 version            major &lt;&lt; 32 | minor; 0 while initialising; WRITTEN LAST (release)
- *     16    8 channelCount       channels (one per attached client)
- *     24    8 slotsPerChannel    ring size of each channel, a power of two
- *     32    8 payloadBytes       payload bytes per direction per slot, a multiple of 64
- *     40    8 slotSize           SLOT_HEADER_SIZE + 2 * payloadBytes
- *     48    8 channelStride      bytes per channel
- *     56    8 totalSize          bytes of the region
- *     64    8 serverPid
- *     72    8 serverStartMillis  the server process's start instant, epoch ms (0 unknown)
- *     80    8 createdAtMillis
+ *      0   64 prefix             {@link ShmHeader}: magic "STRATRPC" (0x4350525441525453), version
+ *                                (major &lt;&lt; 32 | minor, 0 while initialising, WRITTEN LAST with
+ *                                release), kind 2, owner = the server (pid, start instant),
+ *                                heartbeat = the server's, refreshed by its polling thread while
+ *                                it runs (opaque), createdAt
+ *     64    8 channelCount       channels (one per attached client)
+ *     72    8 slotsPerChannel    ring size of each channel, a power of two
+ *     80    8 payloadBytes       payload bytes per direction per slot, a multiple of 64
+ *     88    8 slotSize           SLOT_HEADER_SIZE + 2 * payloadBytes
+ *     96    8 channelStride      bytes per channel
+ *    104    8 totalSize          bytes of the region
  *    128    8 serverState        STARTING 0, SERVING 1, STOPPED 2 (release/acquire); own cache line
- *    136    8 serverHeartbeat    epoch ms, refreshed by the polling thread while it runs (opaque)
- *    144    8 requestsServed     requests answered so far (opaque; for inspection)
+ *    136    8 requestsServed     requests answered so far (opaque; for inspection)
  *
  * Channel (at CHANNELS_OFFSET + c * channelStride):
  *      0    8 stateWord          bits 0-7 state (FREE 0, ATTACHING 1, ATTACHED 2, DETACHING 3),
@@ -70,17 +72,21 @@ import java.nio.file.Path;
  * <p>Invariants: once {@code version} is non-zero every header field before offset 128 is final.
  * A path is served by at most one live server: the server holds an operating-system lock on
  * {@code <path>.lock} for its life (dropped by the kernel when it dies), so that two servers
- * started at once cannot both publish. A region is served by exactly one server for its whole life: a restarted server makes a new
- * region file and atomically renames it over the path, so clients of the old server see its death
- * instead of a stranger's answers. Major-version mismatches and bad magic are refused on attach
- * with an {@link RpcFormatException} naming the file and the values found.
+ * started at once cannot both publish. A region is served by exactly one server for its whole
+ * life: a restarted server makes a new region file ({@link ShmFiles}) and atomically renames it
+ * over the path, so clients of the old server see its death instead of a stranger's answers. Bad
+ * magic, another kind, a major-version mismatch or a geometry that disagrees are refused on attach
+ * with a {@link ShmFormatException} naming the file, the field and the value found. Major 2 (from
+ * 1) starts the header with the {@link ShmHeader} prefix.
  *
  * <p>Stateless helpers; any thread.
  */
 public final class RpcRegionLayout {
     public static final long MAGIC = 0x4350525441525453L; // "STRATRPC" read as a little-endian long
-    public static final int MAJOR = 1;
+    public static final int MAJOR = 2; // 2: the ShmHeader prefix
     public static final int MINOR = 0;
+    /** The RPC region's kind: its magic, layout id and version. */
+    public static final ShmHeader.Kind KIND = new ShmHeader.Kind("rpc region", MAGIC, 2, MAJOR, MINOR);
 
     public static final long HEADER_SIZE = 4096;
     public static final long CHANNELS_OFFSET = HEADER_SIZE;
@@ -92,20 +98,14 @@ public final class RpcRegionLayout {
     public static final int MAX_PAYLOAD = 64 * 1024;
 
     // header
-    public static final long MAGIC_OFFSET = 0;
-    public static final long VERSION_OFFSET = 8;
-    public static final long CHANNEL_COUNT_OFFSET = 16;
-    public static final long SLOTS_PER_CHANNEL_OFFSET = 24;
-    public static final long PAYLOAD_BYTES_OFFSET = 32;
-    public static final long SLOT_SIZE_OFFSET = 40;
-    public static final long CHANNEL_STRIDE_OFFSET = 48;
-    public static final long TOTAL_SIZE_OFFSET = 56;
-    public static final long SERVER_PID_OFFSET = 64;
-    public static final long SERVER_START_OFFSET = 72;
-    public static final long CREATED_AT_OFFSET = 80;
+    public static final long CHANNEL_COUNT_OFFSET = ShmHeader.PREFIX_SIZE;
+    public static final long SLOTS_PER_CHANNEL_OFFSET = 72;
+    public static final long PAYLOAD_BYTES_OFFSET = 80;
+    public static final long SLOT_SIZE_OFFSET = 88;
+    public static final long CHANNEL_STRIDE_OFFSET = 96;
+    public static final long TOTAL_SIZE_OFFSET = 104;
     public static final long SERVER_STATE_OFFSET = 128;
-    public static final long SERVER_HEARTBEAT_OFFSET = 136;
-    public static final long REQUESTS_SERVED_OFFSET = 144;
+    public static final long REQUESTS_SERVED_OFFSET = 136;
 
     public static final long SERVER_STARTING = 0;
     public static final long SERVER_SERVING = 1;
@@ -184,84 +184,73 @@ public final class RpcRegionLayout {
         return (pid << 8) | state;
     }
 
-    /** Writes every header field except the version (published with {@link #publishVersion}). */
-    static void writeHeader(MemorySegment region, Geometry g, long pid, long startMillis, long nowMillis) {
-        LONG.set(region, MAGIC_OFFSET, MAGIC);
+    /**
+     * Writes every header field of a region served by the current process except the version
+     * (the caller publishes with {@link ShmHeader#publish}).
+     */
+    static void writeHeader(MemorySegment region, Geometry g, long nowMillis) {
+        ShmHeader.writePrefix(region, KIND, nowMillis);
         LONG.set(region, CHANNEL_COUNT_OFFSET, (long) g.channelCount());
         LONG.set(region, SLOTS_PER_CHANNEL_OFFSET, (long) g.slotsPerChannel());
         LONG.set(region, PAYLOAD_BYTES_OFFSET, (long) g.payloadBytes());
         LONG.set(region, SLOT_SIZE_OFFSET, g.slotSize());
         LONG.set(region, CHANNEL_STRIDE_OFFSET, g.channelStride());
         LONG.set(region, TOTAL_SIZE_OFFSET, g.totalSize());
-        LONG.set(region, SERVER_PID_OFFSET, pid);
-        LONG.set(region, SERVER_START_OFFSET, startMillis);
-        LONG.set(region, CREATED_AT_OFFSET, nowMillis);
         LONG.set(region, SERVER_STATE_OFFSET, SERVER_STARTING);
-        LONG.set(region, SERVER_HEARTBEAT_OFFSET, nowMillis);
     }
 
-    /** Makes the header valid: release-stores the version after every other field. */
-    static void publishVersion(MemorySegment region) {
-        LONG.setRelease(region, VERSION_OFFSET, ((long) MAJOR << 32) | MINOR);
-    }
-
-    /** The header fields as found in a file. */
-    public record Header(long magic, long version, long channelCount, long slotsPerChannel, long payloadBytes,
-                         long slotSize, long channelStride, long totalSize, long serverPid, long serverStartMillis,
-                         long serverState, long serverHeartbeatMillis) {
-
-        public int major() {
-            return (int) (version >>> 32);
-        }
-
-        public int minor() {
-            return (int) version;
-        }
+    /**
+     * The header fields as found in a file.
+     *
+     * @param prefix   the common prefix: magic, version, kind, the server as owner, its heartbeat
+     * @param fileSize bytes of the file when the header was read
+     */
+    public record Header(ShmHeader.Prefix prefix, long channelCount, long slotsPerChannel, long payloadBytes,
+                         long slotSize, long channelStride, long totalSize, long serverState, long fileSize) {
 
         /** Reads the header from the first {@link #HEADER_SIZE} bytes of a file (little-endian). */
-        public static Header of(ByteBuffer buffer) {
-            ByteBuffer b = buffer.duplicate().order(ByteOrder.LITTLE_ENDIAN);
-            return new Header(b.getLong((int) MAGIC_OFFSET), b.getLong((int) VERSION_OFFSET),
-                    b.getLong((int) CHANNEL_COUNT_OFFSET), b.getLong((int) SLOTS_PER_CHANNEL_OFFSET),
-                    b.getLong((int) PAYLOAD_BYTES_OFFSET), b.getLong((int) SLOT_SIZE_OFFSET),
-                    b.getLong((int) CHANNEL_STRIDE_OFFSET), b.getLong((int) TOTAL_SIZE_OFFSET),
-                    b.getLong((int) SERVER_PID_OFFSET), b.getLong((int) SERVER_START_OFFSET),
-                    b.getLong((int) SERVER_STATE_OFFSET), b.getLong((int) SERVER_HEARTBEAT_OFFSET));
+        public static Header of(ShmFiles.Found found) {
+            ByteBuffer b = found.header().duplicate().order(ByteOrder.LITTLE_ENDIAN);
+            return new Header(ShmHeader.Prefix.of(b), b.getLong((int) CHANNEL_COUNT_OFFSET),
+                    b.getLong((int) SLOTS_PER_CHANNEL_OFFSET), b.getLong((int) PAYLOAD_BYTES_OFFSET),
+                    b.getLong((int) SLOT_SIZE_OFFSET), b.getLong((int) CHANNEL_STRIDE_OFFSET),
+                    b.getLong((int) TOTAL_SIZE_OFFSET), b.getLong((int) SERVER_STATE_OFFSET), found.fileSize());
+        }
+
+        /** The server's pid (the region's owner). */
+        public long serverPid() {
+            return prefix.ownerPid();
         }
 
         /**
-         * Checks magic, major version and geometry.
+         * Checks magic, version, kind and geometry.
          *
-         * @param fileSize bytes of the file
          * @return the geometry
-         * @throws RpcFormatException naming the file and the values found
+         * @throws ShmFormatException naming the file, the field and the value found
          */
-        public Geometry validate(Path file, long fileSize) {
-            if (magic != MAGIC) {
-                throw new RpcFormatException(file, String.format(
-                        "bad magic 0x%016x (expected 0x%016x): not a Strata RPC region", magic, MAGIC));
-            }
-            if (major() != MAJOR) {
-                throw new RpcFormatException(file, "major version " + major() + "." + minor()
-                        + " is not supported (this code speaks major version " + MAJOR + ")");
-            }
+        public Geometry validate(Path file) {
+            prefix.check(file, KIND);
             if (channelCount < 1 || channelCount > MAX_CHANNELS || slotsPerChannel < 1 || slotsPerChannel > MAX_SLOTS
                     || Long.bitCount(slotsPerChannel) != 1 || payloadBytes < 0 || payloadBytes > MAX_PAYLOAD
                     || payloadBytes % 64 != 0) {
-                throw new RpcFormatException(file, "implausible geometry: " + channelCount + " channels, "
-                        + slotsPerChannel + " slots per channel, " + payloadBytes + " payload bytes");
+                throw error(file, "channelCount, slotsPerChannel, payloadBytes", channelCount + ", " + slotsPerChannel
+                        + ", " + payloadBytes, "implausible geometry (1 to " + MAX_CHANNELS + " channels, a power of two"
+                        + " up to " + MAX_SLOTS + " slots, a multiple of 64 up to " + MAX_PAYLOAD + " payload bytes)");
             }
             Geometry g = new Geometry((int) channelCount, (int) slotsPerChannel, (int) payloadBytes);
             if (g.slotSize() != slotSize || g.channelStride() != channelStride || g.totalSize() != totalSize) {
-                throw new RpcFormatException(file, "geometry fields disagree: found slot size " + slotSize
-                        + ", channel stride " + channelStride + ", total size " + totalSize + "; expected "
-                        + g.slotSize() + ", " + g.channelStride() + ", " + g.totalSize());
+                throw error(file, "slotSize, channelStride, totalSize", slotSize + ", " + channelStride + ", " + totalSize,
+                        "the geometry fields disagree: expected " + g.slotSize() + ", " + g.channelStride() + ", "
+                                + g.totalSize());
             }
             if (fileSize < totalSize) {
-                throw new RpcFormatException(file, "file holds " + fileSize + " bytes but the region needs "
-                        + totalSize + ": truncated");
+                throw error(file, "file size", Long.toString(fileSize), "the region needs " + totalSize + " bytes: truncated");
             }
             return g;
+        }
+
+        private static ShmFormatException error(Path file, String field, String value, String problem) {
+            return new ShmFormatException(KIND.noun(), file, field, value, problem);
         }
     }
 }

@@ -2,17 +2,13 @@ package dev.strata.node.rpc;
 
 import static dev.strata.node.rpc.RpcRegionLayout.*;
 
-import dev.strata.node.shm.ShmFiles;
+import dev.strata.memory.shm.OwnedShmFile;
+import dev.strata.memory.shm.ProcessLiveness;
+import dev.strata.memory.shm.ShmHeader;
 import java.io.IOException;
 import java.io.UncheckedIOException;
-import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.nio.channels.FileChannel;
-import java.nio.file.AtomicMoveNotSupportedException;
-import java.nio.file.Files;
-import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
 import java.util.Objects;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
@@ -47,11 +43,8 @@ public final class RpcServer implements AutoCloseable {
     private final RpcServerConfig config;
     private final Geometry geometry;
     private final RpcHandler handler;
-    private final Path tempPath;
-    private final Arena arena;
-    private final MemorySegment region;
-    private final Object fileKey;
-    private final FileChannel lockChannel; // holds the lock on <path>.lock while this server lives
+    private final OwnedShmFile file;       // the region file; holds the lock on <path>.lock while this server lives
+    private final MemorySegment region;    // file.segment()
     private final int mask;
     private final long[] channelOffsets;    // [channel] offset of the channel control line
     private final long[] slotOffsets;       // [channel * slots + slot] offset of the slot
@@ -66,16 +59,12 @@ public final class RpcServer implements AutoCloseable {
     private volatile boolean closed;
     private Thread poller;
 
-    private RpcServer(RpcServerConfig config, RpcHandler handler, Path tempPath, Arena arena, MemorySegment region,
-                      Object fileKey, FileChannel lockChannel) {
+    private RpcServer(RpcServerConfig config, RpcHandler handler, OwnedShmFile file) {
         this.config = config;
         this.geometry = config.geometry();
         this.handler = handler;
-        this.tempPath = tempPath;
-        this.arena = arena;
-        this.region = region;
-        this.fileKey = fileKey;
-        this.lockChannel = lockChannel;
+        this.file = file;
+        this.region = file.segment();
         int channels = geometry.channelCount();
         int slots = geometry.slotsPerChannel();
         this.mask = slots - 1;
@@ -108,48 +97,23 @@ public final class RpcServer implements AutoCloseable {
     public static RpcServer create(RpcServerConfig config, RpcHandler handler) {
         Objects.requireNonNull(handler, "handler");
         Path path = config.path();
-        refuseIfServed(path);
-        FileChannel lock = ShmFiles.lockOwnership(path, lockPath -> "rpc region " + path
-                + " is served by another live process (it holds " + lockPath + "): stop it first or choose another rpc path");
         Geometry g = config.geometry();
-        Path temp = ShmFiles.tempBeside(path);
-        Arena arena = Arena.ofShared();
+        OwnedShmFile file = OwnedShmFile.create(path, KIND.noun(), g.totalSize(), (int) HEADER_SIZE, found -> {
+            Header h = Header.of(found);
+            return h.prefix().magic() == MAGIC && h.serverState() != SERVER_STOPPED && h.prefix().ownerAlive()
+                    ? "rpc region " + path + " is served by a live process (pid " + h.serverPid()
+                            + "): stop it first or choose another rpc path"
+                    : null; // stale (its server died or stopped) or not a region: start() renames the new one over it
+        }, lockPath -> "rpc region " + path + " is served by another live process (it holds " + lockPath
+                + "): stop it first or choose another rpc path");
         try {
-            MemorySegment region = ShmFiles.createMapped(temp, g.totalSize(), arena);
-            Object key = ShmFiles.fileKey(temp);
-            writeHeader(region, g, ProcessHandle.current().pid(), ProcessLiveness.currentStartMillis(),
-                    System.currentTimeMillis());
-            publishVersion(region);
-            return new RpcServer(config, handler, temp, arena, region, key, lock);
-        } catch (IOException e) {
-            arena.close();
-            ShmFiles.closeQuietly(lock);
-            ShmFiles.deleteQuietly(temp);
-            throw new UncheckedIOException("creating rpc region " + path + " (" + g.totalSize() + " bytes in " + temp + ")", e);
+            writeHeader(file.segment(), g, System.currentTimeMillis());
+            ShmHeader.publish(file.segment(), KIND);
+            return new RpcServer(config, handler, file);
         } catch (RuntimeException | Error e) {
-            arena.close();
-            ShmFiles.closeQuietly(lock);
-            ShmFiles.deleteQuietly(temp);
+            file.discard();
             throw e;
         }
-    }
-
-    private static void refuseIfServed(Path path) {
-        RegionFiles.Found found;
-        try {
-            found = RegionFiles.readHeader(path);
-        } catch (NoSuchFileException e) {
-            return;
-        } catch (IOException e) {
-            throw new UncheckedIOException("reading the existing rpc region " + path, e);
-        }
-        Header h = found.header();
-        if (h.magic() == MAGIC && h.serverState() != SERVER_STOPPED
-                && ProcessLiveness.isAlive(h.serverPid(), h.serverStartMillis())) {
-            throw new IllegalStateException("rpc region " + path + " is served by a live process (pid " + h.serverPid()
-                    + "): stop it first or choose another rpc path");
-        }
-        // Stale (its server died or stopped) or not a region: start() renames the new region over it.
     }
 
     /**
@@ -166,14 +130,10 @@ public final class RpcServer implements AutoCloseable {
         LONG.setRelease(region, SERVER_STATE_OFFSET, SERVER_SERVING);
         poller.start();
         try {
-            try {
-                Files.move(tempPath, config.path(), StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
-            } catch (AtomicMoveNotSupportedException e) {
-                Files.move(tempPath, config.path(), StandardCopyOption.REPLACE_EXISTING);
-            }
+            file.renameOverPath();
         } catch (IOException e) {
             close();
-            throw new UncheckedIOException("publishing rpc region " + tempPath + " as " + config.path(), e);
+            throw new UncheckedIOException("publishing rpc region " + file.tempPath() + " as " + config.path(), e);
         }
     }
 
@@ -236,7 +196,7 @@ public final class RpcServer implements AutoCloseable {
             now = System.nanoTime();
             if (now - nextHeartbeat >= 0) {
                 nextHeartbeat = now + heartbeatNanos;
-                LONG.setOpaque(region, SERVER_HEARTBEAT_OFFSET, System.currentTimeMillis());
+                ShmHeader.beat(region, System.currentTimeMillis());
                 LONG.setOpaque(region, REQUESTS_SERVED_OFFSET, total);
                 served.set(total);
             }
@@ -367,11 +327,9 @@ public final class RpcServer implements AutoCloseable {
                 Thread.currentThread().interrupt();
             }
         }
-        ShmFiles.removeIfSame(config.path(), fileKey, "rpc region");
-        ShmFiles.deleteQuietly(tempPath);
-        ShmFiles.closeQuietly(lockChannel); // after the region is gone: a successor may start now
+        file.remove(); // then a successor may start
         if (t == null || !t.isAlive()) {
-            arena.close();
+            file.arena().close();
         }
         // else: a handler is stuck; leave the mapping to the process exit rather than crash the thread
     }

@@ -6,6 +6,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.strata.cache.peer.LenderEvents;
 import dev.strata.cache.peer.LentRegion;
+import dev.strata.memory.shm.ShmFiles;
 import dev.strata.testing.Property;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -245,8 +246,7 @@ class PeerAgentPropertyTest {
     /** A second mapping of the lending file, for the test's own look at the table. */
     static LendingTable view(Path path, Arena arena) throws Exception {
         try (FileChannel ch = FileChannel.open(path, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
-            LendingFiles.Found found = LendingFiles.readHeader(ch);
-            Geometry g = found.header().validate(path, found.fileSize());
+            Geometry g = LendingFileLayout.Header.of(ShmFiles.readHeader(ch, (int) LendingFileLayout.HEADER_SIZE)).validate(path);
             MemorySegment m = ch.map(FileChannel.MapMode.READ_WRITE, 0, g.totalSize(), arena);
             return new LendingTable(m, g);
         }

@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.strata.cache.peer.LentRegion;
+import dev.strata.memory.shm.ShmFormatException;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
@@ -218,8 +219,8 @@ class PeerAgentTest {
         Path bogus = newFile("bogus");
         try {
             java.nio.file.Files.write(bogus, new byte[8192]);
-            assertThatThrownBy(() -> ShmPeerLender.open(bogus, 0)).isInstanceOf(LendingFormatException.class)
-                    .hasMessageContaining("bad magic 0x0000000000000000").hasMessageContaining(bogus.toString());
+            assertThatThrownBy(() -> ShmPeerLender.open(bogus, 0)).isInstanceOf(ShmFormatException.class)
+                    .hasMessageContaining("field version = 0").hasMessageContaining("never published").hasMessageContaining(bogus.toString());
         } finally {
             delete(bogus);
         }

@@ -3,6 +3,8 @@ package dev.strata.node.rpc;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.strata.memory.shm.ShmFormatException;
+import dev.strata.memory.shm.ShmHeader;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.ByteBuffer;
@@ -233,7 +235,7 @@ class RpcServerClientTest {
             Files.copy(path, copy);
             try (FileChannel ch = FileChannel.open(copy, StandardOpenOption.WRITE)) {
                 ch.write(ByteBuffer.allocate(8).order(ByteOrder.LITTLE_ENDIAN).putLong(0, Integer.MAX_VALUE - 7),
-                        RpcRegionLayout.SERVER_PID_OFFSET);
+                        ShmHeader.OWNER_PID_OFFSET);
             }
             assertThatThrownBy(() -> RpcClient.attach(copy)).isInstanceOf(RpcUnavailableException.class)
                     .hasMessageContaining("is dead");
@@ -252,16 +254,17 @@ class RpcServerClientTest {
     void badFilesAreRefusedNamingTheProblem() throws Exception {
         Files.write(path, new byte[8192]); // all zero: a server that never finished
         assertThatThrownBy(() -> RpcClient.attach(path, RpcClientOptions.defaults().withAttachTimeout(Duration.ofMillis(50))))
-                .isInstanceOf(RpcFormatException.class).hasMessageContaining("version 0");
+                .isInstanceOf(ShmFormatException.class).hasMessageContaining(path.toString())
+                .hasMessageContaining("field version = 0").hasMessageContaining("never published");
         ByteBuffer b = ByteBuffer.allocate(8192).order(ByteOrder.LITTLE_ENDIAN);
         b.putLong(0, 0x1234L);
         Files.write(path, b.array());
-        assertThatThrownBy(() -> RpcClient.attach(path)).isInstanceOf(RpcFormatException.class)
-                .hasMessageContaining("bad magic 0x0000000000001234");
+        assertThatThrownBy(() -> RpcClient.attach(path)).isInstanceOf(ShmFormatException.class)
+                .hasMessageContaining("field magic = 0x0000000000001234").hasMessageContaining("not a Strata rpc region");
         b.putLong(0, RpcRegionLayout.MAGIC).putLong(8, 7L << 32);
         Files.write(path, b.array());
-        assertThatThrownBy(() -> RpcClient.attach(path)).isInstanceOf(RpcFormatException.class)
-                .hasMessageContaining("major version 7.0 is not supported");
+        assertThatThrownBy(() -> RpcClient.attach(path)).isInstanceOf(ShmFormatException.class)
+                .hasMessageContaining("field version = 7.0").hasMessageContaining("major version 7 is not supported");
     }
 
     @Test

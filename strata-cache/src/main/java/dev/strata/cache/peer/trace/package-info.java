@@ -1,9 +1,8 @@
 /**
  * Peer availability traces: how much memory each peer could lend, over time. The JSON-lines format
  * ({@link dev.strata.cache.peer.trace.AvailabilityTraceReader}, {@link dev.strata.cache.peer.trace.AvailabilityTraceWriter}),
- * the in-memory step functions ({@link dev.strata.cache.peer.trace.AvailabilityTrace}), their summary
- * ({@link dev.strata.cache.peer.trace.AvailabilityTraceStats}) and a seeded generator shaped after
- * published cluster figures ({@link dev.strata.cache.peer.trace.AvailabilityTraceGenerator}). Benchmarks
- * replay them to make peers lend and revoke as real clusters would.
+ * and the in-memory step functions ({@link dev.strata.cache.peer.trace.AvailabilityTrace}) a peer
+ * agent replays as its demand. Benchmarks replay them to make peers lend and revoke as real clusters
+ * would; the generator and the summary are offline tools (strata-analysis, package {@code analysis.peer}).
  */
 package dev.strata.cache.peer.trace;

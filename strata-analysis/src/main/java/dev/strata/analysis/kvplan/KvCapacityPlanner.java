@@ -1,0 +1,77 @@
+package dev.strata.analysis.kvplan;
+
+import dev.strata.cache.kv.KvGeometry;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * Plans KV capacity across tiers: from a model, its tensor-parallel split and each rank's memory,
+ * how many KV blocks and whole sequences each tier holds, and how many blocks each link can bring
+ * to the device within one decode step.
+ *
+ * <p>Design note: everything is per rank, since under tensor parallelism each rank holds
+ * {@code kvHeads / tp} of every block and moves its share over its own link. The device gives KV
+ * what weights and overhead leave; every other tier gives its whole size. Block counts and
+ * sequence counts are floors (a partial block or sequence is no capacity); a sequence of
+ * {@code seqTokens} tokens takes {@code ceil(seqTokens / blockTokens)} blocks. A link moves one
+ * block in {@code blockBytes / bandwidth}; the blocks per step are the whole blocks that fit in
+ * the decode step. All sizes are bytes and bandwidths bytes per second; the report prints
+ * decimal units (GB = 10⁹ bytes).
+ *
+ * <p>Stateless; any thread.
+ */
+public final class KvCapacityPlanner {
+
+    private KvCapacityPlanner() {
+    }
+
+    /**
+     * Plans one request.
+     *
+     * @throws IllegalArgumentException when the tensor-parallel degree does not fit the model's
+     *                                  heads, or the device holds less than one block of KV
+     */
+    public static KvCapacityPlan plan(PlanRequest r) {
+        KvGeometry g = r.rankGeometry();
+        long block = g.bytesPerBlock();
+        long perSequence = g.blocksFor(r.seqTokens());
+        List<KvCapacityPlan.TierCapacity> tiers = new ArrayList<>();
+        long deviceKv = r.deviceBytes() - r.weightsPerDevice() - r.overheadBytes();
+        if (deviceKv < block) {
+            throw new IllegalArgumentException("the device keeps " + PlanReport.decimal(deviceKv) + " for KV after weights and "
+                    + "overhead, less than one block of " + PlanReport.decimal(block));
+        }
+        tiers.add(tier("device", deviceKv, block, perSequence));
+        List<KvCapacityPlan.LinkBudget> links = new ArrayList<>();
+        if (r.hostBytes() > 0) {
+            tiers.add(tier("host", r.hostBytes(), block, perSequence));
+            links.add(link("host->device", r.hostLinkBytesPerSecond(), block, perSequence, r));
+        }
+        if (r.poolBytes() > 0) {
+            tiers.add(tier("pool", r.poolBytes(), block, perSequence));
+            links.add(link("pool->device", r.poolLinkBytesPerSecond(), block, perSequence, r));
+        }
+        if (r.diskBytes() > 0) {
+            tiers.add(tier("disk", r.diskBytes(), block, perSequence));
+            links.add(link("disk->device", r.diskLinkBytesPerSecond(), block, perSequence, r));
+        }
+        return new KvCapacityPlan(r, g, block, perSequence, List.copyOf(tiers), List.copyOf(links));
+    }
+
+    private static KvCapacityPlan.TierCapacity tier(String name, long kvBytes, long block, long perSequence) {
+        long blocks = kvBytes / block;
+        return new KvCapacityPlan.TierCapacity(name, kvBytes, blocks, blocks / perSequence);
+    }
+
+    private static KvCapacityPlan.LinkBudget link(String name, long bytesPerSecond, long block, long perSequence,
+            PlanRequest r) {
+        double nanosPerBlock = block * 1e9 / bytesPerSecond;
+        // whole blocks in the step: exact in integers, step × bandwidth / (block × 10⁹)
+        long blocksPerStep = java.math.BigInteger.valueOf(r.decodeStepNanos())
+                .multiply(java.math.BigInteger.valueOf(bytesPerSecond))
+                .divide(java.math.BigInteger.valueOf(block).multiply(java.math.BigInteger.valueOf(1_000_000_000L)))
+                .longValueExact();
+        return new KvCapacityPlan.LinkBudget(name, bytesPerSecond, nanosPerBlock, blocksPerStep,
+                blocksPerStep * r.blockTokens(), nanosPerBlock * perSequence);
+    }
+}

@@ -1,0 +1,244 @@
+package dev.strata.memory.transfer;
+
+import dev.strata.memory.CorruptObjectException;
+import dev.strata.memory.Tier;
+import dev.strata.memory.host.PlainMemoryTier;
+
+import java.lang.foreign.MemorySegment;
+import java.util.List;
+import java.util.Objects;
+
+/**
+ * The one way Strata copies a whole object from an allocation in one tier to an allocation in
+ * another: the transfer engine's links, the object store's moves between tiers and the expert
+ * pager's direct fetches all call it.
+ *
+ * <p>Design (routing, see {@link Route}): a tier is <em>plain</em> when its views may be read and
+ * written directly ({@link Tier#isPlainMemory()}: HOST, DEVICE on the CPU backend); the others
+ * (POOL and DISK frame each object with a checksum, PEER guards every access) are reached only
+ * through {@link Tier#read} and {@link Tier#write}. Plain to plain is one
+ * {@link MemorySegment#copy} between the two views (a {@link PlainMemoryTier} source is looked
+ * up without a second copy; another plain source reads into the destination's view); into plain
+ * memory the source reads straight into the destination's view; out of plain memory the
+ * destination writes straight from the source's view; between two non-plain tiers the object
+ * passes through one bounce buffer borrowed from a {@link StagingPool} (waiting while all are
+ * lent). Checksums: the framed source's {@code read} verifies the frame (publication and
+ * checksum) and throws {@link CorruptObjectException} on a mismatch, before a framed destination
+ * is written; the framed destination's {@code write} computes and stores a new frame. A copy of
+ * a missing or unpublished object (a freed allocation of a plain tier included) returns
+ * {@link #NOT_FOUND} and writes nothing into a framed destination.
+ *
+ * <p>Metering: framed tiers meter their own reads and writes. The side of a copy that went
+ * through a plain tier's view is recorded in that tier's meter, by {@link #copy} per copy, or by
+ * the caller with {@link #meterViews} once per run of copies after {@link #copyUnmetered} (a
+ * link meters a batch of 16 KiB copies that way: per-copy metering costs several percent there).
+ * Counters of the caller's own (a link's statistics, the store's moved bytes) use the returned
+ * byte count.
+ *
+ * <p>Threads: any thread; an instance keeps no state but its staging pool, which is thread-safe.
+ * Callers must not race a copy into an allocation with another access to it (the {@link Tier}
+ * contract).
+ */
+public final class TierCopy {
+
+    /** Returned by the copy methods when the source has no readable object at the handle. */
+    public static final long NOT_FOUND = -1;
+
+    private static final TierCopy DIRECT = new TierCopy();
+
+    /** How one copy moves its bytes, by whether each side is plain memory. */
+    public enum Route {
+        /** Both plain: one copy between the two views. */
+        PLAIN_TO_PLAIN,
+        /** Non-plain source: it reads (and verifies) straight into the destination's view. */
+        FRAMED_TO_PLAIN,
+        /** Non-plain destination: it writes (and frames) straight from the source's view. */
+        PLAIN_TO_FRAMED,
+        /** Neither plain: the source reads into a bounce buffer, the destination writes from it. */
+        FRAMED_TO_FRAMED;
+
+        /** The route of a copy from {@code src} to {@code dst}. */
+        public static Route of(Tier src, Tier dst) {
+            if (dst.isPlainMemory()) {
+                return src.isPlainMemory() ? PLAIN_TO_PLAIN : FRAMED_TO_PLAIN;
+            }
+            return src.isPlainMemory() ? PLAIN_TO_FRAMED : FRAMED_TO_FRAMED;
+        }
+    }
+
+    private final StagingPool staging; // bounce buffers for FRAMED_TO_FRAMED; null: that route is refused
+
+    /**
+     * @param staging bounce buffers for copies between two non-plain tiers; its buffer size is the
+     *                largest object such a copy may move
+     */
+    public TierCopy(StagingPool staging) {
+        this.staging = Objects.requireNonNull(staging, "staging pool");
+    }
+
+    private TierCopy() {
+        this.staging = null;
+    }
+
+    /**
+     * The copy path without bounce buffers, for callers whose copies always have a plain side (the
+     * expert pager's fetch from plain masters into plain slots); a copy between two non-plain tiers
+     * is refused with {@link IllegalArgumentException}.
+     */
+    public static TierCopy direct() {
+        return DIRECT;
+    }
+
+    /** The bounce buffers of this path, or null for {@link #direct()}. */
+    public StagingPool staging() {
+        return staging;
+    }
+
+    /**
+     * Copies the object of {@code length} bytes in allocation {@code srcHandle} of {@code src} into
+     * allocation {@code dstHandle} of {@code dst}, and records the plain sides in their meters.
+     *
+     * @return {@code length}, or {@link #NOT_FOUND} if the source has no readable object there
+     * @throws CorruptObjectException   if a framed source fails its checksum
+     * @throws IllegalArgumentException if {@code length} does not fit an allocation, or exceeds the
+     *                                  bounce buffers of a copy between two non-plain tiers
+     * @throws IllegalStateException    if interrupted while waiting for a bounce buffer (the flag is kept)
+     */
+    public long copy(Tier src, long srcHandle, Tier dst, long dstHandle, long length) {
+        long start = System.nanoTime();
+        long moved = copyUnmetered(src, srcHandle, dst, dstHandle, length);
+        if (moved > 0) {
+            meterViews(src, dst, 1, moved, System.nanoTime() - start);
+        }
+        return moved;
+    }
+
+    /**
+     * Like {@link #copy}, but leaves the plain sides unmetered: the caller records them with
+     * {@link #meterViews} (once for a run of like copies).
+     */
+    public long copyUnmetered(Tier src, long srcHandle, Tier dst, long dstHandle, long length) {
+        if (length <= 0) {
+            throw new IllegalArgumentException("copy length must be positive, got " + length + " (from handle " + srcHandle
+                    + " in tier '" + src.name() + "' to handle " + dstHandle + " in tier '" + dst.name() + "')");
+        }
+        switch (Route.of(src, dst)) {
+            case PLAIN_TO_PLAIN -> {
+                if (src instanceof PlainMemoryTier plainSource) {
+                    MemorySegment from = plainSource.viewIfAllocated(srcHandle, length);
+                    if (from == null) {
+                        return NOT_FOUND;
+                    }
+                    MemorySegment.copy(from, 0, dst.segment(dstHandle, 0, length), 0, length);
+                } else if (!src.read(srcHandle, dst.segment(dstHandle, 0, length))) {
+                    return NOT_FOUND;
+                }
+            }
+            case FRAMED_TO_PLAIN -> {
+                if (!src.read(srcHandle, dst.segment(dstHandle, 0, length))) {
+                    return NOT_FOUND;
+                }
+            }
+            case PLAIN_TO_FRAMED -> {
+                MemorySegment from = src instanceof PlainMemoryTier plainSource
+                        ? plainSource.viewIfAllocated(srcHandle, length) : src.segment(srcHandle, 0, length);
+                if (from == null) {
+                    return NOT_FOUND;
+                }
+                dst.write(dstHandle, from);
+            }
+            case FRAMED_TO_FRAMED -> {
+                if (!bounce(src, srcHandle, dst, dstHandle, length)) {
+                    return NOT_FOUND;
+                }
+            }
+        }
+        return length;
+    }
+
+    /** Reads the source into a bounce buffer (verifying it), then writes the destination from it. */
+    private boolean bounce(Tier src, long srcHandle, Tier dst, long dstHandle, long length) {
+        if (staging == null) {
+            throw new IllegalArgumentException("copy of " + length + " bytes from tier '" + src.name() + "' to tier '"
+                    + dst.name() + "': neither side is plain memory and this copy path has no bounce buffers");
+        }
+        MemorySegment buffer;
+        try {
+            buffer = staging.borrow(length);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted while waiting for a bounce buffer of staging pool '"
+                    + staging.name() + "' for a copy of " + length + " bytes from tier '" + src.name() + "' to tier '"
+                    + dst.name() + "'", e);
+        }
+        try {
+            if (!src.read(srcHandle, buffer)) {
+                return false;
+            }
+            dst.write(dstHandle, buffer);
+            return true;
+        } finally {
+            staging.giveBack(buffer);
+        }
+    }
+
+    /**
+     * Copies the concatenation of {@code parts} into {@code into} (plain memory on both sides; the
+     * gather of a transfer into a plain tier's view), and returns the bytes copied.
+     */
+    public static long gatherView(List<MemorySegment> parts, MemorySegment into) {
+        long at = 0;
+        for (int i = 0, n = parts.size(); i < n; i++) {
+            MemorySegment part = parts.get(i);
+            long len = part.byteSize();
+            MemorySegment.copy(part, 0, into, at, len);
+            at += len;
+        }
+        return at;
+    }
+
+    /**
+     * Spreads the bytes of {@code from}, in order, over {@code parts} (plain memory on both sides;
+     * the scatter of a transfer out of a plain tier's view or a bounce buffer), and returns the
+     * bytes copied.
+     */
+    public static long scatterView(MemorySegment from, List<MemorySegment> parts) {
+        long at = 0;
+        for (int i = 0, n = parts.size(); i < n; i++) {
+            MemorySegment part = parts.get(i);
+            long len = part.byteSize();
+            MemorySegment.copy(from, at, part, 0, len);
+            at += len;
+        }
+        return at;
+    }
+
+    /**
+     * Records, in the meters of plain-memory tiers, the sides of {@code copies} copies from
+     * {@code src} to {@code dst} ({@code bytes} in all, {@code nanos} spent) that went through
+     * their views rather than their own read or write methods (those meter themselves).
+     */
+    public static void meterViews(Tier src, Tier dst, long copies, long bytes, long nanos) {
+        Route route = Route.of(src, dst);
+        if (route == Route.PLAIN_TO_PLAIN || route == Route.FRAMED_TO_PLAIN) {
+            meterViewWrite(dst, copies, bytes, nanos);
+        }
+        if (route == Route.PLAIN_TO_PLAIN || route == Route.PLAIN_TO_FRAMED) {
+            meterViewRead(src, copies, bytes, nanos); // only a PlainMemoryTier source is read through its view
+        }
+    }
+
+    /** Records {@code ops} reads of {@code bytes} through the view of {@code tier}, if it is a {@link PlainMemoryTier}. */
+    public static void meterViewRead(Tier tier, long ops, long bytes, long nanos) {
+        if (tier instanceof PlainMemoryTier plain) {
+            plain.recordDirectRead(ops, bytes, nanos);
+        }
+    }
+
+    /** Records {@code ops} writes of {@code bytes} through the view of {@code tier}, if it is a {@link PlainMemoryTier}. */
+    public static void meterViewWrite(Tier tier, long ops, long bytes, long nanos) {
+        if (tier instanceof PlainMemoryTier plain) {
+            plain.recordDirectWrite(ops, bytes, nanos);
+        }
+    }
+}
