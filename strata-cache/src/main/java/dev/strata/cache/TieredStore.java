@@ -92,7 +92,7 @@ public final class TieredStore implements AutoCloseable {
         private long lowBytes; // bytes: capacity * low
         final EvictionPolicy policy;
         final AdmissionFilter admission; // which demoted copies this tier takes
-        final TierCounters counters = new TierCounters();
+        final StoreTierCounters counters = new StoreTierCounters();
         long failedDemotionSize; // during a pressure pass: smallest size no lower tier could take
         final RevocableTier revocable; // the tier as revocable, or null for durable tiers
         final HashMap<Long, Residency> byHandle; // revocable tiers only: allocation handle -> copy there
@@ -804,10 +804,10 @@ public final class TieredStore implements AutoCloseable {
             if (!closed) {
                 absorbRevocationsLocked();
             }
-            List<TierMetrics> tiers = new ArrayList<>(chain.length);
+            List<StoreTierStats> tiers = new ArrayList<>(chain.length);
             for (ChainTier s : chain) {
-                TierCounters c = s.counters;
-                tiers.add(new TierMetrics(s.tier.name(), s.tier.kind(), s.index, s.policy.name(),
+                StoreTierCounters c = s.counters;
+                tiers.add(new StoreTierStats(s.tier.name(), s.tier.kind(), s.index, s.policy.name(),
                         s.tier.capacity(), s.tier.used(), s.high, s.low,
                         c.residentObjects, c.residentBytes, c.reservedBytes,
                         c.hits, c.misses, c.puts, c.refusedPuts, c.evictions, c.demotions, c.promotions,
@@ -980,7 +980,7 @@ public final class TieredStore implements AutoCloseable {
         if (chainTier.byHandle != null) {
             chainTier.byHandle.put(handle, r);
         }
-        TierCounters c = chainTier.counters;
+        StoreTierCounters c = chainTier.counters;
         c.residentObjects++;
         c.residentBytes += object.sizeBytes;
         c.reservedBytes += r.reservedBytes;
@@ -995,7 +995,7 @@ public final class TieredStore implements AutoCloseable {
             chainTier.byHandle.remove(r.handle, r);
         }
         chainTier.tier.free(r.handle);
-        TierCounters c = chainTier.counters;
+        StoreTierCounters c = chainTier.counters;
         c.residentObjects--;
         c.residentBytes -= object.sizeBytes;
         c.reservedBytes -= r.reservedBytes;
