@@ -33,10 +33,10 @@ import java.util.function.DoubleSupplier;
  * blocks of seeded random bytes through {@link PoolSharedBlockStore} and exits. This process
  * then loads every block, in a shuffled order, two ways, alternating rounds ({@link Trials}):
  * <ul>
- *   <li>candidate: {@link PoolSharedBlockStore#read} — acquire a lease in the index, copy out of
+ *   <li>candidate: {@link PoolSharedBlockStore#read} — acquire a pin in the index, copy out of
  *       the pool mapping into the block's own slot of an off-heap arena (as an engine loads
  *       blocks into its KV slots) while verifying the block's Checksum64 (one pass), release the
- *       lease;</li>
+ *       pin;</li>
  *   <li>baseline: {@link MemorySegment#copy} of the same bytes from the same mapping into the same
  *       slots (locations looked up before timing).</li>
  * </ul>
@@ -120,13 +120,13 @@ public final class PoolLoadMeasure {
             long[] location = new long[BlockIndex.LOCATION_LONGS];
             for (int i = 0; i < blocks; i++) {
                 keys[i] = key(size, order[i]);
-                long lease = index.acquire(keys[i].high(), keys[i].low(), location);
-                if (lease < 0 || location[BlockIndex.LENGTH] != size) {
+                long pin = index.acquire(keys[i].high(), keys[i].low(), location);
+                if (pin < 0 || location[BlockIndex.LENGTH] != size) {
                     throw new IllegalStateException("block " + order[i] + " of " + size + " bytes published by pid "
-                            + childPid + " is not in the index (status " + lease + ")");
+                            + childPid + " is not in the index (status " + pin + ")");
                 }
                 handles[i] = location[BlockIndex.HANDLE];
-                index.release(lease);
+                index.release(pin);
             }
             MemorySegment data = tier.dataArea();
             DoubleSupplier raw = () -> {

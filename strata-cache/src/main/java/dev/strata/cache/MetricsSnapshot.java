@@ -42,21 +42,21 @@ public record MetricsSnapshot(List<TierStats> tiers, List<LinkStats> links, Stor
     }
 
     private static void writeStore(PrometheusText out, StoreStats s) {
-        store(out, s, "strata_store_hits_total", PrometheusText.Type.COUNTER, "Gets served by this tier", TierMetrics::hits);
-        store(out, s, "strata_store_misses_total", PrometheusText.Type.COUNTER, "Gets this tier could not serve", TierMetrics::misses);
-        store(out, s, "strata_store_puts_total", PrometheusText.Type.COUNTER, "Objects stored into this tier", TierMetrics::puts);
-        store(out, s, "strata_store_refused_puts_total", PrometheusText.Type.COUNTER, "Puts this tier refused", TierMetrics::refusedPuts);
-        store(out, s, "strata_store_evictions_total", PrometheusText.Type.COUNTER, "Copies evicted from this tier", TierMetrics::evictions);
-        store(out, s, "strata_store_demotions_total", PrometheusText.Type.COUNTER, "Copies demoted to a lower tier", TierMetrics::demotions);
-        store(out, s, "strata_store_promotions_total", PrometheusText.Type.COUNTER, "Copies promoted into this tier", TierMetrics::promotions);
-        store(out, s, "strata_store_drops_total", PrometheusText.Type.COUNTER, "LOSSY objects dropped from this tier", TierMetrics::drops);
+        store(out, s, "strata_store_hits_total", PrometheusText.Type.COUNTER, "Gets served by this tier", StoreTierStats::hits);
+        store(out, s, "strata_store_misses_total", PrometheusText.Type.COUNTER, "Gets this tier could not serve", StoreTierStats::misses);
+        store(out, s, "strata_store_puts_total", PrometheusText.Type.COUNTER, "Objects stored into this tier", StoreTierStats::puts);
+        store(out, s, "strata_store_refused_puts_total", PrometheusText.Type.COUNTER, "Puts this tier refused", StoreTierStats::refusedPuts);
+        store(out, s, "strata_store_evictions_total", PrometheusText.Type.COUNTER, "Copies evicted from this tier", StoreTierStats::evictions);
+        store(out, s, "strata_store_demotions_total", PrometheusText.Type.COUNTER, "Copies demoted to a lower tier", StoreTierStats::demotions);
+        store(out, s, "strata_store_promotions_total", PrometheusText.Type.COUNTER, "Copies promoted into this tier", StoreTierStats::promotions);
+        store(out, s, "strata_store_drops_total", PrometheusText.Type.COUNTER, "LOSSY objects dropped from this tier", StoreTierStats::drops);
         store(out, s, "strata_store_corrupt_copies_total", PrometheusText.Type.COUNTER, "Copies that failed their checksum",
-                TierMetrics::corruptCopies);
-        store(out, s, "strata_store_bytes_in_total", PrometheusText.Type.COUNTER, "Payload bytes copied into this tier", TierMetrics::bytesIn);
-        store(out, s, "strata_store_bytes_out_total", PrometheusText.Type.COUNTER, "Payload bytes copied out of this tier", TierMetrics::bytesOut);
-        store(out, s, "strata_store_resident_objects", PrometheusText.Type.GAUGE, "Objects with a copy in this tier", TierMetrics::residentObjects);
-        store(out, s, "strata_store_resident_bytes", PrometheusText.Type.GAUGE, "Payload bytes of copies in this tier", TierMetrics::residentBytes);
-        store(out, s, "strata_store_hit_ratio", PrometheusText.Type.GAUGE, "Hits over lookups that reached this tier", TierMetrics::hitRate);
+                StoreTierStats::corruptCopies);
+        store(out, s, "strata_store_bytes_in_total", PrometheusText.Type.COUNTER, "Payload bytes copied into this tier", StoreTierStats::bytesIn);
+        store(out, s, "strata_store_bytes_out_total", PrometheusText.Type.COUNTER, "Payload bytes copied out of this tier", StoreTierStats::bytesOut);
+        store(out, s, "strata_store_resident_objects", PrometheusText.Type.GAUGE, "Objects with a copy in this tier", StoreTierStats::residentObjects);
+        store(out, s, "strata_store_resident_bytes", PrometheusText.Type.GAUGE, "Payload bytes of copies in this tier", StoreTierStats::residentBytes);
+        store(out, s, "strata_store_hit_ratio", PrometheusText.Type.GAUGE, "Hits over lookups that reached this tier", StoreTierStats::hitRate);
         out.family("strata_store_objects", PrometheusText.Type.GAUGE, "Live objects in the store").sample("strata_store_objects", s.objects());
         out.family("strata_store_pinned_objects", PrometheusText.Type.GAUGE, "Objects pinned by a reader")
                 .sample("strata_store_pinned_objects", s.pinnedObjects());
@@ -67,9 +67,9 @@ public record MetricsSnapshot(List<TierStats> tiers, List<LinkStats> links, Stor
     }
 
     private static void store(PrometheusText out, StoreStats s, String name, PrometheusText.Type type, String help,
-                              java.util.function.ToDoubleFunction<TierMetrics> f) {
+                              java.util.function.ToDoubleFunction<StoreTierStats> f) {
         out.family(name, type, help);
-        for (TierMetrics t : s.tiers()) {
+        for (StoreTierStats t : s.tiers()) {
             out.sample(name, f.applyAsDouble(t), "tier", t.name(), "kind", t.kind().name().toLowerCase(Locale.ROOT));
         }
     }

@@ -23,7 +23,7 @@ import java.util.List;
  * @param bytesMoved      payload bytes copied between tiers
  */
 public record StoreStats(
-        List<TierMetrics> tiers,
+        List<StoreTierStats> tiers,
         long objects,
         long pinnedObjects,
         long bytesStored,
@@ -43,14 +43,14 @@ public record StoreStats(
     }
 
     /** The metrics of the tier named {@code name}. */
-    public TierMetrics tier(String name) {
-        for (TierMetrics t : tiers) {
+    public StoreTierStats tier(String name) {
+        for (StoreTierStats t : tiers) {
             if (t.name().equals(name)) {
                 return t;
             }
         }
         throw new IllegalArgumentException("no tier named '" + name + "' in this store (tiers: "
-                + tiers.stream().map(TierMetrics::name).toList() + ")");
+                + tiers.stream().map(StoreTierStats::name).toList() + ")");
     }
 
     /** Hits over gets, 0 if none. */

@@ -82,7 +82,7 @@ public final class TieredStore implements AutoCloseable {
     public static final long WRITE_OUTSIDE_LOCK_BYTES = 64 * 1024;
 
     /** One tier of the chain with its settings, policy and counters (guarded by the lock). */
-    private static final class Slot {
+    private static final class ChainTier {
         final Tier tier;
         final int index; // position in the chain
         final double high; // fraction of capacity that triggers eviction
@@ -92,12 +92,12 @@ public final class TieredStore implements AutoCloseable {
         private long lowBytes; // bytes: capacity * low
         final EvictionPolicy policy;
         final AdmissionFilter admission; // which demoted copies this tier takes
-        final TierCounters counters = new TierCounters();
+        final StoreTierCounters counters = new StoreTierCounters();
         long failedDemotionSize; // during a pressure pass: smallest size no lower tier could take
         final RevocableTier revocable; // the tier as revocable, or null for durable tiers
         final HashMap<Long, Residency> byHandle; // revocable tiers only: allocation handle -> copy there
 
-        Slot(Tier tier, int index, double high, double low, EvictionPolicy policy, AdmissionFilter admission) {
+        ChainTier(Tier tier, int index, double high, double low, EvictionPolicy policy, AdmissionFilter admission) {
             this.tier = tier;
             this.index = index;
             this.high = high;
@@ -145,7 +145,7 @@ public final class TieredStore implements AutoCloseable {
     public record Revocations(long copiesLost, long lossyDropped) {
     }
 
-    private final Slot[] chain;
+    private final ChainTier[] chain;
     private final ReentrantLock lock = new ReentrantLock();
     private final PlacementMap placement = new PlacementMap();
     private final HashMap<ObjectKey, StoredObject> removedPinned = new HashMap<>(); // removed while pinned; under the lock
@@ -174,20 +174,20 @@ public final class TieredStore implements AutoCloseable {
     private long pinnedObjects; // objects (live or removed-pending) with pins > 0
 
     private TieredStore(Builder b) {
-        this.chain = new Slot[b.tiers.size()];
+        this.chain = new ChainTier[b.tiers.size()];
         for (int i = 0; i < chain.length; i++) {
             Builder.TierEntry e = b.tiers.get(i);
-            chain[i] = new Slot(e.tier, i, e.high, e.low, e.policy, e.admission);
+            chain[i] = new ChainTier(e.tier, i, e.high, e.low, e.policy, e.admission);
         }
         this.promotion = b.promotion;
         this.dropListener = b.dropListener;
         this.revocationListeners = new RevokedHandles[chain.length];
-        for (Slot slot : chain) {
-            if (slot.revocable != null) {
-                final int index = slot.index;
+        for (ChainTier chainTier : chain) {
+            if (chainTier.revocable != null) {
+                final int index = chainTier.index;
                 RevokedHandles l = (tier, handles, reason) -> revoked.add(new RevokedBatch(index, handles));
                 revocationListeners[index] = l;
-                slot.revocable.listen(l);
+                chainTier.revocable.listen(l);
             }
         }
     }
@@ -246,9 +246,9 @@ public final class TieredStore implements AutoCloseable {
     private PutStatus put(ObjectKey key, ObjectKind kind, Durability durability, PriorityClass priority,
                           List<MemorySegment> parts, long size, int targetTier, boolean countPut) {
         StoredObject object;
-        Slot reservedSlot = null; // a large object's room, written outside the lock
+        ChainTier reservedTier = null; // a large object's room, written outside the lock
         long reservedHandle = Allocator.FULL;
-        Slot peerCache = null; // a revocable tier a BACKED object passed over: it gets a cache copy once stored below
+        ChainTier peerCache = null; // a revocable tier a BACKED object passed over: it gets a cache copy once stored below
         lock.lock();
         try {
             checkOpen();
@@ -264,43 +264,43 @@ public final class TieredStore implements AutoCloseable {
             object = new StoredObject(key, hash, kind, durability, priority, size);
             boolean fitsSomewhere = false;
             for (int t = targetTier; t < chain.length; t++) {
-                Slot slot = chain[t];
-                if (size > slot.tier.capacity()) {
+                ChainTier chainTier = chain[t];
+                if (size > chainTier.tier.capacity()) {
                     continue;
                 }
-                if (slot.revocable != null && durability == Durability.BACKED) {
+                if (chainTier.revocable != null && durability == Durability.BACKED) {
                     if (peerCache == null) {
-                        peerCache = slot;
+                        peerCache = chainTier;
                     }
                     continue; // never the only copy of a BACKED object
                 }
                 fitsSomewhere = true;
-                long handle = allocateUnderPressure(slot, size);
+                long handle = allocateUnderPressure(chainTier, size);
                 if (handle == Allocator.FULL) {
                     continue;
                 }
                 if (size >= WRITE_OUTSIDE_LOCK_BYTES) {
-                    reservedSlot = slot;
+                    reservedTier = chainTier;
                     reservedHandle = handle;
                     break;
                 }
                 try {
-                    writeParts(slot.tier, handle, parts);
+                    writeParts(chainTier.tier, handle, parts);
                 } catch (RuntimeException e) {
-                    slot.tier.free(handle);
+                    chainTier.tier.free(handle);
                     throw e;
                 }
-                if (!landed(slot, handle)) {
-                    slot.tier.free(handle); // its lease ended during the write: try lower down
+                if (!landed(chainTier, handle)) {
+                    chainTier.tier.free(handle); // its lease ended during the write: try lower down
                     continue;
                 }
-                publish(object, slot, handle);
+                publish(object, chainTier, handle);
                 if (peerCache != null) {
                     cacheOnRevocable(object, peerCache);
                 }
                 return PutStatus.STORED;
             }
-            if (reservedSlot == null) {
+            if (reservedTier == null) {
                 refusedPuts++;
                 chain[targetTier].counters.refusedPuts++;
                 return fitsSomewhere ? PutStatus.REFUSED_NO_SPACE : PutStatus.REFUSED_TOO_LARGE;
@@ -308,7 +308,7 @@ public final class TieredStore implements AutoCloseable {
         } finally {
             unlockAndReportDrops();
         }
-        return writeOutsideLockAndPublish(object, reservedSlot, reservedHandle, parts, peerCache);
+        return writeOutsideLockAndPublish(object, reservedTier, reservedHandle, parts, peerCache);
     }
 
     private static void writeParts(Tier tier, long handle, List<MemorySegment> parts) {
@@ -324,28 +324,29 @@ public final class TieredStore implements AutoCloseable {
      * the bytes are copied without the lock, then the object is published, unless a concurrent put
      * of the same key won meanwhile.
      */
-    private PutStatus writeOutsideLockAndPublish(StoredObject object, Slot slot, long handle, List<MemorySegment> parts,
-                                                 Slot peerCache) {
+    private PutStatus writeOutsideLockAndPublish(StoredObject object, ChainTier chainTier, long handle,
+                                                 List<MemorySegment> parts,
+                                                 ChainTier peerCache) {
         boolean written = false;
         boolean lost = false; // the tier's lease ended during the write
         try {
-            writeParts(slot.tier, handle, parts);
+            writeParts(chainTier.tier, handle, parts);
             written = true;
         } finally {
             lock.lock();
             try {
                 if (!written || closed) {
-                    slot.tier.free(handle);
+                    chainTier.tier.free(handle);
                     checkOpen();
                 } else if (placement.get(object.key) != null) {
-                    slot.tier.free(handle);
+                    chainTier.tier.free(handle);
                     alreadyPresent++;
                     return PutStatus.ALREADY_PRESENT;
-                } else if (!landed(slot, handle)) {
-                    slot.tier.free(handle);
+                } else if (!landed(chainTier, handle)) {
+                    chainTier.tier.free(handle);
                     lost = true;
                 } else {
-                    publish(object, slot, handle);
+                    publish(object, chainTier, handle);
                     if (peerCache != null) {
                         cacheOnRevocable(object, peerCache);
                     }
@@ -355,14 +356,14 @@ public final class TieredStore implements AutoCloseable {
             }
         }
         if (lost) {
-            if (slot.index + 1 < chain.length) {
-                return put(object.key, object.kind, object.durability, object.priority, parts, object.sizeBytes, slot.index + 1,
+            if (chainTier.index + 1 < chain.length) {
+                return put(object.key, object.kind, object.durability, object.priority, parts, object.sizeBytes, chainTier.index + 1,
                         false);
             }
             lock.lock();
             try {
                 refusedPuts++;
-                slot.counters.refusedPuts++;
+                chainTier.counters.refusedPuts++;
             } finally {
                 lock.unlock();
             }
@@ -372,8 +373,8 @@ public final class TieredStore implements AutoCloseable {
     }
 
     /** True unless {@code handle} is in a revocable tier whose lease ended (its bytes are not there). */
-    private static boolean landed(Slot slot, long handle) {
-        return slot.revocable == null || slot.revocable.live(handle);
+    private static boolean landed(ChainTier chainTier, long handle) {
+        return chainTier.revocable == null || chainTier.revocable.live(handle);
     }
 
     /**
@@ -381,7 +382,7 @@ public final class TieredStore implements AutoCloseable {
      * tier {@code peer} above its durable copy. The object is pinned meanwhile, so the pressure
      * this applies can never move its durable copy.
      */
-    private void cacheOnRevocable(StoredObject object, Slot peer) {
+    private void cacheOnRevocable(StoredObject object, ChainTier peer) {
         long size = object.sizeBytes;
         if (size > peer.tier.capacity() || !peer.admission.admit(object.key, object.kind, size)) {
             return;
@@ -393,7 +394,7 @@ public final class TieredStore implements AutoCloseable {
                 return;
             }
             Residency source = object.residencies;
-            Slot from = chain[source.tierIndex];
+            ChainTier from = chain[source.tierIndex];
             boolean copied;
             try {
                 copied = mover.copy(from.tier, source.handle, peer.tier, handle, size);
@@ -416,10 +417,10 @@ public final class TieredStore implements AutoCloseable {
         }
     }
 
-    private void publish(StoredObject object, Slot slot, long handle) {
-        attach(object, slot, handle);
+    private void publish(StoredObject object, ChainTier chainTier, long handle) {
+        attach(object, chainTier, handle);
         placement.insert(object);
-        slot.counters.puts++;
+        chainTier.counters.puts++;
         stored++;
         bytesStored += object.sizeBytes;
     }
@@ -439,17 +440,17 @@ public final class TieredStore implements AutoCloseable {
             gets++;
             StoredObject object = placement.get(key);
             if (object == null) {
-                for (Slot s : chain) {
+                for (ChainTier s : chain) {
                     s.counters.misses++;
                 }
                 misses++;
                 return null;
             }
             Residency top = object.residencies;
-            Slot topSlot = chain[top.tierIndex];
+            ChainTier topTier = chain[top.tierIndex];
             object.accesses++;
-            topSlot.policy.onAccess(top);
-            topSlot.counters.hits++;
+            topTier.policy.onAccess(top);
+            topTier.counters.hits++;
             for (int i = 0; i < top.tierIndex; i++) {
                 chain[i].counters.misses++;
             }
@@ -477,8 +478,8 @@ public final class TieredStore implements AutoCloseable {
     /** Serves a view from {@code r}, falling back to lower copies when one is corrupt. Null if none is left. */
     private ObjectView viewOf(StoredObject object, Residency r) {
         while (r != null) {
-            Slot slot = chain[r.tierIndex];
-            Tier tier = slot.tier;
+            ChainTier chainTier = chain[r.tierIndex];
+            Tier tier = chainTier.tier;
             if (tier.isPlainMemory()) {
                 return new ObjectView(this, object, tier.segment(r.handle, 0, object.sizeBytes).asReadOnly(), tier.name());
             }
@@ -507,21 +508,21 @@ public final class TieredStore implements AutoCloseable {
      * null if none is left, in which case the object is dropped and reported.
      */
     private Residency discardLostCopy(StoredObject object, Residency r, boolean corrupt) {
-        Slot slot = chain[r.tierIndex];
+        ChainTier chainTier = chain[r.tierIndex];
         if (corrupt) {
-            slot.counters.corruptCopies++;
+            chainTier.counters.corruptCopies++;
         }
         Residency next = r.nextInObject;
         if (next == null) {
             next = object.residencies == r ? null : object.residencies;
         }
-        boolean revokedCopy = !corrupt && slot.revocable != null;
+        boolean revokedCopy = !corrupt && chainTier.revocable != null;
         if (revokedCopy) {
             revokedCopies++;
         }
         freeCopy(object, r);
         if (object.copies == 0) {
-            slot.counters.drops++;
+            chainTier.counters.drops++;
             if (revokedCopy) {
                 revokedDrops++;
             }
@@ -743,9 +744,9 @@ public final class TieredStore implements AutoCloseable {
     private void absorbRevocationsLocked() {
         RevokedBatch batch;
         while ((batch = revoked.poll()) != null) {
-            Slot slot = chain[batch.tierIndex()];
+            ChainTier chainTier = chain[batch.tierIndex()];
             for (long handle : batch.handles()) {
-                Residency r = slot.byHandle.get(handle);
+                Residency r = chainTier.byHandle.get(handle);
                 if (r == null) {
                     continue; // freed or discarded already (a read met it first)
                 }
@@ -753,7 +754,7 @@ public final class TieredStore implements AutoCloseable {
                 revokedCopies++;
                 freeCopy(object, r);
                 if (object.copies == 0) {
-                    slot.counters.drops++;
+                    chainTier.counters.drops++;
                     revokedDrops++;
                     forget(object, DropReason.REVOKED);
                 }
@@ -775,7 +776,7 @@ public final class TieredStore implements AutoCloseable {
     /** The tiers of the chain, top first. */
     public List<Tier> tiers() {
         List<Tier> out = new ArrayList<>(chain.length);
-        for (Slot s : chain) {
+        for (ChainTier s : chain) {
             out.add(s.tier);
         }
         return out;
@@ -783,7 +784,7 @@ public final class TieredStore implements AutoCloseable {
 
     /** Chain index of {@code tier}. */
     public int indexOf(Tier tier) {
-        for (Slot s : chain) {
+        for (ChainTier s : chain) {
             if (s.tier == tier) {
                 return s.index;
             }
@@ -803,10 +804,10 @@ public final class TieredStore implements AutoCloseable {
             if (!closed) {
                 absorbRevocationsLocked();
             }
-            List<TierMetrics> tiers = new ArrayList<>(chain.length);
-            for (Slot s : chain) {
-                TierCounters c = s.counters;
-                tiers.add(new TierMetrics(s.tier.name(), s.tier.kind(), s.index, s.policy.name(),
+            List<StoreTierStats> tiers = new ArrayList<>(chain.length);
+            for (ChainTier s : chain) {
+                StoreTierCounters c = s.counters;
+                tiers.add(new StoreTierStats(s.tier.name(), s.tier.kind(), s.index, s.policy.name(),
                         s.tier.capacity(), s.tier.used(), s.high, s.low,
                         c.residentObjects, c.residentBytes, c.reservedBytes,
                         c.hits, c.misses, c.puts, c.refusedPuts, c.evictions, c.demotions, c.promotions,
@@ -822,53 +823,53 @@ public final class TieredStore implements AutoCloseable {
     // ------------------------------------------------------------------ pressure
 
     /**
-     * Allocates {@code size} bytes in {@code slot}'s tier, first evicting down to the low watermark
+     * Allocates {@code size} bytes in {@code chainTier}'s tier, first evicting down to the low watermark
      * if the allocation would pass the high one, then evicting one victim at a time while the
      * allocation does not fit. Returns {@link Allocator#FULL} when nothing more can be evicted.
      */
-    private long allocateUnderPressure(Slot slot, long size) {
-        Tier tier = slot.tier;
-        if (tier.used() + size <= slot.highBytes()) {
+    private long allocateUnderPressure(ChainTier chainTier, long size) {
+        Tier tier = chainTier.tier;
+        if (tier.used() + size <= chainTier.highBytes()) {
             long handle = tier.allocate(size);
             if (handle != Allocator.FULL) {
                 return handle;
             }
         }
-        long savedFailed = slot.failedDemotionSize;
-        slot.failedDemotionSize = Long.MAX_VALUE;
+        long savedFailed = chainTier.failedDemotionSize;
+        chainTier.failedDemotionSize = Long.MAX_VALUE;
         try {
-            long target = slot.lowBytes() - size;
+            long target = chainTier.lowBytes() - size;
             while (tier.used() > target) {
-                if (!evictOne(slot)) {
+                if (!evictOne(chainTier)) {
                     break;
                 }
             }
             long handle = tier.allocate(size);
-            while (handle == Allocator.FULL && evictOne(slot)) {
+            while (handle == Allocator.FULL && evictOne(chainTier)) {
                 handle = tier.allocate(size);
             }
             return handle;
         } finally {
-            slot.policy.restoreSkipped();
-            slot.failedDemotionSize = savedFailed;
+            chainTier.policy.restoreSkipped();
+            chainTier.failedDemotionSize = savedFailed;
         }
     }
 
-    /** Frees room in {@code slot} by evicting one copy. False if no victim can leave. */
-    private boolean evictOne(Slot slot) {
-        EvictionPolicy policy = slot.policy;
+    /** Frees room in {@code chainTier} by evicting one copy. False if no victim can leave. */
+    private boolean evictOne(ChainTier chainTier) {
+        EvictionPolicy policy = chainTier.policy;
         for (PolicyNode node = policy.victim(); node != null; node = policy.victim()) {
             Residency victim = (Residency) node;
             StoredObject object = victim.object;
             if (object.copies > 1) {
-                slot.counters.evictions++;
+                chainTier.counters.evictions++;
                 freeCopy(object, victim);
                 return true;
             }
-            Demotion d = demote(slot, victim);
+            Demotion d = demote(chainTier, victim);
             if (d == Demotion.DEMOTED) {
-                slot.counters.evictions++;
-                slot.counters.demotions++;
+                chainTier.counters.evictions++;
+                chainTier.counters.demotions++;
                 freeCopy(object, victim);
                 return true;
             }
@@ -876,8 +877,8 @@ public final class TieredStore implements AutoCloseable {
                 return true; // the copy was discarded (and the object dropped if it was the last)
             }
             if (object.durability == Durability.LOSSY) {
-                slot.counters.evictions++;
-                slot.counters.drops++;
+                chainTier.counters.evictions++;
+                chainTier.counters.drops++;
                 freeCopy(object, victim);
                 forget(object, DropReason.EVICTED);
                 return true;
@@ -888,14 +889,14 @@ public final class TieredStore implements AutoCloseable {
     }
 
     /** Copies the only copy {@code victim} (in {@code from}) into the first lower tier that takes it. */
-    private Demotion demote(Slot from, Residency victim) {
+    private Demotion demote(ChainTier from, Residency victim) {
         StoredObject object = victim.object;
         long size = object.sizeBytes;
         if (size >= from.failedDemotionSize) {
             return Demotion.NO_ROOM;
         }
         for (int j = from.index + 1; j < chain.length; j++) {
-            Slot to = chain[j];
+            ChainTier to = chain[j];
             if (to.revocable != null && object.durability == Durability.BACKED) {
                 continue; // a BACKED object's only copy goes to a durable tier
             }
@@ -939,7 +940,7 @@ public final class TieredStore implements AutoCloseable {
     private Residency promote(StoredObject object, Residency source, int target) {
         long size = object.sizeBytes;
         for (int j = target; j < source.tierIndex; j++) {
-            Slot to = chain[j];
+            ChainTier to = chain[j];
             if (size > to.tier.capacity()) {
                 continue;
             }
@@ -947,7 +948,7 @@ public final class TieredStore implements AutoCloseable {
             if (handle == Allocator.FULL) {
                 continue;
             }
-            Slot from = chain[source.tierIndex];
+            ChainTier from = chain[source.tierIndex];
             boolean copied;
             try {
                 copied = mover.copy(from.tier, source.handle, to.tier, handle, size);
@@ -972,14 +973,14 @@ public final class TieredStore implements AutoCloseable {
 
     // ------------------------------------------------------------------ bookkeeping
 
-    private Residency attach(StoredObject object, Slot slot, long handle) {
-        Residency r = new Residency(object, slot.index, handle, slot.tier.allocationSize(handle));
+    private Residency attach(StoredObject object, ChainTier chainTier, long handle) {
+        Residency r = new Residency(object, chainTier.index, handle, chainTier.tier.allocationSize(handle));
         object.attach(r);
-        slot.policy.onInsert(r);
-        if (slot.byHandle != null) {
-            slot.byHandle.put(handle, r);
+        chainTier.policy.onInsert(r);
+        if (chainTier.byHandle != null) {
+            chainTier.byHandle.put(handle, r);
         }
-        TierCounters c = slot.counters;
+        StoreTierCounters c = chainTier.counters;
         c.residentObjects++;
         c.residentBytes += object.sizeBytes;
         c.reservedBytes += r.reservedBytes;
@@ -987,14 +988,14 @@ public final class TieredStore implements AutoCloseable {
     }
 
     private void freeCopy(StoredObject object, Residency r) {
-        Slot slot = chain[r.tierIndex];
-        slot.policy.onRemove(r);
+        ChainTier chainTier = chain[r.tierIndex];
+        chainTier.policy.onRemove(r);
         object.detach(r);
-        if (slot.byHandle != null) {
-            slot.byHandle.remove(r.handle, r);
+        if (chainTier.byHandle != null) {
+            chainTier.byHandle.remove(r.handle, r);
         }
-        slot.tier.free(r.handle);
-        TierCounters c = slot.counters;
+        chainTier.tier.free(r.handle);
+        StoreTierCounters c = chainTier.counters;
         c.residentObjects--;
         c.residentBytes -= object.sizeBytes;
         c.reservedBytes -= r.reservedBytes;
@@ -1075,14 +1076,14 @@ public final class TieredStore implements AutoCloseable {
                 }
                 boolean durableCopy = false;
                 for (Residency r = o.residencies; r != null; r = r.nextInObject) {
-                    Slot slot = chain[r.tierIndex];
-                    if (slot.byHandle == null) {
+                    ChainTier chainTier = chain[r.tierIndex];
+                    if (chainTier.byHandle == null) {
                         durableCopy = true;
                     } else {
                         onRevocable[r.tierIndex]++;
-                        if (slot.byHandle.get(r.handle) != r) {
+                        if (chainTier.byHandle.get(r.handle) != r) {
                             throw new IllegalStateException("object " + o.key + ": its copy at handle " + r.handle + " in tier '"
-                                    + slot.tier.name() + "' is not in the tier's handle index");
+                                    + chainTier.tier.name() + "' is not in the tier's handle index");
                         }
                     }
                 }
@@ -1097,10 +1098,10 @@ public final class TieredStore implements AutoCloseable {
                     }
                 }
             }
-            for (Slot slot : chain) {
-                if (slot.byHandle != null && slot.byHandle.size() != onRevocable[slot.index]) {
-                    throw new IllegalStateException("tier '" + slot.tier.name() + "': handle index holds " + slot.byHandle.size()
-                            + " copies, the objects " + onRevocable[slot.index]);
+            for (ChainTier chainTier : chain) {
+                if (chainTier.byHandle != null && chainTier.byHandle.size() != onRevocable[chainTier.index]) {
+                    throw new IllegalStateException("tier '" + chainTier.tier.name() + "': handle index holds " + chainTier.byHandle.size()
+                            + " copies, the objects " + onRevocable[chainTier.index]);
                 }
             }
         } finally {
@@ -1142,9 +1143,9 @@ public final class TieredStore implements AutoCloseable {
             }
             removedPinned.clear();
             mover.close();
-            for (Slot slot : chain) {
-                if (slot.revocable != null) {
-                    slot.revocable.unlisten(revocationListeners[slot.index]);
+            for (ChainTier chainTier : chain) {
+                if (chainTier.revocable != null) {
+                    chainTier.revocable.unlisten(revocationListeners[chainTier.index]);
                 }
             }
             revoked.clear();
@@ -1156,7 +1157,7 @@ public final class TieredStore implements AutoCloseable {
     @Override
     public String toString() {
         StringBuilder sb = new StringBuilder("TieredStore[");
-        for (Slot s : chain) {
+        for (ChainTier s : chain) {
             if (s.index > 0) {
                 sb.append(" -> ");
             }

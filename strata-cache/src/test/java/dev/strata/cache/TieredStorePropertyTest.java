@@ -51,7 +51,7 @@ class TieredStorePropertyTest {
         long[] seen = new long[5]; // demotions, promotions, drops, refused puts, evictions over all trials
         Property.forAll("tiered-store-random-ops", 30, random -> {
             StoreStats last = new Run(random).run(300);
-            for (TierMetrics m : last.tiers()) {
+            for (StoreTierStats m : last.tiers()) {
                 seen[0] += m.demotions();
                 seen[1] += m.promotions();
                 seen[2] += m.drops();
@@ -257,7 +257,7 @@ class TieredStorePropertyTest {
             for (OpenView ov : views) {
                 assertThat(TestBytes.toArray(ov.view().bytes())).as("%s: open view of %s", step, ov.key()).isEqualTo(ov.expected().bytes);
             }
-            for (TierMetrics m : stats.tiers()) {
+            for (StoreTierStats m : stats.tiers()) {
                 Tier tier = tiersByName.get(m.name());
                 assertThat(tier.used()).as("%s: used bytes of %s", step, m.name()).isEqualTo(m.reservedBytes());
                 assertThat(tier.used()).isLessThanOrEqualTo(tier.capacity());

@@ -82,7 +82,7 @@ class TieredStoreTest {
     private static void assertAccounting(TieredStore store) {
         StoreStats stats = store.stats();
         for (Tier t : store.tiers()) {
-            TierMetrics m = stats.tier(t.name());
+            StoreTierStats m = stats.tier(t.name());
             assertThat(m.reservedBytes()).as("reserved bytes of '%s'", t.name()).isEqualTo(t.used());
             assertThat(t.used()).isLessThanOrEqualTo(t.capacity());
         }

@@ -192,7 +192,7 @@ final class InspectCommand implements Runnable {
                     x.hashVersion());
             System.out.printf("  entries        %d published (%d bytes), %d writing, %d evicting, %d quarantined; %d slots%n",
                     x.published(), x.publishedBytes(), x.writing(), x.evicting(), x.quarantined(), x.capacity());
-            System.out.printf("  pins           %d blocks pinned by %d live leases%n", x.pinned(), x.liveLeases());
+            System.out.printf("  pins           %d blocks pinned by %d live pins%n", x.pinned(), x.livePins());
             return 0;
         }
 

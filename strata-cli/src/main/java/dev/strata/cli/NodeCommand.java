@@ -67,12 +67,12 @@ final class NodeCommand implements Callable<Integer> {
     @Option(names = "--model-fingerprint", paramLabel = "HEX", description = "model fingerprint, 32 hex digits; default: the index's [node.model-fingerprint]")
     String modelFingerprint;
 
-    @Option(names = "--leases-per-process", paramLabel = "N",
-            description = "lease records per process when the index is created (the daemon holds all its clients' leases) (default: 2048) [node.leases-per-process]")
-    Integer leasesPerProcess;
+    @Option(names = "--pins-per-process", paramLabel = "N",
+            description = "pin records per process when the index is created (the daemon holds all its clients' pins) (default: 2048) [node.pins-per-process]")
+    Integer pinsPerProcess;
 
-    @Option(names = "--lease-seconds", paramLabel = "S", description = "how long a lease pins a block (default: 30) [node.lease-seconds]")
-    Integer leaseSeconds;
+    @Option(names = "--pin-seconds", paramLabel = "S", description = "how long a pin holds a block (default: 30) [node.pin-seconds]")
+    Integer pinSeconds;
 
     @Option(names = "--exit-with", paramLabel = "PID", hidden = true, description = "stop when the process PID ends (for child processes)")
     Long exitWith;
@@ -83,7 +83,7 @@ final class NodeCommand implements Callable<Integer> {
                 .put("--chunk", "tiers.pool.chunk", chunk).put("--process-slots", "node.process-slots", processSlots).put("--rpc", "node.rpc", rpc)
                 .put("--channels", "node.channels", channels).put("--slots", "node.slots", slots).put("--payload", "node.payload", payload)
                 .put("--hash-version", "node.hash-version", hashVersion).put("--model-fingerprint", "node.model-fingerprint", modelFingerprint)
-                .put("--leases-per-process", "node.leases-per-process", leasesPerProcess).put("--lease-seconds", "node.lease-seconds", leaseSeconds);
+                .put("--pins-per-process", "node.pins-per-process", pinsPerProcess).put("--pin-seconds", "node.pin-seconds", pinSeconds);
     }
 
     /**
@@ -95,8 +95,8 @@ final class NodeCommand implements Callable<Integer> {
         ProcessConfig.Node n = c.process().node();
         NodeConfig.Builder b = NodeConfig.builder().poolName(n.poolName() != null ? n.poolName() : NodeConfig.DEFAULT_POOL_NAME)
                 .capacity(c.pool().capacity()).chunkSize(c.pool().chunk()).processSlots(n.processSlots()).hashVersion(n.hashVersion())
-                .leasesPerProcess(n.leasesPerProcess());
-        b.leaseDuration(Duration.ofSeconds(n.leaseSeconds()));
+                .pinsPerProcess(n.pinsPerProcess());
+        b.pinDuration(Duration.ofSeconds(n.pinSeconds()));
         if (pathsGiven || !c.pool().paths().equals(List.of(StrataConfig.DEFAULT_POOL_PATH))) {
             c.pool().paths().forEach(b::poolPath);
         }

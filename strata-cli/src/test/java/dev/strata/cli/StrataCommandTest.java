@@ -74,12 +74,12 @@ class StrataCommandTest {
             new java.util.SplittableRandom(5).nextBytes(block);
             new dev.strata.node.index.PoolSharedBlockStore(index).publish(new dev.strata.cache.ObjectKey(1, 2),
                     java.util.List.of(java.lang.foreign.MemorySegment.ofArray(block)));
-            long lease = index.acquire(1, 2, new long[4]);
+            long pin = index.acquire(1, 2, new long[4]);
             CliRun r = run("inspect", "pool", path.toString());
             assertThat(r.status()).as(r.err()).isZero();
             assertThat(r.out()).contains("block index", "model fingerprint " + model + ", block-hash version 7",
-                    "1 published (70001 bytes), 0 writing", "1 blocks pinned by 1 live leases");
-            index.release(lease);
+                    "1 published (70001 bytes), 0 writing", "1 blocks pinned by 1 live pins");
+            index.release(pin);
         } finally {
             java.nio.file.Files.deleteIfExists(path);
         }

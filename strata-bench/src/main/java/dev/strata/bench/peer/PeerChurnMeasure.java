@@ -9,7 +9,7 @@ import dev.strata.bench.Figure;
 import dev.strata.cache.Durability;
 import dev.strata.cache.ObjectKind;
 import dev.strata.cache.PromotionRule;
-import dev.strata.cache.TierMetrics;
+import dev.strata.cache.StoreTierStats;
 import dev.strata.cache.TieredStore;
 import dev.strata.cache.expert.ExpertLayout;
 import dev.strata.cache.expert.ExpertMasters;
@@ -401,7 +401,7 @@ public final class PeerChurnMeasure {
                         revocations += p.revocations();
                     }
                 }
-                TierMetrics peerMetrics = peerTier == null ? null : store.stats().tier(peerTier.name());
+                StoreTierStats peerMetrics = peerTier == null ? null : store.stats().tier(peerTier.name());
                 return new Run(tally, revocations, store.revocations().lossyDropped(),
                         peerMetrics == null ? 0 : peerMetrics.bytesIn());
             }

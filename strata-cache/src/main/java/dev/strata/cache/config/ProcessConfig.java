@@ -23,8 +23,8 @@ import java.util.List;
  * kv:      { block-tokens: 16, device-blocks: 256 }
  * experts: { device-slots: 0, peer-bytes: 64MiB, rebalance-ms: 200 }
  * node:    { access: auto, rpc: PATH, pool-name: NAME, channels: 16, slots: 64, payload: 512,
- *            process-slots: 64, hash-version: 0, model-fingerprint: HEX, leases-per-process: 2048,
- *            lease-seconds: 30 }
+ *            process-slots: 64, hash-version: 0, model-fingerprint: HEX, pins-per-process: 2048,
+ *            pin-seconds: 30 }
  * peers:   { files: [PATH, ...] }
  * agent:   { file: PATH, budget: SIZE, region: 2MiB, demand: fixed:0, grace-ms: 1000, tick-ms: 2, stamp: true }
  * split:   { enabled: false, budget: SIZE }
@@ -92,11 +92,11 @@ public record ProcessConfig(Model model, Server server, Kv kv, Experts experts, 
      * @param processSlots     processes that may map the pool at once
      * @param hashVersion      block-hash version; 0 adopts the index's
      * @param modelFingerprint model fingerprint, 32 hex digits; null: the index's
-     * @param leasesPerProcess block leases one process may hold
-     * @param leaseSeconds     how long a lease pins a block, seconds
+     * @param pinsPerProcess   block pins one process may hold
+     * @param pinSeconds       how long a pin holds a block, seconds
      */
     public record Node(Access access, Path rpc, String poolName, int channels, int slots, int payload, int processSlots,
-                       int hashVersion, String modelFingerprint, int leasesPerProcess, int leaseSeconds) {
+                       int hashVersion, String modelFingerprint, int pinsPerProcess, int pinSeconds) {
     }
 
     /** @param files lending files of {@code strata peer} agents this process borrows through */
@@ -145,12 +145,12 @@ public record ProcessConfig(Model model, Server server, Kv kv, Experts experts, 
         Experts experts = new Experts(e.integer("device-slots", 0, 0, 1 << 20), nonNegative(e.size("peer-bytes", 64 * Sizes.MiB),
                 "experts.peer-bytes"), rebalance);
         ConfigNode n = section(root, "node", "access", "rpc", "pool-name", "channels", "slots", "payload", "process-slots",
-                "hash-version", "model-fingerprint", "leases-per-process", "lease-seconds");
+                "hash-version", "model-fingerprint", "pins-per-process", "pin-seconds");
         String fingerprint = n.text("model-fingerprint", null); // checked by the node, which names the value
         Node node = new Node(n.choice("access", Access.class, Access.AUTO), path(n.text("rpc", null)), n.text("pool-name", null),
                 n.integer("channels", 16, 0, 1 << 16), n.integer("slots", 64, 0, 1 << 16), n.integer("payload", 512, 0, 1 << 24),
                 n.integer("process-slots", 64, 1, 4096), n.integer("hash-version", 0, 0, 255), fingerprint,
-                n.integer("leases-per-process", 2048, 1, 1 << 24), n.integer("lease-seconds", 30, 1, 86_400));
+                n.integer("pins-per-process", 2048, 1, 1 << 24), n.integer("pin-seconds", 30, 1, 86_400));
         // channels, slots and payload are checked together by the node, which names every bad value
         ConfigNode p = section(root, "peers", "files");
         List<Path> files = new ArrayList<>();

@@ -44,7 +44,7 @@ public interface SharedBlockStore {
 
     /**
      * Copies the block published under {@code key} into {@code destinations}, in order, under a
-     * read lease that keeps it from being evicted during the copy; the copy is verified against
+     * read pin that keeps it from being evicted during the copy; the copy is verified against
      * the block's checksum.
      *
      * @return false if no block is published under {@code key} (never published, or evicted)

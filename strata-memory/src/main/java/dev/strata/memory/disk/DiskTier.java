@@ -513,9 +513,9 @@ public final class DiskTier implements Tier {
         long generation = generations.incrementAndGet();
         Checksum64 checksum = CHECKSUM.get().reset();
         DiskObjectHeader header;
-        MemorySegment lease = borrowStaging();
-        MemorySegment buf = lease.asSlice(0, stagingBytes);
-        MemorySegment scratch = lease.asSlice(stagingBytes, PosixFileIo.SCRATCH_BYTES);
+        MemorySegment borrowed = borrowStaging();
+        MemorySegment buf = borrowed.asSlice(0, stagingBytes);
+        MemorySegment scratch = borrowed.asSlice(stagingBytes, PosixFileIo.SCRATCH_BYTES);
         try {
             MemorySegment single = src.parts().size() == 1 ? src.parts().getFirst() : null;
             long inPlace = single == null ? 0 : inPlaceLength(single);
@@ -564,7 +564,7 @@ public final class DiskTier implements Tier {
                 file.transfer(true, scratch, headerAt, block);
             }
         } finally {
-            staging.giveBack(lease);
+            staging.giveBack(borrowed);
         }
         return header;
     }
@@ -618,9 +618,9 @@ public final class DiskTier implements Tier {
         long headerAt = r.fileOffset;
         long payloadAt = headerAt + blockSize;
         Checksum64 sum = CHECKSUM.get().reset();
-        MemorySegment lease = borrowStaging();
-        MemorySegment buf = lease.asSlice(0, stagingBytes);
-        MemorySegment scratch = lease.asSlice(stagingBytes, PosixFileIo.SCRATCH_BYTES);
+        MemorySegment borrowed = borrowStaging();
+        MemorySegment buf = borrowed.asSlice(0, stagingBytes);
+        MemorySegment scratch = borrowed.asSlice(stagingBytes, PosixFileIo.SCRATCH_BYTES);
         try {
             MemorySegment single = dst.parts().size() == 1 ? dst.parts().getFirst() : null;
             long inPlace = single == null ? 0 : inPlaceLength(single);
@@ -658,7 +658,7 @@ public final class DiskTier implements Tier {
                 }
             }
         } finally {
-            staging.giveBack(lease);
+            staging.giveBack(borrowed);
         }
         long actual = sum.value();
         if (actual != checksum) {

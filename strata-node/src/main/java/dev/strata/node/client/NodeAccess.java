@@ -145,7 +145,7 @@ public final class NodeAccess implements AutoCloseable {
         return blocks;
     }
 
-    /** Closes the index (detaching from the daemon, or releasing embedded leases) and the pool mapping. */
+    /** Closes the index (detaching from the daemon, or releasing embedded pins) and the pool mapping. */
     @Override
     public void close() {
         try {

@@ -5,7 +5,7 @@ import java.nio.file.Path;
 /**
  * The node daemon a {@link RemoteBlockIndex} talks to is gone (died or stopped) or has not
  * answered within the configured patience. The operation was not completed, or its outcome is
- * unknown; reservations and leases taken through the lost daemon are cleared by the index (its
+ * unknown; reservations and pins taken through the lost daemon are cleared by the index (its
  * process is dead) or by the daemon (it stopped). The next call attaches to a new daemon on the
  * same rpc path if one runs.
  */

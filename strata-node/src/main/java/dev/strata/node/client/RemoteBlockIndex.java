@@ -32,7 +32,7 @@ import java.util.concurrent.locks.ReentrantLock;
  * result means "ask again later"; the call after it attaches again if a new daemon serves the
  * rpc path (whose index, kept in the pool, has every block published before).
  *
- * <p>Ownership: the daemon holds reservations and leases for this client; when this client
+ * <p>Ownership: the daemon holds reservations and pins for this client; when this client
  * closes or dies, the daemon aborts and releases them.
  *
  * <p>Threads: any; calls are serialised on the channel.
@@ -180,13 +180,13 @@ public final class RemoteBlockIndex implements BlockIndex {
         check(status, what, 0L);
     }
 
-    private void check(int status, String what, long lease) {
+    private void check(int status, String what, long pin) {
         switch (status) {
             case IndexProtocol.OK -> {
             }
             case IndexProtocol.BAD_ARGUMENT -> throw new IllegalArgumentException(message());
             case IndexProtocol.CORRUPT_ENTRY -> throw new CorruptIndexEntryException("(via strata node)", response.value(0), message());
-            case IndexProtocol.NOT_YOUR_LEASE -> throw new IllegalArgumentException("lease " + lease + " is not a lease of this process "
+            case IndexProtocol.NOT_YOUR_PIN -> throw new IllegalArgumentException("pin " + pin + " is not a pin of this process "
                     + "(taken through strata node at " + rpcPath + ")");
             default -> throw new IllegalStateException("strata node at " + rpcPath + " answered " + what + " with status "
                     + RpcStatus.name(status));
@@ -232,23 +232,23 @@ public final class RemoteBlockIndex implements BlockIndex {
         lock.lock();
         try {
             check(call(IndexProtocol.ACQUIRE, 0, keyHigh, keyLow, 0, 0), "acquire");
-            long lease = response.value(0);
-            if (lease > 0) {
+            long pin = response.value(0);
+            if (pin > 0) {
                 for (int i = 0; i < LOCATION_LONGS; i++) {
                     location[i] = response.value(1 + i);
                 }
             }
-            return lease;
+            return pin;
         } finally {
             lock.unlock();
         }
     }
 
     @Override
-    public long release(long lease) {
+    public long release(long pin) {
         lock.lock();
         try {
-            check(call(IndexProtocol.RELEASE, 0, lease, 0, 0, 0), "release", lease);
+            check(call(IndexProtocol.RELEASE, 0, pin, 0, 0, 0), "release", pin);
             return response.value(0);
         } finally {
             lock.unlock();
@@ -357,7 +357,7 @@ public final class RemoteBlockIndex implements BlockIndex {
         return rpcPath;
     }
 
-    /** Detaches from the daemon, which aborts this client's reservations and releases its leases. */
+    /** Detaches from the daemon, which aborts this client's reservations and releases its pins. */
     @Override
     public void close() {
         lock.lock();

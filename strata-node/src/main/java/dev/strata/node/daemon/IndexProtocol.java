@@ -12,10 +12,10 @@ package dev.strata.node.daemon;
  * RESERVE     2    a0/a1 key high/low, a2 length     v0 handle or status            -
  * PUBLISH     3    a0/a1 key, a2 length, a3 checksum v0 status                      -
  * ABORT       4    a0/a1 key                         v0 status                      -
- * ACQUIRE     5    a0/a1 key                         v0 lease or status,            -
+ * ACQUIRE     5    a0/a1 key                         v0 pin or status,              -
  *                                                    v1..v4 handle, length,
  *                                                    checksum, epoch
- * RELEASE     6    a0 lease                          v0 status                      -
+ * RELEASE     6    a0 pin                            v0 status                      -
  * MATCH       7    a0 key count n                    v0 leading keys published      request: n keys,
  *                                                                                   16 bytes each (high, low)
  * EVICT       8    a0 bytes                          v0 bytes freed                 -
@@ -25,7 +25,7 @@ package dev.strata.node.daemon;
  *
  * <p>Call statuses (the RPC status, not the index result in v0): {@link #OK}; {@link #BAD_ARGUMENT}
  * and {@link #CORRUPT_ENTRY} carry the daemon's message as UTF-8 in the response payload, the
- * latter the entry number in v0; {@link #NOT_YOUR_LEASE} for a lease this client does not hold.
+ * latter the entry number in v0; {@link #NOT_YOUR_PIN} for a pin this client does not hold.
  *
  * <p>Constants only; any thread.
  */
@@ -44,11 +44,11 @@ public final class IndexProtocol {
     public static final int OK = 0;
     public static final int BAD_ARGUMENT = 1;
     public static final int CORRUPT_ENTRY = 2;
-    public static final int NOT_YOUR_LEASE = 3;
+    public static final int NOT_YOUR_PIN = 3;
 
     /** Bytes of one key in a MATCH payload. */
     public static final int KEY_BYTES = 16;
-    /** Longs of a STATS response: capacity, published, writing, evicting, quarantined, pinned, live leases, published bytes, hash version, model high, model low. */
+    /** Longs of a STATS response: capacity, published, writing, evicting, quarantined, pinned, live pins, published bytes, hash version, model high, model low. */
     public static final int STATS_LONGS = 11;
     /** The smallest payload per slot the protocol needs (STATS, error messages). */
     public static final int MIN_PAYLOAD = 128;

@@ -14,11 +14,11 @@ import java.nio.charset.StandardCharsets;
  * Serves a {@link BlockIndex} over shared-memory RPC ({@link IndexProtocol}): the daemon's side.
  *
  * <p>Design note: the daemon calls the index on behalf of its clients, so the index sees the
- * daemon as the owner of every reservation and lease. This service therefore keeps, per channel,
- * the keys the client reserved and not yet published or aborted, and the leases it holds; a
- * client may release only its own leases, and when a client detaches or dies
- * ({@link #channelReleased}) its reservations are aborted and its leases released, which is what
- * the index would have done for a dead process of its own. Lease timeouts bound anything else.
+ * daemon as the owner of every reservation and pin. This service therefore keeps, per channel,
+ * the keys the client reserved and not yet published or aborted, and the pins it holds; a
+ * client may release only its own pins, and when a client detaches or dies
+ * ({@link #channelReleased}) its reservations are aborted and its pins released, which is what
+ * the index would have done for a dead process of its own. Pin timeouts bound anything else.
  *
  * <p>Threads: the RPC server's polling thread only (one request at a time), which is why the
  * per-channel sets need no locking. Allocates nothing per request except when a set grows.
@@ -29,7 +29,7 @@ public final class IndexService implements RpcHandler {
 
     private final BlockIndex index;
     private final KeySet[] reservations; // [channel] keys reserved through this channel
-    private final KeySet[] leases;       // [channel] (0, lease) of leases taken through this channel
+    private final KeySet[] pins;       // [channel] (0, pin) of pins taken through this channel
     private final long[] location = new long[BlockIndex.LOCATION_LONGS];
     private long[] keys = new long[2 * 64]; // MATCH scratch, grown to the largest payload once
 
@@ -40,10 +40,10 @@ public final class IndexService implements RpcHandler {
     public IndexService(BlockIndex index, int channels) {
         this.index = index;
         this.reservations = new KeySet[channels];
-        this.leases = new KeySet[channels];
+        this.pins = new KeySet[channels];
         for (int c = 0; c < channels; c++) {
             reservations[c] = new KeySet();
-            leases[c] = new KeySet();
+            pins[c] = new KeySet();
         }
     }
 
@@ -78,22 +78,22 @@ public final class IndexService implements RpcHandler {
                     call.value(0, index.abort(call.arg(0), call.arg(1)));
                 }
                 case IndexProtocol.ACQUIRE -> {
-                    long lease = index.acquire(call.arg(0), call.arg(1), location);
-                    if (lease > 0) {
-                        leases[c].add(0L, lease);
+                    long pin = index.acquire(call.arg(0), call.arg(1), location);
+                    if (pin > 0) {
+                        pins[c].add(0L, pin);
                         for (int i = 0; i < BlockIndex.LOCATION_LONGS; i++) {
                             call.value(1 + i, location[i]);
                         }
                     }
-                    call.value(0, lease);
+                    call.value(0, pin);
                 }
                 case IndexProtocol.RELEASE -> {
-                    long lease = call.arg(0);
-                    if (!leases[c].remove(0L, lease)) {
-                        call.status(IndexProtocol.NOT_YOUR_LEASE);
+                    long pin = call.arg(0);
+                    if (!pins[c].remove(0L, pin)) {
+                        call.status(IndexProtocol.NOT_YOUR_PIN);
                         return;
                     }
-                    call.value(0, index.release(lease));
+                    call.value(0, index.release(pin));
                 }
                 case IndexProtocol.MATCH -> call.value(0, matchPrefix(call));
                 case IndexProtocol.EVICT -> call.value(0, index.evict(call.arg(0)));
@@ -129,7 +129,7 @@ public final class IndexService implements RpcHandler {
 
     private void stats(RpcCall call) {
         IndexStats s = index.stats();
-        long[] v = {s.capacity(), s.published(), s.writing(), s.evicting(), s.quarantined(), s.pinned(), s.liveLeases(),
+        long[] v = {s.capacity(), s.published(), s.writing(), s.evicting(), s.quarantined(), s.pinned(), s.livePins(),
                 s.publishedBytes(), s.hashVersion(), s.modelFingerprint().high(), s.modelFingerprint().low()};
         MemorySegment out = call.responsePayload();
         for (int i = 0; i < v.length; i++) {
@@ -145,7 +145,7 @@ public final class IndexService implements RpcHandler {
         call.responsePayloadLength(n);
     }
 
-    /** Aborts the reservations and releases the leases the client of {@code channel} left behind. */
+    /** Aborts the reservations and releases the pins the client of {@code channel} left behind. */
     @Override
     public void channelReleased(int channel, boolean died) {
         int[] counts = new int[2];
@@ -157,22 +157,22 @@ public final class IndexService implements RpcHandler {
                 LOG.log(System.Logger.Level.WARNING, "channel " + channel + ": aborting a reservation failed", e);
             }
         });
-        leases[channel].drain((ignored, lease) -> {
+        pins[channel].drain((ignored, pin) -> {
             try {
-                index.release(lease);
+                index.release(pin);
                 counts[1]++;
             } catch (RuntimeException e) {
-                LOG.log(System.Logger.Level.WARNING, "channel " + channel + ": releasing lease " + lease + " failed", e);
+                LOG.log(System.Logger.Level.WARNING, "channel " + channel + ": releasing pin " + pin + " failed", e);
             }
         });
         if (counts[0] + counts[1] > 0) {
             LOG.log(System.Logger.Level.INFO, "channel " + channel + (died ? " (client died)" : " (client detached)")
-                    + ": aborted " + counts[0] + " reservations, released " + counts[1] + " leases");
+                    + ": aborted " + counts[0] + " reservations, released " + counts[1] + " pins");
         }
     }
 
-    /** Reservations and leases held for the client of {@code channel} (polling thread, or tests after it stopped). */
+    /** Reservations and pins held for the client of {@code channel} (polling thread, or tests after it stopped). */
     int held(int channel) {
-        return reservations[channel].size() + leases[channel].size();
+        return reservations[channel].size() + pins[channel].size();
     }
 }

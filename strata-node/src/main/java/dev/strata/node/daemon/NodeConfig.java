@@ -11,7 +11,7 @@ import java.util.ArrayList;
 import java.util.List;
 
 /**
- * How {@code strata node} runs: the pool it opens (or creates), the identity and lease settings of
+ * How {@code strata node} runs: the pool it opens (or creates), the identity and pin settings of
  * the block index in it, and the RPC region it serves.
  *
  * <p>Build with {@link #builder()}; {@link Builder#conclude()} checks every value at once and fails
@@ -21,13 +21,13 @@ import java.util.List;
  * @param rpc              the RPC region
  * @param hashVersion      the block-hash version; 0 adopts the index's (or 1 for a new index)
  * @param modelFingerprint the model fingerprint; null adopts the index's (or all zero for a new index)
- * @param leasesPerProcess lease records per process when the index is formatted: the daemon holds
- *                         the leases of all its clients, so give it room for all of them
- * @param leaseDuration    how long a lease pins a block
- * @param reapInterval     how often the daemon clears expired leases and dead writers' reservations
+ * @param pinsPerProcess   pin records per process when the index is formatted: the daemon holds
+ *                         the pins of all its clients, so give it room for all of them
+ * @param pinDuration      how long a pin holds a block
+ * @param reapInterval     how often the daemon clears expired pins and dead writers' reservations
  */
 public record NodeConfig(PoolConfig pool, RpcServerConfig rpc, int hashVersion, ObjectKey modelFingerprint,
-                         int leasesPerProcess, Duration leaseDuration, Duration reapInterval) {
+                         int pinsPerProcess, Duration pinDuration, Duration reapInterval) {
 
     public static final String DEFAULT_POOL_NAME = "node";
 
@@ -37,13 +37,13 @@ public record NodeConfig(PoolConfig pool, RpcServerConfig rpc, int hashVersion, 
 
     /**
      * The root region a pool of {@code capacity} bytes in chunks of {@code chunkSize} needs for a
-     * block index with twice as many entries as chunks and {@code leasesPerProcess} leases for
+     * block index with twice as many entries as chunks and {@code pinsPerProcess} pins for
      * each of {@code processSlots} processes.
      */
-    public static long rootRegionSize(long capacity, long chunkSize, int processSlots, int leasesPerProcess) {
+    public static long rootRegionSize(long capacity, long chunkSize, int processSlots, int pinsPerProcess) {
         long chunks = Math.max(1, capacity / chunkSize);
         long entries = Math.max(8, Long.highestOneBit(Math.max(1, 2 * chunks - 1)) << 1);
-        return PoolBlockIndex.regionSizeFor(entries, processSlots, leasesPerProcess);
+        return PoolBlockIndex.regionSizeFor(entries, processSlots, pinsPerProcess);
     }
 
     /** Collects settings; not thread-safe. */
@@ -56,8 +56,8 @@ public record NodeConfig(PoolConfig pool, RpcServerConfig rpc, int hashVersion, 
         private final RpcServerConfig.Builder rpc = RpcServerConfig.builder();
         private int hashVersion;
         private ObjectKey modelFingerprint;
-        private int leasesPerProcess = 2048;
-        private Duration leaseDuration = Duration.ofSeconds(30);
+        private int pinsPerProcess = 2048;
+        private Duration pinDuration = Duration.ofSeconds(30);
         private Duration reapInterval = Duration.ofSeconds(1);
 
         private Builder() {
@@ -103,13 +103,13 @@ public record NodeConfig(PoolConfig pool, RpcServerConfig rpc, int hashVersion, 
             return this;
         }
 
-        public Builder leasesPerProcess(int n) {
-            this.leasesPerProcess = n;
+        public Builder pinsPerProcess(int n) {
+            this.pinsPerProcess = n;
             return this;
         }
 
-        public Builder leaseDuration(Duration d) {
-            this.leaseDuration = d;
+        public Builder pinDuration(Duration d) {
+            this.pinDuration = d;
             return this;
         }
 
@@ -131,7 +131,7 @@ public record NodeConfig(PoolConfig pool, RpcServerConfig rpc, int hashVersion, 
                     b.paths(poolPaths);
                 }
                 if (capacity > 0 && chunkSize > 0 && Long.bitCount(chunkSize) == 1) {
-                    b.rootRegionSize(rootRegionSize(capacity, chunkSize, processSlots, Math.max(1, leasesPerProcess)));
+                    b.rootRegionSize(rootRegionSize(capacity, chunkSize, processSlots, Math.max(1, pinsPerProcess)));
                 }
                 poolConfig = b.conclude();
             } catch (IllegalArgumentException e) {
@@ -150,12 +150,12 @@ public record NodeConfig(PoolConfig pool, RpcServerConfig rpc, int hashVersion, 
             if (hashVersion < 0) {
                 problems.add("hash version " + hashVersion + " must be positive (or 0 to adopt the index's)");
             }
-            if (leasesPerProcess < 1 || leasesPerProcess > BlockIndexConfig.MAX_LEASES_PER_PROCESS) {
-                problems.add("leases per process " + leasesPerProcess + " must be between 1 and "
-                        + BlockIndexConfig.MAX_LEASES_PER_PROCESS);
+            if (pinsPerProcess < 1 || pinsPerProcess > BlockIndexConfig.MAX_PINS_PER_PROCESS) {
+                problems.add("pins per process " + pinsPerProcess + " must be between 1 and "
+                        + BlockIndexConfig.MAX_PINS_PER_PROCESS);
             }
-            if (leaseDuration == null || leaseDuration.isNegative() || leaseDuration.isZero()) {
-                problems.add("lease duration " + leaseDuration + " must be positive");
+            if (pinDuration == null || pinDuration.isNegative() || pinDuration.isZero()) {
+                problems.add("pin duration " + pinDuration + " must be positive");
             }
             if (reapInterval == null || reapInterval.isNegative() || reapInterval.isZero()) {
                 problems.add("reap interval " + reapInterval + " must be positive");
@@ -163,7 +163,7 @@ public record NodeConfig(PoolConfig pool, RpcServerConfig rpc, int hashVersion, 
             if (!problems.isEmpty()) {
                 throw new IllegalArgumentException("strata node configuration: " + String.join("; ", problems));
             }
-            return new NodeConfig(poolConfig, rpcConfig, hashVersion, modelFingerprint, leasesPerProcess, leaseDuration,
+            return new NodeConfig(poolConfig, rpcConfig, hashVersion, modelFingerprint, pinsPerProcess, pinDuration,
                     reapInterval);
         }
     }

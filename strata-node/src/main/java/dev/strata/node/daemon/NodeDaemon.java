@@ -19,8 +19,8 @@ import java.util.concurrent.locks.LockSupport;
  * lives in it, and serves the index to engine processes over shared-memory RPC.
  *
  * <p>Design note: the index's state is entirely in the pool (published blocks, reservations,
- * leases), so the daemon holds nothing that a restart loses: killed and started again on the same
- * pool, it serves every block published before. Its own reservations and leases (taken for
+ * pins), so the daemon holds nothing that a restart loses: killed and started again on the same
+ * pool, it serves every block published before. Its own reservations and pins (taken for
  * clients) die with it and are cleared by the index's reaping, which a maintenance thread runs
  * every {@code reapInterval}. Engine processes that attach to the daemon map the pool themselves
  * for the block bytes; only index operations cross the RPC.
@@ -103,8 +103,8 @@ public final class NodeDaemon implements AutoCloseable {
                 model = existing.map(IndexStats::modelFingerprint).orElse(new ObjectKey(0, 0));
             }
         }
-        return BlockIndexConfig.builder(version, model).leasesPerProcess(config.leasesPerProcess())
-                .leaseDuration(config.leaseDuration()).conclude();
+        return BlockIndexConfig.builder(version, model).pinsPerProcess(config.pinsPerProcess())
+                .pinDuration(config.pinDuration()).conclude();
     }
 
     private void maintain() {

@@ -4,7 +4,7 @@ import dev.strata.cache.ObjectKey;
 
 /**
  * The global KV block index of one pool: block hash (a 128-bit key, passed as two longs) to the
- * block's place in the pool, its length, checksum and epoch, with publish state, read leases
+ * block's place in the pool, its length, checksum and epoch, with publish state, read pins
  * (pins), owner and last access. Compact on purpose, so that the same operations run embedded
  * in an engine process ({@code PoolBlockIndex}) or inside the node daemon, called over
  * shared-memory RPC: every argument and result is a {@code long} (or an {@code int}), results
@@ -15,18 +15,18 @@ import dev.strata.cache.ObjectKey;
  *   writer: h = reserve(k, len)      -&gt; pool handle h (&gt;= 0), or EXISTS / FULL
  *           copy len bytes into the pool at h, computing their Checksum64 in the same pass
  *           publish(k, len, checksum) -&gt; OK (readers may now find the block), or abort(k)
- *   reader: lease = acquire(k, loc)  -&gt; lease (&gt; 0) and loc = {handle, length, checksum, epoch},
- *                                      or NOT_FOUND / NO_LEASE
+ *   reader: pin = acquire(k, loc)  -&gt; pin (&gt; 0) and loc = {handle, length, checksum, epoch},
+ *                                      or NOT_FOUND / NO_PIN
  *           copy loc[LENGTH] bytes from the pool at loc[HANDLE], verify against loc[CHECKSUM]
- *           release(lease)           -&gt; OK, or EXPIRED if the lease had timed out meanwhile
+ *           release(pin)           -&gt; OK, or EXPIRED if the pin had timed out meanwhile
  * </pre>
- * While a lease is held the block is pinned: eviction never frees it. Leases time out, and the
- * leases and reservations of a process that died are cleared ({@link #reap}), so no pin is
+ * While a pin is held the block is pinned: eviction never frees it. Pins time out, and the
+ * pins and reservations of a process that died are cleared ({@link #reap}), so no pin is
  * permanent.
  *
- * <p>Who the caller is: reservations and leases belong to the process that calls (its slot in
+ * <p>Who the caller is: reservations and pins belong to the process that calls (its slot in
  * the pool's process table). A daemon that calls on behalf of clients owns them itself and must
- * abort and release what a disconnected client left behind; lease timeouts bound the rest.
+ * abort and release what a disconnected client left behind; pin timeouts bound the rest.
  *
  * <p>Threads: implementations are safe for concurrent use by any thread of any process attached
  * to the pool.
@@ -43,10 +43,10 @@ public interface BlockIndex extends AutoCloseable {
     long FULL = -3;
     /** {@link #publish} / {@link #abort}: this process holds no reservation for the key. */
     long NOT_RESERVED = -4;
-    /** {@link #release}: the lease had timed out (or was reaped); the block may be gone. */
+    /** {@link #release}: the pin had timed out (or was reaped); the block may be gone. */
     long EXPIRED = -5;
-    /** {@link #acquire}: every lease record of this process is in use; release some first. */
-    long NO_LEASE = -6;
+    /** {@link #acquire}: every pin record of this process is in use; release some first. */
+    long NO_PIN = -6;
 
     /** Length of the {@code location} array {@link #acquire} fills. */
     int LOCATION_LONGS = 4;
@@ -85,24 +85,24 @@ public interface BlockIndex extends AutoCloseable {
     long abort(long keyHigh, long keyLow);
 
     /**
-     * Pins the block published under {@code key} under a new lease and writes where it is into
+     * Takes a new pin on the block published under {@code key} and writes where it is into
      * {@code location} ({@link #LOCATION_LONGS} longs: {@link #HANDLE}, {@link #LENGTH},
      * {@link #CHECKSUM}, {@link #EPOCH}).
      *
-     * @return the lease (&gt; 0), {@link #NOT_FOUND} or {@link #NO_LEASE}
+     * @return the pin (&gt; 0), {@link #NOT_FOUND} or {@link #NO_PIN}
      * @throws CorruptIndexEntryException if the entry for {@code key} is corrupt (it is
      *                                    quarantined; later calls return NOT_FOUND)
      */
     long acquire(long keyHigh, long keyLow, long[] location);
 
     /**
-     * Ends a lease taken by this process.
+     * Ends a pin taken by this process.
      *
      * @return {@link #OK}, or {@link #EXPIRED} if it had timed out (the pin may have been
      *         cleared and the block evicted meanwhile)
-     * @throws IllegalArgumentException if {@code lease} is not a live lease of this process
+     * @throws IllegalArgumentException if {@code pin} is not a live pin of this process
      */
-    long release(long lease);
+    long release(long pin);
 
     /**
      * The number of leading keys of {@code keys} whose blocks are published now; key {@code i}
@@ -119,10 +119,10 @@ public interface BlockIndex extends AutoCloseable {
     long evict(long bytes);
 
     /**
-     * Clears what dead or late processes left: expired leases, leases of dead processes,
+     * Clears what dead or late processes left: expired pins, pins of dead processes,
      * reservations and evictions cut short by a death.
      *
-     * @return the number of leases, reservations and evictions cleared
+     * @return the number of pins, reservations and evictions cleared
      */
     long reap();
 
@@ -135,7 +135,7 @@ public interface BlockIndex extends AutoCloseable {
     /** The fingerprint of the model whose KV blocks the index holds. */
     ObjectKey modelFingerprint();
 
-    /** Detaches from the index (this process's leases and reservations are released). */
+    /** Detaches from the index (this process's pins and reservations are released). */
     @Override
     void close();
 }

@@ -9,18 +9,18 @@ import java.util.function.LongSupplier;
 
 /**
  * How a process opens the block index of a pool: the identity it requires (block-hash version
- * and model fingerprint, checked against the index header on attach), how many leases each
- * process may hold at once (used when the index is formatted), how long a lease pins a block,
+ * and model fingerprint, checked against the index header on attach), how many pins each
+ * process may hold at once (used when the index is formatted), how long a pin holds a block,
  * and the clock (epoch milliseconds, shared by all processes of the pool).
  *
  * <p>Build with {@link #builder(int, ObjectKey)}; {@link Builder#conclude()} validates and names
  * the offending value. Immutable; any thread.
  */
-public record BlockIndexConfig(int hashVersion, ObjectKey modelFingerprint, int leasesPerProcess,
-                               Duration leaseDuration, LongSupplier clockMillis) {
+public record BlockIndexConfig(int hashVersion, ObjectKey modelFingerprint, int pinsPerProcess,
+                               Duration pinDuration, LongSupplier clockMillis) {
 
-    public static final int DEFAULT_LEASES_PER_PROCESS = 256;
-    public static final int MAX_LEASES_PER_PROCESS = 1 << 20;
+    public static final int DEFAULT_PINS_PER_PROCESS = 256;
+    public static final int MAX_PINS_PER_PROCESS = 1 << 20;
 
     public static Builder builder(int hashVersion, ObjectKey modelFingerprint) {
         return new Builder(hashVersion, modelFingerprint);
@@ -30,8 +30,8 @@ public record BlockIndexConfig(int hashVersion, ObjectKey modelFingerprint, int 
     public static final class Builder {
         private final int hashVersion;
         private final ObjectKey modelFingerprint;
-        private int leasesPerProcess = DEFAULT_LEASES_PER_PROCESS;
-        private Duration leaseDuration = Duration.ofSeconds(30);
+        private int pinsPerProcess = DEFAULT_PINS_PER_PROCESS;
+        private Duration pinDuration = Duration.ofSeconds(30);
         private LongSupplier clockMillis = System::currentTimeMillis;
 
         private Builder(int hashVersion, ObjectKey modelFingerprint) {
@@ -39,13 +39,13 @@ public record BlockIndexConfig(int hashVersion, ObjectKey modelFingerprint, int 
             this.modelFingerprint = modelFingerprint;
         }
 
-        public Builder leasesPerProcess(int n) {
-            this.leasesPerProcess = n;
+        public Builder pinsPerProcess(int n) {
+            this.pinsPerProcess = n;
             return this;
         }
 
-        public Builder leaseDuration(Duration d) {
-            this.leaseDuration = d;
+        public Builder pinDuration(Duration d) {
+            this.pinDuration = d;
             return this;
         }
 
@@ -63,16 +63,16 @@ public record BlockIndexConfig(int hashVersion, ObjectKey modelFingerprint, int 
             if (hashVersion <= 0) {
                 problems.add("hash version " + hashVersion + " must be positive");
             }
-            if (leasesPerProcess < 1 || leasesPerProcess > MAX_LEASES_PER_PROCESS) {
-                problems.add("leases per process " + leasesPerProcess + " must be between 1 and " + MAX_LEASES_PER_PROCESS);
+            if (pinsPerProcess < 1 || pinsPerProcess > MAX_PINS_PER_PROCESS) {
+                problems.add("pins per process " + pinsPerProcess + " must be between 1 and " + MAX_PINS_PER_PROCESS);
             }
-            if (leaseDuration == null || leaseDuration.isNegative() || leaseDuration.isZero()) {
-                problems.add("lease duration " + leaseDuration + " must be positive");
+            if (pinDuration == null || pinDuration.isNegative() || pinDuration.isZero()) {
+                problems.add("pin duration " + pinDuration + " must be positive");
             }
             if (!problems.isEmpty()) {
                 throw new IllegalArgumentException("invalid block index config: " + String.join("; ", problems));
             }
-            return new BlockIndexConfig(hashVersion, modelFingerprint, leasesPerProcess, leaseDuration, clockMillis);
+            return new BlockIndexConfig(hashVersion, modelFingerprint, pinsPerProcess, pinDuration, clockMillis);
         }
     }
 }

@@ -9,7 +9,7 @@ import java.lang.invoke.VarHandle;
  * The layout of the block index inside the pool's root region (see
  * {@code PoolConfig.rootRegionSize}): one header, the entry table (an open-addressing hash table
  * keyed by the 128-bit block hash), one lock word per group of {@link #LOCK_GROUP} home entries,
- * and one lease range per process slot of the pool.
+ * and one pin range per process slot of the pool.
  *
  * <pre>
  * Root region (offsets from its start; every offset 64-byte aligned):
@@ -19,8 +19,8 @@ import java.lang.invoke.VarHandle;
  * | entries                  | entryCount * ENTRY_SIZE (entryCount a power of two)
  * +--------------------------+ lockTableOffset
  * | reserve locks            | (entryCount / LOCK_GROUP) * 8
- * +--------------------------+ leaseTableOffset
- * | lease ranges             | processSlots * (RANGE_HEADER_SIZE + leasesPerProcess * LEASE_SIZE)
+ * +--------------------------+ pinTableOffset
+ * | pin ranges               | processSlots * (RANGE_HEADER_SIZE + pinsPerProcess * PIN_SIZE)
  * +--------------------------+ bytesUsed (&lt;= root region size)
  *
  * Header (little-endian longs):
@@ -35,11 +35,11 @@ import java.lang.invoke.VarHandle;
  *     80    8 modelHigh         model fingerprint (an ObjectKey), upper half
  *     88    8 modelLow          model fingerprint, lower half
  *     96    8 entryCount
- *    104    8 processSlots      lease ranges (the pool's process slots)
- *    112    8 leasesPerProcess
+ *    104    8 processSlots      pin ranges (the pool's process slots)
+ *    112    8 pinsPerProcess
  *    120    8 entryTableOffset
  *    128    8 lockTableOffset
- *    136    8 leaseTableOffset
+ *    136    8 pinTableOffset
  *    144    8 bytesUsed
  *    152    8 maxProbe          longest probe distance + 1 of any insert so far; grows (CAS) at run time
  *    160 3936 reserved (zero)
@@ -63,13 +63,13 @@ import java.lang.invoke.VarHandle;
  *
  * Reserve lock l at lockTableOffset + l * 8: 0 free, else (slot + 1) &lt;&lt; 32 | incarnation (low 32)
  *
- * Lease range of process slot s at leaseTableOffset + s * rangeSize:
+ * Pin range of process slot s at pinTableOffset + s * rangeSize:
  *      0    8 incarnation  incarnation of the process that uses the range (set after clearing it)
  *      8    8 highWater    records [0, highWater) may be in use (grows by CAS; reset when cleared)
  *     16   48 reserved
- *     64      records, LEASE_SIZE (16) bytes each:
+ *     64      records, PIN_SIZE (16) bytes each:
  *               0  8 tag       0 free, else sequence &lt;&lt; 32 | (entry + 1)
- *               8  8 deadline  epoch ms after which the lease no longer pins (0: just claimed)
+ *               8  8 deadline  epoch ms after which the pin no longer holds (0: just claimed)
  * </pre>
  *
  * <p>The index lives in the pool file, not in a file of its own, but its header starts with the
@@ -92,10 +92,10 @@ final class IndexRegion {
     static final long MODEL_LOW_OFFSET = 88;
     static final long ENTRY_COUNT_OFFSET = 96;
     static final long PROCESS_SLOTS_OFFSET = 104;
-    static final long LEASES_PER_PROCESS_OFFSET = 112;
+    static final long PINS_PER_PROCESS_OFFSET = 112;
     static final long ENTRY_TABLE_OFFSET_OFFSET = 120;
     static final long LOCK_TABLE_OFFSET_OFFSET = 128;
-    static final long LEASE_TABLE_OFFSET_OFFSET = 136;
+    static final long PIN_TABLE_OFFSET_OFFSET = 136;
     static final long BYTES_USED_OFFSET = 144;
     static final long MAX_PROBE_OFFSET = 152;
 
@@ -122,7 +122,7 @@ final class IndexRegion {
     static final long RANGE_HEADER_SIZE = 64;
     static final long R_INCARNATION = 0;
     static final long R_HIGH_WATER = 8;
-    static final long LEASE_SIZE = 16;
+    static final long PIN_SIZE = 16;
     static final long L_TAG = 0;
     static final long L_DEADLINE = 8;
 
@@ -133,22 +133,22 @@ final class IndexRegion {
     }
 
     /** Where the tables lie for a given geometry. */
-    record Geometry(long entryCount, int processSlots, int leasesPerProcess, long entryTableOffset,
-                    long lockTableOffset, long leaseTableOffset, long bytesUsed) {
+    record Geometry(long entryCount, int processSlots, int pinsPerProcess, long entryTableOffset,
+                    long lockTableOffset, long pinTableOffset, long bytesUsed) {
 
-        static Geometry of(long entryCount, int processSlots, int leasesPerProcess) {
+        static Geometry of(long entryCount, int processSlots, int pinsPerProcess) {
             long entries = HEADER_SIZE;
             long locks = align64(entries + entryCount * ENTRY_SIZE);
-            long leases = align64(locks + (entryCount / LOCK_GROUP) * 8);
-            long end = leases + processSlots * IndexRegion.rangeSize(leasesPerProcess);
-            return new Geometry(entryCount, processSlots, leasesPerProcess, entries, locks, leases, end);
+            long pins = align64(locks + (entryCount / LOCK_GROUP) * 8);
+            long end = pins + processSlots * IndexRegion.rangeSize(pinsPerProcess);
+            return new Geometry(entryCount, processSlots, pinsPerProcess, entries, locks, pins, end);
         }
 
         /** The largest geometry (entries a power of two, at least {@link #LOCK_GROUP}) fitting {@code bytes}, or null. */
-        static Geometry fitting(long bytes, int processSlots, int leasesPerProcess) {
+        static Geometry fitting(long bytes, int processSlots, int pinsPerProcess) {
             Geometry best = null;
             for (long n = LOCK_GROUP; n <= (1L << 31); n <<= 1) {
-                Geometry g = of(n, processSlots, leasesPerProcess);
+                Geometry g = of(n, processSlots, pinsPerProcess);
                 if (g.bytesUsed() > bytes) {
                     break;
                 }
@@ -158,12 +158,12 @@ final class IndexRegion {
         }
 
         long rangeSize() {
-            return IndexRegion.rangeSize(leasesPerProcess);
+            return IndexRegion.rangeSize(pinsPerProcess);
         }
     }
 
-    static long rangeSize(int leasesPerProcess) {
-        return RANGE_HEADER_SIZE + leasesPerProcess * LEASE_SIZE;
+    static long rangeSize(int pinsPerProcess) {
+        return RANGE_HEADER_SIZE + pinsPerProcess * PIN_SIZE;
     }
 
     static long align64(long v) {

@@ -5,7 +5,7 @@ import java.lang.foreign.MemorySegment;
 import java.util.BitSet;
 
 /**
- * Counts a block index's entries by state and its live leases, by one scan of the region; shared
+ * Counts a block index's entries by state and its live pins, by one scan of the region; shared
  * by {@link PoolBlockIndex#stats()} and the read-only {@link PoolIndexInspector}.
  *
  * <p>Stateless; any thread. The result is a snapshot, not atomic with concurrent changes.
@@ -22,12 +22,12 @@ final class IndexScan {
     }
 
     static IndexStats stats(MemorySegment region, IndexRegion.Geometry g, long nowMillis, Liveness liveness) {
-        BitSet leased = new BitSet();
-        long liveLeases = 0;
+        BitSet pinnedEntries = new BitSet();
+        long livePins = 0;
         long rangeSize = g.rangeSize();
         for (int s = 0; s < g.processSlots(); s++) {
-            long range = g.leaseTableOffset() + s * rangeSize;
-            long hw = Math.min(IndexRegion.getVolatile(region, range + IndexRegion.R_HIGH_WATER), g.leasesPerProcess());
+            long range = g.pinTableOffset() + s * rangeSize;
+            long hw = Math.min(IndexRegion.getVolatile(region, range + IndexRegion.R_HIGH_WATER), g.pinsPerProcess());
             if (hw == 0) {
                 continue;
             }
@@ -35,7 +35,7 @@ final class IndexScan {
             boolean checked = false;
             boolean alive = false;
             for (long i = 0; i < hw; i++) {
-                long at = range + IndexRegion.RANGE_HEADER_SIZE + i * IndexRegion.LEASE_SIZE;
+                long at = range + IndexRegion.RANGE_HEADER_SIZE + i * IndexRegion.PIN_SIZE;
                 long tag = IndexRegion.getVolatile(region, at + IndexRegion.L_TAG);
                 if (tag == 0) {
                     continue;
@@ -49,10 +49,10 @@ final class IndexScan {
                     checked = true;
                 }
                 if (alive) {
-                    liveLeases++;
+                    livePins++;
                     long entry = (tag & 0xFFFF_FFFFL) - 1;
                     if (entry >= 0 && entry < g.entryCount()) {
-                        leased.set((int) entry);
+                        pinnedEntries.set((int) entry);
                     }
                 }
             }
@@ -70,7 +70,7 @@ final class IndexScan {
                 case IndexRegion.PUBLISHED -> {
                     published++;
                     bytes += IndexRegion.get(region, a + IndexRegion.E_LENGTH);
-                    if (leased.get((int) e)) {
+                    if (pinnedEntries.get((int) e)) {
                         pinned++;
                     }
                 }
@@ -84,6 +84,6 @@ final class IndexScan {
         ObjectKey model = new ObjectKey(IndexRegion.get(region, IndexRegion.MODEL_HIGH_OFFSET),
                 IndexRegion.get(region, IndexRegion.MODEL_LOW_OFFSET));
         return new IndexStats((int) IndexRegion.get(region, IndexRegion.HASH_VERSION_OFFSET), model, g.entryCount(),
-                published, writing, evicting, quarantined, pinned, liveLeases, bytes);
+                published, writing, evicting, quarantined, pinned, livePins, bytes);
     }
 }

@@ -13,8 +13,8 @@ import dev.strata.cache.ObjectKey;
  * @param writing          entries reserved and being written
  * @param evicting         entries being evicted
  * @param quarantined      entries found corrupt and set aside
- * @param pinned           published entries with at least one live lease
- * @param liveLeases       live (unexpired, owner alive) leases
+ * @param pinned           published entries with at least one live pin
+ * @param livePins         live (unexpired, owner alive) pins
  * @param publishedBytes   sum of the lengths of the published blocks
  */
 public record IndexStats(
@@ -26,6 +26,6 @@ public record IndexStats(
         long evicting,
         long quarantined,
         long pinned,
-        long liveLeases,
+        long livePins,
         long publishedBytes) {
 }

@@ -70,21 +70,21 @@ import java.util.function.LongSupplier;
  *       ({@link PoolTier#publish(long, long, long)}), then the entry's length, checksum and entry
  *       check are stored and its state CASed WRITING -&gt; PUBLISHED (the CAS is the release; readers
  *       acquire-load the state and re-check it after reading the fields, seqlock style).</li>
- *   <li><b>Pins</b> are lease records in the reader's own lease range, not counts in the entry: a
+ *   <li><b>Pins</b> are pin records in the reader's own pin range, not counts in the entry: a
  *       count cannot be repaired after its holder dies, records can (the records of a dead process,
  *       or expired ones, are simply cleared). Reader: CAS a record to {@code seq|entry}, then
  *       re-read the entry's state word (volatile). Evictor: CAS the entry PUBLISHED -&gt; EVICTING,
- *       then scan the lease records (volatile). These are the two halves of a Dekker handshake: in
+ *       then scan the pin records (volatile). These are the two halves of a Dekker handshake: in
  *       the total order of volatile accesses at least one side sees the other, so either the
- *       reader sees EVICTING and gives up its lease, or the evictor sees the lease and puts the
- *       entry back to PUBLISHED ({@link LeaseTable}). A pinned block is therefore never freed. A lease stops pinning
- *       when it expires or its process is dead; the copy of a reader whose lease expired is still
+ *       reader sees EVICTING and gives up its pin, or the evictor sees the pin and puts the
+ *       entry back to PUBLISHED ({@link PinTable}). A pinned block is therefore never freed. A pin stops pinning
+ *       when it expires or its process is dead; the copy of a reader whose pin expired is still
  *       safe, since the pool's own seqlock read detects a freed or reused allocation.</li>
  *   <li><b>Eviction</b> takes the unpinned published entries with the oldest last access first
  *       (one scan collects the oldest {@link #VICTIM_BATCH}), frees the block's pool allocation
  *       only if it is still the one the entry recorded (handle + allocation generation), then
  *       makes the entry a TOMBSTONE.</li>
- *   <li><b>Deaths.</b> {@link #reap} clears expired leases and a dead process's leases, turns a
+ *   <li><b>Deaths.</b> {@link #reap} clears expired pins and a dead process's pins, turns a
  *       dead writer's reservation into a TOMBSTONE and frees its allocation (even if the writer
  *       had already published the allocation but not the entry), and finishes or undoes an
  *       eviction cut short. Every step is a CAS from the state it observed, so two reapers, or a
@@ -114,8 +114,8 @@ public final class PoolBlockIndex implements BlockIndex {
     private final long mask; // entryCount - 1
     private final long entries; // entryTableOffset
     private final long locks; // lockTableOffset
-    private final LeaseTable leases;
-    private final LeaseTable.Liveness liveness;
+    private final PinTable pins;
+    private final PinTable.Liveness liveness;
     private final int processSlots;
     private final long chunkSize; // bytes
     private final long capacity; // bytes of the pool's data area
@@ -123,9 +123,9 @@ public final class PoolBlockIndex implements BlockIndex {
     private final long myIncarnation;
     private final long myOwnerBits;
     private final long myLockWord;
-    private final long leaseMillis;
+    private final long pinMillis;
     private final LongSupplier clock;
-    private final AtomicInteger leaseSequence;
+    private final AtomicInteger pinSequence;
     private final int hashVersion;
     private final ObjectKey modelFingerprint;
     private final ThreadLocal<Victims> victims = ThreadLocal.withInitial(Victims::new);
@@ -139,7 +139,7 @@ public final class PoolBlockIndex implements BlockIndex {
         this.mask = geometry.entryCount() - 1;
         this.entries = geometry.entryTableOffset();
         this.locks = geometry.lockTableOffset();
-        this.leases = new LeaseTable(region, geometry.leaseTableOffset(), geometry.processSlots(), geometry.leasesPerProcess());
+        this.pins = new PinTable(region, geometry.pinTableOffset(), geometry.processSlots(), geometry.pinsPerProcess());
         this.liveness = tier::isProcessAlive;
         this.processSlots = geometry.processSlots();
         this.chunkSize = tier.layout().chunkSize();
@@ -148,43 +148,43 @@ public final class PoolBlockIndex implements BlockIndex {
         this.myIncarnation = tier.processIncarnation();
         this.myOwnerBits = IndexRegion.ownerBitsOf(mySlot, myIncarnation);
         this.myLockWord = ((long) (mySlot + 1) << 32) | (myIncarnation & 0xFFFF_FFFFL);
-        this.leaseMillis = config.leaseDuration().toMillis();
+        this.pinMillis = config.pinDuration().toMillis();
         this.clock = config.clockMillis();
-        // a random start keeps this process's lease tags apart from a dead predecessor's in the same range
-        this.leaseSequence = new AtomicInteger(new SplittableRandom(System.nanoTime() ^ ProcessHandle.current().pid())
+        // a random start keeps this process's pin tags apart from a dead predecessor's in the same range
+        this.pinSequence = new AtomicInteger(new SplittableRandom(System.nanoTime() ^ ProcessHandle.current().pid())
                 .nextInt(1, Integer.MAX_VALUE / 2));
         this.hashVersion = hashVersion;
         this.modelFingerprint = modelFingerprint;
-        leases.takeOver(mySlot, myIncarnation);
+        pins.takeOver(mySlot, myIncarnation);
     }
 
     /**
      * The root region size (bytes) an index of {@code entryCount} entries (a power of two) needs
-     * in a pool of {@code processSlots} process slots, each holding up to {@code leasesPerProcess}
-     * leases at once.
+     * in a pool of {@code processSlots} process slots, each holding up to {@code pinsPerProcess}
+     * pins at once.
      */
-    public static long regionSizeFor(long entryCount, int processSlots, int leasesPerProcess) {
+    public static long regionSizeFor(long entryCount, int processSlots, int pinsPerProcess) {
         if (Long.bitCount(entryCount) != 1 || entryCount < IndexRegion.LOCK_GROUP) {
             throw new IllegalArgumentException("entry count " + entryCount + " must be a power of two >= "
                     + IndexRegion.LOCK_GROUP);
         }
-        return Sizes.alignUp(IndexRegion.Geometry.of(entryCount, processSlots, leasesPerProcess).bytesUsed(), 4096);
+        return Sizes.alignUp(IndexRegion.Geometry.of(entryCount, processSlots, pinsPerProcess).bytesUsed(), 4096);
     }
 
     /**
      * A root region size for a pool of {@code capacity} bytes in chunks of {@code chunkSize}: room
      * for twice as many entries as the pool has chunks (every block holds at least one chunk, so
-     * the table is never more than half full of live entries) and the default leases per process.
+     * the table is never more than half full of live entries) and the default pins per process.
      */
     public static long suggestedRegionSize(long capacity, long chunkSize, int processSlots) {
         long chunks = Math.max(1, capacity / chunkSize);
         long entryCount = Math.max(IndexRegion.LOCK_GROUP, Long.highestOneBit(Math.max(1, 2 * chunks - 1)) << 1);
-        return regionSizeFor(entryCount, processSlots, BlockIndexConfig.DEFAULT_LEASES_PER_PROCESS);
+        return regionSizeFor(entryCount, processSlots, BlockIndexConfig.DEFAULT_PINS_PER_PROCESS);
     }
 
     /**
      * Opens the block index in {@code tier}'s root region: formats it if this is the first process
-     * to open it (with {@code config}'s identity and leases per process), else waits for the
+     * to open it (with {@code config}'s identity and pins per process), else waits for the
      * format and checks the identity. The index does not own the tier: close the index first.
      *
      * @throws IndexIdentityException   if the index holds another hash version or model fingerprint
@@ -238,10 +238,10 @@ public final class PoolBlockIndex implements BlockIndex {
     }
 
     private static void format(PoolTier tier, MemorySegment region, BlockIndexConfig config, int processSlots, long pid) {
-        IndexRegion.Geometry g = IndexRegion.Geometry.fitting(region.byteSize(), processSlots, config.leasesPerProcess());
+        IndexRegion.Geometry g = IndexRegion.Geometry.fitting(region.byteSize(), processSlots, config.pinsPerProcess());
         if (g == null) {
             throw new IllegalArgumentException("pool '" + tier.name() + "': a root region of " + region.byteSize()
-                    + " bytes cannot hold a block index with " + config.leasesPerProcess() + " leases for each of "
+                    + " bytes cannot hold a block index with " + config.pinsPerProcess() + " pins for each of "
                     + processSlots + " process slots");
         }
         // a previous formatter may have died half-way: clear everything but the format word (the
@@ -255,10 +255,10 @@ public final class PoolBlockIndex implements BlockIndex {
         set(region, IndexRegion.MODEL_LOW_OFFSET, config.modelFingerprint().low());
         set(region, IndexRegion.ENTRY_COUNT_OFFSET, g.entryCount());
         set(region, IndexRegion.PROCESS_SLOTS_OFFSET, g.processSlots());
-        set(region, IndexRegion.LEASES_PER_PROCESS_OFFSET, g.leasesPerProcess());
+        set(region, IndexRegion.PINS_PER_PROCESS_OFFSET, g.pinsPerProcess());
         set(region, IndexRegion.ENTRY_TABLE_OFFSET_OFFSET, g.entryTableOffset());
         set(region, IndexRegion.LOCK_TABLE_OFFSET_OFFSET, g.lockTableOffset());
-        set(region, IndexRegion.LEASE_TABLE_OFFSET_OFFSET, g.leaseTableOffset());
+        set(region, IndexRegion.PIN_TABLE_OFFSET_OFFSET, g.pinTableOffset());
         set(region, IndexRegion.BYTES_USED_OFFSET, g.bytesUsed());
         ShmHeader.publish(region, IndexRegion.KIND);
     }
@@ -273,21 +273,21 @@ public final class PoolBlockIndex implements BlockIndex {
         ShmHeader.Prefix.of(region).check(poolFile, IndexRegion.KIND);
         long entryCount = get(region, IndexRegion.ENTRY_COUNT_OFFSET);
         long slots = get(region, IndexRegion.PROCESS_SLOTS_OFFSET);
-        long leases = get(region, IndexRegion.LEASES_PER_PROCESS_OFFSET);
+        long pins = get(region, IndexRegion.PINS_PER_PROCESS_OFFSET);
         if (Long.bitCount(entryCount) != 1 || entryCount < IndexRegion.LOCK_GROUP || slots != processSlots
-                || leases < 1 || leases > BlockIndexConfig.MAX_LEASES_PER_PROCESS) {
-            throw new ShmFormatException(IndexRegion.KIND.noun(), poolFile, "entryCount, processSlots, leasesPerProcess",
-                    entryCount + ", " + slots + ", " + leases, "implausible geometry (the pool has " + processSlots
+                || pins < 1 || pins > BlockIndexConfig.MAX_PINS_PER_PROCESS) {
+            throw new ShmFormatException(IndexRegion.KIND.noun(), poolFile, "entryCount, processSlots, pinsPerProcess",
+                    entryCount + ", " + slots + ", " + pins, "implausible geometry (the pool has " + processSlots
                     + " process slots; entries a power of two >= " + IndexRegion.LOCK_GROUP + ")");
         }
-        IndexRegion.Geometry g = IndexRegion.Geometry.of(entryCount, processSlots, (int) leases);
+        IndexRegion.Geometry g = IndexRegion.Geometry.of(entryCount, processSlots, (int) pins);
         if (g.entryTableOffset() != get(region, IndexRegion.ENTRY_TABLE_OFFSET_OFFSET)
                 || g.lockTableOffset() != get(region, IndexRegion.LOCK_TABLE_OFFSET_OFFSET)
-                || g.leaseTableOffset() != get(region, IndexRegion.LEASE_TABLE_OFFSET_OFFSET)
+                || g.pinTableOffset() != get(region, IndexRegion.PIN_TABLE_OFFSET_OFFSET)
                 || g.bytesUsed() != get(region, IndexRegion.BYTES_USED_OFFSET) || g.bytesUsed() > region.byteSize()) {
             throw new ShmFormatException(IndexRegion.KIND.noun(), poolFile, "table offsets and bytesUsed",
                     get(region, IndexRegion.ENTRY_TABLE_OFFSET_OFFSET) + ", " + get(region, IndexRegion.LOCK_TABLE_OFFSET_OFFSET)
-                            + ", " + get(region, IndexRegion.LEASE_TABLE_OFFSET_OFFSET) + ", "
+                            + ", " + get(region, IndexRegion.PIN_TABLE_OFFSET_OFFSET) + ", "
                             + get(region, IndexRegion.BYTES_USED_OFFSET), "they disagree with the geometry " + g
                             + " or exceed the root region of " + region.byteSize() + " bytes");
         }
@@ -524,15 +524,15 @@ public final class PoolBlockIndex implements BlockIndex {
                 continue;
             }
             int seq = nextSequence();
-            long record = leases.pin(a + E_STATE, w, e, mySlot, seq);
-            if (record == LeaseTable.NO_RECORD) {
-                return NO_LEASE;
+            long record = pins.pin(a + E_STATE, w, e, mySlot, seq);
+            if (record == PinTable.NO_RECORD) {
+                return NO_PIN;
             }
-            if (record == LeaseTable.CHANGED) {
+            if (record == PinTable.CHANGED) {
                 continue; // an evictor got there first
             }
             long now = clock.getAsLong();
-            leases.arm(mySlot, record, now + leaseMillis);
+            pins.arm(mySlot, record, now + pinMillis);
             setOpaque(region, a + E_LAST_ACCESS, now);
             location[HANDLE] = handle;
             location[LENGTH] = length;
@@ -573,10 +573,10 @@ public final class PoolBlockIndex implements BlockIndex {
         return -1;
     }
 
-    /** A lease sequence number in [1, 2^31). */
+    /** A pin sequence number in [1, 2^31). */
     private int nextSequence() {
         while (true) {
-            int seq = leaseSequence.getAndIncrement() & Integer.MAX_VALUE;
+            int seq = pinSequence.getAndIncrement() & Integer.MAX_VALUE;
             if (seq != 0) {
                 return seq;
             }
@@ -584,19 +584,19 @@ public final class PoolBlockIndex implements BlockIndex {
     }
 
     @Override
-    public long release(long lease) {
+    public long release(long pin) {
         checkOpen();
-        long record = lease >>> 32;
-        if (lease <= 0 || record >= leases.leasesPerProcess()) {
-            throw new IllegalArgumentException("lease " + lease + " is not a lease of this process (block index of pool '"
-                    + tier.name() + "', " + leases.leasesPerProcess() + " lease records per process)");
+        long record = pin >>> 32;
+        if (pin <= 0 || record >= pins.pinsPerProcess()) {
+            throw new IllegalArgumentException("pin " + pin + " is not a pin of this process (block index of pool '"
+                    + tier.name() + "', " + pins.pinsPerProcess() + " pin records per process)");
         }
-        long tag = leases.tag(mySlot, record);
-        if (tag == 0 || (tag >>> 32) != (lease & 0xFFFF_FFFFL)) {
-            return EXPIRED; // reaped after it expired; the record may serve another lease now
+        long tag = pins.tag(mySlot, record);
+        if (tag == 0 || (tag >>> 32) != (pin & 0xFFFF_FFFFL)) {
+            return EXPIRED; // reaped after it expired; the record may serve another pin now
         }
-        long deadline = leases.deadline(mySlot, record);
-        if (!leases.free(mySlot, record, tag)) {
+        long deadline = pins.deadline(mySlot, record);
+        if (!pins.free(mySlot, record, tag)) {
             return EXPIRED;
         }
         return deadline != 0 && deadline <= clock.getAsLong() ? EXPIRED : OK;
@@ -671,13 +671,13 @@ public final class PoolBlockIndex implements BlockIndex {
     }
 
     /**
-     * Evicts entry {@code e} if it still holds {@code w} and no live lease pins it.
+     * Evicts entry {@code e} if it still holds {@code w} and no live pin holds it.
      *
      * @return bytes of pool room freed (0 if not evicted)
      */
     private long tryEvict(long e, long w) {
         long evicting = word(EVICTING, myOwnerBits, epoch(w));
-        if (!leases.beginEviction(entry(e) + E_STATE, w, evicting, e, clock.getAsLong(), mySlot, liveness)) {
+        if (!pins.beginEviction(entry(e) + E_STATE, w, evicting, e, clock.getAsLong(), mySlot, liveness)) {
             return 0;
         }
         return finishEviction(e, evicting);
@@ -707,26 +707,26 @@ public final class PoolBlockIndex implements BlockIndex {
         long now = clock.getAsLong();
         long cleared = 0;
         for (int s = 0; s < processSlots; s++) {
-            long hw = leases.highWater(s);
+            long hw = pins.highWater(s);
             if (hw == 0) {
                 continue;
             }
-            long incarnation = leases.incarnation(s);
+            long incarnation = pins.incarnation(s);
             boolean dead = s != mySlot && !tier.isProcessAlive(s, incarnation);
             for (long i = 0; i < hw; i++) {
-                long tag = leases.tag(s, i);
+                long tag = pins.tag(s, i);
                 if (tag == 0) {
                     continue;
                 }
-                long deadline = leases.deadline(s, i);
+                long deadline = pins.deadline(s, i);
                 boolean expired = deadline != 0 && deadline <= now;
                 if (!dead && !expired) {
                     continue;
                 }
-                if (dead && leases.incarnation(s) != incarnation) {
+                if (dead && pins.incarnation(s) != incarnation) {
                     break; // a new process took the range over and clears it itself
                 }
-                if (leases.clear(s, i, tag, deadline, dead)) {
+                if (pins.clear(s, i, tag, deadline, dead)) {
                     cleared++;
                 }
             }
@@ -747,7 +747,7 @@ public final class PoolBlockIndex implements BlockIndex {
                 if (abortEntry(e, w)) {
                     cleared++;
                 }
-            } else if (leases.pinned(e, now, mySlot, liveness)) {
+            } else if (pins.pinned(e, now, mySlot, liveness)) {
                 long published = word(PUBLISHED, get(region, a + E_PUBLISHER), epoch(w));
                 if (cas(region, a + E_STATE, w, published)) {
                     cleared++;
@@ -816,7 +816,7 @@ public final class PoolBlockIndex implements BlockIndex {
         return mask + 1;
     }
 
-    /** Releases this process's leases and aborts its reservations; the tier stays open. */
+    /** Releases this process's pins and aborts its reservations; the tier stays open. */
     @Override
     public void close() {
         if (!open) {
@@ -832,10 +832,10 @@ public final class PoolBlockIndex implements BlockIndex {
                     abortEntry(e, w);
                 }
             }
-            for (long i = 0; i < leases.leasesPerProcess(); i++) {
-                long tag = leases.tag(mySlot, i);
+            for (long i = 0; i < pins.pinsPerProcess(); i++) {
+                long tag = pins.tag(mySlot, i);
                 if (tag != 0) {
-                    leases.free(mySlot, i, tag);
+                    pins.free(mySlot, i, tag);
                 }
             }
             open = false;

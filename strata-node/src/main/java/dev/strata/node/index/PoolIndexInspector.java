@@ -8,7 +8,7 @@ import java.util.Optional;
 
 /**
  * Reads the block index of a pool for people and tools without attaching to the pool: the pool
- * is mapped read-only through {@link PoolInspector}, nothing is written. Liveness of lease holders
+ * is mapped read-only through {@link PoolInspector}, nothing is written. Liveness of pin holders
  * comes from the pool's process table as {@link PoolInspector} reports it.
  *
  * <p>Stateless; any thread.

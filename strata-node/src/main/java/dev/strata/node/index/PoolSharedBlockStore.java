@@ -12,7 +12,7 @@ import java.util.List;
  * by {@code strata node} — and this process's own mapping of the pool: the index says where a
  * block lies, the bytes are copied straight between the caller's segments and the pool mapping,
  * with their {@link Checksum64} computed in the same pass on the way in and verified in the same
- * pass on the way out (the pool's seqlock read); a read holds a lease on the block for the length
+ * pass on the way out (the pool's seqlock read); a read holds a pin on the block for the length
  * of its copy.
  *
  * <p>Threads: any thread of any process attached to the pool, as the index. Allocates nothing
@@ -71,16 +71,16 @@ public final class PoolSharedBlockStore implements SharedBlockStore {
     @Override
     public boolean read(ObjectKey key, List<MemorySegment> destinations) {
         long[] location = LOCATION.get();
-        long lease = index.acquire(key.high(), key.low(), location);
-        if (lease == BlockIndex.NO_LEASE) {
-            index.reap(); // expired leases of this process may be holding the records
-            lease = index.acquire(key.high(), key.low(), location);
-            if (lease == BlockIndex.NO_LEASE) {
-                throw new IllegalStateException("block " + key + ": every lease record of this process is in use in the "
+        long pin = index.acquire(key.high(), key.low(), location);
+        if (pin == BlockIndex.NO_PIN) {
+            index.reap(); // expired pins of this process may be holding the records
+            pin = index.acquire(key.high(), key.low(), location);
+            if (pin == BlockIndex.NO_PIN) {
+                throw new IllegalStateException("block " + key + ": every pin record of this process is in use in the "
                         + "block index of pool '" + tier.name() + "' (too many reads at once)");
             }
         }
-        if (lease == BlockIndex.NOT_FOUND) {
+        if (pin == BlockIndex.NOT_FOUND) {
             return false;
         }
         try {
@@ -95,7 +95,7 @@ public final class PoolSharedBlockStore implements SharedBlockStore {
             // one pass: copy out of the pool mapping and verify the Checksum64 (throws CorruptObjectException)
             return tier.scatterRead(location[BlockIndex.HANDLE], destinations);
         } finally {
-            index.release(lease);
+            index.release(pin);
         }
     }
 

@@ -56,7 +56,7 @@ class NodeDaemonTest {
             IndexStats s = b.index().stats();
             assertThat(s.published()).isEqualTo(n);
             assertThat(s.modelFingerprint()).isEqualTo(NodeTestSupport.MODEL);
-            assertThat(s.liveLeases()).as("reads released their leases").isZero();
+            assertThat(s.livePins()).as("reads released their pins").isZero();
             assertThat(daemon.index().stats().published()).isEqualTo(n);
         }
     }
@@ -80,16 +80,16 @@ class NodeDaemonTest {
             assertThat(ia.abort(k.high(), k.low())).isEqualTo(BlockIndex.OK);
             assertThat(a.blocks().publish(k, List.of(NodeTestSupport.content(k, 5000)))).isEqualTo(PublishStatus.PUBLISHED);
             long[] loc = new long[BlockIndex.LOCATION_LONGS];
-            long lease = ia.acquire(k.high(), k.low(), loc);
-            assertThat(lease).isPositive();
+            long pin = ia.acquire(k.high(), k.low(), loc);
+            assertThat(pin).isPositive();
             assertThat(loc[BlockIndex.LENGTH]).isEqualTo(5000);
-            assertThatThrownBy(() -> ib.release(lease)).isInstanceOf(IllegalArgumentException.class)
-                    .hasMessageContaining("lease " + lease + " is not a lease of this process");
-            assertThat(ia.release(lease)).isEqualTo(BlockIndex.OK);
-            assertThatThrownBy(() -> ia.release(lease)).isInstanceOf(IllegalArgumentException.class);
+            assertThatThrownBy(() -> ib.release(pin)).isInstanceOf(IllegalArgumentException.class)
+                    .hasMessageContaining("pin " + pin + " is not a pin of this process");
+            assertThat(ia.release(pin)).isEqualTo(BlockIndex.OK);
+            assertThatThrownBy(() -> ia.release(pin)).isInstanceOf(IllegalArgumentException.class);
             ObjectKey missing = NodeTestSupport.key(2);
             assertThat(ia.acquire(missing.high(), missing.low(), loc)).isEqualTo(BlockIndex.NOT_FOUND);
-            // a client that closes with a reservation and a lease open leaves neither behind
+            // a client that closes with a reservation and a pin open leaves neither behind
             ObjectKey pending = NodeTestSupport.key(3);
             assertThat(ib.reserve(pending.high(), pending.low(), 3000)).isNotNegative();
             assertThat(ib.acquire(k.high(), k.low(), loc)).isPositive();
@@ -101,7 +101,7 @@ class NodeDaemonTest {
             } while (got == BlockIndex.EXISTS && System.nanoTime() < deadline);
             assertThat(got).as("the closed client's reservation was aborted by the daemon").isNotNegative();
             assertThat(ia.abort(pending.high(), pending.low())).isEqualTo(BlockIndex.OK);
-            assertThat(ia.stats().liveLeases()).as("the closed client's lease was released by the daemon").isZero();
+            assertThat(ia.stats().livePins()).as("the closed client's pin was released by the daemon").isZero();
         }
     }
 
@@ -137,10 +137,10 @@ class NodeDaemonTest {
 
     @Test
     void badConfigurationNamesEveryValue() {
-        NodeConfig.Builder b = NodeConfig.builder().capacity(-5).leasesPerProcess(0);
+        NodeConfig.Builder b = NodeConfig.builder().capacity(-5).pinsPerProcess(0);
         b.rpc().channels(0).payloadBytes(64);
         assertThatThrownBy(b::conclude).isInstanceOf(IllegalArgumentException.class)
                 .hasMessageContaining("-5").hasMessageContaining("channel count 0")
-                .hasMessageContaining("leases per process 0");
+                .hasMessageContaining("pins per process 0");
     }
 }

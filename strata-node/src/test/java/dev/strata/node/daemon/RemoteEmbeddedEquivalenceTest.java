@@ -34,7 +34,7 @@ class RemoteEmbeddedEquivalenceTest {
                          .chunkSize(4096).rootRegionSize(NodeConfig.rootRegionSize(CAPACITY, 4096,
                                  PoolConfig.DEFAULT_PROCESS_SLOTS, 64)).conclude());
                  PoolBlockIndex embedded = PoolBlockIndex.open(pool, dev.strata.node.index.BlockIndexConfig
-                         .builder(NodeTestSupport.HASH_VERSION, NodeTestSupport.MODEL).leasesPerProcess(64).conclude())) {
+                         .builder(NodeTestSupport.HASH_VERSION, NodeTestSupport.MODEL).pinsPerProcess(64).conclude())) {
                 run(random, remote.index(), embedded);
             }
         });
@@ -42,7 +42,7 @@ class RemoteEmbeddedEquivalenceTest {
 
     private static void run(SplittableRandom random, BlockIndex r, BlockIndex e) {
         int keys = 24;
-        List<long[]> leases = new ArrayList<>(); // {remote lease, embedded lease}
+        List<long[]> pins = new ArrayList<>(); // {remote pin, embedded pin}
         long[] locR = new long[BlockIndex.LOCATION_LONGS];
         long[] locE = new long[BlockIndex.LOCATION_LONGS];
         for (int step = 0; step < 400; step++) {
@@ -71,14 +71,14 @@ class RemoteEmbeddedEquivalenceTest {
                     if (a > 0) {
                         assertThat(locR[BlockIndex.LENGTH]).as(at).isEqualTo(locE[BlockIndex.LENGTH]);
                         assertThat(locR[BlockIndex.CHECKSUM]).as(at).isEqualTo(locE[BlockIndex.CHECKSUM]);
-                        leases.add(new long[] {a, b});
+                        pins.add(new long[] {a, b});
                     } else {
                         assertThat(a).as(at).isEqualTo(b);
                     }
                 }
                 case 4 -> {
-                    if (!leases.isEmpty()) {
-                        long[] l = leases.remove(random.nextInt(leases.size()));
+                    if (!pins.isEmpty()) {
+                        long[] l = pins.remove(random.nextInt(pins.size()));
                         assertThat(r.release(l[0])).as(at).isEqualTo(e.release(l[1]));
                     }
                 }
@@ -99,7 +99,7 @@ class RemoteEmbeddedEquivalenceTest {
                     assertThat(sr.published()).as(at).isEqualTo(se.published());
                     assertThat(sr.writing()).as(at).isEqualTo(se.writing());
                     assertThat(sr.publishedBytes()).as(at).isEqualTo(se.publishedBytes());
-                    assertThat(sr.liveLeases()).as(at).isEqualTo(se.liveLeases());
+                    assertThat(sr.livePins()).as(at).isEqualTo(se.livePins());
                 }
             }
         }

@@ -24,8 +24,8 @@ import java.util.concurrent.locks.LockSupport;
  *       for that long; prints {@code published N} at the end.</li>
  *   <li>{@code read <seed> <millis> <keys>}: reads random keys for that long, verifying every
  *       block's bytes (a function of its key; the checksum is verified by the read itself);
- *       holds a few leases for a while to pin blocks; exits 3 on wrong bytes.</li>
- *   <li>{@code hold <key>}: acquires a lease on the key's block, prints {@code held}, sleeps.</li>
+ *       holds a few pins on blocks for a while; exits 3 on wrong bytes.</li>
+ *   <li>{@code hold <key>}: acquires a pin on the key's block, prints {@code held}, sleeps.</li>
  *   <li>{@code reserve <key>}: reserves the key, prints {@code reserved}, sleeps.</li>
  *   <li>{@code verify <keys>}: reads every published key of the key space, prints {@code verified N}.</li>
  * </ul>
@@ -113,9 +113,9 @@ public final class IndexChild {
             int i = random.nextInt(keys);
             byte[] expected = TestPools.content(key(i).high(), key(i).low(), length(i));
             if (random.nextInt(4) == 0) {
-                // hold a lease across a pause: the block must stay while pinned
-                long lease = index.acquire(key(i).high(), key(i).low(), location);
-                if (lease > 0) {
+                // hold a pin across a pause: the block must stay while pinned
+                long pin = index.acquire(key(i).high(), key(i).low(), location);
+                if (pin > 0) {
                     LockSupport.parkNanos(random.nextInt(3_000_000));
                     MemorySegment dst = MemorySegment.ofArray(buffer).asSlice(0, location[BlockIndex.LENGTH]);
                     boolean ok = index.tier().read(location[BlockIndex.HANDLE], dst);
@@ -124,8 +124,8 @@ public final class IndexChild {
                         out.println("WRONG pinned block " + i + " ok=" + ok);
                         return 3;
                     }
-                    if (index.release(lease) != BlockIndex.OK) {
-                        out.println("WRONG lease of block " + i + " expired");
+                    if (index.release(pin) != BlockIndex.OK) {
+                        out.println("WRONG pin of block " + i + " expired");
                         return 3;
                     }
                     hits++;
@@ -154,8 +154,8 @@ public final class IndexChild {
     }
 
     private static int hold(PoolBlockIndex index, int i, PrintStream out) {
-        long lease = index.acquire(key(i).high(), key(i).low(), new long[BlockIndex.LOCATION_LONGS]);
-        out.println(lease > 0 ? "held " + lease : "missing " + lease);
+        long pin = index.acquire(key(i).high(), key(i).low(), new long[BlockIndex.LOCATION_LONGS]);
+        out.println(pin > 0 ? "held " + pin : "missing " + pin);
         out.flush();
         LockSupport.parkNanos(60_000_000_000L);
         return 0;

@@ -50,7 +50,7 @@ class PoolBlockIndexMultiProcessTest {
         IndexStats stats = index.stats();
         assertThat(stats.writing()).as("reservations left by the dead").isZero();
         assertThat(stats.evicting()).isZero();
-        assertThat(stats.liveLeases()).as("stray leases").isZero();
+        assertThat(stats.livePins()).as("stray pins").isZero();
         assertThat(stats.pinned()).as("stray pins").isZero();
         assertThat(stats.quarantined()).isZero();
         PoolSharedBlockStore store = new PoolSharedBlockStore(index);
@@ -140,8 +140,8 @@ class PoolBlockIndexMultiProcessTest {
 
             kill(holder);
             kill(reserver);
-            assertThat(index.stats().pinned()).as("a dead process's lease no longer pins").isZero();
-            assertThat(index.reap()).as("the dead lease and the dead reservation").isEqualTo(2);
+            assertThat(index.stats().pinned()).as("a dead process's pin no longer holds its block").isZero();
+            assertThat(index.reap()).as("the dead pin and the dead reservation").isEqualTo(2);
             assertThat(index.stats().writing()).isZero();
             assertThat(index.reap()).isZero();
             assertThat(tier.attachedProcesses()).isEqualTo(1);

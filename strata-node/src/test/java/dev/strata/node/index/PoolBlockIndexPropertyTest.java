@@ -20,15 +20,15 @@ import org.junit.jupiter.api.Test;
 /**
  * Random sequences of reserve, publish, abort, acquire, release, evict, clock steps and reaps by
  * two attachments of one pool (two process slots), with the invariants checked after every step:
- * a block pinned by an unexpired lease is never evicted and keeps its bytes; the pool holds
+ * a block pinned by an unexpired pin is never evicted and keeps its bytes; the pool holds
  * exactly the published blocks plus the open reservations; the index's counts agree.
  */
 class PoolBlockIndexPropertyTest {
     private static final long CHUNK = 4 * Sizes.KiB;
     private static final int KEYS = 40;
-    private static final long LEASE_MILLIS = 5_000;
+    private static final long PIN_MILLIS = 5_000;
 
-    private record Held(int process, int key, long lease, long handle, long length, long deadline) {
+    private record Held(int process, int key, long pin, long handle, long length, long deadline) {
     }
 
     private record Reservation(int process, long handle, long length) {
@@ -50,7 +50,7 @@ class PoolBlockIndexPropertyTest {
                  PoolTier tierA = files.open(24 * CHUNK, CHUNK);
                  PoolTier tierB = PoolTier.open(files.config(24 * CHUNK, CHUNK).conclude())) {
                 BlockIndexConfig config = TestPools.identity().clockMillis(now::get)
-                        .leaseDuration(Duration.ofMillis(LEASE_MILLIS)).leasesPerProcess(8).conclude();
+                        .pinDuration(Duration.ofMillis(PIN_MILLIS)).pinsPerProcess(8).conclude();
                 try (PoolBlockIndex a = PoolBlockIndex.open(tierA, config);
                      PoolBlockIndex b = PoolBlockIndex.open(tierB, config)) {
                     run(random, now, List.of(a, b), tierA);
@@ -100,40 +100,40 @@ class PoolBlockIndexPropertyTest {
                 }
             } else if (op < 70) {
                 what = "acquire " + k;
-                long lease = index.acquire(key.high(), key.low(), location);
-                if (lease > 0) {
-                    held.add(new Held(p, k, lease, location[BlockIndex.HANDLE], location[BlockIndex.LENGTH], now.get() + LEASE_MILLIS));
+                long pin = index.acquire(key.high(), key.low(), location);
+                if (pin > 0) {
+                    held.add(new Held(p, k, pin, location[BlockIndex.HANDLE], location[BlockIndex.LENGTH], now.get() + PIN_MILLIS));
                 } else {
-                    assertThat(lease).isIn(BlockIndex.NOT_FOUND, BlockIndex.NO_LEASE);
+                    assertThat(pin).isIn(BlockIndex.NOT_FOUND, BlockIndex.NO_PIN);
                 }
             } else if (op < 82 && !held.isEmpty()) {
                 Held h = held.remove(random.nextInt(held.size()));
                 what = "release " + h;
-                long r = indexes.get(h.process()).release(h.lease());
+                long r = indexes.get(h.process()).release(h.pin());
                 assertThat(r).isEqualTo(now.get() >= h.deadline() ? BlockIndex.EXPIRED : BlockIndex.OK);
             } else if (op < 90) {
                 long bytes = random.nextLong(1, 8 * CHUNK);
                 what = "evict " + bytes;
                 index.evict(bytes);
             } else if (op < 96) {
-                long dt = random.nextLong(1, LEASE_MILLIS / 2);
+                long dt = random.nextLong(1, PIN_MILLIS / 2);
                 what = "clock +" + dt;
                 now.addAndGet(dt);
             } else {
                 what = "reap";
                 index.reap();
                 long t = now.get();
-                held.removeIf(h -> t >= h.deadline()); // reaped: their records may serve other leases now
+                held.removeIf(h -> t >= h.deadline()); // reaped: their records may serve other pins now
             }
             checkInvariants(what, step, indexes, tier, held, reserved, now.get());
         }
         for (Held h : held) {
-            indexes.get(h.process()).release(h.lease());
+            indexes.get(h.process()).release(h.pin());
         }
     }
 
     private static void assertFullMeansAllPinned(PoolBlockIndex index, List<Held> held, long now, Map<Integer, Reservation> reserved) {
-        // FULL: every published block is pinned by an unexpired lease (or there is no room at all)
+        // FULL: every published block is pinned by an unexpired pin (or there is no room at all)
         for (int i = 0; i < KEYS; i++) {
             ObjectKey k = key(i);
             if (index.isPublished(k.high(), k.low())) {
@@ -179,7 +179,7 @@ class PoolBlockIndexPropertyTest {
         assertThat(stats.evicting()).as(at).isZero();
         assertThat(stats.quarantined()).as(at).isZero();
         long live = held.stream().filter(h -> h.deadline() > now).count();
-        assertThat(stats.liveLeases()).as(at).isEqualTo(live);
+        assertThat(stats.livePins()).as(at).isEqualTo(live);
         assertThat(stats.pinned()).as(at).isEqualTo(held.stream().filter(h -> h.deadline() > now).map(Held::key).distinct().count());
     }
 }

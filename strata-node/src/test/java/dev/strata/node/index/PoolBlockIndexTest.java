@@ -58,21 +58,21 @@ class PoolBlockIndexTest {
                     .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("4097");
 
             long[] location = new long[BlockIndex.LOCATION_LONGS];
-            long lease = index.acquire(key(4).high(), key(4).low(), location);
-            assertThat(lease).isPositive();
+            long pin = index.acquire(key(4).high(), key(4).low(), location);
+            assertThat(pin).isPositive();
             assertThat(location[BlockIndex.LENGTH]).isEqualTo(99_999);
             MemorySegment raw = tier.dataArea().asSlice(location[BlockIndex.HANDLE], location[BlockIndex.LENGTH]);
             assertThat(Checksum64.of(raw, 0, raw.byteSize())).isEqualTo(location[BlockIndex.CHECKSUM]);
             IndexStats stats = index.stats();
             assertThat(stats.published()).isEqualTo(5);
             assertThat(stats.pinned()).isEqualTo(1);
-            assertThat(stats.liveLeases()).isEqualTo(1);
+            assertThat(stats.livePins()).isEqualTo(1);
             assertThat(stats.publishedBytes()).isEqualTo(java.util.Arrays.stream(lengths).asLongStream().sum());
             assertThat(stats.hashVersion()).isEqualTo(TestPools.HASH_VERSION);
             assertThat(stats.modelFingerprint()).isEqualTo(TestPools.MODEL);
-            assertThat(index.release(lease)).isEqualTo(BlockIndex.OK);
+            assertThat(index.release(pin)).isEqualTo(BlockIndex.OK);
             assertThatThrownBy(() -> index.release(-5)).isInstanceOf(IllegalArgumentException.class);
-            assertThat(index.release(lease)).as("released twice").isEqualTo(BlockIndex.EXPIRED);
+            assertThat(index.release(pin)).as("released twice").isEqualTo(BlockIndex.EXPIRED);
             assertThat(index.stats().pinned()).isZero();
             long used = 0;
             for (int l : lengths) {
@@ -215,10 +215,10 @@ class PoolBlockIndexTest {
                 assertThat(readMatches(store, key(i), length)).as("block %d kept", i).isTrue();
             }
             // pin everything
-            List<Long> leases = new ArrayList<>();
+            List<Long> pins = new ArrayList<>();
             long[] loc = new long[4];
             for (int i : new int[] {0, 2, 3, 4}) {
-                leases.add(index.acquire(key(i).high(), key(i).low(), loc));
+                pins.add(index.acquire(key(i).high(), key(i).low(), loc));
             }
             assertThat(index.stats().pinned()).isEqualTo(4);
             assertThat(store.publish(key(5), List.of(TestPools.contentSegment(key(5), length)))).isEqualTo(PublishStatus.FULL);
@@ -226,38 +226,38 @@ class PoolBlockIndexTest {
             for (int i : new int[] {0, 2, 3, 4}) {
                 assertThat(readMatches(store, key(i), length)).as("pinned block %d kept", i).isTrue();
             }
-            assertThat(index.release(leases.get(1))).isEqualTo(BlockIndex.OK); // unpins key 2
+            assertThat(index.release(pins.get(1))).isEqualTo(BlockIndex.OK); // unpins key 2
             assertThat(store.publish(key(5), List.of(TestPools.contentSegment(key(5), length)))).isEqualTo(PublishStatus.PUBLISHED);
             assertThat(index.isPublished(key(2).high(), key(2).low())).isFalse();
             assertThat(readMatches(store, key(5), length)).isTrue();
             assertThat(tier.used()).isEqualTo(4 * CHUNK).isEqualTo(tier.usedByScan());
-            for (long l : leases) {
+            for (long l : pins) {
                 index.release(l);
             }
         }
     }
 
     @Test
-    void anExpiredLeaseStopsPinningAndIsReaped() throws Exception {
+    void anExpiredPinStopsPinningAndIsReaped() throws Exception {
         AtomicLong now = new AtomicLong(5_000_000);
         try (TestPools files = new TestPools("expiry");
              PoolTier tier = files.open(8 * CHUNK, CHUNK);
              PoolBlockIndex index = PoolBlockIndex.open(tier, TestPools.identity().clockMillis(now::get)
-                     .leaseDuration(Duration.ofSeconds(2)).conclude())) {
+                     .pinDuration(Duration.ofSeconds(2)).conclude())) {
             PoolSharedBlockStore store = new PoolSharedBlockStore(index);
             store.publish(key(1), List.of(TestPools.contentSegment(key(1), 3000)));
             store.publish(key(2), List.of(TestPools.contentSegment(key(2), 3000)));
-            long lease = index.acquire(key(1).high(), key(1).low(), new long[4]);
+            long pin = index.acquire(key(1).high(), key(1).low(), new long[4]);
             long other = index.acquire(key(2).high(), key(2).low(), new long[4]);
             assertThat(index.evict(Long.MAX_VALUE)).isZero();
             now.addAndGet(1999);
             assertThat(index.evict(Long.MAX_VALUE)).isZero();
             assertThat(index.release(other)).isEqualTo(BlockIndex.OK);
             now.addAndGet(2);
-            assertThat(index.stats().liveLeases()).isZero();
-            assertThat(index.reap()).as("the expired lease is cleared").isEqualTo(1);
+            assertThat(index.stats().livePins()).isZero();
+            assertThat(index.reap()).as("the expired pin is cleared").isEqualTo(1);
             assertThat(index.evict(Long.MAX_VALUE)).isEqualTo(2 * CHUNK);
-            assertThat(index.release(lease)).isEqualTo(BlockIndex.EXPIRED);
+            assertThat(index.release(pin)).isEqualTo(BlockIndex.EXPIRED);
             assertThat(tier.used()).isZero();
         }
     }

@@ -92,7 +92,7 @@ public final class EngineChild {
     }
 
     static BlockIndexConfig indexConfig(String model) {
-        return BlockIndexConfig.builder(PrefixHasher.VERSION, fingerprint(model)).leaseDuration(Duration.ofSeconds(5))
+        return BlockIndexConfig.builder(PrefixHasher.VERSION, fingerprint(model)).pinDuration(Duration.ofSeconds(5))
                 .conclude();
     }
 

@@ -220,7 +220,7 @@ class KvCrossProcessTest {
     }
 
     /**
-     * After reaping: no reservation, lease or pin is left, every published block of the
+     * After reaping: no reservation, pin or pin is left, every published block of the
      * conversations ({seed, blocks}) has its key's bytes, and the pool's used space is exactly
      * theirs; returns how many blocks are published.
      */
@@ -228,7 +228,7 @@ class KvCrossProcessTest {
         pool.index.reap();
         IndexStats stats = pool.index.stats();
         assertThat(stats.writing()).as("reservations left behind").isZero();
-        assertThat(stats.liveLeases()).as("stray leases").isZero();
+        assertThat(stats.livePins()).as("stray pins").isZero();
         assertThat(stats.pinned()).as("stray pins").isZero();
         PoolSharedBlockStore store = new PoolSharedBlockStore(pool.index);
         int blockBytes = (int) EngineChild.GEOMETRY.bytesPerBlock();

@@ -29,7 +29,7 @@ import dev.strata.memory.TierKind;
  * @param bytesIn         payload bytes copied in from other tiers
  * @param bytesOut        payload bytes copied out to other tiers
  */
-public record TierMetrics(
+public record StoreTierStats(
         String name,
         TierKind kind,
         int chainIndex,

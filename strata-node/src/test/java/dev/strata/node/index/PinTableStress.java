@@ -13,26 +13,26 @@ import org.openjdk.jcstress.infra.results.II_Result;
 import org.openjdk.jcstress.infra.results.JJ_Result;
 
 /**
- * JCStress tests of the block index's pin protocol ({@link LeaseTable#pin} against
- * {@link LeaseTable#beginEviction}) and of its entry publication, on the real code over a small
+ * JCStress tests of the block index's pin protocol ({@link PinTable#pin} against
+ * {@link PinTable#beginEviction}) and of its entry publication, on the real code over a small
  * heap-backed region (the code is the same for the pool's mapping).
  *
- * <p>Run in the regular suite by {@code LeaseTableStressTest} in JCStress's quick mode.
+ * <p>Run in the regular suite by {@code PinTableStressTest} in JCStress's quick mode.
  */
-public final class LeaseTableStress {
+public final class PinTableStress {
     static final int SLOTS = 2;
-    static final int LEASES = 2;
+    static final int PINS = 2;
     static final long ENTRY = 3; // the entry under test
     static final long STATE_AT = 0; // its state word lives at the region's start
-    static final long LEASE_BASE = 64;
+    static final long PIN_BASE = 64;
     static final long PUBLISHED = IndexRegion.word(IndexRegion.PUBLISHED, IndexRegion.ownerBitsOf(0, 1), 7);
     static final long EVICTING = IndexRegion.word(IndexRegion.EVICTING, IndexRegion.ownerBitsOf(1, 1), 7);
 
-    private LeaseTableStress() {
+    private PinTableStress() {
     }
 
     static MemorySegment region() {
-        return MemorySegment.ofArray(new long[(int) ((LEASE_BASE + SLOTS * IndexRegion.rangeSize(LEASES)) / 8)]);
+        return MemorySegment.ofArray(new long[(int) ((PIN_BASE + SLOTS * IndexRegion.rangeSize(PINS)) / 8)]);
     }
 
     /**
@@ -48,7 +48,7 @@ public final class LeaseTableStress {
     @State
     public static class PinAgainstEviction {
         final MemorySegment region = region();
-        final LeaseTable leases = new LeaseTable(region, LEASE_BASE, SLOTS, LEASES);
+        final PinTable pins = new PinTable(region, PIN_BASE, SLOTS, PINS);
 
         public PinAgainstEviction() {
             IndexRegion.set(region, STATE_AT, PUBLISHED);
@@ -61,13 +61,13 @@ public final class LeaseTableStress {
                 r.r1 = 0;
                 return;
             }
-            long record = leases.pin(STATE_AT, w, ENTRY, 0, 5);
+            long record = pins.pin(STATE_AT, w, ENTRY, 0, 5);
             r.r1 = record >= 0 ? 1 : 0;
         }
 
         @Actor
         public void evictor(II_Result r) {
-            r.r2 = leases.beginEviction(STATE_AT, PUBLISHED, EVICTING, ENTRY, 0, 1, (slot, incarnation) -> true) ? 1 : 0;
+            r.r2 = pins.beginEviction(STATE_AT, PUBLISHED, EVICTING, ENTRY, 0, 1, (slot, incarnation) -> true) ? 1 : 0;
         }
     }
 

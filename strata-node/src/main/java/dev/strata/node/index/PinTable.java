@@ -1,6 +1,6 @@
 package dev.strata.node.index;
 
-import static dev.strata.node.index.IndexRegion.LEASE_SIZE;
+import static dev.strata.node.index.IndexRegion.PIN_SIZE;
 import static dev.strata.node.index.IndexRegion.L_DEADLINE;
 import static dev.strata.node.index.IndexRegion.L_TAG;
 import static dev.strata.node.index.IndexRegion.RANGE_HEADER_SIZE;
@@ -10,7 +10,7 @@ import static dev.strata.node.index.IndexRegion.R_INCARNATION;
 import java.lang.foreign.MemorySegment;
 
 /**
- * The lease records of a block index ({@link IndexRegion}: one range per process slot) and the
+ * The pin records of a block index ({@link IndexRegion}: one range per process slot) and the
  * pin protocol between readers and evictors.
  *
  * <p>Design note (a Dekker handshake over volatile accesses, which Java orders totally):
@@ -26,15 +26,15 @@ import java.lang.foreign.MemorySegment;
  * </ul>
  * Either the reader's second read comes after the evictor's CAS (the reader sees EVICTING and
  * gives up) or the reader's record CAS comes before the evictor's scan (the evictor sees it and
- * backs off); both may happen, never neither. {@code LeaseTableStress} checks this under JCStress.
+ * backs off); both may happen, never neither. {@code PinTableStress} checks this under JCStress.
  * A free record always has deadline 0 (the deadline is cleared before the tag), and 0 means "just
  * claimed, pins", so a reader between its claim and its deadline store is never mistaken for an
- * expired lease. A record pins while its deadline has not passed and its range's owner (process
+ * expired pin. A record pins while its deadline has not passed and its range's owner (process
  * slot + incarnation) is alive.
  *
  * <p>Threads: any, in any process; every change is a CAS or a volatile store on the shared segment.
  */
-final class LeaseTable {
+final class PinTable {
     /** Whether the process of a slot with an incarnation is alive. */
     @FunctionalInterface
     interface Liveness {
@@ -47,21 +47,21 @@ final class LeaseTable {
     static final long CHANGED = -2;
 
     private final MemorySegment region;
-    private final long base; // leaseTableOffset
+    private final long base; // pinTableOffset
     private final int processSlots;
-    private final int leasesPerProcess;
+    private final int pinsPerProcess;
     private final long rangeSize;
 
-    LeaseTable(MemorySegment region, long base, int processSlots, int leasesPerProcess) {
+    PinTable(MemorySegment region, long base, int processSlots, int pinsPerProcess) {
         this.region = region;
         this.base = base;
         this.processSlots = processSlots;
-        this.leasesPerProcess = leasesPerProcess;
-        this.rangeSize = IndexRegion.rangeSize(leasesPerProcess);
+        this.pinsPerProcess = pinsPerProcess;
+        this.rangeSize = IndexRegion.rangeSize(pinsPerProcess);
     }
 
-    int leasesPerProcess() {
-        return leasesPerProcess;
+    int pinsPerProcess() {
+        return pinsPerProcess;
     }
 
     long range(int slot) {
@@ -69,7 +69,7 @@ final class LeaseTable {
     }
 
     long recordAt(int slot, long record) {
-        return range(slot) + RANGE_HEADER_SIZE + record * LEASE_SIZE;
+        return range(slot) + RANGE_HEADER_SIZE + record * PIN_SIZE;
     }
 
     long tag(int slot, long record) {
@@ -81,7 +81,7 @@ final class LeaseTable {
     }
 
     long highWater(int slot) {
-        return Math.min(IndexRegion.getVolatile(region, range(slot) + R_HIGH_WATER), leasesPerProcess);
+        return Math.min(IndexRegion.getVolatile(region, range(slot) + R_HIGH_WATER), pinsPerProcess);
     }
 
     long incarnation(int slot) {
@@ -93,7 +93,7 @@ final class LeaseTable {
         if (incarnation(slot) == incarnation) {
             return;
         }
-        for (long i = 0; i < leasesPerProcess; i++) {
+        for (long i = 0; i < pinsPerProcess; i++) {
             long at = recordAt(slot, i);
             IndexRegion.LONG.setVolatile(region, at + L_DEADLINE, 0L);
             IndexRegion.LONG.setVolatile(region, at + L_TAG, 0L);
@@ -110,7 +110,7 @@ final class LeaseTable {
      */
     long pin(long stateAt, long w, long entry, int slot, int seq) {
         long tag = ((long) seq << 32) | (entry + 1);
-        for (long i = 0; i < leasesPerProcess; i++) {
+        for (long i = 0; i < pinsPerProcess; i++) {
             long at = recordAt(slot, i);
             if (IndexRegion.get(region, at + L_TAG) != 0) {
                 continue;
@@ -150,7 +150,7 @@ final class LeaseTable {
     }
 
     /**
-     * Frees a record whose lease expired (its deadline still {@code deadline}, passed) or whose
+     * Frees a record whose pin expired (its deadline still {@code deadline}, passed) or whose
      * process is dead; true if this call freed it.
      */
     boolean clear(int slot, long record, long tag, long deadline, boolean ownerDead) {
@@ -166,7 +166,7 @@ final class LeaseTable {
 
     /**
      * Evictor side: moves the entry's state word at {@code stateAt} from {@code w} to
-     * {@code evicting} unless a live lease pins entry {@code entry}.
+     * {@code evicting} unless a live pin holds entry {@code entry}.
      *
      * @return true if the entry is now {@code evicting} and unpinned: the caller frees the block
      */
@@ -181,7 +181,7 @@ final class LeaseTable {
         return true;
     }
 
-    /** True if a live lease (unexpired, its process alive) names entry {@code entry}. */
+    /** True if a live pin (unexpired, its process alive) names entry {@code entry}. */
     boolean pinned(long entry, long nowMillis, int mySlot, Liveness liveness) {
         for (int s = 0; s < processSlots; s++) {
             long hw = highWater(s);

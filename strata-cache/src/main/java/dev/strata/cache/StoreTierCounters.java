@@ -6,7 +6,7 @@ package dev.strata.cache;
  * <p>Threads: written and read under the store's lock (plain fields; the snapshot is taken under
  * the lock).
  */
-final class TierCounters {
+final class StoreTierCounters {
     long hits; // gets served from this tier
     long misses; // gets that looked here first and found no copy (served lower, or not at all)
     long puts; // objects stored here by put
