@@ -8,6 +8,7 @@ import dev.strata.engine.model.DType;
 import dev.strata.engine.model.ModelFamily;
 import dev.strata.engine.synth.SynthSpec;
 import dev.strata.memory.Sizes;
+import dev.strata.memory.log.Log;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -69,13 +70,13 @@ public final class EngineScenario implements Scenario {
         Files.createDirectories(work);
         Models m = Models.of(quick);
         List<Figure> figures = new ArrayList<>();
-        Progress progress = new Progress(System.err, 6);
+        Progress progress = new Progress(Log.stream("bench"), 6);
 
         progress.step("synthesising (or reusing) the models under " + work.resolve("models"));
-        Path decodeMoe = SyntheticModels.prepare(m.decodeMoe(), "decode-moe", work, System.err);
-        Path prefillDense = SyntheticModels.prepare(m.prefillDense(), "prefill-dense", work, System.err);
-        Path ttftDense = SyntheticModels.prepare(m.ttftDense(), "ttft-dense", work, System.err);
-        Path diskMoe = SyntheticModels.prepare(m.diskMoe(), "disk-moe", work, System.err);
+        Path decodeMoe = SyntheticModels.prepare(m.decodeMoe(), "decode-moe", work, Log.stream("bench"));
+        Path prefillDense = SyntheticModels.prepare(m.prefillDense(), "prefill-dense", work, Log.stream("bench"));
+        Path ttftDense = SyntheticModels.prepare(m.ttftDense(), "ttft-dense", work, Log.stream("bench"));
+        Path diskMoe = SyntheticModels.prepare(m.diskMoe(), "disk-moe", work, Log.stream("bench"));
         if (quick) {
             notes.add("quick run: the models are small enough to sit in the caches, so the decode figure is not a memory"
                     + " roofline figure; prompts are short");
@@ -95,7 +96,7 @@ public final class EngineScenario implements Scenario {
         progress.step("TTFT on a prefix another instance published in the pool, against a cold prefill");
         int promptTokens = quick ? 1024 : 8192;
         try {
-            figures.add(PrefixTtftMeasure.measure(ttftDense, threads, promptTokens, 16, quick ? 2 : 3, System.err));
+            figures.add(PrefixTtftMeasure.measure(ttftDense, threads, promptTokens, 16, quick ? 2 : 3, Log.stream("bench")));
         } catch (RuntimeException e) {
             figures.add(Figure.missing(PrefixTtftMeasure.figureName(promptTokens), "s", PrefixTtftMeasure.BASELINE,
                     PrefixTtftMeasure.GOAL, "not measured: " + e));
@@ -103,7 +104,7 @@ public final class EngineScenario implements Scenario {
 
         progress.step("expert masters on DISK under a DRAM budget: pager against static streaming and the disk bound");
         figures.addAll(DiskExpertMeasure.figures(diskMoe, work.resolve("expert-disk"), threads, quick ? 4 : 16, quick ? 4 : 16,
-                quick ? 3 : 5, System.err));
+                quick ? 3 : 5, Log.stream("bench")));
         progress.step("done");
         return figures;
     }

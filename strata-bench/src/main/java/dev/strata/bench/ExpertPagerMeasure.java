@@ -7,6 +7,7 @@ import dev.strata.cache.expert.LruExpertPolicy;
 import dev.strata.memory.Sizes;
 import dev.strata.memory.device.DeviceTier;
 import dev.strata.memory.host.HostTier;
+import dev.strata.memory.log.Log;
 import java.io.PrintStream;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
@@ -49,7 +50,7 @@ public final class ExpertPagerMeasure {
 
     /** Measures every figure; {@code quick} uses fewer calls and steps, and 24 masters instead of 128 for the 9 MiB figure. */
     public static List<Figure> measure(boolean quick) {
-        return measure(quick, System.err);
+        return measure(quick, Log.stream("bench"));
     }
 
     /** As {@link #measure(boolean)}, progress to {@code progressOut}. */

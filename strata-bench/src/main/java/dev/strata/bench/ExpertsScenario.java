@@ -1,5 +1,6 @@
 package dev.strata.bench;
 
+import dev.strata.memory.log.Log;
 import java.util.ArrayList;
 import java.util.List;
 
@@ -27,13 +28,13 @@ public final class ExpertsScenario implements Scenario {
     @Override
     public List<Figure> run(Options options, List<String> notes) throws Exception {
         List<Figure> figures = new ArrayList<>();
-        Progress progress = new Progress(System.err, 3);
+        Progress progress = new Progress(Log.stream("bench"), 3);
         progress.step("expert pager: top-8 of 128, all hits and one miss");
-        figures.addAll(ExpertPagerMeasure.measure(options.quick(), System.err));
+        figures.addAll(ExpertPagerMeasure.measure(options.quick(), Log.stream("bench")));
         progress.step("reuse distances of a generated expert stream and a KV block stream");
-        figures.addAll(ReuseDistanceMeasure.figures(options.quick(), System.err));
+        figures.addAll(ReuseDistanceMeasure.figures(options.quick(), Log.stream("bench")));
         progress.step("MV-WSA on generated workloads against the oracle, 50-50 and KV-blind splits");
-        figures.addAll(MvWsaMeasure.figures(options.quick(), System.err));
+        figures.addAll(MvWsaMeasure.figures(options.quick(), Log.stream("bench")));
         return figures;
     }
 }

@@ -2,6 +2,7 @@ package dev.strata.bench;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.strata.memory.log.Log;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -47,7 +48,7 @@ public final class Fio {
                     + " package manager; disk figures have no fio baseline");
             return Optional.empty();
         }
-        System.err.println("fio not found: installing it with apt-get (the disk baseline) ...");
+        Log.info("bench", "fio not found: installing it with apt-get (the disk baseline) ...");
         boolean ok = run(List.of("apt-get", "install", "-y", "-q", "fio"), 300)
                 || (run(List.of("apt-get", "update", "-q"), 300) && run(List.of("apt-get", "install", "-y", "-q", "fio"), 300));
         if (ok && onPath("fio")) {
@@ -123,7 +124,7 @@ public final class Fio {
         try {
             Files.deleteIfExists(directory.resolve("strata-fio.dat"));
         } catch (IOException e) {
-            System.err.println(String.format(Locale.ROOT, "could not remove %s: %s", directory.resolve("strata-fio.dat"), e.getMessage()));
+            Log.warn("bench", String.format(Locale.ROOT, "could not remove %s: %s", directory.resolve("strata-fio.dat"), e.getMessage()));
         }
     }
 }

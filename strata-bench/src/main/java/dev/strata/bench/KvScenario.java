@@ -1,6 +1,7 @@
 package dev.strata.bench;
 
 import dev.strata.bench.route.RoutingReplayMeasure;
+import dev.strata.memory.log.Log;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -38,7 +39,7 @@ public final class KvScenario implements Scenario {
     public List<Figure> run(Options options, List<String> notes) throws Exception {
         Path trace = trace(options.trace(), Path.of(System.getProperty("strata.home", ".")));
         List<Figure> figures = new ArrayList<>();
-        Progress progress = new Progress(System.err, 5);
+        Progress progress = new Progress(Log.stream("bench"), 5);
         progress.step("block manager: match + commit + release per block");
         figures.addAll(KvBlockOpsMeasure.figures(options.quick()));
         progress.step("loads from the POOL of blocks another process published");

@@ -10,6 +10,7 @@ import dev.strata.cache.split.Split;
 import dev.strata.cache.split.SplitController;
 import dev.strata.cache.split.SplitProblem;
 import dev.strata.memory.Sizes;
+import dev.strata.memory.log.Log;
 import java.io.PrintStream;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -108,7 +109,7 @@ public final class MvWsaMeasure {
     public static List<Figure> figures(boolean quick, PrintStream out) {
         List<Outcome> outcomes = new ArrayList<>();
         List<Workload> workloads = workloads();
-        Progress progress = new Progress(System.err, workloads.size());
+        Progress progress = new Progress(Log.stream("bench"), workloads.size());
         for (Workload w : workloads) {
             progress.step("simulating the " + w.name().replace('_', '-') + " workload");
             outcomes.add(measure(w, quick, 0x5EED + w.name().hashCode()));

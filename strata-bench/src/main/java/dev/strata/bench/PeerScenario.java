@@ -4,6 +4,7 @@ import dev.strata.bench.peer.LocalRevocationRig;
 import dev.strata.bench.peer.PeerChurnMeasure;
 import dev.strata.bench.peer.RevocationLatencyMeasure;
 import dev.strata.bench.peer.ShmRevocationRig;
+import dev.strata.memory.log.Log;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -39,7 +40,7 @@ public final class PeerScenario implements Scenario {
     public List<Figure> run(Options options, List<String> notes) throws Exception {
         List<Figure> figures = new ArrayList<>();
         boolean quick = options.quick();
-        Progress progress = new Progress(System.err, 3);
+        Progress progress = new Progress(Log.stream("bench"), 3);
         progress.step("revocation to callback and drain, in-process lender");
         try (LocalRevocationRig rig = new LocalRevocationRig(64 * Sizes.MiB)) {
             figures.addAll(RevocationLatencyMeasure.figures(rig, quick ? 200 : 2000, Sizes.MiB + 4032, 4 * Sizes.MiB + 64));
@@ -53,7 +54,7 @@ public final class PeerScenario implements Scenario {
         notes.add("cross-process revocations include the agent's tick and the lender's poll, both every "
                 + SHM_INTERVAL.toNanos() / 1000 + " us: the agent reads its demand file each tick, the lender polls its regions' states");
         progress.step("KV and expert fetches through the PEER tier under availability churn");
-        figures.addAll(PeerChurnMeasure.figures(quick, System.err, notes));
+        figures.addAll(PeerChurnMeasure.figures(quick, Log.stream("bench"), notes));
         return figures;
     }
 }

@@ -3,6 +3,7 @@ package dev.strata.bench;
 import dev.strata.cache.ObjectKey;
 import dev.strata.cache.kv.SharedBlockStore;
 import dev.strata.memory.Sizes;
+import dev.strata.memory.log.Log;
 import dev.strata.memory.pool.PoolConfig;
 import dev.strata.memory.pool.PoolTier;
 import dev.strata.node.index.BlockIndex;
@@ -76,7 +77,7 @@ public final class PoolLoadMeasure {
     public static List<Figure> figures(boolean quick) {
         long workingSet = quick ? 48 * Sizes.MiB : 192 * Sizes.MiB; // bytes of blocks per size
         int rounds = quick ? 3 : 7;
-        Progress progress = new Progress(System.err, BLOCK_SIZES.length);
+        Progress progress = new Progress(Log.stream("bench"), BLOCK_SIZES.length);
         List<Figure> figures = new ArrayList<>();
         for (long size : BLOCK_SIZES) {
             progress.step("pool block load, " + Sizes.format(size) + " blocks published by another process");
@@ -206,6 +207,7 @@ public final class PoolLoadMeasure {
      * {@code published <blocks>} and exits.
      */
     public static void main(String[] args) {
+        Log.useForJavaLogging();
         String name = args[0];
         Path path = Path.of(args[1]);
         long size = Long.parseLong(args[2]);

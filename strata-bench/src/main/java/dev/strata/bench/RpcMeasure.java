@@ -1,5 +1,6 @@
 package dev.strata.bench;
 
+import dev.strata.memory.log.Log;
 import dev.strata.node.rpc.Backoff;
 import dev.strata.node.rpc.RpcClient;
 import dev.strata.node.rpc.RpcResponse;
@@ -80,7 +81,7 @@ public final class RpcMeasure {
         String id = "strata-bench-rpc-" + ProcessHandle.current().pid() + "-" + System.nanoTime();
         Path flagFile = dir.resolve(id + ".flag");
         Path rpcFile = dir.resolve(id + ".rpc");
-        Progress progress = new Progress(System.err, 5);
+        Progress progress = new Progress(Log.stream("bench"), 5);
         progress.step("starting the server JVM (raw ping-pong, RPC server, TCP echo)");
         Process child = startServer(flagFile, rpcFile);
         try (Arena arena = Arena.ofShared()) {
@@ -246,6 +247,7 @@ public final class RpcMeasure {
      * TCP echo, prints {@code ready <tcp port>}, and exits when its standard input closes.
      */
     public static void main(String[] args) throws Exception {
+        Log.useForJavaLogging();
         if (args.length != 3 || !args[0].equals("serve")) {
             System.err.println("usage: RpcMeasure serve FLAG_FILE RPC_FILE (started by RpcMeasure.figures)");
             System.exit(2);

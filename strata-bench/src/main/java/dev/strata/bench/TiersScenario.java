@@ -8,6 +8,7 @@ import dev.strata.memory.disk.DiskTier;
 import dev.strata.memory.disk.DiskTierOptions;
 import dev.strata.memory.disk.IoMode;
 import dev.strata.memory.host.HostTier;
+import dev.strata.memory.log.Log;
 import dev.strata.memory.pool.PoolConfig;
 import dev.strata.memory.pool.PoolTier;
 import dev.strata.memory.transfer.Transfer;
@@ -58,7 +59,7 @@ public final class TiersScenario implements Scenario {
         long workingSet = options.quick() ? 64 * Sizes.MiB : 256 * Sizes.MiB; // bytes per tier per size
         int rounds = options.quick() ? 3 : 5;
         List<Figure> figures = new ArrayList<>();
-        Progress progress = new Progress(System.err, 4);
+        Progress progress = new Progress(Log.stream("bench"), 4);
         Files.createDirectories(options.workDir());
         Path poolFile = Path.of("/dev/shm", "strata-bench-" + ProcessHandle.current().pid() + ".pool");
         long tierBytes = workingSet + 8 * Sizes.MiB;

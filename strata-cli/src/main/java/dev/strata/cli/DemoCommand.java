@@ -13,6 +13,7 @@ import dev.strata.engine.serve.TextSink;
 import dev.strata.engine.synth.DemoModel;
 import dev.strata.engine.tokenizer.ChatMessage;
 import dev.strata.memory.Sizes;
+import dev.strata.memory.log.Log;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
@@ -110,10 +111,10 @@ final class DemoCommand implements Callable<Integer> {
         try {
             return run();
         } catch (IllegalStateException e) {
-            System.err.println("strata demo: failed: " + e.getMessage());
+            Log.error("demo", "failed: " + e.getMessage(), null);
             if (e.getMessage() != null && e.getMessage().contains("above the limit")) {
-                System.err.println("strata demo: the conversations outgrew one sequence's KV: raise --kv-blocks (now " + kvBlocks
-                        + " blocks of " + BLOCK_TOKENS + " tokens) or lower --turns");
+                Log.error("demo", "the conversations outgrew one sequence's KV: raise --kv-blocks (now " + kvBlocks
+                        + " blocks of " + BLOCK_TOKENS + " tokens) or lower --turns", null);
             }
             return 2;
         }
@@ -121,7 +122,7 @@ final class DemoCommand implements Callable<Integer> {
 
     private int run() {
         validate();
-        Path dir = model != null ? model : DemoModel.ensure(modelsDir != null ? modelsDir : DemoModel.defaultCacheRoot(), System.err);
+        Path dir = model != null ? model : DemoModel.ensure(modelsDir != null ? modelsDir : DemoModel.defaultCacheRoot(), Log.stream("demo"));
         long start = System.nanoTime();
         removeStaleWorkDirs();
         workDir = shm.resolve("strata-demo-" + ProcessHandle.current().pid());
@@ -184,8 +185,7 @@ final class DemoCommand implements Callable<Integer> {
     }
 
     private static void progress(String message) {
-        System.err.println("strata demo: " + message);
-        System.err.flush();
+        Log.info("demo", message);
     }
 
     /** Starts the node and both instances, replays the sessions, and reads the instances' counters. */
@@ -434,7 +434,7 @@ final class DemoCommand implements Callable<Integer> {
         for (int i = toStop.size() - 1; i >= 0; i--) { // the instances before the node they attach to
             ChildProcess c = toStop.get(i);
             if (c.stop(10_000)) {
-                System.err.println("strata demo: " + c.name() + " (pid " + c.pid() + ") did not stop on SIGTERM and was killed");
+                Log.warn("demo", c.name() + " (pid " + c.pid() + ") did not stop on SIGTERM and was killed");
             }
         }
         if (workDir != null) {
@@ -473,7 +473,7 @@ final class DemoCommand implements Callable<Integer> {
                 Files.deleteIfExists(p);
             }
         } catch (IOException e) {
-            System.err.println("strata demo: could not remove " + dir + ": " + e.getMessage());
+            Log.warn("demo", "could not remove " + dir + ": " + e.getMessage());
         }
     }
 }

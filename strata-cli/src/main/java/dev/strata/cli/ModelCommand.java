@@ -9,6 +9,7 @@ import dev.strata.engine.model.SafetensorsFile;
 import dev.strata.engine.model.Tensor;
 import dev.strata.engine.synth.ModelSynthesizer;
 import dev.strata.engine.synth.SynthSpec;
+import dev.strata.memory.log.Log;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Path;
@@ -83,8 +84,8 @@ final class ModelCommand implements Runnable {
                     int tenth = (int) (bytes * 10 / Math.max(1, totalBytes));
                     if (tenth != lastTenth[0]) {
                         lastTenth[0] = tenth;
-                        System.out.printf(Locale.ROOT, "  writing weights: %3d%% (%d/%d tensors, %s)%n", tenth * 10, done, total,
-                                bytes(bytes));
+                        Log.info("model", String.format(Locale.ROOT, "writing weights: %3d%% (%d/%d tensors, %s)", tenth * 10, done, total,
+                                bytes(bytes)));
                     }
                 });
             } catch (IOException e) {

@@ -1,6 +1,7 @@
 package dev.strata.cli;
 
 import dev.strata.cache.ObjectKey;
+import dev.strata.memory.log.Log;
 import dev.strata.memory.shm.ShmFormatException;
 import dev.strata.node.daemon.NodeConfig;
 import dev.strata.node.daemon.NodeDaemon;
@@ -115,7 +116,7 @@ final class NodeCommand implements Callable<Integer> {
         try {
             daemon = NodeDaemon.start(config, System.out);
         } catch (IndexIdentityException | ShmFormatException | IllegalStateException e) {
-            System.err.println("strata: " + e.getMessage());
+            System.err.println(Log.failure(e.getMessage()));
             return 2;
         }
         if (exitWith != null) {

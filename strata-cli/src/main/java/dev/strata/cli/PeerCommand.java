@@ -1,5 +1,6 @@
 package dev.strata.cli;
 
+import dev.strata.memory.log.Log;
 import dev.strata.node.peer.DemandSignal;
 import dev.strata.node.peer.PeerAgent;
 import dev.strata.node.peer.PeerAgentConfig;
@@ -79,7 +80,7 @@ final class PeerCommand implements Callable<Integer> {
         try {
             agent = PeerAgent.start(config, System.out);
         } catch (IllegalStateException e) {
-            System.err.println("strata: " + e.getMessage());
+            System.err.println(Log.failure(e.getMessage()));
             return 2;
         }
         if (exitWith != null) { // System.exit runs the agent's shutdown hook: a clean stop, the file removed

@@ -38,7 +38,7 @@ final class PeerTraceCommand implements Runnable {
         Path out;
         @Option(names = "--peers", description = "devices that may lend (default: ${DEFAULT-VALUE})")
         int peers = D.peers();
-        @Option(names = "--capacity", paramLabel = "SIZE", description = "memory per device, e.g. 80GiB (default: ${DEFAULT-VALUE})")
+        @Option(names = "--device-capacity", paramLabel = "SIZE", description = "memory per device, e.g. 80GiB (default: ${DEFAULT-VALUE})")
         String capacity = "80GiB";
         @Option(names = "--duration", paramLabel = "SECONDS", description = "(default: ${DEFAULT-VALUE})")
         double duration = D.duration();
@@ -67,7 +67,7 @@ final class PeerTraceCommand implements Runnable {
 
         @Override
         public Integer call() {
-            long bytes = Sizes.parse(capacity);
+            long bytes = size(capacity);
             var p = new AvailabilityTraceGenerator.Parameters(peers, bytes, duration, step, meanUtilisation, spread,
                     diurnalAmplitude, diurnalPeriod, reclaimsPerHour, reclaimSize, reclaimHold, jitter, seed);
             var g = new AvailabilityTraceGenerator(p);
@@ -88,7 +88,7 @@ final class PeerTraceCommand implements Runnable {
     static final class Stats implements Callable<Integer> {
         @Parameters(index = "0", paramLabel = "FILE", description = "the trace (JSON lines)")
         Path file;
-        @Option(names = "--capacity", paramLabel = "SIZE", description = "memory per device, to report utilisation (default: unknown)")
+        @Option(names = "--device-capacity", paramLabel = "SIZE", description = "memory per device, to report utilisation (default: unknown)")
         String capacity;
         @Option(names = "--reclaim-drop", paramLabel = "FRACTION", description = "a fall of at least this share of the device "
                 + "(of the largest free value when the capacity is unknown) is a reclaim (default: ${DEFAULT-VALUE})")
@@ -98,12 +98,21 @@ final class PeerTraceCommand implements Runnable {
 
         @Override
         public Integer call() {
-            long bytes = capacity == null ? 0 : Sizes.parse(capacity);
+            long bytes = capacity == null ? 0 : size(capacity);
             AvailabilityTrace trace = AvailabilityTrace.read(file);
             AvailabilityTraceStats stats = AvailabilityTraceStats.of(trace, bytes, reclaimDrop);
             System.out.printf(Locale.ROOT, "availability trace %s%n", file);
             System.out.print(stats.report(Math.max(0, show)));
             return 0;
+        }
+    }
+
+    /** A --device-capacity value in bytes; bad text gets an error naming the flag. */
+    static long size(String text) {
+        try {
+            return Sizes.parse(text);
+        } catch (IllegalArgumentException e) {
+            throw new IllegalArgumentException("--device-capacity: " + e.getMessage(), e);
         }
     }
 }

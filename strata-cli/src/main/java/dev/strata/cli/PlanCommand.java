@@ -7,6 +7,7 @@ import dev.strata.analysis.kvplan.PlanReport;
 import dev.strata.analysis.kvplan.PlanRequest;
 import dev.strata.analysis.kvplan.PlanUnits;
 import dev.strata.cache.kv.KvDtype;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
@@ -19,7 +20,8 @@ import picocli.CommandLine.Option;
  */
 @Command(name = "plan", mixinStandardHelpOptions = true, sortOptions = false,
         description = {"Plans KV-cache capacity per tier and the transfer budget per decode step.",
-                "Sizes of --host, --pool and --disk are per rank (per device), like an engine's swap space.",
+                "Sizes of --host-kv, --pool-capacity and --disk-kv-size are per rank (per device), like an engine's swap space;",
+                "they are named like the keys of the configuration (tiers.*.capacity) and the flags of strata serve.",
                 "Sizes: KB, MB, GB, TB are decimal (GB = 10^9 bytes); KiB, MiB, GiB, TiB binary."})
 final class PlanCommand implements Callable<Integer> {
 
@@ -27,13 +29,17 @@ final class PlanCommand implements Callable<Integer> {
             + "llama-3-70b, mixtral-8x7b, qwen3-30b-a3b, qwen3-32b")
     String preset;
 
-    @Option(names = "--config", paramLabel = "FILE", description = "the model's Hugging Face config.json")
-    Path config;
+    @Option(names = "--model", paramLabel = "DIR", description = "a Hugging Face model directory: its config.json")
+    Path modelDir;
+
+    @Option(names = "--model-config", paramLabel = "FILE", description = "the model's Hugging Face config.json")
+    Path modelConfig;
 
     @Option(names = "--tp", paramLabel = "N", defaultValue = "1", description = "tensor-parallel degree (default: ${DEFAULT-VALUE})")
     int tp;
 
-    @Option(names = "--device", paramLabel = "SIZE", required = true, description = "device memory per rank, e.g. 80GB")
+    @Option(names = "--device-capacity", paramLabel = "SIZE", required = true, description = "device memory per rank, e.g. 80GB "
+            + "[tiers.device.capacity]")
     String device;
 
     @Option(names = "--weights-per-device", paramLabel = "SIZE", required = true,
@@ -44,20 +50,23 @@ final class PlanCommand implements Callable<Integer> {
             description = "device memory for activations and runtime (default: ${DEFAULT-VALUE})")
     String overhead;
 
-    @Option(names = "--host", paramLabel = "SIZE", defaultValue = "0", description = "host memory for KV per rank (default: none)")
+    @Option(names = "--host-kv", paramLabel = "SIZE", defaultValue = "0", description = "host memory for KV per rank (default: none) "
+            + "[tiers.host.capacity]")
     String host;
 
-    @Option(names = "--pool", paramLabel = "SIZE", defaultValue = "0", description = "shared-pool memory for KV per rank (default: none)")
+    @Option(names = "--pool-capacity", paramLabel = "SIZE", defaultValue = "0",
+            description = "shared-pool memory for KV per rank (default: none) [tiers.pool.capacity]")
     String pool;
 
-    @Option(names = "--disk", paramLabel = "SIZE", defaultValue = "0", description = "disk for KV per rank (default: none)")
+    @Option(names = "--disk-kv-size", paramLabel = "SIZE", defaultValue = "0", description = "disk for KV per rank (default: none) "
+            + "[tiers.disk.capacity]")
     String disk;
 
-    @Option(names = "--block-tokens", paramLabel = "N", defaultValue = "16", description = "tokens per block (default: ${DEFAULT-VALUE})")
+    @Option(names = "--block-tokens", paramLabel = "N", defaultValue = "16", description = "tokens per KV block (default: ${DEFAULT-VALUE}) [kv.block-tokens]")
     int blockTokens;
 
-    @Option(names = "--seq-tokens", paramLabel = "N", defaultValue = "4096",
-            description = "sequence length to count sequences in (default: ${DEFAULT-VALUE})")
+    @Option(names = "--context-tokens", paramLabel = "N", defaultValue = "4096",
+            description = "context per sequence, to count sequences in (default: ${DEFAULT-VALUE})")
     int seqTokens;
 
     @Option(names = "--kv-dtype", paramLabel = "DTYPE", description = "KV element type: fp32, fp16, bf16, fp8_e4m3, fp8_e5m2, "
@@ -86,15 +95,20 @@ final class PlanCommand implements Callable<Integer> {
     public Integer call() {
         KvDtype dtype = kvDtype == null ? null : KvDtype.parse(kvDtype);
         ModelSpec model;
-        if ((preset == null) == (config == null)) {
-            throw new IllegalArgumentException("give the model with exactly one of --preset NAME or --config FILE");
+        int given = (preset != null ? 1 : 0) + (modelDir != null ? 1 : 0) + (modelConfig != null ? 1 : 0);
+        if (given != 1) {
+            throw new IllegalArgumentException("give the model with exactly one of --preset NAME, --model DIR or --model-config FILE");
         }
-        model = preset != null ? ModelSpec.preset(preset) : ModelSpec.fromConfigJson(config, dtype);
+        if (modelDir != null && !Files.isDirectory(modelDir)) {
+            throw new IllegalArgumentException("--model " + modelDir + " is not a directory");
+        }
+        model = preset != null ? ModelSpec.preset(preset)
+                : ModelSpec.fromConfigJson(modelConfig != null ? modelConfig : modelDir.resolve("config.json"), dtype);
         long hostLinkRate = PlanUnits.bytesPerSecond("--host-link", hostLink);
         PlanRequest request = new PlanRequest(model, tp, dtype, blockTokens, seqTokens,
-                PlanUnits.size("--device", device), PlanUnits.size("--weights-per-device", weights),
-                PlanUnits.size("--overhead", overhead), PlanUnits.size("--host", host), PlanUnits.size("--pool", pool),
-                PlanUnits.size("--disk", disk), PlanUnits.durationNanos("--decode-step", decodeStep), hostLinkRate,
+                PlanUnits.size("--device-capacity", device), PlanUnits.size("--weights-per-device", weights),
+                PlanUnits.size("--overhead", overhead), PlanUnits.size("--host-kv", host), PlanUnits.size("--pool-capacity", pool),
+                PlanUnits.size("--disk-kv-size", disk), PlanUnits.durationNanos("--decode-step", decodeStep), hostLinkRate,
                 poolLink == null ? hostLinkRate : PlanUnits.bytesPerSecond("--pool-link", poolLink),
                 PlanUnits.bytesPerSecond("--disk-link", diskLink));
         KvCapacityPlan plan = KvCapacityPlanner.plan(request);

@@ -1,5 +1,6 @@
 package dev.strata.cli;
 
+import dev.strata.analysis.kvplan.PlanUnits;
 import dev.strata.analysis.routing.RoutingReuseDistances;
 import dev.strata.analysis.split.ComparisonSplits;
 import dev.strata.analysis.split.KvBlockTrace;
@@ -45,7 +46,8 @@ final class PlanSplitCommand implements Callable<Integer> {
             description = "KV request trace in the Mooncake JSON-lines format (hash_ids per request).")
     Path trace;
 
-    @Option(names = "--budget", required = true, paramLabel = "SIZE", description = "Pageable budget shared by experts and KV, e.g. 24GiB.")
+    @Option(names = "--split-budget", required = true, paramLabel = "SIZE",
+            description = "Pageable budget shared by experts and KV, e.g. 24GiB [split.budget].")
     String budget;
 
     @Option(names = "--expert-bytes", paramLabel = "SIZE", defaultValue = "9MiB",
@@ -53,16 +55,16 @@ final class PlanSplitCommand implements Callable<Integer> {
     String expertBytes;
 
     @Option(names = "--kv-block-bytes", paramLabel = "SIZE",
-            description = "Bytes of one KV block over all layers (default: block tokens x 96KiB, Qwen3-30B-A3B in BF16).")
+            description = "Bytes of one KV block of the trace over all layers (default: trace block tokens x 96KiB, Qwen3-30B-A3B in BF16).")
     String kvBlockBytes;
 
-    @Option(names = "--block-tokens", paramLabel = "N", defaultValue = "512",
-            description = "Tokens per KV block of the KV trace (default: ${DEFAULT-VALUE}, Mooncake's).")
+    @Option(names = "--trace-block-tokens", paramLabel = "N", defaultValue = "512",
+            description = "Tokens per block of the KV trace, each hash_id one block (default: ${DEFAULT-VALUE}, the Mooncake trace's).")
     int blockTokens;
 
-    @Option(names = "--link-bandwidth", paramLabel = "GB/s", defaultValue = "25",
-            description = "Bandwidth experts are fetched at, GB/s (default: ${DEFAULT-VALUE}, PCIe Gen4).")
-    double linkGBps;
+    @Option(names = "--host-link", paramLabel = "RATE", defaultValue = "25GB/s",
+            description = "Host to device bandwidth experts are fetched at (default: ${DEFAULT-VALUE}, PCIe Gen4).")
+    String hostLink;
 
     @Option(names = "--recompute-us-per-token", paramLabel = "N", defaultValue = "30",
             description = "Prefill time per token when a KV block is recomputed, microseconds (default: ${DEFAULT-VALUE}).")
@@ -75,7 +77,7 @@ final class PlanSplitCommand implements Callable<Integer> {
             description = "Context per sequence for the admission floor (default: the longest input of the KV trace).")
     Long contextTokens;
 
-    @Option(names = "--min-cap", paramLabel = "N", description = "Fewest expert slots per layer (default: the trace's top-k).")
+    @Option(names = "--min-expert-cap", paramLabel = "N", description = "Fewest expert slots per layer (default: the trace's top-k).")
     Integer minCap;
 
     @Option(names = "--show-grid", description = "Also prints the predicted latency at every split of the solver's grid.")
@@ -83,15 +85,16 @@ final class PlanSplitCommand implements Callable<Integer> {
 
     @Override
     public Integer call() {
-        long budgetBytes = positiveSize("--budget", budget);
+        long budgetBytes = positiveSize("--split-budget", budget);
         long expert = positiveSize("--expert-bytes", expertBytes);
         if (blockTokens < 1) {
-            throw new IllegalArgumentException("--block-tokens must be at least 1, got " + blockTokens);
+            throw new IllegalArgumentException("--trace-block-tokens must be at least 1, got " + blockTokens);
         }
         long block = kvBlockBytes == null ? blockTokens * 96L * Sizes.KiB : positiveSize("--kv-block-bytes", kvBlockBytes);
-        if (!(linkGBps > 0) || !(recomputeMicros > 0) || concurrency < 0) {
-            throw new IllegalArgumentException("--link-bandwidth and --recompute-us-per-token must be positive and --concurrency"
-                    + " not negative, got " + linkGBps + ", " + recomputeMicros + ", " + concurrency);
+        long linkBytesPerSecond = PlanUnits.bytesPerSecond("--host-link", hostLink);
+        if (linkBytesPerSecond <= 0 || !(recomputeMicros > 0) || concurrency < 0) {
+            throw new IllegalArgumentException("--host-link and --recompute-us-per-token must be positive and --concurrency"
+                    + " not negative, got " + hostLink + ", " + recomputeMicros + ", " + concurrency);
         }
         ExpertStream experts = readRouting(routingTrace);
         long slot = experts.header().layers() * expert;
@@ -105,9 +108,9 @@ final class PlanSplitCommand implements Callable<Integer> {
         long floor = SplitProblem.floorBlocks(concurrency, context, blockTokens);
         int lowest = minCap != null ? minCap : experts.header().topK();
         if (lowest < 1 || lowest > experts.header().experts()) {
-            throw new IllegalArgumentException("--min-cap must be in 1.." + experts.header().experts() + ", got " + lowest);
+            throw new IllegalArgumentException("--min-expert-cap must be in 1.." + experts.header().experts() + ", got " + lowest);
         }
-        MissCosts costs = MissCosts.fromPhysical(expert, linkGBps * 1e9, blockTokens, recomputeMicros * 1e-6, MissCosts.Source.GIVEN);
+        MissCosts costs = MissCosts.fromPhysical(expert, (double) linkBytesPerSecond, blockTokens, recomputeMicros * 1e-6, MissCosts.Source.GIVEN);
         SplitProblem problem = new SplitProblem(budgetBytes, slot, block, experts.demand(), kvTrace.curve(), costs, floor, lowest,
                 experts.header().experts());
         SplitPlan plan = new MvWsaSolver().solve(problem);

@@ -12,6 +12,7 @@ import dev.strata.engine.serve.ServeMetrics;
 import dev.strata.engine.serve.ServerConfig;
 import dev.strata.engine.synth.DemoModel;
 import dev.strata.memory.Sizes;
+import dev.strata.memory.log.Log;
 import dev.strata.memory.pool.PoolConfig;
 import dev.strata.node.client.NodeAccess;
 import dev.strata.node.daemon.NodeConfig;
@@ -107,7 +108,7 @@ public final class ServeCommand implements Callable<Integer> {
         ProcessConfig p = c.process();
         Path model = p.model().path();
         if (model == null) {
-            model = DemoModel.ensure(p.model().cacheDir() != null ? p.model().cacheDir() : DemoModel.defaultCacheRoot(), System.err);
+            model = DemoModel.ensure(p.model().cacheDir() != null ? p.model().cacheDir() : DemoModel.defaultCacheRoot(), Log.stream("serve"));
         }
         if (!Files.isDirectory(model)) {
             throw new IllegalArgumentException("--model " + model + " is not a directory (model.path)");

@@ -54,7 +54,8 @@ final class SimulateCommand implements Runnable {
                         + "(default: all)")
         List<String> policies = new ArrayList<>();
 
-        @Option(names = "--block-tokens", paramLabel = "N", description = "tokens per block (default: ${DEFAULT-VALUE})")
+        @Option(names = "--trace-block-tokens", paramLabel = "N",
+                description = "tokens per block of the trace, each hash_id one block (default: ${DEFAULT-VALUE}, the Mooncake trace's)")
         int blockTokens = 512;
 
         @Option(names = "--bytes-per-token", paramLabel = "SIZE",
@@ -68,7 +69,7 @@ final class SimulateCommand implements Runnable {
         @Override
         public Integer call() {
             if (blockTokens <= 0) {
-                throw new IllegalArgumentException("--block-tokens must be positive, got " + blockTokens);
+                throw new IllegalArgumentException("--trace-block-tokens must be positive, got " + blockTokens);
             }
             long perToken = Sizes.parse(bytesPerToken);
             if (perToken <= 0) {

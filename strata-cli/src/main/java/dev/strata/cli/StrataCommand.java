@@ -1,5 +1,6 @@
 package dev.strata.cli;
 
+import dev.strata.memory.log.Log;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 
@@ -33,6 +34,7 @@ public final class StrataCommand implements Runnable {
     }
 
     public static void main(String[] args) {
+        Log.useForJavaLogging();
         System.exit(commandLine().execute(args));
     }
 
@@ -46,7 +48,7 @@ public final class StrataCommand implements Runnable {
             if (e instanceof dev.strata.cache.config.ConfigException || e instanceof IllegalArgumentException
                     || e instanceof dev.strata.memory.shm.ShmFormatException || e instanceof dev.strata.memory.TierIoException
                     || e instanceof dev.strata.cache.routing.RoutingTraceException || e instanceof java.io.UncheckedIOException) {
-                cmd.getErr().println("strata: " + e.getMessage());
+                cmd.getErr().println(Log.failure(e.getMessage()));
                 return 2;
             }
             throw e;

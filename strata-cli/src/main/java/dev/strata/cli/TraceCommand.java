@@ -63,7 +63,8 @@ final class TraceCommand implements Runnable {
         int experts = D.experts();
         @Option(names = "--top-k", description = "experts per token per layer (default: ${DEFAULT-VALUE})")
         int topK = D.topK();
-        @Option(names = "--model", description = "model name in the header (default: synthetic-LxE-topK)")
+        @Option(names = "--model-id", paramLabel = "NAME",
+                description = "the model's id in the header, as serve's --model-id names it (default: synthetic-LxE-topK)")
         String model;
         @Option(names = "--seed", description = "(default: ${DEFAULT-VALUE})")
         long seed = D.seed();

@@ -27,8 +27,10 @@ class ModelCommandTest {
                 "--intermediate", "40", "--heads", "6", "--kv-heads", "2", "--vocab", "400", "--shards", "2",
                 "--topic-clusters", "3", "--dtype", "f16", "--seed", "9", "--out", m.toString());
         assertThat(s.status()).as(s.err()).isZero();
-        assertThat(s.out()).contains("writing weights: 100%").contains("wrote mixtral model to " + m)
-                .contains("in 2 file(s), vocabulary 400 (tokenizer 400), seed 9");
+        assertThat(s.out()).contains("wrote mixtral model to " + m).contains("in 2 file(s), vocabulary 400 (tokenizer 400), seed 9");
+        assertThat(s.out().lines()).as("stdout holds the report only").hasSize(1).noneMatch(l -> l.startsWith("strata "));
+        assertThat(s.log().lines()).as("progress goes to stderr, one format").isNotEmpty()
+                .allMatch(l -> l.startsWith("strata model: writing weights: ")).anyMatch(l -> l.contains("100%"));
         assertThat(Files.exists(m.resolve("model.safetensors.index.json"))).isTrue();
         CliRun i = run("model", "inspect", m.toString());
         assertThat(i.status()).as(i.err()).isZero();

@@ -12,7 +12,7 @@ class PeerTraceCommandTest {
     @TempDir
     Path dir;
 
-    private static final String[] SMALL = {"--peers", "5", "--capacity", "24GiB", "--duration", "1800", "--step", "3",
+    private static final String[] SMALL = {"--peers", "5", "--device-capacity", "24GiB", "--duration", "1800", "--step", "3",
             "--diurnal-period", "600", "--reclaims-per-hour", "8", "--reclaim-hold", "120", "--seed", "11"};
 
     private static String[] generate(Path out, String... knobs) {
@@ -34,7 +34,7 @@ class PeerTraceCommandTest {
         assertThat(trace.peers()).containsExactly("gpu0", "gpu1", "gpu2", "gpu3", "gpu4");
         assertThat(trace.duration()).isEqualTo(1800);
 
-        CliRun s = CliRun.of("trace", "peers", "stats", out.toString(), "--capacity", "24GiB");
+        CliRun s = CliRun.of("trace", "peers", "stats", out.toString(), "--device-capacity", "24GiB");
         assertThat(s.status()).as(s.err()).isZero();
         assertThat(s.out()).contains("5 peers, 3005 samples, 1800.0 s").contains("of 24 GiB: mean utilisation 0.4")
                 .contains("reclaims (falls >= 2.40 GiB in one step)").contains("gpu4");
@@ -52,9 +52,12 @@ class PeerTraceCommandTest {
         CliRun knob = CliRun.of(generate(dir.resolve("x.jsonl"), "--mean-utilisation", "1.5"));
         assertThat(knob.status()).isEqualTo(2);
         assertThat(knob.err().strip()).isEqualTo("strata: mean utilisation must be in (0, 1), got 1.5");
-        CliRun size = CliRun.of(generate(dir.resolve("y.jsonl"), "--capacity", "lots"));
+        CliRun size = CliRun.of(generate(dir.resolve("y.jsonl"), "--device-capacity", "lots"));
         assertThat(size.status()).isEqualTo(2);
-        assertThat(size.err()).contains("not a size: 'lots'");
+        assertThat(size.err()).contains("--device-capacity: not a size: 'lots'");
+        CliRun old = CliRun.of(generate(dir.resolve("z.jsonl"), "--capacity", "24GiB")); // strata node's pool capacity
+        assertThat(old.status()).isEqualTo(2);
+        assertThat(old.err()).contains("Unknown option").contains("'--capacity'");
 
         Path bad = dir.resolve("bad.jsonl");
         Files.writeString(bad, "{\"t\": 0, \"peer\": \"gpu0\", \"free\": 10}\n{\"t\": 1, \"peer\": \"gpu0\", \"free\": -10}\n");

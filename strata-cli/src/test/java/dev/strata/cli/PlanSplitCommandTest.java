@@ -74,8 +74,8 @@ class PlanSplitCommandTest {
 
     @Test
     void printsTheChosenSplitBesideTheOracleAndTheFixedSplits() throws Exception {
-        CliRun r = run("plan-split", "--routing-trace", routingTrace().toString(), "--trace", kvTrace().toString(), "--budget", "9GiB",
-                "--expert-bytes", "12MiB", "--kv-block-bytes", "24MiB", "--link-bandwidth", "25", "--recompute-us-per-token", "40",
+        CliRun r = run("plan-split", "--routing-trace", routingTrace().toString(), "--trace", kvTrace().toString(), "--split-budget", "9GiB",
+                "--expert-bytes", "12MiB", "--kv-block-bytes", "24MiB", "--host-link", "25GB/s", "--recompute-us-per-token", "40",
                 "--concurrency", "2", "--show-grid");
         assertThat(r.err()).isEmpty();
         assertThat(r.status()).isZero();
@@ -98,23 +98,39 @@ class PlanSplitCommandTest {
                 {"timestamp": 0, "input_length": 1024, "output_length": 4, "hash_ids": [1, 2]}
                 {"timestamp": 9, "input_length": 1024, "output_length": 4, "hash_ids": [3, "four"]}
                 """);
-        CliRun bad = run("plan-split", "--routing-trace", routing.toString(), "--trace", broken.toString(), "--budget", "9GiB");
+        CliRun bad = run("plan-split", "--routing-trace", routing.toString(), "--trace", broken.toString(), "--split-budget", "9GiB");
         assertThat(bad.status()).isEqualTo(2);
         assertThat(bad.err().strip()).startsWith("strata: ").contains("broken.jsonl:2").contains("hash_ids[1]").contains("four").doesNotContain("\n");
-        CliRun size = run("plan-split", "--routing-trace", routing.toString(), "--trace", kv.toString(), "--budget", "lots");
+        CliRun size = run("plan-split", "--routing-trace", routing.toString(), "--trace", kv.toString(), "--split-budget", "lots");
         assertThat(size.status()).isEqualTo(2);
-        assertThat(size.err().strip()).isEqualTo("strata: --budget: not a size: 'lots' (expected e.g. 4096, 64KiB, 8GiB, 2GB)");
-        CliRun tiny = run("plan-split", "--routing-trace", routing.toString(), "--trace", kv.toString(), "--budget", "64MiB");
+        assertThat(size.err().strip()).isEqualTo("strata: --split-budget: not a size: 'lots' (expected e.g. 4096, 64KiB, 8GiB, 2GB)");
+        CliRun tiny = run("plan-split", "--routing-trace", routing.toString(), "--trace", kv.toString(), "--split-budget", "64MiB");
         assertThat(tiny.status()).isEqualTo(2);
         assertThat(tiny.err()).startsWith("strata: budget of 67108864 bytes cannot hold the KV floor");
-        CliRun missing = run("plan-split", "--routing-trace", dir.resolve("nope.trace").toString(), "--trace", kv.toString(), "--budget", "9GiB");
+        CliRun missing = run("plan-split", "--routing-trace", dir.resolve("nope.trace").toString(), "--trace", kv.toString(), "--split-budget", "9GiB");
         assertThat(missing.status()).isEqualTo(2);
         assertThat(missing.err().strip()).startsWith("strata: routing trace file not found");
         Path garbage = dir.resolve("garbage.trace");
         Files.write(garbage, new byte[] {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20});
-        CliRun corrupt = run("plan-split", "--routing-trace", garbage.toString(), "--trace", kv.toString(), "--budget", "9GiB");
+        CliRun corrupt = run("plan-split", "--routing-trace", garbage.toString(), "--trace", kv.toString(), "--split-budget", "9GiB");
         assertThat(corrupt.status()).isEqualTo(2);
         assertThat(corrupt.err()).startsWith("strata: ").contains("garbage.trace");
+    }
+
+    /** --budget is the peer agent's lending budget, --block-tokens the KV cache's block: plan-split refuses both by name. */
+    @Test
+    void oldSpellingsAreRefused() throws Exception {
+        String routing = routingTrace().toString();
+        String kv = kvTrace().toString();
+        for (String[] old : new String[][] {{"--block-tokens", "512"}, {"--link-bandwidth", "25"}, {"--min-cap", "2"}}) {
+            CliRun r = run("plan-split", "--routing-trace", routing, "--trace", kv, "--split-budget", "9GiB", old[0], old[1]);
+            assertThat(r.status()).as(old[0]).isEqualTo(2);
+            assertThat(r.err()).contains("Unknown option").contains("'" + old[0] + "'");
+            assertThat(r.out()).isEmpty();
+        }
+        CliRun budget = run("plan-split", "--routing-trace", routing, "--trace", kv, "--budget", "9GiB");
+        assertThat(budget.status()).isEqualTo(2);
+        assertThat(budget.err()).as("picocli names the required spelling first").contains("Missing required option: '--split-budget=SIZE'");
     }
 
     private static String line(String text, String prefix) {

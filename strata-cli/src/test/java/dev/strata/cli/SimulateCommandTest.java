@@ -45,6 +45,22 @@ class SimulateCommandTest {
     }
 
     @Test
+    void theTracesBlockSizeIsTraceBlockTokensAndTheCacheFlagIsRefused() throws IOException {
+        CliRun r = run("simulate", "kv", "--trace", trace().toString(), "--trace-block-tokens", "512", "--policy", "lru");
+        assertThat(r.status()).as(r.err()).isZero();
+        assertThat(r.out()).contains("block 512 tokens x 128KiB/token = 64 MiB");
+        CliRun other = run("simulate", "kv", "--trace", trace().toString(), "--trace-block-tokens", "256", "--policy", "lru");
+        assertThat(other.status()).as("the trace's hash_ids are blocks of 512 tokens").isEqualTo(2);
+        assertThat(other.err()).contains("spans 6 blocks of 256 tokens");
+        CliRun zero = run("simulate", "kv", "--trace", trace().toString(), "--trace-block-tokens", "0");
+        assertThat(zero.status()).isEqualTo(2);
+        assertThat(zero.err().strip()).isEqualTo("strata: --trace-block-tokens must be positive, got 0");
+        CliRun old = run("simulate", "kv", "--trace", trace().toString(), "--block-tokens", "512");
+        assertThat(old.status()).isEqualTo(2);
+        assertThat(old.err()).contains("Unknown option").contains("'--block-tokens'");
+    }
+
+    @Test
     void aBadTraceLineOrArgumentEndsWithOneLineAndStatus2() throws IOException {
         Path bad = dir.resolve("bad.jsonl");
         Files.writeString(bad, "{\"timestamp\": 0, \"input_length\": 1500, \"output_length\": 9, \"hash_ids\": [1, 2, 3]}\n"

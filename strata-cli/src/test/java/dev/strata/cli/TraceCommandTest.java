@@ -51,6 +51,17 @@ class TraceCommandTest {
     }
 
     @Test
+    void theHeadersModelIsNamedByModelId() throws Exception {
+        Path bin = dir.resolve("named.strace");
+        CliRun g = run(with(new String[] {"trace", "generate", "--out", bin.toString(), "--model-id", "qwen3-test"}, SMALL));
+        assertThat(g.status()).as(g.err()).isZero();
+        assertThat(run("trace", "stats", bin.toString()).out()).contains("model 'qwen3-test'");
+        CliRun old = run(with(new String[] {"trace", "generate", "--out", dir.resolve("old.strace").toString(), "--model", "x"}, SMALL));
+        assertThat(old.status()).as("--model is a model directory in serve").isEqualTo(2);
+        assertThat(old.err()).contains("Unknown option").contains("'--model'");
+    }
+
+    @Test
     void badInputEndsWithOneLineAndStatus2() throws Exception {
         CliRun knob = run(with(new String[] {"trace", "generate", "--out", dir.resolve("x").toString(), "--skew", "-1"}, SMALL));
         assertThat(knob.status()).isEqualTo(2);

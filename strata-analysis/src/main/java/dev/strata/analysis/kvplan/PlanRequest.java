@@ -45,17 +45,17 @@ public record PlanRequest(ModelSpec model, int tp, KvDtype kvDtype, int blockTok
      */
     public PlanRequest {
         if (model == null) {
-            throw new IllegalArgumentException("a model must be given (--preset NAME or --config FILE)");
+            throw new IllegalArgumentException("a model must be given (--preset NAME, --model DIR or --model-config FILE)");
         }
         positive("tensor-parallel degree (--tp)", tp);
         positive("block tokens (--block-tokens)", blockTokens);
-        positive("sequence tokens (--seq-tokens)", seqTokens);
-        positive("device memory (--device)", deviceBytes);
+        positive("context tokens (--context-tokens)", seqTokens);
+        positive("device memory (--device-capacity)", deviceBytes);
         notNegative("weights per device (--weights-per-device)", weightsPerDevice);
         notNegative("overhead (--overhead)", overheadBytes);
-        notNegative("host memory (--host)", hostBytes);
-        notNegative("pool memory (--pool)", poolBytes);
-        notNegative("disk (--disk)", diskBytes);
+        notNegative("host memory (--host-kv)", hostBytes);
+        notNegative("pool memory (--pool-capacity)", poolBytes);
+        notNegative("disk (--disk-kv-size)", diskBytes);
         positive("decode step (--decode-step)", decodeStepNanos);
         positive("host link (--host-link)", hostLinkBytesPerSecond);
         positive("pool link (--pool-link)", poolLinkBytesPerSecond);

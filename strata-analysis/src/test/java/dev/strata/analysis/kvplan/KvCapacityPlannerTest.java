@@ -193,11 +193,11 @@ class KvCapacityPlannerTest {
         assertThat(PlanUnits.bytesPerSecond("--host-link", "24GB/s")).isEqualTo(24 * GB);
         assertThat(PlanUnits.bytesPerSecond("--host-link", "1GiB/s")).isEqualTo(1L << 30);
         assertThat(PlanUnits.bytesPerSecond("--host-link", "7GB")).isEqualTo(7 * GB);
-        assertThat(PlanUnits.size("--device", "80GB")).isEqualTo(80 * GB); // decimal, as the seed counts
+        assertThat(PlanUnits.size("--device-capacity", "80GB")).isEqualTo(80 * GB); // decimal, as the seed counts
         assertThatThrownBy(() -> PlanUnits.durationNanos("--decode-step", "15")).hasMessageContaining("--decode-step")
                 .hasMessageContaining("'15'");
         assertThatThrownBy(() -> PlanUnits.bytesPerSecond("--disk-link", "fast")).hasMessageContaining("--disk-link")
                 .hasMessageContaining("'fast'");
-        assertThatThrownBy(() -> PlanUnits.size("--host", "lots")).hasMessageContaining("--host").hasMessageContaining("'lots'");
+        assertThatThrownBy(() -> PlanUnits.size("--host-kv", "lots")).hasMessageContaining("--host-kv").hasMessageContaining("'lots'");
     }
 }

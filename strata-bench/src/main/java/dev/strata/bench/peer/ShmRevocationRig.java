@@ -1,6 +1,7 @@
 package dev.strata.bench.peer;
 
 import dev.strata.cache.peer.PeerClient;
+import dev.strata.memory.log.Log;
 import dev.strata.node.peer.FileDemand;
 import dev.strata.node.peer.LendingStats;
 import dev.strata.node.peer.PeerAgent;
@@ -144,6 +145,7 @@ public final class ShmRevocationRig implements RevocationRig {
 
     /** The agent JVM: {@code FILE BUDGET REGION DEMAND_FILE TICK_NANOS}; runs until its standard input ends. */
     public static void main(String[] args) throws IOException {
+        Log.useForJavaLogging();
         PeerAgentConfig config = PeerAgentConfig.builder().file(Path.of(args[0])).budget(Long.parseLong(args[1]))
                 .regionSize(Long.parseLong(args[2])).demand(new FileDemand(Path.of(args[3])))
                 .tick(Duration.ofNanos(Long.parseLong(args[4]))).stampReclaimed(false).conclude();

@@ -44,7 +44,7 @@ public final class MemoryAudit {
         if (HOOK_INSTALLED.compareAndSet(false, true)) {
             Runtime.getRuntime().addShutdownHook(Thread.ofPlatform().name("strata-memory-audit").unstarted(() -> {
                 if (!LIVE.isEmpty()) {
-                    System.err.println(report());
+                    dev.strata.memory.log.Log.warn("memory-audit", report());
                 }
             }));
         }
