@@ -54,17 +54,16 @@ import picocli.CommandLine.Option;
  * <p>Design note (cleanup): the children and the pool's directory are registered with one
  * idempotent cleanup that runs in a {@code finally}, and from a shutdown hook on Ctrl-C or
  * SIGTERM; each child is also told this process's pid and ends itself when this process dies. The
- * pool, the node's RPC region, its lock file and the peer agent's lending and demand files live in
- * one directory {@code /dev/shm/strata-demo-<pid>} with the instances' DISK KV tiers, removed at the end; directories of earlier runs whose process
- * is gone are removed at start.
+ * pool, the node's RPC region, its lock file, the peer agent's lending and demand files and the
+ * instances' DISK KV tiers live in one directory {@code /dev/shm/strata-demo-<pid>}, removed at the
+ * end; directories of earlier runs whose process is gone are removed at start.
  *
  * <p>Threads: picocli's thread runs the demo; the shutdown hook may run the cleanup concurrently.
  */
 @Command(name = "demo", mixinStandardHelpOptions = true, sortOptions = false,
         description = {"Runs Strata end to end: strata node over a shared pool, two strata serve instances attached to it,",
-                "multi-turn chat sessions replayed across both, and a report of KV hits per tier (DEVICE, HOST, DISK, pool,",
-                "PEER), TTFT cold and warm,",
-                "decode speed, expert hits and a byte-for-byte check against an unpaged run."})
+                "multi-turn chat sessions replayed across both, and a report of KV hits per tier (DEVICE, HOST, DISK, pool, PEER),",
+                "TTFT cold and warm, decode speed, expert hits and a byte-for-byte check against an unpaged run."})
 final class DemoCommand implements Callable<Integer> {
     private static final Pattern NODE_READY = Pattern.compile("strata node ready");
     private static final Pattern PEER_READY = Pattern.compile("strata peer ready");

@@ -195,10 +195,13 @@ final class DemoReport {
         }
         if (hostKvBytes == 0) {
             why.add("HOST: no HOST KV tier in this run (--host-kv 0), so evicted blocks are not kept by the instance");
+        } else if (b[1] == 0 && b[2] > 0) {
+            why.add("HOST 0.0%: every block asked for again" + (peer ? " and not still on the peer" : "")
+                    + " had already moved on from HOST to DISK; raise --host-kv (now " + dev.strata.memory.Sizes.format(hostKvBytes)
+                    + ") to see it");
         } else if (b[1] == 0) {
-            why.add("HOST 0.0%: no block asked for again had its top copy in HOST: each was still in DEVICE" + (peer ? " or on the peer" : "")
-                    + (b[2] > 0 ? ", or had moved on to DISK (raise --host-kv to keep it)" : ", or was found in the pool first")
-                    + "; lower --kv-blocks (now " + deviceKvBlocks + ") or raise --turns to see it");
+            why.add("HOST 0.0%: every block asked for again was still in DEVICE" + (peer ? " or on the peer" : "")
+                    + ", or found in the pool first; lower --kv-blocks (now " + deviceKvBlocks + ") or raise --turns to see it");
         }
         if (diskKvBytes == 0) {
             why.add("DISK: no DISK KV tier in this run (--disk-kv 0)");

@@ -69,7 +69,7 @@ class DemoCommandTest {
         assertThat(both.get("host").asDouble()).isZero();
         assertThat(both.get("disk").asDouble()).isZero();
         assertThat(run.out()).contains("    PEER: no strata peer agent in this run (--no-peer)")
-                .contains("    HOST 0.0%: no block asked for again had its top copy in HOST")
+                .contains("    HOST 0.0%: every block asked for again was still in DEVICE, or found in the pool first; lower --kv-blocks (now 48)")
                 .contains("    DISK 0.0%: every block asked for again was still in DEVICE, in HOST or found in the pool first");
         assertThat(r.get("empty_columns")).hasSize(3);
     }
