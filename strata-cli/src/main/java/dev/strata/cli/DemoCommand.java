@@ -30,15 +30,18 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import java.util.stream.Stream;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
 /**
  * {@code strata demo}: the whole system on one machine in about a minute. Makes the demo model if
  * needed, starts {@code strata node} over a pool file in {@code /dev/shm} and two
- * {@code strata serve} instances attached to it (all three child JVMs), replays multi-turn chat
+ * {@code strata serve} instances attached to it (all three child JVMs; each instance with a KV chain
+ * of DEVICE slots, PEER, HOST and a DISK tier in the demo's directory), replays multi-turn chat
  * sessions over HTTP with turns of each session alternating between the instances, replays the
  * same prompts through an unpaged in-process engine, and prints what happened: prefix KV blocks
- * found per tier, TTFT cold and warm (including blocks the other instance wrote), decode speed,
+ * found per tier (the default sizes make every tier serve some; a column left empty gets one line
+ * saying why), TTFT cold and warm (including blocks the other instance wrote), decode speed,
  * the expert hit rate under a cap smaller than the experts, and whether every output was
  * byte-identical. With {@code --peer} it also starts a {@code strata peer} agent that both
  * instances borrow from (KV blocks on a PEER tier above HOST, experts placed by the rebalancer);
@@ -46,21 +49,22 @@ import picocli.CommandLine.Option;
  * memory back, and the report adds the KV blocks and expert fetches served from the peer, the bytes
  * kept off the host link and the revocations seen. Exits 0 when every output matched, 1 if one
  * differed, 2 on bad arguments or a failure (a child that did not start, a request that failed),
- * after cleaning up.
+ * after cleaning up. {@code -c FILE} and {@code --set key=value} are handed to every child before
+ * the demo's own flags, which as shorthands are applied after them.
  *
  * <p>Design note (cleanup): the children and the pool's directory are registered with one
  * idempotent cleanup that runs in a {@code finally}, and from a shutdown hook on Ctrl-C or
  * SIGTERM; each child is also told this process's pid and ends itself when this process dies. The
- * pool, the node's RPC region, its lock file and the peer agent's lending and demand files live in
- * one directory {@code /dev/shm/strata-demo-<pid>}, removed at the end; directories of earlier runs whose process
- * is gone are removed at start.
+ * pool, the node's RPC region, its lock file, the peer agent's lending and demand files and the
+ * instances' DISK KV tiers live in one directory {@code /dev/shm/strata-demo-<pid>}, removed at the
+ * end; directories of earlier runs whose process is gone are removed at start.
  *
  * <p>Threads: picocli's thread runs the demo; the shutdown hook may run the cleanup concurrently.
  */
 @Command(name = "demo", mixinStandardHelpOptions = true, sortOptions = false,
         description = {"Runs Strata end to end: strata node over a shared pool, two strata serve instances attached to it,",
-                "multi-turn chat sessions replayed across both, and a report of KV hits per tier, TTFT cold and warm,",
-                "decode speed, expert hits and a byte-for-byte check against an unpaged run."})
+                "multi-turn chat sessions replayed across both, and a report of KV hits per tier (DEVICE, HOST, DISK, pool, PEER),",
+                "TTFT cold and warm, decode speed, expert hits and a byte-for-byte check against an unpaged run."})
 final class DemoCommand implements Callable<Integer> {
     private static final Pattern NODE_READY = Pattern.compile("strata node ready");
     private static final Pattern PEER_READY = Pattern.compile("strata peer ready");
@@ -71,15 +75,17 @@ final class DemoCommand implements Callable<Integer> {
     @Option(names = "--sessions", description = "chat sessions (default: ${DEFAULT-VALUE})")
     int sessions = 4;
     @Option(names = "--turns", description = "turns per session (default: ${DEFAULT-VALUE})")
-    int turns = 4;
+    int turns = 5;
     @Option(names = "--max-tokens", description = "tokens generated per turn (default: ${DEFAULT-VALUE})")
     int maxTokens = 16;
     @Option(names = "--expert-cap", description = "expert slots per MoE layer of each instance (the model has 32 experts) (default: ${DEFAULT-VALUE})")
     int expertCap = 16;
     @Option(names = "--kv-blocks", description = "DEVICE KV blocks of 16 tokens per instance (default: ${DEFAULT-VALUE})")
-    int kvBlocks = 48;
+    int kvBlocks = 58;
     @Option(names = "--host-kv", paramLabel = "SIZE", description = "HOST KV tier per instance (default: ${DEFAULT-VALUE})")
-    String hostKv = "64MiB";
+    String hostKv = "512KiB";
+    @Option(names = "--disk-kv", paramLabel = "SIZE", description = "DISK KV tier per instance, below HOST, in the demo's directory; 0: none (default: ${DEFAULT-VALUE})")
+    String diskKv = "64MiB";
     @Option(names = "--pool-capacity", paramLabel = "SIZE", description = "the shared pool's capacity (default: ${DEFAULT-VALUE})")
     String poolCapacity = "256MiB";
     @Option(names = "--threads", description = "kernel threads per instance (default: ${DEFAULT-VALUE})")
@@ -98,8 +104,13 @@ final class DemoCommand implements Callable<Integer> {
     boolean peer;
     @Option(names = "--peer-budget", paramLabel = "SIZE", description = "bytes the peer agent lends (default: ${DEFAULT-VALUE})")
     String peerBudget = "64MiB";
+    @Option(names = "--peer-kv", paramLabel = "SIZE", description = "PEER KV tier per instance, above HOST, on the peer's memory (default: ${DEFAULT-VALUE})")
+    String peerKv = "2MiB";
     @Option(names = "--peer-durability", paramLabel = "MODE", description = "KV blocks on the peer: lossy or backed (default: ${DEFAULT-VALUE})")
     String peerDurability = "lossy";
+
+    @Mixin
+    ConfigOptions config = new ConfigOptions();
 
     private final List<ChildProcess> children = new ArrayList<>(); // guarded by this
     private Path workDir;
@@ -172,16 +183,45 @@ final class DemoCommand implements Callable<Integer> {
         if (!peerDurability.equalsIgnoreCase("lossy") && !peerDurability.equalsIgnoreCase("backed")) {
             throw new IllegalArgumentException("--peer-durability must be lossy or backed, got '" + peerDurability + "'");
         }
-        for (String[] v : new String[][] {{"--host-kv", hostKv}, {"--pool-capacity", poolCapacity}, {"--peer-budget", peerBudget}}) {
+        for (String[] v : new String[][] {{"--host-kv", hostKv}, {"--disk-kv", diskKv}, {"--pool-capacity", poolCapacity},
+                {"--peer-budget", peerBudget}, {"--peer-kv", peerKv}}) {
             try {
                 Sizes.parse(v[1]);
             } catch (IllegalArgumentException e) {
                 throw new IllegalArgumentException(v[0] + ": " + e.getMessage(), e);
             }
         }
+        if (Sizes.parse(diskKv) > 0 && Sizes.parse(hostKv) == 0) {
+            throw new IllegalArgumentException("--disk-kv " + diskKv + " needs a HOST KV tier above it (--host-kv is " + hostKv + ")");
+        }
+        if (peer && Sizes.parse(peerKv) > 0 && Sizes.parse(hostKv) == 0) {
+            throw new IllegalArgumentException("--peer-kv " + peerKv + " needs a HOST KV tier below it (--host-kv is " + hostKv
+                    + "); give --host-kv SIZE or --peer-kv 0");
+        }
         if (!Files.isDirectory(shm)) {
             throw new IllegalArgumentException("--shm " + shm + " is not a directory");
         }
+        if (config.file != null && !Files.isRegularFile(config.file)) {
+            throw new IllegalArgumentException("-c " + config.file + ": no such file");
+        }
+        config.load(ServeFlags.DEFAULTS, new Shorthands()); // a bad file or setting ends the demo before any child starts
+    }
+
+    /**
+     * The arguments of one child: its subcommand, then the user's configuration file and
+     * {@code --set} settings (every child reads the same configuration), then the demo's own
+     * flags, which as shorthands are applied after the file and the settings.
+     */
+    private List<String> childArgs(String command, List<String> flags) {
+        List<String> args = new ArrayList<>(List.of(command));
+        if (config.file != null) {
+            args.addAll(List.of("-c", config.file.toAbsolutePath().toString()));
+        }
+        for (String setting : config.settings) {
+            args.addAll(List.of("--set", setting));
+        }
+        args.addAll(flags);
+        return args;
     }
 
     private static void progress(String message) {
@@ -193,12 +233,12 @@ final class DemoCommand implements Callable<Integer> {
         long self = ProcessHandle.current().pid();
         Path pool = workDir.resolve("kv.pool");
         Path rpc = workDir.resolve("node.rpc");
-        ModelConfig config = ModelConfig.read(dir);
+        ModelConfig modelConfig = ModelConfig.read(dir);
         String fingerprint = ServeEngine.fingerprint(dir, BLOCK_TOKENS).toString();
         progress("starting strata node over " + pool);
-        ChildProcess node = launch("strata node", List.of("node", "--pool", pool.toString(), "--pool-name", "demo", "--rpc",
+        ChildProcess node = launch("strata node", childArgs("node", List.of("--pool", pool.toString(), "--pool-name", "demo", "--rpc",
                 rpc.toString(), "--pool-capacity", poolCapacity, "--model-fingerprint", fingerprint, "--hash-version",
-                Integer.toString(PrefixHasher.VERSION), "--channels", "4", "--exit-with", Long.toString(self)));
+                Integer.toString(PrefixHasher.VERSION), "--channels", "4", "--exit-with", Long.toString(self))));
         node.awaitLine(NODE_READY, 60_000);
         progress("strata node ready (pid " + node.pid() + ")");
         report.nodePid = node.pid();
@@ -209,26 +249,29 @@ final class DemoCommand implements Callable<Integer> {
         if (peer) {
             writeDemand(demandFile, 0);
             progress("starting strata peer lending " + Sizes.format(budget) + " from " + lendFile);
-            ChildProcess agent = launch("strata peer", List.of("peer", "--file", lendFile.toString(), "--budget", Long.toString(budget),
-                    "--region", "1MiB", "--demand", "file:" + demandFile, "--grace-ms", "1000", "--exit-with", Long.toString(self)));
+            ChildProcess agent = launch("strata peer", childArgs("peer", List.of("--file", lendFile.toString(), "--budget", Long.toString(budget),
+                    "--region", "1MiB", "--demand", "file:" + demandFile, "--grace-ms", "1000", "--exit-with", Long.toString(self))));
             agent.awaitLine(PEER_READY, 60_000);
             progress("strata peer ready (pid " + agent.pid() + ")");
             report.peerPid = agent.pid();
             String share = Long.toString(Math.max(1L << 20, budget / 4));
-            peerArgs = List.of("--peer", lendFile.toString(), "--peer-kv", share, "--peer-experts", share, "--peer-durability",
+            peerArgs = List.of("--peer", lendFile.toString(), "--peer-kv", peerKv, "--peer-experts", share, "--peer-durability",
                     peerDurability.toLowerCase(Locale.ROOT), "--rebalance-ms", "100");
         }
         String[] bases = new String[2];
         ChildProcess[] instances = new ChildProcess[2];
         for (int i = 0; i < 2; i++) {
             progress("starting engine instance " + report.instanceNames[i]);
-            List<String> args = new ArrayList<>(List.of("serve", "--model", dir.toString(), "--model-id",
+            List<String> args = new ArrayList<>(List.of("--model", dir.toString(), "--model-id",
                     MODEL_ID, "--port", "0", "--threads", Integer.toString(threads), "--kv-blocks", Integer.toString(kvBlocks),
                     "--block-tokens", Integer.toString(BLOCK_TOKENS), "--expert-cap", Integer.toString(expertCap), "--host-kv", hostKv,
                     "--pool", pool.toString(), "--pool-name", "demo", "--rpc", rpc.toString(), "--node-access", "DAEMON",
                     "--exit-with", Long.toString(self)));
+            if (Sizes.parse(diskKv) > 0) {
+                args.addAll(List.of("--disk-kv", workDir.resolve("disk-" + report.instanceNames[i]).toString(), "--disk-kv-size", diskKv));
+            }
             args.addAll(peerArgs);
-            instances[i] = launch("strata serve " + report.instanceNames[i], args);
+            instances[i] = launch("strata serve " + report.instanceNames[i], childArgs("serve", args));
         }
         for (int i = 0; i < 2; i++) {
             Matcher m = instances[i].awaitLine(SERVING, 120_000);
@@ -237,13 +280,18 @@ final class DemoCommand implements Callable<Integer> {
             progress("engine instance " + report.instanceNames[i] + " ready at " + bases[i] + " (pid " + instances[i].pid() + ")");
         }
         report.setup = String.format(Locale.ROOT, "model %s (%s, %d layers, %d experts, top-%d); per instance: %d expert slots per layer, "
-                        + "%d DEVICE KV blocks of %d tokens, %s HOST KV; pool %s",
-                dir.getFileName(), config.family().cliName(), config.numHiddenLayers(), config.numExperts(), config.numExpertsPerTok(),
-                expertCap, kvBlocks, BLOCK_TOKENS, hostKv, poolCapacity)
-                + (peer ? String.format(Locale.ROOT, "; strata peer lending %s, PEER KV (%s) and expert copies up to %s each",
-                Sizes.format(budget), peerDurability.toLowerCase(Locale.ROOT), Sizes.format(Math.max(1L << 20, budget / 4))) : "");
+                        + "%d DEVICE KV blocks of %d tokens, %s HOST KV, %s DISK KV; pool %s",
+                dir.getFileName(), modelConfig.family().cliName(), modelConfig.numHiddenLayers(), modelConfig.numExperts(),
+                modelConfig.numExpertsPerTok(), expertCap, kvBlocks, BLOCK_TOKENS, hostKv, Sizes.parse(diskKv) > 0 ? diskKv : "no", poolCapacity)
+                + (peer ? String.format(Locale.ROOT, "; strata peer lending %s, %s PEER KV (%s) and expert copies up to %s per instance",
+                Sizes.format(budget), peerKv, peerDurability.toLowerCase(Locale.ROOT), Sizes.format(Math.max(1L << 20, budget / 4))) : "")
+                + (config.file != null || !config.settings.isEmpty() ? "; over " + configDescription() : "");
         report.peer = peer;
-        report.kvBlockBytes = ModelRunner.kvGeometry(config, BLOCK_TOKENS).bytesPerBlock();
+        report.deviceKvBlocks = kvBlocks;
+        report.hostKvBytes = Sizes.parse(hostKv);
+        report.diskKvBytes = Sizes.parse(diskKv);
+        report.peerKvBytes = peer ? Sizes.parse(peerKv) : 0;
+        report.kvBlockBytes = ModelRunner.kvGeometry(modelConfig, BLOCK_TOKENS).bytesPerBlock();
 
         DemoClient client = new DemoClient();
         DemoSessions text = new DemoSessions();
@@ -293,6 +341,16 @@ final class DemoCommand implements Callable<Integer> {
             }
         }
         histories.clear();
+    }
+
+    /** The user's configuration as given: "-c FILE" and the --set settings. */
+    private String configDescription() {
+        List<String> parts = new ArrayList<>();
+        if (config.file != null) {
+            parts.add("-c " + config.file);
+        }
+        config.settings.forEach(setting -> parts.add("--set " + setting));
+        return String.join(" ", parts);
     }
 
     /** The sum of the samples of family {@code name} whose labels contain {@code label} (e.g. {@code source="peer"}). */

@@ -96,6 +96,10 @@ final class DemoReport {
     long peerPid;
     long kvBlockBytes; // bytes of one KV block (all layers, K and V)
     int reclaimedAfterTurn; // the peer's demand rose after this many turns of each session (0: never)
+    int deviceKvBlocks; // DEVICE KV blocks per instance (--kv-blocks)
+    long hostKvBytes; // HOST KV tier per instance (0: none)
+    long diskKvBytes; // DISK KV tier per instance (0: none)
+    long peerKvBytes; // PEER KV tier per instance (0: none; only with a peer)
     final double[] expertFromPeer = new double[2]; // pager misses served from peer copies, per instance, over the replay
     final double[] expertBytesFromPeer = new double[2]; // their bytes
     final double[] revocations = new double[2]; // leases the peer took back from each instance (any reason)
@@ -174,6 +178,57 @@ final class DemoReport {
         return b;
     }
 
+    /**
+     * One line for each column of the KV table that is empty over both instances (and for PEER
+     * when no peer ran), saying why and which flag would fill it; empty when every column served
+     * blocks.
+     */
+    List<String> emptyColumns() {
+        double[] b = kvBlocks(-1);
+        List<String> why = new ArrayList<>();
+        if (replay().isEmpty()) {
+            return why;
+        }
+        if (b[0] == 0) {
+            why.add("DEVICE 0.0%: no prefix block was still in a DEVICE slot when a turn asked for it; raise --kv-blocks (now "
+                    + deviceKvBlocks + ") to see it");
+        }
+        if (hostKvBytes == 0) {
+            why.add("HOST: no HOST KV tier in this run (--host-kv 0), so evicted blocks are not kept by the instance");
+        } else if (b[1] == 0 && b[2] > 0) {
+            why.add("HOST 0.0%: every block asked for again" + (peer ? " and not still on the peer" : "")
+                    + " had already moved on from HOST to DISK; raise --host-kv (now " + dev.strata.memory.Sizes.format(hostKvBytes)
+                    + ") to see it");
+        } else if (b[1] == 0) {
+            why.add("HOST 0.0%: every block asked for again was still in DEVICE" + (peer ? " or on the peer" : "")
+                    + ", or found in the pool first; lower --kv-blocks (now " + deviceKvBlocks + ") or raise --turns to see it");
+        }
+        if (diskKvBytes == 0) {
+            why.add("DISK: no DISK KV tier in this run (--disk-kv 0)");
+        } else if (b[2] == 0) {
+            why.add("DISK 0.0%: every block asked for again was still in DEVICE, " + (peer ? "on the peer, " : "")
+                    + "in HOST or found in the pool first; lower --host-kv (now " + dev.strata.memory.Sizes.format(hostKvBytes)
+                    + ") or raise --turns to see it");
+        }
+        if (b[3] == 0) {
+            why.add("POOL 0.0%: no turn found blocks the other instance wrote before its own tiers ran out; a session's turns alternate "
+                    + "between the instances, so raise --turns (now " + turnsPerSession + ") to 2 or more to see it");
+        }
+        if (b[4] == 0) {
+            why.add("computed 0.0%: every prompt block was found cached");
+        }
+        if (!peer) {
+            why.add("PEER: no strata peer agent in this run (--no-peer), so no instance borrows memory");
+        } else if (peerKvBytes == 0) {
+            why.add("PEER: no PEER KV tier in this run (--peer-kv 0); the peer lends for expert copies only");
+        } else if (b[5] == 0) {
+            why.add("PEER 0.0%: no block asked for again was still on the peer: each was still in DEVICE, had moved down to HOST"
+                    + (reclaimedAfterTurn > 0 ? ", or was lost when the peer took its memory back after turn " + reclaimedAfterTurn : "")
+                    + "; lower --kv-blocks (now " + deviceKvBlocks + ") or raise --turns to see it");
+        }
+        return why;
+    }
+
     /** KV blocks found on the peer, both instances. */
     double kvBlocksFromPeer() {
         return kvBlocks(-1)[5];
@@ -202,6 +257,9 @@ final class DemoReport {
             out.printf(Locale.ROOT, "    %-23s %6s  %6s  %6s  %22s  %10s%s%n", i < 0 ? "both instances" : "instance " + instanceNames[i],
                     pct(b[0], total), pct(b[1], total), pct(b[2], total), pct(b[3], total), pct(b[4], total),
                     peer ? String.format(Locale.ROOT, "  %8s", pct(b[5], total)) : "");
+        }
+        for (String line : emptyColumns()) {
+            out.println("    " + line);
         }
         out.println();
         out.println("  time to first token (median)              turns   prompt tokens   TTFT");
@@ -261,6 +319,8 @@ final class DemoReport {
             kv.putObject(i < 0 ? "both" : instanceNames[i]).put("device", b[0]).put("host", b[1]).put("disk", b[2]).put("pool", b[3])
                     .put("computed", b[4]).put("peer", b[5]);
         }
+        ArrayNode empty = root.putArray("empty_columns");
+        emptyColumns().forEach(empty::add);
         ObjectNode ttft = root.putObject("ttft_ms");
         for (Warmth w : Warmth.values()) {
             ttft.putObject(w.name().toLowerCase(Locale.ROOT)).put("turns", count(warmth(w))).put("median", ttftMillis(warmth(w)))

@@ -9,7 +9,12 @@ import java.util.List;
  * (the shared prefix whose KV blocks every turn of every session can reuse), and session {@code s}
  * talks about topic {@code s mod 6} of the built-in sample text, so its tokens route to that
  * topic's experts (the demo model's router is topic-clustered). User turns are sentences of the
- * topic, chosen deterministically, so two runs replay the same prompts.
+ * topic, chosen deterministically, so two runs replay the same prompts. A session's first turn
+ * carries sentences of at least {@value #FIRST_TURN_CHARS} characters together (the context the
+ * user brings), later turns one:
+ * the first turn's blocks are the session's own prefix that the instance which computed them finds
+ * again two turns later, after the turns between have pushed them out of DEVICE into its offload
+ * tiers.
  *
  * <p>Immutable; any thread.
  */
@@ -43,10 +48,26 @@ final class DemoSessions {
         return TextSample.topics().get(session % TextSample.topics().size()).name();
     }
 
-    /** The user message of {@code turn} of {@code session}: a sentence of its topic and a question. */
+    /** Characters of a session's first user message, at least (whole sentences). */
+    static final int FIRST_TURN_CHARS = 320;
+
+    /**
+     * The user message of {@code turn} of {@code session}: consecutive sentences of its topic of at
+     * least {@value #FIRST_TURN_CHARS} characters in the first turn, the next sentence in each later
+     * turn, and a question.
+     */
     String userMessage(int session, int turn) {
         List<String> list = sentences.get(session % sentences.size());
-        return list.get((turn + session / sentences.size()) % list.size()) + " Why?";
+        int next = session / sentences.size(); // sessions beyond the topics start further into the text
+        StringBuilder s = new StringBuilder();
+        int used = 0; // sentences of the first turn
+        do {
+            s.append(list.get((next + used++) % list.size())).append(' ');
+        } while (s.length() < FIRST_TURN_CHARS && used < list.size());
+        if (turn == 0) {
+            return s.append("Why?").toString();
+        }
+        return list.get((next + used - 1 + turn) % list.size()) + " Why?";
     }
 
     /**

@@ -22,10 +22,16 @@ import org.junit.jupiter.api.io.TempDir;
 /**
  * {@code strata demo} end to end with real child processes: a node daemon and two serve instances
  * over one pool in /dev/shm, a small topic-routed MoE model, a short replay. The report's facts are
- * checked from its JSON: turns loaded blocks the other instance wrote, every output matched the
- * unpaged run, and afterwards no child lives and the pool's directory is gone.
+ * checked from its JSON: turns loaded blocks the other instance wrote, every tier of the default
+ * run's shape served blocks (and a column left empty says why), every output matched the unpaged
+ * run, and afterwards no child lives and the pool's directory is gone.
  */
 class DemoCommandTest {
+    private static final String KV_BLOCKS = "--kv-blocks=50";
+    private static final String HOST_KV = "--host-kv=48KiB";
+    private static final String PEER_KV = "--peer-kv=256KiB";
+    private static final String DISK_KV = "--disk-kv=8MiB";
+
     @TempDir
     Path dir;
 
@@ -35,9 +41,13 @@ class DemoCommandTest {
         ModelSynthesizer.write(new SynthSpec(ModelFamily.QWEN3_MOE, 2, 8, 2, 64, 96, 32, 4, 2, 16, 512, DType.BF16, 11, 1, 4, false),
                 model, (d, t, b, tb) -> { });
         Path json = dir.resolve("report.json");
+        Path config = Files.writeString(dir.resolve("strata.yaml"), "store:\n  promotion: never\n");
         CliRun run = CliRun.of("demo", "--no-peer", "--model", model.toString(), "--sessions", "2", "--turns", "2", "--max-tokens", "4",
-                "--expert-cap", "4", "--kv-blocks", "48", "--host-kv", "8MiB", "--pool-capacity", "32MiB", "--report-json", json.toString());
+                "--expert-cap", "4", "--kv-blocks", "48", "--host-kv", "8MiB", "--pool-capacity", "32MiB", "--report-json", json.toString(),
+                "-c", config.toString(), "--set", "server.max-body=2MiB");
         assertThat(run.status()).as(run.out() + run.err()).isZero();
+        assertThat(run.out()).as("every child started over the user's configuration").contains("; over -c " + config
+                + " --set server.max-body=2MiB");
         assertThat(run.out()).contains("outputs byte-identical to an unpaged in-process run: yes (4 of 4 turns)");
         JsonNode r = new ObjectMapper().readTree(Files.readString(json));
         assertThat(r.get("requests").asInt()).isEqualTo(4);
@@ -54,27 +64,42 @@ class DemoCommandTest {
         }
         assertThat(Path.of(r.get("shm_dir").asText())).doesNotExist();
         assertThat(Path.of("/dev/shm", "strata-demo-" + ProcessHandle.current().pid())).doesNotExist();
+        // two turns per session: no instance asks again for a block of its own, so HOST and DISK stay empty, and say why
+        JsonNode both = r.get("kv_prefix_blocks").get("both");
+        assertThat(both.get("host").asDouble()).isZero();
+        assertThat(both.get("disk").asDouble()).isZero();
+        assertThat(run.out()).contains("    PEER: no strata peer agent in this run (--no-peer)")
+                .contains("    HOST 0.0%: every block asked for again was still in DEVICE, or found in the pool first; lower --kv-blocks (now 48)")
+                .contains("    DISK 0.0%: every block asked for again was still in DEVICE, in HOST or found in the pool first");
+        assertThat(r.get("empty_columns")).hasSize(3);
     }
 
     @Test
-    void withAPeerAgentBothInstancesBorrowItsMemoryLoseItHalfwayAndStillMatchTheUnpagedRun() throws Exception {
+    void withAPeerAgentEveryTierServesBlocksTheInstancesLoseThePeerHalfwayAndStillMatchTheUnpagedRun() throws Exception {
         Path model = dir.resolve("demo-peer-moe");
         ModelSynthesizer.write(new SynthSpec(ModelFamily.QWEN3_MOE, 2, 8, 2, 64, 96, 32, 4, 2, 16, 512, DType.BF16, 13, 1, 4, false),
                 model, (d, t, b, tb) -> { });
         Path json = dir.resolve("report-peer.json");
-        CliRun run = CliRun.of("demo", "--model", model.toString(), "--sessions", "2", "--turns", "4", "--max-tokens", "4",
-                "--expert-cap", "4", "--kv-blocks", "48", "--host-kv", "8MiB", "--pool-capacity", "32MiB", "--peer", "--peer-budget",
+        // the default run's shape (4 sessions × 5 turns, DEVICE a little above the longest conversation, small PEER and HOST
+        // tiers above a DISK tier) on a model whose KV blocks are 8 KiB
+        CliRun run = CliRun.of("demo", "--model", model.toString(), "--sessions", "4", "--turns", "5", "--max-tokens", "4",
+                "--expert-cap", "4", KV_BLOCKS, HOST_KV, PEER_KV, DISK_KV, "--pool-capacity", "32MiB", "--peer", "--peer-budget",
                 "16MiB", "--report-json", json.toString());
-        assertThat(run.status()).as(run.out() + run.err()).isZero();
-        assertThat(run.out()).contains("outputs byte-identical to an unpaged in-process run: yes (8 of 8 turns)")
+        String detail = run.out() + run.err() + (Files.exists(json) ? Files.readString(json) : "");
+        assertThat(run.status()).as(detail).isZero();
+        assertThat(run.out()).contains("outputs byte-identical to an unpaged in-process run: yes (20 of 20 turns)")
                 .contains("peer memory (strata peer, pid");
         JsonNode r = new ObjectMapper().readTree(Files.readString(json));
         assertThat(r.get("byte_identical").asBoolean()).isTrue();
+        JsonNode both = r.get("kv_prefix_blocks").get("both");
+        for (String tier : List.of("device", "host", "disk", "pool", "computed", "peer")) {
+            assertThat(both.get(tier).asDouble()).as("prefix blocks found in %s: %s", tier, detail).isPositive();
+        }
+        assertThat(r.get("empty_columns")).as(detail).isEmpty();
         JsonNode peer = r.get("peer");
-        assertThat(peer.get("reclaimed_after_turn").asInt()).isEqualTo(2);
+        assertThat(peer.get("reclaimed_after_turn").asInt()).isEqualTo(3);
         assertThat(peer.get("revocations").asDouble()).as("leases the agent took back from the instances").isPositive();
-        assertThat(peer.get("kv_blocks").asDouble() + peer.get("expert_fetches").asDouble()).as("KV blocks and experts served from the peer")
-                .isPositive();
+        assertThat(peer.get("kv_blocks").asDouble()).as("KV blocks served from the peer").isPositive();
         assertThat(peer.get("bytes_kept_off_host_link").asDouble()).isPositive();
         assertThat(peer.get("alive").asBoolean()).isTrue();
         assertThat(r.get("children_stopped").asBoolean()).isTrue();
@@ -130,5 +155,11 @@ class DemoCommandTest {
         CliRun size = CliRun.of("demo", "--host-kv", "lots", "--model", dir.toString());
         assertThat(size.status()).isEqualTo(2);
         assertThat(size.err()).contains("--host-kv").contains("lots");
+        CliRun setting = CliRun.of("demo", "--set", "store.promotion=sideways", "--model", dir.toString());
+        assertThat(setting.status()).as("a bad setting ends the demo before any child starts").isEqualTo(2);
+        assertThat(setting.err()).contains("store.promotion").contains("sideways");
+        CliRun file = CliRun.of("demo", "-c", dir.resolve("missing.yaml").toString(), "--model", dir.toString());
+        assertThat(file.status()).isEqualTo(2);
+        assertThat(file.err()).contains("missing.yaml");
     }
 }
