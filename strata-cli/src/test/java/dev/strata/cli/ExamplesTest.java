@@ -34,7 +34,8 @@ import org.junit.jupiter.api.io.TempDir;
  * The configurations in {@code examples/} start the processes they describe: each is loaded the
  * way {@code -c FILE} loads it (only the model, the ports and the file paths are moved to this
  * test's own), prompts are served, and {@code /metrics} carries the tier, link and store families
- * of every configured tier with its configured capacity.
+ * of every configured tier with its configured capacity; blocks evicted from DEVICE come back
+ * from HOST over its link.
  */
 class ExamplesTest {
     @TempDir
@@ -73,7 +74,10 @@ class ExamplesTest {
             for (int i = 0; i < 6; i++) {
                 complete(base, prompt(i, 40)); // 6 prompts of ~10 blocks each through 16 DEVICE blocks: evictions reach HOST
             }
+            complete(base, prompt(0, 40)); // the first prompt again: its blocks left DEVICE long ago and come back from the tiers
             String metrics = get(base + "/metrics");
+            assertThat(sample(metrics, "strata_kv_hits_total", "location=\"host\"")).as("prompt blocks reloaded from HOST").isPositive();
+            assertThat(sample(metrics, "strata_link_transfers_total", "source=\"host\"")).as("the HOST link carried them").isPositive();
             assertTier(metrics, "host", c.host().capacity());
             assertTier(metrics, "disk", c.disk().capacity());
             assertThat(sample(metrics, "strata_store_puts_total", "tier=\"host\"")).as("KV blocks stored in HOST").isPositive();
