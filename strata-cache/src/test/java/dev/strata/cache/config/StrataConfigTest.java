@@ -63,6 +63,15 @@ class StrataConfigTest {
                 .hasMessageContaining("'store.polcy'");
     }
 
+    /** A key written twice used to let the second silently win; now the file is refused, naming the key and the line. */
+    @Test
+    void aDuplicateKeyIsRejectedByName() throws Exception {
+        assertThatThrownBy(() -> ConfigLoader.load(yaml("tiers:\n  host:\n    capacity: 1GiB\n    capacity: 2GiB\n"), List.of(), null))
+                .isInstanceOf(ConfigException.class).hasMessageContaining("Duplicate field 'capacity'").hasMessageContaining("line 4");
+        assertThatThrownBy(() -> ConfigLoader.load(yaml("tiers:\n  host: { capacity: 1GiB }\ntiers:\n  disk: { capacity: 1GiB }\n"),
+                List.of(), null)).isInstanceOf(ConfigException.class).hasMessageContaining("'tiers'");
+    }
+
     @Test
     void badValuesNameKeyAndValue() throws Exception {
         assertThatThrownBy(() -> ConfigLoader.load(null, List.of("tiers.host.capacity=lots"), null))

@@ -273,6 +273,7 @@ public final class PoolTier implements Tier {
      * first stripe is mapped briefly instead; its size reads as 0.
      */
     static ShmFiles.Found readHeader(Path first) throws IOException {
+        ShmFiles.requireFileOrDevice(first); // a FIFO would block the open below
         if (Files.isRegularFile(first)) {
             return ShmFiles.readHeader(first, (int) PoolHeader.HEADER_SIZE);
         }

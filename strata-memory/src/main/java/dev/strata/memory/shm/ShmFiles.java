@@ -133,8 +133,14 @@ public final class ShmFiles {
         }
     }
 
-    /** Reads the first {@code bytes} bytes of the file at {@code path}; a shorter file reads as zeros beyond its end. */
+    /**
+     * Reads the first {@code bytes} bytes of the file at {@code path}; a shorter file reads as zeros beyond its end.
+     *
+     * @throws IOException naming the path and its type when it is not a regular file or a device
+     *                     (a FIFO or a socket would block the open or the read until a peer came)
+     */
     public static Found readHeader(Path path, int bytes) throws IOException {
+        requireFileOrDevice(path);
         try (FileChannel ch = FileChannel.open(path, StandardOpenOption.READ)) {
             return readHeader(ch, bytes);
         }
@@ -148,6 +154,37 @@ public final class ShmFiles {
         }
         buffer.clear();
         return new Found(buffer.order(java.nio.ByteOrder.LITTLE_ENDIAN), ch.size());
+    }
+
+    /**
+     * Refuses, at once, a path that no shared file can be: a directory, a FIFO or a socket (opening
+     * a FIFO for reading blocks until a writer opens it). Regular files and devices (a DAX device
+     * is a character device) pass.
+     *
+     * @throws IOException naming the path and what it is
+     */
+    public static void requireFileOrDevice(Path path) throws IOException {
+        BasicFileAttributes a = Files.readAttributes(path, BasicFileAttributes.class);
+        if (a.isRegularFile()) {
+            return;
+        }
+        String what = a.isDirectory() ? "a directory" : "not a regular file";
+        try {
+            int mode = (Integer) Files.getAttribute(path, "unix:mode");
+            switch (mode & 0170000) {
+                case 0020000, 0060000 -> {
+                    return; // character or block device
+                }
+                case 0010000 -> what = "a FIFO";
+                case 0140000 -> what = "a socket";
+                default -> {
+                    // a directory or a link target of another type: described above
+                }
+            }
+        } catch (UnsupportedOperationException | IllegalArgumentException e) {
+            // no unix attribute view: the basic attributes decide
+        }
+        throw new IOException(path + " is " + what + ", not a shared-memory file or a memory device");
     }
 
     /** The identity of the file at {@code path} ({@code fileKey()}), or null where the file system has none. */

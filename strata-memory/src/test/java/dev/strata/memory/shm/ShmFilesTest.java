@@ -18,6 +18,8 @@ import org.junit.jupiter.api.Test;
 
 class ShmFilesTest {
     private final Path path = Path.of("/dev/shm", "strata-shmfiles-" + ProcessHandle.current().pid() + "-" + System.nanoTime());
+    @org.junit.jupiter.api.io.TempDir
+    Path dir;
 
     @AfterEach
     void clean() throws IOException {
@@ -79,5 +81,38 @@ class ShmFilesTest {
 
     private static String mode(Path p) throws IOException {
         return PosixFilePermissions.toString(Files.getPosixFilePermissions(p));
+    }
+
+    /**
+     * {@code strata inspect pool} on a FIFO used to block in the open until a writer came; it
+     * is refused at once, naming the path and what it is.
+     */
+    @Test
+    void aFifoIsRefusedAtOnceInsteadOfBlockingTheReader() throws Exception {
+        Path fifo = dir.resolve("not-a-pool.pool");
+        Process mk = new ProcessBuilder("mkfifo", fifo.toString()).redirectErrorStream(true).start();
+        org.junit.jupiter.api.Assumptions.assumeTrue(mk.waitFor() == 0, "mkfifo is not available here");
+        java.util.concurrent.CompletableFuture<Throwable> inspected = java.util.concurrent.CompletableFuture.supplyAsync(() -> {
+            try {
+                dev.strata.memory.pool.PoolInspector.inspect(fifo);
+                return null;
+            } catch (RuntimeException e) {
+                return e;
+            }
+        });
+        try {
+            Throwable failure = inspected.get(10, java.util.concurrent.TimeUnit.SECONDS);
+            assertThat(failure).isNotNull();
+            String message = failure.getMessage() + (failure.getCause() == null ? "" : " " + failure.getCause().getMessage());
+            assertThat(message).contains(fifo.toString()).contains("a FIFO");
+            assertThatThrownBy(() -> ShmFiles.readHeader(fifo, 64)).isInstanceOf(IOException.class).hasMessageContaining("a FIFO");
+            assertThatThrownBy(() -> ShmFiles.readHeader(dir, 64)).isInstanceOf(IOException.class).hasMessageContaining("a directory");
+        } finally {
+            if (!inspected.isDone()) { // release a reader blocked in the open, so the test thread pool does not keep it
+                try (var w = java.nio.channels.FileChannel.open(fifo, java.nio.file.StandardOpenOption.WRITE)) {
+                    w.force(false);
+                }
+            }
+        }
     }
 }
