@@ -35,7 +35,7 @@ final class NodeCommand implements Callable<Integer> {
     ConfigOptions config = new ConfigOptions();
 
     @Option(names = "--pool", paramLabel = "PATH",
-            description = "pool file or device; repeat to stripe over several (default: /dev/shm/strata-<pool-name>.pool) [tiers.pool.paths]")
+            description = "pool file or device; repeat to stripe over several (default: /dev/shm/strata-<uid>-<pool-name>.pool) [tiers.pool.paths]")
     List<Path> pool = new ArrayList<>();
 
     @Option(names = "--pool-name", paramLabel = "NAME", description = "pool name (default: " + NodeConfig.DEFAULT_POOL_NAME + ") [node.pool-name]")
@@ -50,7 +50,7 @@ final class NodeCommand implements Callable<Integer> {
     @Option(names = "--process-slots", paramLabel = "N", description = "processes that may map the pool at once (default: 64) [node.process-slots]")
     Integer processSlots;
 
-    @Option(names = "--rpc", paramLabel = "PATH", description = "the RPC region file (default: " + "/dev/shm/strata-node.rpc" + ") [node.rpc]")
+    @Option(names = "--rpc", paramLabel = "PATH", description = "the RPC region file (default: /dev/shm/strata-<uid>-node.rpc) [node.rpc]")
     Path rpc;
 
     @Option(names = "--channels", paramLabel = "N", description = "engine processes that may attach at once (default: 16) [node.channels]")

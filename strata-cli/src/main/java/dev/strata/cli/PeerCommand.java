@@ -28,7 +28,7 @@ final class PeerCommand implements Callable<Integer> {
     @Mixin
     ConfigOptions config = new ConfigOptions();
 
-    @Option(names = "--file", paramLabel = "PATH", description = "the lending file (default: " + "/dev/shm/strata-peer.lend" + ") [agent.file]")
+    @Option(names = "--file", paramLabel = "PATH", description = "the lending file (default: /dev/shm/strata-<uid>-peer.lend) [agent.file]")
     Path file;
 
     @Option(names = "--budget", paramLabel = "SIZE", description = "bytes the agent may lend, e.g. 4GiB (required) [agent.budget]")

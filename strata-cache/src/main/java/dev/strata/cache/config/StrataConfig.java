@@ -63,7 +63,7 @@ public record StrataConfig(DeviceTier device, PeerTier peer, HostTier host, Pool
     public static final long DEFAULT_STAGING = 64 * Sizes.MiB;
 
     /** The pool file when {@code tiers.pool.paths} is not set. */
-    public static final Path DEFAULT_POOL_PATH = Path.of("/dev/shm/strata.pool");
+    public static final Path DEFAULT_POOL_PATH = dev.strata.memory.shm.ShmFiles.userDefault("strata.pool");
 
     /** Allocators a HOST tier can use. */
     public enum AllocatorKind { BEST_FIT, SLAB }

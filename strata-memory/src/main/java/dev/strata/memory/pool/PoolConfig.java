@@ -70,7 +70,7 @@ public record PoolConfig(
 
     /** The default file of a pool named {@code name}: {@code /dev/shm/strata-<name>.pool}. */
     public static Path defaultPath(String name) {
-        return Path.of("/dev/shm", "strata-" + name + ".pool");
+        return dev.strata.memory.shm.ShmFiles.userDefault(name + ".pool");
     }
 
     public static Builder builder(String name) {

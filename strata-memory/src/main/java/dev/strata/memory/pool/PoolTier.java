@@ -289,6 +289,9 @@ public final class PoolTier implements Tier {
 
     private static MemorySegment map(PoolConfig config, List<Path> paths, long totalSize, Arena arena) {
         try {
+            for (Path p : paths) {
+                ShmFiles.requireAttachable(p); // mapped read-write: ours and not writable by others
+            }
             if (paths.size() == 1 && Files.isRegularFile(paths.getFirst())) {
                 try (FileChannel ch = FileChannel.open(paths.getFirst(), StandardOpenOption.READ, StandardOpenOption.WRITE)) {
                     return ch.map(FileChannel.MapMode.READ_WRITE, 0, totalSize, arena);

@@ -187,6 +187,57 @@ public final class ShmFiles {
         throw new IOException(path + " is " + what + ", not a shared-memory file or a memory device");
     }
 
+    /**
+     * Refuses to attach to a shared file another user could have planted or can change: a regular
+     * file must belong to this process's user and must not be group- or world-writable (Strata
+     * creates its files 0600). Devices (a DAX device) are left to their own permissions; FIFOs,
+     * sockets and directories are refused as by {@link #requireFileOrDevice}.
+     *
+     * @throws IOException naming the path, its owner or mode, and what to do
+     */
+    public static void requireAttachable(Path path) throws IOException {
+        requireFileOrDevice(path);
+        if (!Files.isRegularFile(path)) {
+            return;
+        }
+        int owner;
+        int mode;
+        try {
+            owner = (Integer) Files.getAttribute(path, "unix:uid");
+            mode = (Integer) Files.getAttribute(path, "unix:mode");
+        } catch (UnsupportedOperationException | IllegalArgumentException e) {
+            return; // no unix attribute view: nothing to check against
+        }
+        int me = currentUid();
+        if (me >= 0 && owner != me) {
+            throw new IOException("refusing to attach " + path + ": it belongs to uid " + owner + ", not to this user (uid " + me
+                    + "); use a path of your own (the defaults include the uid) or remove the file");
+        }
+        if ((mode & 0022) != 0) {
+            throw new IOException("refusing to attach " + path + ": it is group- or world-writable (mode "
+                    + String.format("%04o", mode & 07777) + "); another user could change it under this process."
+                    + " Run 'chmod 600 " + path + "' if it is yours, or remove it");
+        }
+    }
+
+    /** This process's user id, or -1 where the platform does not say. */
+    public static int currentUid() {
+        try {
+            return (Integer) Files.getAttribute(Path.of("/proc/self"), "unix:uid");
+        } catch (IOException | UnsupportedOperationException | IllegalArgumentException e) {
+            return -1;
+        }
+    }
+
+    /**
+     * The default path of a shared file named {@code name} for this user: {@code /dev/shm/strata-<uid>-<name>},
+     * so that two users' defaults never collide and neither can hold the other's name.
+     */
+    public static Path userDefault(String name) {
+        int uid = currentUid();
+        return Path.of("/dev/shm", uid >= 0 ? "strata-" + uid + "-" + name : "strata-" + name);
+    }
+
     /** The identity of the file at {@code path} ({@code fileKey()}), or null where the file system has none. */
     public static Object fileKey(Path path) throws IOException {
         return Files.readAttributes(path, BasicFileAttributes.class).fileKey();

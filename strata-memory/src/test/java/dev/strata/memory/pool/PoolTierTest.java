@@ -51,9 +51,41 @@ class PoolTierTest {
     }
 
     @Test
-    void defaultPathIsUnderDevShm() {
+    void defaultPathIsUnderDevShmAndCarriesTheUserId() {
         PoolConfig config = PoolConfig.builder("kv0").conclude();
-        assertThat(config.paths()).containsExactly(java.nio.file.Path.of("/dev/shm/strata-kv0.pool"));
+        int uid = dev.strata.memory.shm.ShmFiles.currentUid();
+        assertThat(uid).isNotNegative();
+        assertThat(config.paths()).containsExactly(java.nio.file.Path.of("/dev/shm/strata-" + uid + "-kv0.pool"));
+    }
+
+    /**
+     * Attaching used to map any pool file read-write, whoever owned it and whatever its mode: a
+     * file another user planted, or one anybody may write, is now refused by name.
+     */
+    @Test
+    void attachingRefusesAPoolOfAnotherUserOrWritableByOthers() throws Exception {
+        try (PoolFiles files = new PoolFiles("attach-owner", 1)) {
+            PoolConfig config = files.config().capacity(2 * Sizes.MiB).conclude();
+            java.nio.file.Path file = config.paths().getFirst();
+            try (PoolTier created = PoolTier.open(config)) {
+                assertThat(java.nio.file.Files.getPosixFilePermissions(file))
+                        .containsExactlyInAnyOrder(java.nio.file.attribute.PosixFilePermission.OWNER_READ,
+                                java.nio.file.attribute.PosixFilePermission.OWNER_WRITE);
+                try (PoolTier attached = PoolTier.open(config)) {
+                    assertThat(attached.isCreator()).isFalse(); // our own 0600 file attaches
+                }
+                java.nio.file.Files.setPosixFilePermissions(file, java.nio.file.attribute.PosixFilePermissions.fromString("rw-rw-rw-"));
+                assertThatThrownBy(() -> PoolTier.open(config)).hasStackTraceContaining("group- or world-writable")
+                        .hasStackTraceContaining("mode 0666").hasStackTraceContaining(file.toString());
+                java.nio.file.Files.setPosixFilePermissions(file, java.nio.file.attribute.PosixFilePermissions.fromString("rw-------"));
+                org.junit.jupiter.api.Assumptions.assumeTrue(dev.strata.memory.shm.ShmFiles.currentUid() == 0,
+                        "giving the file to another user needs root");
+                java.nio.file.Files.setAttribute(file, "unix:uid", 65534);
+                assertThatThrownBy(() -> PoolTier.open(config)).hasStackTraceContaining("belongs to uid 65534")
+                        .hasStackTraceContaining(file.toString());
+                java.nio.file.Files.setAttribute(file, "unix:uid", 0);
+            }
+        }
     }
 
     @Test

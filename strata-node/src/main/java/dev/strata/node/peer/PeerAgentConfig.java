@@ -31,7 +31,7 @@ import java.util.Objects;
 public record PeerAgentConfig(Path file, long budget, long regionSize, DemandSignal demand, Duration grace,
                               Duration tick, boolean stampReclaimed, InstantSource clock) {
 
-    public static final Path DEFAULT_FILE = Path.of("/dev/shm", "strata-peer.lend");
+    public static final Path DEFAULT_FILE = dev.strata.memory.shm.ShmFiles.userDefault("peer.lend");
     public static final long DEFAULT_REGION_SIZE = 2 * Sizes.MiB;
 
     public static Builder builder() {

@@ -117,6 +117,12 @@ public final class ShmPeerLender implements PeerLender {
                     + "24-bit pid field");
         }
         Arena arena = Arena.ofShared();
+        try {
+            ShmFiles.requireAttachable(path);
+        } catch (IOException e) {
+            arena.close();
+            throw new UncheckedIOException(e.getMessage(), e);
+        }
         try (FileChannel ch = FileChannel.open(path, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
             Header h = Header.of(ShmFiles.readHeader(ch, (int) HEADER_SIZE));
             Geometry g = h.validate(path);

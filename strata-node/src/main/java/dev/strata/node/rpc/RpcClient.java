@@ -115,6 +115,7 @@ public final class RpcClient implements AutoCloseable {
 
     private static FileChannel openRegion(Path path) throws IOException {
         try {
+            ShmFiles.requireAttachable(path);
             return FileChannel.open(path, StandardOpenOption.READ, StandardOpenOption.WRITE);
         } catch (NoSuchFileException e) {
             throw new RpcUnavailableException(path, "no region file: is the server (strata node) running with this rpc path?");

@@ -26,7 +26,7 @@ import java.util.Objects;
 public record RpcServerConfig(Path path, int channels, int slotsPerChannel, int payloadBytes, int maxBatch,
                               Duration maxIdlePark, Duration heartbeatInterval, Duration livenessInterval) {
 
-    public static final Path DEFAULT_PATH = Path.of("/dev/shm", "strata-node.rpc");
+    public static final Path DEFAULT_PATH = dev.strata.memory.shm.ShmFiles.userDefault("node.rpc");
 
     public RpcRegionLayout.Geometry geometry() {
         return new RpcRegionLayout.Geometry(channels, slotsPerChannel, payloadBytes);
