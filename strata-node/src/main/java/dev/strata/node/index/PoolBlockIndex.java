@@ -813,7 +813,8 @@ public final class PoolBlockIndex implements BlockIndex {
      * daemon (its RPC polling thread) for the first engine process that attaches; a process that
      * opened the index embedded before keeps the identity it read.
      *
-     * @return true if the identity was taken now; false if the index already had a model
+     * @return true if the identity was taken now; false if the index already had a model, or
+     *         {@code version} differs from the index's and may not be learned
      * @throws IllegalArgumentException if {@code model} is {@link #NO_FINGERPRINT} or {@code version} is not positive
      */
     public synchronized boolean learnIdentity(int version, ObjectKey model, boolean learnVersion) {
@@ -822,8 +823,8 @@ public final class PoolBlockIndex implements BlockIndex {
             throw new IllegalArgumentException("cannot learn model fingerprint " + model + " with block-hash version " + version
                     + ": the fingerprint must not be all zero and the version must be positive");
         }
-        if (!modelFingerprint.equals(NO_FINGERPRINT)) {
-            return false;
+        if (!modelFingerprint.equals(NO_FINGERPRINT) || (!learnVersion && version != hashVersion)) {
+            return false; // a model already, or a process whose block hashes could never match: nothing learned
         }
         if (learnVersion) {
             setRelease(region, IndexRegion.HASH_VERSION_OFFSET, version);
