@@ -54,6 +54,7 @@ class NodeFingerprintTest {
     @AfterEach
     void removeFiles() throws Exception {
         Files.deleteIfExists(rpc);
+        Files.deleteIfExists(Path.of(rpc + ".lock"));
         Files.deleteIfExists(pool);
     }
 
