@@ -7,6 +7,7 @@ import dev.strata.engine.model.ModelFamily;
 import dev.strata.engine.model.ModelWeights;
 import dev.strata.engine.model.SafetensorsFile;
 import dev.strata.engine.model.Tensor;
+import dev.strata.engine.serve.ServeEngine;
 import dev.strata.engine.synth.ModelSynthesizer;
 import dev.strata.engine.synth.SynthSpec;
 import dev.strata.memory.log.Log;
@@ -99,18 +100,26 @@ final class ModelCommand implements Runnable {
 
     /** {@code strata model inspect DIR}. */
     @Command(name = "inspect", mixinStandardHelpOptions = true,
-            description = "Loads a model directory (every shape checked) and prints its config, files, tensors and expert size.")
+            description = {"Loads a model directory (every shape checked) and prints its config, files, tensors and expert size,",
+                    "and its model fingerprint for a KV block size (what strata node --model-fingerprint takes)."})
     static final class Inspect implements Callable<Integer> {
         @Parameters(paramLabel = "DIR", description = "a Hugging Face model directory")
         Path dir;
         @Option(names = "--tensors", description = "list every tensor (default: the first layer's and the global ones)")
         boolean allTensors;
+        @Option(names = "--block-tokens", paramLabel = "N", description = "KV block size the fingerprint is for (default: ${DEFAULT-VALUE}) [kv.block-tokens]")
+        int blockTokens = 16;
 
         @Override
         public Integer call() {
+            if (blockTokens <= 0) {
+                throw new IllegalArgumentException("--block-tokens " + blockTokens + " must be positive");
+            }
             try (ModelDirectory m = ModelDirectory.open(dir)) {
                 ModelConfig c = m.config();
                 System.out.printf(Locale.ROOT, "%s (%s) in %s%n", c.family().architecture(), c.family().cliName(), dir);
+                System.out.printf(Locale.ROOT, "  model fingerprint %s for %d-token blocks (node.model-fingerprint)%n",
+                        ServeEngine.fingerprint(dir, blockTokens), blockTokens);
                 System.out.printf(Locale.ROOT, "  layers %d, hidden %d, heads %d (kv %d, head_dim %d), vocab %d, max positions %d%n",
                         c.numHiddenLayers(), c.hiddenSize(), c.numAttentionHeads(), c.numKeyValueHeads(), c.headDim(),
                         c.vocabSize(), c.maxPositionEmbeddings());

@@ -65,7 +65,7 @@ final class NodeCommand implements Callable<Integer> {
     @Option(names = "--hash-version", paramLabel = "N", description = "block-hash version; 0 adopts the index's (default: 0) [node.hash-version]")
     Integer hashVersion;
 
-    @Option(names = "--model-fingerprint", paramLabel = "HEX", description = "model fingerprint, 32 hex digits; default: the index's [node.model-fingerprint]")
+    @Option(names = "--model-fingerprint", paramLabel = "HEX", description = "model fingerprint, 32 hex digits (strata model inspect DIR prints it); default: the index's, else the first server's to attach [node.model-fingerprint]")
     String modelFingerprint;
 
     @Option(names = "--pins-per-process", paramLabel = "N",

@@ -40,14 +40,15 @@ public final class StrataCommand implements Runnable {
 
     /**
      * The command line with Strata's error handling: bad input (configuration, arguments, a file that
-     * is not a pool) and I/O failures end with one clear line on standard error and status 2.
+     * is not a pool, a pool whose block index holds another model) and I/O failures end with one clear line on standard error and status 2.
      */
     static CommandLine commandLine() {
         CommandLine cli = new CommandLine(new StrataCommand());
         cli.setExecutionExceptionHandler((e, cmd, parsed) -> {
             if (e instanceof dev.strata.cache.config.ConfigException || e instanceof IllegalArgumentException
                     || e instanceof dev.strata.memory.shm.ShmFormatException || e instanceof dev.strata.memory.TierIoException
-                    || e instanceof dev.strata.cache.routing.RoutingTraceException || e instanceof java.io.UncheckedIOException) {
+                    || e instanceof dev.strata.cache.routing.RoutingTraceException || e instanceof java.io.UncheckedIOException
+                    || e instanceof dev.strata.node.index.IndexIdentityException) {
                 cmd.getErr().println(Log.failure(e.getMessage()));
                 return 2;
             }

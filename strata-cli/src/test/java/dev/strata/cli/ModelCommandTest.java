@@ -2,6 +2,7 @@ package dev.strata.cli;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.strata.engine.serve.ServeEngine;
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
 import java.io.PrintWriter;
@@ -42,6 +43,10 @@ class ModelCommandTest {
                 .contains("model.layers.0.block_sparse_moe.experts.0.w1.weight")
                 .doesNotContain("experts.1.w1")
                 .contains("model-00001-of-00002.safetensors");
+        assertThat(i.out()).contains("model fingerprint " + ServeEngine.fingerprint(m, 16) + " for 16-token blocks");
+        CliRun other = run("model", "inspect", "--block-tokens", "32", m.toString());
+        assertThat(other.status()).as(other.err()).isZero();
+        assertThat(other.out()).contains("model fingerprint " + ServeEngine.fingerprint(m, 32) + " for 32-token blocks");
         CliRun all = run("model", "inspect", "--tensors", m.toString());
         assertThat(all.out()).contains("model.layers.1.block_sparse_moe.experts.5.w2.weight");
     }

@@ -91,7 +91,7 @@ public record ProcessConfig(Model model, Server server, Kv kv, Experts experts, 
      * @param payload          payload bytes per request slot, a multiple of 64
      * @param processSlots     processes that may map the pool at once
      * @param hashVersion      block-hash version; 0 adopts the index's
-     * @param modelFingerprint model fingerprint, 32 hex digits; null: the index's
+     * @param modelFingerprint model fingerprint, 32 hex digits; null: the index's, else learned from the first server to attach
      * @param pinsPerProcess   block pins one process may hold
      * @param pinSeconds       how long a pin holds a block, seconds
      */

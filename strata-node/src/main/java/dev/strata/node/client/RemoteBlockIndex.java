@@ -27,7 +27,8 @@ import java.util.concurrent.locks.ReentrantLock;
  * answers in about a microsecond). {@link #matchPrefix} sends the keys in batches of as many as
  * fit a slot's payload, all posted before the first answer is awaited, and stops at the first
  * batch that is not wholly published. At attach the index identity (block-hash version and model
- * fingerprint) is checked against the caller's, as the embedded index does. A lost daemon is an
+ * fingerprint) is checked against the caller's, as the embedded index does; a daemon whose index
+ * has no model yet takes the caller's from HELLO. A lost daemon is an
  * exception ({@link NodeUnavailableException}) rather than a status, since no {@link BlockIndex}
  * result means "ask again later"; the call after it attaches again if a new daemon serves the
  * rpc path (whose index, kept in the pool, has every block published before).
@@ -95,7 +96,7 @@ public final class RemoteBlockIndex implements BlockIndex {
             throw new NodeUnavailableException(rpcPath, e.getMessage(), e);
         }
         RpcResponse r = new RpcResponse(c.payloadCapacity());
-        int status = c.call(IndexProtocol.HELLO, 0, 0, 0, 0, r);
+        int status = c.call(IndexProtocol.HELLO, hashVersion, modelFingerprint.high(), modelFingerprint.low(), 0, r);
         if (status != RpcStatus.OK) {
             c.close();
             throw new NodeUnavailableException(rpcPath, "the daemon did not answer HELLO: " + RpcStatus.name(status));
@@ -108,10 +109,11 @@ public final class RemoteBlockIndex implements BlockIndex {
         ObjectKey theirs = new ObjectKey(r.value(1), r.value(2));
         if (r.value(0) != hashVersion || !theirs.equals(modelFingerprint)) {
             c.close();
-            throw new IndexIdentityException("strata node at " + rpcPath + " (pid " + r.value(3) + ") serves a block index of model "
-                    + "fingerprint " + theirs + " with block-hash version " + r.value(0) + ", but this process uses model "
-                    + "fingerprint " + modelFingerprint + " with block-hash version " + hashVersion
-                    + ": refusing to attach (its block hashes would not name the same blocks)");
+            throw new IndexIdentityException("strata node at " + rpcPath + " (pid " + r.value(3) + ") serves the block index of model "
+                    + "fingerprint " + theirs + " with block-hash version " + r.value(0) + ", but this model has fingerprint "
+                    + modelFingerprint + " with block-hash version " + hashVersion + ": refusing to attach (its block hashes would"
+                    + " not name the same blocks); serve this model through another strata node with its own pool and rpc"
+                    + " (--pool, --rpc), or start each node with its model's node.model-fingerprint (strata model inspect DIR prints it)");
         }
         this.client = c;
         this.response = r;

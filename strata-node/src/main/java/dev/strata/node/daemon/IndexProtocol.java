@@ -7,8 +7,9 @@ package dev.strata.node.daemon;
  *
  * <pre>
  * opcode           args                              values                         payload
- * HELLO       1    -                                 v0 hash version, v1/v2 model   -
- *                                                    fingerprint high/low, v3 pid
+ * HELLO       1    a0 hash version, a1/a2 model      v0 hash version, v1/v2 model   -
+ *                  fingerprint high/low (the         fingerprint high/low, v3 pid
+ *                  client's; 0 offers none)
  * RESERVE     2    a0/a1 key high/low, a2 length     v0 handle or status            -
  * PUBLISH     3    a0/a1 key, a2 length, a3 checksum v0 status                      -
  * ABORT       4    a0/a1 key                         v0 status                      -
@@ -22,6 +23,10 @@ package dev.strata.node.daemon;
  * REAP        9    -                                 v0 records cleared             -
  * STATS      10    -                                 -                              response: STATS_LONGS longs
  * </pre>
+ *
+ * <p>Identity: HELLO carries the client's block-hash version and model fingerprint; a daemon whose
+ * index has no model yet (started without one) takes them as the index's, and every HELLO answers
+ * the index's identity, which the client compares with its own before any other call.
  *
  * <p>Call statuses (the RPC status, not the index result in v0): {@link #OK}; {@link #BAD_ARGUMENT}
  * and {@link #CORRUPT_ENTRY} carry the daemon's message as UTF-8 in the response payload, the

@@ -1,8 +1,10 @@
 package dev.strata.node.daemon;
 
+import dev.strata.cache.ObjectKey;
 import dev.strata.node.index.BlockIndex;
 import dev.strata.node.index.CorruptIndexEntryException;
 import dev.strata.node.index.IndexStats;
+import dev.strata.node.index.PoolBlockIndex;
 import dev.strata.node.rpc.RpcCall;
 import dev.strata.node.rpc.RpcHandler;
 import dev.strata.node.rpc.RpcStatus;
@@ -19,6 +21,9 @@ import java.nio.charset.StandardCharsets;
  * client may release only its own pins, and when a client detaches or dies
  * ({@link #channelReleased}) its reservations are aborted and its pins released, which is what
  * the index would have done for a dead process of its own. Pin timeouts bound anything else.
+ * A service built with a learner ({@link #IndexService(PoolBlockIndex, int, boolean)}) gives an
+ * index that has no model yet the identity offered by the first client's HELLO; the client then
+ * compares the identity answered with its own, as always.
  *
  * <p>Threads: the RPC server's polling thread only (one request at a time), which is why the
  * per-channel sets need no locking. Allocates nothing per request except when a set grows.
@@ -28,6 +33,8 @@ public final class IndexService implements RpcHandler {
     private static final ValueLayout.OfLong KEY_LONG = ValueLayout.JAVA_LONG_UNALIGNED;
 
     private final BlockIndex index;
+    private final PoolBlockIndex learner; // null: the identity is never learned
+    private final boolean learnVersion;    // the learner takes the client's hash version too
     private final KeySet[] reservations; // [channel] keys reserved through this channel
     private final KeySet[] pins;       // [channel] (0, pin) of pins taken through this channel
     private final long[] location = new long[BlockIndex.LOCATION_LONGS];
@@ -38,7 +45,26 @@ public final class IndexService implements RpcHandler {
      * @param channels channels of the RPC region
      */
     public IndexService(BlockIndex index, int channels) {
+        this(index, null, false, channels);
+    }
+
+    /**
+     * A service that, while {@code index} has no model ({@link PoolBlockIndex#NO_FINGERPRINT}),
+     * takes the model fingerprint (and, if {@code learnVersion}, the block-hash version) of the
+     * first client that says HELLO.
+     *
+     * @param index        the daemon's own index
+     * @param channels     channels of the RPC region
+     * @param learnVersion the node was given no hash version either
+     */
+    public IndexService(PoolBlockIndex index, int channels, boolean learnVersion) {
+        this(index, index, learnVersion, channels);
+    }
+
+    private IndexService(BlockIndex index, PoolBlockIndex learner, boolean learnVersion, int channels) {
         this.index = index;
+        this.learner = learner;
+        this.learnVersion = learnVersion;
         this.reservations = new KeySet[channels];
         this.pins = new KeySet[channels];
         for (int c = 0; c < channels; c++) {
@@ -52,8 +78,7 @@ public final class IndexService implements RpcHandler {
         int c = call.channel();
         try {
             switch (call.opcode()) {
-                case IndexProtocol.HELLO -> call.value(0, index.hashVersion()).value(1, index.modelFingerprint().high())
-                        .value(2, index.modelFingerprint().low()).value(3, ProcessHandle.current().pid());
+                case IndexProtocol.HELLO -> hello(call);
                 case IndexProtocol.RESERVE -> {
                     long h = index.reserve(call.arg(0), call.arg(1), call.arg(2));
                     if (h >= 0) {
@@ -108,6 +133,19 @@ public final class IndexService implements RpcHandler {
             call.status(IndexProtocol.BAD_ARGUMENT);
             message(call, e.getMessage());
         }
+    }
+
+    /** Learns the client's identity if the index has none and a learner is set, then answers the index's. */
+    private void hello(RpcCall call) {
+        ObjectKey offered = new ObjectKey(call.arg(1), call.arg(2));
+        if (learner != null && call.arg(0) > 0 && call.arg(0) <= Integer.MAX_VALUE && !offered.equals(PoolBlockIndex.NO_FINGERPRINT)
+                && learner.learnIdentity((int) call.arg(0), offered, learnVersion)) {
+            LOG.log(System.Logger.Level.INFO, "block index model learned from the client of channel " + call.channel()
+                    + ": fingerprint " + offered + " with block-hash version " + index.hashVersion()
+                    + " (kept in the pool's index; servers of other models are refused)");
+        }
+        call.value(0, index.hashVersion()).value(1, index.modelFingerprint().high()).value(2, index.modelFingerprint().low())
+                .value(3, ProcessHandle.current().pid());
     }
 
     private int matchPrefix(RpcCall call) {

@@ -22,7 +22,9 @@ import java.util.concurrent.locks.LockSupport;
  * pins), so the daemon holds nothing that a restart loses: killed and started again on the same
  * pool, it serves every block published before. Its own reservations and pins (taken for
  * clients) die with it and are cleared by the index's reaping, which a maintenance thread runs
- * every {@code reapInterval}. Engine processes that attach to the daemon map the pool themselves
+ * every {@code reapInterval}. A daemon given no model fingerprint learns it (and the hash version,
+ * if not given either) from the first engine process that attaches and keeps it in the index, so
+ * that a process of another model is refused. Engine processes that attach to the daemon map the pool themselves
  * for the block bytes; only index operations cross the RPC.
  *
  * <p>Lifecycle: {@link #start} opens everything, starts serving and prints one line starting with
@@ -65,7 +67,7 @@ public final class NodeDaemon implements AutoCloseable {
         try {
             BlockIndexConfig indexConfig = identity(config, pool);
             index = PoolBlockIndex.open(pool, indexConfig);
-            IndexService service = new IndexService(index, config.rpc().channels());
+            IndexService service = new IndexService(index, config.rpc().channels(), config.hashVersion() == 0);
             server = RpcServer.create(config.rpc(), service);
             NodeDaemon daemon = new NodeDaemon(config, pool, index, server, out);
             server.start();
@@ -73,8 +75,10 @@ public final class NodeDaemon implements AutoCloseable {
             IndexStats s = index.stats();
             out.println("strata node ready: pid " + ProcessHandle.current().pid() + ", pool '" + pool.name() + "' at "
                     + pool.paths() + " (" + Sizes.format(pool.capacity()) + ", " + (pool.isCreator() ? "created" : "attached")
-                    + "), index of " + s.capacity() + " entries with " + s.published() + " published blocks (model "
-                    + index.modelFingerprint() + ", hash version " + index.hashVersion() + "), rpc " + config.rpc().path()
+                    + "), index of " + s.capacity() + " entries with " + s.published() + " published blocks ("
+                    + (index.modelFingerprint().equals(PoolBlockIndex.NO_FINGERPRINT)
+                    ? "model learned from the first server to attach" + (config.hashVersion() == 0 ? ", with its hash version" : ", hash version " + index.hashVersion())
+                    : "model " + index.modelFingerprint() + ", hash version " + index.hashVersion()) + "), rpc " + config.rpc().path()
                     + " (" + config.rpc().channels() + " channels of " + config.rpc().slotsPerChannel() + " slots)");
             out.flush();
             return daemon;
@@ -90,7 +94,11 @@ public final class NodeDaemon implements AutoCloseable {
         }
     }
 
-    /** The index identity: the flags', else the existing index's, else version 1 and an all-zero fingerprint. */
+    /**
+     * The index identity: the flags', else the existing index's, else version 1 and
+     * {@link PoolBlockIndex#NO_FINGERPRINT}, which the first engine process to attach replaces
+     * with its own (see {@link IndexService}).
+     */
     private static BlockIndexConfig identity(NodeConfig config, PoolTier pool) {
         int version = config.hashVersion();
         ObjectKey model = config.modelFingerprint();
@@ -100,7 +108,7 @@ public final class NodeDaemon implements AutoCloseable {
                 version = existing.map(IndexStats::hashVersion).orElse(1);
             }
             if (model == null) {
-                model = existing.map(IndexStats::modelFingerprint).orElse(new ObjectKey(0, 0));
+                model = existing.map(IndexStats::modelFingerprint).orElse(PoolBlockIndex.NO_FINGERPRINT);
             }
         }
         return BlockIndexConfig.builder(version, model).pinsPerProcess(config.pinsPerProcess())

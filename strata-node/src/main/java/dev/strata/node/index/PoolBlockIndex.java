@@ -96,13 +96,18 @@ import java.util.function.LongSupplier;
  * </ul>
  *
  * <p>Identity: the index header records the block-hash version and the model fingerprint; a
- * process opening the index with others is refused ({@link IndexIdentityException}).
+ * process opening the index with others is refused ({@link IndexIdentityException}). An index
+ * formatted with {@link #NO_FINGERPRINT} (a node given no model) takes the identity of the first
+ * process that attaches through the node ({@link #learnIdentity}), and keeps it in the header.
  *
  * <p>Threads: any thread of the process; several processes at once. {@link #close} must not race
  * with other calls. The hot paths ({@link #acquire}, {@link #release}, {@link #matchPrefix},
  * {@link #reserve} and {@link #publish} without eviction) allocate nothing.
  */
 public final class PoolBlockIndex implements BlockIndex {
+    /** The model fingerprint of an index whose model is not known yet: learned from the first attach ({@link #learnIdentity}). */
+    public static final ObjectKey NO_FINGERPRINT = new ObjectKey(0, 0);
+
     private static final System.Logger LOG = System.getLogger(PoolBlockIndex.class.getName());
     /** Oldest entries collected by one eviction scan. */
     static final int VICTIM_BATCH = 64;
@@ -126,8 +131,8 @@ public final class PoolBlockIndex implements BlockIndex {
     private final long pinMillis;
     private final LongSupplier clock;
     private final AtomicInteger pinSequence;
-    private final int hashVersion;
-    private final ObjectKey modelFingerprint;
+    private volatile int hashVersion; // set once more by learnIdentity when the index had no model yet
+    private volatile ObjectKey modelFingerprint;
     private final ThreadLocal<Victims> victims = ThreadLocal.withInitial(Victims::new);
     private volatile boolean open = true;
 
@@ -799,6 +804,36 @@ public final class PoolBlockIndex implements BlockIndex {
     @Override
     public int hashVersion() {
         return hashVersion;
+    }
+
+    /**
+     * Takes {@code model} (and {@code version}, if {@code learnVersion}) as this index's identity
+     * when it has none yet ({@link #NO_FINGERPRINT}), writing it into the header so that it
+     * outlives this process and every later attach is checked against it. Called by the node
+     * daemon (its RPC polling thread) for the first engine process that attaches; a process that
+     * opened the index embedded before keeps the identity it read.
+     *
+     * @return true if the identity was taken now; false if the index already had a model, or
+     *         {@code version} differs from the index's and may not be learned
+     * @throws IllegalArgumentException if {@code model} is {@link #NO_FINGERPRINT} or {@code version} is not positive
+     */
+    public synchronized boolean learnIdentity(int version, ObjectKey model, boolean learnVersion) {
+        checkOpen();
+        if (model.equals(NO_FINGERPRINT) || version <= 0) {
+            throw new IllegalArgumentException("cannot learn model fingerprint " + model + " with block-hash version " + version
+                    + ": the fingerprint must not be all zero and the version must be positive");
+        }
+        if (!modelFingerprint.equals(NO_FINGERPRINT) || (!learnVersion && version != hashVersion)) {
+            return false; // a model already, or a process whose block hashes could never match: nothing learned
+        }
+        if (learnVersion) {
+            setRelease(region, IndexRegion.HASH_VERSION_OFFSET, version);
+            hashVersion = version;
+        }
+        setRelease(region, IndexRegion.MODEL_LOW_OFFSET, model.low());
+        setRelease(region, IndexRegion.MODEL_HIGH_OFFSET, model.high());
+        modelFingerprint = model;
+        return true;
     }
 
     @Override

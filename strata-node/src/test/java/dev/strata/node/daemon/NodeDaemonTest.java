@@ -10,6 +10,8 @@ import dev.strata.node.client.RemoteBlockIndex;
 import dev.strata.node.index.BlockIndex;
 import dev.strata.node.index.IndexIdentityException;
 import dev.strata.node.index.IndexStats;
+import dev.strata.node.index.PoolBlockIndex;
+import dev.strata.node.index.PoolIndexInspector;
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
 import java.lang.foreign.MemorySegment;
@@ -114,6 +116,46 @@ class NodeDaemonTest {
                     .hasMessageContaining("refusing to attach");
             assertThatThrownBy(() -> RemoteBlockIndex.attach(t.rpc, 9, NodeTestSupport.MODEL))
                     .isInstanceOf(IndexIdentityException.class).hasMessageContaining("block-hash version 9");
+        }
+    }
+
+    @Test
+    void aDaemonGivenNoModelLearnsTheFirstClientsAndKeepsIt() throws Exception {
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        try (NodeTestSupport t = new NodeTestSupport("learn");
+             NodeDaemon daemon = NodeDaemon.start(t.daemonConfig(CAPACITY).hashVersion(0).modelFingerprint(null).conclude(),
+                     new PrintStream(out, true, StandardCharsets.UTF_8))) {
+            assertThat(daemon.index().modelFingerprint()).isEqualTo(PoolBlockIndex.NO_FINGERPRINT);
+            assertThat(out.toString(StandardCharsets.UTF_8)).contains("model learned from the first server to attach, with its hash version");
+            try (RemoteBlockIndex first = RemoteBlockIndex.attach(t.rpc, NodeTestSupport.HASH_VERSION, NodeTestSupport.MODEL)) {
+                assertThat(daemon.index().modelFingerprint()).isEqualTo(NodeTestSupport.MODEL);
+                assertThat(daemon.index().hashVersion()).isEqualTo(NodeTestSupport.HASH_VERSION);
+                IndexStats stored = PoolIndexInspector.inspect(List.of(t.pool)).orElseThrow();
+                assertThat(stored.modelFingerprint()).as("kept in the index header").isEqualTo(NodeTestSupport.MODEL);
+                assertThat(stored.hashVersion()).isEqualTo(NodeTestSupport.HASH_VERSION);
+            }
+            assertThatThrownBy(() -> RemoteBlockIndex.attach(t.rpc, NodeTestSupport.HASH_VERSION, new ObjectKey(1, 2)))
+                    .as("learned for good: another model is refused after the first client detached")
+                    .isInstanceOf(IndexIdentityException.class).hasMessageContaining(NodeTestSupport.MODEL.toString())
+                    .hasMessageContaining("00000000000000010000000000000002").hasMessageContaining("node.model-fingerprint");
+            try (RemoteBlockIndex again = RemoteBlockIndex.attach(t.rpc, NodeTestSupport.HASH_VERSION, NodeTestSupport.MODEL)) {
+                assertThat(again.modelFingerprint()).isEqualTo(NodeTestSupport.MODEL);
+            }
+        }
+    }
+
+    @Test
+    void aDaemonGivenAVersionButNoModelLearnsOnlyFromAClientOfThatVersion() throws Exception {
+        try (NodeTestSupport t = new NodeTestSupport("learn-version");
+             NodeDaemon daemon = NodeDaemon.start(t.daemonConfig(CAPACITY).modelFingerprint(null).conclude(),
+                     new PrintStream(new ByteArrayOutputStream()))) {
+            assertThatThrownBy(() -> RemoteBlockIndex.attach(t.rpc, 9, new ObjectKey(1, 2)))
+                    .isInstanceOf(IndexIdentityException.class).hasMessageContaining("block-hash version 9");
+            assertThat(daemon.index().modelFingerprint()).as("nothing learned from a client of another version")
+                    .isEqualTo(PoolBlockIndex.NO_FINGERPRINT);
+            try (RemoteBlockIndex first = RemoteBlockIndex.attach(t.rpc, NodeTestSupport.HASH_VERSION, NodeTestSupport.MODEL)) {
+                assertThat(daemon.index().modelFingerprint()).isEqualTo(NodeTestSupport.MODEL);
+            }
         }
     }
 
