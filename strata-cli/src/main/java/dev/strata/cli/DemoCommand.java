@@ -1,6 +1,7 @@
 package dev.strata.cli;
 
 import dev.strata.cache.kv.PrefixHasher;
+import dev.strata.cache.split.LiveSplit;
 import dev.strata.engine.forward.ModelRunner;
 import dev.strata.engine.model.ModelConfig;
 import dev.strata.engine.model.ModelDirectory;
@@ -74,7 +75,6 @@ final class DemoCommand implements Callable<Integer> {
     private static final Pattern SERVING = Pattern.compile("serving .* on http://([^/\\s]+):(\\d+)/v1");
     private static final String MODEL_ID = "demo";
     private static final int BLOCK_TOKENS = 16;
-    private static final int SPLIT_HEADROOM_SLOTS = 1; // expert slots per MoE layer of the default split budget above its start
 
     @Option(names = "--sessions", description = "chat sessions (default: ${DEFAULT-VALUE})")
     int sessions = 4;
@@ -94,7 +94,7 @@ final class DemoCommand implements Callable<Integer> {
     String poolCapacity = "256MiB";
     @Option(names = "--split-budget", paramLabel = "SIZE", description = "DEVICE bytes each instance splits live between expert slots "
             + "and KV slots (--expert-cap is where the experts start, --kv-blocks the KV floor); 0: no split (default: sized from the model: "
-            + "the starting expert slots and the KV floor, plus one expert slot per MoE layer of headroom)")
+            + "the starting expert slots and the KV floor, plus the split's KV headroom of 4 blocks above the floor)")
     String splitBudget;
     @Option(names = "--threads", description = "kernel threads per instance (default: ${DEFAULT-VALUE})")
     int threads = 1;
@@ -363,9 +363,12 @@ final class DemoCommand implements Callable<Integer> {
      * The DEVICE budget each instance splits between expert slots and KV slots: {@code --split-budget}
      * when given, else 0 for a dense model or an instance without paged experts, else the bytes of
      * the starting expert slots of every MoE layer and of the KV floor, as the serve side lays them
-     * out (each slot aligned to the DEVICE tier's alignment), plus {@link #SPLIT_HEADROOM_SLOTS}
-     * expert slots per MoE layer that start as KV blocks above the floor, so the controller can
-     * grow either side.
+     * out (each slot aligned to the DEVICE tier's alignment), plus the live split's own KV headroom
+     * ({@link LiveSplit.Settings#headroomBlocks}) above the floor. The instance starts where the
+     * demo without a split runs (DEVICE KV a little above the longest conversation, so every tier
+     * below it still serves blocks); from there the controller may give expert slots to the KV
+     * side down to top-k per layer and take them back, and grow the experts into KV it holds above
+     * the floor.
      */
     private long splitBudget(ModelConfig c) {
         if (splitBudget != null) {
@@ -376,9 +379,9 @@ final class DemoCommand implements Callable<Integer> {
         }
         long slotBytes = Sizes.alignUp(ModelRunner.expertLayout(c).bytes(), CpuDeviceBackend.ALIGNMENT); // one expert slot
         long blockBytes = Sizes.alignUp(ModelRunner.kvGeometry(c, BLOCK_TOKENS).bytesPerBlock(), CpuDeviceBackend.ALIGNMENT);
-        long layers = ModelRunner.moeLayerCount(c);
         long startSlots = Math.min(expertCap, c.numExperts());
-        return (startSlots + SPLIT_HEADROOM_SLOTS) * layers * slotBytes + kvBlocks * blockBytes;
+        long headroomBlocks = LiveSplit.Settings.defaults(1).headroomBlocks();
+        return startSlots * ModelRunner.moeLayerCount(c) * slotBytes + (kvBlocks + headroomBlocks) * blockBytes;
     }
 
     /** The user's configuration as given: "-c FILE" and the --set settings. */
