@@ -1,6 +1,7 @@
 package dev.strata.cli;
 
 import dev.strata.cache.kv.PrefixHasher;
+import dev.strata.cache.split.LiveSplit;
 import dev.strata.engine.forward.ModelRunner;
 import dev.strata.engine.model.ModelConfig;
 import dev.strata.engine.model.ModelDirectory;
@@ -13,6 +14,7 @@ import dev.strata.engine.serve.TextSink;
 import dev.strata.engine.synth.DemoModel;
 import dev.strata.engine.tokenizer.ChatMessage;
 import dev.strata.memory.Sizes;
+import dev.strata.memory.device.CpuDeviceBackend;
 import dev.strata.memory.log.Log;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -47,7 +49,9 @@ import picocli.CommandLine.Option;
  * instances borrow from (KV blocks on a PEER tier above HOST, experts placed by the rebalancer);
  * halfway through the replay the agent's demand rises (a file signal) and it takes most of its
  * memory back, and the report adds the KV blocks and expert fetches served from the peer, the bytes
- * kept off the host link and the revocations seen. Exits 0 when every output matched, 1 if one
+ * kept off the host link and the revocations seen. Each instance splits one DEVICE budget live
+ * between its expert slots and its KV slots ({@code --split-budget}, sized from the model by
+ * default, 0 for none), and the report ends with the split each instance ended on. Exits 0 when every output matched, 1 if one
  * differed, 2 on bad arguments or a failure (a child that did not start, a request that failed),
  * after cleaning up. {@code -c FILE} and {@code --set key=value} are handed to every child before
  * the demo's own flags, which as shorthands are applied after them.
@@ -88,6 +92,10 @@ final class DemoCommand implements Callable<Integer> {
     String diskKv = "64MiB";
     @Option(names = "--pool-capacity", paramLabel = "SIZE", description = "the shared pool's capacity (default: ${DEFAULT-VALUE})")
     String poolCapacity = "256MiB";
+    @Option(names = "--split-budget", paramLabel = "SIZE", description = "DEVICE bytes each instance splits live between expert slots "
+            + "and KV slots (--expert-cap is where the experts start, --kv-blocks the KV floor); 0: no split (default: sized from the model: "
+            + "the starting expert slots and the KV floor, plus the split's KV headroom of 4 blocks above the floor)")
+    String splitBudget;
     @Option(names = "--threads", description = "kernel threads per instance (default: ${DEFAULT-VALUE})")
     int threads = 1;
     @Option(names = "--models-dir", paramLabel = "DIR", description = "where the demo model is cached (default: $STRATA_MODELS, else ~/.cache/strata/models)")
@@ -184,7 +192,7 @@ final class DemoCommand implements Callable<Integer> {
             throw new IllegalArgumentException("--peer-durability must be lossy or backed, got '" + peerDurability + "'");
         }
         for (String[] v : new String[][] {{"--host-kv", hostKv}, {"--disk-kv", diskKv}, {"--pool-capacity", poolCapacity},
-                {"--peer-budget", peerBudget}, {"--peer-kv", peerKv}}) {
+                {"--peer-budget", peerBudget}, {"--peer-kv", peerKv}, {"--split-budget", splitBudget == null ? "0" : splitBudget}}) {
             try {
                 Sizes.parse(v[1]);
             } catch (IllegalArgumentException e) {
@@ -258,6 +266,7 @@ final class DemoCommand implements Callable<Integer> {
             peerArgs = List.of("--peer", lendFile.toString(), "--peer-kv", peerKv, "--peer-experts", share, "--peer-durability",
                     peerDurability.toLowerCase(Locale.ROOT), "--rebalance-ms", "100");
         }
+        long split = splitBudget(modelConfig);
         String[] bases = new String[2];
         ChildProcess[] instances = new ChildProcess[2];
         for (int i = 0; i < 2; i++) {
@@ -269,6 +278,9 @@ final class DemoCommand implements Callable<Integer> {
                     "--exit-with", Long.toString(self)));
             if (Sizes.parse(diskKv) > 0) {
                 args.addAll(List.of("--disk-kv", workDir.resolve("disk-" + report.instanceNames[i]).toString(), "--disk-kv-size", diskKv));
+            }
+            if (split > 0) {
+                args.addAll(List.of("--split-budget", Long.toString(split)));
             }
             args.addAll(peerArgs);
             instances[i] = launch("strata serve " + report.instanceNames[i], childArgs("serve", args));
@@ -285,6 +297,7 @@ final class DemoCommand implements Callable<Integer> {
                 modelConfig.numExpertsPerTok(), expertCap, kvBlocks, BLOCK_TOKENS, hostKv, Sizes.parse(diskKv) > 0 ? diskKv : "no", poolCapacity)
                 + (peer ? String.format(Locale.ROOT, "; strata peer lending %s, %s PEER KV (%s) and expert copies up to %s per instance",
                 Sizes.format(budget), peerKv, peerDurability.toLowerCase(Locale.ROOT), Sizes.format(Math.max(1L << 20, budget / 4))) : "")
+                + (split > 0 ? "; expert slots and KV blocks share a live split of " + Sizes.format(split) + " per instance" : "")
                 + (config.file != null || !config.settings.isEmpty() ? "; over " + configDescription() : "");
         report.peer = peer;
         report.deviceKvBlocks = kvBlocks;
@@ -340,7 +353,35 @@ final class DemoCommand implements Callable<Integer> {
                 report.peerAlive[i] = DemoClient.sum(after[i], "strata_peer_alive") > 0;
             }
         }
+        for (int i = 0; i < 2; i++) {
+            report.splits[i] = DemoReport.Split.of(after[i]);
+        }
         histories.clear();
+    }
+
+    /**
+     * The DEVICE budget each instance splits between expert slots and KV slots: {@code --split-budget}
+     * when given, else 0 for a dense model or an instance without paged experts, else the bytes of
+     * the starting expert slots of every MoE layer and of the KV floor, as the serve side lays them
+     * out (each slot aligned to the DEVICE tier's alignment), plus the live split's own KV headroom
+     * ({@link LiveSplit.Settings#headroomBlocks}) above the floor. The instance starts where the
+     * demo without a split runs (DEVICE KV a little above the longest conversation, so every tier
+     * below it still serves blocks); from there the controller may give expert slots to the KV
+     * side down to top-k per layer and take them back, and grow the experts into KV it holds above
+     * the floor.
+     */
+    private long splitBudget(ModelConfig c) {
+        if (splitBudget != null) {
+            return Sizes.parse(splitBudget);
+        }
+        if (!c.moe() || expertCap == 0) {
+            return 0;
+        }
+        long slotBytes = Sizes.alignUp(ModelRunner.expertLayout(c).bytes(), CpuDeviceBackend.ALIGNMENT); // one expert slot
+        long blockBytes = Sizes.alignUp(ModelRunner.kvGeometry(c, BLOCK_TOKENS).bytesPerBlock(), CpuDeviceBackend.ALIGNMENT);
+        long startSlots = Math.min(expertCap, c.numExperts());
+        long headroomBlocks = LiveSplit.Settings.defaults(1).headroomBlocks();
+        return startSlots * ModelRunner.moeLayerCount(c) * slotBytes + (kvBlocks + headroomBlocks) * blockBytes;
     }
 
     /** The user's configuration as given: "-c FILE" and the --set settings. */

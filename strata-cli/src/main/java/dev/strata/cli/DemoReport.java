@@ -13,6 +13,7 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
+import java.util.Map;
 import java.util.function.Predicate;
 
 /**
@@ -20,7 +21,8 @@ import java.util.function.Predicate;
  * turns (warm from this instance's own tiers, or from blocks the other instance wrote into the
  * pool), decode speed, the expert hit rate, whether every output matched the unpaged run, and the
  * cleanup; with a peer agent, the KV blocks and expert fetches served from the peer, the bytes kept
- * off the host link and the revocations. Prints a table and writes the same facts as JSON.
+ * off the host link and the revocations; with the live expert/KV split, the split each instance
+ * ended on. Prints a table and writes the same facts as JSON.
  *
  * <p>Not thread-safe: one thread fills and prints it.
  */
@@ -79,6 +81,33 @@ final class DemoReport {
         }
     }
 
+    /**
+     * The expert/KV split one instance ended on, read from its {@code strata_split_*} metrics.
+     *
+     * @param budgetBytes         DEVICE bytes the two sides share
+     * @param expertSlotsPerLayer expert slots per MoE layer
+     * @param expertBytes         DEVICE bytes of the expert slots
+     * @param kvBlocks            KV block slots
+     * @param kvBytes             DEVICE bytes of the KV slots
+     * @param applied             resizes applied over the instance's life
+     * @param failed              resizes refused (the previous split kept, or not even that)
+     */
+    record Split(long budgetBytes, int expertSlotsPerLayer, long expertBytes, long kvBlocks, long kvBytes, long applied, long failed) {
+        /** The split in {@code metrics} (one scrape of {@code /metrics}), or null when the instance runs none. */
+        static Split of(Map<String, Double> metrics) {
+            if (!metrics.containsKey("strata_split_budget_bytes")) {
+                return null;
+            }
+            return new Split(metrics.get("strata_split_budget_bytes").longValue(),
+                    (int) DemoClient.sum(metrics, "strata_split_expert_slots_per_layer"),
+                    (long) DemoClient.sample(metrics, "strata_split_bytes", "side", "experts"), (long) DemoClient.sum(metrics, "strata_split_kv_blocks"),
+                    (long) DemoClient.sample(metrics, "strata_split_bytes", "side", "kv"),
+                    (long) DemoClient.sample(metrics, "strata_split_resizes_total", "outcome", "applied"),
+                    (long) (DemoClient.sum(metrics, "strata_split_resizes_total")
+                            - DemoClient.sample(metrics, "strata_split_resizes_total", "outcome", "applied")));
+        }
+    }
+
     final List<Turn> turns = new ArrayList<>(); // probes first, then the sessions' turns in replay order
     final String[] instanceNames = {"A", "B"};
     final long[] instancePids = new long[2];
@@ -104,6 +133,7 @@ final class DemoReport {
     final double[] expertBytesFromPeer = new double[2]; // their bytes
     final double[] revocations = new double[2]; // leases the peer took back from each instance (any reason)
     final boolean[] peerAlive = new boolean[2]; // each instance still saw the peer alive at the end
+    final Split[] splits = new Split[2]; // the expert/KV split each instance ended on; null where it ran none
 
     private List<Turn> replay() {
         return turns.stream().filter(t -> t.session >= 0).toList();
@@ -293,6 +323,15 @@ final class DemoReport {
                     reclaimedAfterTurn, revocations[0] + revocations[1], revocations[0], revocations[1],
                     peerAlive[0] && peerAlive[1] ? "yes" : "no");
         }
+        for (int i = 0; i < 2; i++) {
+            Split s = splits[i];
+            if (s != null) {
+                out.printf(Locale.ROOT, "  split on %s: ended on %d expert slots per layer (%s) and %d KV blocks (%s) of its %s budget; "
+                                + "%d resizes applied, %d failed%n", instanceNames[i], s.expertSlotsPerLayer(),
+                        dev.strata.memory.Sizes.format(s.expertBytes()), s.kvBlocks(), dev.strata.memory.Sizes.format(s.kvBytes()),
+                        dev.strata.memory.Sizes.format(s.budgetBytes()), s.applied(), s.failed());
+            }
+        }
         long same = replay().stream().filter(Turn::identical).count();
         out.printf(Locale.ROOT, "  outputs byte-identical to an unpaged in-process run: %s (%d of %d turns)%n", identical() ? "yes" : "NO",
                 same, replay().size());
@@ -335,6 +374,17 @@ final class DemoReport {
                     .put("expert_fetches", expertFromPeer[0] + expertFromPeer[1])
                     .put("bytes_kept_off_host_link", bytesKeptOffHostLink()).put("reclaimed_after_turn", reclaimedAfterTurn)
                     .put("revocations", revocations[0] + revocations[1]).put("alive", peerAlive[0] && peerAlive[1]);
+        }
+        ObjectNode split = root.putObject("split");
+        for (int i = 0; i < 2; i++) {
+            Split s = splits[i];
+            if (s == null) {
+                split.putNull(instanceNames[i]);
+            } else {
+                split.putObject(instanceNames[i]).put("budget_bytes", s.budgetBytes()).put("expert_slots_per_layer", s.expertSlotsPerLayer())
+                        .put("expert_bytes", s.expertBytes()).put("kv_blocks", s.kvBlocks()).put("kv_bytes", s.kvBytes())
+                        .put("resizes_applied", s.applied()).put("resizes_failed", s.failed());
+            }
         }
         ArrayNode pids = root.putArray("pids");
         pids.add(nodePid).add(instancePids[0]).add(instancePids[1]);

@@ -96,6 +96,24 @@ class DemoCommandTest {
             assertThat(both.get(tier).asDouble()).as("prefix blocks found in %s: %s", tier, detail).isPositive();
         }
         assertThat(r.get("empty_columns")).as(detail).isEmpty();
+        // each instance splits a budget sized from the model between expert slots and KV blocks, and reports where it ended
+        for (String instance : List.of("A", "B")) {
+            JsonNode split = r.get("split").get(instance);
+            assertThat(split.isObject()).as("the split of %s: %s", instance, detail).isTrue();
+            long budget = split.get("budget_bytes").asLong();
+            assertThat(split.get("expert_bytes").asLong()).as(detail).isPositive();
+            assertThat(split.get("kv_bytes").asLong()).as(detail).isPositive();
+            assertThat(split.get("expert_bytes").asLong() + split.get("kv_bytes").asLong()).as(detail).isLessThanOrEqualTo(budget);
+            assertThat(split.get("expert_slots_per_layer").asInt()).as(detail).isPositive();
+            assertThat(split.get("kv_blocks").asLong()).as("the KV floor holds: %s", detail).isGreaterThanOrEqualTo(50);
+            assertThat(split.get("resizes_applied").asLong()).isNotNegative();
+            assertThat(split.get("resizes_failed").asLong()).isNotNegative();
+            assertThat(run.out()).contains(String.format(java.util.Locale.ROOT,
+                    "  split on %s: ended on %d expert slots per layer (%s) and %d KV blocks (%s) of its %s budget; %d resizes applied, %d failed",
+                    instance, split.get("expert_slots_per_layer").asInt(), dev.strata.memory.Sizes.format(split.get("expert_bytes").asLong()),
+                    split.get("kv_blocks").asLong(), dev.strata.memory.Sizes.format(split.get("kv_bytes").asLong()),
+                    dev.strata.memory.Sizes.format(budget), split.get("resizes_applied").asLong(), split.get("resizes_failed").asLong()));
+        }
         JsonNode peer = r.get("peer");
         assertThat(peer.get("reclaimed_after_turn").asInt()).isEqualTo(3);
         assertThat(peer.get("revocations").asDouble()).as("leases the agent took back from the instances").isPositive();
