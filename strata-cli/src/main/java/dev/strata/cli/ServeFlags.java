@@ -24,8 +24,11 @@ final class ServeFlags {
     Path modelsDir;
     @Option(names = "--model-id", description = "the id clients name in 'model' (default: the directory's name) [model.id]")
     String modelId;
-    @Option(names = "--host", description = "address to bind (default: 127.0.0.1; bind a public address only behind --api-key) [server.host]")
+    @Option(names = "--host", description = "address to bind (default: 127.0.0.1; a non-loopback address needs --api-key, or --insecure) [server.host]")
     String host;
+    @Option(names = "--insecure", arity = "0",
+            description = "allow a non-loopback --host without --api-key: anyone who reaches the address may generate (default: refused) [server.insecure]")
+    Boolean insecure;
     @Option(names = "--port", description = "TCP port; 0 picks a free one (default: 8000) [server.port]")
     Integer port;
     @Option(names = "--api-key", description = "require 'Authorization: Bearer KEY' on /v1/* and /metrics (default: none, or $STRATA_API_KEY) [server.api-key]")
@@ -86,7 +89,8 @@ final class ServeFlags {
     Shorthands settings() {
         Shorthands s = new Shorthands()
                 .put("--model", "model.path", model).put("--models-dir", "model.cache-dir", modelsDir).put("--model-id", "model.id", modelId)
-                .put("--host", "server.host", host).put("--port", "server.port", port).put("--api-key", "server.api-key", apiKey).put("--threads", "server.threads", threads)
+                .put("--host", "server.host", host).put("--port", "server.port", port).put("--api-key", "server.api-key", apiKey)
+                .put("--insecure", "server.insecure", insecure).put("--threads", "server.threads", threads)
                 .put("--max-body-bytes", "server.max-body", maxBodyBytes).put("--max-prompt-tokens", "server.max-prompt-tokens", maxPromptTokens)
                 .put("--max-tokens-limit", "server.max-tokens-limit", maxTokensLimit).put("--routing-trace", "server.routing-trace", routingTrace)
                 .put("--kv-blocks", "kv.device-blocks", kvBlocks).put("--block-tokens", "kv.block-tokens", blockTokens)
