@@ -124,7 +124,8 @@ public final class ServeCommand implements Callable<Integer> {
         String id = p.model().id() != null ? p.model().id() : model.toAbsolutePath().normalize().getFileName().toString();
         ServerConfig server = new ServerConfig(p.server().host(), p.server().port(), apiKey, id, p.server().maxBodyBytes(),
                 p.server().maxPromptTokens() > 0 ? p.server().maxPromptTokens() : capacity - 1,
-                p.server().maxTokensLimit() > 0 ? p.server().maxTokensLimit() : capacity - 1);
+                p.server().maxTokensLimit() > 0 ? p.server().maxTokensLimit() : capacity - 1, p.server().headerTimeoutMillis(),
+                p.server().maxIdleConnections());
         List<Path> peerFiles = p.peers().files();
         if (c.peer() != null && peerFiles.isEmpty()) {
             throw new IllegalArgumentException("tiers.peer (" + Sizes.format(c.peer().capacity()) + ") borrows from peers, but peers.files"

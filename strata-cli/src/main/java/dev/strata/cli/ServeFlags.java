@@ -82,6 +82,11 @@ final class ServeFlags {
     String maxBodyBytes;
     @Option(names = "--max-prompt-tokens", description = "longest prompt (default: kv-blocks × block-tokens − 1) [server.max-prompt-tokens]")
     Integer maxPromptTokens;
+    @Option(names = "--header-timeout-ms", paramLabel = "MS",
+            description = "time a client has to send a whole request before its connection is closed, rounded up to seconds (default: 10000) [server.header-timeout-ms]")
+    Long headerTimeoutMillis;
+    @Option(names = "--max-idle-connections", paramLabel = "N", description = "most kept-alive connections left open between requests (default: 256) [server.max-idle-connections]")
+    Integer maxIdleConnections;
     @Option(names = "--max-tokens-limit", description = "largest max_tokens a request may ask for (default: kv-blocks × block-tokens − 1) [server.max-tokens-limit]")
     Integer maxTokensLimit;
 
@@ -93,6 +98,8 @@ final class ServeFlags {
                 .put("--insecure", "server.insecure", insecure).put("--threads", "server.threads", threads)
                 .put("--max-body-bytes", "server.max-body", maxBodyBytes).put("--max-prompt-tokens", "server.max-prompt-tokens", maxPromptTokens)
                 .put("--max-tokens-limit", "server.max-tokens-limit", maxTokensLimit).put("--routing-trace", "server.routing-trace", routingTrace)
+                .put("--header-timeout-ms", "server.header-timeout-ms", headerTimeoutMillis)
+                .put("--max-idle-connections", "server.max-idle-connections", maxIdleConnections)
                 .put("--kv-blocks", "kv.device-blocks", kvBlocks).put("--block-tokens", "kv.block-tokens", blockTokens)
                 .put("--expert-cap", "experts.device-slots", expertCap)
                 .put("--split-budget", "split.budget", splitBudget)

@@ -27,9 +27,11 @@ class ServeCommandTest {
         ModelSynthesizer.write(SynthSpec.small(ModelFamily.LLAMA, 3), model, (d, t, b, tb) -> { });
         ServeCommand cmd = new ServeCommand();
         new CommandLine(cmd).parseArgs("--model", model.toString(), "--port", "0", "--api-key", "k1", "--threads", "1",
-                "--kv-blocks", "8", "--block-tokens", "16");
+                "--kv-blocks", "8", "--block-tokens", "16", "--header-timeout-ms", "5000", "--max-idle-connections", "32");
         try (ServeCommand.Running r = cmd.start()) {
             assertThat(r.config().host()).isEqualTo("127.0.0.1");
+            assertThat(r.config().headerTimeoutMillis()).isEqualTo(5000);
+            assertThat(r.config().maxIdleConnections()).isEqualTo(32);
             HttpClient client = HttpClient.newHttpClient();
             String base = "http://127.0.0.1:" + r.port();
             HttpResponse<String> models = client.send(HttpRequest.newBuilder(URI.create(base + "/v1/models"))

@@ -49,6 +49,10 @@ import java.util.concurrent.LinkedBlockingQueue;
  * went away) cancels the generation through its {@link Generator.Handle}, which releases its KV
  * blocks.
  *
+ * <p>Connections: a client has {@link ServerConfig#headerTimeoutMillis()} to send a whole request
+ * before its connection is closed, and at most {@link ServerConfig#maxIdleConnections()} kept-alive
+ * connections stay open between requests ({@link HttpConnectionLimits}).
+ *
  * <p>Threads: the JDK server accepts on its dispatcher thread and runs each exchange on a virtual
  * thread; generation runs on the generator's threads, and sinks hand text to the exchange's thread
  * through a queue. {@link #close} from any thread.
@@ -73,6 +77,7 @@ public final class OpenAiServer implements AutoCloseable {
         this.metrics = metrics;
         this.tokenizer = engine.model().tokenizer();
         this.tokenizerConfig = engine.model().tokenizerConfig();
+        HttpConnectionLimits.apply(config); // before the create: the JDK reads them when its first server is made
         this.http = HttpServer.create(new InetSocketAddress(config.host(), config.port()), 64);
         http.createContext("/", this::handle);
         http.setExecutor(exchanges);
