@@ -22,6 +22,8 @@ import dev.strata.node.rpc.RpcClientOptions;
 import dev.strata.node.rpc.RpcServerConfig;
 import java.io.IOException;
 import java.io.UncheckedIOException;
+import java.net.InetAddress;
+import java.net.UnknownHostException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -118,10 +120,12 @@ public final class ServeCommand implements Callable<Integer> {
         int kvBlocks = p.kv().deviceBlocks();
         int capacity = kvBlocks * blockTokens;
         String apiKey = p.server().apiKey() != null ? p.server().apiKey() : System.getenv("STRATA_API_KEY");
+        guardPublicHost(p.server(), apiKey);
         String id = p.model().id() != null ? p.model().id() : model.toAbsolutePath().normalize().getFileName().toString();
         ServerConfig server = new ServerConfig(p.server().host(), p.server().port(), apiKey, id, p.server().maxBodyBytes(),
                 p.server().maxPromptTokens() > 0 ? p.server().maxPromptTokens() : capacity - 1,
-                p.server().maxTokensLimit() > 0 ? p.server().maxTokensLimit() : capacity - 1);
+                p.server().maxTokensLimit() > 0 ? p.server().maxTokensLimit() : capacity - 1, p.server().headerTimeoutMillis(),
+                p.server().maxIdleConnections());
         List<Path> peerFiles = p.peers().files();
         if (c.peer() != null && peerFiles.isEmpty()) {
             throw new IllegalArgumentException("tiers.peer (" + Sizes.format(c.peer().capacity()) + ") borrows from peers, but peers.files"
@@ -184,6 +188,35 @@ public final class ServeCommand implements Callable<Integer> {
             }
             throw e;
         }
+    }
+
+    /**
+     * Refuses to serve a non-loopback address without an API key unless {@code server.insecure}
+     * says the operator means it; then warns on standard error. A host that does not resolve is
+     * left to the bind, which names it.
+     *
+     * @throws IllegalArgumentException naming server.host, the address and the two ways on
+     */
+    private static void guardPublicHost(ProcessConfig.Server s, String apiKey) {
+        if (apiKey != null && !apiKey.isEmpty()) {
+            return;
+        }
+        InetAddress address;
+        try {
+            address = InetAddress.getByName(s.host());
+        } catch (UnknownHostException e) {
+            return;
+        }
+        if (address.isLoopbackAddress()) {
+            return;
+        }
+        if (!s.insecure()) {
+            throw new IllegalArgumentException("server.host " + s.host() + " is not a loopback address and no API key is set:"
+                    + " anyone who reaches it could generate; give --api-key KEY (server.api-key, or $STRATA_API_KEY), or --insecure"
+                    + " (server.insecure: true) to serve it without a key knowingly");
+        }
+        Log.warn("serve", "serving " + s.host() + " without an API key (server.insecure): anyone who reaches it may generate"
+                + " and read /metrics");
     }
 
     /**

@@ -24,8 +24,11 @@ final class ServeFlags {
     Path modelsDir;
     @Option(names = "--model-id", description = "the id clients name in 'model' (default: the directory's name) [model.id]")
     String modelId;
-    @Option(names = "--host", description = "address to bind (default: 127.0.0.1; bind a public address only behind --api-key) [server.host]")
+    @Option(names = "--host", description = "address to bind (default: 127.0.0.1; a non-loopback address needs --api-key, or --insecure) [server.host]")
     String host;
+    @Option(names = "--insecure", arity = "0",
+            description = "allow a non-loopback --host without --api-key: anyone who reaches the address may generate (default: refused) [server.insecure]")
+    Boolean insecure;
     @Option(names = "--port", description = "TCP port; 0 picks a free one (default: 8000) [server.port]")
     Integer port;
     @Option(names = "--api-key", description = "require 'Authorization: Bearer KEY' on /v1/* and /metrics (default: none, or $STRATA_API_KEY) [server.api-key]")
@@ -79,6 +82,11 @@ final class ServeFlags {
     String maxBodyBytes;
     @Option(names = "--max-prompt-tokens", description = "longest prompt (default: kv-blocks × block-tokens − 1) [server.max-prompt-tokens]")
     Integer maxPromptTokens;
+    @Option(names = "--header-timeout-ms", paramLabel = "MS",
+            description = "time a client has to send a whole request before its connection is closed, rounded up to seconds (default: 10000) [server.header-timeout-ms]")
+    Long headerTimeoutMillis;
+    @Option(names = "--max-idle-connections", paramLabel = "N", description = "most kept-alive connections left open between requests (default: 256) [server.max-idle-connections]")
+    Integer maxIdleConnections;
     @Option(names = "--max-tokens-limit", description = "largest max_tokens a request may ask for (default: kv-blocks × block-tokens − 1) [server.max-tokens-limit]")
     Integer maxTokensLimit;
 
@@ -86,9 +94,12 @@ final class ServeFlags {
     Shorthands settings() {
         Shorthands s = new Shorthands()
                 .put("--model", "model.path", model).put("--models-dir", "model.cache-dir", modelsDir).put("--model-id", "model.id", modelId)
-                .put("--host", "server.host", host).put("--port", "server.port", port).put("--api-key", "server.api-key", apiKey).put("--threads", "server.threads", threads)
+                .put("--host", "server.host", host).put("--port", "server.port", port).put("--api-key", "server.api-key", apiKey)
+                .put("--insecure", "server.insecure", insecure).put("--threads", "server.threads", threads)
                 .put("--max-body-bytes", "server.max-body", maxBodyBytes).put("--max-prompt-tokens", "server.max-prompt-tokens", maxPromptTokens)
                 .put("--max-tokens-limit", "server.max-tokens-limit", maxTokensLimit).put("--routing-trace", "server.routing-trace", routingTrace)
+                .put("--header-timeout-ms", "server.header-timeout-ms", headerTimeoutMillis)
+                .put("--max-idle-connections", "server.max-idle-connections", maxIdleConnections)
                 .put("--kv-blocks", "kv.device-blocks", kvBlocks).put("--block-tokens", "kv.block-tokens", blockTokens)
                 .put("--expert-cap", "experts.device-slots", expertCap)
                 .put("--split-budget", "split.budget", splitBudget)

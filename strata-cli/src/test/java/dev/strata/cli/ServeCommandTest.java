@@ -27,9 +27,11 @@ class ServeCommandTest {
         ModelSynthesizer.write(SynthSpec.small(ModelFamily.LLAMA, 3), model, (d, t, b, tb) -> { });
         ServeCommand cmd = new ServeCommand();
         new CommandLine(cmd).parseArgs("--model", model.toString(), "--port", "0", "--api-key", "k1", "--threads", "1",
-                "--kv-blocks", "8", "--block-tokens", "16");
+                "--kv-blocks", "8", "--block-tokens", "16", "--header-timeout-ms", "5000", "--max-idle-connections", "32");
         try (ServeCommand.Running r = cmd.start()) {
             assertThat(r.config().host()).isEqualTo("127.0.0.1");
+            assertThat(r.config().headerTimeoutMillis()).isEqualTo(5000);
+            assertThat(r.config().maxIdleConnections()).isEqualTo(32);
             HttpClient client = HttpClient.newHttpClient();
             String base = "http://127.0.0.1:" + r.port();
             HttpResponse<String> models = client.send(HttpRequest.newBuilder(URI.create(base + "/v1/models"))
@@ -126,5 +128,51 @@ class ServeCommandTest {
         CliRun notAModel = CliRun.of("serve", "--model", dir.toString(), "--port", "0");
         assertThat(notAModel.status()).isEqualTo(2);
         assertThat(notAModel.err()).startsWith("strata: ");
+    }
+
+    @Test
+    void aPublicAddressWithoutAnApiKeyIsRefusedUnlessInsecureIsGiven() throws Exception {
+        Path model = dir.resolve("tiny-llama");
+        ModelSynthesizer.write(SynthSpec.small(ModelFamily.LLAMA, 3), model, (d, t, b, tb) -> { });
+
+        ServeCommand insecure = new ServeCommand();
+        new CommandLine(insecure).parseArgs("--model", model.toString(), "--host", "0.0.0.0", "--port", "0", "--insecure",
+                "--threads", "1", "--kv-blocks", "8");
+        java.io.PrintStream savedErr = System.err;
+        java.io.ByteArrayOutputStream log = new java.io.ByteArrayOutputStream();
+        System.setErr(new java.io.PrintStream(log, true, java.nio.charset.StandardCharsets.UTF_8));
+        ServeCommand.Running running;
+        try {
+            running = insecure.start();
+        } finally {
+            System.setErr(savedErr);
+        }
+        try (ServeCommand.Running r = running) {
+            assertThat(r.config().host()).isEqualTo("0.0.0.0");
+            assertThat(log.toString(java.nio.charset.StandardCharsets.UTF_8)).contains("strata serve: warning: ").contains("0.0.0.0")
+                    .contains("without an API key");
+            HttpResponse<String> health = HttpClient.newHttpClient().send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:"
+                    + r.port() + "/health")).timeout(Duration.ofSeconds(10)).build(), HttpResponse.BodyHandlers.ofString());
+            assertThat(health.statusCode()).isEqualTo(200);
+        }
+
+        CliRun refused = CliRun.of("serve", "--model", model.toString(), "--host", "0.0.0.0", "--port", "0");
+        assertThat(refused.status()).isEqualTo(2);
+        assertThat(refused.err()).startsWith("strata: ").contains("server.host", "0.0.0.0", "--api-key KEY", "--insecure",
+                "server.insecure: true");
+
+        ServeCommand keyed = new ServeCommand();
+        new CommandLine(keyed).parseArgs("--model", model.toString(), "--host", "0.0.0.0", "--port", "0", "--api-key", "k1",
+                "--threads", "1", "--kv-blocks", "8");
+        try (ServeCommand.Running r = keyed.start()) {
+            assertThat(r.config().apiKey()).isEqualTo("k1");
+        }
+
+        ServeCommand loopback = new ServeCommand();
+        new CommandLine(loopback).parseArgs("--model", model.toString(), "--host", "127.0.0.1", "--port", "0", "--threads", "1",
+                "--kv-blocks", "8");
+        try (ServeCommand.Running r = loopback.start()) {
+            assertThat(r.config().apiKey()).isNull();
+        }
     }
 }

@@ -19,7 +19,8 @@ import java.util.List;
  * <pre>
  * model:   { path: DIR, id: NAME, cache-dir: DIR }
  * server:  { host: 127.0.0.1, port: 8000, api-key: KEY, threads: N, max-body: 1MiB,
- *            max-prompt-tokens: N, max-tokens-limit: N, routing-trace: FILE }
+ *            max-prompt-tokens: N, max-tokens-limit: N, routing-trace: FILE, insecure: false,
+ *            header-timeout-ms: 10000, max-idle-connections: 256 }
  * kv:      { block-tokens: 16, device-blocks: 256 }
  * experts: { device-slots: 0, peer-bytes: 64MiB, rebalance-ms: 200 }
  * node:    { access: auto, rpc: PATH, pool-name: NAME, channels: 16, slots: 64, payload: 512,
@@ -59,9 +60,13 @@ public record ProcessConfig(Model model, Server server, Kv kv, Experts experts, 
      * @param maxPromptTokens longest prompt, tokens; 0: the KV capacity less one
      * @param maxTokensLimit  largest max_tokens, tokens; 0: the KV capacity less one
      * @param routingTrace    file the routing of served requests is recorded in; null: none
+     * @param insecure        serve a non-loopback host without an API key (refused otherwise)
+     * @param headerTimeoutMillis time a client has to send a whole request before its connection is closed, ms
+     * @param maxIdleConnections  most kept-alive connections left open between requests
      */
     public record Server(String host, int port, String apiKey, int threads, long maxBodyBytes, int maxPromptTokens,
-                         int maxTokensLimit, Path routingTrace) {
+                         int maxTokensLimit, Path routingTrace, boolean insecure, long headerTimeoutMillis,
+                         int maxIdleConnections) {
     }
 
     /**
@@ -129,11 +134,12 @@ public record ProcessConfig(Model model, Server server, Kv kv, Experts experts, 
         ConfigNode m = section(root, "model", "path", "id", "cache-dir");
         Model model = new Model(path(m.text("path", null)), m.text("id", null), path(m.text("cache-dir", null)));
         ConfigNode s = section(root, "server", "host", "port", "api-key", "threads", "max-body", "max-prompt-tokens",
-                "max-tokens-limit", "routing-trace");
+                "max-tokens-limit", "routing-trace", "insecure", "header-timeout-ms", "max-idle-connections");
         Server server = new Server(s.text("host", "127.0.0.1"), s.integer("port", 8000, 0, 65535), s.text("api-key", null),
                 s.integer("threads", 0, 0, 4096), positive(s.size("max-body", Sizes.MiB), "server.max-body"),
                 s.integer("max-prompt-tokens", 0, 0, Integer.MAX_VALUE), s.integer("max-tokens-limit", 0, 0, Integer.MAX_VALUE),
-                path(s.text("routing-trace", null)));
+                path(s.text("routing-trace", null)), s.bool("insecure", false), s.integer("header-timeout-ms", 10_000, 1, 3_600_000),
+                s.integer("max-idle-connections", 256, 0, 1 << 20));
         ConfigNode k = section(root, "kv", "block-tokens", "device-blocks");
         Kv kv = new Kv(k.integer("block-tokens", 16, 1, 1 << 20), k.integer("device-blocks", 256, 1, Integer.MAX_VALUE));
         if ((long) kv.blockTokens() * kv.deviceBlocks() > Integer.MAX_VALUE) {

@@ -28,7 +28,8 @@ import java.util.concurrent.LinkedBlockingQueue;
 /**
  * An OpenAI-compatible HTTP server over a {@link Generator}: {@code GET /v1/models},
  * {@code POST /v1/completions}, {@code POST /v1/chat/completions} (with {@code "stream": true} as
- * Server-Sent Events), {@code GET /health} and {@code GET /metrics} (Prometheus text: the serving
+ * Server-Sent Events), {@code GET /health} and {@code GET /metrics} (both also answer
+ * {@code HEAD}: the same status and headers, no body) (Prometheus text: the serving
  * metrics, then the generator's {@link Generator#writeEngineMetrics}: the KV manager's, the expert pager's
  * and the peer families, all in one {@link PrometheusText}).
  *
@@ -47,6 +48,10 @@ import java.util.concurrent.LinkedBlockingQueue;
  * {@code finish_reason} and {@code usage}, then {@code data: [DONE]}. A failed write (the client
  * went away) cancels the generation through its {@link Generator.Handle}, which releases its KV
  * blocks.
+ *
+ * <p>Connections: a client has {@link ServerConfig#headerTimeoutMillis()} to send a whole request
+ * before its connection is closed, and at most {@link ServerConfig#maxIdleConnections()} kept-alive
+ * connections stay open between requests ({@link HttpConnectionLimits}).
  *
  * <p>Threads: the JDK server accepts on its dispatcher thread and runs each exchange on a virtual
  * thread; generation runs on the generator's threads, and sinks hand text to the exchange's thread
@@ -72,6 +77,7 @@ public final class OpenAiServer implements AutoCloseable {
         this.metrics = metrics;
         this.tokenizer = engine.model().tokenizer();
         this.tokenizerConfig = engine.model().tokenizerConfig();
+        HttpConnectionLimits.apply(config); // before the create: the JDK reads them when its first server is made
         this.http = HttpServer.create(new InetSocketAddress(config.host(), config.port()), 64);
         http.createContext("/", this::handle);
         http.setExecutor(exchanges);
@@ -145,11 +151,11 @@ public final class OpenAiServer implements AutoCloseable {
         String method = ex.getRequestMethod();
         switch (path) {
             case "/health" -> {
-                requireMethod(ex, method, "GET");
+                requireGetOrHead(ex, method);
                 sendJson(ex, 200, JSON.createObjectNode().put("status", "ok").put("model", config.modelId()));
             }
             case "/metrics" -> {
-                requireMethod(ex, method, "GET");
+                requireGetOrHead(ex, method);
                 authorize(ex);
                 sendText(ex, 200, "text/plain; version=0.0.4; charset=utf-8", prometheus());
             }
@@ -201,6 +207,15 @@ public final class OpenAiServer implements AutoCloseable {
             ex.getResponseHeaders().set("Allow", allowed);
             throw new ApiError(405, "invalid_request_error", null, "method " + method + " is not allowed on "
                     + ex.getRequestURI().getPath() + "; use " + allowed);
+        }
+    }
+
+    /** GET, or HEAD (answered like GET, headers only: probes and load balancers use it). */
+    private static void requireGetOrHead(HttpExchange ex, String method) throws ApiError {
+        if (!method.equals("GET") && !method.equals("HEAD")) {
+            ex.getResponseHeaders().set("Allow", "GET, HEAD");
+            throw new ApiError(405, "invalid_request_error", null, "method " + method + " is not allowed on "
+                    + ex.getRequestURI().getPath() + "; use GET or HEAD");
         }
     }
 
@@ -576,6 +591,10 @@ public final class OpenAiServer implements AutoCloseable {
     private static void sendText(HttpExchange ex, int status, String type, String body) throws IOException {
         byte[] b = body.getBytes(StandardCharsets.UTF_8);
         ex.getResponseHeaders().set("Content-Type", type);
+        if (ex.getRequestMethod().equals("HEAD")) {
+            ex.sendResponseHeaders(status, -1); // the JDK server sends no body on HEAD; -1 says so
+            return;
+        }
         ex.sendResponseHeaders(status, b.length == 0 ? -1 : b.length);
         try (OutputStream out = ex.getResponseBody()) {
             out.write(b);

@@ -252,6 +252,26 @@ class OpenAiServerTest {
     }
 
     @Test
+    void headOnHealthAndMetricsAnswersLikeGetWithoutABody() throws Exception {
+        for (String path : List.of("/health", "/metrics")) {
+            HttpResponse<String> got = get(keyed, path, KEY);
+            HttpResponse<String> head = client.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + keyed.port() + path))
+                    .timeout(Duration.ofSeconds(20)).header("Authorization", "Bearer " + KEY)
+                    .method("HEAD", HttpRequest.BodyPublishers.noBody()).build(), HttpResponse.BodyHandlers.ofString());
+            assertThat(head.statusCode()).as("HEAD " + path).isEqualTo(200);
+            assertThat(head.body()).as("HEAD " + path).isEmpty();
+            assertThat(head.headers().firstValue("Content-Type")).isEqualTo(got.headers().firstValue("Content-Type"));
+        }
+        HttpResponse<String> unauthorized = client.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + keyed.port() + "/metrics"))
+                .timeout(Duration.ofSeconds(20)).method("HEAD", HttpRequest.BodyPublishers.noBody()).build(), HttpResponse.BodyHandlers.ofString());
+        assertThat(unauthorized.statusCode()).isEqualTo(401);
+        assertThat(get(server, "/v1/models", null).statusCode()).isEqualTo(200);
+        HttpResponse<String> headModels = client.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + server.port() + "/v1/models"))
+                .timeout(Duration.ofSeconds(20)).method("HEAD", HttpRequest.BodyPublishers.noBody()).build(), HttpResponse.BodyHandlers.ofString());
+        assertThat(headModels.statusCode()).isEqualTo(405);
+    }
+
+    @Test
     void badRequestsGetClearErrors() throws Exception {
         HttpResponse<String> malformed = post(server, "/v1/completions", "{\"prompt\": \"abc\", ", null);
         assertThat(malformed.statusCode()).isEqualTo(400);
