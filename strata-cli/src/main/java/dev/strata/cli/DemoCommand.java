@@ -377,8 +377,8 @@ final class DemoCommand implements Callable<Integer> {
         if (!c.moe() || expertCap == 0) {
             return 0;
         }
-        long slotBytes = Sizes.alignUp(ModelRunner.expertLayout(c).bytes(), CpuDeviceBackend.ALIGNMENT); // one expert slot
         long blockBytes = Sizes.alignUp(ModelRunner.kvGeometry(c, BLOCK_TOKENS).bytesPerBlock(), CpuDeviceBackend.ALIGNMENT);
+        long slotBytes = Sizes.alignUp(ModelRunner.expertLayout(c).bytes(), blockBytes); // one expert slot: whole KV slots under a split
         long startSlots = Math.min(expertCap, c.numExperts());
         long headroomBlocks = LiveSplit.Settings.defaults(1).headroomBlocks();
         return startSlots * ModelRunner.moeLayerCount(c) * slotBytes + (kvBlocks + headroomBlocks) * blockBytes;

@@ -454,6 +454,7 @@ public final class ExpertPager implements ResizablePool, AutoCloseable {
         private String name = "experts";
         private int topK = -1;
         private int slotsPerLayer = -1;
+        private long slotGranule = 1; // bytes: a slot's DEVICE allocation is a whole number of these
         private SlotScope scope = SlotScope.PER_LAYER;
         private ExpertPolicy policy;
         private TransferEngine engine;
@@ -478,6 +479,20 @@ public final class ExpertPager implements ResizablePool, AutoCloseable {
         /** {@code k}: slots per layer (a shared pool holds {@code k × layers}). */
         public Builder slotsPerLayer(int value) {
             this.slotsPerLayer = value;
+            return this;
+        }
+
+        /**
+         * Rounds each slot's DEVICE allocation up to a whole number of {@code bytes} (default 1:
+         * the image's size). When expert slots and KV slots share one DEVICE tier under a split,
+         * the KV slot's allocation size makes a freed expert slot hold whole KV slots and no
+         * unusable remainder, so a resize that moves bytes from experts to KV finds them.
+         */
+        public Builder slotGranule(long bytes) {
+            if (bytes < 1) {
+                throw new IllegalArgumentException("expert pager '" + name + "': slot granule " + bytes + " must be at least 1 byte");
+            }
+            this.slotGranule = bytes;
             return this;
         }
 
@@ -536,7 +551,8 @@ public final class ExpertPager implements ResizablePool, AutoCloseable {
             if (total > Integer.MAX_VALUE / 2) {
                 throw new IllegalArgumentException("expert pager '" + name + "': " + total + " slots are too many");
             }
-            long[] handles = ExpertSlotMemory.allocate(name, device, (int) total, masters.layout().bytes());
+            long slotRequest = (masters.layout().bytes() + slotGranule - 1) / slotGranule * slotGranule;
+            long[] handles = ExpertSlotMemory.allocate(name, device, (int) total, slotRequest);
             return new ExpertPager(this, handles);
         }
     }

@@ -26,6 +26,7 @@ final class ExpertSlotMemory {
     private final ExpertLayout layout;
     private final long expertBytes;               // bytes of one expert image
     private final long slotBytes;                 // DEVICE bytes of one slot allocation (alignment included)
+    private final long slotRequest;               // bytes asked of the tier for one slot (>= expertBytes)
     private final int groups;
     private final PlainMemoryTier meteredDevice;  // device tier when plain memory, for its meter
     private long[][] slotHandle;                  // [groups][capacity] DEVICE allocation of each slot
@@ -38,6 +39,7 @@ final class ExpertSlotMemory {
         this.layout = layout;
         this.expertBytes = layout.bytes();
         this.slotBytes = device.allocationSize(initial[0]);
+        this.slotRequest = slotBytes; // a grown slot asks for what the first one got (its granule included)
         this.groups = groups;
         this.meteredDevice = device instanceof PlainMemoryTier p ? p : null;
         this.slotHandle = new long[groups][];
@@ -133,7 +135,7 @@ final class ExpertSlotMemory {
         int got = 0;
         try {
             for (; got < fresh.length; got++) {
-                long h = device.allocate(expertBytes);
+                long h = device.allocate(slotRequest);
                 if (h == Allocator.FULL) {
                     break;
                 }

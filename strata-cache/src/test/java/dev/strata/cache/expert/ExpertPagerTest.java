@@ -261,4 +261,30 @@ class ExpertPagerTest {
             }
         }
     }
+
+    /**
+     * Under a split, expert slots share a DEVICE tier with KV slots: a slot granule makes every
+     * slot allocation, first and grown, a whole number of granules, so a freed expert slot holds
+     * whole KV slots; the images and what the model reads are unchanged.
+     */
+    @Test
+    void aSlotGranuleMakesEverySlotAWholeNumberOfGranules() {
+        long granule = 3 * 4096; // not a divisor of the image (3038 bytes, one page when aligned)
+        try (ExpertFixture f = new ExpertFixture(LAYOUT, 2, 16, 1 << 20, 3);
+             ExpertPager pager = ExpertPager.builder(f.masters, f.device).topK(2).slotsPerLayer(3).slotGranule(granule).build()) {
+            long before = f.device.used();
+            assertThat(pager.bytesPerUnit()).as("one slot per layer, two layers").isEqualTo(2 * granule);
+            assertThat(pager.resize(pager.units() + 1)).isTrue();
+            assertThat(f.device.used() - before).as("grown slots are granules too").isEqualTo(2 * granule);
+            int[] map = pager.page(1, new int[] {5, 7});
+            assertThat(pager.verifyResidentBytes()).isEqualTo(2);
+            assertThat(pager.tensor(1, map[7], LAYOUT.indexOf("down")).mismatch(LAYOUT.slice(f.masters.view(1, 7), LAYOUT.indexOf("down"))))
+                    .isEqualTo(-1);
+            pager.checkInvariants();
+        }
+        try (ExpertFixture f = new ExpertFixture(LAYOUT, 2, 16, 1 << 20, 3)) {
+            assertThatThrownBy(() -> ExpertPager.builder(f.masters, f.device).slotGranule(0))
+                    .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("slot granule 0");
+        }
+    }
 }

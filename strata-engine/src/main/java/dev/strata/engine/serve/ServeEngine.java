@@ -441,6 +441,9 @@ public final class ServeEngine implements AutoCloseable {
             device = splitDevice != null ? splitDevice.tier() : DeviceTier.cpu("device", moeLayers * expertCap * expertBytes + (1L << 20));
             masters = ModelRunner.loadMasters(model.weights(), host);
             ExpertPager.Builder pb = ExpertPager.builder(masters, device).topK(c.numExpertsPerTok()).slotsPerLayer(expertCap);
+            if (splitDevice != null) { // a freed expert slot holds whole KV slots: the split's resizes find their bytes
+                pb.slotGranule(splitDevice.layout().bytesPerSlot());
+            }
             if (options.peers() != null && options.peerExpertBytes() > 0) {
                 long image = Sizes.alignUp(expertBytes, PeerTier.ALIGNMENT);
                 if (options.peerExpertBytes() < image) {
