@@ -48,8 +48,8 @@ final class ServeSplit {
                     + " with paged experts (expert cap > 0); the model has " + c.numExperts() + " experts, the expert cap is "
                     + expertCap);
         }
-        long slotBytes = Sizes.alignUp(ModelRunner.expertLayout(c).bytes(), CpuDeviceBackend.ALIGNMENT);
         long blockBytes = Sizes.alignUp(g.bytesPerBlock(), CpuDeviceBackend.ALIGNMENT);
+        long slotBytes = Sizes.alignUp(ModelRunner.expertLayout(c).bytes(), blockBytes); // the pager's slots are whole KV slots
         long need = (long) expertCap * ModelRunner.moeLayerCount(c) * slotBytes + (long) kvBlocks * blockBytes;
         if (need > settings.budgetBytes()) {
             throw new IllegalArgumentException("split budget " + settings.budgetBytes() + " bytes is below the " + need

@@ -51,7 +51,7 @@ class ServeEngineSplitTest {
     static Path dir;
 
     static ModelConfig config;
-    static long slotBytes; // one expert slot of one layer, DEVICE allocation
+    static long slotBytes; // one expert slot of one layer, DEVICE allocation (whole KV slots under a split)
     static long blockBytes; // one KV slot, DEVICE allocation
     static int moeLayers;
     static int experts;
@@ -60,8 +60,8 @@ class ServeEngineSplitTest {
     static void model() throws Exception {
         ModelSynthesizer.write(SynthSpec.small(ModelFamily.QWEN3_MOE, 31), dir, (d, t, b, tb) -> { });
         config = ModelConfig.read(dir);
-        slotBytes = Sizes.alignUp(ModelRunner.expertLayout(config).bytes(), CpuDeviceBackend.ALIGNMENT);
         blockBytes = Sizes.alignUp(ModelRunner.kvGeometry(config, BLOCK_TOKENS).bytesPerBlock(), CpuDeviceBackend.ALIGNMENT);
+        slotBytes = Sizes.alignUp(ModelRunner.expertLayout(config).bytes(), blockBytes); // under a split: whole KV slots
         moeLayers = ModelRunner.moeLayerCount(config);
         experts = config.numExperts();
     }
