@@ -2,7 +2,7 @@ package dev.strata.cache.expert;
 
 import dev.strata.memory.Allocator;
 import dev.strata.memory.Tier;
-import dev.strata.memory.host.PlainMemoryTier;
+import dev.strata.memory.transfer.TierCopy;
 import java.lang.foreign.MemorySegment;
 import java.util.Arrays;
 
@@ -28,7 +28,6 @@ final class ExpertSlotMemory {
     private final long slotBytes;                 // DEVICE bytes of one slot allocation (alignment included)
     private final long slotRequest;               // bytes asked of the tier for one slot (>= expertBytes)
     private final int groups;
-    private final PlainMemoryTier meteredDevice;  // device tier when plain memory, for its meter
     private long[][] slotHandle;                  // [groups][capacity] DEVICE allocation of each slot
     private MemorySegment[][] slotView;           // [groups][capacity] view of each slot's image
     private MemorySegment[][][] tensorView;       // [groups][capacity][tensors] views of each slot's tensors
@@ -41,7 +40,6 @@ final class ExpertSlotMemory {
         this.slotBytes = device.allocationSize(initial[0]);
         this.slotRequest = slotBytes; // a grown slot asks for what the first one got (its granule included)
         this.groups = groups;
-        this.meteredDevice = device instanceof PlainMemoryTier p ? p : null;
         this.slotHandle = new long[groups][];
         this.slotView = new MemorySegment[groups][];
         this.tensorView = new MemorySegment[groups][][];
@@ -113,16 +111,11 @@ final class ExpertSlotMemory {
 
     /**
      * Copies the image in slot {@code from} into slot {@code to} of group {@code g} (DEVICE to
-     * DEVICE, on this thread), metered as a direct read and write of the device tier.
+     * DEVICE, on this thread) through the one copy path, metered as a read and a write of the
+     * device tier.
      */
     void copy(int g, int from, int to) {
-        long start = System.nanoTime();
-        MemorySegment.copy(slotView[g][from], 0, slotView[g][to], 0, expertBytes);
-        if (meteredDevice != null) {
-            long nanos = System.nanoTime() - start;
-            meteredDevice.recordDirectRead(1, expertBytes, nanos);
-            meteredDevice.recordDirectWrite(1, expertBytes, nanos);
-        }
+        TierCopy.direct().copy(device, slotHandle[g][from], device, slotHandle[g][to], expertBytes);
     }
 
     /**
