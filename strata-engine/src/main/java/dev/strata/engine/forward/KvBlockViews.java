@@ -51,8 +51,8 @@ final class KvBlockViews {
         for (int i = 0; i < n; i++) {
             int slot = seq.slot(i);
             if (i >= count || slots[i] != slot) {
+                views[i] = view(slot); // before the slot: a lookup that throws leaves view i to be made again
                 slots[i] = slot;
-                views[i] = view(slot);
                 changed = true;
             } else if (resizable) {
                 MemorySegment now = view(slot);

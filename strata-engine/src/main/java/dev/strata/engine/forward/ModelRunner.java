@@ -376,7 +376,9 @@ public final class ModelRunner {
 
         /**
          * Appends {@code token} and returns the logits after it ({@code [vocab]}: the sequence's own
-         * array, overwritten by its next step; copy it to keep it).
+         * array, overwritten by its next step; copy it to keep it). A call that throws appends
+         * nothing (see {@link #decodeBatch} on what a failed pass leaves), so the same token may be
+         * decoded again.
          */
         public float[] decode(int token) {
             if (closed || length == 0) {
@@ -384,7 +386,12 @@ public final class ModelRunner {
             }
             checkToken(token);
             append(token);
-            step(length - 1, 1, false);
+            try {
+                step(length - 1, 1, false);
+            } catch (RuntimeException | Error e) {
+                length--; // the token was not decoded: the sequence is as before the call
+                throw e;
+            }
             return logits;
         }
 
@@ -470,6 +477,14 @@ public final class ModelRunner {
      * {@link Sequence#decode} (see the class comment). The sequences must be distinct, running and
      * prefilled, and hold KV slots for their next token already ({@link Sequence#reserve}); a
      * sequence without them fails the call before anything is computed.
+     *
+     * <p>A call that throws (a view of a block, a kernel, an expert page-in or a commit failed)
+     * appends nothing: every sequence keeps the tokens it had before the call and the slots it
+     * reserved, so each may decode the same token again, alone or in another batch. What the
+     * failed pass wrote into the KV slots of the new position (past each sequence's tokens) is
+     * overwritten when that token is decoded again; a block the pass committed before the failure
+     * holds exactly the KV that decoding the token again writes (the outputs are deterministic), so
+     * its key stays true.
      */
     public float[][] decodeBatch(List<Sequence> sequences, int[] tokens) {
         if (sequences.size() != tokens.length) {
@@ -501,22 +516,29 @@ public final class ModelRunner {
             batchLogits = new float[count][];
         }
         batch.clear();
+        int appended = 0; // sequences [0, appended) hold their new token
         try {
             for (int i = 0; i < count; i++) {
                 Sequence s = sequences.get(i);
                 s.append(tokens[i]);
+                appended++;
                 s.addTo(batch, s.length - 1, 1);
                 batchLogits[i] = s.logits;
             }
             if (count > 0) {
                 forward.forward(batch, false);
             }
+            for (int i = 0; i < count; i++) {
+                Sequence s = sequences.get(i);
+                kv.commit(s.seq, s.tokens, s.length);
+            }
+        } catch (RuntimeException | Error e) {
+            for (int i = 0; i < appended; i++) {
+                sequences.get(i).length--; // not decoded: each sequence is as before the call
+            }
+            throw e;
         } finally {
             batch.clear();
-        }
-        for (int i = 0; i < count; i++) {
-            Sequence s = sequences.get(i);
-            kv.commit(s.seq, s.tokens, s.length);
         }
         return batchLogits;
     }
