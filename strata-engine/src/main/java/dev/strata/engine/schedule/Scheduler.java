@@ -61,11 +61,24 @@ import java.util.function.IntSupplier;
  *       A preempted request is re-admitted like any other, ahead of new ones; a recomputed one is
  *       re-prefilled from its prompt and generated tokens, whose last logits are the ones its next
  *       decode would have given, so its next token is chosen from them.</li>
+ *   <li><b>Failure</b> is one request's where its work can be told apart: an exception from its
+ *       admission (opening its sequence, prefill or resume), from reserving its next block, from
+ *       preempting it, from its own decode call, from its chooser or from its sink fails that
+ *       request alone: its sequence is closed (its blocks released), it leaves the scheduler, and
+ *       its sink is told {@link TokenSink#failed}; the step goes on with the others. A batched
+ *       decode that throws appends nothing to any sequence ({@link ModelRunner#decodeBatch}), so
+ *       the step decodes the batch's sequences again one by one: the ones whose own call throws
+ *       fail, the others emit the tokens the batch would have given them (the runner's per-row
+ *       determinism), so a failure takes no other request's tokens with it. When every request's
+ *       work fails, each fails on its own with its sequence closed. Only what belongs to no request
+ *       (the routing trace's writes, the KV manager's own polling) is thrown from {@link #step};
+ *       the scheduler is then to be {@link #close closed}, which closes every sequence.</li>
  *   <li><b>Routing</b>: with a {@link RoutingTraceWriter}, every forward call (prefill, decode or
  *       resume) becomes one trace step of its tokens' routed experts (prefill phase for prefills
  *       and resumes, decode for decodes: a batched decode is one step of the batch's tokens, in
- *       admission order); a request start precedes a request's first prefill, and a burst start
- *       begins every scheduler step that runs anything.</li>
+ *       admission order; a batched decode that failed records nothing, and the one-by-one calls that
+ *       follow it a step each); a request start precedes a request's first prefill, and a burst
+ *       start begins every scheduler step that runs anything.</li>
  * </ul>
  *
  * <p>Threads: {@link #submit}, {@link #cancel}, {@link #stop} and the counters' getters
@@ -76,8 +89,10 @@ import java.util.function.IntSupplier;
  *
  * <p>Invariants after every step: each live request is in exactly one of waiting, running or
  * preempted; running sequences hold KV, preempted and waiting ones hold none (a swapped sequence's
- * blocks are offloaded or dropped); a finished or cancelled request holds nothing and its sink has
- * been told {@code finished} exactly once.
+ * blocks are offloaded or dropped); a finished, cancelled or failed request holds nothing and its
+ * sink has been told {@code finished} or {@code failed} exactly once. A request owns its sequence
+ * from the moment it is opened, so every sequence is closed by the request's end or by
+ * {@link #close}, whatever threw in between.
  */
 public final class Scheduler implements AutoCloseable {
     private final ModelRunner runner;
@@ -105,6 +120,7 @@ public final class Scheduler implements AutoCloseable {
     private volatile int peakRunning;
     private volatile long decodeBatches; // decode forward calls (one per step when batched)
     private volatile long decodedTokens; // tokens those calls decoded
+    private volatile long failures; // requests failed by their own work
     private boolean burstOpen; // the current step has written its burst start
 
     private int[] traceIds = new int[256]; // ids of the current forward call, layer-major
@@ -293,6 +309,11 @@ public final class Scheduler implements AutoCloseable {
         return decodedTokens;
     }
 
+    /** Requests that failed so far (their own admission, decode, chooser or sink threw). */
+    public long failures() {
+        return failures;
+    }
+
     /** KV blocks the running sequences hold (a shared block once per holder). */
     public int heldBlocks() {
         int held = 0;
@@ -348,7 +369,13 @@ public final class Scheduler implements AutoCloseable {
             }
             if (resuming && r.seq != null) {
                 openBurst();
-                float[] logits = forward(RoutingPhase.PREFILL, () -> r.seq.resume());
+                float[] logits;
+                try {
+                    logits = forward(RoutingPhase.PREFILL, () -> r.seq.resume());
+                } catch (RunFailed e) {
+                    fail(r, e.getCause()); // its sequence is closed; the next in line is tried
+                    continue;
+                }
                 if (logits == null) {
                     return; // the cache could not hold it after all; it stays first among the preempted
                 }
@@ -365,14 +392,25 @@ public final class Scheduler implements AutoCloseable {
                     trace.startRequest(r.session < 0 ? r.id : r.session, r.id);
                 }
             }
-            ModelRunner.Sequence seq = runner.newSequence();
-            int[] context = r.context();
-            float[] logits = forward(RoutingPhase.PREFILL, () -> {
-                float[][] out = seq.prefillIfRoom(context, false);
-                return out == null ? null : out[0];
-            });
+            float[] logits;
+            try {
+                r.seq = runner.newSequence(); // the request owns it from now on: its end or close() closes it
+                ModelRunner.Sequence seq = r.seq;
+                int[] context = r.context();
+                logits = forward(RoutingPhase.PREFILL, () -> {
+                    float[][] out = seq.prefillIfRoom(context, false);
+                    return out == null ? null : out[0];
+                });
+            } catch (RunFailed e) {
+                fail(r, e.getCause());
+                continue;
+            } catch (RuntimeException e) { // opening the sequence
+                fail(r, e);
+                continue;
+            }
             if (logits == null) {
-                seq.close(); // slots not free yet (offloads in flight): it stays first in line
+                r.seq.close(); // slots not free yet (offloads in flight): it stays first in line
+                r.seq = null;
                 kv.poll();
                 return;
             }
@@ -382,12 +420,16 @@ public final class Scheduler implements AutoCloseable {
             } else {
                 waiting.poll();
             }
-            r.seq = seq;
             r.ranInStep = steps;
             enterRunning(r);
             if (!r.reported) {
                 r.reported = true;
-                r.sink.started(r.id, r.prompt.length, seq.reusedTokens());
+                try {
+                    r.sink.started(r.id, r.prompt.length, r.seq.reusedTokens());
+                } catch (RuntimeException e) {
+                    fail(r, e);
+                    continue;
+                }
             }
             emit(r, logits);
         }
@@ -404,16 +446,9 @@ public final class Scheduler implements AutoCloseable {
                 if (r.seq == null || r.ranInStep == steps || !running.contains(r)) {
                     continue;
                 }
-                if (!reserveNext(r)) {
-                    continue;
+                if (reserveNext(r)) {
+                    decodeAlone(r);
                 }
-                openBurst();
-                int last = r.generated[r.count - 1];
-                float[] logits = forward(RoutingPhase.DECODE, () -> r.seq.decode(last));
-                r.ranInStep = steps;
-                decodeBatches++;
-                decodedTokens++;
-                emit(r, logits);
             }
             return;
         }
@@ -427,8 +462,12 @@ public final class Scheduler implements AutoCloseable {
                 ready.add(r);
             }
         }
-        ready.removeIf(r -> !running.contains(r)); // preempted after its reservation
+        ready.removeIf(r -> !running.contains(r)); // preempted or failed after its reservation
         if (ready.isEmpty()) {
+            return;
+        }
+        if (ready.size() == 1) {
+            decodeAlone(ready.get(0));
             return;
         }
         List<ModelRunner.Sequence> seqs = new ArrayList<>(ready.size());
@@ -439,7 +478,18 @@ public final class Scheduler implements AutoCloseable {
             last[i] = r.generated[r.count - 1];
         }
         openBurst();
-        float[][] logits = forwardBatch(RoutingPhase.DECODE, () -> runner.decodeBatch(seqs, last));
+        float[][] logits;
+        try {
+            logits = forwardBatch(RoutingPhase.DECODE, () -> runner.decodeBatch(seqs, last));
+        } catch (RunFailed e) {
+            // the batch appended nothing: each sequence decodes alone, and only those whose own call throws fail
+            for (Request r : ready) {
+                if (running.contains(r)) {
+                    decodeAlone(r);
+                }
+            }
+            return;
+        }
         decodeBatches++;
         decodedTokens += ready.size();
         for (int i = 0; i < ready.size(); i++) {
@@ -449,8 +499,40 @@ public final class Scheduler implements AutoCloseable {
         }
     }
 
-    /** Gets {@code r} the block for its next token, preempting the latest admitted as needed; false when it cannot run now. */
+    /**
+     * Gets {@code r} (running) the block for its next token as {@link #reserveOrPreempt} does; a
+     * reservation that throws fails {@code r} alone.
+     *
+     * @return whether {@code r} can decode now
+     */
     private boolean reserveNext(Request r) {
+        try {
+            return reserveOrPreempt(r);
+        } catch (RuntimeException e) {
+            fail(r, e);
+            return false;
+        }
+    }
+
+    /** Decodes {@code r}'s next token by its own forward call and emits it; a call that throws fails {@code r} alone. */
+    private void decodeAlone(Request r) {
+        openBurst();
+        int last = r.generated[r.count - 1];
+        float[] logits;
+        try {
+            logits = forward(RoutingPhase.DECODE, () -> r.seq.decode(last));
+        } catch (RunFailed e) {
+            fail(r, e.getCause());
+            return;
+        }
+        r.ranInStep = steps;
+        decodeBatches++;
+        decodedTokens++;
+        emit(r, logits);
+    }
+
+    /** Gets {@code r} the block for its next token, preempting the latest admitted as needed; false when it cannot run now. */
+    private boolean reserveOrPreempt(Request r) {
         while (true) {
             AllocationStatus status = r.seq.reserve(r.seq.length() + 1);
             switch (status) {
@@ -472,14 +554,20 @@ public final class Scheduler implements AutoCloseable {
         }
     }
 
+    /** Preempts {@code victim} (running); a preemption that throws fails the victim, which frees its blocks just the same. */
     private void preempt(Request victim) {
         running.remove(victim);
         preemptions++;
-        if (mode == PreemptionMode.SWAP) {
-            victim.seq.preempt();
-        } else {
-            victim.seq.close();
-            victim.seq = null;
+        try {
+            if (mode == PreemptionMode.SWAP) {
+                victim.seq.preempt();
+            } else {
+                victim.seq.close();
+                victim.seq = null;
+            }
+        } catch (RuntimeException e) {
+            fail(victim, e);
+            return;
         }
         int at = 0;
         while (at < preempted.size() && preempted.get(at).order < victim.order) {
@@ -488,10 +576,17 @@ public final class Scheduler implements AutoCloseable {
         preempted.add(at, victim);
     }
 
+    /** Chooses {@code r}'s next token from {@code logits} and hands it to its sink; a chooser or sink that throws fails {@code r}. */
     private void emit(Request r, float[] logits) {
-        int token = r.chooser.choose(r.id, logits);
-        r.generated[r.count++] = token;
-        r.sink.token(r.id, token, logits);
+        int token;
+        try {
+            token = r.chooser.choose(r.id, logits);
+            r.generated[r.count++] = token;
+            r.sink.token(r.id, token, logits);
+        } catch (RuntimeException e) {
+            fail(r, e);
+            return;
+        }
         if (r.stopRequested || Arrays.binarySearch(stopTokens, token) >= 0) {
             running.remove(r);
             finish(r, FinishReason.STOP);
@@ -502,12 +597,49 @@ public final class Scheduler implements AutoCloseable {
     }
 
     private void finish(Request r, FinishReason reason) {
-        if (r.seq != null) {
-            r.seq.close();
-            r.seq = null;
-        }
+        RuntimeException closeFailure = closeSequence(r);
         live.remove(r.id);
         r.sink.finished(r.id, reason);
+        if (closeFailure != null) {
+            throw closeFailure; // the manager could not release its blocks: nothing this step can repair
+        }
+    }
+
+    /**
+     * Ends {@code r} because its own work threw {@code error}: it leaves whichever list holds it,
+     * its sequence is closed and its sink told {@code failed}. A sink that throws then is ignored
+     * (the request is over and holds nothing; nobody is left to tell).
+     */
+    private void fail(Request r, RuntimeException error) {
+        running.remove(r);
+        preempted.remove(r);
+        waiting.remove(r);
+        failures++;
+        RuntimeException closeFailure = closeSequence(r);
+        if (closeFailure != null) {
+            error.addSuppressed(closeFailure);
+        }
+        live.remove(r.id);
+        try {
+            r.sink.failed(r.id, error);
+        } catch (RuntimeException e) {
+            error.addSuppressed(e);
+        }
+    }
+
+    /** Closes {@code r}'s sequence, if it has one; returns what the close threw, or null. */
+    private static RuntimeException closeSequence(Request r) {
+        ModelRunner.Sequence seq = r.seq;
+        if (seq == null) {
+            return null;
+        }
+        r.seq = null;
+        try {
+            seq.close();
+            return null;
+        } catch (RuntimeException e) {
+            return e;
+        }
     }
 
     private void openBurst() {
@@ -536,10 +668,21 @@ public final class Scheduler implements AutoCloseable {
         return out == null ? null : out[0];
     }
 
-    /** Runs one forward call of one or more sequences and records its routing as one trace step. */
+    /**
+     * Runs one forward call of one or more sequences and records its routing as one trace step.
+     *
+     * @throws RunFailed wrapping what the call threw (it records nothing); a failed trace write is
+     *                   thrown as it is (it belongs to no request)
+     */
     private float[][] forwardBatch(RoutingPhase phase, BatchForward call) {
         traceCount = 0;
-        float[][] logits = call.run();
+        float[][] logits;
+        try {
+            logits = call.run();
+        } catch (RuntimeException e) {
+            traceCount = 0; // the failed call's partial routing is no step
+            throw new RunFailed(e);
+        }
         if (trace != null && traceCount > 0) {
             int perToken = trace.header().idsPerToken();
             trace.step(phase, traceCount / perToken, Arrays.copyOf(traceIds, traceCount));
@@ -548,23 +691,60 @@ public final class Scheduler implements AutoCloseable {
         return logits;
     }
 
+    /** What a forward call of the runner threw, told apart from the trace's own failures. Scheduler thread. */
+    private static final class RunFailed extends RuntimeException {
+        RunFailed(RuntimeException cause) {
+            super(cause.getMessage(), cause, false, false);
+        }
+
+        @Override
+        public synchronized RuntimeException getCause() {
+            return (RuntimeException) super.getCause();
+        }
+    }
+
     private int blocksFor(long tokens) {
         return (int) ((tokens + blockTokens - 1) / blockTokens);
     }
 
     /**
      * Cancels every request, releasing its blocks, and detaches the trace's routing observer (the
-     * runner keeps the observer it had before). The trace writer stays open.
+     * runner keeps the observer it had before). The trace writer stays open. Also after a step
+     * threw: every request still held ends, each sequence closed even when another's close or sink
+     * throws (the first such failure is thrown at the end, the others suppressed in it).
      */
     @Override
     public void close() {
-        drainInbox();
-        for (Request r : live.values()) {
-            r.cancelled = true;
+        List<Request> all = new ArrayList<>(running);
+        all.addAll(preempted);
+        all.addAll(waiting);
+        running.clear();
+        preempted.clear();
+        waiting.clear();
+        RuntimeException failure = null;
+        try {
+            drainInbox();
+        } catch (RuntimeException e) {
+            failure = e;
         }
-        retireCancelled();
+        all.addAll(waiting);
+        waiting.clear();
+        for (Request r : all) {
+            try {
+                finish(r, FinishReason.CANCELLED);
+            } catch (RuntimeException e) {
+                if (failure == null) {
+                    failure = e;
+                } else {
+                    failure.addSuppressed(e);
+                }
+            }
+        }
         if (trace != null) {
             runner.routingObserver(previousObserver); // the observer the runner had before this scheduler
+        }
+        if (failure != null) {
+            throw failure;
         }
     }
 

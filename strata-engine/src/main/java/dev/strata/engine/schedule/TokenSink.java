@@ -5,7 +5,9 @@ import dev.strata.engine.sample.FinishReason;
 /**
  * Receives a request's generated tokens and its end. Called on the scheduler's thread, in order:
  * {@link #started} once when its prompt has first been run (not for a request that ends before),
- * {@link #token} once per generated token, then {@link #finished} exactly once. A sink must be
+ * {@link #token} once per generated token, then exactly one of {@link #finished} and
+ * {@link #failed}. A sink that throws fails its own request (it is then told {@link #failed}, if
+ * that is not the call that threw), never another. A sink must be
  * quick (it holds up every running sequence) and must not call {@link Scheduler#step}; it may call
  * {@link Scheduler#stop} or {@link Scheduler#cancel} for its request.
  */
@@ -28,4 +30,11 @@ public interface TokenSink {
 
     /** The request ended; its KV blocks are already released. */
     void finished(long request, FinishReason reason);
+
+    /**
+     * The request's own work threw {@code error} (its prefill, resume or decode, the KV manager
+     * working for it, its chooser or this sink): it ended without a finish reason, its KV blocks
+     * are already released, and the scheduler's other requests go on.
+     */
+    void failed(long request, RuntimeException error);
 }

@@ -48,9 +48,14 @@ import java.util.concurrent.atomic.AtomicInteger;
  *       never starts; a handed-over one is cancelled in the scheduler and retired, with its KV
  *       blocks released, at the start of the next step, while the others go on.</li>
  *   <li><b>Failure</b>: a sink that throws fails its own request only (it is cancelled in the
- *       scheduler and its sink told {@code failed}). If a step throws (a kernel or I/O failure),
- *       every request in the scheduler fails with that error, the scheduler is closed (releasing every block) and a new
- *       one takes its place; queued requests are unaffected.</li>
+ *       scheduler and its sink told {@code failed}). A failure of one request's work in a step
+ *       (its prefill, its decode, the KV manager or a tier working for it) fails that request only:
+ *       the scheduler closes its sequence and tells its {@link TokenSink#failed}, and its client
+ *       gets the error, while the other requests of the batch go on with the tokens they would have
+ *       had without it. Only when a step itself throws (a failure no request can be blamed for,
+ *       such as the routing trace's writes) does every request in the scheduler fail with that
+ *       error; the scheduler is then closed (releasing every block) and a new one takes its place;
+ *       queued requests are unaffected.</li>
  *   <li><b>Metrics</b>: TTFT (submission to first token) and time per output token per request;
  *       after every step the scheduler's running, preempted and decode counters go to
  *       {@link ServeMetrics}; the KV manager's stats are snapshotted on the worker after every
@@ -326,7 +331,10 @@ public final class ContinuousBatchingGenerator implements Generator {
         metrics.scheduler(s.runningCount(), s.preemptedCount(), s.preemptions(), s.decodeBatches(), s.decodedTokens());
     }
 
-    /** A step threw: fails every request the scheduler holds, releases their blocks, starts a fresh scheduler. */
+    /**
+     * A step threw a failure of no single request: fails every request the scheduler holds,
+     * releases their blocks, starts a fresh scheduler.
+     */
     private void failAll(Scheduler s, RuntimeException error) {
         List<Job> failed = new ArrayList<>(inScheduler.keySet());
         for (Job j : failed) {
@@ -469,6 +477,13 @@ public final class ContinuousBatchingGenerator implements Generator {
             } catch (RuntimeException e) {
                 // the request is over and its blocks released; a sink failing now has nobody left to tell
             }
+        }
+
+        /** Its own work in the scheduler threw: it fails alone; its blocks are already released. */
+        @Override
+        public void failed(long request, RuntimeException error) {
+            statsStale = true;
+            fail(error);
         }
 
         /** Ends a request that never reached the scheduler. */

@@ -16,6 +16,7 @@ import dev.strata.testing.Property;
 import dev.strata.memory.transfer.TransferEngine;
 import dev.strata.cache.kv.KvBlockManager;
 import dev.strata.cache.kv.KvGeometry;
+import dev.strata.cache.kv.KvLayout;
 import dev.strata.cache.kv.KvSequence;
 import dev.strata.cache.kv.ModelFingerprint;
 import dev.strata.cache.kv.PrefixHashContext;
@@ -46,11 +47,13 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.SplittableRandom;
 import java.util.concurrent.TimeUnit;
+import java.util.function.UnaryOperator;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * The continuous-batching scheduler on a small synthetic Qwen3-MoE: every request's tokens and
@@ -101,10 +104,15 @@ class SchedulerTest {
 
         /** With {@code expertSlots > 0}, experts are paged through that many slots per MoE layer. */
         Rig(int slots, int hostBlocks, int expertSlots) {
+            this(slots, hostBlocks, expertSlots, UnaryOperator.identity());
+        }
+
+        /** The manager's layout is {@code layout} applied to the block-major layout over the arena. */
+        Rig(int slots, int hostBlocks, int expertSlots, UnaryOperator<KvLayout> layout) {
             KvGeometry g = ModelRunner.kvGeometry(dirModel.config(), BLOCK_TOKENS);
             MemorySegment kvArena = arena.allocate(StridedKvLayout.blockMajorBytes(g, slots), 64);
             PrefixHasher hasher = new PrefixHasher(PrefixHashContext.of(ModelFingerprint.of("qwen3-moe", g), g));
-            KvBlockManager.Builder b = KvBlockManager.builder(StridedKvLayout.blockMajor(g, slots, kvArena), hasher);
+            KvBlockManager.Builder b = KvBlockManager.builder(layout.apply(StridedKvLayout.blockMajor(g, slots, kvArena)), hasher);
             if (hostBlocks > 0) {
                 long slab = Long.highestOneBit(g.bytesPerBlock() * 2 - 1); // a power of two ≥ the block
                 host = HostTier.slab("scheduler-test-host", hostBlocks * slab, slab);
@@ -168,6 +176,7 @@ class SchedulerTest {
         final List<Integer> tokens = new ArrayList<>();
         final List<float[]> logits = new ArrayList<>();
         final List<FinishReason> finishes = new ArrayList<>();
+        final List<RuntimeException> failures = new ArrayList<>();
 
         @Override
         public void token(long request, int token, float[] l) {
@@ -178,7 +187,14 @@ class SchedulerTest {
 
         @Override
         public void finished(long request, FinishReason reason) {
+            assertThat(failures).as("finished after failed").isEmpty();
             finishes.add(reason);
+        }
+
+        @Override
+        public void failed(long request, RuntimeException error) {
+            assertThat(finishes).as("failed after finished").isEmpty();
+            failures.add(error);
         }
     }
 
@@ -520,6 +536,11 @@ class SchedulerTest {
                 public void finished(long request, FinishReason reason) {
                     stopReason.add(reason);
                 }
+
+                @Override
+                public void failed(long request, RuntimeException error) {
+                    throw new AssertionError("request " + request + " failed", error);
+                }
             });
             drain(scheduler, rig);
             assertSame(greedy, alone(p, 5), "greedy");
@@ -629,5 +650,135 @@ class SchedulerTest {
         assertThat(got).isEqualTo(want);
         RoutingStep prefill = (RoutingStep) got.get(2);
         assertThat(prefill.tokens()).isEqualTo(lengths[0]);
+    }
+
+    /**
+     * A rig whose KV tier faults on demand ({@link FaultingKvLayout}): a sequence that needs a new
+     * block while it faults cannot run. Prompts of 5, 6 and 7 tokens (blocks of 4) need their next
+     * new block at different steps: after the first step (each prefilled, its first token chosen)
+     * step 2 decodes positions 5, 6, 7 inside the blocks each holds, and step 3 puts the 7-token
+     * prompt's position 8 in a new block while the others stay inside theirs.
+     */
+    static Rig faultingRig(FaultingKvLayout[] layout) {
+        return new Rig(64, 0, 0, l -> layout[0] = new FaultingKvLayout(l));
+    }
+
+    /** After a request failed: nothing it held is held, every other sequence ran to its end. */
+    static void assertIdleAfterFailure(Rig rig, Scheduler scheduler) {
+        assertThat(scheduler.idle()).isTrue();
+        assertThat(rig.kv.stats().openSequences()).as("open KV sequences").isZero();
+        rig.assertNothingHeld();
+    }
+
+    @ParameterizedTest
+    @ValueSource(booleans = {true, false})
+    void aPrefillThatFailsFailsOnlyItsRequestAndReleasesItsSequence(boolean batched) {
+        int[] a = prompt(300, 5);
+        int[] b = prompt(301, 6);
+        int[] c = prompt(302, 7);
+        FaultingKvLayout[] layout = new FaultingKvLayout[1];
+        try (Rig rig = faultingRig(layout)) {
+            Scheduler scheduler = Scheduler.builder(rig.runner, rig.kv).batchedDecode(batched).build();
+            Output outA = new Output();
+            Output outB = new Output();
+            Output outC = new Output();
+            scheduler.submit(a, 8, outA);
+            scheduler.submit(b, 8, outB);
+            scheduler.step(); // a and b prefilled
+            scheduler.submit(c, 8, outC);
+            layout[0].fault(true); // c's prefill needs new blocks; a and b decode inside the blocks they hold
+            scheduler.step();
+            layout[0].fault(false);
+
+            assertThat(layout[0].faults()).isPositive();
+            assertThat(outC.failures).singleElement()
+                    .satisfies(e -> assertThat(e).hasMessageContaining("its tier faulted"));
+            assertThat(outC.tokens).isEmpty();
+            assertThat(outC.finishes).isEmpty();
+            assertThat(scheduler.runningCount()).isEqualTo(2);
+            assertThat(rig.kv.stats().openSequences()).as("open KV sequences after the failed prefill").isEqualTo(2);
+            rig.kv.checkInvariants();
+
+            drain(scheduler, rig);
+            assertSame(outA, alone(a, 8), "request a");
+            assertSame(outB, alone(b, 8), "request b");
+            assertThat(outA.finishes).containsExactly(FinishReason.LENGTH);
+            assertThat(outB.finishes).containsExactly(FinishReason.LENGTH);
+            assertThat(outA.failures).isEmpty();
+            assertThat(outB.failures).isEmpty();
+            assertThat(scheduler.failures()).isEqualTo(1);
+            assertIdleAfterFailure(rig, scheduler);
+        }
+    }
+
+    @ParameterizedTest
+    @ValueSource(booleans = {true, false})
+    void aDecodeThatFailsFailsOnlyItsRequestAndTheBatchGoesOn(boolean batched) {
+        int[] a = prompt(310, 5);
+        int[] c = prompt(312, 7); // second in the batch: a's token is appended before c fails, b's is not
+        int[] b = prompt(311, 6);
+        FaultingKvLayout[] layout = new FaultingKvLayout[1];
+        try (Rig rig = faultingRig(layout)) {
+            Scheduler scheduler = Scheduler.builder(rig.runner, rig.kv).batchedDecode(batched).build();
+            Output outA = new Output();
+            Output outC = new Output();
+            Output outB = new Output();
+            scheduler.submit(a, 8, outA);
+            scheduler.submit(c, 8, outC);
+            scheduler.submit(b, 8, outB);
+            scheduler.step(); // all prefilled, one token each
+            scheduler.step(); // one more token each, inside the blocks they hold
+            layout[0].fault(true); // c's next token needs a new block; a's and b's do not
+            scheduler.step();
+            layout[0].fault(false);
+
+            assertThat(layout[0].faults()).isPositive();
+            assertThat(outC.failures).singleElement()
+                    .satisfies(e -> assertThat(e).hasMessageContaining("its tier faulted"));
+            assertThat(outC.finishes).isEmpty();
+            Output cAlone = alone(c, 8);
+            assertThat(outC.tokens).isEqualTo(cAlone.tokens.subList(0, 2)); // what it had before the fault
+            assertThat(scheduler.runningCount()).isEqualTo(2);
+            assertThat(rig.kv.stats().openSequences()).as("open KV sequences after the failed decode").isEqualTo(2);
+            rig.kv.checkInvariants();
+
+            drain(scheduler, rig);
+            assertSame(outA, alone(a, 8), "request a");
+            assertSame(outB, alone(b, 8), "request b");
+            assertThat(outA.finishes).containsExactly(FinishReason.LENGTH);
+            assertThat(outB.finishes).containsExactly(FinishReason.LENGTH);
+            assertThat(scheduler.failures()).isEqualTo(1);
+            assertIdleAfterFailure(rig, scheduler);
+        }
+    }
+
+    @Test
+    void aTierThatStaysBrokenFailsEachRequestWhenItNeedsItAndLeaksNothing() {
+        int[] a = prompt(320, 5);
+        int[] b = prompt(321, 6);
+        int[] c = prompt(322, 7);
+        FaultingKvLayout[] layout = new FaultingKvLayout[1];
+        try (Rig rig = faultingRig(layout)) {
+            Scheduler scheduler = Scheduler.builder(rig.runner, rig.kv).build();
+            Output[] outs = {new Output(), new Output(), new Output()};
+            int[][] prompts = {a, b, c};
+            for (int i = 0; i < prompts.length; i++) {
+                scheduler.submit(prompts[i], 8, outs[i]);
+            }
+            scheduler.step();
+            layout[0].fault(true); // from now on no new block can be read: c fails at step 3, b at 4, a at 5
+            drain(scheduler, rig);
+
+            for (int i = 0; i < prompts.length; i++) {
+                Output out = outs[i];
+                assertThat(out.failures).as("request " + i).hasSize(1);
+                assertThat(out.finishes).as("request " + i).isEmpty();
+                int had = 8 - prompts[i].length + 1; // tokens chosen before its position 8 needed a new block
+                assertThat(out.tokens).as("request " + i).isEqualTo(alone(prompts[i], 8).tokens.subList(0, had));
+            }
+            assertThat(scheduler.failures()).isEqualTo(3);
+            layout[0].fault(false);
+            assertIdleAfterFailure(rig, scheduler);
+        }
     }
 }
