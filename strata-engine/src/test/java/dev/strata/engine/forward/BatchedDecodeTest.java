@@ -25,7 +25,7 @@ import org.junit.jupiter.params.provider.EnumSource;
  * {@link ModelRunner#decodeBatch}: every sequence's logits are bit-identical to decoding it alone,
  * for every family and weight dtype, over random batches (sizes, which sequences take part in each
  * step, prompt lengths, shared prefixes), expert caps (unpaged, a cap that forces token groups, all
- * experts) and kernel thread counts.
+ * experts) and kernel thread counts; a pass that throws midway appends nothing.
  */
 class BatchedDecodeTest {
     static final int BLOCK_TOKENS = 4;
@@ -165,6 +165,70 @@ class BatchedDecodeTest {
             assertThat(rig.runner.decodeBatch(List.of(), new int[0]).length).isZero();
             rig.kv.checkInvariants();
         }
+    }
+
+    /**
+     * A pass that throws in the middle (after every row's first layer wrote its KV, inside the first
+     * MoE layer's routing) appends nothing: each sequence keeps its length, and decoding the same
+     * tokens again, as a batch or alone, gives the bits a pass that never failed gives.
+     */
+    @Test
+    void aDecodeThatThrowsMidPassAppendsNothingAndTheSameTokensDecodeAgain() {
+        Path model = models.get(ModelFamily.QWEN3_MOE);
+        SplittableRandom random = new SplittableRandom(4711);
+        int[][] prompts = {tokens(random, 5), tokens(random, 8), tokens(random, 3)};
+        int[] next = {random.nextInt(VOCAB), random.nextInt(VOCAB), random.nextInt(VOCAB)};
+        int after = random.nextInt(VOCAB); // decoded alone by the first sequence after the batch
+        float[][] want = new float[next.length + 1][];
+        try (ForwardRig clean = new ForwardRig(model, 1, BLOCK_TOKENS, 96, 0, SlotScope.PER_LAYER)) {
+            List<ModelRunner.Sequence> seqs = prefilled(clean, prompts);
+            float[][] logits = clean.runner.decodeBatch(seqs, next);
+            for (int i = 0; i < next.length; i++) {
+                want[i] = logits[i].clone();
+            }
+            want[next.length] = seqs.get(0).decode(after).clone();
+        }
+        try (ForwardRig rig = new ForwardRig(model, 1, BLOCK_TOKENS, 96, 0, SlotScope.PER_LAYER)) {
+            List<ModelRunner.Sequence> seqs = prefilled(rig, prompts);
+            int[] routed = {0};
+            boolean[] faulty = {true};
+            rig.runner.routingObserver((layer, token, topK) -> {
+                if (faulty[0] && routed[0]++ == 1) { // the second row's routing in the first MoE layer
+                    throw new IllegalStateException("expert tier faulted mid-pass");
+                }
+            });
+            assertThatThrownBy(() -> rig.runner.decodeBatch(seqs, next)).hasMessageContaining("faulted mid-pass");
+            for (int i = 0; i < prompts.length; i++) {
+                assertThat(seqs.get(i).length()).as("sequence " + i + " after the failed batch").isEqualTo(prompts[i].length);
+            }
+            routed[0] = 0;
+            assertThatThrownBy(() -> seqs.get(1).decode(next[1])).hasMessageContaining("faulted mid-pass");
+            assertThat(seqs.get(1).length()).as("sequence 1 after its failed decode").isEqualTo(prompts[1].length);
+
+            faulty[0] = false;
+            float[][] logits = rig.runner.decodeBatch(seqs, next);
+            for (int i = 0; i < next.length; i++) {
+                assertThat(bits(logits[i])).as("sequence " + i + " decoded again").isEqualTo(bits(want[i]));
+                assertThat(seqs.get(i).length()).isEqualTo(prompts[i].length + 1);
+            }
+            assertThat(bits(seqs.get(0).decode(after))).as("the next token after").isEqualTo(bits(want[next.length]));
+            rig.kv.checkInvariants();
+            for (ModelRunner.Sequence s : seqs) {
+                s.close();
+            }
+        }
+    }
+
+    /** Each prompt prefilled in a new sequence of {@code rig}, holding a slot for its next token. */
+    private static List<ModelRunner.Sequence> prefilled(ForwardRig rig, int[][] prompts) {
+        List<ModelRunner.Sequence> seqs = new ArrayList<>();
+        for (int[] p : prompts) {
+            ModelRunner.Sequence seq = rig.runner.newSequence();
+            seq.prefill(p, false);
+            assertThat(seq.reserve(p.length + 1)).isEqualTo(dev.strata.cache.kv.AllocationStatus.ALLOCATED);
+            seqs.add(seq);
+        }
+        return seqs;
     }
 
     private static boolean isMoe(ModelFamily family) {
