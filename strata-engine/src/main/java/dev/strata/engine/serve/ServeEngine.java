@@ -1,27 +1,20 @@
 package dev.strata.engine.serve;
 
 import dev.strata.cache.Durability;
-import dev.strata.cache.MetricsSnapshot;
 import dev.strata.cache.ObjectKey;
+import dev.strata.cache.ServingMemory;
 import dev.strata.cache.TieredMemory;
 import dev.strata.cache.config.ConfigException;
 import dev.strata.cache.config.ConfigLoader;
 import dev.strata.cache.config.StrataConfig;
-import dev.strata.cache.expert.ExpertMasters;
 import dev.strata.cache.expert.ExpertPager;
 import dev.strata.cache.expert.ExpertRebalancer;
 import dev.strata.cache.kv.KvBlockManager;
-import dev.strata.cache.kv.KvDropRelay;
 import dev.strata.cache.kv.KvGeometry;
-import dev.strata.cache.kv.KvLayout;
-import dev.strata.cache.kv.KvManagerConfig;
-import dev.strata.cache.kv.OffloadMode;
 import dev.strata.cache.kv.ModelFingerprint;
 import dev.strata.cache.kv.PrefixHashContext;
 import dev.strata.cache.kv.PrefixHasher;
 import dev.strata.cache.kv.SharedBlockStore;
-import dev.strata.cache.kv.StridedKvLayout;
-import dev.strata.cache.peer.ConsumerLimits;
 import dev.strata.cache.peer.PeerClient;
 import dev.strata.cache.peer.PeerTier;
 import dev.strata.cache.split.LiveSplit;
@@ -30,18 +23,13 @@ import dev.strata.engine.kernel.KernelPool;
 import dev.strata.engine.kernel.Kernels;
 import dev.strata.engine.model.ModelConfig;
 import dev.strata.engine.model.ModelDirectory;
-import dev.strata.memory.Sizes;
+import dev.strata.engine.model.ModelWeights;
 import dev.strata.memory.Tier;
 import dev.strata.memory.TierKind;
-import dev.strata.memory.TierStats;
-import dev.strata.memory.device.DeviceTier;
-import dev.strata.memory.host.HostTier;
 import dev.strata.memory.metrics.PrometheusText;
-import java.lang.foreign.Arena;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.EnumSet;
 import java.util.List;
 import java.util.Set;
 
@@ -61,7 +49,9 @@ import java.util.Set;
  * {@link Options#split} (a MoE model with a pager) one DEVICE tier of the split budget holds both
  * the expert slots and the KV slots (a {@code TierSlotKvLayout} instead of the block-major arena;
  * {@code kvBlocks} is then the KV floor) and a {@link LiveSplit} moves bytes between them at the
- * generator's barriers ({@link #split()}). Closes what it
+ * generator's barriers ({@link #split()}). All of that memory is opened in one place, by
+ * {@link ServingMemory} from the model's KV geometry and expert image and the process's one
+ * configuration; this class adds the model, the kernels and the forward pass. Closes what it
  * opened, in reverse order; a shared store and a peer client are the caller's and stay open.
  *
  * <p>Threads: the runner, the KV manager (its {@code stats()} included) and the pager are driven by
@@ -71,22 +61,10 @@ import java.util.Set;
 public final class ServeEngine implements AutoCloseable {
     private final ModelDirectory model;
     private final KernelPool pool;
-    private final Arena arena = Arena.ofShared(); // KV arena: kvBlocks × bytesPerBlock
-    private final KvBlockManager kv;
-    private final HostTier host;
-    private final DeviceTier device;
-    private final ExpertMasters masters;
-    private final ExpertPager pager;
+    private final ServingMemory memory; // KV slots and manager, offload tiers, expert masters, slots and pager, the split
     private final ModelRunner runner;
     private final int capacityTokens; // kvBlocks × blockTokens
     private final ObjectKey fingerprint; // the model's identity in prefix keys and shared indexes
-    private final TieredMemory memory; // the KV offload tiers, their transfer engine and store; null without offload
-    private final PeerClient peers; // the caller's; null without peers
-    private final SharedBlockStore shared; // the caller's pool shared with other engines; null without one
-    private final PeerTier kvPeer; // the PEER KV tier (also in kvTiers); null without one
-    private final ExpertRebalancer rebalancer; // null without expert copies on peers
-    private final ServeSplit splitDevice; // the split's DEVICE tier and KV layout; null without a split
-    private final LiveSplit split; // the live expert/KV split; null without one
 
     /**
      * How a {@link ServeEngine} runs. Build with {@link #builder()}; immutable; any thread.
@@ -107,7 +85,7 @@ public final class ServeEngine implements AutoCloseable {
     public record Options(int threads, int blockTokens, int kvBlocks, int expertCap, StrataConfig offload, SharedBlockStore shared,
                           PeerClient peers, long peerExpertBytes, Duration rebalancePeriod, LiveSplit.Settings split) {
         /** The KV tiers a serving process offloads into; DEVICE and the shared POOL are reached through the KV manager. */
-        public static final Set<TierKind> OFFLOAD_TIERS = EnumSet.of(TierKind.PEER, TierKind.HOST, TierKind.DISK);
+        public static final Set<TierKind> OFFLOAD_TIERS = ServingMemory.OFFLOAD_TIERS;
 
         /** @throws IllegalArgumentException naming every value out of range */
         public Options {
@@ -374,103 +352,40 @@ public final class ServeEngine implements AutoCloseable {
     /** Opens the model in {@code dir} and everything {@code options} ask for. */
     public ServeEngine(Path dir, Options options) {
         model = ModelDirectory.open(dir);
-        ModelConfig c = model.config();
-        int expertCap = options.expertCap();
-        if (expertCap > 0 && c.moe() && expertCap < c.numExpertsPerTok()) {
+        try {
+            ModelConfig c = model.config();
+            KvGeometry g = ModelRunner.kvGeometry(c, options.blockTokens());
+            fingerprint = fingerprint(dir, g);
+            ServingMemory.Builder mb = ServingMemory.builder(g, options.kvBlocks(), new PrefixHasher(PrefixHashContext.of(fingerprint, g)))
+                    .offload(options.offload()).shared(options.shared())
+                    .peers(options.peers(), options.peerExpertBytes(), options.rebalancePeriod());
+            if (options.expertCap() > 0 && c.moe()) {
+                ModelWeights weights = model.weights();
+                mb.experts(new ServingMemory.Experts(ModelRunner.expertLayout(c), ModelRunner.moeLayerCount(c), c.numExperts(),
+                        c.numExpertsPerTok(), options.expertCap(), tier -> ModelRunner.loadMasters(weights, tier)));
+            }
+            if (options.split() != null && !c.moe()) {
+                throw new IllegalArgumentException("the expert/KV split of " + options.split().budgetBytes() + " bytes needs a MoE"
+                        + " model with paged experts; the model has " + c.numExperts() + " experts");
+            }
+            memory = mb.split(options.split()).open();
+        } catch (RuntimeException | Error e) {
             model.close();
-            throw new IllegalArgumentException("expert cap " + expertCap + " is below the model's experts per token "
-                    + c.numExpertsPerTok());
+            throw e;
         }
         pool = new KernelPool(options.threads());
-        KvGeometry g = ModelRunner.kvGeometry(c, options.blockTokens());
-        try {
-            splitDevice = options.split() == null ? null : ServeSplit.open(c, g, options.kvBlocks(), expertCap, options.split());
-        } catch (RuntimeException | Error e) {
-            pool.close();
-            model.close();
-            throw e;
-        }
-        KvLayout layout = splitDevice != null ? splitDevice.layout() : StridedKvLayout.blockMajor(g, options.kvBlocks(),
-                arena.allocate(StridedKvLayout.blockMajorBytes(g, options.kvBlocks()), 64));
-        fingerprint = fingerprint(dir, g);
-        PrefixHasher hasher = new PrefixHasher(PrefixHashContext.of(fingerprint, g));
-        KvBlockManager.Builder kvb = KvBlockManager.builder(layout, hasher);
-        TieredMemory offload = null;
-        try {
-            StrataConfig tiers = options.offload();
-            if (tiers != null) {
-                KvDropRelay relay = new KvDropRelay();
-                PeerClient.ConsumerView view = null;
-                if (tiers.peer() != null) {
-                    if (tiers.peer().chunk() < g.bytesPerBlock()) {
-                        throw new IllegalArgumentException("tiers.peer.chunk " + tiers.peer().chunk() + " bytes (peer KV "
-                                + tiers.peer().capacity() + " bytes) holds no KV block of " + g.bytesPerBlock() + " bytes");
-                    }
-                    view = options.peers().forConsumer("kv", ConsumerLimits.bytes(tiers.peer().capacity()));
-                }
-                offload = TieredMemory.open(tiers, relay, view);
-                kvb.store(offload.store(), offload.engine(), relay);
-                // write-through: a block's copy starts at commit, so evicting it later frees its slot at once
-                kvb.config(KvManagerConfig.defaults().offload(OffloadMode.WRITE_THROUGH).offloadDurability(options.peerKvDurability()));
-            }
-            if (options.shared() != null) {
-                kvb.shared(options.shared());
-            }
-        } catch (RuntimeException | Error e) {
-            if (offload != null) {
-                offload.close();
-            }
-            if (splitDevice != null) {
-                splitDevice.closeAfterFailure();
-            }
-            pool.close();
-            arena.close();
-            model.close();
-            throw e;
-        }
-        memory = offload;
-        kvPeer = offload == null ? null : (PeerTier) offload.tier(TierKind.PEER);
-        peers = options.peers();
-        shared = options.shared();
-        kv = kvb.build();
         capacityTokens = options.kvBlocks() * options.blockTokens();
-        if (expertCap > 0 && c.moe()) {
-            long moeLayers = ModelRunner.moeLayerCount(c);
-            long expertBytes = ModelRunner.expertLayout(c).bytes();
-            host = HostTier.create("expert-masters", moeLayers * c.numExperts() * expertBytes + (1L << 20));
-            device = splitDevice != null ? splitDevice.tier() : DeviceTier.cpu("device", moeLayers * expertCap * expertBytes + (1L << 20));
-            masters = ModelRunner.loadMasters(model.weights(), host);
-            ExpertPager.Builder pb = ExpertPager.builder(masters, device).topK(c.numExpertsPerTok()).slotsPerLayer(expertCap);
-            if (splitDevice != null) { // a freed expert slot holds whole KV slots: the split's resizes find their bytes
-                pb.slotGranule(splitDevice.layout().bytesPerSlot());
-            }
-            if (options.peers() != null && options.peerExpertBytes() > 0) {
-                long image = Sizes.alignUp(expertBytes, PeerTier.ALIGNMENT);
-                if (options.peerExpertBytes() < image) {
-                    throw new IllegalArgumentException("peer expert bytes " + options.peerExpertBytes() + " hold no expert of "
-                            + expertBytes + " bytes");
-                }
-                long chunk = Math.max(1, Math.min(PeerTier.DEFAULT_CHUNK, options.peerExpertBytes()) / image) * image;
-                rebalancer = ExpertRebalancer.builder(masters,
-                                options.peers().forConsumer("experts", ConsumerLimits.bytes(options.peerExpertBytes())))
-                        .name("expert-peer").maxBytes(options.peerExpertBytes()).chunkBytes(chunk).build();
-                pb.peerSource(rebalancer);
-            } else {
-                rebalancer = null;
-            }
-            pager = pb.build();
-            if (rebalancer != null) {
-                rebalancer.follow(pager).start(options.rebalancePeriod());
-            }
-        } else {
-            host = null;
-            device = null;
-            masters = null;
-            pager = null;
-            rebalancer = null;
+        try {
+            runner = new ModelRunner(model.weights(), new Kernels(pool), memory.kv(), memory.pager());
+        } catch (RuntimeException | Error e) {
+            close();
+            throw e;
         }
-        runner = new ModelRunner(model.weights(), new Kernels(pool), kv, pager);
-        split = splitDevice != null ? splitDevice.start(pager, kv, runner) : null;
+        LiveSplit split = memory.split();
+        if (split != null) {
+            runner.routingObserver(split::routed);
+            runner.recomputeMeter(split.calibrator()); // KV misses cost the prefill speed measured here
+        }
     }
 
     /**
@@ -494,11 +409,16 @@ public final class ServeEngine implements AutoCloseable {
 
     /** The tiers evicted KV blocks are offloaded into, top first (empty without offload). */
     public List<Tier> kvTiers() {
-        return memory == null ? List.of() : memory.tiers();
+        return memory.offloadTiers();
     }
 
     /** The KV offload tiers with their transfer engine and store, or null without offload. */
     public TieredMemory offloadMemory() {
+        return memory.offload();
+    }
+
+    /** Everything this engine holds in memory tiers, opened by the one manager. */
+    public ServingMemory memory() {
         return memory;
     }
 
@@ -511,22 +431,22 @@ public final class ServeEngine implements AutoCloseable {
     }
 
     public KvBlockManager kv() {
-        return kv;
+        return memory.kv();
     }
 
     /** The expert pager, or null when experts are read from the mapped weights. */
     public ExpertPager pager() {
-        return pager;
+        return memory.pager();
     }
 
     /** The PEER KV tier, or null without one. */
     public PeerTier kvPeerTier() {
-        return kvPeer;
+        return memory.kvPeerTier();
     }
 
     /** The expert rebalancer placing experts on peers, or null without one. */
     public ExpertRebalancer rebalancer() {
-        return rebalancer;
+        return memory.rebalancer();
     }
 
     /**
@@ -536,51 +456,18 @@ public final class ServeEngine implements AutoCloseable {
      */
     public String peerMetrics() {
         PrometheusText out = new PrometheusText();
-        writePeerMetrics(out);
+        memory.writePeerMetrics(out);
         return out.toString();
     }
 
     /** Appends the families of {@link #peerMetrics()} to {@code out}; nothing without peers. Any thread. */
     public void writePeerMetrics(PrometheusText out) {
-        if (peers == null) {
-            return;
-        }
-        peers.stats().writeTo(out);
-        List<PeerTier> tiers = new ArrayList<>();
-        if (kvPeer != null) {
-            tiers.add(kvPeer);
-        }
-        if (rebalancer != null) {
-            tiers.add(rebalancer.tier());
-        }
-        dev.strata.cache.peer.PeerTierMetrics.writeTo(out, tiers);
-        if (rebalancer != null) {
-            rebalancer.stats().writeTo(out);
-        }
+        memory.writePeerMetrics(out);
     }
 
-    /**
-     * The memory families in the Prometheus text format for every tier this engine runs: the
-     * {@code strata_tier_*} occupancy and traffic of the expert slots (DEVICE), the expert masters
-     * (HOST), the KV offload tiers and the shared pool; the {@code strata_link_*} families of the
-     * offload tiers' transfer engine; and the {@code strata_store_*} families of their store. Any
-     * thread.
-     */
+    /** Appends the tier, link and store families of every tier this engine runs ({@link ServingMemory#writeMemoryMetrics}). Any thread. */
     public void writeMemoryMetrics(PrometheusText out) {
-        List<TierStats> tiers = new ArrayList<>();
-        if (device != null) {
-            tiers.add(device.stats());
-            tiers.add(host.stats());
-        }
-        MetricsSnapshot offload = memory == null ? null : memory.metrics();
-        if (offload != null) {
-            tiers.addAll(offload.tiers());
-        }
-        if (shared != null && shared.tier() != null) {
-            tiers.add(shared.tier().stats());
-        }
-        new MetricsSnapshot(tiers, offload == null ? List.of() : offload.links(), offload == null ? null : offload.store())
-                .writeTo(out);
+        memory.writeMemoryMetrics(out);
     }
 
     /**
@@ -589,7 +476,7 @@ public final class ServeEngine implements AutoCloseable {
      * snapshot and metrics may be read from any thread.
      */
     public LiveSplit split() {
-        return split;
+        return memory.split();
     }
 
     /** The most tokens (prompt plus generated) one sequence can hold. */
@@ -599,24 +486,8 @@ public final class ServeEngine implements AutoCloseable {
 
     @Override
     public void close() {
-        if (rebalancer != null) {
-            rebalancer.close();
-        }
-        kv.close(); // before the DEVICE tier: with a split its slots are in it
-        if (splitDevice != null) {
-            splitDevice.closeLayout();
-        }
-        if (pager != null) {
-            pager.close();
-            masters.close();
-            device.close();
-            host.close();
-        }
-        if (memory != null) {
-            memory.close();
-        }
+        memory.close();
         pool.close();
-        arena.close();
         model.close();
     }
 }
