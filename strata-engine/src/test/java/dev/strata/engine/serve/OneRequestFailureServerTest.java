@@ -7,8 +7,10 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.strata.cache.ObjectKey;
 import dev.strata.cache.kv.SharedBlockStore;
 import dev.strata.engine.model.ModelFamily;
+import dev.strata.engine.sample.FinishReason;
 import dev.strata.engine.synth.ModelSynthesizer;
 import dev.strata.engine.synth.SynthSpec;
+import dev.strata.memory.metrics.PrometheusText;
 import java.lang.foreign.MemorySegment;
 import java.net.URI;
 import java.net.http.HttpClient;
@@ -20,8 +22,10 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.SplittableRandom;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -46,7 +50,7 @@ class OneRequestFailureServerTest {
     static UnreachablePool pool;
     static ServeEngine engine;
     static ContinuousBatchingGenerator generator;
-    static ContinuousBatchingServerTest.TestGenerator controlled;
+    static HoldingGenerator holding;
     static OpenAiServer server;
     static HttpClient client;
     static int[][] prompts; // [3][PROMPT_TOKENS]: two that succeed, then the one whose lookup fails
@@ -69,8 +73,8 @@ class OneRequestFailureServerTest {
         pool.unreachableFor(engine.kv().hasher().chain(failing, failing.length - 1)[0]); // before the worker drives the manager
         ServeMetrics metrics = new ServeMetrics();
         generator = new ContinuousBatchingGenerator(engine, metrics);
-        controlled = new ContinuousBatchingServerTest.TestGenerator(generator);
-        server = OpenAiServer.start(ServerConfig.local(0, MODEL, 256, 512), engine, controlled, metrics);
+        holding = new HoldingGenerator(generator);
+        server = OpenAiServer.start(ServerConfig.local(0, MODEL, 256, 512), engine, holding, metrics);
         client = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).connectTimeout(Duration.ofSeconds(5)).build();
     }
 
@@ -91,13 +95,11 @@ class OneRequestFailureServerTest {
 
     @Test
     void aRequestWhosePoolLookupFailsGetsA500AndTheOthersGetTheirAnswers() throws Exception {
-        // the first request runs; the worker holds it until the two others are queued, so all three share a step
-        controlled.holdFirstUntilQueued(2);
+        // the first request is running (the worker holds it in its start until the two others are
+        // queued) when the two others are admitted together in the next step
+        CountDownLatch firstStarted = holding.holdNext(2);
         CompletableFuture<HttpResponse<String>> first = send(prompts[0]);
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-        while (generator.queueLength() > 0 && System.nanoTime() < deadline) {
-            Thread.sleep(1); // until the worker has taken the first request in
-        }
+        assertThat(firstStarted.await(10, TimeUnit.SECONDS)).as("the first request started").isTrue();
         CompletableFuture<HttpResponse<String>> second = send(prompts[1]);
         CompletableFuture<HttpResponse<String>> failing = send(prompts[2]);
 
@@ -150,6 +152,77 @@ class OneRequestFailureServerTest {
     private static double sample(String text, String name) {
         return text.lines().filter(l -> l.startsWith(name + " ")).mapToDouble(l -> Double.parseDouble(l.split(" ")[1]))
                 .findFirst().orElseThrow(() -> new AssertionError("no sample " + name + " in\n" + text));
+    }
+
+    /**
+     * The real generator, able to hold the next request's start on the worker until a number of
+     * others are queued (so they are admitted together in the following step whatever the HTTP
+     * timing). Any thread.
+     */
+    static final class HoldingGenerator implements Generator {
+        private final ContinuousBatchingGenerator inner;
+        private final AtomicReference<Hold> hold = new AtomicReference<>();
+
+        private record Hold(int others, CountDownLatch started) {
+        }
+
+        HoldingGenerator(ContinuousBatchingGenerator inner) {
+            this.inner = inner;
+        }
+
+        /** Holds the start of the next request to start until {@code others} requests are queued; the latch opens when it starts. */
+        CountDownLatch holdNext(int others) {
+            CountDownLatch started = new CountDownLatch(1);
+            hold.set(new Hold(others, started));
+            return started;
+        }
+
+        @Override
+        public Handle submit(GenerationRequest request, TextSink sink) {
+            return inner.submit(request, new TextSink() {
+                @Override
+                public void started(int promptTokens, int reusedTokens) {
+                    Hold h = hold.getAndSet(null);
+                    if (h != null) {
+                        h.started().countDown();
+                        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+                        while (inner.queueLength() < h.others() && System.nanoTime() < deadline) {
+                            Thread.onSpinWait();
+                        }
+                    }
+                    sink.started(promptTokens, reusedTokens);
+                }
+
+                @Override
+                public void text(String delta) {
+                    sink.text(delta);
+                }
+
+                @Override
+                public void finished(FinishReason reason, int promptTokens, int completionTokens) {
+                    sink.finished(reason, promptTokens, completionTokens);
+                }
+
+                @Override
+                public void failed(RuntimeException error) {
+                    sink.failed(error);
+                }
+            });
+        }
+
+        @Override
+        public int queueLength() {
+            return inner.queueLength();
+        }
+
+        @Override
+        public void writeEngineMetrics(PrometheusText out) {
+            inner.writeEngineMetrics(out);
+        }
+
+        @Override
+        public void close() {
+        }
     }
 
     /**
