@@ -112,8 +112,21 @@ class ExamplesTest {
             String baseB = "http://127.0.0.1:" + b.port();
             String shared = prompt(7, 60);
             complete(baseA, shared);
+            // A publishes its committed blocks on its I/O thread after it answered: wait until all are in the pool's index
+            long until = System.nanoTime() + Duration.ofSeconds(30).toNanos();
+            String metricsA = get(baseA + "/metrics");
+            while (!(sample(metricsA, "strata_kv_commits_total", "") > 0
+                    && sample(metricsA, "strata_kv_link_blocks_total", "link=\"shared_publish\"") >= sample(metricsA, "strata_kv_commits_total", ""))
+                    && System.nanoTime() < until) {
+                Thread.sleep(20);
+                metricsA = get(baseA + "/metrics");
+            }
+            assertThat(sample(metricsA, "strata_kv_link_blocks_total", "link=\"shared_publish\"")).as("blocks A published, in its metrics")
+                    .isPositive().isEqualTo(sample(metricsA, "strata_kv_commits_total", ""));
             complete(baseB, shared);
             String metricsB = get(baseB + "/metrics");
+            assertThat(sample(metricsB, "strata_kv_hits_total", "location=\"shared\"")).as("prefix blocks B found in the pool, written by A")
+                    .isPositive();
             for (String metrics : List.of(get(baseA + "/metrics"), metricsB)) {
                 assertTier(metrics, "peer", c.peer().capacity());
                 assertTier(metrics, "host", c.host().capacity());
@@ -159,11 +172,11 @@ class ExamplesTest {
         assertThat(metrics).contains("strata_tier_used_bytes{tier=\"" + tier + "\"");
     }
 
-    /** The value of the first sample of {@code family} whose labels contain {@code label}; NaN when none. */
+    /** The value of the first sample of {@code family} whose labels contain {@code label} ("" for an unlabelled sample); NaN when none. */
     static double sample(String metrics, String family, String label) {
-        Matcher m = Pattern.compile("(?m)^" + Pattern.quote(family) + "\\{([^}]*)\\} (\\S+)$").matcher(metrics);
+        Matcher m = Pattern.compile("(?m)^" + Pattern.quote(family) + "(?:\\{([^}]*)\\})? (\\S+)$").matcher(metrics);
         while (m.find()) {
-            if (m.group(1).contains(label)) {
+            if ((m.group(1) == null ? "" : m.group(1)).contains(label)) {
                 return Double.parseDouble(m.group(2).toLowerCase(Locale.ROOT));
             }
         }

@@ -986,6 +986,14 @@ public final class KvBlockManager implements AutoCloseable {
     }
 
     /**
+     * True when no transfer or store task of this manager is in flight and no completion waits to
+     * be applied by {@link #poll()}. Never waits.
+     */
+    public boolean transfersIdle() {
+        return async.idle();
+    }
+
+    /**
      * Waits until no transfer or store task of this manager is in flight, applying completions as
      * they arrive. Waits: for tests, shutdown and barriers, not for the scheduling loop.
      *

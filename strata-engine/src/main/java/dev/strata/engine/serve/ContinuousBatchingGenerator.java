@@ -59,8 +59,11 @@ import java.util.concurrent.atomic.AtomicInteger;
  *   <li><b>Metrics</b>: TTFT (submission to first token) and time per output token per request;
  *       after every step the scheduler's running, preempted and decode counters go to
  *       {@link ServeMetrics}; the KV manager's stats are snapshotted on the worker after every
- *       step in which a request ended, every {@value #REFRESH_STEPS} steps, and when the
- *       scheduler goes idle.</li>
+ *       step in which a request ended, every {@value #REFRESH_STEPS} steps, when the scheduler
+ *       goes idle, and once more when the KV transfers the last requests started (write-through
+ *       offloads, publishes into a shared pool) have ended: while they are in flight the idle
+ *       worker applies their completions every {@value #SETTLE_POLL_MILLIS} ms, so an idle
+ *       server's metrics are never stale.</li>
  *   <li><b>Expert/KV split</b>: with an engine that splits its DEVICE budget live
  *       ({@link ServeEngine#split}), the worker tells the split every request's prompt as it hands
  *       it over, and calls its barrier after every step (no forward pass runs between steps, so
@@ -77,6 +80,7 @@ import java.util.concurrent.atomic.AtomicInteger;
  */
 public final class ContinuousBatchingGenerator implements Generator {
     private static final int REFRESH_STEPS = 16;
+    private static final long SETTLE_POLL_MILLIS = 5; // idle worker's poll period while KV transfers are in flight
 
     private final ServeEngine engine;
     private final BpeTokenizer tokenizer;
@@ -234,6 +238,7 @@ public final class ContinuousBatchingGenerator implements Generator {
     private void loop() {
         long steps = 0;
         boolean busy = false;
+        boolean settling = false; // idle, but KV transfers of the last requests still in flight
         try {
             while (!closed) {
                 handOver();
@@ -241,13 +246,21 @@ public final class ContinuousBatchingGenerator implements Generator {
                 if (s.idle()) {
                     if (busy) {
                         busy = false;
+                        settling = true;
                         splitBarrier(s, true);
                         kvStats = engine.kv().stats();
                         publishGauges(s);
                     }
+                    if (settling) { // offloads and publishes of the last requests end after them: apply them, then refresh
+                        engine.kv().poll();
+                        if (engine.kv().transfersIdle()) {
+                            settling = false;
+                            kvStats = engine.kv().stats();
+                        }
+                    }
                     Job next;
                     try {
-                        next = submitted.poll(1, TimeUnit.SECONDS);
+                        next = settling ? submitted.poll(SETTLE_POLL_MILLIS, TimeUnit.MILLISECONDS) : submitted.poll(1, TimeUnit.SECONDS);
                     } catch (InterruptedException e) {
                         break;
                     }

@@ -1,0 +1,131 @@
+package dev.strata.engine.serve;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.strata.cache.ObjectKey;
+import dev.strata.cache.kv.SharedBlockStore;
+import dev.strata.engine.model.ModelFamily;
+import dev.strata.engine.sample.FinishReason;
+import dev.strata.engine.synth.ModelSynthesizer;
+import dev.strata.engine.synth.SynthSpec;
+import dev.strata.memory.metrics.PrometheusText;
+import java.lang.foreign.MemorySegment;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Map;
+import java.util.SplittableRandom;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * Work the KV manager finishes after the last request ended (write-through offloads of the
+ * committed blocks, publishes into a shared pool) is applied and shows in the server's metrics
+ * while the server is idle, without waiting for another request: {@code /metrics} of an idle
+ * server is not stale. The shared store here publishes slowly, as a pool behind a busy node
+ * daemon does, so that its publishes end well after the request.
+ */
+class GeneratorIdleStatsTest {
+    private static final long PUBLISH_MILLIS = 50; // each publish takes this long
+
+    /** A shared store in this process whose publishes take {@link #PUBLISH_MILLIS}. */
+    private static final class SlowSharedStore implements SharedBlockStore {
+        private final Map<ObjectKey, byte[]> blocks = new ConcurrentHashMap<>();
+
+        @Override
+        public int matchPrefix(ObjectKey[] keys, int from, int count) {
+            int n = 0;
+            while (n < count && blocks.containsKey(keys[from + n])) {
+                n++;
+            }
+            return n;
+        }
+
+        @Override
+        public boolean read(ObjectKey key, List<MemorySegment> destinations) {
+            byte[] b = blocks.get(key);
+            if (b == null) {
+                return false;
+            }
+            long at = 0;
+            for (MemorySegment d : destinations) {
+                MemorySegment.copy(MemorySegment.ofArray(b), at, d, 0, d.byteSize());
+                at += d.byteSize();
+            }
+            return true;
+        }
+
+        @Override
+        public PublishStatus publish(ObjectKey key, List<MemorySegment> sources) {
+            try {
+                Thread.sleep(PUBLISH_MILLIS);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+            long size = sources.stream().mapToLong(MemorySegment::byteSize).sum();
+            byte[] b = new byte[(int) size];
+            long at = 0;
+            for (MemorySegment s : sources) {
+                MemorySegment.copy(s, 0, MemorySegment.ofArray(b), at, s.byteSize());
+                at += s.byteSize();
+            }
+            return blocks.putIfAbsent(key, b) == null ? PublishStatus.PUBLISHED : PublishStatus.EXISTS;
+        }
+    }
+
+    @TempDir
+    Path dir;
+
+    @Test
+    void publishesFinishedAfterTheLastRequestShowInTheMetricsOfAnIdleServer() throws Exception {
+        Path model = dir.resolve("dense");
+        ModelSynthesizer.write(SynthSpec.small(ModelFamily.LLAMA, 11), model, (d, t, b, tb) -> { });
+        try (ServeEngine engine = new ServeEngine(model, ServeEngine.Options.builder().blockTokens(4).kvBlocks(64).shared(new SlowSharedStore()).conclude());
+             ContinuousBatchingGenerator generator = new ContinuousBatchingGenerator(engine, new ServeMetrics())) {
+            int[] prompt = new SplittableRandom(3).ints(41, 10, 200).toArray(); // 10 full blocks
+            CompletableFuture<FinishReason> done = new CompletableFuture<>();
+            generator.submit(GenerationRequest.greedy(prompt, 2), new TextSink() {
+                @Override
+                public void text(String delta) {
+                }
+
+                @Override
+                public void finished(FinishReason reason, int promptTokens, int completionTokens) {
+                    done.complete(reason);
+                }
+
+                @Override
+                public void failed(RuntimeException error) {
+                    done.completeExceptionally(error);
+                }
+            });
+            assertThat(done.get(60, TimeUnit.SECONDS)).isEqualTo(FinishReason.LENGTH);
+            long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+            double commits;
+            double published;
+            do {
+                PrometheusText out = new PrometheusText();
+                generator.writeEngineMetrics(out);
+                String text = out.toString();
+                commits = sample(text, "strata_kv_commits_total");
+                published = sample(text, "strata_kv_link_blocks_total{link=\"shared_publish\"}");
+                if (commits >= 10 && published >= commits) {
+                    break;
+                }
+                Thread.sleep(10);
+            } while (System.nanoTime() < until);
+            assertThat(commits).as("blocks committed by the one request").isGreaterThanOrEqualTo(10);
+            assertThat(published).as("their publishes into the shared pool, seen in the metrics of the idle server").isEqualTo(commits);
+        }
+    }
+
+    private static double sample(String text, String series) {
+        Matcher m = Pattern.compile("(?m)^" + Pattern.quote(series) + " (\\S+)$").matcher(text);
+        assertThat(m.find()).as("%s in%n%s", series, text).isTrue();
+        return Double.parseDouble(m.group(1));
+    }
+}
