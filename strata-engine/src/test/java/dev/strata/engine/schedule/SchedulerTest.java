@@ -172,7 +172,7 @@ class SchedulerTest {
     }
 
     /** What a request produced: its tokens, the logits each was chosen from, how it ended. */
-    static final class Output implements TokenSink {
+    static class Output implements TokenSink {
         final List<Integer> tokens = new ArrayList<>();
         final List<float[]> logits = new ArrayList<>();
         final List<FinishReason> finishes = new ArrayList<>();
@@ -748,6 +748,47 @@ class SchedulerTest {
             assertThat(outA.finishes).containsExactly(FinishReason.LENGTH);
             assertThat(outB.finishes).containsExactly(FinishReason.LENGTH);
             assertThat(scheduler.failures()).isEqualTo(1);
+            assertIdleAfterFailure(rig, scheduler);
+        }
+    }
+
+    @Test
+    void aChooserOrSinkThatThrowsFailsOnlyItsRequest() {
+        int[] a = prompt(330, 6);
+        int[] b = prompt(331, 9);
+        int[] c = prompt(332, 4);
+        try (Rig rig = new Rig(64)) {
+            Scheduler scheduler = Scheduler.builder(rig.runner, rig.kv).build();
+            Output outA = new Output();
+            Output outB = new Output() {
+                @Override
+                public void token(long request, int token, float[] l) {
+                    super.token(request, token, l);
+                    if (tokens.size() == 3) {
+                        throw new IllegalStateException("sink of b is broken");
+                    }
+                }
+            };
+            Output outC = new Output();
+            int[] chosen = {0};
+            TokenChooser brokenAtTwo = (request, logits) -> {
+                if (++chosen[0] == 2) {
+                    throw new IllegalStateException("chooser of c is broken");
+                }
+                return TokenChooser.GREEDY.choose(request, logits);
+            };
+            scheduler.submit(a, 8, outA);
+            scheduler.submit(-1, b, 8, TokenChooser.GREEDY, outB);
+            scheduler.submit(-1, c, 8, brokenAtTwo, outC);
+            drain(scheduler, rig);
+
+            assertSame(outA, alone(a, 8), "request a");
+            assertThat(outA.finishes).containsExactly(FinishReason.LENGTH);
+            assertThat(outB.failures).singleElement().satisfies(e -> assertThat(e).hasMessage("sink of b is broken"));
+            assertThat(outB.tokens).isEqualTo(alone(b, 8).tokens.subList(0, 3));
+            assertThat(outC.failures).singleElement().satisfies(e -> assertThat(e).hasMessage("chooser of c is broken"));
+            assertThat(outC.tokens).isEqualTo(alone(c, 8).tokens.subList(0, 1));
+            assertThat(scheduler.failures()).isEqualTo(2);
             assertIdleAfterFailure(rig, scheduler);
         }
     }
