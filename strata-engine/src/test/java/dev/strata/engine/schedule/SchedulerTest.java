@@ -58,8 +58,10 @@ import org.junit.jupiter.params.provider.ValueSource;
 /**
  * The continuous-batching scheduler on a small synthetic Qwen3-MoE: every request's tokens and
  * logits are bit-identical to running it alone, under concurrency, preemption (swap and
- * recompute), cancellation and an admission floor; a recorded routing trace reads back as the
- * routing the runner used.
+ * recompute), cancellation and an admission floor; a request whose prefill, decode, chooser or
+ * sink fails (a KV tier faulting under it, {@link FaultingKvLayout}) fails alone, its sequence
+ * closed at once, while the others keep their alone tokens; a recorded routing trace reads back as
+ * the routing the runner used.
  */
 class SchedulerTest {
     static final int BLOCK_TOKENS = 4;
