@@ -212,8 +212,7 @@ public final class ServeEngine implements AutoCloseable {
              * their store settings (its DEVICE and POOL tiers are left to the caller).
              */
             public Builder offload(StrataConfig config) {
-                StrataConfig tiers = config.onlyTiers(OFFLOAD_TIERS);
-                offload = tiers.hasTiers() ? tiers : null;
+                offload = ServingMemory.offloadTiers(config);
                 return this;
             }
 
