@@ -7,9 +7,10 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 
 /**
- * A Hugging Face model directory opened for use: the validated config, the memory-mapped weights
- * arranged by role with every shape checked, the tokenizer and its config, and the family's chat
- * format. Closing it unmaps the weights.
+ * A Hugging Face model directory opened for use: the validated config, the weights (copied into
+ * private memory, or memory-mapped: {@link WeightLoad}) arranged by role with every shape checked,
+ * the tokenizer and its config, and the family's chat format. Closing it frees or unmaps the
+ * weights.
  *
  * <p>Threads: immutable after {@link #open}; any thread may read; {@link #close()} once, when no
  * thread reads any more.
@@ -32,8 +33,16 @@ public final class ModelDirectory implements AutoCloseable {
         this.tokenizerConfig = tokenizerConfig;
     }
 
-    /** Opens {@code dir}: config, weights (shapes checked), tokenizer, tokenizer config. */
+    /**
+     * Opens {@code dir}: config, weights (shapes checked) copied into private memory
+     * ({@link WeightLoad#COPY}), tokenizer, tokenizer config.
+     */
     public static ModelDirectory open(Path dir) {
+        return open(dir, WeightLoad.COPY);
+    }
+
+    /** Opens {@code dir} as {@link #open(Path)} does, with the weights copied or mapped as {@code load} says. */
+    public static ModelDirectory open(Path dir, WeightLoad load) {
         if (!Files.isDirectory(dir)) {
             throw new ModelFormatException(dir + ": not a directory (a model directory holds config.json, weights and tokenizer.json)");
         }
@@ -44,7 +53,7 @@ public final class ModelDirectory implements AutoCloseable {
                     + " token ids exceed vocab_size " + config.vocabSize() + " of config.json");
         }
         TokenizerConfig tc = TokenizerConfig.read(dir);
-        WeightFiles files = WeightFiles.open(dir);
+        WeightFiles files = WeightFiles.open(dir, load);
         try {
             return new ModelDirectory(dir, config, files, ModelWeights.bind(config, files), tokenizer, tc);
         } catch (RuntimeException e) {
