@@ -5,6 +5,7 @@ import dev.strata.engine.tokenizer.ChatFormat;
 import dev.strata.engine.tokenizer.TokenizerConfig;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.function.Predicate;
 
 /**
  * A Hugging Face model directory opened for use: the validated config, the weights (copied into
@@ -43,6 +44,16 @@ public final class ModelDirectory implements AutoCloseable {
 
     /** Opens {@code dir} as {@link #open(Path)} does, with the weights copied or mapped as {@code load} says. */
     public static ModelDirectory open(Path dir, WeightLoad load) {
+        return open(dir, load, name -> false);
+    }
+
+    /**
+     * Opens {@code dir} with the weights copied or mapped as {@code load} says; a copy leaves the
+     * tensors {@code readOnce} accepts mapped, for a caller that reads them once, at start, into
+     * memory of its own (e.g. {@link ModelWeights#isExpertTensor} for a server whose pager holds
+     * the experts in its masters), so that they are not held twice.
+     */
+    public static ModelDirectory open(Path dir, WeightLoad load, Predicate<String> readOnce) {
         if (!Files.isDirectory(dir)) {
             throw new ModelFormatException(dir + ": not a directory (a model directory holds config.json, weights and tokenizer.json)");
         }
@@ -53,7 +64,7 @@ public final class ModelDirectory implements AutoCloseable {
                     + " token ids exceed vocab_size " + config.vocabSize() + " of config.json");
         }
         TokenizerConfig tc = TokenizerConfig.read(dir);
-        WeightFiles files = WeightFiles.open(dir, load);
+        WeightFiles files = WeightFiles.open(dir, load, readOnce);
         try {
             return new ModelDirectory(dir, config, files, ModelWeights.bind(config, files), tokenizer, tc);
         } catch (RuntimeException e) {

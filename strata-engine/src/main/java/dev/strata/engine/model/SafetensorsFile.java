@@ -3,6 +3,7 @@ package dev.strata.engine.model;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.strata.memory.Sizes;
 import dev.strata.memory.log.Log;
 import dev.strata.memory.posix.UncachedRead;
 import java.io.IOException;
@@ -22,9 +23,11 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collections;
 import java.util.Comparator;
+import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.function.Predicate;
 
 /**
  * One {@code .safetensors} file, validated, and its data brought into an arena owned by the caller
@@ -32,7 +35,9 @@ import java.util.Map;
  * {@link WeightLoad#COPY} reads the data area once into private memory of the arena (through
  * {@link UncachedRead}, the one file-to-memory read path), after which the file is not used;
  * {@link WeightLoad#MAP} memory-maps the file read-only. Tensors are slices of that one segment, so
- * files and tensors larger than 2 GB need no splitting.
+ * files and tensors larger than 2 GB need no splitting. A copy may leave the tensors its caller
+ * reads only once, at start, mapped (the experts a pager copies into its masters), so that no
+ * tensor is held twice; the rest are then copied one by one.
  *
  * <pre>
  *  offset 0        8                      8 + N                                  file size
@@ -62,6 +67,7 @@ public final class SafetensorsFile {
     public static final int PREFIX_BYTES = 8;
     private static final ObjectMapper JSON = new ObjectMapper();
     private static final long COPY_ALIGNMENT = 4096; // bytes: the copied data area starts on a page, as a mapping does
+    private static final long TENSOR_ALIGNMENT = 64; // bytes: each tensor copied alone starts on a cache line
 
     /** One tensor's entry in the header; {@code fileOffset} is absolute. */
     record Entry(String name, DType dtype, long[] shape, long fileOffset, long byteSize) {
@@ -73,13 +79,12 @@ public final class SafetensorsFile {
     private final Map<String, Entry> entries; // header order
     private final Map<String, String> metadata;
     private final WeightLoad load;
-    private final MemorySegment data;   // read-only; MAP: the whole file; COPY: the data area, private
-    private final long dataBase;        // file offset of data's byte 0: 0 (MAP) or dataStart (COPY)
+    private final Map<String, MemorySegment> data; // tensor name -> its bytes, read-only: a slice of the copy or the mapping
     private final BasicFileAttributes opened; // the file as opened: size, modification time, inode
     private volatile boolean replacedNoted;   // the path names another file (or none); warned once
 
     private SafetensorsFile(Path path, long fileSize, long dataStart, Map<String, Entry> entries, Map<String, String> metadata,
-                            WeightLoad load, MemorySegment data, long dataBase, BasicFileAttributes opened) {
+                            WeightLoad load, Map<String, MemorySegment> data, BasicFileAttributes opened) {
         this.path = path;
         this.fileSize = fileSize;
         this.dataStart = dataStart;
@@ -87,7 +92,6 @@ public final class SafetensorsFile {
         this.metadata = metadata;
         this.load = load;
         this.data = data;
-        this.dataBase = dataBase;
         this.opened = opened;
     }
 
@@ -102,6 +106,17 @@ public final class SafetensorsFile {
      * (its size in bytes, page-aligned) and the file is closed when this returns.
      */
     public static SafetensorsFile open(Path path, Arena arena, WeightLoad load) {
+        return open(path, arena, load, name -> false);
+    }
+
+    /**
+     * As {@link #open(Path, Arena, WeightLoad)}, except that with {@link WeightLoad#COPY} the
+     * tensors {@code readOnce} accepts are left mapped instead of copied: tensors the caller reads
+     * once, at start, into memory of its own (the expert masters of a pager), so that they are not
+     * held twice. The caller must not read those tensors once the file may have changed. With
+     * {@link WeightLoad#MAP} every tensor is mapped and {@code readOnce} is not used.
+     */
+    public static SafetensorsFile open(Path path, Arena arena, WeightLoad load, Predicate<String> readOnce) {
         try (FileChannel ch = FileChannel.open(path, StandardOpenOption.READ)) {
             BasicFileAttributes opened = Files.readAttributes(path, BasicFileAttributes.class);
             long size = ch.size();
@@ -125,18 +140,42 @@ public final class SafetensorsFile {
             long dataStart = PREFIX_BYTES + n;
             Map<String, String> metadata = new LinkedHashMap<>();
             Map<String, Entry> entries = parseHeader(path, text, dataStart, size, metadata);
-            MemorySegment data;
-            long dataBase;
-            if (load == WeightLoad.COPY) {
-                data = arena.allocate(size - dataStart, COPY_ALIGNMENT);
-                UncachedRead.into(path, dataStart, data);
-                data = data.asReadOnly();
-                dataBase = dataStart;
-            } else {
-                data = ch.map(FileChannel.MapMode.READ_ONLY, 0, size, arena).asReadOnly();
-                dataBase = 0;
+            Map<String, MemorySegment> data = new HashMap<>();
+            List<Entry> copied = new ArrayList<>();
+            for (Entry e : entries.values()) {
+                if (load == WeightLoad.COPY && !readOnce.test(e.name())) {
+                    copied.add(e);
+                }
             }
-            return new SafetensorsFile(path, size, dataStart, entries, metadata, load, data, dataBase, opened);
+            if (load == WeightLoad.COPY && copied.size() == entries.size()) { // the whole data area, in one read
+                MemorySegment area = arena.allocate(size - dataStart, COPY_ALIGNMENT);
+                UncachedRead.into(path, dataStart, area);
+                for (Entry e : copied) {
+                    data.put(e.name(), area.asSlice(e.fileOffset() - dataStart, e.byteSize()).asReadOnly());
+                }
+            } else if (!copied.isEmpty()) { // the copied tensors only, each on a cache line
+                long total = 0;
+                for (Entry e : copied) {
+                    total += Sizes.alignUp(e.byteSize(), TENSOR_ALIGNMENT);
+                }
+                MemorySegment area = arena.allocate(total, COPY_ALIGNMENT);
+                List<UncachedRead.Part> parts = new ArrayList<>();
+                long at = 0;
+                for (Entry e : copied) {
+                    MemorySegment dst = area.asSlice(at, e.byteSize());
+                    parts.add(new UncachedRead.Part(e.fileOffset(), dst));
+                    data.put(e.name(), dst.asReadOnly());
+                    at += Sizes.alignUp(e.byteSize(), TENSOR_ALIGNMENT);
+                }
+                UncachedRead.into(path, parts);
+            }
+            if (data.size() < entries.size()) {
+                MemorySegment mapping = ch.map(FileChannel.MapMode.READ_ONLY, 0, size, arena).asReadOnly();
+                for (Entry e : entries.values()) {
+                    data.putIfAbsent(e.name(), mapping.asSlice(e.fileOffset(), e.byteSize()));
+                }
+            }
+            return new SafetensorsFile(path, size, dataStart, entries, metadata, load, data, opened);
         } catch (NoSuchFileException e) {
             throw new ModelFormatException(path + ": no such file");
         } catch (IOException e) {
@@ -317,7 +356,7 @@ public final class SafetensorsFile {
     /** The tensor {@code name}, a slice of the mapping or the copy; fails naming the file when absent. */
     public Tensor tensor(String name) {
         Entry e = entry(name);
-        return new Tensor(e.name(), e.dtype(), e.shape(), data.asSlice(e.fileOffset() - dataBase, e.byteSize()));
+        return new Tensor(e.name(), e.dtype(), e.shape(), data.get(e.name()));
     }
 
     /** Where tensor {@code name} lies in the file. */

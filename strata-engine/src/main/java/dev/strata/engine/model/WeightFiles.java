@@ -13,6 +13,7 @@ import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.function.Predicate;
 
 /**
  * All weight files of a model directory, each brought once into one shared arena that lives until
@@ -58,15 +59,24 @@ public final class WeightFiles implements AutoCloseable {
 
     /** Opens the weights of the model directory {@code dir}, copied or mapped as {@code load} says. */
     public static WeightFiles open(Path dir, WeightLoad load) {
+        return open(dir, load, name -> false);
+    }
+
+    /**
+     * As {@link #open(Path, WeightLoad)}, with the tensors {@code readOnce} accepts left mapped by
+     * a copy: the caller reads them once, at start, into memory of its own
+     * ({@link SafetensorsFile#open(Path, Arena, WeightLoad, Predicate)}).
+     */
+    public static WeightFiles open(Path dir, WeightLoad load, Predicate<String> readOnce) {
         Path index = dir.resolve(INDEX_FILE);
         Path single = dir.resolve(SINGLE_FILE);
         Arena arena = Arena.ofShared();
         try {
             if (Files.exists(index)) {
-                return openSharded(dir, index, arena, load);
+                return openSharded(dir, index, arena, load, readOnce);
             }
             if (Files.exists(single)) {
-                SafetensorsFile f = SafetensorsFile.open(single, arena, load);
+                SafetensorsFile f = SafetensorsFile.open(single, arena, load, readOnce);
                 Map<String, SafetensorsFile> by = new LinkedHashMap<>();
                 for (String n : f.names()) {
                     by.put(n, f);
@@ -80,7 +90,7 @@ public final class WeightFiles implements AutoCloseable {
         }
     }
 
-    private static WeightFiles openSharded(Path dir, Path index, Arena arena, WeightLoad load) {
+    private static WeightFiles openSharded(Path dir, Path index, Arena arena, WeightLoad load, Predicate<String> readOnce) {
         JsonNode root;
         try {
             root = JSON.readTree(Files.readString(index));
@@ -108,7 +118,7 @@ public final class WeightFiles implements AutoCloseable {
                 throw new ModelFormatException(index + ": tensor '" + tensor + "' maps to '" + file
                         + "', which is not a file of the model directory");
             }
-            SafetensorsFile shard = shards.computeIfAbsent(file, f -> SafetensorsFile.open(p, arena, load));
+            SafetensorsFile shard = shards.computeIfAbsent(file, f -> SafetensorsFile.open(p, arena, load, readOnce));
             if (!shard.contains(tensor)) {
                 throw new ModelFormatException(index + ": tensor '" + tensor + "' is missing from " + p);
             }

@@ -30,6 +30,7 @@ import dev.strata.engine.kernel.KernelPool;
 import dev.strata.engine.kernel.Kernels;
 import dev.strata.engine.model.ModelConfig;
 import dev.strata.engine.model.ModelDirectory;
+import dev.strata.engine.model.ModelWeights;
 import dev.strata.engine.model.WeightLoad;
 import dev.strata.memory.Sizes;
 import dev.strata.memory.Tier;
@@ -388,7 +389,8 @@ public final class ServeEngine implements AutoCloseable {
 
     /** Opens the model in {@code dir} and everything {@code options} ask for. */
     public ServeEngine(Path dir, Options options) {
-        model = ModelDirectory.open(dir, options.weightLoad());
+        // with a pager the masters hold the experts: a copy leaves them mapped, read once below, never twice in memory
+        model = ModelDirectory.open(dir, options.weightLoad(), options.expertCap() > 0 ? ModelWeights::isExpertTensor : name -> false);
         ModelConfig c = model.config();
         int expertCap = options.expertCap();
         if (expertCap > 0 && c.moe() && expertCap < c.numExpertsPerTok()) {

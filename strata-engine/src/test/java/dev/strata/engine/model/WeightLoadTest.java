@@ -122,6 +122,33 @@ class WeightLoadTest {
     }
 
     @Test
+    void aPagedServerCopiesAllButTheExpertsWhichItsMastersHoldOnceAndSurvivesTruncation() throws IOException {
+        Path model = synth(1);
+        Path file = model.resolve(WeightFiles.SINGLE_FILE);
+        ServeEngine.Options options = ServeEngine.Options.builder().kvBlocks(16).expertCap(4).conclude(); // COPY by default
+        try (ServeEngine engine = new ServeEngine(model, options)) {
+            WeightFiles files = engine.model().files();
+            int experts = 0;
+            for (String n : files.names()) {
+                boolean expert = ModelWeights.isExpertTensor(n);
+                experts += expert ? 1 : 0;
+                // the experts are read once, into the pager's masters; every other tensor is the process's own copy
+                assertThat(files.tensor(n).data().isMapped()).as(n).isEqualTo(expert);
+            }
+            assertThat(experts).isEqualTo(2 * 8 * 3); // 2 MoE layers × 8 experts × gate, up, down
+            List<float[]> logitsBefore = greedy(engine.runner());
+
+            truncateToHalf(file);
+
+            files.check();
+            List<float[]> logitsAfter = greedy(engine.runner());
+            for (int i = 0; i < logitsBefore.size(); i++) {
+                assertThat(logitsAfter.get(i)).as("logits of step %d", i).isEqualTo(logitsBefore.get(i));
+            }
+        }
+    }
+
+    @Test
     void aMappedFileTruncatedUnderTheWeightsIsReportedNamingItAndTheWeightsStayOutOfService() throws IOException {
         Path model = synth(2);
         try (WeightFiles files = WeightFiles.open(model, WeightLoad.MAP)) {

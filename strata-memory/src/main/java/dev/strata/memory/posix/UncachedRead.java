@@ -19,9 +19,10 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.file.Path;
+import java.util.List;
 
 /**
- * Reads a range of a file into memory the caller owns, once, leaving no copy of it in the page
+ * Reads ranges of a file into memory the caller owns, once, leaving no copy of them in the page
  * cache: the one way Strata loads a file's bytes into private memory (model weights read with
  * {@code model.load: copy}).
  *
@@ -46,6 +47,10 @@ public final class UncachedRead {
     private UncachedRead() {
     }
 
+    /** One range of a read: {@code dst.byteSize()} bytes of the file from byte {@code position} into {@code dst}. */
+    public record Part(long position, MemorySegment dst) {
+    }
+
     /**
      * Fills {@code dst} with the {@code dst.byteSize()} bytes of {@code file} starting at byte
      * {@code position}.
@@ -57,40 +62,29 @@ public final class UncachedRead {
      *                     byte it ended at and the range that was asked for
      */
     public static void into(Path file, long position, MemorySegment dst) throws IOException {
-        if (position < 0) {
-            throw new IllegalArgumentException(file + ": read position " + position + " is negative");
-        }
-        if (!dst.isNative() || dst.isReadOnly()) {
-            throw new IllegalArgumentException(file + ": the destination must be a writable native segment, got " + dst);
+        into(file, List.of(new Part(position, dst)));
+    }
+
+    /**
+     * Fills each part's destination from its range of {@code file}, in order, through one open
+     * descriptor; as {@link #into(Path, long, MemorySegment)} for each.
+     */
+    public static void into(Path file, List<Part> parts) throws IOException {
+        for (Part p : parts) {
+            if (p.position() < 0) {
+                throw new IllegalArgumentException(file + ": read position " + p.position() + " is negative");
+            }
+            if (!p.dst().isNative() || p.dst().isReadOnly()) {
+                throw new IllegalArgumentException(file + ": the destination must be a writable native segment, got " + p.dst());
+            }
         }
         try (Arena scratch = Arena.ofConfined()) {
             MemorySegment state = scratch.allocate(CALL_STATE);
             MemorySegment iovec = scratch.allocate(IOVEC_BYTES, 8);
             int fd = open(file, scratch, state);
             try {
-                long done = 0;
-                long total = dst.byteSize();
-                while (done < total) {
-                    long chunk = Math.min(CHUNK_BYTES, total - done);
-                    long start = position + done;
-                    long read = 0;
-                    while (read < chunk) {
-                        iovec.set(ValueLayout.JAVA_LONG, 0, dst.address() + done + read);
-                        iovec.set(ValueLayout.JAVA_LONG, 8, chunk - read);
-                        long n = (long) PREADV.invokeExact(state, fd, iovec, 1, start + read);
-                        if (n > 0) {
-                            read += n;
-                        } else if (n == 0) {
-                            throw new EOFException(file + " ended at byte " + (start + read) + " while reading bytes [" + position
-                                    + ", " + (position + total) + "): the file is shorter than expected (truncated?)");
-                        } else if (errno(state) != EINTR) {
-                            throw new IOException("preadv of " + file + " at byte " + (start + read) + " failed: "
-                                    + describe(errno(state)));
-                        }
-                    }
-                    // advice only: a refusal leaves the pages to the kernel's reclaim, the read stands
-                    int ignored = (int) POSIX_FADVISE.invokeExact(state, fd, start, chunk, POSIX_FADV_DONTNEED);
-                    done += chunk;
+                for (Part p : parts) {
+                    read(file, fd, p.position(), p.dst(), iovec, state);
                 }
             } finally {
                 int ignored = (int) CLOSE.invokeExact(state, fd); // read-only: nothing is lost if close fails
@@ -99,6 +93,33 @@ public final class UncachedRead {
             throw e;
         } catch (Throwable t) {
             throw new IllegalStateException("reading " + file + " failed in a native call", t);
+        }
+    }
+
+    private static void read(Path file, int fd, long position, MemorySegment dst, MemorySegment iovec, MemorySegment state)
+            throws Throwable {
+        long done = 0;
+        long total = dst.byteSize();
+        while (done < total) {
+            long chunk = Math.min(CHUNK_BYTES, total - done);
+            long start = position + done;
+            long read = 0;
+            while (read < chunk) {
+                iovec.set(ValueLayout.JAVA_LONG, 0, dst.address() + done + read);
+                iovec.set(ValueLayout.JAVA_LONG, 8, chunk - read);
+                long n = (long) PREADV.invokeExact(state, fd, iovec, 1, start + read);
+                if (n > 0) {
+                    read += n;
+                } else if (n == 0) {
+                    throw new EOFException(file + " ended at byte " + (start + read) + " while reading bytes [" + position
+                            + ", " + (position + total) + "): the file is shorter than expected (truncated?)");
+                } else if (errno(state) != EINTR) {
+                    throw new IOException("preadv of " + file + " at byte " + (start + read) + " failed: " + describe(errno(state)));
+                }
+            }
+            // advice only: a refusal leaves the pages to the kernel's reclaim, the read stands
+            int ignored = (int) POSIX_FADVISE.invokeExact(state, fd, start, chunk, POSIX_FADV_DONTNEED);
+            done += chunk;
         }
     }
 

@@ -35,6 +35,20 @@ class UncachedReadTest {
     }
 
     @Test
+    void readsSeveralRangesThroughOneCallEachIntoItsDestination() throws IOException {
+        byte[] content = new byte[50_000];
+        new Random(11).nextBytes(content);
+        Path file = Files.write(dir.resolve("shard.bin"), content);
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment a = arena.allocate(300);
+            MemorySegment b = arena.allocate(7_000);
+            UncachedRead.into(file, java.util.List.of(new UncachedRead.Part(40_000, a), new UncachedRead.Part(123, b)));
+            assertThat(a.toArray(ValueLayout.JAVA_BYTE)).isEqualTo(java.util.Arrays.copyOfRange(content, 40_000, 40_300));
+            assertThat(b.toArray(ValueLayout.JAVA_BYTE)).isEqualTo(java.util.Arrays.copyOfRange(content, 123, 7_123));
+        }
+    }
+
+    @Test
     void aFileShorterThanTheRangeFailsNamingTheFileAndWhereItEnded() throws IOException {
         Path file = Files.write(dir.resolve("short.bin"), new byte[100]);
         try (Arena arena = Arena.ofConfined()) {
