@@ -42,7 +42,7 @@ final class ServeFlags {
     Integer kvBlocks;
     @Option(names = "--block-tokens", description = "tokens per KV block (default: 16) [kv.block-tokens]")
     Integer blockTokens;
-    @Option(names = "--expert-cap", description = "expert slots per MoE layer in DEVICE memory; 0 reads experts from the mapped weights (default: 0) [experts.device-slots]")
+    @Option(names = "--expert-cap", description = "expert slots per MoE layer in DEVICE memory; 0 reads experts from the model's weights (default: 0) [experts.device-slots]")
     Integer expertCap;
     @Option(names = "--split-budget", paramLabel = "SIZE",
             description = "one DEVICE budget split live between expert slots and KV slots (MV-WSA), e.g. 2GiB; needs --expert-cap (the starting slots per layer), and --kv-blocks becomes the KV floor; 0: no split (default: no split) [split.budget, split.enabled]")

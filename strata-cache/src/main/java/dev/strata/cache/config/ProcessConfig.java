@@ -86,7 +86,7 @@ public record ProcessConfig(Model model, Server server, Kv kv, Experts experts, 
     }
 
     /**
-     * @param deviceSlots   expert slots per MoE layer in DEVICE memory; 0 reads experts from the mapped weights
+     * @param deviceSlots   expert slots per MoE layer in DEVICE memory; 0 reads experts from the model's weights
      * @param peerBytes     most bytes of expert copies kept on peers
      * @param rebalanceMillis time between the expert rebalancer's passes, ms
      */

@@ -97,7 +97,7 @@ public final class ServeEngine implements AutoCloseable {
      * @param threads      kernel threads, at least 1
      * @param blockTokens  tokens per KV block
      * @param kvBlocks     KV blocks in the DEVICE arena; a sequence can hold at most {@code kvBlocks × blockTokens} tokens
-     * @param expertCap    DEVICE expert slots per MoE layer; 0 reads experts from the mapped weights (no pager)
+     * @param expertCap    DEVICE expert slots per MoE layer; 0 reads experts from the model's weights (no pager)
      * @param offload      the tiers committed KV blocks are offloaded into (PEER, HOST, DISK of the one
      *                     configuration, opened through {@link TieredMemory}), or null for none
      * @param shared       the pool shared with other engine processes (null: none); the caller opens and closes it
@@ -381,7 +381,7 @@ public final class ServeEngine implements AutoCloseable {
      * @param threads     kernel threads, at least 1
      * @param blockTokens tokens per KV block
      * @param kvBlocks    KV blocks in the arena; a sequence can hold at most {@code kvBlocks × blockTokens} tokens
-     * @param expertCap   DEVICE expert slots per MoE layer; 0 reads experts from the mapped weights (no pager)
+     * @param expertCap   DEVICE expert slots per MoE layer; 0 reads experts from the model's weights (no pager)
      */
     public ServeEngine(Path dir, int threads, int blockTokens, int kvBlocks, int expertCap) {
         this(dir, Options.builder().threads(threads).blockTokens(blockTokens).kvBlocks(kvBlocks).expertCap(expertCap).conclude());
@@ -531,7 +531,7 @@ public final class ServeEngine implements AutoCloseable {
         return kv;
     }
 
-    /** The expert pager, or null when experts are read from the mapped weights. */
+    /** The expert pager, or null when experts are read from the model's weights. */
     public ExpertPager pager() {
         return pager;
     }
