@@ -34,10 +34,11 @@ import java.util.function.Predicate;
  * (one arena for the whole model; never one per tensor) in one of two ways ({@link WeightLoad}):
  * {@link WeightLoad#COPY} reads the data area once into private memory of the arena (through
  * {@link UncachedRead}, the one file-to-memory read path), after which the file is not used;
- * {@link WeightLoad#MAP} memory-maps the file read-only. Tensors are slices of that one segment, so
- * files and tensors larger than 2 GB need no splitting. A copy may leave the tensors its caller
- * reads only once, at start, mapped (the experts a pager copies into its masters), so that no
- * tensor is held twice; the rest are then copied one by one.
+ * {@link WeightLoad#MAP} memory-maps the file read-only. Tensors are read-only slices of the copy
+ * or of the mapping, so files and tensors larger than 2 GB need no splitting. A copy may leave the
+ * tensors its caller reads only once, at start, mapped (the experts a pager copies into its
+ * masters), so that no tensor is held twice; the others are then copied one by one, each on a
+ * cache line, through one descriptor.
  *
  * <pre>
  *  offset 0        8                      8 + N                                  file size
