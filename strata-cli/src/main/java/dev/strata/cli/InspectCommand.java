@@ -1,5 +1,6 @@
 package dev.strata.cli;
 
+import dev.strata.cache.config.ProcessConfig;
 import dev.strata.cache.config.StrataConfig;
 import dev.strata.memory.pool.PoolHeader;
 import dev.strata.memory.pool.PoolInspector;
@@ -77,7 +78,8 @@ final class InspectCommand implements Runnable {
         var p = c.process();
         StringBuilder b = new StringBuilder("serve:\n");
         b.append("  model: ").append(p.model().path() != null ? p.model().path() : "the demo model")
-                .append(p.model().id() != null ? " (id " + p.model().id() + ")" : "").append('\n');
+                .append(p.model().id() != null ? " (id " + p.model().id() + ")" : "")
+                .append(", weights ").append(p.model().load() == ProcessConfig.ModelLoad.MAP ? "mapped" : "copied").append('\n');
         b.append("  server: { host: ").append(p.server().host()).append(", port: ").append(p.server().port())
                 .append(", threads: ").append(p.server().threads() > 0 ? p.server().threads() : Runtime.getRuntime().availableProcessors())
                 .append(", api-key: ").append(p.server().apiKey() != null || System.getenv("STRATA_API_KEY") != null ? "set" : "none")

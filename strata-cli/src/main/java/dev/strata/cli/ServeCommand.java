@@ -3,6 +3,7 @@ package dev.strata.cli;
 import dev.strata.cache.ObjectKey;
 import dev.strata.cache.kv.PrefixHasher;
 import dev.strata.cache.peer.PeerClient;
+import dev.strata.engine.model.WeightLoad;
 import dev.strata.engine.schedule.PreemptionMode;
 import dev.strata.engine.serve.ContinuousBatchingGenerator;
 import dev.strata.engine.serve.Generator;
@@ -150,7 +151,8 @@ public final class ServeCommand implements Callable<Integer> {
                 opened.add(access);
             }
             ServeEngine.Options.Builder o = ServeEngine.Options.builder().threads(threads).blockTokens(blockTokens).kvBlocks(kvBlocks)
-                    .expertCap(expertCap).split(splitBudget).offload(c).rebalancePeriod(Duration.ofMillis(p.experts().rebalanceMillis()));
+                    .expertCap(expertCap).split(splitBudget).offload(c).rebalancePeriod(Duration.ofMillis(p.experts().rebalanceMillis()))
+                    .weightLoad(WeightLoad.valueOf(p.model().load().name()));
             if (peers != null) {
                 o.peers(peers, 0, peerExpertBytes);
             }
@@ -169,6 +171,7 @@ public final class ServeCommand implements Callable<Integer> {
                 throw new UncheckedIOException("cannot listen on " + server.host() + ":" + server.port() + ": " + e.getMessage(), e);
             }
             String summary = kvBlocks + " KV blocks of " + blockTokens + " tokens"
+                    + (engine.model().files().load() == WeightLoad.MAP ? ", weights memory-mapped (model.load: map)" : "")
                     + (expertCap > 0 ? ", " + expertCap + " expert slots per layer" : "")
                     + (engine.split() != null ? " in a live expert/KV split of " + Sizes.format(engine.split().settings().budgetBytes()) : "")
                     + (c.host() != null ? ", " + Sizes.format(c.host().capacity()) + " HOST KV" + (c.disk() != null ? " over DISK "

@@ -17,7 +17,7 @@ import java.util.List;
  * resolved value. Immutable; any thread.
  *
  * <pre>
- * model:   { path: DIR, id: NAME, cache-dir: DIR }
+ * model:   { path: DIR, id: NAME, cache-dir: DIR, load: copy }
  * server:  { host: 127.0.0.1, port: 8000, api-key: KEY, threads: N, max-body: 1MiB,
  *            max-prompt-tokens: N, max-tokens-limit: N, routing-trace: FILE, insecure: false,
  *            header-timeout-ms: 10000, max-idle-connections: 256 }
@@ -44,11 +44,20 @@ public record ProcessConfig(Model model, Server server, Kv kv, Experts experts, 
                             Split split) {
 
     /**
+     * How a server brings the model's weights into memory: {@code COPY} reads them once into private
+     * memory (the files may then change or go without effect); {@code MAP} memory-maps the files,
+     * which must then not be truncated or rewritten in place while served (a change is detected and
+     * takes the model out of service).
+     */
+    public enum ModelLoad { COPY, MAP }
+
+    /**
      * @param path     model directory; null: the demo model
      * @param id       the id clients name; null: the directory's name
      * @param cacheDir where the demo model is cached; null: $STRATA_MODELS, else ~/.cache/strata/models
+     * @param load     how the weights are brought into memory
      */
-    public record Model(Path path, String id, Path cacheDir) {
+    public record Model(Path path, String id, Path cacheDir, ModelLoad load) {
     }
 
     /**
@@ -77,7 +86,7 @@ public record ProcessConfig(Model model, Server server, Kv kv, Experts experts, 
     }
 
     /**
-     * @param deviceSlots   expert slots per MoE layer in DEVICE memory; 0 reads experts from the mapped weights
+     * @param deviceSlots   expert slots per MoE layer in DEVICE memory; 0 reads experts from the model's weights
      * @param peerBytes     most bytes of expert copies kept on peers
      * @param rebalanceMillis time between the expert rebalancer's passes, ms
      */
@@ -131,8 +140,9 @@ public record ProcessConfig(Model model, Server server, Kv kv, Experts experts, 
     }
 
     static ProcessConfig read(ConfigNode root) {
-        ConfigNode m = section(root, "model", "path", "id", "cache-dir");
-        Model model = new Model(path(m.text("path", null)), m.text("id", null), path(m.text("cache-dir", null)));
+        ConfigNode m = section(root, "model", "path", "id", "cache-dir", "load");
+        Model model = new Model(path(m.text("path", null)), m.text("id", null), path(m.text("cache-dir", null)),
+                m.choice("load", ModelLoad.class, ModelLoad.COPY));
         ConfigNode s = section(root, "server", "host", "port", "api-key", "threads", "max-body", "max-prompt-tokens",
                 "max-tokens-limit", "routing-trace", "insecure", "header-timeout-ms", "max-idle-connections");
         Server server = new Server(s.text("host", "127.0.0.1"), s.integer("port", 8000, 0, 65535), s.text("api-key", null),
