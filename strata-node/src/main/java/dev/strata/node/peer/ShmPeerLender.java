@@ -527,7 +527,7 @@ public final class ShmPeerLender implements PeerLender {
             }
             return;
         }
-        Mapping next;
+        Mapping next = null;
         try {
             next = map(path, key, m.generation + 1);
             if (!Objects.equals(ShmFiles.fileKey(path), key) || !next.same(key, h.prefix())) {
@@ -535,6 +535,9 @@ public final class ShmPeerLender implements PeerLender {
                 return;
             }
         } catch (IOException | RuntimeException e) {
+            if (next != null) {
+                next.arena.close();
+            }
             noAgent("mapping it failed: " + e.getMessage());
             return;
         }
