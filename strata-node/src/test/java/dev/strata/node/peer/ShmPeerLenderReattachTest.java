@@ -13,8 +13,13 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
+import java.util.Queue;
+import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.BooleanSupplier;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -179,6 +184,80 @@ class ShmPeerLenderReattachTest {
                 assertThat(slow.borrow(REGION)).isNull();
                 assertThat(quick.reattachments()).isEqualTo(1);
             }
+        }
+    }
+
+    /**
+     * Three threads write and read back their own leases through a client while the agent is
+     * stopped and started again five times: no access fails with an error, every read that
+     * succeeds returns exactly what the thread last wrote into that lease, and every replaced file
+     * is unmapped in the end.
+     */
+    @Test
+    void restartsUnderConcurrentAccessNeverFailAnAccessNorServeForeignBytes() throws Exception {
+        PeerAgent agent = agent();
+        ShmPeerLender lender = ShmPeerLender.open(path, 0, options(Duration.ofMillis(5)));
+        try (PeerClient client = PeerClient.of(List.of(lender), "best-fit")) {
+            Queue<String> failures = new ConcurrentLinkedQueue<>();
+            AtomicLong verified = new AtomicLong();
+            AtomicBoolean stop = new AtomicBoolean();
+            List<Thread> workers = new ArrayList<>();
+            for (int w = 0; w < 3; w++) {
+                int worker = w;
+                workers.add(Thread.ofPlatform().start(() -> {
+                    try (Arena arena = Arena.ofConfined()) {
+                        MemorySegment out = arena.allocate(REGION / 2);
+                        MemorySegment in = arena.allocate(REGION / 2);
+                        PeerLease lease = null;
+                        long sequence = 0;
+                        while (!stop.get() && failures.isEmpty()) {
+                            if (lease == null) {
+                                lease = client.alloc(REGION / 2, LeaseHints.of(Durability.LOSSY)).orElse(null);
+                                if (lease == null) {
+                                    Thread.onSpinWait();
+                                    continue;
+                                }
+                            }
+                            sequence++;
+                            out.fill((byte) (worker * 64 + sequence % 63 + 1));
+                            if (!client.write(lease, 0, out) || !client.read(lease, 0, in)) {
+                                client.free(lease); // revoked or lost: take another
+                                lease = null;
+                                continue;
+                            }
+                            if (in.mismatch(out) != -1) {
+                                failures.add("worker " + worker + " read other bytes through " + lease);
+                            }
+                            verified.incrementAndGet();
+                        }
+                    } catch (Throwable t) {
+                        failures.add("worker " + worker + " failed: " + t);
+                    }
+                }));
+            }
+            try {
+                for (int restart = 1; restart <= 5; restart++) {
+                    long before = verified.get();
+                    await("accesses through the agent of round " + restart, () -> verified.get() > before + 100 || !failures.isEmpty());
+                    agent.close();
+                    agent = agent();
+                    int round = restart;
+                    await("re-attachment " + round, () -> lender.reattachments() == round && lender.alive());
+                }
+                long before = verified.get();
+                await("accesses through the last agent", () -> verified.get() > before + 100 || !failures.isEmpty());
+            } finally {
+                stop.set(true);
+                for (Thread t : workers) {
+                    t.join(10_000);
+                }
+            }
+            assertThat(failures).isEmpty();
+            assertThat(client.stats().peer(0).reattachments()).isEqualTo(5);
+            await("every replaced file unmapped", () -> lender.replacedMappings() == 0);
+            client.checkInvariants();
+        } finally {
+            agent.close();
         }
     }
 }
