@@ -565,9 +565,9 @@ public final class ShmPeerLender implements PeerLender {
         if (!h.prefix().ownerAlive()) {
             return "its agent pid " + h.prefix().ownerPid() + " is dead";
         }
-        long age = System.currentTimeMillis() - h.prefix().heartbeatMillis();
-        if (age > options.heartbeatTimeout().toMillis()) {
-            return "its agent pid " + h.prefix().ownerPid() + " heartbeat is " + age + " ms old";
+        if (System.currentTimeMillis() - h.prefix().heartbeatMillis() > options.heartbeatTimeout().toMillis()) {
+            return "the heartbeat of its agent pid " + h.prefix().ownerPid() + " is older than " + options.heartbeatTimeout().toMillis()
+                    + " ms"; // no age in the text: it is logged once, not once a look
         }
         return null;
     }
