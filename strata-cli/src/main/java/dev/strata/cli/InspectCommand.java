@@ -96,7 +96,8 @@ final class InspectCommand implements Runnable {
                     .append(p.node().rpc() != null ? p.node().rpc() : dev.strata.node.rpc.RpcServerConfig.DEFAULT_PATH).append('\n');
         }
         if (!p.peers().files().isEmpty()) {
-            b.append("  peers: ").append(p.peers().files()).append('\n');
+            b.append("  peers: ").append(p.peers().files()).append(", re-attach looks every ").append(p.peers().reattachMillis())
+                    .append(" ms\n");
         }
         if (p.split().enabled()) { // the budget serve splits: split.budget, else tiers.device.capacity
             b.append("  split: { enabled: true, budget: ").append(p.split().budget() > 0 ? size(p.split().budget())

@@ -67,8 +67,11 @@ public final class ServeCommand implements Callable<Integer> {
         return config.load(ServeFlags.DEFAULTS, flags.settings());
     }
 
-    /** A client over one shared-memory lender per lending file (peer ids in order). */
-    private static PeerClient openPeers(List<Path> files, String policy) {
+    /**
+     * A client over one shared-memory lender per lending file (peer ids in order), each looking at
+     * its path every {@code reattachMillis} for an agent restarted there.
+     */
+    private static PeerClient openPeers(List<Path> files, long reattachMillis, String policy) {
         List<ShmPeerLender> lenders = new ArrayList<>();
         try {
             for (int i = 0; i < files.size(); i++) {
@@ -77,7 +80,8 @@ public final class ServeCommand implements Callable<Integer> {
                     throw new IllegalArgumentException("--peer " + file + ": no such lending file (is strata peer running with --file "
                             + file + "?)");
                 }
-                lenders.add(ShmPeerLender.open(file, i, ShmLenderOptions.defaults().withName(file.getFileName().toString())));
+                lenders.add(ShmPeerLender.open(file, i, ShmLenderOptions.defaults().withName(file.getFileName().toString())
+                        .withReattachInterval(Duration.ofMillis(reattachMillis))));
             }
             return PeerClient.of(lenders, policy);
         } catch (RuntimeException | Error e) {
@@ -140,7 +144,7 @@ public final class ServeCommand implements Callable<Integer> {
         int expertCap = p.experts().deviceSlots();
         long peerExpertBytes = !peerFiles.isEmpty() && expertCap > 0 ? p.experts().peerBytes() : 0;
         long splitBudget = splitBudget(c);
-        PeerClient peers = peerFiles.isEmpty() ? null : openPeers(peerFiles, c.peer() != null ? c.peer().policy() : "best-fit");
+        PeerClient peers = peerFiles.isEmpty() ? null : openPeers(peerFiles, p.peers().reattachMillis(), c.peer() != null ? c.peer().policy() : "best-fit");
         List<AutoCloseable> opened = new ArrayList<>(); // closed in reverse on failure
         if (peers != null) {
             opened.add(peers);

@@ -26,7 +26,7 @@ import java.util.List;
  * node:    { access: auto, rpc: PATH, pool-name: NAME, channels: 16, slots: 64, payload: 512,
  *            process-slots: 64, hash-version: 0, model-fingerprint: HEX, pins-per-process: 2048,
  *            pin-seconds: 30 }
- * peers:   { files: [PATH, ...] }
+ * peers:   { files: [PATH, ...], reattach-ms: 1000 }
  * agent:   { file: PATH, budget: SIZE, region: 2MiB, demand: fixed:0, grace-ms: 1000, tick-ms: 2, stamp: true }
  * split:   { enabled: false, budget: SIZE }
  * </pre>
@@ -113,8 +113,12 @@ public record ProcessConfig(Model model, Server server, Kv kv, Experts experts, 
                        int hashVersion, String modelFingerprint, int pinsPerProcess, int pinSeconds) {
     }
 
-    /** @param files lending files of {@code strata peer} agents this process borrows through */
-    public record Peers(List<Path> files) {
+    /**
+     * @param files          lending files of {@code strata peer} agents this process borrows through
+     * @param reattachMillis how often each lending file's path is looked at for a restarted agent
+     *                       (a lost peer lends again from the next look that finds one), ms
+     */
+    public record Peers(List<Path> files, long reattachMillis) {
         public Peers {
             files = List.copyOf(files);
         }
@@ -168,11 +172,12 @@ public record ProcessConfig(Model model, Server server, Kv kv, Experts experts, 
                 n.integer("process-slots", 64, 1, 4096), n.integer("hash-version", 0, 0, 255), fingerprint,
                 n.integer("pins-per-process", 2048, 1, 1 << 24), n.integer("pin-seconds", 30, 1, 86_400));
         // channels, slots and payload are checked together by the node, which names every bad value
-        ConfigNode p = section(root, "peers", "files");
+        ConfigNode p = section(root, "peers", "files", "reattach-ms");
         List<Path> files = new ArrayList<>();
         for (String f : p.list("files")) {
             files.add(Path.of(f));
         }
+        Peers peers = new Peers(files, p.integer("reattach-ms", 1000, 1, 3_600_000));
         ConfigNode a = section(root, "agent", "file", "budget", "region", "demand", "grace-ms", "tick-ms", "stamp");
         Agent agent = new Agent(path(a.text("file", null)), nonNegative(a.size("budget", 0), "agent.budget"),
                 positive(a.size("region", 2 * Sizes.MiB), "agent.region"), a.text("demand", "fixed:0"),
@@ -180,7 +185,7 @@ public record ProcessConfig(Model model, Server server, Kv kv, Experts experts, 
         // the region size is checked by the agent against its lending file's geometry
         ConfigNode t = section(root, "split", "enabled", "budget");
         Split split = new Split(t.bool("enabled", false), nonNegative(t.size("budget", 0), "split.budget"));
-        return new ProcessConfig(model, server, kv, experts, node, new Peers(files), agent, split);
+        return new ProcessConfig(model, server, kv, experts, node, peers, agent, split);
     }
 
     private static ConfigNode section(ConfigNode root, String name, String... keys) {
