@@ -96,6 +96,15 @@ public final class ServingMemory implements AutoCloseable {
         }
     }
 
+    /**
+     * The KV offload tiers of {@code config}: its PEER, HOST and DISK tiers with their store
+     * settings, or null when it has none of them (or is null).
+     */
+    public static StrataConfig offloadTiers(StrataConfig config) {
+        StrataConfig tiers = config == null ? null : config.onlyTiers(OFFLOAD_TIERS);
+        return tiers != null && tiers.hasTiers() ? tiers : null;
+    }
+
     /** Starts a description of the serving memory for KV blocks of geometry {@code g}, {@code kvBlocks} of them on DEVICE. */
     public static Builder builder(KvGeometry g, int kvBlocks, PrefixHasher hasher) {
         return new Builder(g, kvBlocks, hasher);
@@ -132,8 +141,7 @@ public final class ServingMemory implements AutoCloseable {
          * configuration without any of them means no offload.
          */
         public Builder offload(StrataConfig config) {
-            StrataConfig tiers = config == null ? null : config.onlyTiers(OFFLOAD_TIERS);
-            offload = tiers != null && tiers.hasTiers() ? tiers : null;
+            offload = offloadTiers(config);
             return this;
         }
 

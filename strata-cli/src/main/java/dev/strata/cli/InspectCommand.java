@@ -1,5 +1,6 @@
 package dev.strata.cli;
 
+import dev.strata.cache.config.ProcessConfig;
 import dev.strata.cache.config.StrataConfig;
 import dev.strata.memory.pool.PoolHeader;
 import dev.strata.memory.pool.PoolInspector;
@@ -77,7 +78,8 @@ final class InspectCommand implements Runnable {
         var p = c.process();
         StringBuilder b = new StringBuilder("serve:\n");
         b.append("  model: ").append(p.model().path() != null ? p.model().path() : "the demo model")
-                .append(p.model().id() != null ? " (id " + p.model().id() + ")" : "").append('\n');
+                .append(p.model().id() != null ? " (id " + p.model().id() + ")" : "")
+                .append(", weights ").append(p.model().load() == ProcessConfig.ModelLoad.MAP ? "mapped" : "copied").append('\n');
         b.append("  server: { host: ").append(p.server().host()).append(", port: ").append(p.server().port())
                 .append(", threads: ").append(p.server().threads() > 0 ? p.server().threads() : Runtime.getRuntime().availableProcessors())
                 .append(", api-key: ").append(p.server().apiKey() != null || System.getenv("STRATA_API_KEY") != null ? "set" : "none")
@@ -94,7 +96,8 @@ final class InspectCommand implements Runnable {
                     .append(p.node().rpc() != null ? p.node().rpc() : dev.strata.node.rpc.RpcServerConfig.DEFAULT_PATH).append('\n');
         }
         if (!p.peers().files().isEmpty()) {
-            b.append("  peers: ").append(p.peers().files()).append('\n');
+            b.append("  peers: ").append(p.peers().files()).append(", re-attach looks every ").append(p.peers().reattachMillis())
+                    .append(" ms\n");
         }
         if (p.split().enabled()) { // the budget serve splits: split.budget, else tiers.device.capacity
             b.append("  split: { enabled: true, budget: ").append(p.split().budget() > 0 ? size(p.split().budget())

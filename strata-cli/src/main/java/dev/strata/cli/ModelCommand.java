@@ -3,6 +3,7 @@ package dev.strata.cli;
 import dev.strata.engine.model.DType;
 import dev.strata.engine.model.ModelConfig;
 import dev.strata.engine.model.ModelDirectory;
+import dev.strata.engine.model.WeightLoad;
 import dev.strata.engine.model.ModelFamily;
 import dev.strata.engine.model.ModelWeights;
 import dev.strata.engine.model.SafetensorsFile;
@@ -115,7 +116,7 @@ final class ModelCommand implements Runnable {
             if (blockTokens <= 0) {
                 throw new IllegalArgumentException("--block-tokens " + blockTokens + " must be positive");
             }
-            try (ModelDirectory m = ModelDirectory.open(dir)) {
+            try (ModelDirectory m = ModelDirectory.open(dir, WeightLoad.MAP)) { // shapes and sizes only: no need to read the data
                 ModelConfig c = m.config();
                 System.out.printf(Locale.ROOT, "%s (%s) in %s%n", c.family().architecture(), c.family().cliName(), dir);
                 System.out.printf(Locale.ROOT, "  model fingerprint %s for %d-token blocks (node.model-fingerprint)%n",

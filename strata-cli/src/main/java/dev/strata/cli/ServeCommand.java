@@ -3,6 +3,7 @@ package dev.strata.cli;
 import dev.strata.cache.ObjectKey;
 import dev.strata.cache.kv.PrefixHasher;
 import dev.strata.cache.peer.PeerClient;
+import dev.strata.engine.model.WeightLoad;
 import dev.strata.engine.schedule.PreemptionMode;
 import dev.strata.engine.serve.ContinuousBatchingGenerator;
 import dev.strata.engine.serve.Generator;
@@ -66,8 +67,11 @@ public final class ServeCommand implements Callable<Integer> {
         return config.load(ServeFlags.DEFAULTS, flags.settings());
     }
 
-    /** A client over one shared-memory lender per lending file (peer ids in order). */
-    private static PeerClient openPeers(List<Path> files, String policy) {
+    /**
+     * A client over one shared-memory lender per lending file (peer ids in order), each looking at
+     * its path every {@code reattachMillis} for an agent restarted there.
+     */
+    private static PeerClient openPeers(List<Path> files, long reattachMillis, String policy) {
         List<ShmPeerLender> lenders = new ArrayList<>();
         try {
             for (int i = 0; i < files.size(); i++) {
@@ -76,7 +80,8 @@ public final class ServeCommand implements Callable<Integer> {
                     throw new IllegalArgumentException("--peer " + file + ": no such lending file (is strata peer running with --file "
                             + file + "?)");
                 }
-                lenders.add(ShmPeerLender.open(file, i, ShmLenderOptions.defaults().withName(file.getFileName().toString())));
+                lenders.add(ShmPeerLender.open(file, i, ShmLenderOptions.defaults().withName(file.getFileName().toString())
+                        .withReattachInterval(Duration.ofMillis(reattachMillis))));
             }
             return PeerClient.of(lenders, policy);
         } catch (RuntimeException | Error e) {
@@ -139,7 +144,7 @@ public final class ServeCommand implements Callable<Integer> {
         int expertCap = p.experts().deviceSlots();
         long peerExpertBytes = !peerFiles.isEmpty() && expertCap > 0 ? p.experts().peerBytes() : 0;
         long splitBudget = splitBudget(c);
-        PeerClient peers = peerFiles.isEmpty() ? null : openPeers(peerFiles, c.peer() != null ? c.peer().policy() : "best-fit");
+        PeerClient peers = peerFiles.isEmpty() ? null : openPeers(peerFiles, p.peers().reattachMillis(), c.peer() != null ? c.peer().policy() : "best-fit");
         List<AutoCloseable> opened = new ArrayList<>(); // closed in reverse on failure
         if (peers != null) {
             opened.add(peers);
@@ -150,7 +155,8 @@ public final class ServeCommand implements Callable<Integer> {
                 opened.add(access);
             }
             ServeEngine.Options.Builder o = ServeEngine.Options.builder().threads(threads).blockTokens(blockTokens).kvBlocks(kvBlocks)
-                    .expertCap(expertCap).split(splitBudget).offload(c).rebalancePeriod(Duration.ofMillis(p.experts().rebalanceMillis()));
+                    .expertCap(expertCap).split(splitBudget).offload(c).rebalancePeriod(Duration.ofMillis(p.experts().rebalanceMillis()))
+                    .weightLoad(WeightLoad.valueOf(p.model().load().name()));
             if (peers != null) {
                 o.peers(peers, 0, peerExpertBytes);
             }
@@ -169,6 +175,7 @@ public final class ServeCommand implements Callable<Integer> {
                 throw new UncheckedIOException("cannot listen on " + server.host() + ":" + server.port() + ": " + e.getMessage(), e);
             }
             String summary = kvBlocks + " KV blocks of " + blockTokens + " tokens"
+                    + (engine.model().files().load() == WeightLoad.MAP ? ", weights memory-mapped (model.load: map)" : "")
                     + (expertCap > 0 ? ", " + expertCap + " expert slots per layer" : "")
                     + (engine.split() != null ? " in a live expert/KV split of " + Sizes.format(engine.split().settings().budgetBytes()) : "")
                     + (c.host() != null ? ", " + Sizes.format(c.host().capacity()) + " HOST KV" + (c.disk() != null ? " over DISK "

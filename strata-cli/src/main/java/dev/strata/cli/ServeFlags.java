@@ -24,6 +24,9 @@ final class ServeFlags {
     Path modelsDir;
     @Option(names = "--model-id", description = "the id clients name in 'model' (default: the directory's name) [model.id]")
     String modelId;
+    @Option(names = "--model-load", paramLabel = "copy|map",
+            description = "how the weights are brought into memory: copy (read once into private memory; the files may then change without effect) or map (memory-mapped, sharing the page cache; the files must not be truncated or rewritten in place while served, and a change takes the model out of service) (default: copy) [model.load]")
+    String modelLoad;
     @Option(names = "--host", description = "address to bind (default: 127.0.0.1; a non-loopback address needs --api-key, or --insecure) [server.host]")
     String host;
     @Option(names = "--insecure", arity = "0",
@@ -39,7 +42,7 @@ final class ServeFlags {
     Integer kvBlocks;
     @Option(names = "--block-tokens", description = "tokens per KV block (default: 16) [kv.block-tokens]")
     Integer blockTokens;
-    @Option(names = "--expert-cap", description = "expert slots per MoE layer in DEVICE memory; 0 reads experts from the mapped weights (default: 0) [experts.device-slots]")
+    @Option(names = "--expert-cap", description = "expert slots per MoE layer in DEVICE memory; 0 reads experts from the model's weights (default: 0) [experts.device-slots]")
     Integer expertCap;
     @Option(names = "--split-budget", paramLabel = "SIZE",
             description = "one DEVICE budget split live between expert slots and KV slots (MV-WSA), e.g. 2GiB; needs --expert-cap (the starting slots per layer), and --kv-blocks becomes the KV floor; 0: no split (default: no split) [split.budget, split.enabled]")
@@ -94,6 +97,7 @@ final class ServeFlags {
     Shorthands settings() {
         Shorthands s = new Shorthands()
                 .put("--model", "model.path", model).put("--models-dir", "model.cache-dir", modelsDir).put("--model-id", "model.id", modelId)
+                .put("--model-load", "model.load", modelLoad)
                 .put("--host", "server.host", host).put("--port", "server.port", port).put("--api-key", "server.api-key", apiKey)
                 .put("--insecure", "server.insecure", insecure).put("--threads", "server.threads", threads)
                 .put("--max-body-bytes", "server.max-body", maxBodyBytes).put("--max-prompt-tokens", "server.max-prompt-tokens", maxPromptTokens)

@@ -71,12 +71,19 @@ class PeerStoreEndToEndTest {
 
     /** A {@code strata peer} agent in its own JVM, lending {@link #REGIONS} regions, its demand read from a file. */
     private static final class Agent implements AutoCloseable {
-        final Path file = Path.of("/dev/shm", "strata-peer-e2e-" + ProcessHandle.current().pid() + "-" + System.nanoTime() + ".lend");
-        final Path demand = Path.of(file + ".demand");
+        final Path file;
+        final Path demand;
         final Process process;
         final LinkedBlockingQueue<String> lines = new LinkedBlockingQueue<>();
 
         Agent(long graceMillis) throws Exception {
+            this(graceMillis, Path.of("/dev/shm", "strata-peer-e2e-" + ProcessHandle.current().pid() + "-" + System.nanoTime() + ".lend"));
+        }
+
+        /** An agent lending through {@code file}: a new one, or the file of an agent killed before (a restart). */
+        Agent(long graceMillis, Path file) throws Exception {
+            this.file = file;
+            this.demand = Path.of(file + ".demand");
             demand(0);
             String java = System.getProperty("strata.java", ProcessHandle.current().info().command().orElse("java"));
             process = new ProcessBuilder(java, "--add-modules=jdk.incubator.vector", "--enable-native-access=ALL-UNNAMED",
@@ -136,6 +143,7 @@ class PeerStoreEndToEndTest {
     /** The client side: lender, peer client, PEER → HOST store, and what the run observed. */
     private static final class Rig implements AutoCloseable {
         final Agent agent;
+        Agent restarted;               // the agent started again on the first one's file, if any
         final ShmPeerLender lender;
         final ShmPeerLender observer;  // a second view of the file, for the agent's counters; never borrows
         final PeerClient client;
@@ -335,6 +343,9 @@ class PeerStoreEndToEndTest {
                 observer.close();
                 host.close();
             } finally {
+                if (restarted != null) {
+                    restarted.close();
+                }
                 agent.close();
             }
         }
@@ -414,6 +425,45 @@ class PeerStoreEndToEndTest {
             assertThat(rig.peer.borrowedBytes()).isZero();
             System.out.printf("agent killed: %d objects, %d LOSSY dropped, leases ended reclaimed/fenced/lost %d/%d/%d, %d gets from the peer before%n",
                     rig.stored.size(), lossyDropped, stats.reclaimed(), stats.fenced(), stats.lost(), rig.servedByPeer.get());
+        }
+    }
+
+    /**
+     * The agent is killed under load and a new {@code strata peer} starts on the same file: the
+     * client re-attaches, the store puts objects on the new agent and reads them back byte-exact,
+     * and no lease of the dead agent reads or writes anything, before or after.
+     */
+    @Test
+    void whenTheAgentIsRestartedOnItsFileTheStoreBorrowsFromTheNewOneAndOldLeasesStayDead() throws Exception {
+        try (Rig rig = new Rig(1000)) {
+            rig.start();
+            warmUp(rig);
+            rig.agent.kill();
+            await("the client sees the peer lost", () -> !rig.client.stats().peer(0).alive());
+            await("every lease of the dead agent ended", () -> rig.client.liveLeases().isEmpty() && rig.client.revocationsIdle());
+            rig.lossSeen = true;
+            rig.awaitOperations(300); // over HOST alone while no agent lends
+            assertThat(rig.servedByPeerAfterLoss.get()).as("gets served by the peer while it was absent").isZero();
+            Set<PeerLease> dead = Set.copyOf(rig.leasesSeen);
+            assertThat(dead).as("leases of the dead agent").isNotEmpty();
+
+            rig.restarted = new Agent(1000, rig.agent.file);
+            await("the peer alive again", () -> rig.client.stats().peer(0).alive());
+            long servedBefore = rig.servedByPeer.get();
+            await("gets served by the new agent", () -> rig.servedByPeer.get() > servedBefore + 50 || !rig.failures.isEmpty());
+            await("leases on the new agent", () -> rig.observer.stats().lent() > 0 || !rig.failures.isEmpty());
+            rig.checkInvariants();
+            rig.stopWorkers(); // every get verified byte-exact
+            assertThat(rig.client.liveLeases()).as("the live leases are all new").doesNotContainAnyElementsOf(dead);
+            assertThat(rig.accessesThatSucceed(dead)).as("reads and writes through leases of the dead agent that succeeded").isZero();
+            long lossyDropped = rig.checkObjects(false);
+            PeerClientStats.Peer stats = rig.client.stats().peer(0);
+            assertThat(stats.reattachments()).isEqualTo(1);
+            assertThat(stats.lost()).as("leases ended as PEER_LOST").isPositive();
+            assertThat(rig.client.stats().toPrometheus()).contains("strata_peer_alive{peer=\"agent\"} 1",
+                    "strata_peer_reattach_total{peer=\"agent\"} 1");
+            System.out.printf("agent restarted: %d objects, %d LOSSY dropped, %d leases lost, %d gets from the peer%n",
+                    rig.stored.size(), lossyDropped, stats.lost(), rig.servedByPeer.get());
         }
     }
 

@@ -84,6 +84,29 @@ class ServeCommandTest {
     }
 
     @Test
+    void modelLoadChoosesWhetherTheWeightsAreCopiedOrMapped() throws Exception {
+        Path model = dir.resolve("tiny-llama");
+        ModelSynthesizer.write(SynthSpec.small(ModelFamily.LLAMA, 3), model, (d, t, b, tb) -> { });
+        ServeCommand copied = new ServeCommand();
+        new CommandLine(copied).parseArgs("--model", model.toString(), "--port", "0", "--threads", "1", "--kv-blocks", "8");
+        try (ServeCommand.Running r = copied.start()) {
+            assertThat(r.engine().model().files().load()).isEqualTo(dev.strata.engine.model.WeightLoad.COPY);
+        }
+        ServeCommand mapped = new ServeCommand();
+        new CommandLine(mapped).parseArgs("--model", model.toString(), "--port", "0", "--threads", "1", "--kv-blocks", "8",
+                "--model-load", "map");
+        try (ServeCommand.Running r = mapped.start()) {
+            assertThat(r.engine().model().files().load()).isEqualTo(dev.strata.engine.model.WeightLoad.MAP);
+        }
+        CliRun inspect = CliRun.of("inspect", "config", "--model", model.toString(), "--set", "model.load=map");
+        assertThat(inspect.status()).isZero();
+        assertThat(inspect.out()).contains("weights mapped");
+        CliRun bad = CliRun.of("serve", "--model", model.toString(), "--port", "0", "--model-load", "mmap");
+        assertThat(bad.status()).isEqualTo(2);
+        assertThat(bad.err().strip()).isEqualTo("strata: --model-load (model.load): unknown value 'mmap' (expected one of [copy, map])");
+    }
+
+    @Test
     void badArgumentsEndWithOneLineAndStatusTwo() throws Exception {
         CliRun missing = CliRun.of("serve", "--model", dir.resolve("nope").toString());
         assertThat(missing.status()).isEqualTo(2);

@@ -36,7 +36,7 @@ final class EngineInstance implements AutoCloseable {
      * @param blockTokens tokens per KV block
      * @param kvBlocks    KV block slots of the instance
      * @param shared      the cross-instance block pool, or null
-     * @param pager       the expert pager, or null (experts read from the mapped weights)
+     * @param pager       the expert pager, or null (experts read from the model's weights)
      */
     EngineInstance(ModelDirectory model, Kernels kernels, int blockTokens, int kvBlocks, SharedBlockStore shared,
             ExpertPager pager) {

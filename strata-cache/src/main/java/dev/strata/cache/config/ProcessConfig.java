@@ -17,7 +17,7 @@ import java.util.List;
  * resolved value. Immutable; any thread.
  *
  * <pre>
- * model:   { path: DIR, id: NAME, cache-dir: DIR }
+ * model:   { path: DIR, id: NAME, cache-dir: DIR, load: copy }
  * server:  { host: 127.0.0.1, port: 8000, api-key: KEY, threads: N, max-body: 1MiB,
  *            max-prompt-tokens: N, max-tokens-limit: N, routing-trace: FILE, insecure: false,
  *            header-timeout-ms: 10000, max-idle-connections: 256 }
@@ -26,7 +26,7 @@ import java.util.List;
  * node:    { access: auto, rpc: PATH, pool-name: NAME, channels: 16, slots: 64, payload: 512,
  *            process-slots: 64, hash-version: 0, model-fingerprint: HEX, pins-per-process: 2048,
  *            pin-seconds: 30 }
- * peers:   { files: [PATH, ...] }
+ * peers:   { files: [PATH, ...], reattach-ms: 1000 }
  * agent:   { file: PATH, budget: SIZE, region: 2MiB, demand: fixed:0, grace-ms: 1000, tick-ms: 2, stamp: true }
  * split:   { enabled: false, budget: SIZE }
  * </pre>
@@ -44,11 +44,20 @@ public record ProcessConfig(Model model, Server server, Kv kv, Experts experts, 
                             Split split) {
 
     /**
+     * How a server brings the model's weights into memory: {@code COPY} reads them once into private
+     * memory (the files may then change or go without effect); {@code MAP} memory-maps the files,
+     * which must then not be truncated or rewritten in place while served (a change is detected and
+     * takes the model out of service).
+     */
+    public enum ModelLoad { COPY, MAP }
+
+    /**
      * @param path     model directory; null: the demo model
      * @param id       the id clients name; null: the directory's name
      * @param cacheDir where the demo model is cached; null: $STRATA_MODELS, else ~/.cache/strata/models
+     * @param load     how the weights are brought into memory
      */
-    public record Model(Path path, String id, Path cacheDir) {
+    public record Model(Path path, String id, Path cacheDir, ModelLoad load) {
     }
 
     /**
@@ -77,7 +86,7 @@ public record ProcessConfig(Model model, Server server, Kv kv, Experts experts, 
     }
 
     /**
-     * @param deviceSlots   expert slots per MoE layer in DEVICE memory; 0 reads experts from the mapped weights
+     * @param deviceSlots   expert slots per MoE layer in DEVICE memory; 0 reads experts from the model's weights
      * @param peerBytes     most bytes of expert copies kept on peers
      * @param rebalanceMillis time between the expert rebalancer's passes, ms
      */
@@ -104,8 +113,12 @@ public record ProcessConfig(Model model, Server server, Kv kv, Experts experts, 
                        int hashVersion, String modelFingerprint, int pinsPerProcess, int pinSeconds) {
     }
 
-    /** @param files lending files of {@code strata peer} agents this process borrows through */
-    public record Peers(List<Path> files) {
+    /**
+     * @param files          lending files of {@code strata peer} agents this process borrows through
+     * @param reattachMillis how often each lending file's path is looked at for a restarted agent
+     *                       (a lost peer lends again from the next look that finds one), ms
+     */
+    public record Peers(List<Path> files, long reattachMillis) {
         public Peers {
             files = List.copyOf(files);
         }
@@ -131,8 +144,9 @@ public record ProcessConfig(Model model, Server server, Kv kv, Experts experts, 
     }
 
     static ProcessConfig read(ConfigNode root) {
-        ConfigNode m = section(root, "model", "path", "id", "cache-dir");
-        Model model = new Model(path(m.text("path", null)), m.text("id", null), path(m.text("cache-dir", null)));
+        ConfigNode m = section(root, "model", "path", "id", "cache-dir", "load");
+        Model model = new Model(path(m.text("path", null)), m.text("id", null), path(m.text("cache-dir", null)),
+                m.choice("load", ModelLoad.class, ModelLoad.COPY));
         ConfigNode s = section(root, "server", "host", "port", "api-key", "threads", "max-body", "max-prompt-tokens",
                 "max-tokens-limit", "routing-trace", "insecure", "header-timeout-ms", "max-idle-connections");
         Server server = new Server(s.text("host", "127.0.0.1"), s.integer("port", 8000, 0, 65535), s.text("api-key", null),
@@ -158,11 +172,12 @@ public record ProcessConfig(Model model, Server server, Kv kv, Experts experts, 
                 n.integer("process-slots", 64, 1, 4096), n.integer("hash-version", 0, 0, 255), fingerprint,
                 n.integer("pins-per-process", 2048, 1, 1 << 24), n.integer("pin-seconds", 30, 1, 86_400));
         // channels, slots and payload are checked together by the node, which names every bad value
-        ConfigNode p = section(root, "peers", "files");
+        ConfigNode p = section(root, "peers", "files", "reattach-ms");
         List<Path> files = new ArrayList<>();
         for (String f : p.list("files")) {
             files.add(Path.of(f));
         }
+        Peers peers = new Peers(files, p.integer("reattach-ms", 1000, 1, 3_600_000));
         ConfigNode a = section(root, "agent", "file", "budget", "region", "demand", "grace-ms", "tick-ms", "stamp");
         Agent agent = new Agent(path(a.text("file", null)), nonNegative(a.size("budget", 0), "agent.budget"),
                 positive(a.size("region", 2 * Sizes.MiB), "agent.region"), a.text("demand", "fixed:0"),
@@ -170,7 +185,7 @@ public record ProcessConfig(Model model, Server server, Kv kv, Experts experts, 
         // the region size is checked by the agent against its lending file's geometry
         ConfigNode t = section(root, "split", "enabled", "budget");
         Split split = new Split(t.bool("enabled", false), nonNegative(t.size("budget", 0), "split.budget"));
-        return new ProcessConfig(model, server, kv, experts, node, new Peers(files), agent, split);
+        return new ProcessConfig(model, server, kv, experts, node, peers, agent, split);
     }
 
     private static ConfigNode section(ConfigNode root, String name, String... keys) {

@@ -15,4 +15,13 @@ public interface LenderEvents {
 
     /** The agent died or became unreachable; all its regions are gone. */
     void peerLost(int peer);
+
+    /**
+     * The peer, lost before, lends again: its agent was restarted (a new agent now owns the peer's
+     * lending file) or recovered. Comes after the {@link #peerLost} it ends, on the same thread.
+     * Leases lent before the loss stay ended; only new borrows reach the peer's memory. A listener
+     * that ignores it (the default) no longer places anything on the peer.
+     */
+    default void peerReattached(int peer) {
+    }
 }

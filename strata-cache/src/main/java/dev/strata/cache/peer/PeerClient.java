@@ -40,7 +40,9 @@ import org.HdrHistogram.SynchronizedHistogram;
  * ends, so callbacks never run twice: a fence that arrives after the callbacks ran (the client
  * acknowledged too late) is only counted ({@code lateFences}). {@code free} of a lease whose
  * revocation has begun is a no-op (its callbacks still run); a revocation of a lease being freed
- * is acknowledged by the free once it drained.
+ * is acknowledged by the free once it drained. A lost peer is no candidate for placement until its
+ * lender reports {@code peerReattached} (a restarted agent): its old leases stay ended, new ones
+ * are borrowed from it again, and the re-attachments are counted per peer.
  *
  * <p>The revocation thread polls the leases it drains, so a slow access on one lease delays no
  * other; a callback that blocks does delay the ones after it (callbacks must be short). Lenders'
@@ -139,7 +141,8 @@ public final class PeerClient implements PeerMemory {
         final DecayedCount recent;       // decayed revocations
         final SynchronizedHistogram drain = new SynchronizedHistogram(3);     // ns, revocation event -> drained
         final SynchronizedHistogram callback = new SynchronizedHistogram(3);  // ns, revocation event -> callbacks start
-        boolean lost;                    // peerLost seen
+        boolean lost;                    // peerLost seen, and no peerReattached since
+        long reattachments;              // peerReattached seen
         long borrowedBytes;              // sum of sizes of leases not ended
         long leaseCount;                 // leases not ended
         long allocs;
@@ -223,6 +226,18 @@ public final class PeerClient implements PeerMemory {
                         }
                     }
                 }
+            } finally {
+                lock.unlock();
+            }
+        }
+
+        /** The peer lends again; its leases from before the loss were all turned to PEER_LOST by {@link #peerLost}. */
+        @Override
+        public void peerReattached(int peer) {
+            lock.lock();
+            try {
+                lost = false;
+                reattachments++;
             } finally {
                 lock.unlock();
             }
@@ -624,7 +639,7 @@ public final class PeerClient implements PeerMemory {
                         p.revocations[RevocationReason.PEER_LOST.ordinal()], p.lateFences, p.recent.valueAt(now),
                         p.drain.getTotalCount(), p.drain.getValueAtPercentile(50), p.drain.getValueAtPercentile(99),
                         p.drain.getMaxValue(), p.callback.getValueAtPercentile(50), p.callback.getValueAtPercentile(99),
-                        p.callback.getMaxValue()));
+                        p.callback.getMaxValue(), p.reattachments));
             }
             List<PeerClientStats.Consumer> cs = new ArrayList<>(consumers.size());
             for (ConsumerState c : consumers.values()) {

@@ -46,12 +46,13 @@ public record PeerClientStats(List<Peer> peers, List<Consumer> consumers, long a
      * @param callbackP50Nanos  median time from a revocation event to its callbacks starting, ns
      * @param callbackP99Nanos  99th percentile, ns
      * @param callbackMaxNanos  largest, ns
+     * @param reattachments     times the peer, once lost, lent again (its agent restarted or recovered)
      */
     public record Peer(int peer, String name, int distance, boolean alive, long lendableBytes, long borrowedBytes,
                        long leases, long allocs, long failedAllocs, long reclaimed, long fenced, long lost,
                        long lateFences, double recentRevocations, long drainCount, long drainP50Nanos,
                        long drainP99Nanos, long drainMaxNanos, long callbackP50Nanos, long callbackP99Nanos,
-                       long callbackMaxNanos) {
+                       long callbackMaxNanos, long reattachments) {
 
         /** Leases ended for {@code reason}. */
         public long revocations(RevocationReason reason) {
@@ -116,6 +117,8 @@ public record PeerClientStats(List<Peer> peers, List<Consumer> consumers, long a
         peerFamily(out, "strata_peer_leases", PrometheusText.Type.GAUGE, "Live leases on the peer", Peer::leases);
         peerFamily(out, "strata_peer_lendable_bytes", PrometheusText.Type.GAUGE, "Bytes the peer offers now", Peer::lendableBytes);
         peerFamily(out, "strata_peer_alive", PrometheusText.Type.GAUGE, "1 while the peer is reachable", p -> p.alive() ? 1 : 0);
+        peerFamily(out, "strata_peer_reattach_total", PrometheusText.Type.COUNTER,
+                "Times the peer, once lost, lent again (its agent restarted or recovered)", Peer::reattachments);
         peerFamily(out, "strata_peer_allocs_total", PrometheusText.Type.COUNTER, "Leases borrowed from the peer", Peer::allocs);
         peerFamily(out, "strata_peer_failed_allocs_total", PrometheusText.Type.COUNTER, "Borrows the peer refused", Peer::failedAllocs);
         out.family("strata_peer_revocations_total", PrometheusText.Type.COUNTER, "Leases the peer took back, by reason");

@@ -7,7 +7,9 @@ package dev.strata.cache.peer;
  * <p>The epoch names this lending of the region: when the peer takes the region back, or fences a
  * client that did not give it back in time, the region's epoch advances, and every later access
  * through a lease carrying the old epoch fails (invariant 4 of docs/ARCHITECTURE.md). A region id alone is
- * therefore never enough to reach memory; the pair (region, epoch) is.
+ * therefore never enough to reach memory; the pair (region, epoch) is. A lender that re-attaches to
+ * a restarted agent keeps the pairs unique across the agents (the new agent's epochs start again),
+ * so a lease of a dead agent never names memory of its successor.
  *
  * <p>Immutable value; any thread.
  *

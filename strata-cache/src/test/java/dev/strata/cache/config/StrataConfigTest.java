@@ -131,4 +131,16 @@ class StrataConfigTest {
         assertThat(c.host().capacity()).isEqualTo(Sizes.GiB);
         assertThat(c.store().chain()).containsExactly(TierKind.HOST);
     }
+
+    @Test
+    void peersLookForARestartedAgentEverySecondUnlessToldOtherwise() throws Exception {
+        ProcessConfig.Peers defaults = ConfigLoader.load(yaml("peers: { files: [/dev/shm/a.lend] }\n"), List.of(), null)
+                .conclude(64 * Sizes.GiB).process().peers();
+        assertThat(defaults.files()).containsExactly(Path.of("/dev/shm/a.lend"));
+        assertThat(defaults.reattachMillis()).isEqualTo(1000);
+        assertThat(ConfigLoader.load(yaml("peers: { reattach-ms: 250 }\n"), List.of(), null).conclude(64 * Sizes.GiB)
+                .process().peers().reattachMillis()).isEqualTo(250);
+        assertThatThrownBy(() -> ConfigLoader.load(yaml("peers: { reattach-ms: 0 }\n"), List.of(), null).conclude(64 * Sizes.GiB))
+                .isInstanceOf(ConfigException.class).hasMessageContaining("peers.reattach-ms").hasMessageContaining("0 is outside");
+    }
 }

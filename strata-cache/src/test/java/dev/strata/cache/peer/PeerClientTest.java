@@ -221,6 +221,73 @@ class PeerClientTest {
         }
     }
 
+    /**
+     * A lender whose agent the test restarts: the old local lender dies (its peerLost reaches the
+     * client), a new one takes its place and the client hears {@code peerReattached}.
+     */
+    static final class RestartingLender implements PeerLender {
+        volatile LocalLender current;
+        volatile LenderEvents events;
+
+        RestartingLender(LocalLender first) {
+            this.current = first;
+        }
+
+        /** Puts {@code next} in place of the dead lender and reports the peer back. */
+        void restart(LocalLender next) {
+            next.listen(events);
+            current = next;
+            events.peerReattached(next.id());
+        }
+
+        @Override public int id() { return current.id(); }
+        @Override public String name() { return current.name(); }
+        @Override public int distance() { return current.distance(); }
+        @Override public long lendableBytes() { return current.lendableBytes(); }
+        @Override public boolean alive() { return current.alive(); }
+        @Override public LentRegion borrow(long size) { return current.borrow(size); }
+        @Override public void giveBack(LentRegion region) { current.giveBack(region); }
+        @Override public void acknowledge(LentRegion region) { current.acknowledge(region); }
+        @Override public void close() { current.close(); }
+        @Override public void listen(LenderEvents e) {
+            events = e;
+            current.listen(e);
+        }
+    }
+
+    @Test
+    void aLostPeerThatReattachesIsPlacedOnAgainAndCounted() {
+        LocalLender first = new LocalLender(LocalLender.Config.of(0, "gpu0", 16_384));
+        RestartingLender lender = new RestartingLender(first);
+        try (PeerClient client = PeerClient.builder().lender(lender).build()) {
+            List<Ended> ended = new CopyOnWriteArrayList<>();
+            PeerLease old = client.alloc(1_000, ANY, (l, r) -> ended.add(new Ended(l, r))).orElseThrow();
+            first.kill();
+            await("the lease lost", 2_000, () -> ended.size() == 1);
+            assertThat(client.stats().peer(0).alive()).isFalse();
+            assertThat(client.alloc(1_000, ANY)).isEmpty();
+
+            LocalLender second = new LocalLender(LocalLender.Config.of(0, "gpu0", 16_384));
+            // A restarted lender never repeats a lease of the old one (ShmPeerLender puts its mapping's
+            // generation in the epoch); this one uses up the epoch the old lease had.
+            second.giveBack(second.borrow(1));
+            lender.restart(second);
+            PeerClientStats.Peer p = client.stats().peer(0);
+            assertThat(p.alive()).isTrue();
+            assertThat(p.reattachments()).isEqualTo(1);
+            assertThat(client.peers().getFirst().alive()).isTrue();
+            PeerLease fresh = client.alloc(1_000, ANY).orElseThrow();
+            assertThat(fresh.peer()).isZero();
+            assertThat(fresh).isNotEqualTo(old);
+            assertThat(client.write(fresh, 0, MemorySegment.ofArray(new byte[] {9}))).isTrue();
+            assertThat(client.read(old, 0, MemorySegment.ofArray(new byte[1]))).as("the old lease stays dead").isFalse();
+            assertThat(ended).containsExactly(new Ended(old, RevocationReason.PEER_LOST));
+            assertThat(client.stats().toPrometheus()).contains("strata_peer_reattach_total{peer=\"gpu0\"} 1",
+                    "strata_peer_alive{peer=\"gpu0\"} 1");
+            client.checkInvariants();
+        }
+    }
+
     @Test
     void statsRenderAsPrometheusText() {
         LocalLender lender = new LocalLender(LocalLender.Config.of(4, "gpu4", 4_096).withGrace(10_000_000_000L));

@@ -50,7 +50,7 @@ import java.util.Objects;
  *       layer pages the routed experts of the batch and reads each expert's gate/up/down from the
  *       slot its {@code expert_map} names. When the batch's routed union exceeds the layer's
  *       capacity, the batch runs in the token groups of {@link ExpertPager#plan}. Without a pager
- *       the experts are read from the model's mapped tensors.</li>
+ *       the experts are read from the model's weight tensors.</li>
  * </ul>
  *
  * <p>Memory it owns: the forward pass's activations (sized for one row, grown to the largest

@@ -25,7 +25,7 @@ import java.util.Arrays;
  * its {@code expert_map} names; when the batch's routed union exceeds the layer's capacity the batch
  * runs in the token groups of {@link ExpertPager#plan}, and within a group the experts already in
  * place run before those still arriving. Without a pager the experts are read from the model's
- * mapped tensors.
+ * weight tensors.
  *
  * <p>Memory: the routing ({@code [rows, experts]} probabilities, {@code [rows][topK]} experts and
  * weights) and the expert scratch (gathered rows, gate/up/down outputs of up to
@@ -41,7 +41,7 @@ final class MoeBlock {
 
     private final ModelConfig c;
     private final Projector projector;
-    private final ExpertPager pager; // null: experts read from the mapped weights
+    private final ExpertPager pager; // null: experts read from the model's weight tensors
     private final int[] moeIndex; // [layers] index of the layer among MoE layers (pager layer), -1 when dense
     private final int h; // hidden width
     private final int width; // expert intermediate width

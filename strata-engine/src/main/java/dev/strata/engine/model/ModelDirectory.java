@@ -5,11 +5,13 @@ import dev.strata.engine.tokenizer.ChatFormat;
 import dev.strata.engine.tokenizer.TokenizerConfig;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.function.Predicate;
 
 /**
- * A Hugging Face model directory opened for use: the validated config, the memory-mapped weights
- * arranged by role with every shape checked, the tokenizer and its config, and the family's chat
- * format. Closing it unmaps the weights.
+ * A Hugging Face model directory opened for use: the validated config, the weights (copied into
+ * private memory, or memory-mapped: {@link WeightLoad}) arranged by role with every shape checked,
+ * the tokenizer and its config, and the family's chat format. Closing it frees or unmaps the
+ * weights.
  *
  * <p>Threads: immutable after {@link #open}; any thread may read; {@link #close()} once, when no
  * thread reads any more.
@@ -32,8 +34,26 @@ public final class ModelDirectory implements AutoCloseable {
         this.tokenizerConfig = tokenizerConfig;
     }
 
-    /** Opens {@code dir}: config, weights (shapes checked), tokenizer, tokenizer config. */
+    /**
+     * Opens {@code dir}: config, weights (shapes checked) copied into private memory
+     * ({@link WeightLoad#COPY}), tokenizer, tokenizer config.
+     */
     public static ModelDirectory open(Path dir) {
+        return open(dir, WeightLoad.COPY);
+    }
+
+    /** Opens {@code dir} as {@link #open(Path)} does, with the weights copied or mapped as {@code load} says. */
+    public static ModelDirectory open(Path dir, WeightLoad load) {
+        return open(dir, load, name -> false);
+    }
+
+    /**
+     * Opens {@code dir} with the weights copied or mapped as {@code load} says; a copy leaves the
+     * tensors {@code readOnce} accepts mapped, for a caller that reads them once, at start, into
+     * memory of its own (e.g. {@link ModelWeights#isExpertTensor} for a server whose pager holds
+     * the experts in its masters), so that they are not held twice.
+     */
+    public static ModelDirectory open(Path dir, WeightLoad load, Predicate<String> readOnce) {
         if (!Files.isDirectory(dir)) {
             throw new ModelFormatException(dir + ": not a directory (a model directory holds config.json, weights and tokenizer.json)");
         }
@@ -44,7 +64,7 @@ public final class ModelDirectory implements AutoCloseable {
                     + " token ids exceed vocab_size " + config.vocabSize() + " of config.json");
         }
         TokenizerConfig tc = TokenizerConfig.read(dir);
-        WeightFiles files = WeightFiles.open(dir);
+        WeightFiles files = WeightFiles.open(dir, load, readOnce);
         try {
             return new ModelDirectory(dir, config, files, ModelWeights.bind(config, files), tokenizer, tc);
         } catch (RuntimeException e) {

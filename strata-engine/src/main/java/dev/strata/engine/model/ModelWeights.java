@@ -87,6 +87,14 @@ public final class ModelWeights {
         this.unused = List.copyOf(unused);
     }
 
+    /**
+     * Whether {@code name} is a tensor of one expert of a MoE layer (gate, up or down of
+     * {@code ...experts.<e>.}, in every supported family's naming).
+     */
+    public static boolean isExpertTensor(String name) {
+        return name.contains(".experts.");
+    }
+
     /** Builds the view, checking that every tensor the config implies is present with its shape. */
     public static ModelWeights bind(ModelConfig config, WeightFiles files) {
         return new Binder(config, files).bind();

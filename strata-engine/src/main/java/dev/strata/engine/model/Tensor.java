@@ -5,7 +5,7 @@ import java.util.Arrays;
 
 /**
  * One weight tensor: its name, element type, shape (row-major, outermost first) and its bytes, a
- * read-only slice of the memory-mapped safetensors file. The segment is valid while the
+ * read-only slice of the safetensors file's private copy or mapping ({@link WeightLoad}). The segment is valid while the
  * {@link WeightFiles} that made it is open. Any thread may read it.
  *
  * @param name  the tensor's name in the file, e.g. {@code model.layers.0.self_attn.q_proj.weight}

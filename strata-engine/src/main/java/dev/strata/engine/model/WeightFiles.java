@@ -13,15 +13,24 @@ import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.function.Predicate;
 
 /**
- * All weight files of a model directory, each memory-mapped once into one shared arena that
- * lives until {@link #close()}: either {@code model.safetensors}, or the shards named by
- * {@code model.safetensors.index.json} ({@code {"metadata": {...}, "weight_map": {tensor: file}}}).
- * Every tensor named in the index must be in the shard it names.
+ * All weight files of a model directory, each brought once into one shared arena that lives until
+ * {@link #close()}, copied into private memory or memory-mapped ({@link WeightLoad}): either
+ * {@code model.safetensors}, or the shards named by {@code model.safetensors.index.json}
+ * ({@code {"metadata": {...}, "weight_map": {tensor: file}}}). Every tensor named in the index must
+ * be in the shard it names.
  *
- * <p>Threads: immutable after opening; any thread may look up and read tensors. {@link #close()}
- * once, when no thread reads any more (it unmaps every file).
+ * <p>Mapped files must not change while their tensors are read. {@link #check()} is the guard the
+ * code that reads tensors over a long time (the server's generator, before every step) calls: one
+ * {@code stat} per file; a file truncated or rewritten in place takes the weights out of service
+ * for good ({@link ModelFileChangedException}, naming the file) before any kernel reads the
+ * mapping. Copied weights need no guard: {@link #check()} returns at once.
+ *
+ * <p>Threads: immutable after opening but for the sticky out-of-service state; any thread may look
+ * up and read tensors and call {@link #check()} and {@link #problem()}. {@link #close()} once, when
+ * no thread reads any more (it unmaps or frees every file's tensors).
  */
 public final class WeightFiles implements AutoCloseable {
     public static final String SINGLE_FILE = "model.safetensors";
@@ -32,30 +41,47 @@ public final class WeightFiles implements AutoCloseable {
     private final Arena arena;
     private final List<SafetensorsFile> files;
     private final Map<String, SafetensorsFile> byTensor; // tensor name -> file holding it, in order
+    private final WeightLoad load;
+    private volatile String outOfService; // why the mapped weights may no longer be read; null while usable
 
-    private WeightFiles(Path dir, Arena arena, List<SafetensorsFile> files, Map<String, SafetensorsFile> byTensor) {
+    private WeightFiles(Path dir, Arena arena, List<SafetensorsFile> files, Map<String, SafetensorsFile> byTensor, WeightLoad load) {
         this.dir = dir;
         this.arena = arena;
         this.files = files;
         this.byTensor = byTensor;
+        this.load = load;
     }
 
-    /** Opens the weights of the model directory {@code dir}. */
+    /** Opens the weights of the model directory {@code dir}, copied into private memory ({@link WeightLoad#COPY}). */
     public static WeightFiles open(Path dir) {
+        return open(dir, WeightLoad.COPY);
+    }
+
+    /** Opens the weights of the model directory {@code dir}, copied or mapped as {@code load} says. */
+    public static WeightFiles open(Path dir, WeightLoad load) {
+        return open(dir, load, name -> false);
+    }
+
+    /**
+     * As {@link #open(Path, WeightLoad)}, with the tensors {@code readOnce} accepts left mapped by
+     * a copy: the caller reads them once, at start, into memory of its own
+     * ({@link SafetensorsFile#open(Path, Arena, WeightLoad, Predicate)}).
+     */
+    public static WeightFiles open(Path dir, WeightLoad load, Predicate<String> readOnce) {
         Path index = dir.resolve(INDEX_FILE);
         Path single = dir.resolve(SINGLE_FILE);
         Arena arena = Arena.ofShared();
         try {
             if (Files.exists(index)) {
-                return openSharded(dir, index, arena);
+                return openSharded(dir, index, arena, load, readOnce);
             }
             if (Files.exists(single)) {
-                SafetensorsFile f = SafetensorsFile.open(single, arena);
+                SafetensorsFile f = SafetensorsFile.open(single, arena, load, readOnce);
                 Map<String, SafetensorsFile> by = new LinkedHashMap<>();
                 for (String n : f.names()) {
                     by.put(n, f);
                 }
-                return new WeightFiles(dir, arena, List.of(f), by);
+                return new WeightFiles(dir, arena, List.of(f), by, load);
             }
             throw new ModelFormatException(dir + ": no " + SINGLE_FILE + " or " + INDEX_FILE);
         } catch (RuntimeException e) {
@@ -64,7 +90,7 @@ public final class WeightFiles implements AutoCloseable {
         }
     }
 
-    private static WeightFiles openSharded(Path dir, Path index, Arena arena) {
+    private static WeightFiles openSharded(Path dir, Path index, Arena arena, WeightLoad load, Predicate<String> readOnce) {
         JsonNode root;
         try {
             root = JSON.readTree(Files.readString(index));
@@ -92,20 +118,67 @@ public final class WeightFiles implements AutoCloseable {
                 throw new ModelFormatException(index + ": tensor '" + tensor + "' maps to '" + file
                         + "', which is not a file of the model directory");
             }
-            SafetensorsFile shard = shards.computeIfAbsent(file, f -> SafetensorsFile.open(p, arena));
+            SafetensorsFile shard = shards.computeIfAbsent(file, f -> SafetensorsFile.open(p, arena, load, readOnce));
             if (!shard.contains(tensor)) {
                 throw new ModelFormatException(index + ": tensor '" + tensor + "' is missing from " + p);
             }
             byTensor.put(tensor, shard);
         }
-        return new WeightFiles(dir, arena, new ArrayList<>(shards.values()), byTensor);
+        return new WeightFiles(dir, arena, new ArrayList<>(shards.values()), byTensor, load);
+    }
+
+    /** How the tensors were brought into memory. */
+    public WeightLoad load() {
+        return load;
+    }
+
+    /**
+     * Fails when the weights may no longer be read: a mapped file was truncated or rewritten in
+     * place since it was opened (now, or at an earlier check: the state is sticky). Call it before
+     * reading mapped tensors after a pause (the generator does, before every step). One
+     * {@code stat} per file with {@link WeightLoad#MAP}; nothing with {@link WeightLoad#COPY}. Any
+     * thread.
+     *
+     * @throws ModelFileChangedException naming the file, what changed and what to do
+     */
+    public void check() {
+        String problem = problem();
+        if (problem != null) {
+            throw new ModelFileChangedException(problem);
+        }
+    }
+
+    /**
+     * Why the weights may no longer be read, or null while they may (what {@link #check()} would
+     * throw); runs the same {@code stat}s. Any thread.
+     */
+    public String problem() {
+        String known = outOfService;
+        if (known != null || load == WeightLoad.COPY) {
+            return known;
+        }
+        for (SafetensorsFile f : files) {
+            String change = f.changedInPlace();
+            if (change != null) {
+                synchronized (this) {
+                    if (outOfService == null) {
+                        outOfService = change + "; its weights are memory-mapped (model.load: map), so the model is out of"
+                                + " service until it is opened again: restart the server, and replace model files by rename"
+                                + " (or serve with model.load: copy, which reads the weights into private memory)";
+                        dev.strata.memory.log.Log.error("model", outOfService, null);
+                    }
+                    return outOfService;
+                }
+            }
+        }
+        return null;
     }
 
     public Path dir() {
         return dir;
     }
 
-    /** The mapped files, each once. */
+    /** The weight files, each once. */
     public List<SafetensorsFile> files() {
         return Collections.unmodifiableList(files);
     }
@@ -146,7 +219,7 @@ public final class WeightFiles implements AutoCloseable {
         return f;
     }
 
-    /** Unmaps every file; tensors read before become invalid. */
+    /** Unmaps or frees every file's tensors; tensors read before become invalid. */
     @Override
     public void close() {
         arena.close();

@@ -6,6 +6,7 @@ import dev.strata.cache.routing.RoutingTraceWriter;
 import dev.strata.cache.split.LiveSplit;
 import dev.strata.engine.forward.ModelRunner;
 import dev.strata.engine.model.ModelConfig;
+import dev.strata.engine.model.ModelFileChangedException;
 import dev.strata.engine.sample.FinishReason;
 import dev.strata.engine.sample.Sampler;
 import dev.strata.engine.sample.SamplingParams;
@@ -53,9 +54,14 @@ import java.util.concurrent.atomic.AtomicInteger;
  *       the scheduler closes its sequence and tells its {@link TokenSink#failed}, and its client
  *       gets the error, while the other requests of the batch go on with the tokens they would have
  *       had without it. Only when a step itself throws (a failure no request can be blamed for,
- *       such as the routing trace's writes) does every request in the scheduler fail with that
- *       error; the scheduler is then closed (releasing every block) and a new one takes its place;
- *       queued requests are unaffected.</li>
+ *       such as the routing trace's writes or a changed model file, below) does every request in
+ *       the scheduler fail with that error; the scheduler is then closed (releasing every block)
+ *       and a new one takes its place; queued requests are unaffected.</li>
+ *   <li><b>Model files</b>: before every step the worker checks the weights ({@code WeightFiles.check}:
+ *       nothing for copied weights, one {@code stat} per file for mapped ones), and {@link #submit}
+ *       checks them too. A mapped file truncated or rewritten in place fails the step as above with a
+ *       {@link ModelFileChangedException} naming the file, before any kernel reads the mapping (which
+ *       would fault the process), and every later request is refused with it; the worker lives on.</li>
  *   <li><b>Metrics</b>: TTFT (submission to first token) and time per output token per request;
  *       after every step the scheduler's running, preempted and decode counters go to
  *       {@link ServeMetrics}; the KV manager's stats are snapshotted on the worker after every
@@ -189,6 +195,7 @@ public final class ContinuousBatchingGenerator implements Generator {
         if (closed) {
             throw new IllegalStateException("the generator is closed");
         }
+        engine.model().files().check(); // a changed mapped file: refused here, naming it
         SamplingParams params = withEos(request.sampling());
         Job job = new Job(prompt, params, sink, System.nanoTime());
         queued.incrementAndGet();
@@ -271,6 +278,7 @@ public final class ContinuousBatchingGenerator implements Generator {
                 }
                 busy = true;
                 try {
+                    engine.model().files().check(); // before any kernel reads a mapping that may have been truncated
                     s.step();
                 } catch (RuntimeException e) {
                     failAll(s, e);

@@ -26,6 +26,8 @@ public interface Generator extends AutoCloseable {
      *
      * @throws IllegalArgumentException when the request asks for something this generator cannot do
      *         (the message names the field and the value)
+     * @throws dev.strata.engine.model.ModelFileChangedException when the model's weights may no longer
+     *         be read (a mapped file changed; the message names it)
      */
     Handle submit(GenerationRequest request, TextSink sink);
 

@@ -6,6 +6,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import com.sun.net.httpserver.HttpExchange;
 import com.sun.net.httpserver.HttpServer;
+import dev.strata.engine.model.ModelFileChangedException;
 import dev.strata.engine.sample.FinishReason;
 import dev.strata.engine.sample.SamplingFieldException;
 import dev.strata.engine.sample.SamplingParams;
@@ -36,7 +37,9 @@ import java.util.concurrent.LinkedBlockingQueue;
  * <p>Protocol notes: requests are validated before anything is queued; each error is a JSON
  * {@code {"error": {"message", "type", "param", "code"}}} with 400 (bad field, naming it and the
  * value, or malformed JSON), 401 (missing or wrong bearer key), 404 (unknown model or path),
- * 405 (wrong method) or 413 (body over the limit). Sampling fields ({@code temperature},
+ * 405 (wrong method) or 413 (body over the limit); 503 when the model is out of service (a
+ * memory-mapped weight file was truncated or rewritten in place: {@link ModelFileChangedException},
+ * naming the file), which {@code /health} then reports too, with status 503. Sampling fields ({@code temperature},
  * {@code top_p}, {@code top_k}, {@code seed}, {@code presence_penalty}, {@code frequency_penalty},
  * {@code stop}, {@code n}, {@code max_tokens} or in chat {@code max_completion_tokens}): this
  * server checks their JSON types and {@link SamplingParams} their ranges, whose
@@ -152,7 +155,13 @@ public final class OpenAiServer implements AutoCloseable {
         switch (path) {
             case "/health" -> {
                 requireGetOrHead(ex, method);
-                sendJson(ex, 200, JSON.createObjectNode().put("status", "ok").put("model", config.modelId()));
+                String modelProblem = engine.model().files().problem(); // a mapped weight file changed under the server
+                if (modelProblem != null) {
+                    sendJson(ex, 503, JSON.createObjectNode().put("status", "unavailable").put("model", config.modelId())
+                            .put("error", modelProblem));
+                } else {
+                    sendJson(ex, 200, JSON.createObjectNode().put("status", "ok").put("model", config.modelId()));
+                }
             }
             case "/metrics" -> {
                 requireGetOrHead(ex, method);
@@ -475,6 +484,8 @@ public final class OpenAiServer implements AutoCloseable {
             handle = generator.submit(p.request, sink);
         } catch (IllegalArgumentException e) { // the prompt and max_tokens do not fit one sequence's KV
             throw ApiError.badField("max_tokens", e.getMessage());
+        } catch (ModelFileChangedException e) {
+            throw modelUnavailable(e);
         }
         try {
             if (p.stream) {
@@ -499,6 +510,9 @@ public final class OpenAiServer implements AutoCloseable {
             if (e.text != null) {
                 text.append(e.text);
                 continue;
+            }
+            if (e.error instanceof ModelFileChangedException changed) {
+                throw modelUnavailable(changed);
             }
             if (e.error != null) {
                 throw new ApiError(500, "server_error", null, "generation failed: " + e.error.getMessage());
@@ -599,6 +613,11 @@ public final class OpenAiServer implements AutoCloseable {
         try (OutputStream out = ex.getResponseBody()) {
             out.write(b);
         }
+    }
+
+    /** 503: the model's weights may no longer be read (a mapped file changed); the message names the file. */
+    private static ApiError modelUnavailable(ModelFileChangedException e) {
+        return new ApiError(503, "server_error", null, "the model is out of service: " + e.getMessage());
     }
 
     private static void sendError(HttpExchange ex, ApiError e) throws IOException {

@@ -24,6 +24,7 @@ import dev.strata.engine.kernel.Kernels;
 import dev.strata.engine.model.ModelConfig;
 import dev.strata.engine.model.ModelDirectory;
 import dev.strata.engine.model.ModelWeights;
+import dev.strata.engine.model.WeightLoad;
 import dev.strata.memory.Tier;
 import dev.strata.memory.TierKind;
 import dev.strata.memory.metrics.PrometheusText;
@@ -34,7 +35,8 @@ import java.util.List;
 import java.util.Set;
 
 /**
- * Everything one served model needs, opened from its directory: the mapped weights and tokenizer,
+ * Everything one served model needs, opened from its directory: the weights (copied into private
+ * memory, or mapped: {@link Options#weightLoad}) and tokenizer,
  * a kernel pool, a KV block manager over a block-major arena of {@code kvBlocks} blocks of
  * {@code blockTokens}, and for MoE models with {@code expertCap > 0} an expert pager with that many
  * DEVICE slots per layer over masters in a HOST tier. With {@link Options#hostKvBytes} (and
@@ -72,7 +74,7 @@ public final class ServeEngine implements AutoCloseable {
      * @param threads      kernel threads, at least 1
      * @param blockTokens  tokens per KV block
      * @param kvBlocks     KV blocks in the DEVICE arena; a sequence can hold at most {@code kvBlocks × blockTokens} tokens
-     * @param expertCap    DEVICE expert slots per MoE layer; 0 reads experts from the mapped weights (no pager)
+     * @param expertCap    DEVICE expert slots per MoE layer; 0 reads experts from the model's weights (no pager)
      * @param offload      the tiers committed KV blocks are offloaded into (PEER, HOST, DISK of the one
      *                     configuration, opened through {@link TieredMemory}), or null for none
      * @param shared       the pool shared with other engine processes (null: none); the caller opens and closes it
@@ -81,9 +83,11 @@ public final class ServeEngine implements AutoCloseable {
      * @param rebalancePeriod time between the expert rebalancer's passes
      * @param split        the live expert/KV split of one DEVICE budget (null: none; needs {@code expertCap > 0}
      *                     and a MoE model); {@code kvBlocks} is then the KV floor and {@code expertCap} the start
+     * @param weightLoad   how the model's weights are brought into memory ({@code model.load}): copied (default) or mapped
      */
     public record Options(int threads, int blockTokens, int kvBlocks, int expertCap, StrataConfig offload, SharedBlockStore shared,
-                          PeerClient peers, long peerExpertBytes, Duration rebalancePeriod, LiveSplit.Settings split) {
+                          PeerClient peers, long peerExpertBytes, Duration rebalancePeriod, LiveSplit.Settings split,
+                          WeightLoad weightLoad) {
         /** The KV tiers a serving process offloads into; DEVICE and the shared POOL are reached through the KV manager. */
         public static final Set<TierKind> OFFLOAD_TIERS = ServingMemory.OFFLOAD_TIERS;
 
@@ -91,6 +95,9 @@ public final class ServeEngine implements AutoCloseable {
         public Options {
             List<String> problems = problems(threads, blockTokens, kvBlocks, expertCap, offload, peers, peerExpertBytes, rebalancePeriod,
                     split);
+            if (weightLoad == null) {
+                problems.add("weight load must be COPY or MAP, not null");
+            }
             if (!problems.isEmpty()) {
                 throw new IllegalArgumentException("serve engine: " + String.join("; ", problems));
             }
@@ -183,6 +190,7 @@ public final class ServeEngine implements AutoCloseable {
             private long peerExpertBytes;
             private Duration rebalancePeriod = Duration.ofMillis(200);
             private LiveSplit.Settings split;
+            private WeightLoad weightLoad = WeightLoad.COPY;
 
             private Builder() {
             }
@@ -212,8 +220,7 @@ public final class ServeEngine implements AutoCloseable {
              * their store settings (its DEVICE and POOL tiers are left to the caller).
              */
             public Builder offload(StrataConfig config) {
-                StrataConfig tiers = config.onlyTiers(OFFLOAD_TIERS);
-                offload = tiers.hasTiers() ? tiers : null;
+                offload = ServingMemory.offloadTiers(config);
                 return this;
             }
 
@@ -274,6 +281,12 @@ public final class ServeEngine implements AutoCloseable {
                 return this;
             }
 
+            /** How the weights are brought into memory (default COPY: private memory, immune to changes of the files). */
+            public Builder weightLoad(WeightLoad load) {
+                weightLoad = load;
+                return this;
+            }
+
             /** @throws IllegalArgumentException naming every value out of range */
             public Options conclude() {
                 StrataConfig tiers = offload;
@@ -307,7 +320,8 @@ public final class ServeEngine implements AutoCloseable {
                     }
                     tiers = hostKvBytes == 0 ? null : shorthandTiers();
                 }
-                return new Options(threads, blockTokens, kvBlocks, expertCap, tiers, shared, peers, peerExpertBytes, rebalancePeriod, split);
+                return new Options(threads, blockTokens, kvBlocks, expertCap, tiers, shared, peers, peerExpertBytes, rebalancePeriod, split,
+                        weightLoad);
             }
 
             /** The shorthands as configuration keys: PEER (watermarks 0.95/0.85), HOST and DISK (1.0/0.9). */
@@ -343,7 +357,7 @@ public final class ServeEngine implements AutoCloseable {
      * @param threads     kernel threads, at least 1
      * @param blockTokens tokens per KV block
      * @param kvBlocks    KV blocks in the arena; a sequence can hold at most {@code kvBlocks × blockTokens} tokens
-     * @param expertCap   DEVICE expert slots per MoE layer; 0 reads experts from the mapped weights (no pager)
+     * @param expertCap   DEVICE expert slots per MoE layer; 0 reads experts from the model's weights (no pager)
      */
     public ServeEngine(Path dir, int threads, int blockTokens, int kvBlocks, int expertCap) {
         this(dir, Options.builder().threads(threads).blockTokens(blockTokens).kvBlocks(kvBlocks).expertCap(expertCap).conclude());
@@ -351,7 +365,8 @@ public final class ServeEngine implements AutoCloseable {
 
     /** Opens the model in {@code dir} and everything {@code options} ask for. */
     public ServeEngine(Path dir, Options options) {
-        model = ModelDirectory.open(dir);
+        // with a pager the masters hold the experts: a copy leaves them mapped, read once below, never twice in memory
+        model = ModelDirectory.open(dir, options.weightLoad(), options.expertCap() > 0 ? ModelWeights::isExpertTensor : name -> false);
         try {
             ModelConfig c = model.config();
             KvGeometry g = ModelRunner.kvGeometry(c, options.blockTokens());
@@ -434,7 +449,7 @@ public final class ServeEngine implements AutoCloseable {
         return memory.kv();
     }
 
-    /** The expert pager, or null when experts are read from the mapped weights. */
+    /** The expert pager, or null when experts are read from the model's weights. */
     public ExpertPager pager() {
         return memory.pager();
     }

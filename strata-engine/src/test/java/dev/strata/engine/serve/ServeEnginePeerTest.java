@@ -20,6 +20,7 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.SplittableRandom;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.LockSupport;
 import java.util.function.IntConsumer;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -120,12 +121,14 @@ class ServeEnginePeerTest {
             // the third turn (prompts 6..8) reloads evicted prefix blocks: peers take everything back in the
             // middle of its first generation, lend again in the second, and one dies in the third
             int revokeAt = prompts.size() - 3;
+            int[] leasesAtRevoke = {-1}; // leases live when the peers take their memory back
             int killAt = prompts.size() - 1;
             for (int p = 0; p < prompts.size(); p++) {
                 int prompt = p;
                 engine.rebalancer().rebalance(); // places the most-routed experts so far (the periodic pass, made here)
                 int[] got = greedy(engine, prompts.get(p), ANSWER, step -> {
                     if (step == ANSWER / 2 && prompt == revokeAt) {
+                        leasesAtRevoke[0] = client.liveLeases().size();
                         a.lendable(0); // both peers take every byte back mid-generation
                         b.lendable(0);
                     } else if (step == ANSWER / 2 && prompt == revokeAt + 1) {
@@ -139,6 +142,13 @@ class ServeEnginePeerTest {
                 engine.kv().checkInvariants();
             }
             engine.kv().awaitIdle(30, TimeUnit.SECONDS);
+            // revocations end on the client's revocation thread once their accesses drained: let the last ones end
+            long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+            while (!client.revocationsIdle() && System.nanoTime() < until) {
+                LockSupport.parkNanos(5_000_000);
+            }
+            assertThat(client.revocationsIdle()).as("revocations under way ended").isTrue();
+            assertThat(leasesAtRevoke[0]).as("leases live when the peers took their memory back (%s)", durability).isPositive();
             engine.rebalancer().checkInvariants();
             KvManagerStats kv = engine.kv().stats();
             PeerClientStats stats = client.stats();

@@ -11,12 +11,12 @@ import java.lang.invoke.VarHandle;
 
 /**
  * The C library calls Strata makes through the Foreign Function &amp; Memory API, bound once:
- * {@code open}, {@code close}, {@code mmap}, {@code munmap}, {@code preadv}, {@code pwritev}, the
- * flags they take (Linux values), and errno capture. Every handle captures errno into a
+ * {@code open}, {@code close}, {@code mmap}, {@code munmap}, {@code preadv}, {@code pwritev},
+ * {@code posix_fadvise}, the flags they take (Linux values), and errno capture. Every handle captures errno into a
  * {@link #CALL_STATE} segment passed as its first argument; {@link #errno} reads it back and
  * {@link #describe} names it.
  *
- * <p>Internal to strata-memory's tiers (the POOL's mappings, the DISK's direct I/O); callers check
+ * <p>Internal to strata-memory (the POOL's mappings, the DISK's direct I/O, {@link UncachedRead}); callers check
  * their arguments before calling. Stateless; any thread.
  */
 @SuppressWarnings("restricted") // the downcalls are made on purpose, with checked arguments
@@ -36,6 +36,9 @@ public final class Libc {
     public static final int MAP_FIXED = 0x10;
     public static final int MAP_ANONYMOUS = 0x20;
     public static final int MAP_NORESERVE = 0x4000;
+
+    /** {@code posix_fadvise} advice: the range will not be read again; drop its clean page-cache pages. */
+    public static final int POSIX_FADV_DONTNEED = 4;
 
     public static final int EINTR = 4;
     public static final int EAGAIN = 11;
@@ -65,6 +68,13 @@ public final class Libc {
     /** {@code ssize_t preadv(int fd, const struct iovec *iov, int iovcnt, off_t offset)}. */
     public static final MethodHandle PREADV = bind("preadv", FunctionDescriptor.of(ValueLayout.JAVA_LONG,
             ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.JAVA_INT, ValueLayout.JAVA_LONG));
+
+    /**
+     * {@code int posix_fadvise(int fd, off_t offset, off_t len, int advice)}: returns the error
+     * number itself (0 on success) rather than setting errno.
+     */
+    public static final MethodHandle POSIX_FADVISE = bind("posix_fadvise", FunctionDescriptor.of(ValueLayout.JAVA_INT,
+            ValueLayout.JAVA_INT, ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG, ValueLayout.JAVA_INT));
 
     private Libc() {
     }

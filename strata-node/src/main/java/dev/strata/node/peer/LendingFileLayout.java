@@ -93,7 +93,8 @@ import java.nio.file.Path;
  * <p>Invariants: once {@code version} is non-zero every header field before offset 128 is final.
  * A path is lent by at most one live agent (an OS lock on {@code <path>.lock}); a restarted agent
  * builds a new file ({@link ShmFiles}) and renames it over the path, so borrowers of the dead one
- * keep the old mapping and see their agent dead. Bad magic, another kind, an unpublished header,
+ * keep the old mapping and see their agent dead; each of them re-attaches by mapping the new file
+ * (another file identity or owner at the path; {@link ShmPeerLender}). Bad magic, another kind, an unpublished header,
  * another major version, a geometry that disagrees or a truncated file are refused on open with a
  * {@link ShmFormatException} naming the file, the field and the value found. Major 2 (from 1)
  * starts the header with the {@link ShmHeader} prefix.

@@ -194,6 +194,30 @@ final class LendingTable {
         return LONG.compareAndSet(file, at, access(epoch, 0), shut);
     }
 
+    /**
+     * Shuts the gate of every lending {@code pid} still has in the table (LENT, REVOKING, or FENCED
+     * and not yet finished) where no access is under way. Used when a borrower leaves a file for
+     * good (its agent is gone): once this returns true, no access of {@code pid} is under way in
+     * the file and none can begin.
+     *
+     * @return true if every such gate is shut now; false while an access of {@code pid} is under way
+     */
+    boolean shutGatesOf(long pid) {
+        boolean all = true;
+        for (long r = 0, n = geometry.regionCount(); r < n; r++) {
+            long w = stateWord(r);
+            int s = state(w);
+            if (pid(w) != (pid & MAX_PID) || (s != LENT && s != REVOKING && s != FENCED)) {
+                continue;
+            }
+            long lending = s == FENCED ? epoch(w) - 1 : epoch(w);
+            if (!shutGate(r, lending)) {
+                all = false;
+            }
+        }
+        return all;
+    }
+
     /** Shuts the gate whatever the count: only for a lending whose borrower is dead. */
     void forceShutGate(long head, long epoch) {
         LONG.setVolatile(file, geometry.record(head) + R_ACCESS, access(epoch, CLOSED));

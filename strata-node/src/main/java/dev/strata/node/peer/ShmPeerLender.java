@@ -16,6 +16,7 @@ import java.io.UncheckedIOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.channels.FileChannel;
+import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
@@ -23,6 +24,7 @@ import java.util.List;
 import java.util.Objects;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.LockSupport;
 
 /**
@@ -42,54 +44,119 @@ import java.util.concurrent.locks.LockSupport;
  *   <li>any other state or epoch (fenced at the deadline, reaped): {@link LenderEvents#fenced}
  *       once; the region is no longer this process's;</li>
  *   <li>the agent STOPPED, its pid dead, or its heartbeat older than {@code heartbeatTimeout}:
- *       {@link LenderEvents#peerLost} once; from then on every enter fails, borrow returns null
- *       and the regions still held are given back (harmless if the agent is gone, necessary if it
- *       was only stuck).</li>
+ *       {@link LenderEvents#peerLost} once; from then on every enter of a region lent before
+ *       fails, borrow returns null and the regions still held are given back (harmless if the
+ *       agent is gone, necessary if it was only stuck).</li>
  * </ul>
  * {@link #giveBack} and {@link #acknowledge} shut the lease's gate (which waits for this
  * process's accesses under way) before the regions leave it, so the agent never reuses memory an
  * access of this process may still touch.
+ *
+ * <p>Re-attachment (a restarted agent): at most once per {@code reattachInterval} the event
+ * thread looks at the path. A lending file there that is not the one mapped (another file, or
+ * another owner in its {@link ShmHeader} prefix: pid, start instant, creation time), published,
+ * LENDING, with a live owner ({@link ProcessLiveness}) and a fresh heartbeat, belongs to a new
+ * agent: the lender loses the old one if it had not noticed yet (so an agent restarted before its
+ * death was seen is caught too), maps the new file and tells the client
+ * {@link LenderEvents#peerReattached}. A lost agent whose own file is still there and lends again
+ * (it was only stuck) is taken back the same way, on the same mapping. Old leases stay dead:
+ * every region lent before the loss is ended, and a lease's epoch carries the mapping's
+ * generation above the table's 36-bit epoch ({@code generation << 36 | epoch}), so no lease of
+ * the new file ever equals one of the old. The replaced mapping is unmapped only once this
+ * process has no access under way in it and none can begin ({@link LendingTable#shutGatesOf}
+ * over its own lendings there) and no call is using it; until then it is kept, so an access
+ * under way never touches unmapped memory. A missing or unusable file costs one look per
+ * interval and changes nothing: the peer stays lost, and borrows return null at once.
  *
  * <p>Threads: every method from any thread; events arrive on the lender's event thread, one at a
  * time. {@link #close} only once accesses have stopped.
  */
 public final class ShmPeerLender implements PeerLender {
     private static final System.Logger LOG = System.getLogger(ShmPeerLender.class.getName());
+    /** Bits of a lease's epoch that hold the table's epoch; the mapping's generation lies above them. */
+    private static final int GENERATION_SHIFT = Long.bitCount(EPOCH_MASK);
 
     private final int id;
     private final String name;
     private final Path path;
     private final ShmLenderOptions options;
-    private final Arena arena;
-    private final MemorySegment file;
-    private final LendingTable table;
-    private final Geometry geometry;
-    private final long agentPid;
-    private final long agentStartMillis;
     private final long pid = ProcessHandle.current().pid();
     private final long startMillis = ProcessLiveness.currentStartMillis();
     private final ConcurrentHashMap<PeerLease, Region> held = new ConcurrentHashMap<>(); // by lease: (head, epoch) is unique
     private final Thread eventThread;
     private final Object pollLock = new Object();
-    private long nextLiveness = System.nanoTime(); // guarded by pollLock
+    private final List<Mapping> replaced = new ArrayList<>(); // guarded by pollLock: replaced mappings not yet unmapped
+    private long nextLiveness = System.nanoTime();     // guarded by pollLock
+    private long nextPathLook = System.nanoTime();     // guarded by pollLock
+    private String pathProblem;                        // guarded by pollLock: why the last look found no agent (logged once)
+    private volatile Mapping mapping;                  // the file lent through now (or, while lost, last)
+    private volatile long reattachments;               // written under pollLock
     private volatile LenderEvents listener;
     private volatile boolean lost;
     private volatile String lostBecause;
     private volatile boolean closed;
 
-    private ShmPeerLender(int id, Path path, ShmLenderOptions options, Arena arena, MemorySegment file, Geometry geometry,
-                          long agentPid, long agentStartMillis) {
+    private ShmPeerLender(int id, Path path, ShmLenderOptions options, Mapping first) {
         this.id = id;
         this.path = path;
         this.options = options;
         this.name = options.name() != null ? options.name() : String.valueOf(path.getFileName());
-        this.arena = arena;
-        this.file = file;
-        this.geometry = geometry;
-        this.table = new LendingTable(file, geometry);
-        this.agentPid = agentPid;
-        this.agentStartMillis = agentStartMillis;
+        this.mapping = first;
         this.eventThread = Thread.ofPlatform().daemon().name("strata-peer-lender-" + id).unstarted(this::watch);
+    }
+
+    /**
+     * One lending file as this lender mapped it: the agent that owned it then, and the mapping's
+     * generation (0 for the file opened first, one more for each new file re-attached to).
+     *
+     * <p>Invariant: the arena is closed only after {@link #retired} was set, {@link #users} read
+     * zero and this process's gates in the table were shut (event thread, under pollLock); a
+     * caller that {@link #pin pinned} it before that keeps it mapped until it unpins.
+     */
+    private static final class Mapping {
+        final Arena arena;
+        final MemorySegment file;
+        final Geometry geometry;
+        final LendingTable table;
+        final Object fileKey;           // identity of the file mapped; null where the file system has none
+        final ShmHeader.Prefix prefix;  // as read when mapped: the owner (pid, start instant) and creation time
+        final long generation;
+        final AtomicInteger users = new AtomicInteger(); // calls under way on this mapping (not accesses: gates count those)
+        volatile boolean retired;       // replaced: no new call may begin on it
+
+        Mapping(Arena arena, MemorySegment file, Geometry geometry, Object fileKey, ShmHeader.Prefix prefix, long generation) {
+            this.arena = arena;
+            this.file = file;
+            this.geometry = geometry;
+            this.table = new LendingTable(file, geometry);
+            this.fileKey = fileKey;
+            this.prefix = prefix;
+            this.generation = generation;
+        }
+
+        long agentPid() {
+            return prefix.ownerPid();
+        }
+
+        /** True if the file at the path, with {@code key} and {@code found}, is this very file of this very agent. */
+        boolean same(Object key, ShmHeader.Prefix found) {
+            return Objects.equals(key, fileKey) && found.ownerPid() == prefix.ownerPid()
+                    && found.ownerStartMillis() == prefix.ownerStartMillis() && found.createdAtMillis() == prefix.createdAtMillis();
+        }
+
+        /** Registers a call that will touch the mapping; false (nothing registered) once it is replaced. */
+        boolean pin() {
+            users.incrementAndGet();
+            if (retired) {
+                users.decrementAndGet();
+                return false;
+            }
+            return true;
+        }
+
+        void unpin() {
+            users.decrementAndGet();
+        }
     }
 
     /**
@@ -116,23 +183,33 @@ public final class ShmPeerLender implements PeerLender {
             throw new IllegalStateException("pid " + ProcessHandle.current().pid() + " does not fit the lending table's "
                     + "24-bit pid field");
         }
-        Arena arena = Arena.ofShared();
+        Object key;
         try {
             ShmFiles.requireAttachable(path);
+            key = ShmFiles.fileKey(path);
         } catch (IOException e) {
-            arena.close();
             throw new UncheckedIOException(e.getMessage(), e);
         }
+        ShmPeerLender lender = new ShmPeerLender(id, path, options, map(path, key, 0));
+        if (watch) {
+            lender.eventThread.start();
+        }
+        return lender;
+    }
+
+    /**
+     * Maps the lending file at {@code path}, whose identity was {@code key} just before.
+     *
+     * @throws ShmFormatException   if it is not a lending file this code speaks
+     * @throws UncheckedIOException if it cannot be opened or mapped
+     */
+    private static Mapping map(Path path, Object key, long generation) {
+        Arena arena = Arena.ofShared();
         try (FileChannel ch = FileChannel.open(path, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
             Header h = Header.of(ShmFiles.readHeader(ch, (int) HEADER_SIZE));
             Geometry g = h.validate(path);
             MemorySegment mapped = ShmFiles.mapReadWrite(ch, g.totalSize(), arena);
-            ShmPeerLender lender = new ShmPeerLender(id, path, options, arena, mapped, g, h.prefix().ownerPid(),
-                    h.prefix().ownerStartMillis());
-            if (watch) {
-                lender.eventThread.start();
-            }
-            return lender;
+            return new Mapping(arena, mapped, g, key, h.prefix(), generation);
         } catch (IOException e) {
             arena.close();
             throw new UncheckedIOException("opening lending file " + path, e);
@@ -168,13 +245,18 @@ public final class ShmPeerLender implements PeerLender {
         if (lost || closed) {
             return 0;
         }
-        long free = 0;
-        for (long r = 0, n = geometry.regionCount(); r < n; r++) {
-            if (state(table.stateWord(r)) == FREE) {
-                free++;
+        Mapping m = pinCurrent();
+        try {
+            long free = 0;
+            for (long r = 0, n = m.geometry.regionCount(); r < n; r++) {
+                if (state(m.table.stateWord(r)) == FREE) {
+                    free++;
+                }
             }
+            return free * m.geometry.regionSize();
+        } finally {
+            m.unpin();
         }
-        return free * geometry.regionSize();
     }
 
     @Override
@@ -187,9 +269,14 @@ public final class ShmPeerLender implements PeerLender {
         return lostBecause;
     }
 
-    /** The geometry of the lending file. */
+    /** Times this lender took its peer back after losing it (a restarted agent, or one that recovered). */
+    public long reattachments() {
+        return reattachments;
+    }
+
+    /** The geometry of the lending file mapped now. */
     public Geometry geometry() {
-        return geometry;
+        return mapping.geometry;
     }
 
     /** Regions this process holds now (leases, not counting members of runs). */
@@ -197,9 +284,32 @@ public final class ShmPeerLender implements PeerLender {
         return held.size();
     }
 
-    /** Regions by state and the agent's counters, as this process sees the file now. */
+    /** Mappings of replaced lending files still kept because an access of this process may be under way in them. */
+    int replacedMappings() {
+        synchronized (pollLock) {
+            return replaced.size();
+        }
+    }
+
+    /** Regions by state and the agent's counters, as this process sees the file mapped now. */
     public LendingStats stats() {
-        return LendingStats.of(table, (long) LONG.getOpaque(file, DEMAND_OFFSET));
+        Mapping m = pinCurrent();
+        try {
+            return LendingStats.of(m.table, (long) LONG.getOpaque(m.file, DEMAND_OFFSET));
+        } finally {
+            m.unpin();
+        }
+    }
+
+    /** The mapping now, pinned (the caller unpins); a mapping replaced meanwhile is skipped for its successor. */
+    private Mapping pinCurrent() {
+        while (true) {
+            Mapping m = mapping;
+            if (m.pin()) {
+                return m;
+            }
+            // replaced between the read and the pin: the field names its successor already
+        }
     }
 
     /**
@@ -213,36 +323,53 @@ public final class ShmPeerLender implements PeerLender {
         if (size <= 0) {
             throw new IllegalArgumentException("borrow of " + size + " bytes from peer '" + name + "': size must be positive");
         }
-        if (lost || closed || (long) LONG.getAcquire(file, AGENT_STATE_OFFSET) != AGENT_LENDING) {
+        if (lost || closed) {
             return null;
         }
-        long regions = (size + geometry.regionSize() - 1) / geometry.regionSize();
-        if (regions > geometry.regionCount()) {
-            return null;
+        Mapping m = pinCurrent();
+        try {
+            if ((long) LONG.getAcquire(m.file, AGENT_STATE_OFFSET) != AGENT_LENDING) {
+                return null;
+            }
+            long regions = (size + m.geometry.regionSize() - 1) / m.geometry.regionSize();
+            if (regions > m.geometry.regionCount()) {
+                return null;
+            }
+            LendingTable.Claim claim = m.table.claim(regions, pid, startMillis, size, System.currentTimeMillis());
+            if (claim == null) {
+                return null;
+            }
+            PeerLease lease = new PeerLease(id, claim.head(), size, m.generation << GENERATION_SHIFT | claim.epoch());
+            Region region = new Region(m, lease, claim.epoch(), regions, m.table.data(claim.head(), size));
+            held.put(lease, region);
+            if (lost || mapping != m) { // lost (or replaced) while claiming: the watcher may have missed this one
+                held.remove(lease, region);
+                end(region);
+                return null;
+            }
+            return region;
+        } finally {
+            m.unpin();
         }
-        LendingTable.Claim claim = table.claim(regions, pid, startMillis, size, System.currentTimeMillis());
-        if (claim == null) {
-            return null;
-        }
-        Region region = new Region(new PeerLease(id, claim.head(), size, claim.epoch()), regions,
-                table.data(claim.head(), size));
-        held.put(region.lease(), region);
-        if (lost) { // lost while claiming: the watcher may have missed this one
-            end(region);
-            return null;
-        }
-        return region;
     }
 
     @Override
     public void giveBack(LentRegion region) {
         Region r = ours(region);
         if (held.remove(r.lease, r)) {
-            if (!end(r)) {
-                held.put(r.lease, r);
-                throw new IllegalStateException("peer '" + name + "': " + r.lease() + " still has "
-                        + table.inFlight(r.head, r.epoch) + " accesses under way after " + options.drainTimeout().toMillis()
-                        + " ms: give a region back only after its accesses exit");
+            if (!r.mapping.pin()) {
+                r.ended = true; // its file was replaced: the agent that lent it is gone
+                return;
+            }
+            try {
+                if (!end(r)) {
+                    held.put(r.lease, r);
+                    throw new IllegalStateException("peer '" + name + "': " + r.lease() + " still has "
+                            + r.mapping.table.inFlight(r.head, r.epoch) + " accesses under way after "
+                            + options.drainTimeout().toMillis() + " ms: give a region back only after its accesses exit");
+                }
+            } finally {
+                r.mapping.unpin();
             }
         }
     }
@@ -266,12 +393,14 @@ public final class ShmPeerLender implements PeerLender {
 
     /**
      * Shuts the lease's gate once this process's accesses under way have exited, then hands the
-     * run back (FREE if still lent, HELD if the agent was revoking it).
+     * run back (FREE if still lent, HELD if the agent was revoking it). The caller keeps the
+     * region's mapping pinned (or is the event thread, which alone unmaps).
      *
      * @return false if accesses were still under way after the drain timeout (nothing released)
      */
     private boolean end(Region r) {
         r.ended = true;
+        LendingTable table = r.mapping.table;
         long revoking = word(REVOKING, pid, r.epoch);
         Backoff backoff = new Backoff(200, 20, 10_000, 1_000_000);
         long deadline = System.nanoTime() + options.drainTimeout().toNanos();
@@ -292,10 +421,10 @@ public final class ShmPeerLender implements PeerLender {
         return true;
     }
 
-    /** The event thread: {@link #poll} every {@code pollInterval} until closed or lost. */
+    /** The event thread: {@link #poll} every {@code pollInterval} until closed. */
     private void watch() {
         long pollNanos = options.pollInterval().toNanos();
-        while (!closed && !lost) {
+        while (!closed) {
             try {
                 poll();
             } catch (RuntimeException e) {
@@ -309,21 +438,32 @@ public final class ShmPeerLender implements PeerLender {
     }
 
     /**
-     * One look at the agent and at every region held: delivers the events due, in order. Run by
-     * the event thread; tests in this package open a lender without one and call this to deliver
-     * events on their own thread at chosen points.
+     * One look at the agent and at every region held: delivers the events due, in order; every
+     * {@code reattachInterval}, one look at the path too (see the class note). Run by the event
+     * thread; tests in this package open a lender without one and call this to deliver events on
+     * their own thread at chosen points.
      */
     void poll() {
         synchronized (pollLock) {
-            if (closed || lost) {
+            if (closed) {
                 return;
             }
+            long now = System.nanoTime();
+            if (now - nextPathLook >= 0) {
+                nextPathLook = now + options.reattachInterval().toNanos();
+                unmapReplaced();
+                lookAtPath();
+            }
+            if (lost) {
+                return;
+            }
+            Mapping m = mapping;
             long nowMillis = System.currentTimeMillis();
-            String problem = agentProblem(nowMillis);
+            String problem = agentProblem(m, nowMillis);
             if (problem == null && System.nanoTime() - nextLiveness >= 0) {
                 nextLiveness = System.nanoTime() + options.livenessInterval().toNanos();
-                if (!ProcessLiveness.isAlive(agentPid, agentStartMillis)) {
-                    problem = "agent pid " + agentPid + " is dead";
+                if (!m.prefix.ownerAlive()) {
+                    problem = "agent pid " + m.agentPid() + " is dead";
                 }
             }
             if (problem != null) {
@@ -331,26 +471,157 @@ public final class ShmPeerLender implements PeerLender {
                 return;
             }
             for (Region r : held.values()) {
-                check(r, nowMillis);
+                if (r.mapping == m) {
+                    check(r, nowMillis);
+                }
             }
         }
     }
 
-    private String agentProblem(long nowMillis) {
-        long state = (long) LONG.getAcquire(file, AGENT_STATE_OFFSET);
+    private String agentProblem(Mapping m, long nowMillis) {
+        long state = (long) LONG.getAcquire(m.file, AGENT_STATE_OFFSET);
         if (state == AGENT_STOPPED) {
-            return "agent pid " + agentPid + " stopped";
+            return "agent pid " + m.agentPid() + " stopped";
         }
-        long heartbeat = ShmHeader.heartbeat(file);
+        long heartbeat = ShmHeader.heartbeat(m.file);
         long age = nowMillis - heartbeat;
         if (age > options.heartbeatTimeout().toMillis()) {
-            return "agent pid " + agentPid + " heartbeat is " + age + " ms old (timeout " + options.heartbeatTimeout().toMillis()
+            return "agent pid " + m.agentPid() + " heartbeat is " + age + " ms old (timeout " + options.heartbeatTimeout().toMillis()
                     + " ms)";
         }
         return null;
     }
 
+    /**
+     * Under pollLock: whether the file at the path is still the agent mapped now; if a live agent
+     * lends through another file there, loses the old one (if not lost yet) and maps the new one;
+     * if the lost agent's own file lends again, takes it back.
+     */
+    private void lookAtPath() {
+        Mapping m = mapping;
+        Object key;
+        ShmFiles.Found found;
+        try {
+            key = ShmFiles.fileKey(path);
+            if (!lost && Objects.equals(key, m.fileKey) && m.same(key, ShmHeader.Prefix.of(m.file))) {
+                return; // the file mapped is still the path's and still its agent's: the common case, one stat
+            }
+            ShmFiles.requireAttachable(path);
+            found = ShmFiles.readHeader(path, (int) HEADER_SIZE);
+        } catch (NoSuchFileException e) {
+            noAgent("no file at the path");
+            return;
+        } catch (IOException e) {
+            noAgent(e.getMessage());
+            return;
+        }
+        Header h = Header.of(found);
+        String problem = agentProblem(h);
+        if (problem != null) {
+            noAgent(problem);
+            return;
+        }
+        if (m.same(key, h.prefix())) {
+            if (lost && agentProblem(m, System.currentTimeMillis()) == null) {
+                reattach(m, "agent pid " + m.agentPid() + " lends again");
+            }
+            return;
+        }
+        Mapping next = null;
+        try {
+            next = map(path, key, m.generation + 1);
+            if (!Objects.equals(ShmFiles.fileKey(path), key) || !next.same(key, h.prefix())) {
+                next.arena.close(); // replaced again while being mapped: the next look takes the newest
+                return;
+            }
+        } catch (IOException | RuntimeException e) {
+            if (next != null) {
+                next.arena.close();
+            }
+            noAgent("mapping it failed: " + e.getMessage());
+            return;
+        }
+        if (!lost) {
+            lose("the lending file " + path + " now belongs to agent pid " + next.agentPid() + ": agent pid " + m.agentPid()
+                    + " was replaced");
+        }
+        mapping = next;
+        m.retired = true;
+        replaced.add(m);
+        reattach(next, "agent pid " + next.agentPid() + " lends through a new file");
+        unmapReplaced();
+    }
+
+    /** Why a lending file's header, read from the path, names no agent to borrow from now; null if it does. */
+    private String agentProblem(Header h) {
+        try {
+            h.validate(path);
+        } catch (ShmFormatException e) {
+            return e.getMessage();
+        }
+        if (h.agentState() != AGENT_LENDING) {
+            return "its agent pid " + h.prefix().ownerPid() + " is " + (h.agentState() == AGENT_STOPPED ? "stopped" : "starting");
+        }
+        if (!h.prefix().ownerAlive()) {
+            return "its agent pid " + h.prefix().ownerPid() + " is dead";
+        }
+        if (System.currentTimeMillis() - h.prefix().heartbeatMillis() > options.heartbeatTimeout().toMillis()) {
+            return "the heartbeat of its agent pid " + h.prefix().ownerPid() + " is older than " + options.heartbeatTimeout().toMillis()
+                    + " ms"; // no age in the text: it is logged once, not once a look
+        }
+        return null;
+    }
+
+    /** Under pollLock: the look at the path found no agent to take; logged once per distinct reason while lost. */
+    private void noAgent(String why) {
+        if (lost && !why.equals(pathProblem)) {
+            pathProblem = why;
+            LOG.log(System.Logger.Level.INFO, "peer '" + name + "' (" + path + ") still lost: " + why);
+        }
+    }
+
+    /** Under pollLock: the peer lends again through {@code m}; the client hears it after the loss it ends. */
+    private void reattach(Mapping m, String why) {
+        pathProblem = null;
+        nextLiveness = System.nanoTime();
+        lostBecause = null;
+        lost = false;
+        reattachments++;
+        LOG.log(System.Logger.Level.INFO, "peer '" + name + "' (" + path + ") re-attached: " + why + " (generation "
+                + m.generation + ")");
+        LenderEvents events = listener;
+        if (events != null) {
+            try {
+                events.peerReattached(id);
+            } catch (RuntimeException e) {
+                LOG.log(System.Logger.Level.WARNING, "peer '" + name + "': re-attach listener failed", e);
+            }
+        }
+    }
+
+    /**
+     * Under pollLock: unmaps every replaced mapping in which this process can no longer touch
+     * memory: no call pinned it (it is retired, so none can pin it any more) and every gate of
+     * this process's lendings in it is shut (an access under way keeps its gate open). A file
+     * re-initialised in place by a new agent is mapped twice over the same pages; the old
+     * mapping's table is the new one's then, so it is kept as it is until the file changes.
+     */
+    private void unmapReplaced() {
+        Mapping now = mapping;
+        for (int i = 0; i < replaced.size(); ) {
+            Mapping old = replaced.get(i);
+            boolean alias = old.fileKey != null && old.fileKey.equals(now.fileKey);
+            if (!alias && old.users.get() == 0 && old.table.shutGatesOf(pid)) {
+                replaced.remove(i);
+                old.arena.close();
+            } else {
+                i++;
+            }
+        }
+    }
+
     private void check(Region r, long nowMillis) {
+        LendingTable table = r.mapping.table;
         long w = table.stateWord(r.head);
         if (w == r.lentWord) {
             return;
@@ -387,6 +658,7 @@ public final class ShmPeerLender implements PeerLender {
         }
     }
 
+    /** Under pollLock: the agent is gone; every region held ends, the client hears {@code peerLost}. */
     private void lose(String because) {
         lostBecause = because;
         lost = true;
@@ -396,6 +668,8 @@ public final class ShmPeerLender implements PeerLender {
         for (Region r : regions) {
             r.ended = true;
             // Best effort: an agent that was only stuck gets its memory back; a dead one loses nothing.
+            // A gate left open by an access under way is shut before the file is ever unmapped.
+            LendingTable table = r.mapping.table;
             if (table.shutGate(r.head, r.epoch)) {
                 table.release(r.head, r.epoch, pid);
             }
@@ -410,7 +684,7 @@ public final class ShmPeerLender implements PeerLender {
         }
     }
 
-    /** Stops the event thread, gives back every region still held, and unmaps the file. Idempotent. */
+    /** Stops the event thread, gives back every region still held, and unmaps every file mapped. Idempotent. */
     @Override
     public void close() {
         synchronized (this) {
@@ -429,30 +703,36 @@ public final class ShmPeerLender implements PeerLender {
         }
         synchronized (pollLock) {
             // a poll under way (the event thread's or a caller's) finishes before the regions go
-        }
-        for (Region r : new ArrayList<>(held.values())) {
-            if (held.remove(r.lease, r) && !lost && !end(r)) {
-                LOG.log(System.Logger.Level.WARNING, "peer '" + name + "': " + r.lease() + " still in use at close; left to the agent");
+            for (Region r : new ArrayList<>(held.values())) {
+                if (held.remove(r.lease, r) && !lost && !end(r)) {
+                    LOG.log(System.Logger.Level.WARNING, "peer '" + name + "': " + r.lease() + " still in use at close; left to the agent");
+                }
             }
+            for (Mapping old : replaced) {
+                old.arena.close();
+            }
+            replaced.clear();
+            mapping.arena.close();
         }
-        arena.close();
     }
 
-    /** One lease of this lender: its head region, epoch and memory. */
+    /** One lease of this lender: its mapping, head region, the table's epoch of the lending, and its memory. */
     private final class Region implements LentRegion {
+        private final Mapping mapping;
         private final PeerLease lease;
         private final long head;
-        private final long epoch;
+        private final long epoch;              // the table's epoch (the lease's carries the generation above it)
         private final long lentWord;
         private final long runLength;
         private final MemorySegment memory;
         private volatile boolean ended;        // given back, acknowledged, fenced or lost: enter fails at once
         private volatile boolean revocationSeen; // event thread only (volatile for giveBack's reads)
 
-        Region(PeerLease lease, long runLength, MemorySegment memory) {
+        Region(Mapping mapping, PeerLease lease, long epoch, long runLength, MemorySegment memory) {
+            this.mapping = mapping;
             this.lease = lease;
             this.head = lease.region();
-            this.epoch = lease.epoch();
+            this.epoch = epoch;
             this.lentWord = word(LENT, pid, epoch);
             this.runLength = runLength;
             this.memory = memory;
@@ -472,7 +752,14 @@ public final class ShmPeerLender implements PeerLender {
             if (ended || lost || closed) {
                 return false;
             }
-            return table.enter(head, epoch, lentWord);
+            try {
+                return mapping.table.enter(head, epoch, lentWord);
+            } catch (IllegalStateException e) {
+                if (mapping.arena.scope().isAlive()) {
+                    throw e;
+                }
+                return false; // ended and its replaced file unmapped since the check above
+            }
         }
 
         @Override
@@ -482,7 +769,7 @@ public final class ShmPeerLender implements PeerLender {
 
         @Override
         public void exit() {
-            table.exit(head, epoch);
+            mapping.table.exit(head, epoch);
         }
 
         @Override
