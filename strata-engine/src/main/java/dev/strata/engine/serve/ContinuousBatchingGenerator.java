@@ -16,6 +16,7 @@ import dev.strata.engine.schedule.Scheduler;
 import dev.strata.engine.schedule.TokenChooser;
 import dev.strata.engine.schedule.TokenSink;
 import dev.strata.engine.tokenizer.BpeTokenizer;
+import dev.strata.memory.log.Log;
 import dev.strata.memory.metrics.PrometheusText;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -259,10 +260,15 @@ public final class ContinuousBatchingGenerator implements Generator {
                         publishGauges(s);
                     }
                     if (settling) { // offloads and publishes of the last requests end after them: apply them, then refresh
-                        engine.kv().poll();
-                        if (engine.kv().transfersIdle()) {
+                        try {
+                            engine.kv().poll();
+                            if (engine.kv().transfersIdle()) {
+                                settling = false;
+                                kvStats = engine.kv().stats();
+                            }
+                        } catch (RuntimeException e) { // no request runs to fail: the worker lives on, the next step meets it
                             settling = false;
-                            kvStats = engine.kv().stats();
+                            Log.error("serve", "applying KV transfers while idle failed", e);
                         }
                     }
                     Job next;
