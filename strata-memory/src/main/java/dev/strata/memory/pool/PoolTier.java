@@ -537,7 +537,8 @@ public final class PoolTier implements Tier {
     /**
      * Publishes {@code length} bytes placed in allocation {@code handle} through {@link #segment}
      * whose {@link dev.strata.memory.Checksum64} the caller computed while placing them (e.g. with
-     * {@link dev.strata.memory.Checksum64#copyAndUpdate}), so the bytes are not read again. A wrong
+     * {@link dev.strata.memory.Checksum64#copyToMappedAndUpdate}, never the fused vector copy, whose
+     * fault on a truncated mapping would end the JVM), so the bytes are not read again. A wrong
      * checksum makes every later read fail with a {@link dev.strata.memory.CorruptObjectException}.
      */
     public void publish(long handle, long length, long checksum) {
@@ -729,6 +730,29 @@ public final class PoolTier implements Tier {
                 throw new TierIoException(name(), "removing pool file " + p, e);
             }
         }
+    }
+
+    /**
+     * True if every regular file of the pool is still, at its path, the file this tier mapped
+     * (by file identity): false once one was removed or replaced (a pool created again by another
+     * process), whose blocks this mapping no longer sees. Devices count as the same. Any thread.
+     */
+    public boolean filesUnchanged() {
+        List<Path> paths = config.paths();
+        for (int d = 0; d < paths.size(); d++) {
+            Object key = fileKeys.get(d);
+            if (key == null) {
+                continue;
+            }
+            try {
+                if (!key.equals(ShmFiles.fileKey(paths.get(d)))) {
+                    return false;
+                }
+            } catch (IOException e) {
+                return false; // gone, or unreadable: not the file mapped
+            }
+        }
+        return true;
     }
 
     /** The identity of each of the pool's regular files (null for a device or where the file system has none). */
