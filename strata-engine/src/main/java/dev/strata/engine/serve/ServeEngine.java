@@ -581,6 +581,14 @@ public final class ServeEngine implements AutoCloseable {
         }
         new MetricsSnapshot(tiers, offload == null ? List.of() : offload.links(), offload == null ? null : offload.store())
                 .writeTo(out);
+        if (shared != null) {
+            shared.health().writeTo(out); // strata_tier_failed and its counters for the shared pool
+        }
+    }
+
+    /** Whether the shared pool is in the KV chain now ({@link SharedBlockStore#health}); null without one. Any thread. */
+    public dev.strata.cache.kv.SharedPoolHealth.Status sharedPoolHealth() {
+        return shared == null ? null : shared.health();
     }
 
     /**
