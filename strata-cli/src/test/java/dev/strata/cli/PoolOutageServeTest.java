@@ -169,6 +169,19 @@ class PoolOutageServeTest {
         }
     }
 
+    @Test
+    void aPoolLargerThanTheFreeSpaceOfItsFileSystemIsRefusedAtStartUpNamingPathSizeAndFreeSpace() throws Exception {
+        Path onDisk = dir.resolve("too-large.pool"); // a file system of its own, apart from the memory check of /dev/shm
+        long usable = Files.getFileStore(dir).getUsableSpace();
+        long gib = usable / (1L << 30) + 2; // more than that file system has free
+        CliRun run = assertTimeoutPreemptively(Duration.ofSeconds(120), () -> CliRun.of("serve", "--model", model.toString(),
+                "--port", "0", "--threads", "1", "--pool", onDisk.toString(), "--pool-capacity", gib + "GiB", "--node-access", "EMBEDDED"));
+        assertThat(run.status()).as(run.out() + run.err() + run.log()).isEqualTo(2);
+        assertThat(run.err()).contains(onDisk.toString()).contains("reserving").contains("bytes) free").contains("tiers.pool.capacity");
+        assertThat(run.err().lines()).as("one line").hasSize(1);
+        assertThat(onDisk).as("the pool file is not left behind").doesNotExist();
+    }
+
     /** Blocks published in the pool's index now, read without attaching. */
     private long published() {
         return PoolIndexInspector.inspect(List.of(pool)).orElseThrow().published();
