@@ -57,8 +57,9 @@ import java.util.function.LongSupplier;
  * <p>Faults: an access to a page the file no longer backs (the file was truncated, or its file
  * system ran out of space for a page not reserved) raises SIGBUS, which the JDK reports as an
  * {@link InternalError} ({@link #isMappingFault}). The data path ({@link #gatherWrite},
- * {@link #scatterRead}, {@link #publish}) and the heartbeat turn it into a {@link TierIoException}
- * and mark the tier {@link #fault() faulted}; so does {@link #recordFault} for callers that copy
+ * {@link #scatterRead}, {@link #publish}), {@link #used}, {@link #stats} and the heartbeat turn it
+ * into a {@link TierIoException} and mark the tier {@link #fault() faulted}; so does
+ * {@link #recordFault} for callers that copy
  * through {@link #dataArea} or {@link #rootRegion} themselves. A faulted tier never touches its
  * mapping again: every later call fails at once with the fault's {@link TierIoException}, and
  * {@link #close} only unmaps (the process slot is left to the other processes' reclaim).
@@ -412,7 +413,11 @@ public final class PoolTier implements Tier {
     @Override
     public long used() {
         checkUsable();
-        return allocator.used();
+        try {
+            return allocator.used();
+        } catch (InternalError e) {
+            throw faultOf(e);
+        }
     }
 
     /**
@@ -646,7 +651,11 @@ public final class PoolTier implements Tier {
     @Override
     public TierStats stats() {
         checkUsable();
-        return meter.snapshot(name(), kind(), capacity(), allocator.used(), allocator.allocationCount());
+        try { // read by metrics threads, which may be the first to meet a truncated header
+            return meter.snapshot(name(), kind(), capacity(), allocator.used(), allocator.allocationCount());
+        } catch (InternalError e) {
+            throw faultOf(e);
+        }
     }
 
     /** The pool's layout as read from (or written to) its header. */

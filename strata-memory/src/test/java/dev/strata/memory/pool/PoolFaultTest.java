@@ -84,6 +84,18 @@ class PoolFaultTest {
     }
 
     @Test
+    void metricsThatMeetATruncatedHeaderFirstGetTheFaultNotAnInternalError() throws Exception {
+        try (PoolFiles files = new PoolFiles("statsfirst", 1)) {
+            PoolTier pool = PoolTier.open(files.config().capacity(8 * MiB).heartbeatInterval(Duration.ofHours(1)).conclude());
+            truncate(files.paths.getFirst(), 0);
+            assertThatThrownBy(pool::stats).isInstanceOf(TierIoException.class).hasMessageContaining("truncated");
+            assertThat(pool.fault()).isNotNull();
+            assertThatThrownBy(pool::used).isInstanceOf(TierIoException.class);
+            assertTimeoutPreemptively(Duration.ofSeconds(20), pool::close);
+        }
+    }
+
+    @Test
     void aFaultRecordedByACallerThatCopiesItselfStopsEveryLaterAccess() throws Exception {
         try (PoolFiles files = new PoolFiles("recorded", 1)) {
             PoolTier pool = PoolTier.open(files.config().capacity(8 * MiB).conclude());

@@ -6,6 +6,7 @@ import dev.strata.cache.kv.SharedPoolHealth;
 import dev.strata.memory.TierIoException;
 import dev.strata.memory.log.Log;
 import dev.strata.memory.pool.PoolTier;
+import dev.strata.node.index.IndexIdentityException;
 import dev.strata.node.index.PoolSharedBlockStore;
 import java.lang.foreign.MemorySegment;
 import java.time.Duration;
@@ -27,7 +28,8 @@ import java.util.List;
  *       daemon keeps the index in the pool, so blocks published before the loss are found again;
  *       their bytes are read from the same mapping and verified against their checksums as always.
  *       The file was replaced: this mapping no longer sees the daemon's blocks, so the pool is
- *       FAILED rather than read where the index points.</li>
+ *       FAILED rather than read where the index points; so is a daemon that came back with the
+ *       index of another model ({@link IndexIdentityException}).</li>
  *   <li>The pool's mapping faults (its file was truncated, or its file system ran out of space;
  *       {@link PoolTier#isMappingFault}, or the tier's own {@link TierIoException} once faulted):
  *       the tier is marked faulted and the pool FAILED for the life of the process; nothing
@@ -132,6 +134,14 @@ public final class ResilientSharedBlockStore implements SharedBlockStore {
 
     /** Takes the pool out of the chain if {@code e} says it is lost; rethrows anything else. */
     private void lost(Throwable e) {
+        if (e instanceof IndexIdentityException) { // a daemon of another model came back on the rpc path
+            boolean was = health.status().state() != SharedPoolHealth.State.FAILED;
+            health.failed(e.getMessage());
+            if (was) {
+                Log.warn("pool", "shared pool '" + pool.name() + "' left the KV chain for good: " + e.getMessage());
+            }
+            return;
+        }
         if (e instanceof NodeUnavailableException) {
             boolean was = health.ok();
             health.unavailable(e.getMessage());
