@@ -13,6 +13,7 @@ import dev.strata.cache.kv.KvManagerConfig;
 import dev.strata.cache.kv.OffloadMode;
 import dev.strata.cache.kv.PrefixHasher;
 import dev.strata.cache.kv.SharedBlockStore;
+import dev.strata.cache.kv.SharedPoolHealth;
 import dev.strata.cache.kv.StridedKvLayout;
 import dev.strata.cache.peer.ConsumerLimits;
 import dev.strata.cache.peer.PeerClient;
@@ -402,6 +403,14 @@ public final class ServingMemory implements AutoCloseable {
             tiers.add(parts.shared.tier().stats());
         }
         new MetricsSnapshot(tiers, o == null ? List.of() : o.links(), o == null ? null : o.store()).writeTo(out);
+        if (parts.shared != null) {
+            parts.shared.health().writeTo(out); // strata_tier_failed and its counters for the shared pool
+        }
+    }
+
+    /** Whether the shared pool is in the KV chain now ({@link SharedBlockStore#health}); null without one. Any thread. */
+    public SharedPoolHealth.Status sharedPoolHealth() {
+        return parts.shared == null ? null : parts.shared.health();
     }
 
     /**

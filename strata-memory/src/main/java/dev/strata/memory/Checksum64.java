@@ -24,6 +24,15 @@ import jdk.incubator.vector.VectorSpecies;
  * difference cannot vanish modulo 2<sup>64</sup>); moving a block changes {@code b}; a truncated
  * or extended object changes the length term. It is a corruption check, not a cryptographic hash.
  *
+ * <p>Mapped files: the fused vector loop must never read or write a file mapping (the POOL). A
+ * page the file no longer backs (truncated, or its file system full) raises SIGBUS, which the JDK
+ * turns into an {@link InternalError} for {@link MemorySegment#copy} and plain segment accesses,
+ * but which kills the whole JVM inside compiled Vector API code. The {@code ...Mapped...} variants
+ * ({@link #copyFromMappedAndUpdate}, {@link #copyToMappedAndUpdate}, {@link #updateMapped}) therefore
+ * touch the mapping only through {@link MemorySegment#copy} and sum the bytes on the private side,
+ * in steps of {@value #MAPPED_STEP} bytes so that each step is summed while it is still in the
+ * first-level cache: one pass through memory still, a little over the cost of the copy.
+ *
  * <p>Streaming: {@link #update} and {@link #copyAndUpdate} may split the bytes anywhere; the value
  * depends only on the concatenated bytes. A scalar reference ({@link #referenceValue}) defines the
  * value and the tests check the vector path against it.
@@ -37,6 +46,8 @@ public final class Checksum64 {
     private static final int BLOCK = 64; // bytes per block: 8 words
     private static final ByteOrder LE = ByteOrder.LITTLE_ENDIAN;
     private static final ValueLayout.OfLong WORD = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(LE);
+    /** Bytes per step of the mapped variants: a whole number of blocks that stays in the first-level cache. */
+    static final int MAPPED_STEP = 16 * 1024;
 
     private final long[] a = new long[8]; // running word sums, one per word position
     private final long[] b = new long[8]; // running sums of a
@@ -44,6 +55,7 @@ public final class Checksum64 {
     private final long[] finalB = new long[8]; // scratch for value(): b with the last partial block
     private final byte[] carry = new byte[BLOCK]; // bytes of an incomplete block
     private final MemorySegment carrySegment = MemorySegment.ofArray(carry);
+    private MemorySegment scratch; // MAPPED_STEP bytes for updateMapped, made on first use
     private int carryLength; // bytes held in carry, 0..63
     private long totalLength; // bytes seen since reset
 
@@ -68,6 +80,56 @@ public final class Checksum64 {
      */
     public Checksum64 copyAndUpdate(MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, long length) {
         run(src, srcOffset, dst, dstOffset, length);
+        return this;
+    }
+
+    /**
+     * As {@link #copyAndUpdate}, from a file mapping {@code mapped} into private memory
+     * {@code dst}: a fault on the mapping surfaces as the JDK's {@link InternalError} from the copy
+     * (see the class note), with the checksum holding only the bytes before it.
+     */
+    public Checksum64 copyFromMappedAndUpdate(MemorySegment mapped, long srcOffset, MemorySegment dst, long dstOffset,
+                                              long length) {
+        for (long done = 0; done < length; ) {
+            long n = Math.min(MAPPED_STEP, length - done);
+            MemorySegment.copy(mapped, srcOffset + done, dst, dstOffset + done, n);
+            run(dst, dstOffset + done, null, 0, n);
+            done += n;
+        }
+        return this;
+    }
+
+    /**
+     * As {@link #copyAndUpdate}, from private memory {@code src} into a file mapping
+     * {@code mapped}: a fault on the mapping surfaces as the JDK's {@link InternalError} from the
+     * copy (see the class note).
+     */
+    public Checksum64 copyToMappedAndUpdate(MemorySegment src, long srcOffset, MemorySegment mapped, long dstOffset,
+                                            long length) {
+        for (long done = 0; done < length; ) {
+            long n = Math.min(MAPPED_STEP, length - done);
+            run(src, srcOffset + done, null, 0, n);
+            MemorySegment.copy(src, srcOffset + done, mapped, dstOffset + done, n);
+            done += n;
+        }
+        return this;
+    }
+
+    /**
+     * As {@link #update}, over bytes of a file mapping {@code mapped}, read through a private
+     * scratch buffer: a fault on the mapping surfaces as the JDK's {@link InternalError} (see the
+     * class note).
+     */
+    public Checksum64 updateMapped(MemorySegment mapped, long offset, long length) {
+        if (scratch == null) {
+            scratch = MemorySegment.ofArray(new long[MAPPED_STEP / Long.BYTES]);
+        }
+        for (long done = 0; done < length; ) {
+            long n = Math.min(MAPPED_STEP, length - done);
+            MemorySegment.copy(mapped, offset + done, scratch, 0, n);
+            run(scratch, 0, null, 0, n);
+            done += n;
+        }
         return this;
     }
 

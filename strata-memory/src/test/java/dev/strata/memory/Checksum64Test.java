@@ -64,6 +64,32 @@ class Checksum64Test {
     }
 
     @Test
+    void theMappedVariantsCopyExactlyAndSumAsTheFusedCopy() {
+        try (Arena arena = Arena.ofConfined()) {
+            Property.forAll("checksum-mapped", 60, r -> {
+                int n = r.nextInt(1, 3 * Checksum64.MAPPED_STEP + 1000);
+                byte[] data = randomBytes(r, n);
+                MemorySegment src = arena.allocate(n + 16, 64).asSlice(r.nextInt(0, 16), n);
+                MemorySegment.copy(data, 0, src, ValueLayout.JAVA_BYTE, 0, n);
+                MemorySegment mapped = arena.allocate(n + 8, 64).asSlice(r.nextInt(0, 8), n);
+                MemorySegment back = arena.allocate(n, 64);
+                long half = r.nextLong(0, n + 1);
+                Checksum64 in = new Checksum64().copyToMappedAndUpdate(src, 0, mapped, 0, half)
+                        .copyToMappedAndUpdate(src, half, mapped, half, n - half);
+                Checksum64 out = new Checksum64().copyFromMappedAndUpdate(mapped, 0, back, 0, half)
+                        .copyFromMappedAndUpdate(mapped, half, back, half, n - half);
+                Checksum64 inPlace = new Checksum64().updateMapped(mapped, 0, half).updateMapped(mapped, half, n - half);
+                assertThat(mapped.toArray(ValueLayout.JAVA_BYTE)).isEqualTo(data);
+                assertThat(back.toArray(ValueLayout.JAVA_BYTE)).isEqualTo(data);
+                long expected = Checksum64.referenceValue(data);
+                assertThat(in.value()).isEqualTo(expected);
+                assertThat(out.value()).isEqualTo(expected);
+                assertThat(inPlace.value()).isEqualTo(expected);
+            });
+        }
+    }
+
+    @Test
     void detectsEverySingleBitFlipAndLengthChange() {
         Property.forAll("checksum-bitflip", 50, r -> {
             int n = r.nextInt(1, 2000);

@@ -12,6 +12,12 @@ import java.util.List;
  * pool; any process may then read it. Contents are immutable after publication: the same hash
  * always names the same bytes.
  *
+ * <p>Failures: a store whose pool can be lost (its file faults, the node daemon serving its index
+ * dies) reports it through {@link #health()} and, while the pool is out of the chain, answers
+ * without it: {@link #matchPrefix} 0, {@link #read} false, {@link #publish}
+ * {@link PublishStatus#UNAVAILABLE}. Its callers therefore go on from their other tiers or
+ * recompute; they never see the loss as an exception.
+ *
  * <p>Threads: implementations are safe for concurrent use by any thread of any process attached
  * to the same pool. Calls may block briefly (a copy of one block); they never wait on another
  * process indefinitely.
@@ -20,10 +26,21 @@ public interface SharedBlockStore {
 
     /**
      * The tier the shared blocks live in (the pool this process maps), for its occupancy and
-     * traffic in metrics; null when the store is not backed by a {@link dev.strata.memory.Tier}.
+     * traffic in metrics; null when the store is not backed by a {@link dev.strata.memory.Tier},
+     * or while its pool has {@link SharedPoolHealth.State#FAILED failed} (its mapping must not be
+     * read).
      */
     default dev.strata.memory.Tier tier() {
         return null;
+    }
+
+    /**
+     * Whether the pool is in the chain now, and why not if it is not (for {@code /health} and
+     * {@code /metrics}). A store that cannot lose its pool is always OK.
+     */
+    default SharedPoolHealth.Status health() {
+        dev.strata.memory.Tier t = tier();
+        return SharedPoolHealth.Status.ok(t != null ? t.name() : "pool");
     }
 
     /** Outcome of {@link #publish}. */
@@ -33,7 +50,9 @@ public interface SharedBlockStore {
         /** A block with this key was already published (or is being written) by someone else. */
         EXISTS,
         /** No space could be found, even after evicting unpinned blocks. */
-        FULL
+        FULL,
+        /** The pool is out of the chain ({@link #health()}): nothing was written. */
+        UNAVAILABLE
     }
 
     /**

@@ -6,6 +6,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import com.sun.net.httpserver.HttpExchange;
 import com.sun.net.httpserver.HttpServer;
+import dev.strata.cache.kv.SharedPoolHealth;
 import dev.strata.engine.model.ModelFileChangedException;
 import dev.strata.engine.sample.FinishReason;
 import dev.strata.engine.sample.SamplingFieldException;
@@ -30,7 +31,12 @@ import java.util.concurrent.LinkedBlockingQueue;
  * An OpenAI-compatible HTTP server over a {@link Generator}: {@code GET /v1/models},
  * {@code POST /v1/completions}, {@code POST /v1/chat/completions} (with {@code "stream": true} as
  * Server-Sent Events), {@code GET /health} and {@code GET /metrics} (both also answer
- * {@code HEAD}: the same status and headers, no body) (Prometheus text: the serving
+ * {@code HEAD}: the same status and headers, no body). {@code /health} is
+ * {@code {"status": "ok", "model": ...}}, or, while a tier has left the KV chain (the shared pool:
+ * its node daemon is away or its file faulted), {@code "status": "degraded"} with
+ * {@code "degraded": [{"tier", "kind", "state", "reason"}]}, still with 200: the server serves
+ * every request from its other tiers, so a load balancer should keep sending it traffic; an
+ * operator or a probe that wants to know reads the status. {@code /metrics} is Prometheus text: the serving
  * metrics, then the generator's {@link Generator#writeEngineMetrics}: the KV manager's, the expert pager's
  * and the peer families, all in one {@link PrometheusText}).
  *
@@ -160,7 +166,7 @@ public final class OpenAiServer implements AutoCloseable {
                     sendJson(ex, 503, JSON.createObjectNode().put("status", "unavailable").put("model", config.modelId())
                             .put("error", modelProblem));
                 } else {
-                    sendJson(ex, 200, JSON.createObjectNode().put("status", "ok").put("model", config.modelId()));
+                    sendJson(ex, 200, health());
                 }
             }
             case "/metrics" -> {
@@ -196,6 +202,18 @@ public final class OpenAiServer implements AutoCloseable {
                 }
             }
         }
+    }
+
+    /** The {@code /health} body: ok, or degraded with each tier out of the KV chain and why (see the class note). */
+    private ObjectNode health() {
+        SharedPoolHealth.Status pool = engine.sharedPoolHealth();
+        boolean degraded = pool != null && !pool.ok();
+        ObjectNode body = JSON.createObjectNode().put("status", degraded ? "degraded" : "ok").put("model", config.modelId());
+        if (degraded) {
+            body.putArray("degraded").addObject().put("tier", pool.tier()).put("kind", "pool")
+                    .put("state", pool.state().name().toLowerCase(java.util.Locale.ROOT)).put("reason", pool.reason());
+        }
+        return body;
     }
 
     private ObjectNode modelNode() {

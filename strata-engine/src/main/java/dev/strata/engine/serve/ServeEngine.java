@@ -15,6 +15,7 @@ import dev.strata.cache.kv.ModelFingerprint;
 import dev.strata.cache.kv.PrefixHashContext;
 import dev.strata.cache.kv.PrefixHasher;
 import dev.strata.cache.kv.SharedBlockStore;
+import dev.strata.cache.kv.SharedPoolHealth;
 import dev.strata.cache.peer.PeerClient;
 import dev.strata.cache.peer.PeerTier;
 import dev.strata.cache.split.LiveSplit;
@@ -483,6 +484,11 @@ public final class ServeEngine implements AutoCloseable {
     /** Appends the tier, link and store families of every tier this engine runs ({@link ServingMemory#writeMemoryMetrics}). Any thread. */
     public void writeMemoryMetrics(PrometheusText out) {
         memory.writeMemoryMetrics(out);
+    }
+
+    /** Whether the shared pool is in the KV chain now ({@link ServingMemory#sharedPoolHealth}); null without one. Any thread. */
+    public SharedPoolHealth.Status sharedPoolHealth() {
+        return memory.sharedPoolHealth();
     }
 
     /**

@@ -34,8 +34,11 @@ import java.util.function.LongSupplier;
  * objects under a publish protocol so that any process may read what another published.
  *
  * <p>Opening: {@link #open(PoolConfig)} creates the pool or attaches to it (see
- * {@link PoolConfig.Mode}). The creator sizes the files (mode 0600, set at creation), zeroes the
- * tables, writes the {@link PoolHeader} and publishes its version last; attachers wait for the
+ * {@link PoolConfig.Mode}). The creator sizes the files (mode 0600, set at creation) and reserves
+ * their space ({@link PoolFileSpace}: a file system without room is refused at once, naming the
+ * path, the size and the free space), zeroes the
+ * tables, writes the {@link PoolHeader} and publishes its version last (a creation that fails
+ * removes the files it created); attachers wait for the
  * version and validate magic, major version and layout. Each process then claims a slot in the
  * {@link ProcessTable} and runs a daemon heartbeat thread that also sweeps dead processes'
  * unpublished allocations ({@link PoolAllocator}). One file is mapped with
@@ -50,6 +53,16 @@ import java.util.function.LongSupplier;
  * <p>Invariants: allocations never overlap; a reader never sees a torn or unpublished object
  * ({@link PublishProtocol}); published objects outlive their writer; a dead process's unpublished
  * allocations return to the free state.
+ *
+ * <p>Faults: an access to a page the file no longer backs (the file was truncated, or its file
+ * system ran out of space for a page not reserved) raises SIGBUS, which the JDK reports as an
+ * {@link InternalError} ({@link #isMappingFault}). The data path ({@link #gatherWrite},
+ * {@link #scatterRead}, {@link #publish}), {@link #used}, {@link #stats} and the heartbeat turn it
+ * into a {@link TierIoException} and mark the tier {@link #fault() faulted}; so does
+ * {@link #recordFault} for callers that copy
+ * through {@link #dataArea} or {@link #rootRegion} themselves. A faulted tier never touches its
+ * mapping again: every later call fails at once with the fault's {@link TierIoException}, and
+ * {@link #close} only unmaps (the process slot is left to the other processes' reclaim).
  *
  * <p>Threads: every method may be called from any thread of the process; {@link #close} must not
  * race with other calls (they fail once it has run). The mapping lives in one shared arena,
@@ -73,6 +86,7 @@ public final class PoolTier implements Tier {
     private final Thread heartbeat;
     private final List<Object> fileKeys; // identity of each regular file at open (null for a device), for destroy
     private volatile boolean open = true;
+    private volatile String fault; // why the mapping faulted (null: it never did); set once, never cleared
 
     private PoolTier(PoolConfig config, PoolHeader.Layout layout, Arena arena, MemorySegment pool, boolean creator,
                      LongSupplier clockMillis) {
@@ -129,6 +143,10 @@ public final class PoolTier implements Tier {
         List<Path> paths = config.paths();
         Path first = paths.getFirst();
         boolean create = decideCreator(config, first);
+        List<Path> created = new ArrayList<>(); // regular files this call created, removed again if it fails
+        if (create && Files.isRegularFile(first)) {
+            created.add(first);
+        }
         Arena arena = Arena.ofShared();
         try {
             PoolHeader.Layout layout;
@@ -137,7 +155,9 @@ public final class PoolTier implements Tier {
                 layout = PoolHeader.Layout.of(config.chunkSize(), config.capacity() / config.chunkSize(),
                         config.processSlots(), paths.size(), config.rootRegionSize());
                 for (Path p : paths.subList(1, paths.size())) {
-                    createIfAbsent(config, p);
+                    if (createIfAbsent(config, p)) {
+                        created.add(p);
+                    }
                 }
                 for (Path p : paths) {
                     sizeDevice(config, p, layout.perDeviceSize());
@@ -161,6 +181,9 @@ public final class PoolTier implements Tier {
             return new PoolTier(config, layout, arena, pool, create, clockMillis);
         } catch (RuntimeException | Error e) {
             arena.close();
+            for (Path p : created) {
+                ShmFiles.deleteQuietly(p); // a pool that never initialised would only hold up later attachers
+            }
             throw e;
         }
     }
@@ -208,10 +231,14 @@ public final class PoolTier implements Tier {
         }
     }
 
-    /** Sets a regular file's length; checks that a device is large enough where its size is known. */
+    /**
+     * Sets a regular file's length and reserves its space ({@link PoolFileSpace}); checks that a
+     * device is large enough where its size is known.
+     */
     private static void sizeDevice(PoolConfig config, Path p, long bytes) {
         try {
             if (Files.isRegularFile(p)) {
+                PoolFileSpace.reserve(config.name(), p, bytes);
                 try (RandomAccessFile f = new RandomAccessFile(p.toFile(), "rw")) {
                     f.setLength(bytes);
                 }
@@ -309,7 +336,7 @@ public final class PoolTier implements Tier {
         long lastSweep = clockMillis.getAsLong();
         while (open) {
             LockSupport.parkNanos(intervalNanos);
-            if (!open) {
+            if (!open || fault != null) {
                 return;
             }
             try {
@@ -327,6 +354,14 @@ public final class PoolTier implements Tier {
                     return; // the mapping was closed under us
                 }
                 throw closed;
+            } catch (TierIoException faulted) {
+                return; // the mapping faulted: nothing more to beat or sweep
+            } catch (InternalError e) {
+                if (!isMappingFault(e)) {
+                    throw e;
+                }
+                recordFault(e);
+                return;
             }
         }
     }
@@ -339,7 +374,7 @@ public final class PoolTier implements Tier {
      * @return bytes returned to the free state
      */
     public long reclaimDead() {
-        checkOpen();
+        checkUsable();
         long reclaimed = 0;
         boolean any = false;
         for (int s = 0; s < processes.slots(); s++) {
@@ -377,8 +412,12 @@ public final class PoolTier implements Tier {
      */
     @Override
     public long used() {
-        checkOpen();
-        return allocator.used();
+        checkUsable();
+        try {
+            return allocator.used();
+        } catch (InternalError e) {
+            throw faultOf(e);
+        }
     }
 
     /**
@@ -386,13 +425,13 @@ public final class PoolTier implements Tier {
      * reads the shared counter instead. For tests and inspection.
      */
     public long usedByScan() {
-        checkOpen();
+        checkUsable();
         return allocator.usedByScan();
     }
 
     /** Allocations WRITING or PUBLISHED, counted by a scan of the descriptors (O(chunks)). */
     public long allocationCountByScan() {
-        checkOpen();
+        checkUsable();
         return allocator.allocationCountByScan();
     }
 
@@ -419,7 +458,7 @@ public final class PoolTier implements Tier {
     /** Allocates; if the pool is full, reclaims dead processes' allocations once and retries. */
     @Override
     public long allocate(long size) {
-        checkOpen();
+        checkUsable();
         long handle = allocator.allocate(size);
         if (handle == Allocator.FULL && reclaimDead() > 0) {
             handle = allocator.allocate(size);
@@ -429,13 +468,13 @@ public final class PoolTier implements Tier {
 
     @Override
     public void free(long handle) {
-        checkOpen();
+        checkUsable();
         allocator.free(handle);
     }
 
     @Override
     public long allocationSize(long handle) {
-        checkOpen();
+        checkUsable();
         return allocator.sizeOf(handle);
     }
 
@@ -446,9 +485,13 @@ public final class PoolTier implements Tier {
 
     @Override
     public void gatherWrite(long handle, List<MemorySegment> parts) {
-        checkOpen();
+        checkUsable();
         long start = meter.startWrite();
-        protocol.write(handle, parts);
+        try {
+            protocol.write(handle, parts);
+        } catch (InternalError e) {
+            throw faultOf(e);
+        }
         long bytes = 0;
         for (MemorySegment p : parts) {
             bytes += p.byteSize();
@@ -461,9 +504,13 @@ public final class PoolTier implements Tier {
      * {@link #segment}: computes the checksum and makes the object readable.
      */
     public void publish(long handle, long length) {
-        checkOpen();
+        checkUsable();
         long start = System.nanoTime();
-        protocol.publishInPlace(handle, length);
+        try {
+            protocol.publishInPlace(handle, length);
+        } catch (InternalError e) {
+            throw faultOf(e);
+        }
         meter.recordWrite(length, System.nanoTime() - start);
     }
 
@@ -474,9 +521,14 @@ public final class PoolTier implements Tier {
 
     @Override
     public boolean scatterRead(long handle, List<MemorySegment> parts) {
-        checkOpen();
+        checkUsable();
         long start = meter.startRead();
-        boolean ok = protocol.read(handle, parts);
+        boolean ok;
+        try {
+            ok = protocol.read(handle, parts);
+        } catch (InternalError e) {
+            throw faultOf(e);
+        }
         if (ok) {
             long bytes = 0;
             for (MemorySegment p : parts) {
@@ -490,13 +542,18 @@ public final class PoolTier implements Tier {
     /**
      * Publishes {@code length} bytes placed in allocation {@code handle} through {@link #segment}
      * whose {@link dev.strata.memory.Checksum64} the caller computed while placing them (e.g. with
-     * {@link dev.strata.memory.Checksum64#copyAndUpdate}), so the bytes are not read again. A wrong
+     * {@link dev.strata.memory.Checksum64#copyToMappedAndUpdate}, never the fused vector copy, whose
+     * fault on a truncated mapping would end the JVM), so the bytes are not read again. A wrong
      * checksum makes every later read fail with a {@link dev.strata.memory.CorruptObjectException}.
      */
     public void publish(long handle, long length, long checksum) {
-        checkOpen();
+        checkUsable();
         long start = System.nanoTime();
-        protocol.publishInPlace(handle, length, checksum);
+        try {
+            protocol.publishInPlace(handle, length, checksum);
+        } catch (InternalError e) {
+            throw faultOf(e);
+        }
         meter.recordWrite(length, System.nanoTime() - start);
     }
 
@@ -507,7 +564,7 @@ public final class PoolTier implements Tier {
      * recorded is still there (see {@link #freeIfGeneration}).
      */
     public long allocationGeneration(long handle) {
-        checkOpen();
+        checkUsable();
         return allocator.generationIfAllocated(handle);
     }
 
@@ -519,7 +576,7 @@ public final class PoolTier implements Tier {
      * @return true if this call freed it
      */
     public boolean freeIfGeneration(long handle, long generation) {
-        checkOpen();
+        checkUsable();
         return allocator.freeIfGeneration(handle, generation);
     }
 
@@ -529,13 +586,13 @@ public final class PoolTier implements Tier {
      * pool was created; its layout belongs to that structure.
      */
     public MemorySegment rootRegion() {
-        checkOpen();
+        checkUsable();
         return root;
     }
 
     /** The data area: handle {@code h} is at offset {@code h} of this segment. */
     public MemorySegment dataArea() {
-        checkOpen();
+        checkUsable();
         return data;
     }
 
@@ -550,7 +607,7 @@ public final class PoolTier implements Tier {
      * is still the same, living process.
      */
     public long processIncarnation(int processSlot) {
-        checkOpen();
+        checkUsable();
         long w = processes.stateWord(processSlot);
         long incarnation = processes.incarnation(processSlot);
         return ProcessTable.state(w) == ProcessTable.ACTIVE && processes.stateWord(processSlot) == w ? incarnation : -1;
@@ -562,7 +619,7 @@ public final class PoolTier implements Tier {
      * by another incarnation, free, or being reclaimed means that process is gone.
      */
     public boolean isProcessAlive(int processSlot, long incarnation) {
-        checkOpen();
+        checkUsable();
         long w = processes.stateWord(processSlot);
         if (ProcessTable.state(w) != ProcessTable.ACTIVE || processes.incarnation(processSlot) != incarnation) {
             return false;
@@ -573,7 +630,7 @@ public final class PoolTier implements Tier {
 
     /** The length of the object published at {@code handle}, or -1 if none is readable now. */
     public long publishedLength(long handle) {
-        checkOpen();
+        checkUsable();
         return protocol.publishedLength(handle);
     }
 
@@ -593,8 +650,12 @@ public final class PoolTier implements Tier {
 
     @Override
     public TierStats stats() {
-        checkOpen();
-        return meter.snapshot(name(), kind(), capacity(), allocator.used(), allocator.allocationCount());
+        checkUsable();
+        try { // read by metrics threads, which may be the first to meet a truncated header
+            return meter.snapshot(name(), kind(), capacity(), allocator.used(), allocator.allocationCount());
+        } catch (InternalError e) {
+            throw faultOf(e);
+        }
     }
 
     /** The pool's layout as read from (or written to) its header. */
@@ -619,7 +680,7 @@ public final class PoolTier implements Tier {
 
     /** Processes that currently hold a slot (this one included). */
     public int attachedProcesses() {
-        checkOpen();
+        checkUsable();
         return processes.occupied();
     }
 
@@ -645,8 +706,15 @@ public final class PoolTier implements Tier {
             Thread.currentThread().interrupt();
         }
         try {
-            allocator.reclaimSlot(slot);
-            processes.release(slot, pid);
+            if (fault == null) { // a faulted mapping is left alone: the others reclaim this slot once the process is gone
+                allocator.reclaimSlot(slot);
+                processes.release(slot, pid);
+            }
+        } catch (InternalError e) {
+            if (!isMappingFault(e)) {
+                throw e;
+            }
+            recordFault(e);
         } finally {
             arena.close();
         }
@@ -673,6 +741,29 @@ public final class PoolTier implements Tier {
         }
     }
 
+    /**
+     * True if every regular file of the pool is still, at its path, the file this tier mapped
+     * (by file identity): false once one was removed or replaced (a pool created again by another
+     * process), whose blocks this mapping no longer sees. Devices count as the same. Any thread.
+     */
+    public boolean filesUnchanged() {
+        List<Path> paths = config.paths();
+        for (int d = 0; d < paths.size(); d++) {
+            Object key = fileKeys.get(d);
+            if (key == null) {
+                continue;
+            }
+            try {
+                if (!key.equals(ShmFiles.fileKey(paths.get(d)))) {
+                    return false;
+                }
+            } catch (IOException e) {
+                return false; // gone, or unreadable: not the file mapped
+            }
+        }
+        return true;
+    }
+
     /** The identity of each of the pool's regular files (null for a device or where the file system has none). */
     private static List<Object> fileKeys(PoolConfig config) {
         List<Object> keys = new ArrayList<>();
@@ -690,5 +781,65 @@ public final class PoolTier implements Tier {
         if (!open) {
             throw new IllegalStateException("pool tier '" + name() + "' is closed");
         }
+    }
+
+    /** As {@link #checkOpen}, and refuses a faulted tier without touching its mapping. */
+    private void checkUsable() {
+        checkOpen();
+        String why = fault;
+        if (why != null) {
+            throw faultException(why, null);
+        }
+    }
+
+    /**
+     * True if {@code t} is the JDK's report of a fault on a mapped page ({@code SIGBUS}: the file
+     * behind the page was truncated, or its file system had no space for it).
+     */
+    public static boolean isMappingFault(Throwable t) {
+        return t instanceof InternalError && t.getMessage() != null
+                && t.getMessage().contains("fault occurred in an unsafe memory access");
+    }
+
+    /**
+     * Marks this tier faulted because an access to its mapping raised {@code cause} (see
+     * {@link #isMappingFault}): from now on no call touches the mapping. For callers that copy
+     * through {@link #dataArea} or {@link #rootRegion} themselves; the tier's own data path
+     * records its faults. The first fault is kept; any thread.
+     *
+     * @return the exception that reports the fault, naming the pool's files, to throw in its place
+     */
+    public TierIoException recordFault(Throwable cause) {
+        String why = "an access to the mapping faulted (" + cause + "): the file was truncated or its file system"
+                + " ran out of space; the pool is no longer used by this process";
+        synchronized (this) {
+            if (fault == null) {
+                fault = why;
+            } else {
+                why = fault;
+            }
+        }
+        return faultException(why, cause);
+    }
+
+    /** Why this tier's mapping faulted, or null if it never did (see {@link #recordFault}). */
+    public String fault() {
+        return fault;
+    }
+
+    /** The fault's exception if {@code e} is a mapping fault; {@code e} itself otherwise (rethrown). */
+    private TierIoException faultOf(InternalError e) {
+        if (!isMappingFault(e)) {
+            throw e;
+        }
+        return recordFault(e);
+    }
+
+    private TierIoException faultException(String why, Throwable cause) {
+        IOException io = new IOException(why);
+        if (cause != null) {
+            io.initCause(cause);
+        }
+        return new TierIoException(name(), "using pool file " + config.paths(), io);
     }
 }

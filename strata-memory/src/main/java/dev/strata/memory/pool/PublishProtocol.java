@@ -16,14 +16,17 @@ import java.util.List;
  *   <li><b>Write</b>: the allocation's descriptor is WRITING and owned by the writer (a PUBLISHED
  *       object being rewritten is first CASed to WRITING with a new generation, which readers in
  *       flight will notice). The writer copies the payload and computes its
- *       {@link Checksum64} in the same pass ({@link Checksum64#copyAndUpdate}, one trip through
- *       memory; a payload placed through a zero-copy view is checksummed in place instead),
+ *       {@link Checksum64} in the same pass ({@link Checksum64#copyToMappedAndUpdate}, one trip
+ *       through memory, the mapping touched only by {@link java.lang.foreign.MemorySegment#copy} so
+ *       that a fault on it is an {@link InternalError} rather than the end of the JVM; a payload
+ *       placed through a zero-copy view is checksummed in place instead, through
+ *       {@link Checksum64#updateMapped}),
  *       stores length and checksum with plain stores, then CASes WRITING -&gt; PUBLISHED. The CAS is the release
  *       that orders every payload byte before the state; it also fails if the allocation was freed
  *       or reclaimed meanwhile, which is reported.</li>
  *   <li><b>Read</b> (a seqlock): acquire-load the state word; anything but PUBLISHED is "no
  *       object" ({@code false}). Load length and checksum, copy the payload out while checksumming
- *       it (one pass), then
+ *       it (one pass, {@link Checksum64#copyFromMappedAndUpdate}), then
  *       {@link VarHandle#loadLoadFence()} and load the state word again: if it changed (freed,
  *       reused, rewritten: every such change bumps the generation) the copy may be torn and the
  *       read returns {@code false}. Otherwise the checksum of the copy is compared with the stored one: a mismatch
@@ -62,7 +65,7 @@ final class PublishProtocol {
         Checksum64 checksum = CHECKSUM.get().reset();
         long at = handle;
         for (MemorySegment p : parts) {
-            checksum.copyAndUpdate(p, 0, data, at, p.byteSize());
+            checksum.copyToMappedAndUpdate(p, 0, data, at, p.byteSize());
             at += p.byteSize();
         }
         finishWrite(handle, head, writing, total, checksum.value());
@@ -74,7 +77,7 @@ final class PublishProtocol {
     void publishInPlace(long handle, long length) {
         long head = allocator.headChunk(handle);
         long writing = beginWrite(handle, head, length);
-        finishWrite(handle, head, writing, length, CHECKSUM.get().reset().update(data, handle, length).value());
+        finishWrite(handle, head, writing, length, CHECKSUM.get().reset().updateMapped(data, handle, length).value());
     }
 
     /**
@@ -160,7 +163,7 @@ final class PublishProtocol {
         Checksum64 checksum = CHECKSUM.get().reset();
         long at = handle;
         for (MemorySegment p : parts) {
-            checksum.copyAndUpdate(data, at, p, 0, p.byteSize());
+            checksum.copyFromMappedAndUpdate(data, at, p, 0, p.byteSize());
             at += p.byteSize();
         }
         VarHandle.loadLoadFence();

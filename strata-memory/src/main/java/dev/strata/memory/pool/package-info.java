@@ -8,7 +8,9 @@
  * {@code ChunkTable} and {@code ObjectDescriptorTable} (allocation and publish state). Behaviour:
  * {@code PoolAllocator} (lock-free, cross-process allocation and reclaim of dead processes'
  * unpublished allocations), {@code PublishProtocol} (single writer, many readers, seqlock-checked
- * reads checked by {@link dev.strata.memory.Checksum64}, computed in the same pass as the copy) and {@link dev.strata.memory.pool.PoolTier}, which ties them to the
- * {@link dev.strata.memory.Tier} interface.
+ * reads checked by {@link dev.strata.memory.Checksum64}, computed in the same pass as the copy),
+ * {@code PoolFileSpace} (the space of a created pool file reserved up front) and
+ * {@link dev.strata.memory.pool.PoolTier}, which ties them to the {@link dev.strata.memory.Tier}
+ * interface and contains a fault on its mapping.
  */
 package dev.strata.memory.pool;

@@ -12,7 +12,8 @@ import java.lang.invoke.VarHandle;
 /**
  * The C library calls Strata makes through the Foreign Function &amp; Memory API, bound once:
  * {@code open}, {@code close}, {@code mmap}, {@code munmap}, {@code preadv}, {@code pwritev},
- * {@code posix_fadvise}, the flags they take (Linux values), and errno capture. Every handle captures errno into a
+ * {@code posix_fadvise}, {@code posix_fallocate}, the flags they take (Linux values), and errno capture. Every handle
+ * captures errno into a
  * {@link #CALL_STATE} segment passed as its first argument; {@link #errno} reads it back and
  * {@link #describe} names it.
  *
@@ -43,6 +44,10 @@ public final class Libc {
     public static final int EINTR = 4;
     public static final int EAGAIN = 11;
     public static final int ENOSPC = 28;
+    public static final int EINVAL = 22;
+    public static final int ENOSYS = 38;
+    public static final int EDQUOT = 122;
+    public static final int EOPNOTSUPP = 95;
 
     private static final Linker LINKER = Linker.nativeLinker();
     /** The layout of the captured call state (errno); allocate one per call in progress. */
@@ -68,6 +73,13 @@ public final class Libc {
     /** {@code ssize_t preadv(int fd, const struct iovec *iov, int iovcnt, off_t offset)}. */
     public static final MethodHandle PREADV = bind("preadv", FunctionDescriptor.of(ValueLayout.JAVA_LONG,
             ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.JAVA_INT, ValueLayout.JAVA_LONG));
+    /**
+     * {@code int posix_fallocate(int fd, off_t offset, off_t len)}: allocates the file's blocks (on
+     * tmpfs, its pages) so that later writes through a mapping cannot run out of space. Returns 0
+     * or the error number itself (it does not set errno).
+     */
+    public static final MethodHandle POSIX_FALLOCATE = bind("posix_fallocate", FunctionDescriptor.of(ValueLayout.JAVA_INT,
+            ValueLayout.JAVA_INT, ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG));
 
     /**
      * {@code int posix_fadvise(int fd, off_t offset, off_t len, int advice)}: returns the error

@@ -23,7 +23,11 @@ import java.util.Objects;
  * the same index code called in-process on the pool's shared tables); {@link Mode#AUTO} attaches
  * when a live daemon serves the rpc path and runs embedded otherwise. Either way the process maps
  * the pool itself for the block bytes, and gets the same {@link BlockIndex} and
- * {@link SharedBlockStore} interfaces.
+ * {@link SharedBlockStore} interfaces. The store ({@link #blocks()}) is a
+ * {@link ResilientSharedBlockStore}: a lost daemon or a faulted pool takes the pool out of the KV
+ * chain instead of failing the caller, and a daemon that comes back (probed every
+ * {@link #RETRY_INTERVAL}) puts it back; {@link #index()} is the index itself, whose calls throw
+ * {@link NodeUnavailableException} while the daemon is away.
  *
  * <p>Threads: the index and the store are safe for any thread; {@link #close} once, at the end.
  */
@@ -74,16 +78,19 @@ public final class NodeAccess implements AutoCloseable {
         }
     }
 
+    /** How often {@link #blocks()} probes a daemon that went away, to take the pool back into the chain. */
+    public static final Duration RETRY_INTERVAL = Duration.ofSeconds(1);
+
     private final Mode mode;
     private final PoolTier pool;
     private final BlockIndex index;
-    private final SharedBlockStore blocks;
+    private final ResilientSharedBlockStore blocks;
 
     private NodeAccess(Mode mode, PoolTier pool, BlockIndex index) {
         this.mode = mode;
         this.pool = pool;
         this.index = index;
-        this.blocks = new PoolSharedBlockStore(index, pool);
+        this.blocks = new ResilientSharedBlockStore(new PoolSharedBlockStore(index, pool), RETRY_INTERVAL);
     }
 
     /**
@@ -140,16 +147,32 @@ public final class NodeAccess implements AutoCloseable {
         return pool;
     }
 
-    /** Blocks published and read through the index and this process's pool mapping. */
+    /**
+     * Blocks published and read through the index and this process's pool mapping; the pool
+     * leaves the chain while the daemon is away or for good once its mapping faulted (see
+     * {@link ResilientSharedBlockStore}).
+     */
     public SharedBlockStore blocks() {
         return blocks;
     }
 
-    /** Closes the index (detaching from the daemon, or releasing embedded pins) and the pool mapping. */
+    /**
+     * Closes the index (detaching from the daemon, or releasing embedded pins) and the pool
+     * mapping. After a fault on the mapping an embedded index is left as it is (releasing its
+     * pins would touch the faulted mapping; the others reclaim them once this process is gone)
+     * and the pool is only unmapped, so close always completes.
+     */
     @Override
     public void close() {
         try {
-            index.close();
+            if (mode == Mode.DAEMON || pool.fault() == null) {
+                index.close();
+            }
+        } catch (InternalError e) {
+            if (!PoolTier.isMappingFault(e)) {
+                throw e;
+            }
+            pool.recordFault(e);
         } finally {
             pool.close();
         }

@@ -118,7 +118,7 @@ public final class PoolSharedBlockStore implements SharedBlockStore {
             Checksum64 checksum = CHECKSUM.get().reset();
             long at = handle;
             for (MemorySegment s : sources) {
-                checksum.copyAndUpdate(s, 0, data, at, s.byteSize());
+                checksum.copyToMappedAndUpdate(s, 0, data, at, s.byteSize()); // a fault is an InternalError, never a crash
                 at += s.byteSize();
             }
             published = index.publish(key.high(), key.low(), length, checksum.value()) == BlockIndex.OK;

@@ -1,0 +1,135 @@
+package dev.strata.memory.pool;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
+
+import dev.strata.memory.Sizes;
+import dev.strata.memory.TierIoException;
+import java.io.IOException;
+import java.lang.foreign.MemorySegment;
+import java.nio.channels.FileChannel;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.time.Duration;
+import java.util.SplittableRandom;
+import org.junit.jupiter.api.Test;
+
+/**
+ * A pool's space is reserved when it is created (a file system without room is refused at once,
+ * naming the path, the size and the free space), and a pool file truncated under a running
+ * process faults no thread: the access fails with a {@link TierIoException}, the tier stays
+ * faulted without touching its mapping again, and close completes.
+ */
+class PoolFaultTest {
+    private static final long MiB = Sizes.MiB;
+
+    @Test
+    void creatingAPoolLargerThanTheFreeSpaceOfItsFileSystemFailsAtOnceNamingPathSizeAndFreeSpace() throws Exception {
+        try (PoolFiles files = new PoolFiles("nospace", 1)) {
+            Path path = files.paths.getFirst();
+            long chunk = 2 * MiB;
+            long usable = Files.getFileStore(path.getParent()).getUsableSpace();
+            long capacity = Sizes.alignUp(usable + 1024 * MiB, chunk); // more than the file system has free
+            PoolConfig config = files.config().capacity(capacity).chunkSize(chunk).conclude();
+            assertThatThrownBy(() -> PoolTier.open(config))
+                    .isInstanceOf(TierIoException.class)
+                    .hasMessageContaining(path.toString())
+                    .hasMessageContaining("(" + PoolHeader.Layout.of(chunk, capacity / chunk, config.processSlots(), 1,
+                            config.rootRegionSize()).perDeviceSize() + " bytes)")
+                    .hasMessageContaining("free")
+                    .hasMessageContaining("tiers.pool.capacity");
+            assertThat(path).as("the half-created pool file is removed again").doesNotExist();
+        }
+    }
+
+    @Test
+    void aCreatedPoolFileHasItsSpaceAllocatedNotSparse() throws Exception {
+        try (PoolFiles files = new PoolFiles("reserved", 1);
+             PoolTier pool = PoolTier.open(files.config().capacity(16 * MiB).conclude())) {
+            Path path = files.paths.getFirst();
+            long size = Files.size(path);
+            assertThat(size).isEqualTo(pool.layout().totalSize());
+            assertThat(allocatedBytes(path)).as("blocks allocated behind the file").isGreaterThanOrEqualTo(size);
+        }
+    }
+
+    @Test
+    void aTruncatedPoolFileFaultsNoThreadAndTheTierClosesWithinBoundedTime() throws Exception {
+        try (PoolFiles files = new PoolFiles("truncated", 1)) {
+            PoolTier pool = PoolTier.open(files.config().capacity(8 * MiB).chunkSize(64 * 1024)
+                    .heartbeatInterval(Duration.ofMillis(20)).conclude());
+            SplittableRandom random = new SplittableRandom(7);
+            byte[] bytes = PoolTierTest.randomBytes(random, 200_000);
+            long handle = pool.allocate(bytes.length);
+            pool.write(handle, MemorySegment.ofArray(bytes));
+            MemorySegment back = MemorySegment.ofArray(new byte[bytes.length]);
+            for (int i = 0; i < 60; i++) { // the copy paths run warm before the fault, as in a serving process
+                pool.write(handle, MemorySegment.ofArray(bytes));
+                assertThat(pool.read(handle, back)).isTrue();
+            }
+
+            truncate(files.paths.getFirst(), 0); // the whole file, tables included, is gone under the mapping
+
+            assertThatThrownBy(() -> pool.read(handle, back)).isInstanceOf(TierIoException.class)
+                    .hasMessageContaining(files.paths.getFirst().toString()).hasMessageContaining("truncated");
+            assertThat(pool.fault()).isNotNull();
+            assertThatThrownBy(() -> pool.write(pool.allocate(4096), MemorySegment.ofArray(new byte[4096])))
+                    .as("a faulted tier refuses without touching its mapping").isInstanceOf(TierIoException.class);
+            assertThatThrownBy(pool::stats).isInstanceOf(TierIoException.class);
+            assertTimeoutPreemptively(Duration.ofSeconds(20), pool::close);
+        }
+    }
+
+    @Test
+    void metricsThatMeetATruncatedHeaderFirstGetTheFaultNotAnInternalError() throws Exception {
+        try (PoolFiles files = new PoolFiles("statsfirst", 1)) {
+            PoolTier pool = PoolTier.open(files.config().capacity(8 * MiB).heartbeatInterval(Duration.ofHours(1)).conclude());
+            truncate(files.paths.getFirst(), 0);
+            assertThatThrownBy(pool::stats).isInstanceOf(TierIoException.class).hasMessageContaining("truncated");
+            assertThat(pool.fault()).isNotNull();
+            assertThatThrownBy(pool::used).isInstanceOf(TierIoException.class);
+            assertTimeoutPreemptively(Duration.ofSeconds(20), pool::close);
+        }
+    }
+
+    @Test
+    void aFaultRecordedByACallerThatCopiesItselfStopsEveryLaterAccess() throws Exception {
+        try (PoolFiles files = new PoolFiles("recorded", 1)) {
+            PoolTier pool = PoolTier.open(files.config().capacity(8 * MiB).conclude());
+            long handle = pool.allocate(1 << 20);
+            truncate(files.paths.getFirst(), 64 * 1024);
+            MemorySegment view = pool.segment(handle, 0, 1 << 20);
+            Throwable fault = null;
+            try {
+                view.fill((byte) 1); // a caller's own copy into the mapping
+            } catch (InternalError e) {
+                fault = e;
+            }
+            assertThat(fault).as("the JDK reports the SIGBUS").isNotNull();
+            assertThat(PoolTier.isMappingFault(fault)).isTrue();
+            assertThat(PoolTier.isMappingFault(new InternalError("something else"))).isFalse();
+            TierIoException reported = pool.recordFault(fault);
+            assertThat(reported).hasMessageContaining(files.paths.getFirst().toString()).hasRootCause(fault);
+            assertThatThrownBy(() -> pool.allocate(4096)).isInstanceOf(TierIoException.class);
+            assertTimeoutPreemptively(Duration.ofSeconds(20), pool::close);
+        }
+    }
+
+    private static void truncate(Path path, long size) throws IOException {
+        try (FileChannel ch = FileChannel.open(path, StandardOpenOption.WRITE)) {
+            ch.truncate(size);
+        }
+    }
+
+    /** Bytes of storage allocated to {@code path} ({@code stat}'s blocks times their size). */
+    private static long allocatedBytes(Path path) throws Exception {
+        Process stat = new ProcessBuilder("stat", "-c", "%b %B", path.toString()).redirectErrorStream(true).start();
+        String out = new String(stat.getInputStream().readAllBytes(), StandardCharsets.UTF_8).strip();
+        assertThat(stat.waitFor()).as(out).isZero();
+        String[] parts = out.split(" ");
+        return Long.parseLong(parts[0]) * Long.parseLong(parts[1]);
+    }
+}
