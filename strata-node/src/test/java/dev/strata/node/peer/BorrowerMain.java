@@ -52,8 +52,8 @@ public final class BorrowerMain {
 
             @Override
             public void peerLost(int peer) {
+                say("lost " + peer); // before the flag: the transfer loop's next line must come after this one
                 peerLost = true;
-                say("lost " + peer);
             }
         });
         switch (args[1]) {
