@@ -53,6 +53,14 @@ final class InspectCommand implements Runnable {
             b.append("  disk:   { capacity: ").append(size(c.disk().capacity())).append(", directory: ")
                     .append(c.disk().directory()).append(", direct-io: ").append(c.disk().directIo()).append(" }\n");
         }
+        if (c.cluster() != null) { // the password's source is named, never the password
+            StrataConfig.ClusterTier k = c.cluster();
+            b.append("  cluster: { nodes: ").append(k.nodes()).append(", tenant: ").append(k.tenant()).append(", ttl: ")
+                    .append(k.ttlMillis()).append("ms, timeout: ").append(k.timeoutMillis()).append("ms, tls: ").append(k.tls())
+                    .append(k.user() != null ? ", user: " + k.user() : "")
+                    .append(k.passwordEnv() != null ? ", password-env: " + k.passwordEnv() : "")
+                    .append(k.passwordFile() != null ? ", password-file: " + k.passwordFile() : "").append(" }\n");
+        }
         b.append("store:\n  chain: ").append(c.store().chain().stream().map(InspectCommand::name).toList()).append('\n');
         for (var kind : c.store().chain()) {
             StrataConfig.TierPolicy p = c.store().policyOf(kind);

@@ -2,6 +2,8 @@ package dev.strata.cli;
 
 import dev.strata.cache.ObjectKey;
 import dev.strata.cache.kv.PrefixHasher;
+import dev.strata.cache.kv.SharedBlockStore;
+import dev.strata.cluster.ClusterBlockStore;
 import dev.strata.cache.peer.PeerClient;
 import dev.strata.engine.model.WeightLoad;
 import dev.strata.engine.schedule.PreemptionMode;
@@ -154,14 +156,19 @@ public final class ServeCommand implements Callable<Integer> {
             if (access != null) {
                 opened.add(access);
             }
+            ClusterBlockStore cluster = ServeCluster.open(c, model, blockTokens);
+            if (cluster != null) {
+                opened.add(cluster);
+            }
             ServeEngine.Options.Builder o = ServeEngine.Options.builder().threads(threads).blockTokens(blockTokens).kvBlocks(kvBlocks)
                     .expertCap(expertCap).split(splitBudget).offload(c).rebalancePeriod(Duration.ofMillis(p.experts().rebalanceMillis()))
                     .weightLoad(WeightLoad.valueOf(p.model().load().name()));
             if (peers != null) {
                 o.peers(peers, 0, peerExpertBytes);
             }
-            if (access != null) {
-                o.shared(access.blocks());
+            SharedBlockStore shared = ServeCluster.shared(access != null ? access.blocks() : null, cluster);
+            if (shared != null) {
+                o.shared(shared);
             }
             ServeEngine engine = new ServeEngine(model, o.conclude());
             opened.add(engine);
@@ -181,10 +188,11 @@ public final class ServeCommand implements Callable<Integer> {
                     + (c.host() != null ? ", " + Sizes.format(c.host().capacity()) + " HOST KV" + (c.disk() != null ? " over DISK "
                     + c.disk().directory() : "") : "")
                     + (access != null ? ", pool " + c.pool().paths().getFirst() + " (" + access.mode() + ")" : "")
+                    + (cluster != null ? ", cluster " + c.cluster().nodes() + " (tenant " + c.cluster().tenant() + ")" : "")
                     + (peers != null ? ", " + peerFiles.size() + (peerFiles.size() == 1 ? " peer" : " peers") + " (PEER KV "
                     + (c.peer() != null ? Sizes.format(c.peer().capacity()) + " " + c.peer().durability().name().toLowerCase(Locale.ROOT) : "none")
                     + ", experts " + (peerExpertBytes > 0 ? Sizes.format(peerExpertBytes) : "none") + ")" : "");
-            return new Running(http, generator, engine, access, peers, model, summary);
+            return new Running(http, generator, engine, access, peers, model, summary).with(cluster);
         } catch (RuntimeException | Error e) {
             for (int i = opened.size() - 1; i >= 0; i--) {
                 try {
@@ -271,6 +279,7 @@ public final class ServeCommand implements Callable<Integer> {
         private final Path model; // the model directory served
         private final String summary; // what runs, for the start-up line
         private final CountDownLatch closed = new CountDownLatch(1);
+        private ClusterBlockStore cluster; // null without tiers.cluster; closed after the engine
 
         Running(OpenAiServer server, Generator generator, ServeEngine engine, NodeAccess access, PeerClient peers, Path model,
                 String summary) {
@@ -281,6 +290,12 @@ public final class ServeCommand implements Callable<Integer> {
             this.peers = peers;
             this.model = model;
             this.summary = summary;
+        }
+
+        /** This server with the cluster store it closes last (null: none). */
+        Running with(ClusterBlockStore clusterStore) {
+            this.cluster = clusterStore;
+            return this;
         }
 
         ServeEngine engine() {
@@ -316,6 +331,9 @@ public final class ServeCommand implements Callable<Integer> {
             }
             if (peers != null) {
                 peers.close();
+            }
+            if (cluster != null) {
+                cluster.close();
             }
             closed.countDown();
         }

@@ -18,6 +18,7 @@ import picocli.CommandLine.Command;
                 SimulateCommand.class,
                 TraceCommand.class,
                 NodeCommand.class,
+                ClusterCommand.class,
                 PeerCommand.class,
                 PlanSplitCommand.class,
                 ServeCommand.class,

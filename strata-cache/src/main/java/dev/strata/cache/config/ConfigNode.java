@@ -67,6 +67,38 @@ final class ConfigNode {
         }
     }
 
+    /**
+     * A duration with its unit ({@code 500ms}, {@code 2s}, {@code 10m}, {@code 1h}, {@code 1d}),
+     * in milliseconds, within {@code [min, max]}.
+     */
+    long millis(String name, long fallback, long min, long max) {
+        String t = text(name, null);
+        if (t == null) {
+            return fallback;
+        }
+        java.util.regex.Matcher m = java.util.regex.Pattern.compile("\\s*(\\d+)\\s*(ms|s|m|h|d)\\s*").matcher(t);
+        if (!m.matches()) {
+            throw new ConfigException(key(name) + ": '" + t + "' is not a duration (a whole number with ms, s, m, h or d, e.g. 500ms or 1h)");
+        }
+        long unit = switch (m.group(2)) {
+            case "ms" -> 1;
+            case "s" -> 1_000;
+            case "m" -> 60_000;
+            case "h" -> 3_600_000;
+            default -> 86_400_000;
+        };
+        long v;
+        try {
+            v = Math.multiplyExact(Long.parseLong(m.group(1)), unit);
+        } catch (ArithmeticException | NumberFormatException e) {
+            v = Long.MAX_VALUE;
+        }
+        if (v < min || v > max) {
+            throw new ConfigException(key(name) + ": " + t + " is outside [" + min + "ms, " + max + "ms]");
+        }
+        return v;
+    }
+
     double fraction(String name, double fallback) {
         String t = text(name, null);
         if (t == null) {

@@ -30,6 +30,7 @@ import java.util.Map;
  *   host:   { capacity: 8GiB, allocator: best-fit }  # or: slab, with block: 256KiB
  *   pool:   { capacity: 4GiB, paths: [/dev/shm/strata.pool] } # several paths: 2 MiB stripes
  *   disk:   { capacity: 64GiB, directory: /var/tmp/strata, direct-io: true }
+ *   cluster: { nodes: [10.0.0.5:7000], password-env: STRATA_CLUSTER_PASSWORD, ttl: 1h } # KV shared across machines
  * store:
  *   chain: [device, peer, host, pool, disk]
  *   high-watermark: 0.95
@@ -49,12 +50,15 @@ import java.util.Map;
  * @param host     the HOST tier, or null when absent
  * @param pool     the POOL tier, or null when absent
  * @param disk     the DISK tier, or null when absent
+ * @param cluster  the CLUSTER tier (KV blocks shared across machines through a Redis Cluster), or
+ *                 null when absent; it is reached through the KV manager's shared store, never
+ *                 through the store's chain
  * @param store    the object store's settings
  * @param transfer the transfer engine's settings
  * @param process  the settings of the long-running processes (server, node, agent, split): see {@link ProcessConfig}
  */
-public record StrataConfig(DeviceTier device, PeerTier peer, HostTier host, PoolTier pool, DiskTier disk, Store store,
-                           Transfer transfer, ProcessConfig process) {
+public record StrataConfig(DeviceTier device, PeerTier peer, HostTier host, PoolTier pool, DiskTier disk, ClusterTier cluster,
+                           Store store, Transfer transfer, ProcessConfig process) {
 
     /** The interleaving unit of a pool striped over several files, in bytes. */
     public static final long POOL_STRIPE = 2 * Sizes.MiB;
@@ -70,6 +74,33 @@ public record StrataConfig(DeviceTier device, PeerTier peer, HostTier host, Pool
 
     /** @param capacity budget in bytes */
     public record DeviceTier(long capacity) {
+    }
+
+    /** The {@code tiers.cluster.timeout} when none is given: 200 ms. */
+    public static final long DEFAULT_CLUSTER_TIMEOUT_MILLIS = 200;
+
+    /** The {@code tiers.cluster.ttl} when none is given: one hour. */
+    public static final long DEFAULT_CLUSTER_TTL_MILLIS = 3_600_000;
+
+    /**
+     * The CLUSTER tier: KV blocks shared across machines through a Redis Cluster (opened by
+     * strata-cluster). The password itself is never part of the configuration: it is read from
+     * the environment variable or the file named here.
+     *
+     * @param nodes         seed nodes, {@code host:port} each; the client learns the rest of the cluster from them
+     * @param user          ACL user name; null: the default user
+     * @param passwordEnv   environment variable holding the password; null: none
+     * @param passwordFile  file holding the password (its first line); null: none
+     * @param tls           connect with TLS
+     * @param ttlMillis     how long a published block lives in the cluster, ms
+     * @param timeoutMillis the longest a KV operation waits on the cluster before it answers absent, ms
+     * @param tenant        the namespace blocks are kept under, so that tenants never share blocks
+     */
+    public record ClusterTier(List<String> nodes, String user, String passwordEnv, Path passwordFile, boolean tls,
+                              long ttlMillis, long timeoutMillis, String tenant) {
+        public ClusterTier {
+            nodes = List.copyOf(nodes);
+        }
     }
 
     /**
@@ -159,6 +190,7 @@ public record StrataConfig(DeviceTier device, PeerTier peer, HostTier host, Pool
     static StrataConfig read(ConfigNode root) {
         root.allowOnly("tiers", "store", "transfer", "model", "server", "kv", "experts", "node", "peers", "agent", "split");
         ConfigNode tiers = root.child("tiers");
+        ClusterTier cluster = null;
         DeviceTier device = null;
         PeerTier peer = null;
         HostTier host = null;
@@ -167,7 +199,8 @@ public record StrataConfig(DeviceTier device, PeerTier peer, HostTier host, Pool
         if (tiers == null) {
             host = new HostTier(Sizes.GiB, AllocatorKind.BEST_FIT, 0);
         } else {
-            tiers.allowOnly("device", "peer", "host", "pool", "disk");
+            tiers.allowOnly("device", "peer", "host", "pool", "disk", "cluster");
+            cluster = readCluster(tiers.child("cluster"));
             ConfigNode d = tiers.child("device");
             if (d != null) {
                 d.allowOnly("capacity");
@@ -234,7 +267,42 @@ public record StrataConfig(DeviceTier device, PeerTier peer, HostTier host, Pool
         Transfer transfer = t == null ? new Transfer(1, 4, DEFAULT_STAGING)
                 : new Transfer(t.integer("memory-link-workers", 1, 1, 64), t.integer("disk-link-workers", 4, 1, 256),
                 positive(t.size("staging", DEFAULT_STAGING), "transfer.staging"));
-        return new StrataConfig(device, peer, host, pool, disk, store, transfer, ProcessConfig.read(root));
+        return new StrataConfig(device, peer, host, pool, disk, cluster, store, transfer, ProcessConfig.read(root));
+    }
+
+    /** Reads {@code tiers.cluster}; null when the section is absent. */
+    private static ClusterTier readCluster(ConfigNode c) {
+        if (c == null) {
+            return null;
+        }
+        c.allowOnly("nodes", "user", "password-env", "password-file", "tls", "ttl", "timeout", "tenant");
+        List<String> nodes = c.list("nodes");
+        if (nodes.isEmpty()) {
+            throw new ConfigException("tiers.cluster.nodes is required: the cluster's seed nodes as host:port (e.g. [10.0.0.5:7000])");
+        }
+        for (String n : nodes) {
+            int colon = n.lastIndexOf(':');
+            int port = -1;
+            if (colon > 0) {
+                try {
+                    port = Integer.parseInt(n.substring(colon + 1));
+                } catch (NumberFormatException e) {
+                    port = -1;
+                }
+            }
+            if (port < 1 || port > 65535) {
+                throw new ConfigException("tiers.cluster.nodes: '" + n + "' is not host:port with a port in [1, 65535]");
+            }
+        }
+        String passwordFile = c.text("password-file", null);
+        String tenant = c.text("tenant", "default");
+        if (tenant.isEmpty() || !tenant.matches("[A-Za-z0-9._-]+")) {
+            throw new ConfigException("tiers.cluster.tenant: '" + tenant + "' must be letters, digits, '.', '_' or '-'");
+        }
+        return new ClusterTier(nodes, c.text("user", null), c.text("password-env", null),
+                passwordFile == null || passwordFile.isBlank() ? null : Path.of(passwordFile), c.bool("tls", false),
+                c.millis("ttl", DEFAULT_CLUSTER_TTL_MILLIS, 1_000, 365L * 86_400_000),
+                c.millis("timeout", DEFAULT_CLUSTER_TIMEOUT_MILLIS, 1, 600_000), tenant);
     }
 
     private static Store readStore(ConfigNode s, EnumSet<TierKind> present) {
@@ -393,7 +461,7 @@ public record StrataConfig(DeviceTier device, PeerTier peer, HostTier host, Pool
         }
         return new StrataConfig(kinds.contains(TierKind.DEVICE) ? device : null, kinds.contains(TierKind.PEER) ? peer : null,
                 kinds.contains(TierKind.HOST) ? host : null, kinds.contains(TierKind.POOL) ? pool : null,
-                kinds.contains(TierKind.DISK) ? disk : null, new Store(chain, policies, store.promotion, store.promoteAfter),
+                kinds.contains(TierKind.DISK) ? disk : null, cluster, new Store(chain, policies, store.promotion, store.promoteAfter),
                 transfer, process);
     }
 

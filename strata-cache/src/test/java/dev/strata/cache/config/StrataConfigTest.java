@@ -143,4 +143,37 @@ class StrataConfigTest {
         assertThatThrownBy(() -> ConfigLoader.load(yaml("peers: { reattach-ms: 0 }\n"), List.of(), null).conclude(64 * Sizes.GiB))
                 .isInstanceOf(ConfigException.class).hasMessageContaining("peers.reattach-ms").hasMessageContaining("0 is outside");
     }
+
+    @Test
+    void aClusterTierIsReadWithItsDefaultsAndLeavesTheStoreChainAlone() throws Exception {
+        StrataConfig c = ConfigLoader.load(yaml("""
+                tiers:
+                  host: { capacity: 1GiB }
+                  cluster: { nodes: [10.0.0.5:7000, "10.0.0.6:7001"], password-env: STRATA_CLUSTER_PASSWORD }
+                """), List.of("tiers.cluster.ttl=10m", "tiers.cluster.tenant=team-a"), null).conclude(64 * Sizes.GiB);
+        assertThat(c.cluster().nodes()).containsExactly("10.0.0.5:7000", "10.0.0.6:7001");
+        assertThat(c.cluster().passwordEnv()).isEqualTo("STRATA_CLUSTER_PASSWORD");
+        assertThat(c.cluster().passwordFile()).isNull();
+        assertThat(c.cluster().ttlMillis()).isEqualTo(600_000);
+        assertThat(c.cluster().timeoutMillis()).isEqualTo(StrataConfig.DEFAULT_CLUSTER_TIMEOUT_MILLIS);
+        assertThat(c.cluster().tenant()).isEqualTo("team-a");
+        assertThat(c.cluster().tls()).isFalse();
+        assertThat(c.store().chain()).containsExactly(TierKind.HOST);
+        assertThat(c.onlyTiers(java.util.Set.of(TierKind.HOST)).cluster()).isEqualTo(c.cluster());
+        assertThat(StrataConfig.defaults().cluster()).isNull();
+    }
+
+    @Test
+    void badClusterSettingsNameKeyAndValue() throws Exception {
+        assertThatThrownBy(() -> ConfigLoader.load(yaml("tiers: { cluster: { ttl: 1h } }\n"), List.of(), null))
+                .isInstanceOf(ConfigException.class).hasMessageContaining("tiers.cluster.nodes is required");
+        assertThatThrownBy(() -> ConfigLoader.load(yaml("tiers: { cluster: { nodes: [db:http] } }\n"), List.of(), null))
+                .isInstanceOf(ConfigException.class).hasMessageContaining("tiers.cluster.nodes").hasMessageContaining("'db:http'");
+        assertThatThrownBy(() -> ConfigLoader.load(yaml("tiers: { cluster: { nodes: [a:1], timeout: 5 } }\n"), List.of(), null))
+                .isInstanceOf(ConfigException.class).hasMessageContaining("tiers.cluster.timeout").hasMessageContaining("'5'");
+        assertThatThrownBy(() -> ConfigLoader.load(yaml("tiers: { cluster: { nodes: [a:1], tenant: 'a b' } }\n"), List.of(), null))
+                .isInstanceOf(ConfigException.class).hasMessageContaining("tiers.cluster.tenant").hasMessageContaining("'a b'");
+        assertThatThrownBy(() -> ConfigLoader.load(yaml("tiers: { cluster: { nodes: [a:1], password: x } }\n"), List.of(), null))
+                .isInstanceOf(ConfigException.class).hasMessageContaining("tiers.cluster.password");
+    }
 }

@@ -1,0 +1,52 @@
+package dev.strata.cli;
+
+import dev.strata.cache.config.StrataConfig;
+import dev.strata.cache.kv.KvGeometry;
+import dev.strata.cache.kv.SharedBlockStore;
+import dev.strata.cluster.ClusterBlockStore;
+import dev.strata.cluster.ClusterSettings;
+import dev.strata.cluster.PoolThenClusterBlockStore;
+import dev.strata.engine.forward.ModelRunner;
+import dev.strata.engine.model.ModelConfig;
+import dev.strata.engine.serve.ServeEngine;
+import java.nio.file.Path;
+import java.time.Duration;
+
+/**
+ * The CLUSTER tier of {@code strata serve}: opens the cluster store that {@code tiers.cluster}
+ * describes for the served model, and makes it the server's shared store — alone without a pool,
+ * behind the pool with one.
+ *
+ * <p>Called on the thread that starts the server.
+ */
+final class ServeCluster {
+    /** How long start-up waits for the cluster's first answer. */
+    static final Duration CONNECT_WAIT = Duration.ofSeconds(10);
+
+    private ServeCluster() {
+    }
+
+    /**
+     * The cluster store of {@code c} for the model in {@code model} with {@code blockTokens}
+     * tokens per block, or null when {@code tiers.cluster} is not configured.
+     *
+     * @throws IllegalArgumentException naming the key when the password cannot be resolved
+     * @throws IllegalStateException    naming the node when the cluster cannot be reached or refuses the credentials
+     */
+    static ClusterBlockStore open(StrataConfig c, Path model, int blockTokens) {
+        if (c.cluster() == null) {
+            return null;
+        }
+        KvGeometry geometry = ModelRunner.kvGeometry(ModelConfig.read(model), blockTokens);
+        return ClusterBlockStore.open(ClusterSettings.from(c.cluster(), System.getenv()), ServeEngine.fingerprint(model, blockTokens),
+                geometry, CONNECT_WAIT);
+    }
+
+    /** The server's shared store: the pool's, the cluster's, both (pool first), or null for neither. */
+    static SharedBlockStore shared(SharedBlockStore pool, ClusterBlockStore cluster) {
+        if (cluster == null) {
+            return pool;
+        }
+        return pool == null ? cluster : new PoolThenClusterBlockStore(pool, cluster);
+    }
+}

@@ -1,0 +1,444 @@
+package dev.strata.cluster;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.net.InetSocketAddress;
+import java.net.Socket;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.security.SecureRandom;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HexFormat;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Properties;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * A real Redis Cluster on this machine, started from the {@code redis-server} binary on the
+ * {@code PATH}: {@code primaries} primaries and {@code replicas} replicas per primary on
+ * 127.0.0.1, on consecutive ports from a base, protected by a password ({@code requirepass} and
+ * {@code masterauth}). Tests and {@code strata cluster up|down|status} use it.
+ *
+ * <h2>Design note</h2>
+ * Everything lives in one directory: {@code cluster.properties} (the layout: ports, primaries,
+ * replicas), {@code password} (0600), and per node {@code node-PORT/} with its {@code redis.conf}
+ * (0600, it holds the password), {@code nodes.conf} (the cluster's own state), {@code redis.pid}
+ * and {@code redis.log}. {@link #start} launches every node; when the nodes have no cluster state
+ * yet it joins them with {@code redis-cli --cluster create}, otherwise they rejoin from their
+ * {@code nodes.conf} (a restart keeps the cluster's shape, not its data: nothing is persisted).
+ * It returns once every node reports {@code cluster_state:ok}. The password reaches
+ * {@code redis-cli} through {@code REDISCLI_AUTH}, never its command line. {@link #stop} sends
+ * SIGTERM to each node whose pid file names a live {@code redis-server}, then SIGKILL to any still
+ * running after a grace period; it removes no file.
+ *
+ * <p>Threads: one thread at a time per directory.
+ */
+public final class LocalRedisCluster {
+    /** The one host every node binds to. */
+    public static final String HOST = "127.0.0.1";
+    private static final String LAYOUT = "cluster.properties";
+    private static final String PASSWORD = "password";
+    private static final Duration STOP_GRACE = Duration.ofSeconds(5);
+
+    private final Path dir;        // the cluster's directory
+    private final int primaries;   // primaries, each owning an equal share of the 16384 slots
+    private final int replicas;    // replicas per primary
+    private final int portBase;    // first node's port; node i listens on portBase + i
+    private final String password; // requirepass/masterauth of every node; null: none
+
+    private LocalRedisCluster(Path dir, int primaries, int replicas, int portBase, String password) {
+        this.dir = dir;
+        this.primaries = primaries;
+        this.replicas = replicas;
+        this.portBase = portBase;
+        this.password = password;
+    }
+
+    /**
+     * Describes a new cluster in {@code dir} (created if needed): writes its layout and a random
+     * password (when {@code withPassword}) with mode 0600. Nothing is started.
+     *
+     * @throws IllegalArgumentException naming the value if a count or the port range is impossible,
+     *                                  or if {@code dir} already describes a cluster
+     */
+    public static LocalRedisCluster create(Path dir, int primaries, int replicas, int portBase, boolean withPassword) {
+        if (primaries < 3) {
+            throw new IllegalArgumentException("a Redis Cluster needs at least 3 primaries, got " + primaries);
+        }
+        if (replicas < 0 || replicas > 4) {
+            throw new IllegalArgumentException("replicas per primary must be in [0, 4], got " + replicas);
+        }
+        int nodes = primaries * (1 + replicas);
+        // the cluster bus listens on port + 10000
+        if (portBase < 1024 || portBase + nodes - 1 + 10000 > 65535) {
+            throw new IllegalArgumentException("port base " + portBase + " leaves no room for " + nodes
+                    + " nodes and their cluster bus ports (+10000) in [1024, 65535]");
+        }
+        try {
+            Files.createDirectories(dir);
+            if (Files.exists(dir.resolve(LAYOUT))) {
+                throw new IllegalArgumentException(dir + " already holds a cluster (" + LAYOUT + "); use it, or choose another directory");
+            }
+            String password = null;
+            if (withPassword) {
+                byte[] random = new byte[24];
+                new SecureRandom().nextBytes(random);
+                password = HexFormat.of().formatHex(random);
+                writePrivate(dir.resolve(PASSWORD), password + "\n");
+            }
+            Properties p = new Properties();
+            p.setProperty("primaries", Integer.toString(primaries));
+            p.setProperty("replicas", Integer.toString(replicas));
+            p.setProperty("port-base", Integer.toString(portBase));
+            p.setProperty("password", Boolean.toString(withPassword));
+            StringBuilder text = new StringBuilder("# a local Redis Cluster started by strata\n");
+            for (String k : List.of("primaries", "replicas", "port-base", "password")) {
+                text.append(k).append('=').append(p.getProperty(k)).append('\n');
+            }
+            writePrivate(dir.resolve(LAYOUT), text.toString());
+            return new LocalRedisCluster(dir, primaries, replicas, portBase, password);
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot prepare the cluster directory " + dir + ": " + e.getMessage(), e);
+        }
+    }
+
+    /**
+     * The cluster described in {@code dir} by {@link #create}.
+     *
+     * @throws IllegalArgumentException naming the directory if it describes no cluster
+     */
+    public static LocalRedisCluster open(Path dir) {
+        Path layout = dir.resolve(LAYOUT);
+        if (!Files.isRegularFile(layout)) {
+            throw new IllegalArgumentException(dir + " holds no local cluster (no " + LAYOUT + "); start one with strata cluster up --dir " + dir);
+        }
+        Properties p = new Properties();
+        try (var in = Files.newBufferedReader(layout)) {
+            p.load(in);
+            String password = Boolean.parseBoolean(p.getProperty("password")) ? readPassword(dir.resolve(PASSWORD)) : null;
+            return new LocalRedisCluster(dir, Integer.parseInt(p.getProperty("primaries")), Integer.parseInt(p.getProperty("replicas")),
+                    Integer.parseInt(p.getProperty("port-base")), password);
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot read " + layout + ": " + e.getMessage(), e);
+        } catch (NumberFormatException | NullPointerException e) {
+            throw new IllegalArgumentException(layout + " is not a cluster layout (primaries, replicas, port-base): " + e.getMessage(), e);
+        }
+    }
+
+    /** The first line of {@code file}, trimmed: how a password file is read. */
+    static String readPassword(Path file) throws IOException {
+        String text = Files.readString(file, StandardCharsets.UTF_8);
+        int nl = text.indexOf('\n');
+        return (nl < 0 ? text : text.substring(0, nl)).trim();
+    }
+
+    /** The directory the cluster lives in. */
+    public Path dir() {
+        return dir;
+    }
+
+    /** The file holding the password (mode 0600), or null without one. */
+    public Path passwordFile() {
+        return password == null ? null : dir.resolve(PASSWORD);
+    }
+
+    /** Every node's {@code host:port}, primaries' ports first. */
+    public List<String> nodes() {
+        List<String> out = new ArrayList<>();
+        for (int port : ports()) {
+            out.add(HOST + ":" + port);
+        }
+        return out;
+    }
+
+    /** Every node's port. */
+    public List<Integer> ports() {
+        List<Integer> out = new ArrayList<>();
+        for (int i = 0; i < primaries * (1 + replicas); i++) {
+            out.add(portBase + i);
+        }
+        return out;
+    }
+
+    /**
+     * Starts every node that is not running and waits until the cluster reports
+     * {@code cluster_state:ok} on every node.
+     *
+     * @param wait the longest to wait for the nodes and the cluster
+     * @throws IllegalStateException naming the binary and the install command when
+     *                               {@code redis-server} is missing, or the node that did not come up
+     *                               (with the end of its log)
+     */
+    public LocalRedisCluster start(Duration wait) {
+        Path server = binary("redis-server");
+        Path cli = binary("redis-cli");
+        long deadline = System.nanoTime() + wait.toNanos();
+        boolean fresh = true;
+        try {
+            for (int port : ports()) {
+                Path nodeDir = dir.resolve("node-" + port);
+                Files.createDirectories(nodeDir);
+                if (Files.exists(nodeDir.resolve("nodes.conf")) && Files.size(nodeDir.resolve("nodes.conf")) > 0) {
+                    fresh = false;
+                }
+                if (running(port).isPresent()) {
+                    continue;
+                }
+                Path conf = nodeDir.resolve("redis.conf");
+                writePrivate(conf, config(port, nodeDir));
+                new ProcessBuilder(server.toString(), conf.toString()).directory(nodeDir.toFile())
+                        .redirectErrorStream(true).redirectOutput(nodeDir.resolve("redis.out").toFile()).start();
+            }
+            for (int port : ports()) {
+                awaitListening(port, deadline);
+            }
+            if (fresh) {
+                List<String> cmd = new ArrayList<>(List.of(cli.toString(), "--cluster", "create"));
+                cmd.addAll(nodes());
+                cmd.addAll(List.of("--cluster-replicas", Integer.toString(replicas), "--cluster-yes"));
+                Result r = run(cmd, deadline);
+                if (r.code != 0) {
+                    throw new IllegalStateException("redis-cli --cluster create failed (exit " + r.code + "): " + tail(r.output));
+                }
+            }
+            awaitClusterOk(deadline);
+            return this;
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot start the cluster in " + dir + ": " + e.getMessage(), e);
+        }
+    }
+
+    /**
+     * Stops every node: SIGTERM, then SIGKILL to any still running after a grace period. Removes
+     * nothing from the directory.
+     *
+     * @return the nodes that were running
+     */
+    public int stop() {
+        List<ProcessHandle> live = new ArrayList<>();
+        for (int port : ports()) {
+            running(port).ifPresent(live::add);
+        }
+        for (ProcessHandle h : live) {
+            h.destroy();
+        }
+        long deadline = System.nanoTime() + STOP_GRACE.toNanos();
+        for (ProcessHandle h : live) {
+            try {
+                long left = deadline - System.nanoTime();
+                h.onExit().get(Math.max(1, left), TimeUnit.NANOSECONDS);
+            } catch (Exception e) {
+                h.destroyForcibly();
+                h.onExit().join();
+            }
+        }
+        return live.size();
+    }
+
+    /** One node's state as {@link #status} reports it. */
+    public record NodeStatus(int port, long pid, String role, String clusterState) {
+    }
+
+    /** Each node's pid (0: not running), role ({@code master}/{@code slave}) and cluster state. */
+    public List<NodeStatus> status() {
+        List<NodeStatus> out = new ArrayList<>();
+        Path cli = binary("redis-cli");
+        long deadline = System.nanoTime() + Duration.ofSeconds(5).toNanos();
+        for (int port : ports()) {
+            Optional<ProcessHandle> h = running(port);
+            if (h.isEmpty()) {
+                out.add(new NodeStatus(port, 0, "-", "down"));
+                continue;
+            }
+            String info = run(List.of(cli.toString(), "-h", HOST, "-p", Integer.toString(port), "info", "replication"), deadline).output;
+            String cluster = run(List.of(cli.toString(), "-h", HOST, "-p", Integer.toString(port), "cluster", "info"), deadline).output;
+            out.add(new NodeStatus(port, h.get().pid(), field(info, "role"), field(cluster, "cluster_state")));
+        }
+        return out;
+    }
+
+    /** The live {@code redis-server} whose pid file is in the node's directory, if any. */
+    private Optional<ProcessHandle> running(int port) {
+        Path pidFile = dir.resolve("node-" + port).resolve("redis.pid");
+        try {
+            if (!Files.isRegularFile(pidFile)) {
+                return Optional.empty();
+            }
+            long pid = Long.parseLong(Files.readString(pidFile).trim());
+            // the executable may be a link (Debian: redis-server -> redis-check-rdb), and the server rewrites its title
+            return ProcessHandle.of(pid).filter(ProcessHandle::isAlive)
+                    .filter(h -> h.info().command().map(c -> c.contains("redis") || c.contains("valkey")).orElse(false));
+        } catch (IOException | NumberFormatException e) {
+            return Optional.empty();
+        }
+    }
+
+    private String config(int port, Path nodeDir) {
+        StringBuilder c = new StringBuilder();
+        c.append("port ").append(port).append('\n');
+        c.append("bind ").append(HOST).append('\n');
+        c.append("dir ").append(nodeDir.toAbsolutePath()).append('\n');
+        c.append("pidfile ").append(nodeDir.toAbsolutePath().resolve("redis.pid")).append('\n');
+        c.append("logfile ").append(nodeDir.toAbsolutePath().resolve("redis.log")).append('\n');
+        c.append("daemonize no\n");
+        c.append("cluster-enabled yes\n");
+        c.append("cluster-config-file nodes.conf\n");
+        c.append("cluster-node-timeout 2000\n");
+        c.append("cluster-require-full-coverage no\n");
+        c.append("save \"\"\n");
+        c.append("appendonly no\n");
+        c.append("protected-mode yes\n");
+        if (password != null) {
+            c.append("requirepass ").append(password).append('\n');
+            c.append("masterauth ").append(password).append('\n');
+        }
+        return c.toString();
+    }
+
+    private void awaitListening(int port, long deadline) {
+        while (true) {
+            try (Socket s = new Socket()) {
+                s.connect(new InetSocketAddress(HOST, port), 200);
+                return;
+            } catch (IOException e) {
+                if (System.nanoTime() > deadline) {
+                    throw new IllegalStateException("redis-server on " + HOST + ":" + port + " did not start listening; its log "
+                            + dir.resolve("node-" + port).resolve("redis.log") + " ends: " + logTail(port));
+                }
+                sleep(50);
+            }
+        }
+    }
+
+    private void awaitClusterOk(long deadline) {
+        Path cli = binary("redis-cli");
+        for (int port : ports()) {
+            while (true) {
+                Result r = run(List.of(cli.toString(), "-h", HOST, "-p", Integer.toString(port), "cluster", "info"), deadline);
+                if ("ok".equals(field(r.output, "cluster_state"))) {
+                    break;
+                }
+                if (System.nanoTime() > deadline) {
+                    throw new IllegalStateException("the cluster in " + dir + " is not ok on " + HOST + ":" + port
+                            + " (cluster_state:" + field(r.output, "cluster_state") + ")");
+                }
+                sleep(100);
+            }
+        }
+    }
+
+    /** The value of {@code name:value} in an INFO-style text, or "?" when absent. */
+    private static String field(String info, String name) {
+        for (String line : info.split("\r?\n")) {
+            if (line.startsWith(name + ":")) {
+                return line.substring(name.length() + 1).trim();
+            }
+        }
+        return "?";
+    }
+
+    private record Result(int code, String output) {
+    }
+
+    /** Runs a redis tool with the password in its environment, not its arguments. */
+    private Result run(List<String> cmd, long deadline) {
+        ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true);
+        Map<String, String> env = pb.environment();
+        env.remove("REDISCLI_AUTH");
+        if (password != null) {
+            env.put("REDISCLI_AUTH", password);
+        }
+        try {
+            Process p = pb.start();
+            p.getOutputStream().close();
+            String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+            long left = Math.max(1, deadline - System.nanoTime());
+            if (!p.waitFor(left, TimeUnit.NANOSECONDS)) {
+                p.destroyForcibly();
+                return new Result(-1, out);
+            }
+            return new Result(p.exitValue(), out);
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot run " + cmd.getFirst() + ": " + e.getMessage(), e);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted while running " + cmd.getFirst(), e);
+        }
+    }
+
+    private String logTail(int port) {
+        try {
+            return tail(Files.readString(dir.resolve("node-" + port).resolve("redis.log")));
+        } catch (IOException e) {
+            return "(no log: " + e.getMessage() + ")";
+        }
+    }
+
+    private static String tail(String text) {
+        String t = text.strip();
+        return t.length() > 600 ? "..." + t.substring(t.length() - 600) : t;
+    }
+
+    /**
+     * The executable {@code name} on the PATH.
+     *
+     * @throws IllegalStateException naming the binary and how to install it
+     */
+    static Path binary(String name) {
+        String path = System.getenv("PATH");
+        if (path != null) {
+            for (String d : path.split(java.io.File.pathSeparator)) {
+                if (d.isEmpty()) {
+                    continue;
+                }
+                Path p = Path.of(d, name);
+                if (Files.isRegularFile(p) && Files.isExecutable(p)) {
+                    return p;
+                }
+            }
+        }
+        throw new IllegalStateException(name + " is not on the PATH; a local Redis Cluster needs Redis 7 or Valkey:"
+                + " install it with 'apt-get install -y redis-server' (Debian, Ubuntu) or your system's package of Redis 7");
+    }
+
+    /** True when {@code redis-server} and {@code redis-cli} are on the PATH. */
+    public static boolean available() {
+        try {
+            binary("redis-server");
+            binary("redis-cli");
+            return true;
+        } catch (IllegalStateException e) {
+            return false;
+        }
+    }
+
+    private static void writePrivate(Path file, String text) throws IOException {
+        Files.deleteIfExists(file.resolveSibling(file.getFileName() + ".tmp"));
+        Path tmp = file.resolveSibling(file.getFileName() + ".tmp");
+        Files.createFile(tmp, PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rw-------")));
+        Files.writeString(tmp, text, StandardCharsets.UTF_8, StandardOpenOption.TRUNCATE_EXISTING);
+        Files.move(tmp, file, java.nio.file.StandardCopyOption.REPLACE_EXISTING, java.nio.file.StandardCopyOption.ATOMIC_MOVE);
+    }
+
+    private static void sleep(long millis) {
+        try {
+            Thread.sleep(millis);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted while waiting for the cluster", e);
+        }
+    }
+
+    @Override
+    public String toString() {
+        return String.format(Locale.ROOT, "local Redis Cluster in %s: %d primaries × %d replicas on %s:%d-%d", dir, primaries, replicas,
+                HOST, portBase, portBase + ports().size() - 1);
+    }
+}

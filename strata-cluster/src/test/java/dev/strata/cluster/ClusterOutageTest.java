@@ -1,0 +1,101 @@
+package dev.strata.cluster;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
+
+import dev.strata.cache.ObjectKey;
+import dev.strata.cache.kv.KvDtype;
+import dev.strata.cache.kv.KvGeometry;
+import dev.strata.cache.kv.ModelFingerprint;
+import dev.strata.cache.kv.SharedBlockStore.PublishStatus;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * A {@link ClusterBlockStore} whose whole cluster stops: every call answers absent or not
+ * published within its timeout and counts the error; after the cluster restarts the same store
+ * works again.
+ */
+class ClusterOutageTest {
+    private static final KvGeometry GEOMETRY = KvGeometry.of(1, 2, 16, KvDtype.FP32).withBlockTokens(4);
+    private static final Duration TIMEOUT = Duration.ofMillis(300);
+
+    @TempDir
+    static Path dir;
+    static LocalRedisCluster cluster;
+
+    @BeforeAll
+    static void startCluster() {
+        cluster = TestClusters.start(dir.resolve("cluster"), 3, 0);
+    }
+
+    @AfterAll
+    static void stopCluster() {
+        if (cluster != null) {
+            cluster.stop();
+        }
+    }
+
+    private static List<MemorySegment> block(Arena arena, int fill) {
+        MemorySegment s = arena.allocate(GEOMETRY.bytesPerBlock());
+        s.fill((byte) fill);
+        return List.of(s);
+    }
+
+    @Test
+    void aStoppedClusterAnswersAbsentWithinTheTimeoutAndTheStoreRecoversAfterARestart() {
+        ObjectKey[] keys = {ObjectKey.of(1), ObjectKey.of(2), ObjectKey.of(3)};
+        try (Arena arena = Arena.ofShared();
+             ClusterBlockStore store = ClusterBlockStore.open(ClusterSettings.of(cluster, TIMEOUT),
+                     ModelFingerprint.of("outage", GEOMETRY), GEOMETRY, Duration.ofSeconds(5))) {
+            assertThat(store.publish(keys[0], block(arena, 1))).isEqualTo(PublishStatus.PUBLISHED);
+            assertThat(store.publish(keys[1], block(arena, 2))).isEqualTo(PublishStatus.PUBLISHED);
+            assertThat(store.matchPrefix(keys, 0, 3)).isEqualTo(2);
+            assertThat(store.metrics().errors()).isZero();
+
+            assertThat(cluster.stop()).isEqualTo(3);
+            List<MemorySegment> into = List.of(arena.allocate(GEOMETRY.bytesPerBlock()));
+            assertTimeoutPreemptively(Duration.ofSeconds(10), () -> {
+                for (int round = 0; round < 5; round++) {
+                    assertThat(store.matchPrefix(keys, 0, 3)).isZero();
+                    assertThat(store.read(keys[0], into)).isFalse();
+                    assertThat(store.publish(keys[2], block(arena, 3))).isEqualTo(PublishStatus.FULL);
+                }
+            });
+            assertThat(store.metrics().errors()).isGreaterThanOrEqualTo(15);
+            assertThat(store.metrics().dropped()).isEqualTo(5);
+            assertThat(into.getFirst().get(ValueLayout.JAVA_BYTE, 0)).isZero();
+
+            cluster.start(Duration.ofSeconds(30));
+            long deadline = System.nanoTime() + Duration.ofSeconds(20).toNanos();
+            PublishStatus status = PublishStatus.FULL;
+            while (status == PublishStatus.FULL && System.nanoTime() < deadline) {
+                status = store.publish(keys[0], block(arena, 1)); // the cluster kept its shape but not its data
+                if (status == PublishStatus.FULL) {
+                    sleep(100);
+                }
+            }
+            assertThat(status).isEqualTo(PublishStatus.PUBLISHED);
+            assertThat(store.matchPrefix(keys, 0, 3)).isEqualTo(1);
+            assertThat(store.read(keys[0], into)).isTrue();
+            assertThat(into.getFirst().get(ValueLayout.JAVA_BYTE, GEOMETRY.bytesPerBlock() - 1)).isEqualTo((byte) 1);
+        }
+    }
+
+    private static void sleep(long millis) {
+        try {
+            Thread.sleep(millis);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new AssertionError(e);
+        }
+    }
+}
