@@ -405,6 +405,7 @@ public final class ServingMemory implements AutoCloseable {
         new MetricsSnapshot(tiers, o == null ? List.of() : o.links(), o == null ? null : o.store()).writeTo(out);
         if (parts.shared != null) {
             parts.shared.health().writeTo(out); // strata_tier_failed and its counters for the shared pool
+            parts.shared.writeMetrics(out); // the store's own families (a cluster's strata_cluster_*)
         }
     }
 

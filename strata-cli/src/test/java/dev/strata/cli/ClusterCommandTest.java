@@ -3,8 +3,6 @@ package dev.strata.cli;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
-import dev.strata.cache.kv.BlockLocation;
-import dev.strata.cache.kv.KvLink;
 import dev.strata.engine.model.ModelFamily;
 import dev.strata.engine.synth.ModelSynthesizer;
 import dev.strata.engine.synth.SynthSpec;
@@ -89,15 +87,25 @@ class ClusterCommandTest {
             String onA;
             try (ServeCommand.Running a = serve(model, nodes, clusterDir.resolve("password"))) {
                 onA = complete(a, prompt);
+                String metricsA = ExamplesTest.get("http://127.0.0.1:" + a.port() + "/metrics");
                 long deadline = System.nanoTime() + Duration.ofSeconds(10).toNanos();
-                while (a.engine().kv().stats().blocks(KvLink.SHARED_PUBLISH) == 0 && System.nanoTime() < deadline) {
+                while (!(ExamplesTest.sample(metricsA, "strata_kv_link_blocks_total", "link=\"shared_publish\"") > 0)
+                        && System.nanoTime() < deadline) {
                     Thread.sleep(20);
+                    metricsA = ExamplesTest.get("http://127.0.0.1:" + a.port() + "/metrics");
                 }
-                assertThat(a.engine().kv().stats().blocks(KvLink.SHARED_PUBLISH)).as("blocks published by A").isPositive();
+                assertThat(ExamplesTest.sample(metricsA, "strata_kv_link_blocks_total", "link=\"shared_publish\""))
+                        .as("blocks published by A").isPositive();
+                assertThat(ExamplesTest.sample(metricsA, "strata_cluster_written_bytes_total", "")).as("bytes A wrote to the cluster")
+                        .isPositive();
             }
             try (ServeCommand.Running b = serve(model, nodes, clusterDir.resolve("password"))) {
                 assertThat(complete(b, prompt)).isEqualTo(onA);
-                assertThat(b.engine().kv().stats().hits(BlockLocation.SHARED)).as("blocks B loaded from the cluster").isPositive();
+                String metricsB = ExamplesTest.get("http://127.0.0.1:" + b.port() + "/metrics");
+                assertThat(ExamplesTest.sample(metricsB, "strata_kv_hits_total", "location=\"shared\"")).as("blocks B loaded from the cluster")
+                        .isPositive();
+                assertThat(ExamplesTest.sample(metricsB, "strata_cluster_read_bytes_total", "")).as("bytes B read from the cluster")
+                        .isPositive();
             }
         } finally {
             CliRun down = CliRun.of("cluster", "down", "--dir", clusterDir.toString());

@@ -201,6 +201,12 @@ public final class ClusterBlockStore implements SharedBlockStore, AutoCloseable 
         return prefix + key;
     }
 
+    /** The {@code strata_cluster_*} families. Any thread. */
+    @Override
+    public void writeMetrics(dev.strata.memory.metrics.PrometheusText out) {
+        metrics.writeTo(out);
+    }
+
     /** This store's counters. */
     public ClusterMetrics metrics() {
         return metrics;

@@ -32,6 +32,19 @@ public final class PoolThenClusterBlockStore implements SharedBlockStore {
         return pool.tier();
     }
 
+    /** The pool's health: the cluster is a cache behind it and has no state of its own to report here. */
+    @Override
+    public dev.strata.cache.kv.SharedPoolHealth.Status health() {
+        return pool.health();
+    }
+
+    /** The pool's families, then the cluster's. */
+    @Override
+    public void writeMetrics(dev.strata.memory.metrics.PrometheusText out) {
+        pool.writeMetrics(out);
+        cluster.writeMetrics(out);
+    }
+
     @Override
     public int matchPrefix(ObjectKey[] keys, int from, int count) {
         int n = pool.matchPrefix(keys, from, count);

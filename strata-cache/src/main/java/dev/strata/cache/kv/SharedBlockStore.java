@@ -43,6 +43,13 @@ public interface SharedBlockStore {
         return SharedPoolHealth.Status.ok(t != null ? t.name() : "pool");
     }
 
+    /**
+     * Appends this store's own metric families to {@code out} (those of a store that is not a
+     * tier of this process, e.g. {@code strata_cluster_*}); nothing by default. Any thread.
+     */
+    default void writeMetrics(dev.strata.memory.metrics.PrometheusText out) {
+    }
+
     /** Outcome of {@link #publish}. */
     enum PublishStatus {
         /** The block is now published under its key. */
