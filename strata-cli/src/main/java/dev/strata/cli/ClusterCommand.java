@@ -36,11 +36,18 @@ final class ClusterCommand implements Runnable {
         int portBase = 7000;
         @Option(names = "--no-password", description = "start the nodes without a password (by default a random one, kept in DIR/password)")
         boolean noPassword;
+        @Option(names = "--maxmemory", paramLabel = "SIZE",
+                description = "data each node keeps before it evicts, e.g. 1GiB; 0: no limit (default: 256MiB)")
+        String maxmemory = "256MiB";
+        @Option(names = "--maxmemory-policy", paramLabel = "POLICY",
+                description = "how a full node evicts: allkeys-lru or allkeys-lfu (default: ${DEFAULT-VALUE})")
+        String policy = "allkeys-lru";
 
         @Override
         public Integer call() {
             LocalRedisCluster c = Files.exists(dir.resolve("cluster.properties")) ? LocalRedisCluster.open(dir)
-                    : LocalRedisCluster.create(dir, primaries, replicas, portBase, !noPassword);
+                    : LocalRedisCluster.create(dir, primaries, replicas, portBase, !noPassword, dev.strata.memory.Sizes.parse(maxmemory),
+                    policy);
             c.start(Duration.ofSeconds(60));
             System.out.println("cluster up: " + c);
             System.out.println("reach it with: --set tiers.cluster.nodes=[" + String.join(",", c.nodes()) + "]"

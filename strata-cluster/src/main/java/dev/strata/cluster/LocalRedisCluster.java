@@ -52,23 +52,54 @@ public final class LocalRedisCluster {
     private final int replicas;    // replicas per primary
     private final int portBase;    // first node's port; node i listens on portBase + i
     private final String password; // requirepass/masterauth of every node; null: none
+    private final long maxmemory;  // bytes of data each node keeps before it evicts by maxmemoryPolicy; 0: no limit
+    private final String maxmemoryPolicy; // allkeys-lru or allkeys-lfu: the cluster is a cache
 
-    private LocalRedisCluster(Path dir, int primaries, int replicas, int portBase, String password) {
+    /** Bytes each node holds by default before it evicts: 256 MiB. */
+    public static final long DEFAULT_MAXMEMORY = 256L << 20;
+    /** The eviction policies a cache of KV blocks may use. */
+    public static final List<String> POLICIES = List.of("allkeys-lru", "allkeys-lfu");
+
+    private LocalRedisCluster(Path dir, int primaries, int replicas, int portBase, String password, long maxmemory,
+                              String maxmemoryPolicy) {
         this.dir = dir;
         this.primaries = primaries;
         this.replicas = replicas;
         this.portBase = portBase;
         this.password = password;
+        this.maxmemory = maxmemory;
+        this.maxmemoryPolicy = maxmemoryPolicy;
+    }
+
+    /**
+     * As {@link #create(Path, int, int, int, boolean, long, String)} with
+     * {@link #DEFAULT_MAXMEMORY} per node and {@code allkeys-lru}.
+     */
+    public static LocalRedisCluster create(Path dir, int primaries, int replicas, int portBase, boolean withPassword) {
+        return create(dir, primaries, replicas, portBase, withPassword, DEFAULT_MAXMEMORY, "allkeys-lru");
     }
 
     /**
      * Describes a new cluster in {@code dir} (created if needed): writes its layout and a random
      * password (when {@code withPassword}) with mode 0600. Nothing is started.
      *
-     * @throws IllegalArgumentException naming the value if a count or the port range is impossible,
-     *                                  or if {@code dir} already describes a cluster
+     * <p>Every node is a cache: it keeps at most {@code maxmemory} bytes of data and then evicts
+     * keys by {@code policy} (an evicted block is a miss for Strata, never an error).
+     *
+     * @param maxmemory bytes of data per node, at least 1 MiB; 0: no limit (writes fail when the machine runs out)
+     * @param policy    {@code allkeys-lru} or {@code allkeys-lfu}
+     * @throws IllegalArgumentException naming the value if a count, the port range, the memory or
+     *                                  the policy is impossible, or if {@code dir} already describes a cluster
      */
-    public static LocalRedisCluster create(Path dir, int primaries, int replicas, int portBase, boolean withPassword) {
+    public static LocalRedisCluster create(Path dir, int primaries, int replicas, int portBase, boolean withPassword, long maxmemory,
+                                           String policy) {
+        if (maxmemory != 0 && maxmemory < (1L << 20)) {
+            throw new IllegalArgumentException("maxmemory per node must be 0 (no limit) or at least 1 MiB, got " + maxmemory + " bytes");
+        }
+        if (!POLICIES.contains(policy)) {
+            throw new IllegalArgumentException("maxmemory-policy '" + policy + "' is not one of " + POLICIES
+                    + ": the cluster is a cache and must evict any key");
+        }
         if (primaries < 3) {
             throw new IllegalArgumentException("a Redis Cluster needs at least 3 primaries, got " + primaries);
         }
@@ -98,12 +129,14 @@ public final class LocalRedisCluster {
             p.setProperty("replicas", Integer.toString(replicas));
             p.setProperty("port-base", Integer.toString(portBase));
             p.setProperty("password", Boolean.toString(withPassword));
+            p.setProperty("maxmemory", Long.toString(maxmemory));
+            p.setProperty("maxmemory-policy", policy);
             StringBuilder text = new StringBuilder("# a local Redis Cluster started by strata\n");
-            for (String k : List.of("primaries", "replicas", "port-base", "password")) {
+            for (String k : List.of("primaries", "replicas", "port-base", "password", "maxmemory", "maxmemory-policy")) {
                 text.append(k).append('=').append(p.getProperty(k)).append('\n');
             }
             writePrivate(dir.resolve(LAYOUT), text.toString());
-            return new LocalRedisCluster(dir, primaries, replicas, portBase, password);
+            return new LocalRedisCluster(dir, primaries, replicas, portBase, password, maxmemory, policy);
         } catch (IOException e) {
             throw new UncheckedIOException("cannot prepare the cluster directory " + dir + ": " + e.getMessage(), e);
         }
@@ -124,7 +157,8 @@ public final class LocalRedisCluster {
             p.load(in);
             String password = Boolean.parseBoolean(p.getProperty("password")) ? readPassword(dir.resolve(PASSWORD)) : null;
             return new LocalRedisCluster(dir, Integer.parseInt(p.getProperty("primaries")), Integer.parseInt(p.getProperty("replicas")),
-                    Integer.parseInt(p.getProperty("port-base")), password);
+                    Integer.parseInt(p.getProperty("port-base")), password, Long.parseLong(p.getProperty("maxmemory", "0")),
+                    p.getProperty("maxmemory-policy", "allkeys-lru"));
         } catch (IOException e) {
             throw new UncheckedIOException("cannot read " + layout + ": " + e.getMessage(), e);
         } catch (NumberFormatException | NullPointerException e) {
@@ -242,6 +276,38 @@ public final class LocalRedisCluster {
         return live.size();
     }
 
+    /**
+     * Kills the node on {@code port} with SIGKILL (a crash: no shutdown, no save) and waits until
+     * it is gone; {@link #start} brings it back.
+     *
+     * @return false if no node of this cluster was running on {@code port}
+     */
+    public boolean kill(int port) {
+        Optional<ProcessHandle> h = running(port);
+        if (h.isEmpty()) {
+            return false;
+        }
+        h.get().destroyForcibly();
+        h.get().onExit().join();
+        return true;
+    }
+
+    /** The ports of the running nodes whose role is now {@code master}. */
+    public List<Integer> primaryPorts() {
+        List<Integer> out = new ArrayList<>();
+        for (NodeStatus s : status()) {
+            if ("master".equals(s.role())) {
+                out.add(s.port());
+            }
+        }
+        return out;
+    }
+
+    /** Bytes of data each node keeps before it evicts (0: no limit). */
+    public long maxmemory() {
+        return maxmemory;
+    }
+
     /** One node's state as {@link #status} reports it. */
     public record NodeStatus(int port, long pid, String role, String clusterState) {
     }
@@ -295,6 +361,8 @@ public final class LocalRedisCluster {
         c.append("save \"\"\n");
         c.append("appendonly no\n");
         c.append("protected-mode yes\n");
+        c.append("maxmemory ").append(maxmemory).append('\n');
+        c.append("maxmemory-policy ").append(maxmemoryPolicy).append('\n');
         if (password != null) {
             c.append("requirepass ").append(password).append('\n');
             c.append("masterauth ").append(password).append('\n');
@@ -438,7 +506,8 @@ public final class LocalRedisCluster {
 
     @Override
     public String toString() {
-        return String.format(Locale.ROOT, "local Redis Cluster in %s: %d primaries × %d replicas on %s:%d-%d", dir, primaries, replicas,
-                HOST, portBase, portBase + ports().size() - 1);
+        return String.format(Locale.ROOT, "local Redis Cluster in %s: %d primaries × %d replicas on %s:%d-%d, %s per node (%s)", dir,
+                primaries, replicas, HOST, portBase, portBase + ports().size() - 1,
+                maxmemory == 0 ? "no memory limit" : (maxmemory >> 20) + " MiB", maxmemoryPolicy);
     }
 }
