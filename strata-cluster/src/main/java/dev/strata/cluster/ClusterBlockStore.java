@@ -88,13 +88,18 @@ public final class ClusterBlockStore implements SharedBlockStore, AutoCloseable 
     private final ClusterMetrics metrics = new ClusterMetrics();
     private final ClientResources resources;
     private final RedisClusterClient client;
-    private final StatefulRedisClusterConnection<String, byte[]> connection;
-    private final RedisAdvancedClusterAsyncCommands<String, byte[]> commands;
+    private volatile Link link; // the connection; null until the cluster was first reached
+    private volatile boolean closed;
+    private Thread connector;   // connects in the background when the cluster was unreachable at start-up; null otherwise
     private final AtomicLong lastWarning = new AtomicLong(System.nanoTime() - WARN_INTERVAL_NANOS); // nanoTime of the last logged error
     private final SeenTwiceAdmission admission; // uses of blocks by this process; null: every block is written
-    private final ClusterWriteQueue writes;     // the bounded window of writes in flight
     private volatile long unavailableUntil = System.nanoTime(); // nanoTime before which calls skip the cluster
     private final reactor.core.Disposable topologyEvents;       // counts the topology changes the client follows
+
+    /** An open connection to the cluster and the write window over it. */
+    private record Link(StatefulRedisClusterConnection<String, byte[]> connection, RedisAdvancedClusterAsyncCommands<String, byte[]> commands,
+                        ClusterWriteQueue writes) {
+    }
 
     private ClusterBlockStore(ClusterSettings settings, String prefix, long geometry, ClientResources resources, RedisClusterClient client,
                               StatefulRedisClusterConnection<String, byte[]> connection) {
@@ -104,35 +109,94 @@ public final class ClusterBlockStore implements SharedBlockStore, AutoCloseable 
         this.timeoutNanos = settings.timeout().toNanos();
         this.resources = resources;
         this.client = client;
-        this.connection = connection;
-        this.commands = connection.async();
         this.admission = settings.admission() == StrataConfig.ClusterAdmission.SEEN_TWICE ? new SeenTwiceAdmission(1 << 16) : null;
-        this.writes = new ClusterWriteQueue(commands, metrics, settings.ttl().toMillis(), settings.queueBytes(), admission, this::failed);
+        if (connection != null) {
+            attach(connection);
+        }
         metrics.availability(this::available);
         this.topologyEvents = resources.eventBus().get()
                 .filter(e -> e instanceof io.lettuce.core.cluster.event.ClusterTopologyChangedEvent)
                 .subscribe(e -> metrics.topologyRefreshed());
     }
 
+    private void attach(StatefulRedisClusterConnection<String, byte[]> connection) {
+        RedisAdvancedClusterAsyncCommands<String, byte[]> commands = connection.async();
+        link = new Link(connection, commands,
+                new ClusterWriteQueue(commands, metrics, settings.ttl().toMillis(), settings.queueBytes(), admission, this::failed));
+    }
+
+    /** Why the cluster could not be opened. */
+    public static final class OpenFailure extends IllegalStateException {
+        private final boolean credentialsRefused;
+
+        OpenFailure(String message, boolean credentialsRefused) {
+            super(message);
+            this.credentialsRefused = credentialsRefused;
+        }
+
+        /** True when a node answered and refused the credentials (a configuration error, not an outage). */
+        public boolean credentialsRefused() {
+            return credentialsRefused;
+        }
+    }
+
     /**
      * Connects to the cluster for blocks of the model {@code model} with geometry {@code kv}.
      *
      * @param connectWait the longest to wait for the first connection and the cluster's topology
-     * @throws IllegalStateException naming the node and the cause (never the password) when no
-     *                               node can be reached or a node refuses the credentials
+     * @throws OpenFailure naming the node and the cause (never the password) when no node can be
+     *                     reached or a node refuses the credentials
      */
     public static ClusterBlockStore open(ClusterSettings settings, ObjectKey model, KvGeometry kv, Duration connectWait) {
+        ClusterBlockStore store = create(settings, model, kv, connectWait);
+        try {
+            store.attach(connect(store.client, settings));
+            return store;
+        } catch (RuntimeException e) {
+            Diagnosis why = diagnose(settings, store.resources, connectWait, e);
+            store.close();
+            throw new OpenFailure(why.text, why.credentialsRefused);
+        }
+    }
+
+    /**
+     * As {@link #open}, but a cluster that cannot be reached now is not an error: the store starts
+     * without it (every call answers absent and is counted as skipped, {@code strata_cluster_available}
+     * is 0) and connects in the background every {@code retry} until the cluster answers. A node
+     * that answers and refuses the credentials is still an error: waiting would not fix it.
+     *
+     * @throws OpenFailure when a node refuses the credentials
+     */
+    public static ClusterBlockStore openOrConnectLater(ClusterSettings settings, ObjectKey model, KvGeometry kv, Duration connectWait,
+                                                       Duration retry) {
+        ClusterBlockStore store = create(settings, model, kv, connectWait);
+        try {
+            store.attach(connect(store.client, settings));
+            return store;
+        } catch (RuntimeException e) {
+            Diagnosis why = diagnose(settings, store.resources, connectWait, e);
+            if (why.credentialsRefused) {
+                store.close();
+                throw new OpenFailure(why.text, true);
+            }
+            Log.warn("cluster", why.text + "; serving without the cluster and connecting again every " + retry.toMillis() + " ms");
+            store.connectLater(retry);
+            return store;
+        }
+    }
+
+    private static ClusterBlockStore create(ClusterSettings settings, ObjectKey model, KvGeometry kv, Duration connectWait) {
         Objects.requireNonNull(model, "model fingerprint");
         CLIENT_LOG.setLevel(java.util.logging.Level.SEVERE); // the store's own rate-limited warnings and counters report the cluster
         long geometry = ClusterBlockFormat.geometryFingerprint(kv);
         String prefix = "strata:kv:" + ClusterBlockFormat.VERSION + ":" + settings.tenant() + ":" + model + ":"
                 + String.format("%016x", geometry) + ":";
-        ClientResources resources = DefaultClientResources.builder().ioThreadPoolSize(2).computationThreadPoolSize(2)
-                .reconnectDelay(Delay.exponential(Duration.ofMillis(50), Duration.ofSeconds(1), 2, TimeUnit.MILLISECONDS)).build();
         List<RedisURI> uris = new ArrayList<>();
         for (String n : settings.nodes()) {
             uris.add(uri(settings, n, connectWait));
         }
+        ClientResources resources = DefaultClientResources.builder().ioThreadPoolSize(2).computationThreadPoolSize(2)
+                .reconnectDelay(Delay.exponential(Duration.ofMillis(50), Duration.ofSeconds(1), 2, TimeUnit.MILLISECONDS)).build();
         RedisClusterClient client = RedisClusterClient.create(resources, uris);
         ClusterClientOptions.Builder options = ClusterClientOptions.builder();
         // maintenance notifications (a managed-service feature) would need a logging library Strata does not ship
@@ -148,20 +212,46 @@ public final class ClusterBlockStore implements SharedBlockStore, AutoCloseable 
                         .enableAllAdaptiveRefreshTriggers().refreshTriggersReconnectAttempts(2)
                         .adaptiveRefreshTriggersTimeout(Duration.ofSeconds(1)).build())
                 .build());
+        return new ClusterBlockStore(settings, prefix, geometry, resources, client, null);
+    }
+
+    /** Opens the connection and one to every node (a node connection opened lazily rejects the commands sent while it connects). */
+    private static StatefulRedisClusterConnection<String, byte[]> connect(RedisClusterClient client, ClusterSettings settings) {
+        StatefulRedisClusterConnection<String, byte[]> c = client.connect(RedisCodec.of(StringCodec.UTF8, ByteArrayCodec.INSTANCE));
         try {
-            StatefulRedisClusterConnection<String, byte[]> c = client.connect(RedisCodec.of(StringCodec.UTF8, ByteArrayCodec.INSTANCE));
             c.setTimeout(settings.timeout());
-            // connect to every node now: a node connection opened lazily rejects the commands sent while it connects
             for (var node : c.getPartitions()) {
                 c.getConnection(node.getUri().getHost(), node.getUri().getPort());
             }
-            return new ClusterBlockStore(settings, prefix, geometry, resources, client, c);
+            return c;
         } catch (RuntimeException e) {
-            String why = diagnose(settings, resources, connectWait, e);
-            client.shutdown(Duration.ZERO, Duration.ofSeconds(2));
-            resources.shutdown(0, 2, TimeUnit.SECONDS);
-            throw new IllegalStateException(why);
+            c.close();
+            throw e;
         }
+    }
+
+    /** Starts the thread that connects every {@code retry} until the cluster answers or the store closes. */
+    private synchronized void connectLater(Duration retry) {
+        connector = Thread.ofPlatform().daemon().name("strata-cluster-connect").start(() -> {
+            while (!closed && link == null) {
+                try {
+                    Thread.sleep(retry);
+                } catch (InterruptedException e) {
+                    return;
+                }
+                try {
+                    attach(connect(client, settings));
+                    Log.info("cluster", "connected to " + settings.nodes() + "; KV blocks are shared through the cluster from now on");
+                } catch (RuntimeException e) {
+                    metrics.error(kindOf(e));
+                }
+            }
+        });
+    }
+
+    /** True once the store has a connection to the cluster (it may still be unavailable now and then). */
+    public boolean connected() {
+        return link != null;
     }
 
     private static RedisURI uri(ClusterSettings s, String node, Duration timeout) {
@@ -185,7 +275,10 @@ public final class ClusterBlockStore implements SharedBlockStore, AutoCloseable 
      * Why the cluster could not be opened: each seed node is tried on its own, so the message
      * names the node that refused (credentials, or not a cluster) or says that none answered.
      */
-    private static String diagnose(ClusterSettings s, ClientResources resources, Duration wait, RuntimeException e) {
+    private record Diagnosis(String text, boolean credentialsRefused) {
+    }
+
+    private static Diagnosis diagnose(ClusterSettings s, ClientResources resources, Duration wait, RuntimeException e) {
         StringBuilder why = new StringBuilder();
         for (String node : s.nodes()) {
             RedisClient single = RedisClient.create(resources, uri(s, node, wait));
@@ -207,7 +300,7 @@ public final class ClusterBlockStore implements SharedBlockStore, AutoCloseable 
         String text = "cannot open the cluster tier at " + s.nodes() + " (tiers.cluster.nodes): " + rootMessage(e) + why
                 + (why.indexOf("credentials") >= 0 ? " — check tiers.cluster.user and the password in tiers.cluster.password-env"
                 + " or tiers.cluster.password-file" : "");
-        return s.scrub(text);
+        return new Diagnosis(s.scrub(text), why.indexOf("credentials") >= 0);
     }
 
     private static String rootMessage(Throwable t) {
@@ -242,7 +335,7 @@ public final class ClusterBlockStore implements SharedBlockStore, AutoCloseable 
 
     /** True while calls go to the cluster; false for a short while after it timed out or was unreachable. */
     boolean available() {
-        return System.nanoTime() - unavailableUntil >= 0;
+        return link != null && System.nanoTime() - unavailableUntil >= 0;
     }
 
     /** Calls skip the cluster for {@link #BACKOFF_NANOS} after a timeout or a lost connection. */
@@ -250,10 +343,12 @@ public final class ClusterBlockStore implements SharedBlockStore, AutoCloseable 
 
     @Override
     public int matchPrefix(ObjectKey[] keys, int from, int count) {
-        if (!available()) {
+        Link l = link;
+        if (l == null || !available()) {
             metrics.countSkipped();
             return 0;
         }
+        RedisAdvancedClusterAsyncCommands<String, byte[]> commands = l.commands();
         long start = System.nanoTime();
         long deadline = start + timeoutNanos;
         int matched = 0;
@@ -315,7 +410,8 @@ public final class ClusterBlockStore implements SharedBlockStore, AutoCloseable 
      */
     @Override
     public CompletableFuture<Boolean> readAsync(ObjectKey key, List<MemorySegment> destinations) {
-        if (!available()) {
+        Link l = link;
+        if (l == null || !available()) {
             metrics.countSkipped();
             return CompletableFuture.completedFuture(false);
         }
@@ -327,7 +423,7 @@ public final class ClusterBlockStore implements SharedBlockStore, AutoCloseable 
         long start = System.nanoTime();
         RedisFuture<byte[]> get;
         try {
-            get = commands.get(keyOf(key));
+            get = l.commands().get(keyOf(key));
         } catch (RuntimeException e) {
             failed(kindOf(e), e, "reading block " + key);
             return CompletableFuture.completedFuture(false);
@@ -397,7 +493,8 @@ public final class ClusterBlockStore implements SharedBlockStore, AutoCloseable 
     }
 
     private PublishStatus write(ObjectKey key, List<MemorySegment> sources) {
-        if (!available()) {
+        Link l = link;
+        if (l == null || !available()) {
             metrics.countSkipped();
             metrics.countDropped(ClusterMetrics.DropReason.UNAVAILABLE);
             return PublishStatus.FULL;
@@ -406,7 +503,7 @@ public final class ClusterBlockStore implements SharedBlockStore, AutoCloseable 
         for (MemorySegment m : sources) {
             payload += m.byteSize();
         }
-        ClusterWriteQueue.Offer o = writes.offer(key, keyOf(key), payload + ClusterBlockFormat.HEADER_BYTES,
+        ClusterWriteQueue.Offer o = l.writes().offer(key, keyOf(key), payload + ClusterBlockFormat.HEADER_BYTES,
                 () -> ClusterBlockFormat.encode(key, geometry, sources));
         return o == ClusterWriteQueue.Offer.SENT ? PublishStatus.PUBLISHED : PublishStatus.FULL;
     }
@@ -419,7 +516,8 @@ public final class ClusterBlockStore implements SharedBlockStore, AutoCloseable 
      */
     public boolean awaitWrites(Duration wait) {
         try {
-            return writes.awaitEmpty(wait.toNanos());
+            Link l = link;
+            return l == null || l.writes().awaitEmpty(wait.toNanos());
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             return false;
@@ -432,6 +530,11 @@ public final class ClusterBlockStore implements SharedBlockStore, AutoCloseable 
 
     /** @return the number of values deleted (0 or 1), when the cluster answers; failures are counted */
     java.util.concurrent.CompletionStage<Long> deleteIfStill(ObjectKey key, byte[] value) {
+        Link l = link;
+        if (l == null) {
+            return CompletableFuture.completedFuture(0L);
+        }
+        RedisAdvancedClusterAsyncCommands<String, byte[]> commands = l.commands();
         long start = System.nanoTime();
         try {
             byte[] digest = java.security.MessageDigest.getInstance("SHA-1").digest(value);
@@ -520,9 +623,24 @@ public final class ClusterBlockStore implements SharedBlockStore, AutoCloseable 
 
     @Override
     public void close() {
+        awaitWrites(settings.timeout().plusSeconds(1)); // writes already sent are answered before the connection closes
+        closed = true;
+        Thread t;
+        synchronized (this) {
+            t = connector;
+        }
         try {
+            if (t != null) {
+                t.interrupt();
+                t.join(5_000);
+            }
             topologyEvents.dispose();
-            connection.close();
+            Link l = link;
+            if (l != null) {
+                l.connection().close();
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
         } finally {
             client.shutdown(Duration.ZERO, Duration.ofSeconds(2));
             resources.shutdown(0, 2, TimeUnit.SECONDS);

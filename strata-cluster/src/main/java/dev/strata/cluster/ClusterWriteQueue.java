@@ -91,15 +91,14 @@ final class ClusterWriteQueue {
             value = encode.get();
             answer = commands.set(clusterKey, value, setArgs);
         } catch (RuntimeException e) {
-            answered(valueBytes);
             ClusterMetrics.ErrorKind kind = ClusterBlockStore.kindOf(e);
             metrics.countDropped(ClusterMetrics.DropReason.ERROR);
             failures.failed(kind, e, "writing block " + key);
+            answered(valueBytes);
             return Offer.DROPPED;
         }
         answer.whenComplete((ok, error) -> {
             metrics.latency(ClusterMetrics.Op.PUBLISH, System.nanoTime() - start);
-            answered(valueBytes);
             if (error != null) {
                 ClusterMetrics.ErrorKind kind = ClusterBlockStore.kindOf(error);
                 metrics.countDropped(ClusterMetrics.DropReason.ERROR);
@@ -109,6 +108,7 @@ final class ClusterWriteQueue {
             } else {
                 metrics.existed();
             }
+            answered(valueBytes); // last: a caller of awaitEmpty sees the outcome counted
         });
         return Offer.SENT;
     }

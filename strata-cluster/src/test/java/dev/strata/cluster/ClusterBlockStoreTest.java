@@ -336,6 +336,11 @@ class ClusterBlockStoreTest {
                 });
         assertThatThrownBy(() -> ClusterBlockStore.open(settings.withPassword(null), MODEL, GEOMETRY, Duration.ofSeconds(3)))
                 .isInstanceOf(IllegalStateException.class).hasMessageContaining(cluster.nodes().getFirst());
+        // a server that may start without its cluster still refuses to start with wrong credentials: waiting would not fix them
+        assertThatThrownBy(() -> ClusterBlockStore.openOrConnectLater(settings.withPassword(wrong), MODEL, GEOMETRY, Duration.ofSeconds(3),
+                Duration.ofMillis(100)))
+                .isInstanceOfSatisfying(ClusterBlockStore.OpenFailure.class, e -> assertThat(e.credentialsRefused()).isTrue())
+                .hasMessageContaining("refused the credentials").hasMessageNotContaining(wrong);
         PrometheusText text = new PrometheusText();
         machineA.metrics().writeTo(text);
         assertThat(text.toString()).doesNotContain(settings.password()).contains("strata_cluster_request_seconds_bucket{op=\"read\"");

@@ -97,6 +97,37 @@ class ClusterOutageTest {
         }
     }
 
+    @Test
+    void aServerStartedWhileTheClusterIsDownServesWithoutItAndConnectsWhenItComesUp() {
+        assertThat(cluster.stop()).isEqualTo(3);
+        ObjectKey[] keys = {ObjectKey.of(11)};
+        try (Arena arena = Arena.ofShared();
+             ClusterBlockStore store = assertTimeoutPreemptively(Duration.ofSeconds(30), () -> ClusterBlockStore.openOrConnectLater(
+                     ClusterSettings.of(cluster, TIMEOUT), ModelFingerprint.of("late", GEOMETRY), GEOMETRY, Duration.ofSeconds(2),
+                     Duration.ofMillis(200)))) {
+            assertThat(store.connected()).isFalse();
+            assertThat(store.matchPrefix(keys, 0, 1)).isZero();
+            assertThat(store.read(keys[0], List.of(arena.allocate(GEOMETRY.bytesPerBlock())))).isFalse();
+            assertThat(store.publish(keys[0], block(arena, 4))).isEqualTo(PublishStatus.FULL);
+            dev.strata.memory.metrics.PrometheusText text = new dev.strata.memory.metrics.PrometheusText();
+            store.writeMetrics(text);
+            assertThat(text.toString()).contains("strata_cluster_available 0");
+            assertThat(store.metrics().skipped()).isEqualTo(3);
+
+            cluster.start(Duration.ofSeconds(30));
+            long deadline = System.nanoTime() + Duration.ofSeconds(20).toNanos();
+            while (!store.connected() && System.nanoTime() < deadline) {
+                sleep(50);
+            }
+            assertThat(store.connected()).as("the store connected by itself").isTrue();
+            assertThat(store.publish(keys[0], block(arena, 4))).isEqualTo(PublishStatus.PUBLISHED);
+            assertThat(store.awaitWrites(Duration.ofSeconds(5))).isTrue();
+            assertThat(store.matchPrefix(keys, 0, 1)).isEqualTo(1);
+        } finally {
+            cluster.start(Duration.ofSeconds(30));
+        }
+    }
+
     private static void sleep(long millis) {
         try {
             Thread.sleep(millis);
