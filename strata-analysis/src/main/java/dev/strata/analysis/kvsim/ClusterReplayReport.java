@@ -22,6 +22,9 @@ public final class ClusterReplayReport {
         StringBuilder b = new StringBuilder();
         String policy = String.join("/", Arrays.stream(r.machines().get(0).local().policies()).filter(p -> !p.isEmpty()).distinct()
                 .toArray(String[]::new));
+        if (policy.isEmpty()) {
+            policy = "none (no local tier)";
+        }
         b.append(String.format(Locale.ROOT,
                 "policy %s, router %s, %d machine%s x (device %d, host %d, disk %d blocks), cluster %s, write-%s: %d requests, %d block references%n",
                 policy, r.router(), r.machines().size(), r.machines().size() == 1 ? "" : "s", cap[0], cap[1], cap[2],
