@@ -55,12 +55,19 @@ public final class ClusterReplaySimulator {
         }
 
         /**
-         * Parses {@code through} or {@code behind} (also {@code write-through}, {@code write-behind}).
+         * Parses {@code through} or {@code behind} (also {@code write-through}, {@code write-behind},
+         * and the values of {@code tiers.cluster.write}: {@code commit}, {@code eviction}).
          *
          * @throws IllegalArgumentException naming the text and the choices
          */
         public static WritePolicy parse(String text) {
             String t = text == null ? "" : text.trim().toLowerCase(Locale.ROOT).replace('_', '-');
+            if (t.equals("commit")) {
+                return THROUGH;
+            }
+            if (t.equals("eviction")) {
+                return BEHIND;
+            }
             for (WritePolicy w : values()) {
                 if (w.label.equals(t) || ("write-" + w.label).equals(t)) {
                     return w;
