@@ -59,12 +59,45 @@ class ClusterCommandTest {
         return new ObjectMapper().readTree(ok.body()).get("choices").get(0).get("text").asText();
     }
 
-    private static ServeCommand.Running serve(Path model, String nodes, Path passwordFile) {
+    private static ServeCommand.Running serve(Path model, String nodes, Path passwordFile, String... more) {
         ServeCommand cmd = new ServeCommand();
-        new CommandLine(cmd).parseArgs("--model", model.toString(), "--port", "0", "--threads", "1", "--kv-blocks", "16",
-                "--block-tokens", "4", "--set", "tiers.cluster.nodes=[" + nodes + "]",
-                "--set", "tiers.cluster.password-file=" + passwordFile, "--set", "tiers.cluster.timeout=2s");
+        java.util.List<String> args = new java.util.ArrayList<>(java.util.List.of("--model", model.toString(), "--port", "0", "--threads",
+                "1", "--kv-blocks", "16", "--block-tokens", "4", "--set", "tiers.cluster.nodes=[" + nodes + "]",
+                "--set", "tiers.cluster.password-file=" + passwordFile, "--set", "tiers.cluster.timeout=2s"));
+        args.addAll(java.util.List.of(more));
+        new CommandLine(cmd).parseArgs(args.toArray(String[]::new));
         return cmd.start();
+    }
+
+    private static double metric(ServeCommand.Running r, String family, String label) throws Exception {
+        return ExamplesTest.sample(ExamplesTest.get("http://127.0.0.1:" + r.port() + "/metrics"), family, label);
+    }
+
+    /**
+     * Write-behind: a server writes its blocks to the cluster only as they leave its HOST tier,
+     * and another server then reuses them.
+     */
+    private static void writeBehindReachesAnotherMachine(Path model, String nodes, Path password) throws Exception {
+        String first = "a block written behind travels only when this machine's host tier lets it go";
+        String answer;
+        try (ServeCommand.Running w = serve(model, nodes, password, "--host-kv", "16KiB", "--set", "tiers.cluster.write=eviction",
+                "--set", "tiers.cluster.tenant=behind")) {
+            answer = complete(w, first);
+            assertThat(metric(w, "strata_cluster_publishes_total", "outcome=\"deferred\"")).as("commits left to write-behind").isPositive();
+            for (int i = 0; i < 12; i++) { // other prompts push the first prompt's blocks out of HOST
+                complete(w, "another prompt number " + i + " with words enough to fill several blocks of the cache");
+            }
+            long deadline = System.nanoTime() + Duration.ofSeconds(10).toNanos();
+            while (metric(w, "strata_cluster_publishes_total", "outcome=\"published\"") == 0 && System.nanoTime() < deadline) {
+                Thread.sleep(20);
+            }
+            assertThat(metric(w, "strata_cluster_publishes_total", "outcome=\"published\"")).as("blocks written as they left HOST")
+                    .isPositive();
+        }
+        try (ServeCommand.Running r = serve(model, nodes, password, "--set", "tiers.cluster.tenant=behind")) {
+            assertThat(complete(r, first)).isEqualTo(answer);
+            assertThat(metric(r, "strata_cluster_hits_total", "")).as("blocks another machine wrote behind").isPositive();
+        }
     }
 
     @Test
@@ -122,6 +155,7 @@ class ClusterCommandTest {
                 assertThat(ExamplesTest.sample(metricsB, "strata_cluster_read_bytes_total", "")).as("bytes B read from the cluster")
                         .isPositive();
             }
+            writeBehindReachesAnotherMachine(model, nodes, clusterDir.resolve("password"));
         } finally {
             CliRun down = CliRun.of("cluster", "down", "--dir", clusterDir.toString());
             assertThat(down.status()).as(down.err()).isZero();
