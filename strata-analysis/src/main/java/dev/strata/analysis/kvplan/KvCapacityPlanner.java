@@ -22,7 +22,7 @@ import java.util.List;
  * as one value, its bytes after a {@value #CLUSTER_VALUE_HEADER_BYTES}-byte header (the cluster
  * value format's), so the cluster holds {@code floor(bytes / (tp × (blockBytes + header)))}
  * blocks of the model, and one rank sees {@code bytes / tp} of it. Its link moves the whole value.
- * Redis's own overhead per key (the key, about 110 bytes, and its bookkeeping) is not counted:
+ * Redis's own overhead per key (the key, about 100 bytes, and its bookkeeping) is not counted:
  * leave it out of the size given.
  *
  * <p>Stateless; any thread.
