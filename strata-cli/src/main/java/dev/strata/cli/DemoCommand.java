@@ -167,10 +167,10 @@ final class DemoCommand implements Callable<Integer> {
     }
 
     private int run() {
-        validate();
         if (machines == 2) {
-            peer = false; // a peer agent's memory would be a third thing the machines share
+            peer = false; // a peer agent's memory would be a third thing the machines share (and its flags are not checked)
         }
+        validate();
         removeStaleWorkDirs();
         workDir = shm.resolve("strata-demo-" + ProcessHandle.current().pid());
         Thread hook = new Thread(this::cleanup, "strata-demo-cleanup");
