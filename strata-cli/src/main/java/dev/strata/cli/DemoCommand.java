@@ -19,8 +19,6 @@ import dev.strata.memory.device.CpuDeviceBackend;
 import dev.strata.memory.log.Log;
 import java.io.IOException;
 import java.io.UncheckedIOException;
-import java.net.InetAddress;
-import java.net.ServerSocket;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -31,7 +29,6 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
@@ -293,7 +290,7 @@ final class DemoCommand implements Callable<Integer> {
      *                               {@code redis-server} is not on the PATH, or naming the node that did not start
      */
     private void startCluster(DemoReport report) {
-        int base = freePortBase(3);
+        int base = LocalRedisCluster.freePortBase(3);
         progress("starting a local Redis Cluster of 3 primaries on " + LocalRedisCluster.HOST + ":" + base + "-" + (base + 2));
         LocalRedisCluster c = LocalRedisCluster.create(workDir.resolve("cluster"), 3, 0, base, true);
         synchronized (this) {
@@ -312,27 +309,6 @@ final class DemoCommand implements Callable<Integer> {
      * are free on {@link LocalRedisCluster#HOST} now (another process may still take one before the
      * cluster binds it).
      */
-    private static int freePortBase(int count) {
-        for (int attempt = 0; attempt < 50; attempt++) {
-            int base = 20_000 + ThreadLocalRandom.current().nextInt(0, 30_000);
-            if (portsFree(base, count) && portsFree(base + 10_000, count)) {
-                return base;
-            }
-        }
-        throw new IllegalStateException("found no " + count + " free consecutive ports (and their cluster bus ports) for the local Redis Cluster");
-    }
-
-    private static boolean portsFree(int base, int count) {
-        for (int p = base; p < base + count; p++) {
-            try (ServerSocket s = new ServerSocket(p, 1, InetAddress.getByName(LocalRedisCluster.HOST))) {
-                s.setReuseAddress(true);
-            } catch (IOException e) {
-                return false;
-            }
-        }
-        return true;
-    }
-
     /**
      * Starts the node(s) and both instances, replays the sessions, and reads the instances'
      * counters. One machine: one node, both instances on its pool. Two machines: a node each, one

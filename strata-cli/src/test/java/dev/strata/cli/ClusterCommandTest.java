@@ -6,16 +6,12 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.strata.engine.model.ModelFamily;
 import dev.strata.engine.synth.ModelSynthesizer;
 import dev.strata.engine.synth.SynthSpec;
-import java.io.IOException;
-import java.net.InetAddress;
-import java.net.ServerSocket;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.concurrent.ThreadLocalRandom;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import picocli.CommandLine;
@@ -28,27 +24,6 @@ import picocli.CommandLine;
 class ClusterCommandTest {
     @TempDir
     Path dir;
-
-    private static int freePortBase(int count) {
-        for (int attempt = 0; attempt < 50; attempt++) {
-            int base = 20_000 + ThreadLocalRandom.current().nextInt(0, 30_000);
-            if (free(base, count) && free(base + 10_000, count)) {
-                return base;
-            }
-        }
-        throw new IllegalStateException("no free ports for a test cluster");
-    }
-
-    private static boolean free(int base, int count) {
-        for (int p = base; p < base + count; p++) {
-            try (ServerSocket s = new ServerSocket(p, 1, InetAddress.getByName("127.0.0.1"))) {
-                s.setReuseAddress(true);
-            } catch (IOException e) {
-                return false;
-            }
-        }
-        return true;
-    }
 
     private static String complete(ServeCommand.Running r, String prompt) throws Exception {
         HttpResponse<String> ok = HttpClient.newHttpClient().send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + r.port()
@@ -103,7 +78,7 @@ class ClusterCommandTest {
     @Test
     void aPrefixServedOnOneMachineIsReusedFromTheClusterOnAnother() throws Exception {
         Path clusterDir = dir.resolve("cluster");
-        int base = freePortBase(3);
+        int base = dev.strata.cluster.LocalRedisCluster.freePortBase(3);
         Path model = dir.resolve("tiny-llama");
         ModelSynthesizer.write(SynthSpec.small(ModelFamily.LLAMA, 3), model, (d, t, b, tb) -> { });
         String nodes = "127.0.0.1:" + base + ",127.0.0.1:" + (base + 1);
