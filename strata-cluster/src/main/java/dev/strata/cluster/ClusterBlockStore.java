@@ -114,6 +114,7 @@ public final class ClusterBlockStore implements SharedBlockStore, AutoCloseable 
             attach(connection);
         }
         metrics.availability(this::available);
+        metrics.capacityHint(settings.capacityHint());
         this.topologyEvents = resources.eventBus().get()
                 .filter(e -> e instanceof io.lettuce.core.cluster.event.ClusterTopologyChangedEvent)
                 .subscribe(e -> metrics.topologyRefreshed());

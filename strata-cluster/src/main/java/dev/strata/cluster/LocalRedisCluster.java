@@ -334,6 +334,11 @@ public final class LocalRedisCluster {
         return out;
     }
 
+    /** The number of primaries the cluster was created with. */
+    public int primaryCount() {
+        return primaries;
+    }
+
     /** Bytes of data each node keeps before it evicts (0: no limit). */
     public long maxmemory() {
         return maxmemory;
