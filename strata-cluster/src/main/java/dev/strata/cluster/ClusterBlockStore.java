@@ -80,6 +80,7 @@ public final class ClusterBlockStore implements SharedBlockStore, AutoCloseable 
     private static final int[] MATCH_BATCHES = {8, 32, 128}; // EXISTS per round trip, growing while every key exists
     private static final long WARN_INTERVAL_NANOS = TimeUnit.SECONDS.toNanos(10);
     private static final java.util.logging.Logger CLIENT_LOG = java.util.logging.Logger.getLogger("io.lettuce"); // held: levels live on held loggers
+    private static final java.util.logging.Logger NETTY_LOG = java.util.logging.Logger.getLogger("io.netty"); // the client's event loops
 
     private final ClusterSettings settings;
     private final String prefix;     // "strata:kv:1:TENANT:MODEL:GEOMETRY:"
@@ -186,6 +187,7 @@ public final class ClusterBlockStore implements SharedBlockStore, AutoCloseable 
     private static ClusterBlockStore create(ClusterSettings settings, ObjectKey model, KvGeometry kv, Duration connectWait) {
         Objects.requireNonNull(model, "model fingerprint");
         CLIENT_LOG.setLevel(java.util.logging.Level.SEVERE); // the store's own rate-limited warnings and counters report the cluster
+        NETTY_LOG.setLevel(java.util.logging.Level.OFF);     // e.g. listener notifications refused while the client shuts down
         long geometry = ClusterBlockFormat.geometryFingerprint(kv);
         String prefix = "strata:kv:" + ClusterBlockFormat.VERSION + ":" + settings.tenant() + ":" + model + ":"
                 + String.format("%016x", geometry) + ":";
@@ -290,15 +292,21 @@ public final class ClusterBlockStore implements SharedBlockStore, AutoCloseable 
                 String m = rootMessage(nodeError);
                 boolean auth = m.contains("WRONGPASS") || m.contains("NOAUTH") || m.contains("invalid password")
                         || m.contains("invalid username-password");
-                why.append("; node ").append(node).append(auth ? " refused the credentials (" : " failed (").append(m).append(')');
+                why.append("; node ").append(node).append(auth ? " refused the credentials (" : " failed (").append(firstLine(m)).append(')');
             } finally {
                 single.shutdown(Duration.ZERO, Duration.ofSeconds(1));
             }
         }
-        String text = "cannot open the cluster tier at " + s.nodes() + " (tiers.cluster.nodes): " + rootMessage(e) + why
+        String text = "cannot open the cluster tier at " + s.nodes() + " (tiers.cluster.nodes): " + firstLine(rootMessage(e)) + why
                 + (why.indexOf("credentials") >= 0 ? " — check tiers.cluster.user and the password in tiers.cluster.password-env"
                 + " or tiers.cluster.password-file" : "");
         return new Diagnosis(s.scrub(text), why.indexOf("credentials") >= 0);
+    }
+
+    /** The first line of a client message (the cluster client appends a multi-line list of every seed's failure). */
+    private static String firstLine(String m) {
+        int nl = m.indexOf('\n');
+        return nl < 0 ? m : m.substring(0, nl).strip();
     }
 
     private static String rootMessage(Throwable t) {
