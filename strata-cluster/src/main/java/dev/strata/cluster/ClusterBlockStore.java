@@ -65,9 +65,9 @@ import java.util.concurrent.atomic.AtomicLong;
  * The cluster is lossy by nature: a value may expire, be evicted by the cluster's memory policy,
  * or be lost with a node. No call waits on the cluster longer than the configured timeout; an
  * unreachable, slow or failing cluster is counted ({@link ClusterMetrics.ErrorKind}) and
- * answered as a miss or a dropped write, never thrown into the KV manager. After a timeout or a
- * lost connection, calls skip the cluster for a second (counted as skipped), so a slow cluster
- * costs the scheduler at most one timeout a second. The client reconnects by itself (every
+ * answered as a miss or a dropped write, never thrown into the KV manager. After a timeout, calls
+ * skip the cluster for a second (counted as skipped), so a slow cluster costs the scheduler at
+ * most one timeout a second; a disconnected node's commands fail at once and skip nothing else. The client reconnects by itself (every
  * second at most) and follows failovers and slot moves (topology refreshes are counted); the
  * store works again once the cluster answers. Only {@link #open} fails loudly: a cluster that
  * cannot be reached or that refuses the credentials at start-up is an error naming the node and
@@ -344,7 +344,7 @@ public final class ClusterBlockStore implements SharedBlockStore, AutoCloseable 
         return link != null && System.nanoTime() - unavailableUntil >= 0;
     }
 
-    /** Calls skip the cluster for {@link #BACKOFF_NANOS} after a timeout or a lost connection. */
+    /** Calls skip the cluster for {@link #BACKOFF_NANOS} after a timeout. */
     private static final long BACKOFF_NANOS = TimeUnit.SECONDS.toNanos(1);
 
     @Override
@@ -604,13 +604,14 @@ public final class ClusterBlockStore implements SharedBlockStore, AutoCloseable 
     }
 
     /**
-     * Counts a failed request and logs it (rate-limited); a timeout or a lost connection makes
-     * calls skip the cluster for a second, so that a slow cluster costs at most one timeout per
-     * second on the threads that call the store.
+     * Counts a failed request and logs it (rate-limited); a timeout makes calls skip the cluster
+     * for a second, so that a slow cluster costs at most one timeout per second on the threads
+     * that call the store. A node that is not connected costs nothing (its commands are rejected
+     * at once), so it marks nothing: the other nodes' slots go on serving, e.g. during a failover.
      */
     private void failed(ClusterMetrics.ErrorKind kind, Throwable c, String what) {
         metrics.error(kind);
-        if (kind == ClusterMetrics.ErrorKind.TIMEOUT || kind == ClusterMetrics.ErrorKind.UNAVAILABLE) {
+        if (kind == ClusterMetrics.ErrorKind.TIMEOUT) {
             unavailableUntil = System.nanoTime() + BACKOFF_NANOS;
         }
         warn(what + " in the cluster failed (" + kind.name().toLowerCase(java.util.Locale.ROOT) + ": "
