@@ -99,8 +99,8 @@ public final class ClusterThroughputMeasure {
      * @param quick    a smaller working set and fewer rounds
      */
     public static List<Figure> figures(ClusterSettings settings, boolean quick, PrintStream log) {
-        long workingSet = quick ? 8 * Sizes.MiB : 160 * Sizes.MiB; // bytes of blocks per run
-        int rounds = quick ? 1 : 7;
+        long workingSet = quick ? 8 * Sizes.MiB : 64 * Sizes.MiB; // bytes of blocks per run
+        int rounds = quick ? 1 : 5;
         List<Figure> out = new ArrayList<>();
         for (long size : BLOCK_SIZES) {
             try {
