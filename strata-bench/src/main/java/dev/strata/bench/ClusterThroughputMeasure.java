@@ -99,12 +99,13 @@ public final class ClusterThroughputMeasure {
      * @param quick    a smaller working set and fewer rounds
      */
     public static List<Figure> figures(ClusterSettings settings, boolean quick, PrintStream log) {
-        long workingSet = quick ? 8 * Sizes.MiB : 64 * Sizes.MiB; // bytes of blocks per run
+        long workingSet = quick ? 8 * Sizes.MiB : 128 * Sizes.MiB; // bytes of blocks per run, at least minBlocks blocks
+        int minBlocks = quick ? 64 : 128; // redis-benchmark's rate of a few dozen requests is mostly its start-up
         int rounds = quick ? 1 : 5;
         List<Figure> out = new ArrayList<>();
         for (long size : BLOCK_SIZES) {
             try {
-                out.addAll(measure(settings.withTimeout(TIMEOUT), size, (int) Math.max(IN_FLIGHT * 2, workingSet / size), rounds, log));
+                out.addAll(measure(settings.withTimeout(TIMEOUT), size, (int) Math.max(minBlocks, workingSet / size), rounds, log));
             } catch (RuntimeException | IOException e) {
                 String why = "not measured: " + e.getMessage();
                 out.add(Figure.missing(figureName(true, size), "blocks/s", baseline(true), GOAL, why));
