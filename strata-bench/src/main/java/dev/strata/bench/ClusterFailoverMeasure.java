@@ -28,9 +28,9 @@ import java.util.concurrent.atomic.AtomicIntegerArray;
  * Recovery of the cluster tier after a primary is killed: how long reads of published blocks
  * take to hit again as often as they did before.
  *
- * <p>Blocks are published through a {@link ClusterBlockStore} (with the serving default timeout,
- * {@link StrataConfig#DEFAULT_CLUSTER_TIMEOUT_MILLIS} ms per call) and left a moment to reach the
- * replicas. Readers then read them round and round, each read counted as a hit or not in the
+ * <p>Blocks are published (every write answered) and left a moment to reach the replicas.
+ * Readers then read them round and round through a {@link ClusterBlockStore} with the serving
+ * default timeout ({@link StrataConfig#DEFAULT_CLUSTER_TIMEOUT_MILLIS} ms per call), each read counted as a hit or not in the
  * time window it finished in ({@link #WINDOW_MILLIS} ms windows). After {@link #BEFORE_MILLIS} ms
  * one primary is killed with SIGKILL ({@link LocalRedisCluster#kill}); the cluster promotes its
  * replica once the other nodes agree that it failed (after the cluster-node-timeout), and the
@@ -78,17 +78,10 @@ public final class ClusterFailoverMeasure {
             t.setDaemon(true);
             return t;
         });
+        ObjectKey model = ModelFingerprint.of("bench-cluster-failover", GEOMETRY);
         try (Arena arena = Arena.ofShared();
-             ClusterBlockStore store = ClusterBlockStore.open(s, ModelFingerprint.of("bench-cluster-failover", GEOMETRY), GEOMETRY,
-                     Duration.ofSeconds(30))) {
-            MemorySegment block = arena.allocate(GEOMETRY.bytesPerBlock());
-            for (int i = 0; i < blocks; i++) {
-                block.fill((byte) i);
-                PublishStatus st = store.publish(key(i), List.of(block));
-                if (st != PublishStatus.PUBLISHED && st != PublishStatus.EXISTS) {
-                    throw new IllegalStateException("block " + i + " was not published (" + st + ") before the kill");
-                }
-            }
+             ClusterBlockStore store = ClusterBlockStore.open(s, model, GEOMETRY, Duration.ofSeconds(30))) {
+            publish(settings, model, blocks, arena);
             Thread.sleep(500); // replication to the replicas is asynchronous
             int port = cluster.primaryPorts().getFirst();
             long start = System.nanoTime();
@@ -159,6 +152,23 @@ public final class ClusterFailoverMeasure {
         } finally {
             stop.set(true);
             readers.shutdownNow();
+        }
+    }
+
+    /** Publishes blocks 0..blocks-1 through a store of its own with {@code settings}' timeout, and waits until all are written. */
+    private static void publish(ClusterSettings settings, ObjectKey model, int blocks, Arena arena) {
+        try (ClusterBlockStore writer = ClusterBlockStore.open(settings, model, GEOMETRY, Duration.ofSeconds(30))) {
+            MemorySegment block = arena.allocate(GEOMETRY.bytesPerBlock());
+            for (int i = 0; i < blocks; i++) {
+                block.fill((byte) i);
+                PublishStatus st = writer.publish(key(i), List.of(block)); // the value is a copy: the block may change at once
+                if (st != PublishStatus.PUBLISHED) {
+                    throw new IllegalStateException("block " + i + " was not sent (" + st + ") before the kill");
+                }
+            }
+            if (!writer.awaitWrites(Duration.ofSeconds(30)) || writer.metrics().published() != blocks) {
+                throw new IllegalStateException(writer.metrics().published() + " of " + blocks + " blocks were written before the kill");
+            }
         }
     }
 

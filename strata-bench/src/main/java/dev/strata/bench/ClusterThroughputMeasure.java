@@ -1,6 +1,7 @@
 package dev.strata.bench;
 
 import dev.strata.cache.ObjectKey;
+import dev.strata.cache.config.StrataConfig;
 import dev.strata.cache.kv.KvDtype;
 import dev.strata.cache.kv.KvGeometry;
 import dev.strata.cache.kv.ModelFingerprint;
@@ -19,11 +20,10 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import java.util.SplittableRandom;
-import java.util.concurrent.ExecutionException;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
-import java.util.concurrent.Future;
+import java.util.concurrent.Semaphore;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.locks.LockSupport;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
@@ -34,11 +34,13 @@ import java.util.concurrent.atomic.AtomicLong;
  * put phase, then a get phase:
  * <ul>
  *   <li>candidate: {@code blocks} blocks of seeded random bytes published under distinct keys
- *       (new keys every run) through the store's API, {@link #IN_FLIGHT} of them outstanding at
- *       any time; then every block read back into its own slot of an off-heap arena (as an engine
- *       loads blocks into its KV slots; each value's header and checksum verified), again
- *       {@link #IN_FLIGHT} outstanding. A read that misses fails the measure: a miss is a cheaper
- *       request than a load and would flatter the figure;</li>
+ *       (new keys every run) through the store's API from one thread, the store's write window
+ *       sized to hold {@link #IN_FLIGHT} values (a publish that finds it full is offered again),
+ *       timed until {@link ClusterBlockStore#awaitWrites} returns; then every block read back with
+ *       {@link ClusterBlockStore#readAsync} into its own slot of an off-heap arena (as an engine
+ *       loads blocks into its KV slots; each value's header and checksum verified),
+ *       {@link #IN_FLIGHT} reads outstanding. A read that misses fails the measure: a miss is a
+ *       cheaper request than a load and would flatter the figure;</li>
  *   <li>baseline: {@code redis-benchmark --cluster -t set,get} with values of the size Strata
  *       stores (the block and its {@link ClusterBlockFormat#HEADER_BYTES}-byte header),
  *       {@link #CONNECTIONS} connections of pipeline depth {@link #DEPTH} (the same
@@ -50,7 +52,7 @@ import java.util.concurrent.atomic.AtomicLong;
  * Figures {@code cluster_block_put_<size>} and {@code cluster_block_get_<size>} in blocks/s (one
  * block is one request), goal ratio {@code >= 0.8}; the note gives the bytes per second.
  *
- * <p>Confined to the calling thread; it starts its own workers and stops them before returning.
+ * <p>Confined to the calling thread; answers complete on the store's client threads.
  */
 public final class ClusterThroughputMeasure {
     /** Block sizes measured: a 16-token block of a 16 KiB-per-token model, and one of Llama-3-70B (80 KiB/token). */
@@ -65,6 +67,7 @@ public final class ClusterThroughputMeasure {
     private static final int BLOCK_TOKENS = 16;
     private static final int SOURCES = 16; // distinct source blocks the puts cycle through
     private static final Duration TIMEOUT = Duration.ofSeconds(20); // per call: far above any healthy answer
+    private static final long RETRY_NANOS = 20_000; // pause before a publish that found the write window full is offered again
 
     private ClusterThroughputMeasure() {
     }
@@ -119,13 +122,13 @@ public final class ClusterThroughputMeasure {
             throws IOException {
         KvGeometry g = geometry(size);
         String seed = settings.nodes().getFirst();
-        ExecutorService workers = Executors.newFixedThreadPool(IN_FLIGHT, r -> {
-            Thread t = new Thread(r, "bench-cluster-io");
-            t.setDaemon(true);
-            return t;
-        });
+        long valueBytes = size + ClusterBlockFormat.HEADER_BYTES;
+        // the store's write window holds IN_FLIGHT values: a publish beyond it is dropped (FULL) and offered again
+        ClusterSettings windowed = new ClusterSettings(settings.nodes(), settings.user(), settings.password(), settings.tls(),
+                settings.ttl(), settings.timeout(), settings.tenant(), StrataConfig.ClusterWrite.COMMIT, StrataConfig.ClusterAdmission.ALL,
+                IN_FLIGHT * valueBytes);
         try (Arena arena = Arena.ofShared();
-             ClusterBlockStore store = ClusterBlockStore.open(settings, ModelFingerprint.of("bench-cluster-throughput", g), g,
+             ClusterBlockStore store = ClusterBlockStore.open(windowed, ModelFingerprint.of("bench-cluster-throughput", g), g,
                      Duration.ofSeconds(30))) {
             MemorySegment sources = arena.allocate(size * SOURCES, 4096);
             SplittableRandom random = new SplittableRandom(size);
@@ -137,15 +140,15 @@ public final class ClusterThroughputMeasure {
             AtomicLong run = new AtomicLong();
             double[][] medians = Trials.alternateEach(rounds, () -> {
                 flush(seed, settings.password());
-                RedisBenchmark.Rates r = redisBenchmark(seed, settings.password(), size + ClusterBlockFormat.HEADER_BYTES, blocks);
+                RedisBenchmark.Rates r = redisBenchmark(seed, settings.password(), valueBytes, blocks);
                 log.printf(Locale.ROOT, "      redis-benchmark %d KiB: SET %.0f/s, GET %.0f/s%n", size >> 10, r.setPerSecond(),
                         r.getPerSecond());
                 return new double[] {r.setPerSecond(), r.getPerSecond()};
             }, () -> {
                 flush(seed, settings.password());
                 long id = run.incrementAndGet();
-                double put = blocks / seconds(() -> putAll(store, workers, id, blocks, size, sources));
-                double get = blocks / seconds(() -> getAll(store, workers, id, blocks, size, slots));
+                double put = blocks / seconds(() -> putAll(store, id, blocks, size, sources));
+                double get = blocks / seconds(() -> getAll(store, id, blocks, size, slots));
                 log.printf(Locale.ROOT, "      strata %d KiB: put %.0f blocks/s, get %.0f blocks/s%n", size >> 10, put, get);
                 return new double[] {put, get};
             });
@@ -161,8 +164,6 @@ public final class ClusterThroughputMeasure {
                                 IN_FLIGHT, rounds)));
             }
             return figures;
-        } finally {
-            workers.shutdownNow();
         }
     }
 
@@ -171,55 +172,63 @@ public final class ClusterThroughputMeasure {
         return new ObjectKey(0x434C_5553_0000_0000L | run, 0x9E37_79B9_7F4A_7C15L * (i + 1));
     }
 
-    /** Publishes blocks 0..blocks-1 of run {@code run}, {@link #IN_FLIGHT} at a time. */
-    private static void putAll(ClusterBlockStore store, ExecutorService workers, long run, int blocks, long size, MemorySegment sources) {
-        AtomicInteger failed = new AtomicInteger();
-        onWorkers(workers, blocks, i -> {
-            MemorySegment src = sources.asSlice((i % SOURCES) * size, size);
-            if (store.publish(key(run, i), List.of(src)) != PublishStatus.PUBLISHED) {
-                failed.incrementAndGet();
+    /**
+     * Publishes blocks 0..blocks-1 of run {@code run} from this thread and waits until the cluster
+     * has answered every write ({@link ClusterBlockStore#awaitWrites}). The store's window holds
+     * {@link #IN_FLIGHT} values; a publish that finds it full is dropped (FULL) and offered again
+     * after a short pause, so that the window stays full and every block is written once.
+     */
+    private static void putAll(ClusterBlockStore store, long run, int blocks, long size, MemorySegment sources) {
+        long deadline = System.nanoTime() + TIMEOUT.toNanos();
+        long publishedBefore = store.metrics().published();
+        for (int i = 0; i < blocks; i++) {
+            List<MemorySegment> src = List.of(sources.asSlice((i % SOURCES) * size, size));
+            PublishStatus st;
+            while ((st = store.publish(key(run, i), src)) == PublishStatus.FULL) {
+                if (System.nanoTime() > deadline) {
+                    throw new IllegalStateException("the store's write window stayed full for " + TIMEOUT.toSeconds() + " s at block " + i
+                            + " of " + blocks);
+                }
+                LockSupport.parkNanos(RETRY_NANOS);
             }
-        });
-        if (failed.get() > 0) {
-            throw new IllegalStateException(failed.get() + " of " + blocks + " blocks of " + (size >> 10)
-                    + " KiB were not published (dropped or already there): the put rate would not be a rate of writes");
+            if (st != PublishStatus.PUBLISHED) {
+                throw new IllegalStateException("block " + i + " of " + blocks + " was not sent (" + st + ")");
+            }
+        }
+        if (!store.awaitWrites(TIMEOUT)) {
+            throw new IllegalStateException("writes still unanswered " + TIMEOUT.toSeconds() + " s after the last of " + blocks + " blocks");
+        }
+        long written = store.metrics().published() - publishedBefore;
+        if (written != blocks) {
+            throw new IllegalStateException(written + " of " + blocks + " blocks of " + (size >> 10)
+                    + " KiB were written (the others failed or were already there): the put rate would not be a rate of writes");
         }
     }
 
-    /** Reads blocks 0..blocks-1 of run {@code run} into their slots, {@link #IN_FLIGHT} at a time. */
-    private static void getAll(ClusterBlockStore store, ExecutorService workers, long run, int blocks, long size, MemorySegment slots) {
+    /** Reads blocks 0..blocks-1 of run {@code run} into their slots with {@link ClusterBlockStore#readAsync}, {@link #IN_FLIGHT} outstanding. */
+    private static void getAll(ClusterBlockStore store, long run, int blocks, long size, MemorySegment slots) {
+        Semaphore window = new Semaphore(IN_FLIGHT);
         AtomicInteger missed = new AtomicInteger();
-        onWorkers(workers, blocks, i -> {
-            if (!store.read(key(run, i), List.of(slots.asSlice(i * size, size)))) {
-                missed.incrementAndGet();
+        try {
+            for (int i = 0; i < blocks; i++) {
+                window.acquire();
+                store.readAsync(key(run, i), List.of(slots.asSlice(i * size, size))).whenComplete((hit, error) -> {
+                    if (error != null || !Boolean.TRUE.equals(hit)) {
+                        missed.incrementAndGet();
+                    }
+                    window.release();
+                });
             }
-        });
+            if (!window.tryAcquire(IN_FLIGHT, TIMEOUT.toNanos(), TimeUnit.NANOSECONDS)) {
+                throw new IllegalStateException("reads still unanswered " + TIMEOUT.toSeconds() + " s after the last of " + blocks + " was sent");
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted while reading from the cluster", e);
+        }
         if (missed.get() > 0) {
             throw new IllegalStateException(missed.get() + " of " + blocks + " published blocks of " + (size >> 10)
                     + " KiB were not found when read back");
-        }
-    }
-
-    /** Runs {@code task} for 0..count-1 on every worker, each taking the next index, and waits for all. */
-    private static void onWorkers(ExecutorService workers, int count, java.util.function.IntConsumer task) {
-        AtomicInteger next = new AtomicInteger();
-        List<Future<?>> running = new ArrayList<>(IN_FLIGHT);
-        for (int w = 0; w < IN_FLIGHT; w++) {
-            running.add(workers.submit(() -> {
-                for (int i = next.getAndIncrement(); i < count; i = next.getAndIncrement()) {
-                    task.accept(i);
-                }
-            }));
-        }
-        for (Future<?> f : running) {
-            try {
-                f.get();
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                throw new IllegalStateException("interrupted while measuring the cluster", e);
-            } catch (ExecutionException e) {
-                throw e.getCause() instanceof RuntimeException r ? r : new IllegalStateException(e.getCause());
-            }
         }
     }
 

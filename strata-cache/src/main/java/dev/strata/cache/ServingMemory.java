@@ -266,7 +266,13 @@ public final class ServingMemory implements AutoCloseable {
                 KvDropRelay relay = new KvDropRelay();
                 PeerClient.ConsumerView view = b.offload.peer() == null ? null
                         : b.peers.forConsumer("kv", ConsumerLimits.bytes(b.offload.peer().capacity()));
-                offload = TieredMemory.open(b.offload, relay, view);
+                // a write-behind shared store (the CLUSTER tier) takes KV blocks as they leave HOST
+                EvictionSink sink = shared == null ? EvictionSink.NONE : (key, kind, bytes) -> {
+                    if (kind == ObjectKind.KV_BLOCK) {
+                        shared.evicted(key, bytes);
+                    }
+                };
+                offload = TieredMemory.open(b.offload, relay, view, sink);
                 kvb.store(offload.store(), offload.engine(), relay);
                 // write-through: a block's copy starts at commit, so evicting it later frees its slot at once
                 kvb.config(KvManagerConfig.defaults().offload(OffloadMode.WRITE_THROUGH)

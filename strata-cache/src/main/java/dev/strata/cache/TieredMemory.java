@@ -64,6 +64,14 @@ public final class TieredMemory implements AutoCloseable {
      * @throws ConfigException if a PEER tier is configured and {@code peers} is null
      */
     public static TieredMemory open(StrataConfig config, DropListener listener, PeerMemory peers) {
+        return open(config, listener, peers, EvictionSink.NONE);
+    }
+
+    /**
+     * As {@link #open(StrataConfig, DropListener, PeerMemory)}, telling {@code sink} of every copy
+     * evicted out of the HOST tier (a write-behind tier below the store, such as the CLUSTER tier).
+     */
+    public static TieredMemory open(StrataConfig config, DropListener listener, PeerMemory peers, EvictionSink sink) {
         if (!config.hasTiers()) {
             throw new ConfigException("tiers: no tier is configured; configure at least tiers.host");
         }
@@ -102,7 +110,7 @@ public final class TieredMemory implements AutoCloseable {
                     .withDiskLinkWorkers(config.transfer().diskLinkWorkers())
                     .withStagingBytes(config.transfer().stagingBytes()));
             StrataConfig.Store s = config.store();
-            TieredStore.Builder builder = TieredStore.builder().dropListener(listener);
+            TieredStore.Builder builder = TieredStore.builder().dropListener(listener).evictionSink(sink);
             for (TierKind kind : s.chain()) {
                 StrataConfig.TierPolicy p = s.policyOf(kind);
                 builder.tier(tiers.get(kind), p.highWatermark(), p.lowWatermark(), p.policy());

@@ -152,6 +152,7 @@ public final class TieredStore implements AutoCloseable {
     private final ObjectMover mover = new ObjectMover();
     private final PromotionRule promotion;
     private final DropListener dropListener;
+    private final EvictionSink evictionSink; // told of copies evicted out of HOST tiers, under the lock
     private final ConcurrentLinkedQueue<RevokedBatch> revoked = new ConcurrentLinkedQueue<>(); // from revocation threads
     private final RevokedHandles[] revocationListeners; // [chain] the listener installed on each revocable tier, or null
     private long revokedCopies; // under the lock
@@ -181,6 +182,7 @@ public final class TieredStore implements AutoCloseable {
         }
         this.promotion = b.promotion;
         this.dropListener = b.dropListener;
+        this.evictionSink = b.evictionSink;
         this.revocationListeners = new RevokedHandles[chain.length];
         for (ChainTier chainTier : chain) {
             if (chainTier.revocable != null) {
@@ -863,6 +865,7 @@ public final class TieredStore implements AutoCloseable {
             StoredObject object = victim.object;
             if (object.copies > 1) {
                 chainTier.counters.evictions++;
+                evicting(chainTier, victim);
                 freeCopy(object, victim);
                 return true;
             }
@@ -870,6 +873,7 @@ public final class TieredStore implements AutoCloseable {
             if (d == Demotion.DEMOTED) {
                 chainTier.counters.evictions++;
                 chainTier.counters.demotions++;
+                evicting(chainTier, victim);
                 freeCopy(object, victim);
                 return true;
             }
@@ -879,6 +883,7 @@ public final class TieredStore implements AutoCloseable {
             if (object.durability == Durability.LOSSY) {
                 chainTier.counters.evictions++;
                 chainTier.counters.drops++;
+                evicting(chainTier, victim);
                 freeCopy(object, victim);
                 forget(object, DropReason.EVICTED);
                 return true;
@@ -886,6 +891,14 @@ public final class TieredStore implements AutoCloseable {
             policy.skip(victim); // BACKED and nowhere to go: it stays
         }
         return false;
+    }
+
+    /** Tells the eviction sink that {@code victim}, a copy in a HOST tier, is about to be freed. */
+    private void evicting(ChainTier chainTier, Residency victim) {
+        if (evictionSink != EvictionSink.NONE && chainTier.tier.kind() == dev.strata.memory.TierKind.HOST) {
+            StoredObject o = victim.object;
+            evictionSink.evicting(o.key, o.kind, chainTier.tier.segment(victim.handle, 0, o.sizeBytes));
+        }
     }
 
     /** Copies the only copy {@code victim} (in {@code from}) into the first lower tier that takes it. */
@@ -1187,6 +1200,7 @@ public final class TieredStore implements AutoCloseable {
         private final List<TierEntry> tiers = new ArrayList<>();
         private PromotionRule promotion = PromotionRule.toTop();
         private DropListener dropListener = DropListener.NONE;
+        private EvictionSink evictionSink = EvictionSink.NONE;
 
         private Builder() {
         }
@@ -1232,6 +1246,12 @@ public final class TieredStore implements AutoCloseable {
 
         public Builder dropListener(DropListener listener) {
             this.dropListener = Objects.requireNonNull(listener, "drop listener");
+            return this;
+        }
+
+        /** Sets who is told of copies evicted out of HOST tiers (default: nobody); see {@link EvictionSink}. */
+        public Builder evictionSink(EvictionSink sink) {
+            this.evictionSink = Objects.requireNonNull(sink, "eviction sink");
             return this;
         }
 

@@ -488,4 +488,26 @@ class TieredStoreTest {
         assertThatThrownBy(() -> ObjectKey.parse("xyz")).hasMessageContaining("'xyz'");
         assertThatThrownBy(() -> ObjectKey.parse("0123456789abcdeffffffffffffffffg")).hasMessageContaining("not hex");
     }
+
+    @Test
+    void theEvictionSinkSeesEveryCopyLeavingHostWithItsBytesAndNothingElse() {
+        Map<ObjectKey, byte[]> seen = new HashMap<>();
+        TieredStore store = builder().tier(device(4)).tier(host("host", 4))
+                .evictionSink((key, kind, bytes) -> {
+                    assertThat(kind).isEqualTo(KV_BLOCK);
+                    assertThat(seen.put(key, bytes.toArray(java.lang.foreign.ValueLayout.JAVA_BYTE))).as("once per copy").isNull();
+                }).build();
+        for (long id = 1; id <= 12; id++) {
+            assertThat(put(store, id, LOSSY, RECENT)).isEqualTo(PutStatus.STORED);
+        }
+        // DEVICE evictions demote into HOST and are not reported; HOST evictions drop, and each is reported first
+        assertThat(seen).isNotEmpty();
+        assertThat(seen.size()).isEqualTo(drops.size());
+        for (Map.Entry<ObjectKey, byte[]> e : seen.entrySet()) {
+            assertThat(drops).contains(e.getKey() + ":EVICTED");
+            assertThat(e.getValue()).as("the bytes of %s as they were put", e.getKey()).isEqualTo(written.get(e.getKey()));
+            assertThat(store.contains(e.getKey())).isFalse();
+        }
+        store.close();
+    }
 }

@@ -22,6 +22,8 @@ import java.time.Duration;
 final class ServeCluster {
     /** How long start-up waits for the cluster's first answer. */
     static final Duration CONNECT_WAIT = Duration.ofSeconds(10);
+    /** How often a server started while its cluster was unreachable tries again. */
+    static final Duration CONNECT_RETRY = Duration.ofSeconds(1);
 
     private ServeCluster() {
     }
@@ -30,16 +32,19 @@ final class ServeCluster {
      * The cluster store of {@code c} for the model in {@code model} with {@code blockTokens}
      * tokens per block, or null when {@code tiers.cluster} is not configured.
      *
+     * <p>A cluster that cannot be reached is no reason not to serve: the server starts without it
+     * (a warning names the nodes) and connects as soon as the cluster answers.
+     *
      * @throws IllegalArgumentException naming the key when the password cannot be resolved
-     * @throws IllegalStateException    naming the node when the cluster cannot be reached or refuses the credentials
+     * @throws IllegalStateException    naming the node when a node refuses the credentials
      */
     static ClusterBlockStore open(StrataConfig c, Path model, int blockTokens) {
         if (c.cluster() == null) {
             return null;
         }
         KvGeometry geometry = ModelRunner.kvGeometry(ModelConfig.read(model), blockTokens);
-        return ClusterBlockStore.open(ClusterSettings.from(c.cluster(), System.getenv()), ServeEngine.fingerprint(model, blockTokens),
-                geometry, CONNECT_WAIT);
+        return ClusterBlockStore.openOrConnectLater(ClusterSettings.from(c.cluster(), System.getenv()),
+                ServeEngine.fingerprint(model, blockTokens), geometry, CONNECT_WAIT, CONNECT_RETRY);
     }
 
     /** The server's shared store: the pool's, the cluster's, both (pool first), or null for neither. */

@@ -71,26 +71,41 @@ class ClusterCommandTest {
     void aPrefixServedOnOneMachineIsReusedFromTheClusterOnAnother() throws Exception {
         Path clusterDir = dir.resolve("cluster");
         int base = freePortBase(3);
-        CliRun up = CliRun.of("cluster", "up", "--dir", clusterDir.toString(), "--primaries", "3", "--replicas", "0",
-                "--port-base", Integer.toString(base));
+        Path model = dir.resolve("tiny-llama");
+        ModelSynthesizer.write(SynthSpec.small(ModelFamily.LLAMA, 3), model, (d, t, b, tb) -> { });
+        String nodes = "127.0.0.1:" + base + ",127.0.0.1:" + (base + 1);
+        // the cluster is described (its password written) but not started: a server configured for it starts anyway
+        dev.strata.cluster.LocalRedisCluster.create(clusterDir, 3, 0, base, true);
+        CliRun up = null;
         try {
-            assertThat(up.status()).as(up.err() + up.log()).isZero();
+            try (ServeCommand.Running early = serve(model, nodes, clusterDir.resolve("password"))) {
+                String alone = complete(early, "served while the cluster is down");
+                assertThat(ExamplesTest.sample(ExamplesTest.get("http://127.0.0.1:" + early.port() + "/metrics"), "strata_cluster_available",
+                        "")).isZero();
+                up = CliRun.of("cluster", "up", "--dir", clusterDir.toString());
+                assertThat(up.status()).as(up.err() + up.log()).isZero();
+                long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
+                while (ExamplesTest.sample(ExamplesTest.get("http://127.0.0.1:" + early.port() + "/metrics"), "strata_cluster_available",
+                        "") == 0 && System.nanoTime() < deadline) {
+                    Thread.sleep(100);
+                }
+                assertThat(ExamplesTest.sample(ExamplesTest.get("http://127.0.0.1:" + early.port() + "/metrics"), "strata_cluster_available",
+                        "")).as("the server connected to the cluster by itself").isEqualTo(1);
+                assertThat(complete(early, "served while the cluster is down")).isEqualTo(alone);
+            }
             assertThat(up.out()).contains("127.0.0.1:" + base).contains("tiers.cluster.password-file=" + clusterDir.resolve("password"));
             CliRun status = CliRun.of("cluster", "status", "--dir", clusterDir.toString());
             assertThat(status.status()).as(status.out()).isZero();
             assertThat(status.out().lines().skip(1)).hasSize(3).allMatch(l -> l.contains("master") && l.endsWith("ok"));
 
-            Path model = dir.resolve("tiny-llama");
-            ModelSynthesizer.write(SynthSpec.small(ModelFamily.LLAMA, 3), model, (d, t, b, tb) -> { });
-            String nodes = "127.0.0.1:" + base + ",127.0.0.1:" + (base + 1);
             String prompt = "the cluster tier shares a long prompt prefix between the machines of one fleet";
             String onA;
             try (ServeCommand.Running a = serve(model, nodes, clusterDir.resolve("password"))) {
                 onA = complete(a, prompt);
                 String metricsA = ExamplesTest.get("http://127.0.0.1:" + a.port() + "/metrics");
                 long deadline = System.nanoTime() + Duration.ofSeconds(10).toNanos();
-                while (!(ExamplesTest.sample(metricsA, "strata_kv_link_blocks_total", "link=\"shared_publish\"") > 0)
-                        && System.nanoTime() < deadline) {
+                while (!(ExamplesTest.sample(metricsA, "strata_kv_link_blocks_total", "link=\"shared_publish\"") > 0
+                        && ExamplesTest.sample(metricsA, "strata_cluster_written_bytes_total", "") > 0) && System.nanoTime() < deadline) {
                     Thread.sleep(20);
                     metricsA = ExamplesTest.get("http://127.0.0.1:" + a.port() + "/metrics");
                 }

@@ -1,7 +1,9 @@
 package dev.strata.cluster;
 
 import dev.strata.cache.ObjectKey;
+import dev.strata.cache.config.StrataConfig;
 import dev.strata.cache.kv.KvGeometry;
+import dev.strata.cache.kv.SeenTwiceAdmission;
 import dev.strata.cache.kv.SharedBlockStore;
 import dev.strata.memory.log.Log;
 import io.lettuce.core.ClientOptions;
@@ -11,7 +13,7 @@ import io.lettuce.core.RedisCommandTimeoutException;
 import io.lettuce.core.RedisConnectionException;
 import io.lettuce.core.RedisFuture;
 import io.lettuce.core.RedisURI;
-import io.lettuce.core.SetArgs;
+import io.lettuce.core.ScriptOutputType;
 import io.lettuce.core.SocketOptions;
 import io.lettuce.core.TimeoutOptions;
 import io.lettuce.core.api.StatefulRedisConnection;
@@ -31,6 +33,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
@@ -46,24 +49,29 @@ import java.util.concurrent.atomic.AtomicLong;
  * configuration, the model fingerprint, the geometry fingerprint and the chained prefix hash,
  * all hex), so that tenants, models and geometries never share a value, and keys spread over
  * every slot of the cluster. Its value is a {@link ClusterBlockFormat} header and the block's
- * bytes. {@link #publish} is {@code SET NX PX ttl}: the first writer wins, a block is immutable
- * once published, and it expires after the TTL unless published again after that.
+ * bytes. A write is {@code SET NX PX ttl}: the first writer wins, a block is stored once however
+ * many machines write it, is immutable once published, and expires after the TTL. Writes go
+ * through a {@link ClusterWriteQueue}: sent without waiting, pipelined, in a bounded window; when
+ * ({@code tiers.cluster.write}) is at commit (write-through) or as the block leaves this machine's
+ * HOST tier (write-behind, {@link #evicted}), optionally only for blocks used twice.
  * {@link #matchPrefix} sends the keys' {@code EXISTS} without waiting between them (pipelined, in
  * batches of 8, 32, then 128 keys, so that a short match costs one round trip and a long one a
- * few). {@link #read} checks every header field and the checksum; a value failing any check is
- * deleted, counted by check and answered absent, never loaded.
+ * few). {@link #readAsync} brings the value into this process, checks every header field and the
+ * checksum, then copies the payload into the destination; a value failing any check is deleted
+ * if it still holds the bytes that failed (a script compares their SHA-1, so a correct value
+ * written in between is kept), counted by check, and answered absent, never loaded.
  *
  * <h2>Failure</h2>
  * The cluster is lossy by nature: a value may expire, be evicted by the cluster's memory policy,
  * or be lost with a node. No call waits on the cluster longer than the configured timeout; an
  * unreachable, slow or failing cluster is counted ({@link ClusterMetrics.ErrorKind}) and
- * answered as a miss or a dropped publish ({@link PublishStatus#FULL}), never thrown into the KV
- * manager. The client reconnects by itself (every second at most) and the store works again once
- * the cluster answers. Only {@link #open} fails loudly: a cluster that cannot be reached or that
- * refuses the credentials at start-up is an error naming the node and the cause.
- *
- * <p>A corrupt value is deleted with a plain {@code DEL}: a correct value published in the
- * instant between the read and the delete is deleted with it (a miss later, never a wrong load).
+ * answered as a miss or a dropped write, never thrown into the KV manager. After a timeout or a
+ * lost connection, calls skip the cluster for a second (counted as skipped), so a slow cluster
+ * costs the scheduler at most one timeout a second. The client reconnects by itself (every
+ * second at most) and follows failovers and slot moves (topology refreshes are counted); the
+ * store works again once the cluster answers. Only {@link #open} fails loudly: a cluster that
+ * cannot be reached or that refuses the credentials at start-up is an error naming the node and
+ * the cause.
  *
  * <p>Threads: any thread may call any method concurrently; the connection is shared and
  * thread-safe. {@link #close} once, after the last call.
@@ -71,6 +79,7 @@ import java.util.concurrent.atomic.AtomicLong;
 public final class ClusterBlockStore implements SharedBlockStore, AutoCloseable {
     private static final int[] MATCH_BATCHES = {8, 32, 128}; // EXISTS per round trip, growing while every key exists
     private static final long WARN_INTERVAL_NANOS = TimeUnit.SECONDS.toNanos(10);
+    private static final java.util.logging.Logger CLIENT_LOG = java.util.logging.Logger.getLogger("io.lettuce"); // held: levels live on held loggers
 
     private final ClusterSettings settings;
     private final String prefix;     // "strata:kv:1:TENANT:MODEL:GEOMETRY:"
@@ -79,9 +88,18 @@ public final class ClusterBlockStore implements SharedBlockStore, AutoCloseable 
     private final ClusterMetrics metrics = new ClusterMetrics();
     private final ClientResources resources;
     private final RedisClusterClient client;
-    private final StatefulRedisClusterConnection<String, byte[]> connection;
-    private final RedisAdvancedClusterAsyncCommands<String, byte[]> commands;
+    private volatile Link link; // the connection; null until the cluster was first reached
+    private volatile boolean closed;
+    private Thread connector;   // connects in the background when the cluster was unreachable at start-up; null otherwise
     private final AtomicLong lastWarning = new AtomicLong(System.nanoTime() - WARN_INTERVAL_NANOS); // nanoTime of the last logged error
+    private final SeenTwiceAdmission admission; // uses of blocks by this process; null: every block is written
+    private volatile long unavailableUntil = System.nanoTime(); // nanoTime before which calls skip the cluster
+    private final reactor.core.Disposable topologyEvents;       // counts the topology changes the client follows
+
+    /** An open connection to the cluster and the write window over it. */
+    private record Link(StatefulRedisClusterConnection<String, byte[]> connection, RedisAdvancedClusterAsyncCommands<String, byte[]> commands,
+                        ClusterWriteQueue writes) {
+    }
 
     private ClusterBlockStore(ClusterSettings settings, String prefix, long geometry, ClientResources resources, RedisClusterClient client,
                               StatefulRedisClusterConnection<String, byte[]> connection) {
@@ -91,28 +109,94 @@ public final class ClusterBlockStore implements SharedBlockStore, AutoCloseable 
         this.timeoutNanos = settings.timeout().toNanos();
         this.resources = resources;
         this.client = client;
-        this.connection = connection;
-        this.commands = connection.async();
+        this.admission = settings.admission() == StrataConfig.ClusterAdmission.SEEN_TWICE ? new SeenTwiceAdmission(1 << 16) : null;
+        if (connection != null) {
+            attach(connection);
+        }
+        metrics.availability(this::available);
+        this.topologyEvents = resources.eventBus().get()
+                .filter(e -> e instanceof io.lettuce.core.cluster.event.ClusterTopologyChangedEvent)
+                .subscribe(e -> metrics.topologyRefreshed());
+    }
+
+    private void attach(StatefulRedisClusterConnection<String, byte[]> connection) {
+        RedisAdvancedClusterAsyncCommands<String, byte[]> commands = connection.async();
+        link = new Link(connection, commands,
+                new ClusterWriteQueue(commands, metrics, settings.ttl().toMillis(), settings.queueBytes(), admission, this::failed));
+    }
+
+    /** Why the cluster could not be opened. */
+    public static final class OpenFailure extends IllegalStateException {
+        private final boolean credentialsRefused;
+
+        OpenFailure(String message, boolean credentialsRefused) {
+            super(message);
+            this.credentialsRefused = credentialsRefused;
+        }
+
+        /** True when a node answered and refused the credentials (a configuration error, not an outage). */
+        public boolean credentialsRefused() {
+            return credentialsRefused;
+        }
     }
 
     /**
      * Connects to the cluster for blocks of the model {@code model} with geometry {@code kv}.
      *
      * @param connectWait the longest to wait for the first connection and the cluster's topology
-     * @throws IllegalStateException naming the node and the cause (never the password) when no
-     *                               node can be reached or a node refuses the credentials
+     * @throws OpenFailure naming the node and the cause (never the password) when no node can be
+     *                     reached or a node refuses the credentials
      */
     public static ClusterBlockStore open(ClusterSettings settings, ObjectKey model, KvGeometry kv, Duration connectWait) {
+        ClusterBlockStore store = create(settings, model, kv, connectWait);
+        try {
+            store.attach(connect(store.client, settings));
+            return store;
+        } catch (RuntimeException e) {
+            Diagnosis why = diagnose(settings, store.resources, connectWait, e);
+            store.close();
+            throw new OpenFailure(why.text, why.credentialsRefused);
+        }
+    }
+
+    /**
+     * As {@link #open}, but a cluster that cannot be reached now is not an error: the store starts
+     * without it (every call answers absent and is counted as skipped, {@code strata_cluster_available}
+     * is 0) and connects in the background every {@code retry} until the cluster answers. A node
+     * that answers and refuses the credentials is still an error: waiting would not fix it.
+     *
+     * @throws OpenFailure when a node refuses the credentials
+     */
+    public static ClusterBlockStore openOrConnectLater(ClusterSettings settings, ObjectKey model, KvGeometry kv, Duration connectWait,
+                                                       Duration retry) {
+        ClusterBlockStore store = create(settings, model, kv, connectWait);
+        try {
+            store.attach(connect(store.client, settings));
+            return store;
+        } catch (RuntimeException e) {
+            Diagnosis why = diagnose(settings, store.resources, connectWait, e);
+            if (why.credentialsRefused) {
+                store.close();
+                throw new OpenFailure(why.text, true);
+            }
+            Log.warn("cluster", why.text + "; serving without the cluster and connecting again every " + retry.toMillis() + " ms");
+            store.connectLater(retry);
+            return store;
+        }
+    }
+
+    private static ClusterBlockStore create(ClusterSettings settings, ObjectKey model, KvGeometry kv, Duration connectWait) {
         Objects.requireNonNull(model, "model fingerprint");
+        CLIENT_LOG.setLevel(java.util.logging.Level.SEVERE); // the store's own rate-limited warnings and counters report the cluster
         long geometry = ClusterBlockFormat.geometryFingerprint(kv);
         String prefix = "strata:kv:" + ClusterBlockFormat.VERSION + ":" + settings.tenant() + ":" + model + ":"
                 + String.format("%016x", geometry) + ":";
-        ClientResources resources = DefaultClientResources.builder().ioThreadPoolSize(2).computationThreadPoolSize(2)
-                .reconnectDelay(Delay.exponential(Duration.ofMillis(50), Duration.ofSeconds(1), 2, TimeUnit.MILLISECONDS)).build();
         List<RedisURI> uris = new ArrayList<>();
         for (String n : settings.nodes()) {
             uris.add(uri(settings, n, connectWait));
         }
+        ClientResources resources = DefaultClientResources.builder().ioThreadPoolSize(2).computationThreadPoolSize(2)
+                .reconnectDelay(Delay.exponential(Duration.ofMillis(50), Duration.ofSeconds(1), 2, TimeUnit.MILLISECONDS)).build();
         RedisClusterClient client = RedisClusterClient.create(resources, uris);
         ClusterClientOptions.Builder options = ClusterClientOptions.builder();
         // maintenance notifications (a managed-service feature) would need a logging library Strata does not ship
@@ -122,23 +206,52 @@ public final class ClusterBlockStore implements SharedBlockStore, AutoCloseable 
                 .disconnectedBehavior(ClientOptions.DisconnectedBehavior.REJECT_COMMANDS)
                 .socketOptions(SocketOptions.builder().connectTimeout(connectWait).build())
                 .timeoutOptions(TimeoutOptions.enabled(settings.timeout()))
-                .topologyRefreshOptions(ClusterTopologyRefreshOptions.builder().enablePeriodicRefresh(Duration.ofSeconds(30))
-                        .enableAllAdaptiveRefreshTriggers().build())
+                // follow a failover quickly: refresh the topology after two failed reconnects or a redirect, at most once a second,
+                // and every 10 s regardless
+                .topologyRefreshOptions(ClusterTopologyRefreshOptions.builder().enablePeriodicRefresh(Duration.ofSeconds(10))
+                        .enableAllAdaptiveRefreshTriggers().refreshTriggersReconnectAttempts(2)
+                        .adaptiveRefreshTriggersTimeout(Duration.ofSeconds(1)).build())
                 .build());
+        return new ClusterBlockStore(settings, prefix, geometry, resources, client, null);
+    }
+
+    /** Opens the connection and one to every node (a node connection opened lazily rejects the commands sent while it connects). */
+    private static StatefulRedisClusterConnection<String, byte[]> connect(RedisClusterClient client, ClusterSettings settings) {
+        StatefulRedisClusterConnection<String, byte[]> c = client.connect(RedisCodec.of(StringCodec.UTF8, ByteArrayCodec.INSTANCE));
         try {
-            StatefulRedisClusterConnection<String, byte[]> c = client.connect(RedisCodec.of(StringCodec.UTF8, ByteArrayCodec.INSTANCE));
             c.setTimeout(settings.timeout());
-            // connect to every node now: a node connection opened lazily rejects the commands sent while it connects
             for (var node : c.getPartitions()) {
                 c.getConnection(node.getUri().getHost(), node.getUri().getPort());
             }
-            return new ClusterBlockStore(settings, prefix, geometry, resources, client, c);
+            return c;
         } catch (RuntimeException e) {
-            String why = diagnose(settings, resources, connectWait, e);
-            client.shutdown(Duration.ZERO, Duration.ofSeconds(2));
-            resources.shutdown(0, 2, TimeUnit.SECONDS);
-            throw new IllegalStateException(why);
+            c.close();
+            throw e;
         }
+    }
+
+    /** Starts the thread that connects every {@code retry} until the cluster answers or the store closes. */
+    private synchronized void connectLater(Duration retry) {
+        connector = Thread.ofPlatform().daemon().name("strata-cluster-connect").start(() -> {
+            while (!closed && link == null) {
+                try {
+                    Thread.sleep(retry);
+                } catch (InterruptedException e) {
+                    return;
+                }
+                try {
+                    attach(connect(client, settings));
+                    Log.info("cluster", "connected to " + settings.nodes() + "; KV blocks are shared through the cluster from now on");
+                } catch (RuntimeException e) {
+                    metrics.error(kindOf(e));
+                }
+            }
+        });
+    }
+
+    /** True once the store has a connection to the cluster (it may still be unavailable now and then). */
+    public boolean connected() {
+        return link != null;
     }
 
     private static RedisURI uri(ClusterSettings s, String node, Duration timeout) {
@@ -162,7 +275,10 @@ public final class ClusterBlockStore implements SharedBlockStore, AutoCloseable 
      * Why the cluster could not be opened: each seed node is tried on its own, so the message
      * names the node that refused (credentials, or not a cluster) or says that none answered.
      */
-    private static String diagnose(ClusterSettings s, ClientResources resources, Duration wait, RuntimeException e) {
+    private record Diagnosis(String text, boolean credentialsRefused) {
+    }
+
+    private static Diagnosis diagnose(ClusterSettings s, ClientResources resources, Duration wait, RuntimeException e) {
         StringBuilder why = new StringBuilder();
         for (String node : s.nodes()) {
             RedisClient single = RedisClient.create(resources, uri(s, node, wait));
@@ -184,7 +300,7 @@ public final class ClusterBlockStore implements SharedBlockStore, AutoCloseable 
         String text = "cannot open the cluster tier at " + s.nodes() + " (tiers.cluster.nodes): " + rootMessage(e) + why
                 + (why.indexOf("credentials") >= 0 ? " — check tiers.cluster.user and the password in tiers.cluster.password-env"
                 + " or tiers.cluster.password-file" : "");
-        return s.scrub(text);
+        return new Diagnosis(s.scrub(text), why.indexOf("credentials") >= 0);
     }
 
     private static String rootMessage(Throwable t) {
@@ -217,8 +333,22 @@ public final class ClusterBlockStore implements SharedBlockStore, AutoCloseable 
         return settings;
     }
 
+    /** True while calls go to the cluster; false for a short while after it timed out or was unreachable. */
+    boolean available() {
+        return link != null && System.nanoTime() - unavailableUntil >= 0;
+    }
+
+    /** Calls skip the cluster for {@link #BACKOFF_NANOS} after a timeout or a lost connection. */
+    private static final long BACKOFF_NANOS = TimeUnit.SECONDS.toNanos(1);
+
     @Override
     public int matchPrefix(ObjectKey[] keys, int from, int count) {
+        Link l = link;
+        if (l == null || !available()) {
+            metrics.countSkipped();
+            return 0;
+        }
+        RedisAdvancedClusterAsyncCommands<String, byte[]> commands = l.commands();
         long start = System.nanoTime();
         long deadline = start + timeoutNanos;
         int matched = 0;
@@ -242,7 +372,7 @@ public final class ClusterBlockStore implements SharedBlockStore, AutoCloseable 
             metrics.matched(matched);
             return matched;
         } catch (Failure f) {
-            failed(f, "matching a prefix");
+            failed(f.kind, f.getCause(), "matching a prefix");
             metrics.matched(matched);
             return matched;
         } finally {
@@ -258,73 +388,170 @@ public final class ClusterBlockStore implements SharedBlockStore, AutoCloseable 
      */
     @Override
     public boolean read(ObjectKey key, List<MemorySegment> destinations) {
+        try {
+            return readAsync(key, destinations).get(timeoutNanos + TimeUnit.SECONDS.toNanos(1), TimeUnit.NANOSECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return false;
+        } catch (ExecutionException | TimeoutException e) {
+            failed(ClusterMetrics.ErrorKind.OTHER, e, "reading block " + key);
+            return false;
+        }
+    }
+
+    /**
+     * {@inheritDoc}
+     *
+     * <p>Here: the value travels into this process (HOST memory, the first stage), is checked, and
+     * is then copied into {@code destinations} (the second stage) on the client's thread; the
+     * future completes false when the value is absent, fails a check (it is then deleted and
+     * counted), or the cluster fails or does not answer within the timeout. It never completes
+     * exceptionally for the cluster.
+     */
+    @Override
+    public CompletableFuture<Boolean> readAsync(ObjectKey key, List<MemorySegment> destinations) {
+        Link l = link;
+        if (l == null || !available()) {
+            metrics.countSkipped();
+            return CompletableFuture.completedFuture(false);
+        }
         long total = 0;
         for (MemorySegment d : destinations) {
             total += d.byteSize();
         }
+        final long expected = total;
         long start = System.nanoTime();
-        byte[] value;
+        RedisFuture<byte[]> get;
         try {
-            value = await(commands.get(keyOf(key)), start + timeoutNanos);
-        } catch (Failure f) {
-            failed(f, "reading block " + key);
-            return false;
-        } finally {
-            metrics.latency(ClusterMetrics.Op.READ, System.nanoTime() - start);
+            get = l.commands().get(keyOf(key));
+        } catch (RuntimeException e) {
+            failed(kindOf(e), e, "reading block " + key);
+            return CompletableFuture.completedFuture(false);
         }
+        return get.toCompletableFuture().handle((value, error) -> {
+            metrics.latency(ClusterMetrics.Op.READ, System.nanoTime() - start);
+            if (error != null) {
+                Throwable cause = error instanceof java.util.concurrent.CompletionException && error.getCause() != null ? error.getCause() : error;
+                failed(kindOf(cause), cause, "reading block " + key);
+                return false;
+            }
+            return land(key, value, destinations, expected);
+        });
+    }
+
+    /** Checks {@code value} and copies its payload into {@code destinations}; false (and deleted) if it fails a check. */
+    private boolean land(ObjectKey key, byte[] value, List<MemorySegment> destinations, long expected) {
         if (value == null) {
             metrics.miss();
             return false;
         }
-        ClusterMetrics.Corruption bad = ClusterBlockFormat.verify(value, key, geometry, total);
+        ClusterMetrics.Corruption bad = ClusterBlockFormat.verify(value, key, geometry, expected);
         if (bad != null) {
             metrics.countCorrupt(bad);
             warn("the cluster's value of block " + key + " failed its " + bad.name().toLowerCase(java.util.Locale.ROOT)
                     + " check (" + value.length + " bytes); deleted, not loaded");
-            delete(key);
+            deleteIfStill(key, value);
             return false;
         }
         ClusterBlockFormat.copyPayload(value, destinations);
-        metrics.hit(total);
+        metrics.hit(expected);
         return true;
     }
 
     /**
      * {@inheritDoc}
      *
-     * <p>Here: {@link PublishStatus#FULL} stands for "not published": the cluster failed or did
-     * not answer within the timeout (counted as a dropped publish).
+     * <p>Here, with {@code write: commit}: the block's bytes are copied into a value and its write
+     * is sent without waiting for the answer; PUBLISHED means sent (its outcome is counted when it
+     * comes), FULL means not written: refused by the admission filter, dropped because the write
+     * window is full, or the cluster is unavailable (counted by reason). With
+     * {@code write: eviction}: DEFERRED, nothing is written now ({@link #evicted} writes it).
      */
     @Override
     public PublishStatus publish(ObjectKey key, List<MemorySegment> sources) {
-        byte[] value = ClusterBlockFormat.encode(key, geometry, sources);
-        long start = System.nanoTime();
-        try {
-            String ok = await(commands.set(keyOf(key), value, SetArgs.Builder.nx().px(settings.ttl().toMillis())), start + timeoutNanos);
-            if ("OK".equals(ok)) {
-                metrics.published(value.length - ClusterBlockFormat.HEADER_BYTES);
-                return PublishStatus.PUBLISHED;
-            }
-            metrics.existed();
-            return PublishStatus.EXISTS;
-        } catch (Failure f) {
-            failed(f, "publishing block " + key);
-            metrics.countDropped();
-            return PublishStatus.FULL;
-        } finally {
-            metrics.latency(ClusterMetrics.Op.PUBLISH, System.nanoTime() - start);
+        if (settings.write() == StrataConfig.ClusterWrite.EVICTION) {
+            metrics.deferred();
+            return PublishStatus.DEFERRED;
+        }
+        return write(key, sources);
+    }
+
+    /** With {@code write: eviction}: writes the block leaving this process's HOST tier, as {@link #publish} does at commit. */
+    @Override
+    public void evicted(ObjectKey key, MemorySegment bytes) {
+        if (settings.write() == StrataConfig.ClusterWrite.EVICTION) {
+            write(key, List.of(bytes));
         }
     }
 
-    /** Deletes block {@code key}'s value, waiting at most the timeout; failures are counted. */
-    private void delete(ObjectKey key) {
+    /** Counts a use of block {@code key} by this process, for the seen-twice admission filter. */
+    @Override
+    public void used(ObjectKey key) {
+        if (admission != null) {
+            admission.recordUse(key);
+        }
+    }
+
+    private PublishStatus write(ObjectKey key, List<MemorySegment> sources) {
+        Link l = link;
+        if (l == null || !available()) {
+            metrics.countSkipped();
+            metrics.countDropped(ClusterMetrics.DropReason.UNAVAILABLE);
+            return PublishStatus.FULL;
+        }
+        long payload = 0;
+        for (MemorySegment m : sources) {
+            payload += m.byteSize();
+        }
+        ClusterWriteQueue.Offer o = l.writes().offer(key, keyOf(key), payload + ClusterBlockFormat.HEADER_BYTES,
+                () -> ClusterBlockFormat.encode(key, geometry, sources));
+        return o == ClusterWriteQueue.Offer.SENT ? PublishStatus.PUBLISHED : PublishStatus.FULL;
+    }
+
+    /**
+     * Waits until every write sent has been answered, at most {@code wait}: for a caller that must
+     * know its blocks are in the cluster (a benchmark, a test, an orderly shutdown).
+     *
+     * @return true if no write is left in flight
+     */
+    public boolean awaitWrites(Duration wait) {
+        try {
+            Link l = link;
+            return l == null || l.writes().awaitEmpty(wait.toNanos());
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return false;
+        }
+    }
+
+    /** Deletes a value that failed a check only if it still holds those bytes; waits at most the timeout. */
+    private static final String DELETE_IF_SAME = "local v = redis.call('GET', KEYS[1]) "
+            + "if v and redis.sha1hex(v) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0";
+
+    /** @return the number of values deleted (0 or 1), when the cluster answers; failures are counted */
+    java.util.concurrent.CompletionStage<Long> deleteIfStill(ObjectKey key, byte[] value) {
+        Link l = link;
+        if (l == null) {
+            return CompletableFuture.completedFuture(0L);
+        }
+        RedisAdvancedClusterAsyncCommands<String, byte[]> commands = l.commands();
         long start = System.nanoTime();
         try {
-            await(commands.del(keyOf(key)), start + timeoutNanos);
-        } catch (Failure f) {
-            failed(f, "deleting block " + key);
-        } finally {
-            metrics.latency(ClusterMetrics.Op.DELETE, System.nanoTime() - start);
+            byte[] digest = java.security.MessageDigest.getInstance("SHA-1").digest(value);
+            byte[] hex = java.util.HexFormat.of().formatHex(digest).getBytes(java.nio.charset.StandardCharsets.US_ASCII);
+            RedisFuture<Long> f = commands.eval(DELETE_IF_SAME, ScriptOutputType.INTEGER, new String[] {keyOf(key)}, hex);
+            f.whenComplete((n, error) -> {
+                metrics.latency(ClusterMetrics.Op.DELETE, System.nanoTime() - start);
+                if (error != null) {
+                    failed(kindOf(error), error, "deleting block " + key);
+                }
+            });
+            return f;
+        } catch (java.security.NoSuchAlgorithmException e) {
+            throw new IllegalStateException("the JDK has no SHA-1", e);
+        } catch (RuntimeException e) {
+            failed(kindOf(e), e, "deleting block " + key);
+            return CompletableFuture.failedFuture(e);
         }
     }
 
@@ -355,7 +582,7 @@ public final class ClusterBlockStore implements SharedBlockStore, AutoCloseable 
         }
     }
 
-    private static ClusterMetrics.ErrorKind kindOf(Throwable t) {
+    static ClusterMetrics.ErrorKind kindOf(Throwable t) {
         String m = String.valueOf(t != null ? t.getMessage() : null);
         if (t instanceof RedisCommandTimeoutException) {
             return ClusterMetrics.ErrorKind.TIMEOUT;
@@ -370,10 +597,17 @@ public final class ClusterBlockStore implements SharedBlockStore, AutoCloseable 
         return ClusterMetrics.ErrorKind.OTHER;
     }
 
-    private void failed(Failure f, String what) {
-        metrics.error(f.kind);
-        Throwable c = f.getCause();
-        warn(what + " in the cluster failed (" + f.kind.name().toLowerCase(java.util.Locale.ROOT) + ": "
+    /**
+     * Counts a failed request and logs it (rate-limited); a timeout or a lost connection makes
+     * calls skip the cluster for a second, so that a slow cluster costs at most one timeout per
+     * second on the threads that call the store.
+     */
+    private void failed(ClusterMetrics.ErrorKind kind, Throwable c, String what) {
+        metrics.error(kind);
+        if (kind == ClusterMetrics.ErrorKind.TIMEOUT || kind == ClusterMetrics.ErrorKind.UNAVAILABLE) {
+            unavailableUntil = System.nanoTime() + BACKOFF_NANOS;
+        }
+        warn(what + " in the cluster failed (" + kind.name().toLowerCase(java.util.Locale.ROOT) + ": "
                 + (c == null ? "?" : c.getClass().getSimpleName() + (c.getMessage() != null ? " " + c.getMessage() : ""))
                 + "); answered as absent (more such errors are counted in strata_cluster_errors_total)");
     }
@@ -389,8 +623,24 @@ public final class ClusterBlockStore implements SharedBlockStore, AutoCloseable 
 
     @Override
     public void close() {
+        awaitWrites(settings.timeout().plusSeconds(1)); // writes already sent are answered before the connection closes
+        closed = true;
+        Thread t;
+        synchronized (this) {
+            t = connector;
+        }
         try {
-            connection.close();
+            if (t != null) {
+                t.interrupt();
+                t.join(5_000);
+            }
+            topologyEvents.dispose();
+            Link l = link;
+            if (l != null) {
+                l.connection().close();
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
         } finally {
             client.shutdown(Duration.ZERO, Duration.ofSeconds(2));
             resources.shutdown(0, 2, TimeUnit.SECONDS);

@@ -9,7 +9,8 @@ import java.util.concurrent.atomic.LongAdder;
  * The counters of one {@link ClusterBlockStore}, written as the {@code strata_cluster_*} families
  * through {@link PrometheusText}: hits and misses of reads, bytes read and written, request
  * latency by operation (a histogram), errors by kind, corrupt values found (and deleted) by
- * reason, and publishes dropped because the cluster did not answer in time.
+ * reason, writes dropped by reason, refused by admission or left to write-behind, the write
+ * window's depth, whether the cluster is in use, and topology changes followed.
  *
  * <p>No label or value ever carries the password or a key's bytes.
  *
@@ -24,6 +25,9 @@ public final class ClusterMetrics {
     /** Why a call answered absent or not published without the cluster's answer. */
     public enum ErrorKind { TIMEOUT, UNAVAILABLE, AUTH, OTHER }
 
+    /** Why a write was not sent or not stored. */
+    public enum DropReason { QUEUE_FULL, ERROR, UNAVAILABLE }
+
     /** Why a value read from the cluster was discarded. */
     public enum Corruption { SHORT, MAGIC, VERSION, LENGTH, GEOMETRY, KEY, CHECKSUM }
 
@@ -37,7 +41,14 @@ public final class ClusterMetrics {
     private final LongAdder bytesWritten = new LongAdder();  // payload bytes of published blocks
     private final LongAdder published = new LongAdder();     // blocks this store published
     private final LongAdder existed = new LongAdder();       // publishes that found the block there
-    private final LongAdder dropped = new LongAdder();       // publishes abandoned on an error or timeout
+    private final LongAdder[] dropped = adders(DropReason.values().length); // writes not sent or not stored, by reason
+    private final LongAdder refused = new LongAdder();       // writes the admission filter refused
+    private final LongAdder deferred = new LongAdder();      // publishes left to write-behind
+    private final LongAdder topologyRefreshes = new LongAdder(); // changes of the cluster's topology the client followed
+    private final LongAdder skipped = new LongAdder();       // calls answered without the cluster while it was marked unavailable
+    private volatile java.util.function.IntSupplier queuedBlocks = () -> 0;  // writes in flight
+    private volatile java.util.function.LongSupplier queuedBytes = () -> 0L; // value bytes in flight
+    private volatile java.util.function.BooleanSupplier available = () -> true; // false while calls skip the cluster
     private final LongAdder[] errors = adders(ErrorKind.values().length);
     private final LongAdder[] corrupt = adders(Corruption.values().length);
     private final AtomicLongArray buckets = new AtomicLongArray(Op.values().length * (BOUNDS.length + 1)); // per op, per bucket
@@ -73,8 +84,33 @@ public final class ClusterMetrics {
         existed.increment();
     }
 
-    void countDropped() {
-        dropped.increment();
+    void countDropped(DropReason why) {
+        dropped[why.ordinal()].increment();
+    }
+
+    void countRefused() {
+        refused.increment();
+    }
+
+    void deferred() {
+        deferred.increment();
+    }
+
+    void topologyRefreshed() {
+        topologyRefreshes.increment();
+    }
+
+    void countSkipped() {
+        skipped.increment();
+    }
+
+    void queue(java.util.function.IntSupplier blocks, java.util.function.LongSupplier bytes) {
+        queuedBlocks = blocks;
+        queuedBytes = bytes;
+    }
+
+    void availability(java.util.function.BooleanSupplier a) {
+        available = a;
     }
 
     void error(ErrorKind kind) {
@@ -138,9 +174,43 @@ public final class ClusterMetrics {
         return published.sum();
     }
 
-    /** Publishes abandoned on an error or timeout. */
+    /** Writes not sent or not stored, for every reason. */
     public long dropped() {
-        return dropped.sum();
+        long n = 0;
+        for (LongAdder a : dropped) {
+            n += a.sum();
+        }
+        return n;
+    }
+
+    /** Writes not sent or not stored for {@code why}. */
+    public long dropped(DropReason why) {
+        return dropped[why.ordinal()].sum();
+    }
+
+    /** Writes the admission filter refused. */
+    public long refused() {
+        return refused.sum();
+    }
+
+    /** Blocks that were found published already when written. */
+    public long alreadyPresent() {
+        return existed.sum();
+    }
+
+    /** Topology changes the client followed (a failover is one or more). */
+    public long topologyRefreshes() {
+        return topologyRefreshes.sum();
+    }
+
+    /** Calls answered without the cluster while it was marked unavailable. */
+    public long skipped() {
+        return skipped.sum();
+    }
+
+    /** Writes in flight now. */
+    public int queuedBlocks() {
+        return queuedBlocks.getAsInt();
     }
 
     /** Writes the {@code strata_cluster_*} families. */
@@ -155,12 +225,28 @@ public final class ClusterMetrics {
         out.sample("strata_cluster_read_bytes_total", bytesRead.sum());
         out.family("strata_cluster_written_bytes_total", PrometheusText.Type.COUNTER, "payload bytes of KV blocks published to the cluster");
         out.sample("strata_cluster_written_bytes_total", bytesWritten.sum());
-        out.family("strata_cluster_publishes_total", PrometheusText.Type.COUNTER, "publishes by outcome: published, exists (already there) or dropped (error or timeout)");
+        out.family("strata_cluster_publishes_total", PrometheusText.Type.COUNTER,
+                "block writes by outcome: published, exists (already there), dropped, refused (admission) or deferred (left to write-behind)");
         out.sample("strata_cluster_publishes_total", published.sum(), "outcome", "published");
         out.sample("strata_cluster_publishes_total", existed.sum(), "outcome", "exists");
-        out.sample("strata_cluster_publishes_total", dropped.sum(), "outcome", "dropped");
-        out.family("strata_cluster_dropped_publishes_total", PrometheusText.Type.COUNTER, "publishes abandoned because the cluster failed or did not answer in time");
-        out.sample("strata_cluster_dropped_publishes_total", dropped.sum());
+        out.sample("strata_cluster_publishes_total", dropped(), "outcome", "dropped");
+        out.sample("strata_cluster_publishes_total", refused.sum(), "outcome", "refused");
+        out.sample("strata_cluster_publishes_total", deferred.sum(), "outcome", "deferred");
+        out.family("strata_cluster_dropped_writes_total", PrometheusText.Type.COUNTER,
+                "block writes not stored, by reason: queue_full (the write window was full), error (failed or timed out), unavailable (cluster marked down)");
+        for (DropReason r : DropReason.values()) {
+            out.sample("strata_cluster_dropped_writes_total", dropped[r.ordinal()].sum(), "reason", r.name().toLowerCase(Locale.ROOT));
+        }
+        out.family("strata_cluster_write_queue_blocks", PrometheusText.Type.GAUGE, "block writes sent to the cluster and not yet answered");
+        out.sample("strata_cluster_write_queue_blocks", queuedBlocks.getAsInt());
+        out.family("strata_cluster_write_queue_bytes", PrometheusText.Type.GAUGE, "value bytes of the block writes not yet answered");
+        out.sample("strata_cluster_write_queue_bytes", queuedBytes.getAsLong());
+        out.family("strata_cluster_available", PrometheusText.Type.GAUGE, "1 while the cluster is used, 0 while calls skip it after failures");
+        out.sample("strata_cluster_available", available.getAsBoolean() ? 1 : 0);
+        out.family("strata_cluster_skipped_total", PrometheusText.Type.COUNTER, "calls answered without the cluster while it was marked unavailable");
+        out.sample("strata_cluster_skipped_total", skipped.sum());
+        out.family("strata_cluster_topology_refreshes_total", PrometheusText.Type.COUNTER, "changes of the cluster's topology the client followed");
+        out.sample("strata_cluster_topology_refreshes_total", topologyRefreshes.sum());
         out.family("strata_cluster_errors_total", PrometheusText.Type.COUNTER, "requests the cluster failed or did not answer in time, by kind; each answered absent or not published");
         for (ErrorKind k : ErrorKind.values()) {
             out.sample("strata_cluster_errors_total", errors[k.ordinal()].sum(), "kind", k.name().toLowerCase(Locale.ROOT));

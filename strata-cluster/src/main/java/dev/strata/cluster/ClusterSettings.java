@@ -22,12 +22,20 @@ import java.util.Objects;
  * @param ttl      how long a published block lives in the cluster
  * @param timeout  the longest one KV call waits on the cluster
  * @param tenant   the namespace blocks are kept under
+ * @param write      when blocks are written: at commit (write-through) or as they leave this machine (write-behind)
+ * @param admission  which blocks offered are written
+ * @param queueBytes the most value bytes written and not yet answered; a write past it is dropped and counted
  */
 public record ClusterSettings(List<String> nodes, String user, String password, boolean tls, Duration ttl, Duration timeout,
-                              String tenant) {
+                              String tenant, StrataConfig.ClusterWrite write, StrataConfig.ClusterAdmission admission, long queueBytes) {
 
     public ClusterSettings {
         nodes = List.copyOf(nodes);
+        Objects.requireNonNull(write, "write");
+        Objects.requireNonNull(admission, "admission");
+        if (queueBytes <= 0) {
+            throw new IllegalArgumentException("the write queue must hold some bytes, got " + queueBytes);
+        }
         Objects.requireNonNull(ttl, "ttl");
         Objects.requireNonNull(timeout, "timeout");
         Objects.requireNonNull(tenant, "tenant");
@@ -40,7 +48,8 @@ public record ClusterSettings(List<String> nodes, String user, String password, 
     public static ClusterSettings of(LocalRedisCluster cluster, Duration timeout) {
         try {
             String password = cluster.passwordFile() == null ? null : LocalRedisCluster.readPassword(cluster.passwordFile());
-            return new ClusterSettings(cluster.nodes(), null, password, false, Duration.ofHours(1), timeout, "default");
+            return new ClusterSettings(cluster.nodes(), null, password, false, Duration.ofHours(1), timeout, "default",
+                    StrataConfig.ClusterWrite.COMMIT, StrataConfig.ClusterAdmission.ALL, StrataConfig.DEFAULT_CLUSTER_QUEUE_BYTES);
         } catch (IOException e) {
             throw new IllegalStateException("cannot read the cluster's password file " + cluster.passwordFile() + ": " + e.getMessage(), e);
         }
@@ -77,22 +86,32 @@ public record ClusterSettings(List<String> nodes, String user, String password, 
             }
         }
         return new ClusterSettings(t.nodes(), t.user(), password, t.tls(), Duration.ofMillis(t.ttlMillis()),
-                Duration.ofMillis(t.timeoutMillis()), t.tenant());
+                Duration.ofMillis(t.timeoutMillis()), t.tenant(), t.write(), t.admission(), t.queueBytes());
     }
 
     /** These settings with another timeout. */
     public ClusterSettings withTimeout(Duration t) {
-        return new ClusterSettings(nodes, user, password, tls, ttl, t, tenant);
+        return new ClusterSettings(nodes, user, password, tls, ttl, t, tenant, write, admission, queueBytes);
     }
 
     /** These settings with another password (null: none). */
     public ClusterSettings withPassword(String p) {
-        return new ClusterSettings(nodes, user, p, tls, ttl, timeout, tenant);
+        return new ClusterSettings(nodes, user, p, tls, ttl, timeout, tenant, write, admission, queueBytes);
     }
 
     /** These settings with another tenant. */
     public ClusterSettings withTenant(String t) {
-        return new ClusterSettings(nodes, user, password, tls, ttl, timeout, t);
+        return new ClusterSettings(nodes, user, password, tls, ttl, timeout, t, write, admission, queueBytes);
+    }
+
+    /** These settings with another write policy and admission. */
+    public ClusterSettings withWrites(StrataConfig.ClusterWrite w, StrataConfig.ClusterAdmission a) {
+        return new ClusterSettings(nodes, user, password, tls, ttl, timeout, tenant, w, a, queueBytes);
+    }
+
+    /** These settings with another write queue bound. */
+    public ClusterSettings withQueueBytes(long q) {
+        return new ClusterSettings(nodes, user, password, tls, ttl, timeout, tenant, write, admission, q);
     }
 
     /** {@code text} with every occurrence of the password masked: for messages built from a client's errors. */
@@ -105,7 +124,9 @@ public record ClusterSettings(List<String> nodes, String user, String password, 
 
     @Override
     public String toString() {
-        return "cluster " + nodes + " (tenant " + tenant + ", ttl " + ttl + ", timeout " + timeout + (tls ? ", tls" : "")
+        return "cluster " + nodes + " (tenant " + tenant + ", ttl " + ttl + ", timeout " + timeout + ", write "
+                + write.name().toLowerCase(java.util.Locale.ROOT) + (admission == StrataConfig.ClusterAdmission.SEEN_TWICE ? " seen-twice" : "")
+                + (tls ? ", tls" : "")
                 + (user != null ? ", user " + user : "") + (password != null ? ", with password" : ", no password") + ")";
     }
 }

@@ -56,9 +56,31 @@ public final class PoolThenClusterBlockStore implements SharedBlockStore {
         return pool.read(key, destinations) || cluster.read(key, destinations);
     }
 
+    /** From the pool at once when it has the block, else from the cluster without waiting. */
+    @Override
+    public java.util.concurrent.CompletableFuture<Boolean> readAsync(ObjectKey key, List<MemorySegment> destinations) {
+        if (pool.read(key, destinations)) {
+            return java.util.concurrent.CompletableFuture.completedFuture(true);
+        }
+        return cluster.readAsync(key, destinations);
+    }
+
+    /** To the cluster (which writes it behind if so configured); the pool keeps its own copies. */
+    @Override
+    public void evicted(ObjectKey key, MemorySegment bytes) {
+        cluster.evicted(key, bytes);
+    }
+
+    @Override
+    public void used(ObjectKey key) {
+        pool.used(key);
+        cluster.used(key);
+    }
+
     /**
      * Publishes to the pool, then to the cluster: PUBLISHED if either published it, else EXISTS if
-     * either had it, else FULL. A failure of the pool is thrown after the cluster was tried.
+     * either had it, else DEFERRED if the cluster will write it behind, else FULL. A failure of the
+     * pool is thrown after the cluster was tried.
      */
     @Override
     public PublishStatus publish(ObjectKey key, List<MemorySegment> sources) {
@@ -79,7 +101,7 @@ public final class PoolThenClusterBlockStore implements SharedBlockStore {
         if (first == PublishStatus.EXISTS || second == PublishStatus.EXISTS) {
             return PublishStatus.EXISTS;
         }
-        return PublishStatus.FULL;
+        return second == PublishStatus.DEFERRED ? PublishStatus.DEFERRED : PublishStatus.FULL;
     }
 
     @Override

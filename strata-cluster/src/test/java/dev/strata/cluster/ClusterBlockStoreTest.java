@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.strata.cache.ObjectKey;
+import dev.strata.cache.config.StrataConfig;
 import dev.strata.cache.kv.KvDtype;
 import dev.strata.cache.kv.KvGeometry;
 import dev.strata.cache.kv.ModelFingerprint;
@@ -117,13 +118,25 @@ class ClusterBlockStoreTest {
         return out;
     }
 
+    /** Waits until {@code store}'s writes are answered. */
+    private static void settle(ClusterBlockStore store) {
+        assertThat(store.awaitWrites(Duration.ofSeconds(10))).as("writes answered").isTrue();
+    }
+
     @Test
     void aPublishedPrefixIsMatchedAndReadBackByteForByte() {
         ObjectKey[] k = keys(5);
+        long published = machineA.metrics().published();
         for (int i = 0; i < 3; i++) {
             assertThat(machineA.publish(k[i], block(i))).isEqualTo(PublishStatus.PUBLISHED);
         }
-        assertThat(machineA.publish(k[1], block(1))).isEqualTo(PublishStatus.EXISTS);
+        settle(machineA);
+        assertThat(machineA.metrics().published()).isEqualTo(published + 3);
+        long present = machineA.metrics().alreadyPresent();
+        assertThat(machineA.publish(k[1], block(1))).isEqualTo(PublishStatus.PUBLISHED); // sent: a block is stored once
+        settle(machineA);
+        assertThat(machineA.metrics().alreadyPresent()).isEqualTo(present + 1);
+        assertThat(machineA.metrics().published()).isEqualTo(published + 3);
         assertThat(machineA.matchPrefix(k, 0, 5)).isEqualTo(3);
         assertThat(machineA.matchPrefix(k, 1, 4)).isEqualTo(2);
         assertThat(machineA.matchPrefix(k, 3, 2)).isZero();
@@ -142,6 +155,8 @@ class ClusterBlockStoreTest {
         for (int i = 0; i < 250; i++) {
             assertThat(machineA.publish(k[i], block(i))).isEqualTo(PublishStatus.PUBLISHED);
         }
+        settle(machineA);
+        assertThat(machineA.metrics().dropped()).as("250 small blocks fit the write window").isZero();
         assertThat(machineB.matchPrefix(k, 0, 300)).isEqualTo(250);
         assertThat(machineB.matchPrefix(k, 0, 170)).isEqualTo(170);
     }
@@ -152,6 +167,7 @@ class ClusterBlockStoreTest {
         for (int i = 0; i < 4; i++) {
             assertThat(machineA.publish(k[i], block(100 + i))).isEqualTo(PublishStatus.PUBLISHED);
         }
+        settle(machineA);
         long hits = machineB.metrics().hits();
         assertThat(machineB.matchPrefix(k, 0, 4)).isEqualTo(4);
         for (int i = 0; i < 4; i++) {
@@ -160,13 +176,18 @@ class ClusterBlockStoreTest {
             assertThat(bytes(into)).isEqualTo(bytes(block(100 + i)));
         }
         assertThat(machineB.metrics().hits()).isEqualTo(hits + 4);
-        assertThat(machineB.publish(k[0], block(100))).isEqualTo(PublishStatus.EXISTS);
+        long present = machineB.metrics().alreadyPresent();
+        machineB.publish(k[0], block(100));
+        settle(machineB);
+        assertThat(machineB.metrics().alreadyPresent()).isEqualTo(present + 1);
     }
 
     @Test
     void anotherTenantOrModelSeesNothing() {
         ObjectKey[] k = keys(1);
         assertThat(machineA.publish(k[0], block(7))).isEqualTo(PublishStatus.PUBLISHED);
+        settle(machineA);
+        assertThat(machineA.matchPrefix(k, 0, 1)).isEqualTo(1);
         try (ClusterBlockStore otherTenant = ClusterBlockStore.open(settings.withTenant("other"), MODEL, GEOMETRY, Duration.ofSeconds(5));
              ClusterBlockStore otherModel = ClusterBlockStore.open(settings, ModelFingerprint.of("another", GEOMETRY), GEOMETRY,
                      Duration.ofSeconds(5))) {
@@ -184,6 +205,10 @@ class ClusterBlockStoreTest {
         assertThat(machineB.read(key, into)).isFalse();
         assertThat(bytes(into)).as("nothing of a bad value is loaded").isEqualTo(untouched);
         assertThat(machineB.metrics().corrupt(check)).isEqualTo(before + 1);
+        long deadline = System.nanoTime() + Duration.ofSeconds(5).toNanos(); // the delete is sent, not waited for
+        while (rawConnection.sync().exists(machineA.keyOf(key)) != 0 && System.nanoTime() < deadline) {
+            Thread.onSpinWait();
+        }
         assertThat(rawConnection.sync().exists(machineA.keyOf(key))).as("the bad value is deleted").isZero();
         assertThat(machineB.matchPrefix(new ObjectKey[] {key}, 0, 1)).isZero();
     }
@@ -194,6 +219,7 @@ class ClusterBlockStoreTest {
         for (ObjectKey key : k) {
             assertThat(machineA.publish(key, block(key.low()))).isEqualTo(PublishStatus.PUBLISHED);
         }
+        settle(machineA);
         byte[] good = rawConnection.sync().get(machineA.keyOf(k[0]));
         assertThat(good).hasSize(ClusterBlockFormat.HEADER_BYTES + GEOMETRY.bytesPerBlock());
 
@@ -224,6 +250,79 @@ class ClusterBlockStoreTest {
     }
 
     @Test
+    void aCorruptValueIsDeletedOnlyWhileItStillHoldsTheBytesThatFailed() throws Exception {
+        ObjectKey key = keys(1)[0];
+        machineA.publish(key, block(9));
+        settle(machineA);
+        byte[] good = rawConnection.sync().get(machineA.keyOf(key));
+        byte[] garbage = new byte[good.length];
+        new Random(2).nextBytes(garbage);
+        // another machine read garbage here, and a correct value was written before its delete ran
+        assertThat(machineB.deleteIfStill(key, garbage).toCompletableFuture().get(5, java.util.concurrent.TimeUnit.SECONDS)).isZero();
+        assertThat(rawConnection.sync().get(machineA.keyOf(key))).as("the correct value is kept").isEqualTo(good);
+        rawConnection.sync().set(machineA.keyOf(key), garbage);
+        assertThat(machineB.deleteIfStill(key, garbage).toCompletableFuture().get(5, java.util.concurrent.TimeUnit.SECONDS)).isEqualTo(1);
+        assertThat(rawConnection.sync().exists(machineA.keyOf(key))).isZero();
+    }
+
+    @Test
+    void writesBeyondTheWindowAreDroppedAndCountedNotWaitedFor() {
+        try (ClusterBlockStore small = ClusterBlockStore.open(settings.withQueueBytes(2L * (GEOMETRY.bytesPerBlock()
+                + ClusterBlockFormat.HEADER_BYTES)), MODEL, GEOMETRY, Duration.ofSeconds(5))) {
+            ObjectKey[] k = keys(200);
+            int sent = 0;
+            for (ObjectKey key : k) {
+                if (small.publish(key, block(key.low())) == PublishStatus.PUBLISHED) {
+                    sent++;
+                }
+            }
+            settle(small);
+            ClusterMetrics m = small.metrics();
+            assertThat(m.dropped(ClusterMetrics.DropReason.QUEUE_FULL)).isEqualTo(200 - sent);
+            assertThat(m.published() + m.alreadyPresent()).isEqualTo(sent);
+            assertThat(m.queuedBlocks()).isZero();
+            assertThat(sent).isPositive();
+        }
+    }
+
+    @Test
+    void seenTwiceKeepsOneOffBlocksOffTheCluster() {
+        try (ClusterBlockStore filtered = ClusterBlockStore.open(settings.withWrites(StrataConfig.ClusterWrite.COMMIT,
+                StrataConfig.ClusterAdmission.SEEN_TWICE), MODEL, GEOMETRY, Duration.ofSeconds(5))) {
+            ObjectKey[] k = keys(2);
+            filtered.used(k[0]);
+            assertThat(filtered.publish(k[0], block(1))).as("used once").isEqualTo(PublishStatus.FULL);
+            filtered.used(k[1]);
+            filtered.used(k[1]);
+            assertThat(filtered.publish(k[1], block(2))).as("used twice").isEqualTo(PublishStatus.PUBLISHED);
+            settle(filtered);
+            assertThat(filtered.metrics().refused()).isEqualTo(1);
+            assertThat(machineB.matchPrefix(k, 0, 1)).isZero();
+            assertThat(machineB.matchPrefix(k, 1, 1)).isEqualTo(1);
+        }
+    }
+
+    @Test
+    void writeBehindWritesABlockWhenItLeavesThisMachineNotAtCommit() {
+        try (ClusterBlockStore behind = ClusterBlockStore.open(settings.withWrites(StrataConfig.ClusterWrite.EVICTION,
+                StrataConfig.ClusterAdmission.ALL), MODEL, GEOMETRY, Duration.ofSeconds(5))) {
+            ObjectKey[] k = keys(1);
+            assertThat(behind.publish(k[0], block(5))).isEqualTo(PublishStatus.DEFERRED);
+            settle(behind);
+            assertThat(machineB.matchPrefix(k, 0, 1)).isZero();
+            List<MemorySegment> parts = block(5);
+            MemorySegment whole = ARENA.allocate(GEOMETRY.bytesPerBlock());
+            MemorySegment.copy(parts.get(0), 0, whole, 0, parts.get(0).byteSize());
+            MemorySegment.copy(parts.get(1), 0, whole, parts.get(0).byteSize(), parts.get(1).byteSize());
+            behind.evicted(k[0], whole);
+            settle(behind);
+            List<MemorySegment> into = empty();
+            assertThat(machineB.read(k[0], into)).isTrue();
+            assertThat(bytes(into)).isEqualTo(bytes(block(5)));
+        }
+    }
+
+    @Test
     void aWrongPasswordFailsAtStartUpNamingTheNodeButNotThePassword() {
         String wrong = "not-the-password-" + Long.toHexString(new Random().nextLong());
         assertThatThrownBy(() -> ClusterBlockStore.open(settings.withPassword(wrong), MODEL, GEOMETRY, Duration.ofSeconds(3)))
@@ -237,6 +336,11 @@ class ClusterBlockStoreTest {
                 });
         assertThatThrownBy(() -> ClusterBlockStore.open(settings.withPassword(null), MODEL, GEOMETRY, Duration.ofSeconds(3)))
                 .isInstanceOf(IllegalStateException.class).hasMessageContaining(cluster.nodes().getFirst());
+        // a server that may start without its cluster still refuses to start with wrong credentials: waiting would not fix them
+        assertThatThrownBy(() -> ClusterBlockStore.openOrConnectLater(settings.withPassword(wrong), MODEL, GEOMETRY, Duration.ofSeconds(3),
+                Duration.ofMillis(100)))
+                .isInstanceOfSatisfying(ClusterBlockStore.OpenFailure.class, e -> assertThat(e.credentialsRefused()).isTrue())
+                .hasMessageContaining("refused the credentials").hasMessageNotContaining(wrong);
         PrometheusText text = new PrometheusText();
         machineA.metrics().writeTo(text);
         assertThat(text.toString()).doesNotContain(settings.password()).contains("strata_cluster_request_seconds_bucket{op=\"read\"");

@@ -14,11 +14,16 @@ final class TestClusters {
 
     /** Starts a cluster of {@code primaries} × (1 + {@code replicas}) nodes with a password, on ports found free. */
     static LocalRedisCluster start(Path dir, int primaries, int replicas) {
+        return start(dir, primaries, replicas, LocalRedisCluster.DEFAULT_MAXMEMORY);
+    }
+
+    /** As {@link #start(Path, int, int)}, each node keeping at most {@code maxmemory} bytes (allkeys-lru). */
+    static LocalRedisCluster start(Path dir, int primaries, int replicas, long maxmemory) {
         int nodes = primaries * (1 + replicas);
         for (int attempt = 0; attempt < 50; attempt++) {
             int base = 20_000 + ThreadLocalRandom.current().nextInt(0, 30_000);
             if (free(base, nodes) && free(base + 10_000, nodes)) {
-                return LocalRedisCluster.create(dir, primaries, replicas, base, true).start(Duration.ofSeconds(30));
+                return LocalRedisCluster.create(dir, primaries, replicas, base, true, maxmemory, "allkeys-lru").start(Duration.ofSeconds(30));
             }
         }
         throw new IllegalStateException("found no " + nodes + " free consecutive ports for a test cluster");

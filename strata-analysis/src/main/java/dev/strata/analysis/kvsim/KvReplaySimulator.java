@@ -6,6 +6,8 @@ import dev.strata.cache.policy.PolicyKind;
 import dev.strata.cache.policy.PolicyNode;
 import dev.strata.cache.policy.PrefixNode;
 import java.util.Arrays;
+import java.util.Objects;
+import java.util.function.IntConsumer;
 
 /**
  * Replays a prefix trace against KV tiers DEVICE → HOST → DISK, each with a capacity in blocks and
@@ -36,7 +38,8 @@ import java.util.Arrays;
  *
  * <p>Threads: one simulator per thread; {@link #run} may be called once, or, instead, {@link #step}
  * once per request a caller chooses to send to this cache (a multi-instance replay gives each
- * instance's cache only the requests routed to it).
+ * instance's cache only the requests routed to it, reads its counts with {@link #result}, and may
+ * learn of each block leaving this cache through {@link #onDeparture}).
  */
 public final class KvReplaySimulator {
     /** Tier indices. */
@@ -119,10 +122,7 @@ public final class KvReplaySimulator {
 
         @Override
         public long keyHash() {
-            long z = block * 0x9E3779B97F4A7C15L + 0x632BE59BD9B4E019L;
-            z = (z ^ (z >>> 30)) * 0xBF58476D1CE4E5B9L;
-            z = (z ^ (z >>> 27)) * 0x94D049BB133111EBL;
-            return z ^ (z >>> 31);
+            return blockHash(block);
         }
 
         @Override
@@ -163,6 +163,9 @@ public final class KvReplaySimulator {
     private final long[] hitsByTier = new long[3];
     private final long[][] moved = new long[3][3];
     private long recomputed;
+    private long requestsReplayed;
+    private long accessesReplayed; // block references of the requests replayed
+    private IntConsumer departures = b -> { }; // told of each block leaving every tier (see onDeparture)
     private long strandingEvictions;
     private long unreachableDrops;
     private int[] stack = new int[64]; // scratch for the cascade
@@ -203,6 +206,14 @@ public final class KvReplaySimulator {
         }
     }
 
+    /** A well-mixed hash of block index {@code block} (SplitMix64's finalizer): its key hash in every model. */
+    static long blockHash(int block) {
+        long z = block * 0x9E3779B97F4A7C15L + 0x632BE59BD9B4E019L;
+        z = (z ^ (z >>> 30)) * 0xBF58476D1CE4E5B9L;
+        z = (z ^ (z >>> 27)) * 0x94D049BB133111EBL;
+        return z ^ (z >>> 31);
+    }
+
     /** Replays {@code trace} and returns the counts. */
     public static ReplayResult replay(PrefixTrace trace, Config config) {
         return new KvReplaySimulator(trace, config).run();
@@ -220,12 +231,32 @@ public final class KvReplaySimulator {
                 checkInvariants(r);
             }
         }
+        return result();
+    }
+
+    /**
+     * The counts so far: after {@link #run}, the whole trace's; while stepping, those of the
+     * requests stepped (its {@link ReplayResult#requests()} and {@link ReplayResult#accesses()}
+     * count only them).
+     */
+    public ReplayResult result() {
         String[] names = new String[3];
         for (int t = 0; t < 3; t++) {
             names[t] = policies[t] == null ? "" : policies[t].name();
         }
-        return new ReplayResult(names, trace.requestCount(), trace.accessCount(), hitsByTier, recomputed, moved,
+        return new ReplayResult(names, requestsReplayed, accessesReplayed, hitsByTier, recomputed, moved,
                 strandingEvictions, unreachableDrops, config.blockBytes());
+    }
+
+    /**
+     * Tells {@code listener} the index of each block that leaves this cache altogether, as it
+     * happens: evicted from the last tier (or from a tier with no room below), dropped as
+     * unreachable by the cascade, or computed or promoted with no tier able to keep it. A block
+     * moving between tiers, or removed to be rewritten by the same request, has not left.
+     * Replaces the previous listener; call before the first step.
+     */
+    public void onDeparture(IntConsumer listener) {
+        this.departures = Objects.requireNonNull(listener, "listener");
     }
 
     /**
@@ -263,6 +294,8 @@ public final class KvReplaySimulator {
 
     private int replayRequest(int[] blocks) {
         int n = blocks.length;
+        requestsReplayed++;
+        accessesReplayed += n;
         int prefix = 0;
         while (prefix < n && tierOf[blocks[prefix]] >= 0) {
             prefix++;
@@ -299,6 +332,8 @@ public final class KvReplaySimulator {
                     if (to > enabled[0]) {
                         countHops(enabled[0], to); // written by prefill straight past a full top tier
                     }
+                } else {
+                    departures.accept(b); // computed, never kept: no tier, or its parent is gone
                 }
             }
             if (config.checkInvariants()) {
@@ -374,8 +409,9 @@ public final class KvReplaySimulator {
         }
     }
 
-    /** Block {@code b} left the last tier: its resident descendants are unreachable. */
+    /** Block {@code b} left this cache (the last tier, or found no room): its resident descendants are unreachable. */
     private void dropped(int b) {
+        departures.accept(b);
         if (!config.dropUnreachable()) {
             return;
         }
@@ -393,6 +429,7 @@ public final class KvReplaySimulator {
             }
             remove(c);
             unreachableDrops++;
+            departures.accept(c);
             for (int d = firstChild[c]; d >= 0; d = nextSibling[d]) {
                 stack = push(stack, top++, d);
             }

@@ -35,8 +35,8 @@ import java.util.Locale;
  *       separately ({@link PrefixTtftMeasure.SharedPool}).</li>
  * </ul>
  * Each round takes a new seeded random prompt: A prefills it cold and takes the greedy first
- * token (the cold TTFT); the measure waits, untimed, until A's manager and the cluster have
- * taken every write; then C and P (in alternating order from round to round) get the same prompt,
+ * token (the cold TTFT); the measure waits, untimed, until A's manager has published every block
+ * and the cluster has answered every write ({@link ClusterBlockStore#awaitWrites}); then C and P (in alternating order from round to round) get the same prompt,
  * load every full block but the last token's out of the cluster or the pool, compute the rest and
  * take the first token. All three first tokens' logits must be bit-identical and C and P must have
  * reused the whole prefix; otherwise the measure fails.
@@ -103,7 +103,10 @@ public final class ClusterTtftMeasure {
                     long start = System.nanoTime();
                     PrefixTtftMeasure.Ttft first = PrefixTtftMeasure.firstToken(a.runner(), prompt);
                     double coldSeconds = (System.nanoTime() - start) / 1e9;
-                    a.awaitIdle(); // publication into the pool and the cluster finished (untimed)
+                    a.awaitIdle(); // publication into the pool finished and the cluster's writes sent (untimed)
+                    if (!clusterOfA.awaitWrites(Duration.ofSeconds(60))) {
+                        throw new IllegalStateException("round " + r + ": the cluster had not answered instance A's writes after 60 s");
+                    }
                     double[] hit = new double[2]; // [cluster, pool]
                     for (int k = 0; k < 2; k++) {
                         int which = (k + Math.max(r, 0)) % 2; // alternate which instance goes first

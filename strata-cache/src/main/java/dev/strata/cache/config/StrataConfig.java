@@ -95,13 +95,39 @@ public record StrataConfig(DeviceTier device, PeerTier peer, HostTier host, Pool
      * @param ttlMillis     how long a published block lives in the cluster, ms
      * @param timeoutMillis the longest a KV operation waits on the cluster before it answers absent, ms
      * @param tenant        the namespace blocks are kept under, so that tenants never share blocks
+     * @param write         when blocks are written to the cluster
+     * @param admission     which blocks are written
+     * @param queueBytes    the most block bytes written to the cluster and not yet answered; a write past it is dropped
      */
     public record ClusterTier(List<String> nodes, String user, String passwordEnv, Path passwordFile, boolean tls,
-                              long ttlMillis, long timeoutMillis, String tenant) {
+                              long ttlMillis, long timeoutMillis, String tenant, ClusterWrite write, ClusterAdmission admission,
+                              long queueBytes) {
         public ClusterTier {
             nodes = List.copyOf(nodes);
         }
     }
+
+    /** When KV blocks are written to the cluster ({@code tiers.cluster.write}). */
+    public enum ClusterWrite {
+        /** Write-through: as soon as a block is committed (other machines can share it at once). */
+        COMMIT,
+        /**
+         * Write-behind: when the block leaves this machine's HOST tier (or its DEVICE slot without
+         * an offload store), so that only blocks this machine could not keep travel.
+         */
+        EVICTION
+    }
+
+    /** Which KV blocks are written to the cluster ({@code tiers.cluster.admission}). */
+    public enum ClusterAdmission {
+        /** Every block offered. */
+        ALL,
+        /** Blocks this process used (committed or matched) at least twice: one-off prefixes stay off the cluster. */
+        SEEN_TWICE
+    }
+
+    /** The {@code tiers.cluster.write-queue} when none is given: 64 MiB of blocks in flight. */
+    public static final long DEFAULT_CLUSTER_QUEUE_BYTES = 64L << 20;
 
     /**
      * The PEER tier: memory borrowed from peers through a peer client, revocable at any time.
@@ -275,7 +301,8 @@ public record StrataConfig(DeviceTier device, PeerTier peer, HostTier host, Pool
         if (c == null) {
             return null;
         }
-        c.allowOnly("nodes", "user", "password-env", "password-file", "tls", "ttl", "timeout", "tenant");
+        c.allowOnly("nodes", "user", "password-env", "password-file", "tls", "ttl", "timeout", "tenant", "write", "admission",
+                "write-queue");
         List<String> nodes = c.list("nodes");
         if (nodes.isEmpty()) {
             throw new ConfigException("tiers.cluster.nodes is required: the cluster's seed nodes as host:port (e.g. [10.0.0.5:7000])");
@@ -302,7 +329,17 @@ public record StrataConfig(DeviceTier device, PeerTier peer, HostTier host, Pool
         return new ClusterTier(nodes, c.text("user", null), c.text("password-env", null),
                 passwordFile == null || passwordFile.isBlank() ? null : Path.of(passwordFile), c.bool("tls", false),
                 c.millis("ttl", DEFAULT_CLUSTER_TTL_MILLIS, 1_000, 365L * 86_400_000),
-                c.millis("timeout", DEFAULT_CLUSTER_TIMEOUT_MILLIS, 1, 600_000), tenant);
+                c.millis("timeout", DEFAULT_CLUSTER_TIMEOUT_MILLIS, 1, 600_000), tenant,
+                c.choice("write", ClusterWrite.class, ClusterWrite.COMMIT), c.choice("admission", ClusterAdmission.class, ClusterAdmission.ALL),
+                queueBytes(c));
+    }
+
+    private static long queueBytes(ConfigNode c) {
+        long q = c.size("write-queue", DEFAULT_CLUSTER_QUEUE_BYTES);
+        if (q < (1L << 20)) {
+            throw new ConfigException("tiers.cluster.write-queue: " + q + " bytes is below 1 MiB; it must hold at least one KV block");
+        }
+        return q;
     }
 
     private static Store readStore(ConfigNode s, EnumSet<TierKind> present) {

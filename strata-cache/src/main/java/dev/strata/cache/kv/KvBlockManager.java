@@ -187,6 +187,9 @@ public final class KvBlockManager implements AutoCloseable {
             if (config.diskAdmission() != null) {
                 config.diskAdmission().recordUse(keys[i]);
             }
+            if (shared != null) {
+                shared.used(keys[i]);
+            }
         }
         counters.add(KvCounters.MISSES, keys.length - n);
         BlockLocation[] matched = n == keys.length ? where : java.util.Arrays.copyOf(where, n);
@@ -610,6 +613,9 @@ public final class KvBlockManager implements AutoCloseable {
     private void commitBlock(KvSequence seq, int i, ObjectKey key) {
         DeviceBlock b = seq.blocks.get(i);
         ObjectKey parent = seq.lastKey;
+        if (shared != null) {
+            shared.used(key); // before any publish, so that a store admitting by uses sees this one
+        }
         DeviceBlock existing = deviceSlots.putIfAbsent(key, b);
         if (existing == null) {
             deviceSlots.registerMapped(b, key, parent);

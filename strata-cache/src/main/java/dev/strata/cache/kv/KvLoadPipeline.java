@@ -85,18 +85,27 @@ final class KvLoadPipeline implements AutoCloseable {
         final ObjectKey key = b.key;
         final int slot = b.slot;
         if (source == BlockLocation.SHARED) {
+            // the read is started on the I/O thread and may finish elsewhere: a store behind a
+            // network (the cluster) answers on its own threads, so the I/O thread does not wait on it
             async.execute(() -> {
-                KvLoadException failure = null;
+                java.util.concurrent.CompletableFuture<Boolean> read;
                 try {
-                    if (!shared.read(key, segmentsOf(layout, allTokens, slot))) {
+                    read = shared.readAsync(key, segmentsOf(layout, allTokens, slot));
+                } catch (RuntimeException e) {
+                    read = java.util.concurrent.CompletableFuture.failedFuture(e);
+                }
+                read.whenComplete((found, error) -> {
+                    KvLoadException failure = null;
+                    if (error != null) {
+                        Throwable e = error instanceof CompletionException && error.getCause() != null ? error.getCause() : error;
+                        failure = new KvLoadException(key, source, "reading block " + key + " from the shared pool failed: " + e,
+                                e);
+                    } else if (!found) {
                         failure = new KvLoadException(key, source, "block " + key + " is no longer published in the shared pool",
                                 null);
                     }
-                } catch (RuntimeException e) {
-                    failure = new KvLoadException(key, source, "reading block " + key + " from the shared pool failed: " + e,
-                            e);
-                }
-                done(b, failure, false, KvLink.SHARED_READ, false);
+                    done(b, failure, false, KvLink.SHARED_READ, false);
+                });
             });
             return;
         }

@@ -59,7 +59,12 @@ public interface SharedBlockStore {
         /** No space could be found, even after evicting unpinned blocks. */
         FULL,
         /** The pool is out of the chain ({@link #health()}): nothing was written. */
-        UNAVAILABLE
+        UNAVAILABLE,
+        /**
+         * Not written now: this store writes behind, taking the block when it leaves this
+         * process's memory ({@link #evicted}).
+         */
+        DEFERRED
     }
 
     /**
@@ -84,4 +89,35 @@ public interface SharedBlockStore {
      * {@code key}, evicting unpinned blocks if the pool is full.
      */
     PublishStatus publish(ObjectKey key, List<MemorySegment> sources);
+
+    /**
+     * As {@link #read}, answering through a future so that the caller's thread does not wait for
+     * a store behind a network: the future completes (on any thread) once {@code destinations}
+     * hold the verified block (true), or with false when it is absent, or exceptionally as
+     * {@link #read} throws. The destinations must stay valid until it completes. By default the
+     * read is done at once on the calling thread.
+     */
+    default java.util.concurrent.CompletableFuture<Boolean> readAsync(ObjectKey key, List<MemorySegment> destinations) {
+        try {
+            return java.util.concurrent.CompletableFuture.completedFuture(read(key, destinations));
+        } catch (RuntimeException e) {
+            return java.util.concurrent.CompletableFuture.failedFuture(e);
+        }
+    }
+
+    /**
+     * The KV block {@code key} is leaving this process's memory (evicted out of its HOST tier);
+     * {@code bytes} is valid during the call only. A write-behind store copies it and writes it;
+     * by default nothing happens. Called under the KV store's lock: never waits on another process.
+     */
+    default void evicted(ObjectKey key, MemorySegment bytes) {
+    }
+
+    /**
+     * This process used block {@code key} (committed it, or matched it in any tier): for a store
+     * that writes only blocks used more than once. Called on the KV manager's scheduler thread;
+     * must be quick. Nothing by default.
+     */
+    default void used(ObjectKey key) {
+    }
 }

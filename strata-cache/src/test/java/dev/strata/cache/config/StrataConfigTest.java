@@ -158,6 +158,14 @@ class StrataConfigTest {
         assertThat(c.cluster().timeoutMillis()).isEqualTo(StrataConfig.DEFAULT_CLUSTER_TIMEOUT_MILLIS);
         assertThat(c.cluster().tenant()).isEqualTo("team-a");
         assertThat(c.cluster().tls()).isFalse();
+        assertThat(c.cluster().write()).isEqualTo(StrataConfig.ClusterWrite.COMMIT);
+        assertThat(c.cluster().admission()).isEqualTo(StrataConfig.ClusterAdmission.ALL);
+        assertThat(c.cluster().queueBytes()).isEqualTo(StrataConfig.DEFAULT_CLUSTER_QUEUE_BYTES);
+        StrataConfig behind = ConfigLoader.load(yaml("tiers: { cluster: { nodes: [a:1], write: eviction, admission: seen-twice, "
+                + "write-queue: 8MiB } }\n"), List.of(), null);
+        assertThat(behind.cluster().write()).isEqualTo(StrataConfig.ClusterWrite.EVICTION);
+        assertThat(behind.cluster().admission()).isEqualTo(StrataConfig.ClusterAdmission.SEEN_TWICE);
+        assertThat(behind.cluster().queueBytes()).isEqualTo(8L << 20);
         assertThat(c.store().chain()).containsExactly(TierKind.HOST);
         assertThat(c.onlyTiers(java.util.Set.of(TierKind.HOST)).cluster()).isEqualTo(c.cluster());
         assertThat(StrataConfig.defaults().cluster()).isNull();
@@ -171,6 +179,10 @@ class StrataConfigTest {
                 .isInstanceOf(ConfigException.class).hasMessageContaining("tiers.cluster.nodes").hasMessageContaining("'db:http'");
         assertThatThrownBy(() -> ConfigLoader.load(yaml("tiers: { cluster: { nodes: [a:1], timeout: 5 } }\n"), List.of(), null))
                 .isInstanceOf(ConfigException.class).hasMessageContaining("tiers.cluster.timeout").hasMessageContaining("'5'");
+        assertThatThrownBy(() -> ConfigLoader.load(yaml("tiers: { cluster: { nodes: [a:1], write: later } }\n"), List.of(), null))
+                .isInstanceOf(ConfigException.class).hasMessageContaining("tiers.cluster.write").hasMessageContaining("'later'");
+        assertThatThrownBy(() -> ConfigLoader.load(yaml("tiers: { cluster: { nodes: [a:1], write-queue: 4KiB } }\n"), List.of(), null))
+                .isInstanceOf(ConfigException.class).hasMessageContaining("tiers.cluster.write-queue").hasMessageContaining("4096");
         assertThatThrownBy(() -> ConfigLoader.load(yaml("tiers: { cluster: { nodes: [a:1], tenant: 'a b' } }\n"), List.of(), null))
                 .isInstanceOf(ConfigException.class).hasMessageContaining("tiers.cluster.tenant").hasMessageContaining("'a b'");
         assertThatThrownBy(() -> ConfigLoader.load(yaml("tiers: { cluster: { nodes: [a:1], password: x } }\n"), List.of(), null))

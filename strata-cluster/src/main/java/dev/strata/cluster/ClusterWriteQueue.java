@@ -1,0 +1,154 @@
+package dev.strata.cluster;
+
+import dev.strata.cache.ObjectKey;
+import dev.strata.cache.ObjectKind;
+import dev.strata.cache.kv.SeenTwiceAdmission;
+import io.lettuce.core.RedisFuture;
+import io.lettuce.core.SetArgs;
+import io.lettuce.core.cluster.api.async.RedisAdvancedClusterAsyncCommands;
+import java.util.function.Supplier;
+
+/**
+ * The write side of the CLUSTER tier: a bounded window of block writes sent to the cluster and not
+ * yet answered, so that writing never makes its caller wait on the network.
+ *
+ * <h2>Design note</h2>
+ * A write is admitted, then its value is built (the block's bytes copied into it, so the caller's
+ * memory is free again when {@link #offer} returns) and its {@code SET NX PX ttl} is sent at once
+ * without waiting for the answer: writes from any number of callers share the client's
+ * connections and go out back to back, pipelined, one stream per node. The window is bounded in
+ * bytes of values sent and not answered; a write that does not fit is dropped and counted, never
+ * waited for: blocks in the cluster are a cache and a dropped write only costs another machine a
+ * recompute. Every request ends within the client's timeout, so the window always drains. The
+ * optional seen-twice filter refuses blocks this process has not used at least twice (one-off
+ * prefixes stay off the cluster).
+ *
+ * <p>Invariants: {@code queuedBytes} and {@code queuedBlocks} count exactly the writes sent and not
+ * yet answered; each offered write ends in exactly one of refused, dropped, published, existed or
+ * failed (failed also counts as dropped, reason error).
+ *
+ * <p>Threads: any thread may call {@link #offer} and {@link #awaitEmpty}; answers are applied on
+ * the client's threads.
+ */
+final class ClusterWriteQueue {
+    /** How an offered write ended at once. */
+    enum Offer {
+        /** Sent; its answer is counted when it comes. */
+        SENT,
+        /** Not sent: the admission filter refused the block. */
+        REFUSED,
+        /** Not sent: the window was full or the cluster is unavailable. */
+        DROPPED
+    }
+
+    /** Counts and reports a failed write: its kind and what failed. */
+    interface FailureReport {
+        void failed(ClusterMetrics.ErrorKind kind, Throwable cause, String what);
+    }
+
+    private final RedisAdvancedClusterAsyncCommands<String, byte[]> commands;
+    private final ClusterMetrics metrics;
+    private final SetArgs setArgs;              // NX PX ttl
+    private final long maxBytes;                // bytes of values in flight at most
+    private final SeenTwiceAdmission admission; // null: every block is written
+    private final FailureReport failures;
+    private final Object lock = new Object();
+    private long queuedBytes;  // value bytes sent, not answered; under lock
+    private int queuedBlocks;  // writes sent, not answered; under lock
+
+    ClusterWriteQueue(RedisAdvancedClusterAsyncCommands<String, byte[]> commands, ClusterMetrics metrics, long ttlMillis, long maxBytes,
+                      SeenTwiceAdmission admission, FailureReport failures) {
+        this.commands = commands;
+        this.metrics = metrics;
+        this.setArgs = SetArgs.Builder.nx().px(ttlMillis);
+        this.maxBytes = maxBytes;
+        this.admission = admission;
+        this.failures = failures;
+        metrics.queue(this::queuedBlocks, this::queuedBytes);
+    }
+
+    /**
+     * Offers block {@code key} for writing under {@code clusterKey}; {@code encode} builds its value
+     * of {@code valueBytes} bytes (only if the write is sent).
+     */
+    Offer offer(ObjectKey key, String clusterKey, long valueBytes, Supplier<byte[]> encode) {
+        if (admission != null && !admission.admit(key, ObjectKind.KV_BLOCK, valueBytes)) {
+            metrics.countRefused();
+            return Offer.REFUSED;
+        }
+        synchronized (lock) {
+            if (queuedBlocks > 0 && queuedBytes + valueBytes > maxBytes) {
+                metrics.countDropped(ClusterMetrics.DropReason.QUEUE_FULL);
+                return Offer.DROPPED;
+            }
+            queuedBytes += valueBytes;
+            queuedBlocks++;
+        }
+        byte[] value;
+        RedisFuture<String> answer;
+        long start = System.nanoTime();
+        try {
+            value = encode.get();
+            answer = commands.set(clusterKey, value, setArgs);
+        } catch (RuntimeException e) {
+            ClusterMetrics.ErrorKind kind = ClusterBlockStore.kindOf(e);
+            metrics.countDropped(ClusterMetrics.DropReason.ERROR);
+            failures.failed(kind, e, "writing block " + key);
+            answered(valueBytes);
+            return Offer.DROPPED;
+        }
+        answer.whenComplete((ok, error) -> {
+            metrics.latency(ClusterMetrics.Op.PUBLISH, System.nanoTime() - start);
+            if (error != null) {
+                ClusterMetrics.ErrorKind kind = ClusterBlockStore.kindOf(error);
+                metrics.countDropped(ClusterMetrics.DropReason.ERROR);
+                failures.failed(kind, error, "writing block " + key);
+            } else if ("OK".equals(ok)) {
+                metrics.published(valueBytes - ClusterBlockFormat.HEADER_BYTES);
+            } else {
+                metrics.existed();
+            }
+            answered(valueBytes); // last: a caller of awaitEmpty sees the outcome counted
+        });
+        return Offer.SENT;
+    }
+
+    private void answered(long valueBytes) {
+        synchronized (lock) {
+            queuedBytes -= valueBytes;
+            queuedBlocks--;
+            if (queuedBlocks == 0) {
+                lock.notifyAll();
+            }
+        }
+    }
+
+    /** Writes sent and not answered. */
+    int queuedBlocks() {
+        synchronized (lock) {
+            return queuedBlocks;
+        }
+    }
+
+    /** Value bytes sent and not answered. */
+    long queuedBytes() {
+        synchronized (lock) {
+            return queuedBytes;
+        }
+    }
+
+    /** Waits until every write sent has been answered, at most {@code nanos}; true if none is left. */
+    boolean awaitEmpty(long nanos) throws InterruptedException {
+        long deadline = System.nanoTime() + nanos;
+        synchronized (lock) {
+            while (queuedBlocks > 0) {
+                long left = deadline - System.nanoTime();
+                if (left <= 0) {
+                    return false;
+                }
+                lock.wait(Math.max(1, left / 1_000_000), 0);
+            }
+            return true;
+        }
+    }
+}
