@@ -15,6 +15,7 @@ import java.io.PrintStream;
 import java.io.UncheckedIOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -123,7 +124,8 @@ public final class ClusterThroughputMeasure {
         KvGeometry g = geometry(size);
         String seed = settings.nodes().getFirst();
         long valueBytes = size + ClusterBlockFormat.HEADER_BYTES;
-        // the store's write window holds IN_FLIGHT values: a publish beyond it is dropped (FULL) and offered again
+        // written at publish, every block admitted; the write window holds IN_FLIGHT values (a publish beyond
+        // it is dropped, FULL, and offered again)
         ClusterSettings windowed = new ClusterSettings(settings.nodes(), settings.user(), settings.password(), settings.tls(),
                 settings.ttl(), settings.timeout(), settings.tenant(), StrataConfig.ClusterWrite.COMMIT, StrataConfig.ClusterAdmission.ALL,
                 IN_FLIGHT * valueBytes);
@@ -133,7 +135,7 @@ public final class ClusterThroughputMeasure {
             MemorySegment sources = arena.allocate(size * SOURCES, 4096);
             SplittableRandom random = new SplittableRandom(size);
             for (long i = 0; i < sources.byteSize(); i += 8) {
-                sources.set(java.lang.foreign.ValueLayout.JAVA_LONG_UNALIGNED, i, random.nextLong());
+                sources.set(ValueLayout.JAVA_LONG_UNALIGNED, i, random.nextLong());
             }
             MemorySegment slots = arena.allocate(size * blocks, 4096); // one destination slot per block
             slots.fill((byte) 0);

@@ -33,7 +33,19 @@ class ClusterScenarioTest {
         assertThat(byName.keySet()).containsExactlyInAnyOrder("cluster_block_put_256KiB", "cluster_block_get_256KiB",
                 "cluster_block_put_1280KiB", "cluster_block_get_1280KiB", "ttft_cluster_prefix_hit_1024tok",
                 "ttft_cluster_hit_vs_pool_hit_1024tok", "cluster_recovery_after_primary_kill");
+        Figure recovery = byName.get("cluster_recovery_after_primary_kill");
+        assertThat(recovery.unit()).isEqualTo("s");
+        assertThat(recovery.note()).contains("primaries after: [").contains("topology changes");
+        if (Double.isNaN(recovery.value())) { // how long a failover takes is the cluster's and the client's timing, not asserted
+            assertThat(recovery.met()).isFalse();
+            assertThat(recovery.note()).contains("reads had not recovered their hit ratio").contains("30 s after primary");
+        } else {
+            assertThat(recovery.baselineValue()).isEqualTo(2.0);
+        }
         for (Figure f : figures) {
+            if (f == recovery && Double.isNaN(f.value())) {
+                continue;
+            }
             assertThat(f.value()).as("%s value (%s)", f.name(), f.note()).isFinite().isPositive();
             assertThat(f.baselineValue()).as("%s baseline (%s)", f.name(), f.note()).isFinite().isPositive();
             assertThat(f.ratio()).as("%s ratio", f.name()).isCloseTo(f.value() / f.baselineValue(), within(1e-9 * f.ratio()));
@@ -49,9 +61,6 @@ class ClusterScenarioTest {
         assertThat(byName.get("ttft_cluster_prefix_hit_1024tok").note()).contains("the hit loads 1008 tokens");
         assertThat(byName.get("ttft_cluster_hit_vs_pool_hit_1024tok").note())
                 .contains("published figure for a CXL pool vs an RDMA pool: 89.6% lower TTFT");
-        Figure recovery = byName.get("cluster_recovery_after_primary_kill");
-        assertThat(recovery.unit()).isEqualTo("s");
-        assertThat(recovery.baselineValue()).isEqualTo(2.0);
         assertThat(notes).anyMatch(n -> n.contains("loopback"));
         // the cluster was stopped and its directory removed; the model stays for the next run
         try (Stream<Path> left = Files.list(work)) {

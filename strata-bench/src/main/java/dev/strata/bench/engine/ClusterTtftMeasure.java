@@ -36,9 +36,10 @@ import java.util.Locale;
  * </ul>
  * Each round takes a new seeded random prompt: A prefills it cold and takes the greedy first
  * token (the cold TTFT); the measure waits, untimed, until A's manager has published every block
- * and the cluster has answered every write ({@link ClusterBlockStore#awaitWrites}); then C and P (in alternating order from round to round) get the same prompt,
- * load every full block but the last token's out of the cluster or the pool, compute the rest and
- * take the first token. All three first tokens' logits must be bit-identical and C and P must have
+ * and the cluster has answered every write ({@link ClusterBlockStore#awaitWrites}); then C and P
+ * (in alternating order from round to round) get the same prompt, load every full block but the
+ * last token's out of the cluster or the pool, compute the rest and take the first token. All
+ * three first tokens' logits must be bit-identical and C and P must have
  * reused the whole prefix; otherwise the measure fails.
  *
  * <p>Figures: {@code ttft_cluster_prefix_hit_<n>tok}, C's TTFT against A's cold one (goal ratio
