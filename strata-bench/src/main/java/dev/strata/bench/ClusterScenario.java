@@ -6,15 +6,12 @@ import dev.strata.cluster.ClusterSettings;
 import dev.strata.cluster.LocalRedisCluster;
 import dev.strata.memory.log.Log;
 import java.io.IOException;
-import java.net.InetAddress;
-import java.net.ServerSocket;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
-import java.util.concurrent.ThreadLocalRandom;
 import java.util.stream.Stream;
 
 /**
@@ -101,33 +98,9 @@ public final class ClusterScenario implements Scenario {
         return figures;
     }
 
-    /**
-     * Describes a cluster of 3 primaries with 1 replica each and a password in {@code dir}, on
-     * free ports chosen at random above 20000 (the cluster bus takes port + 10000); not started.
-     */
+    /** Describes a cluster of 3 primaries with 1 replica each and a password in {@code dir}, on free ports; not started. */
     static LocalRedisCluster create(Path dir) {
-        int nodes = 6;
-        for (int attempt = 0; attempt < 50; attempt++) {
-            int base = 20_000 + ThreadLocalRandom.current().nextInt(0, 30_000);
-            if (free(base, nodes) && free(base + 10_000, nodes)) {
-                return LocalRedisCluster.create(dir, 3, 1, base, true);
-            }
-        }
-        throw new IllegalStateException("found no " + nodes + " free consecutive ports (and their cluster bus ports) for the cluster");
-    }
-
-    private static boolean free(int base, int count) {
-        if (base + count > 65_535) {
-            return false;
-        }
-        for (int p = base; p < base + count; p++) {
-            try (ServerSocket s = new ServerSocket(p, 1, InetAddress.getByName(LocalRedisCluster.HOST))) {
-                s.setReuseAddress(true);
-            } catch (IOException e) {
-                return false;
-            }
-        }
-        return true;
+        return LocalRedisCluster.create(dir, 3, 1, LocalRedisCluster.freePortBase(6), true);
     }
 
     private static void deleteTree(Path dir) throws IOException {

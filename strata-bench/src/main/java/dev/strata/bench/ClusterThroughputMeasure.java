@@ -128,7 +128,7 @@ public final class ClusterThroughputMeasure {
         // it is dropped, FULL, and offered again)
         ClusterSettings windowed = new ClusterSettings(settings.nodes(), settings.user(), settings.password(), settings.tls(),
                 settings.ttl(), settings.timeout(), settings.tenant(), StrataConfig.ClusterWrite.COMMIT, StrataConfig.ClusterAdmission.ALL,
-                IN_FLIGHT * valueBytes);
+                IN_FLIGHT * valueBytes, settings.capacityHint());
         try (Arena arena = Arena.ofShared();
              ClusterBlockStore store = ClusterBlockStore.open(windowed, ModelFingerprint.of("bench-cluster-throughput", g), g,
                      Duration.ofSeconds(30))) {

@@ -2,6 +2,7 @@ package dev.strata.cli;
 
 import dev.strata.cache.kv.PrefixHasher;
 import dev.strata.cache.split.LiveSplit;
+import dev.strata.cluster.LocalRedisCluster;
 import dev.strata.engine.forward.ModelRunner;
 import dev.strata.engine.model.ModelConfig;
 import dev.strata.engine.model.ModelDirectory;
@@ -20,6 +21,7 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
@@ -56,12 +58,28 @@ import picocli.CommandLine.Option;
  * after cleaning up. {@code -c FILE} and {@code --set key=value} are handed to every child before
  * the demo's own flags, which as shorthands are applied after them.
  *
+ * <p>With {@code --machines 2} the demo runs two machines on this host instead: each is a
+ * {@code strata node} over its own pool (in its own directory) with one {@code strata serve}
+ * instance attached, and the two share nothing but a real local Redis Cluster (3 primaries, a
+ * password, on free ports) that the demo starts with {@link LocalRedisCluster} and hands to each
+ * instance through {@code tiers.cluster}; no peer agent runs. A session's turns alternate between
+ * the machines, so the first turn of the first session is cold, the second session's first turn
+ * on the other machine loads the shared system prompt from the cluster, and the third session's
+ * first turn finds it in its own machine's tiers. After each turn the demo waits until the
+ * instance's cluster publishes stop moving, so the next turn on the other machine can find them.
+ * The report adds the KV blocks each turn loaded from the cluster (the delta of the instance's
+ * {@code strata_cluster_hits_total}) as a CLUSTER column and a TTFT row, and each machine's
+ * {@code strata_cluster_*} hits, misses and bytes. Without {@code redis-server} on the PATH it fails
+ * at once with {@link LocalRedisCluster}'s error, which names the install command.
+ *
  * <p>Design note (cleanup): the children and the pool's directory are registered with one
  * idempotent cleanup that runs in a {@code finally}, and from a shutdown hook on Ctrl-C or
  * SIGTERM; each child is also told this process's pid and ends itself when this process dies. The
  * pool, the node's RPC region, its lock file, the peer agent's lending and demand files and the
  * instances' DISK KV tiers live in one directory {@code /dev/shm/strata-demo-<pid>}, removed at the
- * end; directories of earlier runs whose process is gone are removed at start.
+ * end; directories of earlier runs whose process is gone are removed at start. With two machines
+ * the local Redis Cluster (its directory under the demo's) is stopped after the children, and one
+ * left by an earlier run whose process is gone is stopped before its directory is removed.
  *
  * <p>Threads: picocli's thread runs the demo; the shutdown hook may run the cleanup concurrently.
  */
@@ -76,6 +94,10 @@ final class DemoCommand implements Callable<Integer> {
     private static final String MODEL_ID = "demo";
     private static final int BLOCK_TOKENS = 16;
 
+    @Option(names = "--machines", description = "machines run on this host: 1 (a node and two instances over one pool) or 2 (each a node "
+            + "over its own pool with one instance, sharing KV blocks only through a local Redis Cluster the demo starts from redis-server; "
+            + "no peer agent) (default: ${DEFAULT-VALUE})")
+    int machines = 1;
     @Option(names = "--sessions", description = "chat sessions (default: ${DEFAULT-VALUE})")
     int sessions = 4;
     @Option(names = "--turns", description = "turns per session (default: ${DEFAULT-VALUE})")
@@ -123,6 +145,8 @@ final class DemoCommand implements Callable<Integer> {
     private final List<ChildProcess> children = new ArrayList<>(); // guarded by this
     private Path workDir;
     private boolean cleaned; // guarded by this
+    private LocalRedisCluster cluster; // with --machines 2, once created; guarded by this
+    private int clusterNodesStopped = -1; // nodes the cleanup stopped; -1: no cluster
     private final Object cleanupLock = new Object(); // held for the whole cleanup
 
     @Override
@@ -140,9 +164,10 @@ final class DemoCommand implements Callable<Integer> {
     }
 
     private int run() {
+        if (machines == 2) {
+            peer = false; // a peer agent's memory would be a third thing the machines share (and its flags are not checked)
+        }
         validate();
-        Path dir = model != null ? model : DemoModel.ensure(modelsDir != null ? modelsDir : DemoModel.defaultCacheRoot(), Log.stream("demo"));
-        long start = System.nanoTime();
         removeStaleWorkDirs();
         workDir = shm.resolve("strata-demo-" + ProcessHandle.current().pid());
         Thread hook = new Thread(this::cleanup, "strata-demo-cleanup");
@@ -151,8 +176,17 @@ final class DemoCommand implements Callable<Integer> {
         report.sessions = sessions;
         report.turnsPerSession = turns;
         report.shmDir = workDir;
+        report.machines = machines;
+        Path dir;
+        long start = System.nanoTime();
         try {
             Files.createDirectories(workDir);
+            if (machines == 2) { // first: without redis-server the demo ends here, before the model is made or a child starts
+                startCluster(report);
+            }
+            long made = System.nanoTime();
+            dir = model != null ? model : DemoModel.ensure(modelsDir != null ? modelsDir : DemoModel.defaultCacheRoot(), Log.stream("demo"));
+            start += System.nanoTime() - made; // model synthesis excluded
             runServed(dir, report);
         } catch (IOException e) {
             throw new UncheckedIOException("cannot create " + workDir + ": " + e.getMessage(), e);
@@ -166,6 +200,7 @@ final class DemoCommand implements Callable<Integer> {
         }
         synchronized (this) {
             report.childrenStopped = children.stream().noneMatch(ChildProcess::isAlive);
+            report.clusterNodesStopped = clusterNodesStopped;
         }
         report.shmRemoved = !Files.exists(workDir);
         progress("replaying the same prompts through an unpaged in-process engine");
@@ -184,6 +219,9 @@ final class DemoCommand implements Callable<Integer> {
             if ((int) v[1] < 1) {
                 throw new IllegalArgumentException(v[0] + " must be at least 1, got " + v[1]);
             }
+        }
+        if (machines != 1 && machines != 2) {
+            throw new IllegalArgumentException("--machines must be 1 or 2, got " + machines);
         }
         if (expertCap < 0) {
             throw new IllegalArgumentException("--expert-cap must be at least 0, got " + expertCap);
@@ -236,20 +274,73 @@ final class DemoCommand implements Callable<Integer> {
         Log.info("demo", message);
     }
 
-    /** Starts the node and both instances, replays the sessions, and reads the instances' counters. */
+    /**
+     * The directory of machine {@code m}'s pool, node RPC region and DISK tiers: the demo's own
+     * with one machine, {@code machine-A} or {@code machine-B} in it with two.
+     */
+    private Path machineDir(int m) {
+        return machines == 1 ? workDir : workDir.resolve("machine-" + DemoReport.INSTANCE_NAMES[m]);
+    }
+
+    /**
+     * Starts the local Redis Cluster the two machines share: 3 primaries without replicas, with a
+     * password, on ports found free, in the demo's directory.
+     *
+     * @throws IllegalStateException with {@link LocalRedisCluster}'s error naming the install command when
+     *                               {@code redis-server} is not on the PATH, or naming the node that did not start
+     */
+    private void startCluster(DemoReport report) {
+        int base = LocalRedisCluster.freePortBase(3);
+        progress("starting a local Redis Cluster of 3 primaries on " + LocalRedisCluster.HOST + ":" + base + "-" + (base + 2));
+        LocalRedisCluster c = LocalRedisCluster.create(workDir.resolve("cluster"), 3, 0, base, true);
+        synchronized (this) {
+            if (cleaned) {
+                throw new IllegalStateException("the demo is stopping");
+            }
+            cluster = c; // registered before it starts, so that the cleanup stops whatever part of it started
+        }
+        c.start(Duration.ofSeconds(60));
+        report.clusterNodes = c.nodes();
+        progress("local Redis Cluster ready: " + String.join(", ", c.nodes()));
+    }
+
+    /**
+     * A port from which {@code count} consecutive ports, and their cluster bus ports 10000 above,
+     * are free on {@link LocalRedisCluster#HOST} now (another process may still take one before the
+     * cluster binds it).
+     */
+    /**
+     * Starts the node(s) and both instances, replays the sessions, and reads the instances'
+     * counters. One machine: one node, both instances on its pool. Two machines: a node each, one
+     * instance on each node's pool, both instances on the cluster.
+     */
     private void runServed(Path dir, DemoReport report) {
         long self = ProcessHandle.current().pid();
-        Path pool = workDir.resolve("kv.pool");
-        Path rpc = workDir.resolve("node.rpc");
         ModelConfig modelConfig = ModelConfig.read(dir);
         String fingerprint = ServeEngine.fingerprint(dir, BLOCK_TOKENS).toString();
-        progress("starting strata node over " + pool);
-        ChildProcess node = launch("strata node", childArgs("node", List.of("--pool", pool.toString(), "--pool-name", "demo", "--rpc",
-                rpc.toString(), "--pool-capacity", poolCapacity, "--model-fingerprint", fingerprint, "--hash-version",
-                Integer.toString(PrefixHasher.VERSION), "--channels", "4", "--exit-with", Long.toString(self))));
-        node.awaitLine(NODE_READY, 60_000);
-        progress("strata node ready (pid " + node.pid() + ")");
-        report.nodePid = node.pid();
+        Path[] pools = new Path[machines];
+        Path[] rpcs = new Path[machines];
+        ChildProcess[] nodes = new ChildProcess[machines];
+        for (int m = 0; m < machines; m++) {
+            Path at = machineDir(m);
+            try {
+                Files.createDirectories(at);
+            } catch (IOException e) {
+                throw new UncheckedIOException("cannot create " + at + ": " + e.getMessage(), e);
+            }
+            pools[m] = at.resolve("kv.pool");
+            rpcs[m] = at.resolve("node.rpc");
+            progress("starting strata node" + (machines == 1 ? "" : " of machine " + DemoReport.INSTANCE_NAMES[m]) + " over " + pools[m]);
+            nodes[m] = launch("strata node" + (machines == 1 ? "" : " " + DemoReport.INSTANCE_NAMES[m]), childArgs("node",
+                    List.of("--pool", pools[m].toString(), "--pool-name", "demo", "--rpc", rpcs[m].toString(), "--pool-capacity", poolCapacity,
+                            "--model-fingerprint", fingerprint, "--hash-version", Integer.toString(PrefixHasher.VERSION), "--channels", "4",
+                            "--exit-with", Long.toString(self))));
+        }
+        for (ChildProcess node : nodes) {
+            node.awaitLine(NODE_READY, 60_000);
+            progress(node.name() + " ready (pid " + node.pid() + ")");
+            report.nodePids.add(node.pid());
+        }
         Path lendFile = workDir.resolve("peer.lend");
         Path demandFile = workDir.resolve("peer.demand");
         long budget = Sizes.parse(peerBudget);
@@ -274,10 +365,15 @@ final class DemoCommand implements Callable<Integer> {
             List<String> args = new ArrayList<>(List.of("--model", dir.toString(), "--model-id",
                     MODEL_ID, "--port", "0", "--threads", Integer.toString(threads), "--kv-blocks", Integer.toString(kvBlocks),
                     "--block-tokens", Integer.toString(BLOCK_TOKENS), "--expert-cap", Integer.toString(expertCap), "--host-kv", hostKv,
-                    "--pool", pool.toString(), "--pool-name", "demo", "--rpc", rpc.toString(), "--node-access", "DAEMON",
-                    "--exit-with", Long.toString(self)));
+                    "--pool", pools[i % machines].toString(), "--pool-name", "demo", "--rpc", rpcs[i % machines].toString(),
+                    "--node-access", "DAEMON", "--exit-with", Long.toString(self)));
             if (Sizes.parse(diskKv) > 0) {
-                args.addAll(List.of("--disk-kv", workDir.resolve("disk-" + report.instanceNames[i]).toString(), "--disk-kv-size", diskKv));
+                args.addAll(List.of("--disk-kv", machineDir(i % machines).resolve("disk-" + report.instanceNames[i]).toString(),
+                        "--disk-kv-size", diskKv));
+            }
+            if (machines == 2) { // the cluster's nodes and password file, after the user's settings
+                args.addAll(List.of("--set", "tiers.cluster.nodes=[" + String.join(",", report.clusterNodes) + "]",
+                        "--set", "tiers.cluster.password-file=" + cluster.passwordFile()));
             }
             if (split > 0) {
                 args.addAll(List.of("--split-budget", Long.toString(split)));
@@ -292,9 +388,12 @@ final class DemoCommand implements Callable<Integer> {
             progress("engine instance " + report.instanceNames[i] + " ready at " + bases[i] + " (pid " + instances[i].pid() + ")");
         }
         report.setup = String.format(Locale.ROOT, "model %s (%s, %d layers, %d experts, top-%d); per instance: %d expert slots per layer, "
-                        + "%d DEVICE KV blocks of %d tokens, %s HOST KV, %s DISK KV; pool %s",
+                        + "%d DEVICE KV blocks of %d tokens, %s HOST KV, %s DISK KV; %s",
                 dir.getFileName(), modelConfig.family().cliName(), modelConfig.numHiddenLayers(), modelConfig.numExperts(),
-                modelConfig.numExpertsPerTok(), expertCap, kvBlocks, BLOCK_TOKENS, hostKv, Sizes.parse(diskKv) > 0 ? diskKv : "no", poolCapacity)
+                modelConfig.numExpertsPerTok(), expertCap, kvBlocks, BLOCK_TOKENS, hostKv, Sizes.parse(diskKv) > 0 ? diskKv : "no",
+                machines == 1 ? "pool " + poolCapacity : "each machine a pool of " + poolCapacity
+                        + " of its own; the machines share KV only through a local Redis Cluster of 3 primaries ("
+                        + String.join(", ", report.clusterNodes) + ")")
                 + (peer ? String.format(Locale.ROOT, "; strata peer lending %s, %s PEER KV (%s) and expert copies up to %s per instance",
                 Sizes.format(budget), peerKv, peerDurability.toLowerCase(Locale.ROOT), Sizes.format(Math.max(1L << 20, budget / 4))) : "")
                 + (split > 0 ? "; expert slots and KV blocks share a live split of " + Sizes.format(split) + " per instance" : "")
@@ -315,6 +414,7 @@ final class DemoCommand implements Callable<Integer> {
         for (int i = 0; i < 2; i++) {
             report.turns.add(measured(client, bases, i, "probe " + (i + 1), -1,
                     List.of(ChatMessage.user(text.unrelatedPrompt(20 + i))), maxTokens));
+            awaitClusterPublishes(client, bases[i]);
         }
         Map<String, Double>[] before = expertCounters(client, bases);
         List<List<ChatMessage>> histories = new ArrayList<>();
@@ -329,6 +429,7 @@ final class DemoCommand implements Callable<Integer> {
                 int instance = (s + t) % 2;
                 DemoReport.Turn turn = measured(client, bases, instance, "session " + s + " turn " + t, s, List.copyOf(history), maxTokens);
                 report.turns.add(turn);
+                awaitClusterPublishes(client, bases[instance]);
                 history.add(ChatMessage.assistant(turn.reply.text()));
             }
             progress(String.format(Locale.ROOT, "  turn %d of %d done", t + 1, turns));
@@ -355,6 +456,9 @@ final class DemoCommand implements Callable<Integer> {
         }
         for (int i = 0; i < 2; i++) {
             report.splits[i] = DemoReport.Split.of(after[i]);
+            if (machines == 2) {
+                report.clusterCounters[i] = DemoReport.ClusterCounters.of(after[i]);
+            }
         }
         histories.clear();
     }
@@ -422,8 +526,38 @@ final class DemoCommand implements Callable<Integer> {
         return new Map[] {client.metrics(bases[0]), client.metrics(bases[1])};
     }
 
-    /** Sends one turn to {@code instance} and records where its prefix blocks were found. */
-    private static DemoReport.Turn measured(DemoClient client, String[] bases, int instance, String label, int session,
+    /**
+     * With two machines, waits until {@code base}'s cluster publishes ({@code strata_cluster_publishes_total},
+     * all outcomes) have stood still over three scrapes 50 ms apart, at most 10 s: a turn's blocks
+     * are published after it committed them, by the instance's I/O thread, and the next turn on the
+     * other machine should find them there. Returns at once with one machine.
+     */
+    private void awaitClusterPublishes(DemoClient client, String base) {
+        if (machines == 1) {
+            return;
+        }
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        double last = -1;
+        int still = 0;
+        while (still < 3 && System.nanoTime() < deadline) {
+            double now = DemoClient.sum(client.metrics(base), "strata_cluster_publishes_total");
+            still = now == last ? still + 1 : 0;
+            last = now;
+            try {
+                Thread.sleep(50);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new IllegalStateException("interrupted while waiting for the cluster publishes of " + base, e);
+            }
+        }
+    }
+
+    /**
+     * Sends one turn to {@code instance} and records where its prefix blocks were found: per tier
+     * from {@code strata_kv_hits_total}, and how many of the shared store's blocks came from the
+     * cluster from {@code strata_cluster_hits_total} (absent, so 0, without a cluster).
+     */
+    private DemoReport.Turn measured(DemoClient client, String[] bases, int instance, String label, int session,
                                            List<ChatMessage> messages, int maxTokens) {
         Map<String, Double> before = client.metrics(bases[instance]);
         DemoClient.Reply reply = client.chat(bases[instance], MODEL_ID, messages, maxTokens);
@@ -438,6 +572,8 @@ final class DemoCommand implements Callable<Integer> {
         DemoReport.Turn turn = new DemoReport.Turn(label, session, instance, reply, d[0], d[1], d[2], d[3], d[4]);
         turn.peer = DemoClient.sample(after, "strata_kv_hits_total", "location", "peer")
                 - DemoClient.sample(before, "strata_kv_hits_total", "location", "peer");
+        turn.cluster = DemoClient.sum(after, "strata_cluster_hits_total") - DemoClient.sum(before, "strata_cluster_hits_total");
+        turn.poolOfItsOwn = machines == 2;
         turn.messages = messages;
         return turn;
     }
@@ -536,6 +672,20 @@ final class DemoCommand implements Callable<Integer> {
                 Log.warn("demo", c.name() + " (pid " + c.pid() + ") did not stop on SIGTERM and was killed");
             }
         }
+        LocalRedisCluster c;
+        synchronized (this) {
+            c = cluster;
+        }
+        if (c != null) { // after the instances, which would otherwise count its going away as errors
+            try {
+                int stopped = c.stop();
+                synchronized (this) {
+                    clusterNodesStopped = stopped;
+                }
+            } catch (RuntimeException e) {
+                Log.warn("demo", "could not stop the " + c + ": " + e.getMessage());
+            }
+        }
         if (workDir != null) {
             deleteTree(workDir);
         }
@@ -552,6 +702,7 @@ final class DemoCommand implements Callable<Integer> {
                 try {
                     long pid = Long.parseLong(name.substring("strata-demo-".length()));
                     if (!ProcessHandle.of(pid).map(ProcessHandle::isAlive).orElse(false)) {
+                        stopStaleCluster(p.resolve("cluster"));
                         deleteTree(p);
                     }
                 } catch (NumberFormatException e) {
@@ -560,6 +711,18 @@ final class DemoCommand implements Callable<Integer> {
             }
         } catch (IOException e) {
             // best effort
+        }
+    }
+
+    /** Stops the nodes of a local Redis Cluster a demo killed with SIGKILL left in {@code dir}, if any. */
+    private static void stopStaleCluster(Path dir) {
+        if (!Files.isDirectory(dir)) {
+            return;
+        }
+        try {
+            LocalRedisCluster.open(dir).stop();
+        } catch (RuntimeException e) {
+            Log.warn("demo", "could not stop the local Redis Cluster left in " + dir + ": " + e.getMessage());
         }
     }
 

@@ -22,7 +22,10 @@ import java.util.function.Predicate;
  * pool), decode speed, the expert hit rate, whether every output matched the unpaged run, and the
  * cleanup; with a peer agent, the KV blocks and expert fetches served from the peer, the bytes kept
  * off the host link and the revocations; with the live expert/KV split, the split each instance
- * ended on. Prints a table and writes the same facts as JSON.
+ * ended on. With two machines (one instance each, over a pool of its own, sharing a Redis Cluster)
+ * the KV blocks loaded from the cluster are a column of their own and a TTFT row (warm from blocks
+ * the other machine wrote), and each machine's {@code strata_cluster_*} counters are listed.
+ * Prints a table and writes the same facts as JSON.
  *
  * <p>Not thread-safe: one thread fills and prints it.
  */
@@ -34,7 +37,9 @@ final class DemoReport {
         /** Cached blocks of this instance only (DEVICE, HOST, DISK). */
         LOCAL,
         /** At least one block another instance wrote into the shared pool. */
-        CROSS_INSTANCE
+        CROSS_INSTANCE,
+        /** At least one block loaded from the cluster, which the other machine wrote. */
+        CLUSTER
     }
 
     /**
@@ -49,9 +54,11 @@ final class DemoReport {
         final double device; // prefix blocks found in DEVICE slots
         final double host; // ... in the instance's HOST tier
         final double disk; // ... in its DISK tier
-        final double shared; // ... in the pool shared with the other instance
+        final double shared; // ... in the shared store: the pool shared with the other instance, and the cluster behind it
         final double misses; // full prompt blocks past the cached prefix
         double peer; // ... on memory lent by the peer agent
+        double cluster; // ... of those in the shared store, loaded from the cluster (strata_cluster_hits_total)
+        boolean poolOfItsOwn; // the instance is alone on its pool (two machines): blocks found there are its own
         List<ChatMessage> messages; // what was sent
         String reference; // the unpaged run's text, null until it ran
         int referenceTokens = -1;
@@ -69,11 +76,19 @@ final class DemoReport {
             this.misses = misses;
         }
 
+        /** Prefix blocks found in the pool: the shared store's less the cluster's. */
+        double pool() {
+            return Math.max(0, shared - cluster);
+        }
+
         Warmth warmth() {
-            if (shared > 0) {
+            if (cluster > 0) {
+                return Warmth.CLUSTER;
+            }
+            if (pool() > 0 && !poolOfItsOwn) {
                 return Warmth.CROSS_INSTANCE;
             }
-            return device + host + disk + peer > 0 ? Warmth.LOCAL : Warmth.COLD;
+            return device + host + disk + peer + pool() > 0 ? Warmth.LOCAL : Warmth.COLD;
         }
 
         boolean identical() {
@@ -108,10 +123,33 @@ final class DemoReport {
         }
     }
 
+    /**
+     * One machine's {@code strata_cluster_*} counters at the end of the replay (the instance's whole life).
+     *
+     * @param hits         blocks read from the cluster and verified
+     * @param misses       block reads that found no value
+     * @param readBytes    payload bytes of those hits
+     * @param writtenBytes payload bytes this machine published to the cluster
+     */
+    record ClusterCounters(double hits, double misses, double readBytes, double writtenBytes) {
+        /** The counters in {@code metrics} (one scrape of {@code /metrics}); 0 where a family is absent. */
+        static ClusterCounters of(Map<String, Double> metrics) {
+            return new ClusterCounters(DemoClient.sum(metrics, "strata_cluster_hits_total"), DemoClient.sum(metrics, "strata_cluster_misses_total"),
+                    DemoClient.sum(metrics, "strata_cluster_read_bytes_total"), DemoClient.sum(metrics, "strata_cluster_written_bytes_total"));
+        }
+    }
+
+    /** The two instances' names (with two machines, also the machines'). */
+    static final String[] INSTANCE_NAMES = {"A", "B"};
+
     final List<Turn> turns = new ArrayList<>(); // probes first, then the sessions' turns in replay order
-    final String[] instanceNames = {"A", "B"};
+    final String[] instanceNames = INSTANCE_NAMES;
     final long[] instancePids = new long[2];
-    long nodePid;
+    final List<Long> nodePids = new ArrayList<>(); // one node per machine
+    int machines = 1; // 1: both instances on one node's pool; 2: one instance per machine, sharing the cluster
+    List<String> clusterNodes = List.of(); // host:port of the local Redis Cluster's nodes (two machines)
+    final ClusterCounters[] clusterCounters = new ClusterCounters[2]; // per machine at the end; null with one machine
+    int clusterNodesStopped = -1; // nodes of the local Redis Cluster the cleanup stopped; -1: none ran
     final double[] expertHits = new double[2]; // over the replay, per instance
     final double[] expertMisses = new double[2];
     String setup = ""; // one line describing model, caps and tiers
@@ -149,7 +187,15 @@ final class DemoReport {
     }
 
     double crossInstanceBlocks() {
-        return replay().stream().mapToDouble(t -> t.shared).sum();
+        return replay().stream().filter(t -> !t.poolOfItsOwn).mapToDouble(Turn::pool).sum();
+    }
+
+    long clusterTurns() {
+        return replay().stream().filter(t -> t.warmth() == Warmth.CLUSTER).count();
+    }
+
+    double clusterBlocks() {
+        return replay().stream().mapToDouble(t -> t.cluster).sum();
     }
 
     private static double median(List<Double> v) {
@@ -192,17 +238,18 @@ final class DemoReport {
         return h + m == 0 ? Double.NaN : h / (h + m);
     }
 
-    /** {device, host, disk, pool, miss, peer} prefix blocks of the replay on {@code instance} (-1: both). */
+    /** {device, host, disk, pool, miss, peer, cluster} prefix blocks of the replay on {@code instance} (-1: both). */
     double[] kvBlocks(int instance) {
-        double[] b = new double[6];
+        double[] b = new double[7];
         for (Turn t : replay()) {
             if (instance < 0 || t.instance == instance) {
                 b[0] += t.device;
                 b[1] += t.host;
                 b[2] += t.disk;
-                b[3] += t.shared;
+                b[3] += t.pool();
                 b[4] += t.misses;
                 b[5] += t.peer;
+                b[6] += t.cluster;
             }
         }
         return b;
@@ -240,14 +287,24 @@ final class DemoReport {
                     + "in HOST or found in the pool first; lower --host-kv (now " + dev.strata.memory.Sizes.format(hostKvBytes)
                     + ") or raise --turns to see it");
         }
-        if (b[3] == 0) {
+        if (b[3] == 0 && machines == 2) {
+            why.add("POOL 0.0%: each machine runs one instance, so its pool holds only blocks that instance wrote, and every block "
+                    + "it asked for again was still in its own tiers");
+        } else if (b[3] == 0) {
             why.add("POOL 0.0%: no turn found blocks the other instance wrote before its own tiers ran out; a session's turns alternate "
                     + "between the instances, so raise --turns (now " + turnsPerSession + ") to 2 or more to see it");
+        }
+        if (machines == 2 && b[6] == 0) {
+            why.add("CLUSTER 0.0%: no turn found blocks the other machine wrote; sessions share their system prompt and a session's turns "
+                    + "alternate between the machines, so raise --sessions (now " + sessions + ") or --turns (now " + turnsPerSession
+                    + ") to 2 or more to see it");
         }
         if (b[4] == 0) {
             why.add("computed 0.0%: every prompt block was found cached");
         }
-        if (!peer) {
+        if (!peer && machines == 2) {
+            why.add("PEER: no strata peer agent in this run (--machines 2 runs none), so no instance borrows memory");
+        } else if (!peer) {
             why.add("PEER: no strata peer agent in this run (--no-peer), so no instance borrows memory");
         } else if (peerKvBytes == 0) {
             why.add("PEER: no PEER KV tier in this run (--peer-kv 0); the peer lends for expert copies only");
@@ -275,26 +332,44 @@ final class DemoReport {
 
     void print(PrintStream out) {
         out.println();
-        out.println("strata demo: two engine instances sharing one KV pool through strata node");
+        if (machines == 2) {
+            out.println("strata demo: two machines on this host, each a strata node over its own pool with one engine instance, "
+                    + "sharing KV only through a local Redis Cluster");
+        } else {
+            out.println("strata demo: two engine instances sharing one KV pool through strata node");
+        }
         out.println("  " + setup);
         out.printf(Locale.ROOT, "  replayed %d sessions × %d turns (%d requests) with one shared system prompt; turns alternate A, B, A, ...%n",
                 sessions, turnsPerSession, replay().size());
         out.println();
-        out.println("  KV prefix blocks found    DEVICE    HOST    DISK    POOL (other instance)    computed" + (peer ? "      PEER" : ""));
+        if (machines == 2) {
+            out.println("  KV prefix blocks found    DEVICE    HOST    DISK    POOL (own machine)    CLUSTER (other machine)    computed");
+        } else {
+            out.println("  KV prefix blocks found    DEVICE    HOST    DISK    POOL (other instance)    computed" + (peer ? "      PEER" : ""));
+        }
         for (int i = -1; i < 2; i++) {
             double[] b = kvBlocks(i);
-            double total = b[0] + b[1] + b[2] + b[3] + b[4] + b[5];
-            out.printf(Locale.ROOT, "    %-23s %6s  %6s  %6s  %22s  %10s%s%n", i < 0 ? "both instances" : "instance " + instanceNames[i],
-                    pct(b[0], total), pct(b[1], total), pct(b[2], total), pct(b[3], total), pct(b[4], total),
-                    peer ? String.format(Locale.ROOT, "  %8s", pct(b[5], total)) : "");
+            double total = b[0] + b[1] + b[2] + b[3] + b[4] + b[5] + b[6];
+            String unit = machines == 2 ? "machine" : "instance";
+            String who = i < 0 ? "both " + unit + "s" : unit + " " + instanceNames[i];
+            if (machines == 2) {
+                out.printf(Locale.ROOT, "    %-23s %6s  %6s  %6s  %19s  %25s  %10s%n", who, pct(b[0], total), pct(b[1], total), pct(b[2], total),
+                        pct(b[3], total), pct(b[6], total), pct(b[4], total));
+            } else {
+                out.printf(Locale.ROOT, "    %-23s %6s  %6s  %6s  %22s  %10s%s%n", who, pct(b[0], total), pct(b[1], total), pct(b[2], total),
+                        pct(b[3], total), pct(b[4], total), peer ? String.format(Locale.ROOT, "  %8s", pct(b[5], total)) : "");
+            }
         }
         for (String line : emptyColumns()) {
             out.println("    " + line);
         }
         out.println();
         out.println("  time to first token (median)              turns   prompt tokens   TTFT");
-        Object[][] rows = {
-                {"cold (nothing cached)", (Predicate<Turn>) t -> t.warmth() == Warmth.COLD},
+        Object[][] rows = machines == 2 ? new Object[][] {
+                {"cold (nothing cached)", warmth(Warmth.COLD)},
+                {"warm, this machine's tiers and pool", warmth(Warmth.LOCAL)},
+                {"warm, from the cluster (other machine)", warmth(Warmth.CLUSTER)}} : new Object[][] {
+                {"cold (nothing cached)", warmth(Warmth.COLD)},
                 {"warm, this instance's tiers", warmth(Warmth.LOCAL)},
                 {"warm, blocks the other instance wrote", warmth(Warmth.CROSS_INSTANCE)}};
         for (Object[] r : rows) {
@@ -302,8 +377,21 @@ final class DemoReport {
             Predicate<Turn> p = (Predicate<Turn>) r[1];
             out.printf(Locale.ROOT, "    %-40s %5d   %13.0f   %s%n", r[0], count(p), promptTokens(p), millis(ttftMillis(p)));
         }
-        out.printf(Locale.ROOT, "  cross-instance hits: %d turns loaded %.0f blocks from the pool that the other instance wrote%n",
-                crossInstanceTurns(), crossInstanceBlocks());
+        if (machines == 2) {
+            out.printf(Locale.ROOT, "  cluster hits: %d turns loaded %.0f blocks from the cluster that the other machine wrote%n",
+                    clusterTurns(), clusterBlocks());
+            for (int i = 0; i < 2; i++) {
+                ClusterCounters c = clusterCounters[i];
+                if (c != null) {
+                    out.printf(Locale.ROOT, "    machine %s's /metrics: strata_cluster_hits_total %.0f, strata_cluster_misses_total %.0f, "
+                                    + "%s read, %s written%n", instanceNames[i], c.hits(), c.misses(),
+                            dev.strata.memory.Sizes.format((long) c.readBytes()), dev.strata.memory.Sizes.format((long) c.writtenBytes()));
+                }
+            }
+        } else {
+            out.printf(Locale.ROOT, "  cross-instance hits: %d turns loaded %.0f blocks from the pool that the other instance wrote%n",
+                    crossInstanceTurns(), crossInstanceBlocks());
+        }
         out.printf(Locale.ROOT, "  decode: %.1f tokens/s per instance (tokens after the first over their time, all turns)%n",
                 decodeTokensPerSecond());
         double fromPeer = expertFromPeer[0] + expertFromPeer[1];
@@ -342,8 +430,9 @@ final class DemoReport {
                         quote(t.reference));
             }
         }
-        out.printf(Locale.ROOT, "  cleanup: child processes stopped: %s; %s removed: %s%n", childrenStopped ? "yes" : "NO", shmDir,
-                shmRemoved ? "yes" : "NO");
+        out.printf(Locale.ROOT, "  cleanup: child processes stopped: %s; %s%s removed: %s%n", childrenStopped ? "yes" : "NO",
+                clusterNodesStopped >= 0 ? "local Redis Cluster stopped (" + clusterNodesStopped + " of " + clusterNodes.size() + " nodes); " : "",
+                shmDir, shmRemoved ? "yes" : "NO");
         out.printf(Locale.ROOT, "  finished in %.1f s%n", seconds);
         out.flush();
     }
@@ -355,17 +444,37 @@ final class DemoReport {
         ObjectNode kv = root.putObject("kv_prefix_blocks");
         for (int i = -1; i < 2; i++) {
             double[] b = kvBlocks(i);
-            kv.putObject(i < 0 ? "both" : instanceNames[i]).put("device", b[0]).put("host", b[1]).put("disk", b[2]).put("pool", b[3])
-                    .put("computed", b[4]).put("peer", b[5]);
+            ObjectNode row = kv.putObject(i < 0 ? "both" : instanceNames[i]).put("device", b[0]).put("host", b[1]).put("disk", b[2])
+                    .put("pool", b[3]).put("computed", b[4]).put("peer", b[5]);
+            if (machines == 2) {
+                row.put("cluster", b[6]);
+            }
         }
         ArrayNode empty = root.putArray("empty_columns");
         emptyColumns().forEach(empty::add);
         ObjectNode ttft = root.putObject("ttft_ms");
         for (Warmth w : Warmth.values()) {
+            if (w == (machines == 2 ? Warmth.CROSS_INSTANCE : Warmth.CLUSTER)) {
+                continue; // never happens in this shape
+            }
             ttft.putObject(w.name().toLowerCase(Locale.ROOT)).put("turns", count(warmth(w))).put("median", ttftMillis(warmth(w)))
                     .put("prompt_tokens", promptTokens(warmth(w)));
         }
         root.put("cross_instance_turns", crossInstanceTurns()).put("cross_instance_blocks", crossInstanceBlocks());
+        if (machines == 2) {
+            root.put("machines", machines);
+            ObjectNode c = root.putObject("cluster");
+            ArrayNode nodes = c.putArray("nodes");
+            clusterNodes.forEach(nodes::add);
+            c.put("turns", clusterTurns()).put("blocks", clusterBlocks()).put("nodes_stopped", clusterNodesStopped);
+            for (int i = 0; i < 2; i++) {
+                ClusterCounters k = clusterCounters[i];
+                if (k != null) {
+                    c.putObject(instanceNames[i]).put("hits", k.hits()).put("misses", k.misses()).put("read_bytes", k.readBytes())
+                            .put("written_bytes", k.writtenBytes());
+                }
+            }
+        }
         root.put("decode_tokens_per_s", decodeTokensPerSecond()).put("expert_hit_rate", expertHitRate());
         root.put("byte_identical", identical()).put("seconds", seconds);
         root.put("children_stopped", childrenStopped).put("shm_removed", shmRemoved).put("shm_dir", String.valueOf(shmDir));
@@ -387,7 +496,8 @@ final class DemoReport {
             }
         }
         ArrayNode pids = root.putArray("pids");
-        pids.add(nodePid).add(instancePids[0]).add(instancePids[1]);
+        nodePids.forEach(pids::add);
+        pids.add(instancePids[0]).add(instancePids[1]);
         if (peer) {
             pids.add(peerPid);
         }
@@ -396,8 +506,11 @@ final class DemoReport {
             list.addObject().put("label", t.label).put("instance", instanceNames[t.instance]).put("warmth", t.warmth().name())
                     .put("prompt_tokens", t.reply.promptTokens()).put("completion_tokens", t.reply.completionTokens())
                     .put("ttft_ms", t.reply.ttftNanos() / 1e6).put("device", t.device).put("host", t.host).put("disk", t.disk)
-                    .put("pool", t.shared).put("computed", t.misses).put("peer", t.peer)
+                    .put("pool", t.pool()).put("computed", t.misses).put("peer", t.peer)
                     .put("identical", t.session < 0 || t.identical());
+            if (machines == 2) {
+                ((ObjectNode) list.get(list.size() - 1)).put("cluster", t.cluster);
+            }
         }
         try {
             Files.writeString(file, json.writeValueAsString(root));

@@ -1,5 +1,6 @@
 package dev.strata.cli;
 
+import dev.strata.engine.serve.ServeEngine;
 import dev.strata.cache.ObjectKey;
 import dev.strata.memory.log.Log;
 import dev.strata.memory.shm.ShmFormatException;
@@ -68,6 +69,11 @@ final class NodeCommand implements Callable<Integer> {
     @Option(names = "--model-fingerprint", paramLabel = "HEX", description = "model fingerprint, 32 hex digits (strata model inspect DIR prints it); default: the index's, else the first server's to attach [node.model-fingerprint]")
     String modelFingerprint;
 
+    @Option(names = "--model", paramLabel = "DIR",
+            description = "the model the pool's servers serve: with tiers.cluster.write: eviction the node writes the blocks it evicts"
+                    + " from the pool to the cluster, under this model's fingerprint and KV geometry (with kv.block-tokens) [model.path]")
+    Path model;
+
     @Option(names = "--pins-per-process", paramLabel = "N",
             description = "pin records per process when the index is created (the daemon holds all its clients' pins) (default: 2048) [node.pins-per-process]")
     Integer pinsPerProcess;
@@ -84,7 +90,8 @@ final class NodeCommand implements Callable<Integer> {
                 .put("--chunk", "tiers.pool.chunk", chunk).put("--process-slots", "node.process-slots", processSlots).put("--rpc", "node.rpc", rpc)
                 .put("--channels", "node.channels", channels).put("--slots", "node.slots", slots).put("--payload", "node.payload", payload)
                 .put("--hash-version", "node.hash-version", hashVersion).put("--model-fingerprint", "node.model-fingerprint", modelFingerprint)
-                .put("--pins-per-process", "node.pins-per-process", pinsPerProcess).put("--pin-seconds", "node.pin-seconds", pinSeconds);
+                .put("--pins-per-process", "node.pins-per-process", pinsPerProcess).put("--pin-seconds", "node.pin-seconds", pinSeconds)
+                .put("--model", "model.path", model);
     }
 
     /**
@@ -111,19 +118,58 @@ final class NodeCommand implements Callable<Integer> {
 
     @Override
     public Integer call() throws InterruptedException {
-        NodeConfig config = nodeConfig(this.config.load(DEFAULTS, settings()), !pool.isEmpty());
+        StrataConfig c = this.config.load(DEFAULTS, settings());
+        NodeConfig config = nodeConfig(c, !pool.isEmpty());
+        dev.strata.cluster.ClusterBlockStore cluster = null;
         NodeDaemon daemon;
         try {
-            daemon = NodeDaemon.start(config, System.out);
-        } catch (IndexIdentityException | ShmFormatException | IllegalStateException e) {
+            cluster = writeBehindCluster(c, config);
+            if (cluster != null && config.modelFingerprint() == null) {
+                config = config.withModelFingerprint(ServeEngine.fingerprint(c.process().model().path(), c.process().kv().blockTokens()));
+            }
+            daemon = NodeDaemon.start(config, System.out, ServeCluster.poolEvictions(c, cluster));
+        } catch (IndexIdentityException | ShmFormatException | IllegalStateException | IllegalArgumentException e) {
+            if (cluster != null) {
+                cluster.close();
+            }
             System.err.println(Log.failure(e.getMessage()));
             return 2;
         }
         if (exitWith != null) {
             ProcessHandle.of(exitWith).ifPresentOrElse(p -> p.onExit().thenRun(() -> System.exit(0)), () -> System.exit(0));
         }
-        daemon.runUntilStopped();
+        try {
+            daemon.runUntilStopped();
+        } finally {
+            if (cluster != null) {
+                cluster.close();
+            }
+        }
         return 0;
     }
 
+    /**
+     * The cluster the daemon writes the blocks it evicts to: with {@code tiers.cluster.write:
+     * eviction}, opened for the model of {@code model.path}; null otherwise.
+     *
+     * @throws IllegalArgumentException when write-behind is configured without the model, or with
+     *                                  a model whose fingerprint is not the node's
+     */
+    static dev.strata.cluster.ClusterBlockStore writeBehindCluster(StrataConfig c, NodeConfig config) {
+        if (c.cluster() == null || c.cluster().write() != StrataConfig.ClusterWrite.EVICTION) {
+            return null;
+        }
+        java.nio.file.Path modelDir = c.process().model().path();
+        if (modelDir == null) {
+            throw new IllegalArgumentException("tiers.cluster.write is eviction: the node writes the blocks it evicts from the pool to"
+                    + " the cluster, under the served model's fingerprint and KV geometry; give the model with --model DIR (model.path)");
+        }
+        int blockTokens = c.process().kv().blockTokens();
+        ObjectKey fingerprint = ServeEngine.fingerprint(modelDir, blockTokens);
+        if (config.modelFingerprint() != null && !config.modelFingerprint().equals(fingerprint)) {
+            throw new IllegalArgumentException("--model " + modelDir + " with kv.block-tokens " + blockTokens + " has fingerprint "
+                    + fingerprint + ", but the node is configured for " + config.modelFingerprint() + " (node.model-fingerprint)");
+        }
+        return ServeCluster.open(c, modelDir, blockTokens);
+    }
 }

@@ -21,6 +21,7 @@ import picocli.CommandLine.Option;
 @Command(name = "plan", mixinStandardHelpOptions = true, sortOptions = false,
         description = {"Plans KV-cache capacity per tier and the transfer budget per decode step.",
                 "Sizes of --host-kv, --pool-capacity and --disk-kv-size are per rank (per device), like an engine's swap space;",
+                "--cluster-capacity is the whole Redis Cluster's, shared by --machines machines and split over each machine's ranks;",
                 "they are named like the keys of the configuration (tiers.*.capacity) and the flags of strata serve.",
                 "Sizes: KB, MB, GB, TB are decimal (GB = 10^9 bytes); KiB, MiB, GiB, TiB binary."})
 final class PlanCommand implements Callable<Integer> {
@@ -88,6 +89,19 @@ final class PlanCommand implements Callable<Integer> {
             description = "disk to device bandwidth per rank (default: ${DEFAULT-VALUE})")
     String diskLink;
 
+    @Option(names = "--cluster-capacity", paramLabel = "SIZE", defaultValue = "0",
+            description = "the Redis Cluster's memory for KV, all its primaries together, shared by --machines machines (default: none) "
+                    + "[tiers.cluster; the cluster's maxmemory]")
+    String cluster;
+
+    @Option(names = "--machines", paramLabel = "M", defaultValue = "1",
+            description = "machines sharing the cluster, to give each one's share (default: ${DEFAULT-VALUE})")
+    int machines;
+
+    @Option(names = {"--cluster-link", "--cluster-bandwidth"}, paramLabel = "RATE", defaultValue = "10Gbit/s",
+            description = "cluster to device bandwidth per rank: the network (default: ${DEFAULT-VALUE}, one common data-centre port)")
+    String clusterLink;
+
     @Option(names = "--json", description = "print the plan as JSON")
     boolean json;
 
@@ -111,6 +125,12 @@ final class PlanCommand implements Callable<Integer> {
                 PlanUnits.size("--disk-kv-size", disk), PlanUnits.durationNanos("--decode-step", decodeStep), hostLinkRate,
                 poolLink == null ? hostLinkRate : PlanUnits.bytesPerSecond("--pool-link", poolLink),
                 PlanUnits.bytesPerSecond("--disk-link", diskLink));
+        long clusterBytes = PlanUnits.size("--cluster-capacity", cluster);
+        if (clusterBytes > 0) {
+            request = request.withCluster(new PlanRequest.Cluster(clusterBytes, machines, PlanUnits.bytesPerSecond("--cluster-link", clusterLink)));
+        } else if (machines != 1) {
+            throw new IllegalArgumentException("--machines " + machines + " shares a cluster: give its memory with --cluster-capacity SIZE");
+        }
         KvCapacityPlan plan = KvCapacityPlanner.plan(request);
         System.out.print(json ? PlanReport.json(plan) : PlanReport.text(plan));
         return 0;

@@ -47,6 +47,18 @@ final class ServeCluster {
                 ServeEngine.fingerprint(model, blockTokens), geometry, CONNECT_WAIT, CONNECT_RETRY);
     }
 
+    /**
+     * What a process that evicts blocks from the pool does with them: with
+     * {@code tiers.cluster.write: eviction}, writes them behind to {@code cluster}; otherwise
+     * nothing.
+     */
+    static dev.strata.cache.EvictionSink poolEvictions(StrataConfig c, ClusterBlockStore cluster) {
+        if (cluster == null || c.cluster().write() != StrataConfig.ClusterWrite.EVICTION) {
+            return dev.strata.cache.EvictionSink.NONE;
+        }
+        return (key, kind, bytes) -> cluster.evicted(key, bytes);
+    }
+
     /** The server's shared store: the pool's, the cluster's, both (pool first), or null for neither. */
     static SharedBlockStore shared(SharedBlockStore pool, ClusterBlockStore cluster) {
         if (cluster == null) {

@@ -152,13 +152,14 @@ public final class ServeCommand implements Callable<Integer> {
             opened.add(peers);
         }
         try {
-            NodeAccess access = c.pool() != null ? openPool(c, model, blockTokens) : null;
-            if (access != null) {
-                opened.add(access);
-            }
             ClusterBlockStore cluster = ServeCluster.open(c, model, blockTokens);
             if (cluster != null) {
                 opened.add(cluster);
+            }
+            // with an embedded index this process evicts from the pool itself, and writes those blocks behind to the cluster
+            NodeAccess access = c.pool() != null ? openPool(c, model, blockTokens, ServeCluster.poolEvictions(c, cluster)) : null;
+            if (access != null) {
+                opened.add(access);
             }
             ServeEngine.Options.Builder o = ServeEngine.Options.builder().threads(threads).blockTokens(blockTokens).kvBlocks(kvBlocks)
                     .expertCap(expertCap).split(splitBudget).offload(c).rebalancePeriod(Duration.ofMillis(p.experts().rebalanceMillis()))
@@ -256,7 +257,7 @@ public final class ServeCommand implements Callable<Integer> {
     }
 
     /** Attaches to (or, embedded, opens) the pool of tiers.pool with this model's block-key identity. */
-    private static NodeAccess openPool(StrataConfig c, Path model, int blockTokens) {
+    private static NodeAccess openPool(StrataConfig c, Path model, int blockTokens, dev.strata.cache.EvictionSink evictions) {
         long poolBytes = c.pool().capacity();
         ProcessConfig.Node n = c.process().node();
         ObjectKey fingerprint = ServeEngine.fingerprint(model, blockTokens);
@@ -266,7 +267,7 @@ public final class ServeCommand implements Callable<Integer> {
                 .conclude();
         NodeAccess.Mode mode = NodeAccess.Mode.valueOf(n.access().name());
         return NodeAccess.open(new NodeAccess.Options(mode, poolConfig, n.rpc() != null ? n.rpc() : RpcServerConfig.DEFAULT_PATH,
-                PrefixHasher.VERSION, fingerprint, RpcClientOptions.defaults(), Duration.ofSeconds(30)));
+                PrefixHasher.VERSION, fingerprint, RpcClientOptions.defaults(), Duration.ofSeconds(30), evictions));
     }
 
     /** A started server and what it runs on; {@link #close} stops it (idempotent). */

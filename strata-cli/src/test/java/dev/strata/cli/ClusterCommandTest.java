@@ -6,16 +6,12 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.strata.engine.model.ModelFamily;
 import dev.strata.engine.synth.ModelSynthesizer;
 import dev.strata.engine.synth.SynthSpec;
-import java.io.IOException;
-import java.net.InetAddress;
-import java.net.ServerSocket;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.concurrent.ThreadLocalRandom;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import picocli.CommandLine;
@@ -29,27 +25,6 @@ class ClusterCommandTest {
     @TempDir
     Path dir;
 
-    private static int freePortBase(int count) {
-        for (int attempt = 0; attempt < 50; attempt++) {
-            int base = 20_000 + ThreadLocalRandom.current().nextInt(0, 30_000);
-            if (free(base, count) && free(base + 10_000, count)) {
-                return base;
-            }
-        }
-        throw new IllegalStateException("no free ports for a test cluster");
-    }
-
-    private static boolean free(int base, int count) {
-        for (int p = base; p < base + count; p++) {
-            try (ServerSocket s = new ServerSocket(p, 1, InetAddress.getByName("127.0.0.1"))) {
-                s.setReuseAddress(true);
-            } catch (IOException e) {
-                return false;
-            }
-        }
-        return true;
-    }
-
     private static String complete(ServeCommand.Running r, String prompt) throws Exception {
         HttpResponse<String> ok = HttpClient.newHttpClient().send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + r.port()
                         + "/v1/completions")).timeout(Duration.ofSeconds(30))
@@ -59,18 +34,51 @@ class ClusterCommandTest {
         return new ObjectMapper().readTree(ok.body()).get("choices").get(0).get("text").asText();
     }
 
-    private static ServeCommand.Running serve(Path model, String nodes, Path passwordFile) {
+    private static ServeCommand.Running serve(Path model, String nodes, Path passwordFile, String... more) {
         ServeCommand cmd = new ServeCommand();
-        new CommandLine(cmd).parseArgs("--model", model.toString(), "--port", "0", "--threads", "1", "--kv-blocks", "16",
-                "--block-tokens", "4", "--set", "tiers.cluster.nodes=[" + nodes + "]",
-                "--set", "tiers.cluster.password-file=" + passwordFile, "--set", "tiers.cluster.timeout=2s");
+        java.util.List<String> args = new java.util.ArrayList<>(java.util.List.of("--model", model.toString(), "--port", "0", "--threads",
+                "1", "--kv-blocks", "16", "--block-tokens", "4", "--set", "tiers.cluster.nodes=[" + nodes + "]",
+                "--set", "tiers.cluster.password-file=" + passwordFile, "--set", "tiers.cluster.timeout=2s"));
+        args.addAll(java.util.List.of(more));
+        new CommandLine(cmd).parseArgs(args.toArray(String[]::new));
         return cmd.start();
+    }
+
+    private static double metric(ServeCommand.Running r, String family, String label) throws Exception {
+        return ExamplesTest.sample(ExamplesTest.get("http://127.0.0.1:" + r.port() + "/metrics"), family, label);
+    }
+
+    /**
+     * Write-behind: a server writes its blocks to the cluster only as they leave its HOST tier,
+     * and another server then reuses them.
+     */
+    private static void writeBehindReachesAnotherMachine(Path model, String nodes, Path password) throws Exception {
+        String first = "a block written behind travels only when this machine's host tier lets it go";
+        String answer;
+        try (ServeCommand.Running w = serve(model, nodes, password, "--host-kv", "16KiB", "--set", "tiers.cluster.write=eviction",
+                "--set", "tiers.cluster.tenant=behind")) {
+            answer = complete(w, first);
+            assertThat(metric(w, "strata_cluster_publishes_total", "outcome=\"deferred\"")).as("commits left to write-behind").isPositive();
+            for (int i = 0; i < 12; i++) { // other prompts push the first prompt's blocks out of HOST
+                complete(w, "another prompt number " + i + " with words enough to fill several blocks of the cache");
+            }
+            long deadline = System.nanoTime() + Duration.ofSeconds(10).toNanos();
+            while (metric(w, "strata_cluster_publishes_total", "outcome=\"published\"") == 0 && System.nanoTime() < deadline) {
+                Thread.sleep(20);
+            }
+            assertThat(metric(w, "strata_cluster_publishes_total", "outcome=\"published\"")).as("blocks written as they left HOST")
+                    .isPositive();
+        }
+        try (ServeCommand.Running r = serve(model, nodes, password, "--set", "tiers.cluster.tenant=behind")) {
+            assertThat(complete(r, first)).isEqualTo(answer);
+            assertThat(metric(r, "strata_cluster_hits_total", "")).as("blocks another machine wrote behind").isPositive();
+        }
     }
 
     @Test
     void aPrefixServedOnOneMachineIsReusedFromTheClusterOnAnother() throws Exception {
         Path clusterDir = dir.resolve("cluster");
-        int base = freePortBase(3);
+        int base = dev.strata.cluster.LocalRedisCluster.freePortBase(3);
         Path model = dir.resolve("tiny-llama");
         ModelSynthesizer.write(SynthSpec.small(ModelFamily.LLAMA, 3), model, (d, t, b, tb) -> { });
         String nodes = "127.0.0.1:" + base + ",127.0.0.1:" + (base + 1);
@@ -122,6 +130,7 @@ class ClusterCommandTest {
                 assertThat(ExamplesTest.sample(metricsB, "strata_cluster_read_bytes_total", "")).as("bytes B read from the cluster")
                         .isPositive();
             }
+            writeBehindReachesAnotherMachine(model, nodes, clusterDir.resolve("password"));
         } finally {
             CliRun down = CliRun.of("cluster", "down", "--dir", clusterDir.toString());
             assertThat(down.status()).as(down.err()).isZero();

@@ -10,7 +10,10 @@ import dev.strata.engine.synth.ModelSynthesizer;
 import dev.strata.engine.synth.SynthSpec;
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
+import java.io.IOException;
 import java.io.Writer;
+import java.net.InetSocketAddress;
+import java.net.Socket;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -24,7 +27,8 @@ import org.junit.jupiter.api.io.TempDir;
  * over one pool in /dev/shm, a small topic-routed MoE model, a short replay. The report's facts are
  * checked from its JSON: turns loaded blocks the other instance wrote, every tier of the default
  * run's shape served blocks (and a column left empty says why), every output matched the unpaged
- * run, and afterwards no child lives and the pool's directory is gone.
+ * run, and afterwards no child lives and the pool's directory is gone. With {@code --machines 2} the
+ * two machines share KV through a real local Redis Cluster the demo starts and stops itself.
  */
 class DemoCommandTest {
     private static final String KV_BLOCKS = "--kv-blocks=50";
@@ -130,6 +134,87 @@ class DemoCommandTest {
     }
 
     @Test
+    void twoMachinesShareKvOnlyThroughALocalRedisClusterAndMatchTheUnpagedRun() throws Exception {
+        Path model = dir.resolve("demo-machines-moe");
+        ModelSynthesizer.write(new SynthSpec(ModelFamily.QWEN3_MOE, 2, 8, 2, 64, 96, 32, 4, 2, 16, 512, DType.BF16, 14, 1, 4, false),
+                model, (d, t, b, tb) -> { });
+        Path json = dir.resolve("report-machines.json");
+        // three sessions of two turns: session 0's first turn on A is cold, session 1's on B finds the shared system prompt that
+        // A wrote in the cluster, session 2's on A finds it in A's own tiers
+        CliRun run = CliRun.of("demo", "--machines", "2", "--model", model.toString(), "--sessions", "3", "--turns", "2", "--max-tokens", "4",
+                "--expert-cap", "4", "--kv-blocks", "48", "--host-kv", "8MiB", "--pool-capacity", "32MiB", "--report-json", json.toString());
+        String detail = run.out() + run.err() + run.log() + (Files.exists(json) ? Files.readString(json) : "");
+        assertThat(run.status()).as(detail).isZero();
+        assertThat(run.out()).contains("outputs byte-identical to an unpaged in-process run: yes (6 of 6 turns)")
+                .contains("two machines on this host, each a strata node over its own pool");
+        JsonNode r = new ObjectMapper().readTree(Files.readString(json));
+        assertThat(r.get("machines").asInt()).isEqualTo(2);
+        assertThat(r.get("byte_identical").asBoolean()).isTrue();
+        JsonNode cluster = r.get("cluster");
+        assertThat(cluster.get("A").get("written_bytes").asDouble()).as("bytes A published to the cluster: %s", detail).isPositive();
+        assertThat(cluster.get("B").get("hits").asDouble()).as("blocks B loaded from the cluster, written by A: %s", detail).isPositive();
+        assertThat(cluster.get("B").get("read_bytes").asDouble()).as(detail).isPositive();
+        assertThat(cluster.get("blocks").asDouble()).isPositive();
+        assertThat(r.get("kv_prefix_blocks").get("both").get("cluster").asDouble()).as(detail).isPositive();
+        JsonNode firstOnB = null;
+        for (JsonNode t : r.get("turns_detail")) {
+            if (t.get("label").asText().equals("session 1 turn 0")) {
+                firstOnB = t;
+            }
+        }
+        assertThat(firstOnB).as(detail).isNotNull();
+        assertThat(firstOnB.get("instance").asText()).isEqualTo("B");
+        assertThat(firstOnB.get("cluster").asDouble()).as("the system prompt A wrote, found in the cluster by B: %s", detail).isPositive();
+        assertThat(firstOnB.get("warmth").asText()).isEqualTo("CLUSTER");
+        JsonNode ttft = r.get("ttft_ms");
+        for (String kind : List.of("cold", "local", "cluster")) {
+            assertThat(ttft.get(kind).get("turns").asInt()).as("%s turns: %s", kind, detail).isPositive();
+            assertThat(ttft.get(kind).get("median").asDouble()).as("%s TTFT: %s", kind, detail).isPositive();
+        }
+        assertThat(run.out()).contains("cold (nothing cached)").contains("warm, this machine's tiers and pool")
+                .contains("warm, from the cluster (other machine)");
+        // every process is gone: both nodes, both instances and the cluster's nodes
+        assertThat(r.get("children_stopped").asBoolean()).isTrue();
+        assertThat(r.get("pids")).hasSize(4);
+        for (JsonNode pid : r.get("pids")) {
+            assertThat(ProcessHandle.of(pid.asLong()).map(ProcessHandle::isAlive).orElse(false)).as("child %s alive", pid).isFalse();
+        }
+        assertThat(cluster.get("nodes_stopped").asInt()).isEqualTo(3);
+        assertThat(cluster.get("nodes")).hasSize(3);
+        for (JsonNode node : cluster.get("nodes")) {
+            String[] hostPort = node.asText().split(":");
+            assertThat(listening(hostPort[0], Integer.parseInt(hostPort[1]))).as("%s still listening", node).isFalse();
+        }
+        assertThat(r.get("shm_removed").asBoolean()).isTrue();
+        assertThat(Path.of(r.get("shm_dir").asText())).doesNotExist();
+    }
+
+    private static boolean listening(String host, int port) {
+        try (Socket s = new Socket()) {
+            s.connect(new InetSocketAddress(host, port), 500);
+            return true;
+        } catch (IOException e) {
+            return false;
+        }
+    }
+
+    @Test
+    void twoMachinesWithoutRedisServerEndAtOnceNamingTheInstallCommand() throws Exception {
+        String javaBin = System.getProperty("strata.java", Path.of(System.getProperty("java.home"), "bin", "java").toString());
+        ProcessBuilder pb = new ProcessBuilder(javaBin, "--add-modules", "jdk.incubator.vector", "--enable-native-access=ALL-UNNAMED",
+                "-cp", System.getProperty("java.class.path"), StrataCommand.class.getName(), "demo", "--machines", "2", "--model",
+                dir.resolve("no-model-needed").toString()).redirectErrorStream(true);
+        pb.environment().put("PATH", dir.resolve("empty-bin").toString()); // no redis-server on it
+        Process demo = pb.start();
+        String out = new String(demo.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        assertThat(demo.waitFor(60, TimeUnit.SECONDS)).isTrue();
+        assertThat(demo.exitValue()).as(out).isEqualTo(2);
+        assertThat(out).contains("redis-server is not on the PATH").contains("apt-get install -y redis-server")
+                .doesNotContain("starting strata node");
+        assertThat(Path.of("/dev/shm", "strata-demo-" + demo.pid())).doesNotExist();
+    }
+
+    @Test
     void anInterruptedDemoLeavesNoChildAndNoPoolBehind() throws Exception {
         Path model = dir.resolve("demo-test-moe");
         ModelSynthesizer.write(new SynthSpec(ModelFamily.QWEN3_MOE, 2, 8, 2, 64, 96, 32, 4, 2, 16, 512, DType.BF16, 12, 1, 4, false),
@@ -179,5 +264,8 @@ class DemoCommandTest {
         CliRun file = CliRun.of("demo", "-c", dir.resolve("missing.yaml").toString(), "--model", dir.toString());
         assertThat(file.status()).isEqualTo(2);
         assertThat(file.err()).contains("missing.yaml");
+        CliRun machines = CliRun.of("demo", "--machines", "3", "--model", dir.toString());
+        assertThat(machines.status()).isEqualTo(2);
+        assertThat(machines.err().strip()).isEqualTo("strata: --machines must be 1 or 2, got 3");
     }
 }

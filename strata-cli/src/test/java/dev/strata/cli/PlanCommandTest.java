@@ -59,6 +59,30 @@ class PlanCommandTest {
     }
 
     @Test
+    void theClusterTierIsSharedByTheMachinesAndReachedOverTheNetwork() throws Exception {
+        CliRun r = run(with(SEED, "--cluster-capacity", "1TB", "--machines", "8"));
+        assertThat(r.status()).as(r.err()).isZero();
+        // 250 GB per rank in values of 1,310,776 bytes (a rank's block and the 56-byte header); 10 Gbit/s by default
+        assertThat(r.out()).containsPattern("cluster\\s+250\\.00 GB\\s+190,726\\s+745\\n")
+                .contains("cluster   1.00 TB shared by 8 machines: 190,726 blocks of the model (745 sequences)")
+                .contains("23,840 blocks (93 sequences) per machine when they share no prefix")
+                .containsPattern("cluster->device\\s+1\\.25 GB/s\\s+1\\.0 ms\\s+14\\s+224");
+        CliRun json = run(with(SEED, "--cluster-capacity", "1TB", "--machines", "8", "--cluster-bandwidth", "100Gbit/s", "--json"));
+        assertThat(json.status()).as(json.err()).isZero();
+        JsonNode j = new ObjectMapper().readTree(json.out());
+        assertThat(j.get("cluster").get("blocks").asLong()).isEqualTo(190_726L);
+        assertThat(j.get("cluster").get("machines").asInt()).isEqualTo(8);
+        assertThat(j.get("cluster").get("blocks_per_machine").asLong()).isEqualTo(23_840L);
+        JsonNode link = j.get("links").get(1);
+        assertThat(link.get("link").asText()).isEqualTo("cluster->device");
+        assertThat(link.get("bytes_per_second").asLong()).isEqualTo(12_500_000_000L);
+        assertThat(link.get("blocks_per_step").asLong()).isEqualTo(143L); // 15 ms × 12.5 GB/s / 1,310,776 B
+        assertError(run(with(SEED, "--machines", "2")), "strata: --machines 2 shares a cluster: give its memory with --cluster-capacity SIZE");
+        assertError(run(with(SEED, "--cluster-capacity", "1TB", "--cluster-link", "fast")),
+                "strata: --cluster-link: not a bandwidth: 'fast' (expected e.g. 24GB/s, 900MiB/s, 10Gbit/s)");
+    }
+
+    @Test
     void readsAConfigJson() throws Exception {
         Path config = Files.writeString(dir.resolve("config.json"), """
                 {"hidden_size": 8192, "num_attention_heads": 64, "num_hidden_layers": 80, "num_key_value_heads": 8,
@@ -92,7 +116,7 @@ class PlanCommandTest {
         assertError(run(with(SEED, "--pool-capacity", "lots")),
                 "strata: --pool-capacity: not a size: 'lots' (expected e.g. 4096, 64KiB, 8GiB, 2GB)");
         assertError(run(with(SEED, "--host-link", "fast")),
-                "strata: --host-link: not a bandwidth: 'fast' (expected e.g. 24GB/s, 900MiB/s)");
+                "strata: --host-link: not a bandwidth: 'fast' (expected e.g. 24GB/s, 900MiB/s, 10Gbit/s)");
         assertError(run(with(SEED, "--kv-dtype", "fp64")),
                 "strata: unknown KV dtype 'fp64' (choose fp32, fp16, bf16, fp8_e4m3, fp8_e5m2 or int8)");
         Path bad = Files.writeString(dir.resolve("config.json"), "{\"hidden_size\": 4096, \"num_attention_heads\": 32}");

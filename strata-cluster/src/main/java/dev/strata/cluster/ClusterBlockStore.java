@@ -114,6 +114,7 @@ public final class ClusterBlockStore implements SharedBlockStore, AutoCloseable 
             attach(connection);
         }
         metrics.availability(this::available);
+        metrics.capacityHint(settings.capacityHint());
         this.topologyEvents = resources.eventBus().get()
                 .filter(e -> e instanceof io.lettuce.core.cluster.event.ClusterTopologyChangedEvent)
                 .subscribe(e -> metrics.topologyRefreshed());
@@ -148,15 +149,7 @@ public final class ClusterBlockStore implements SharedBlockStore, AutoCloseable 
      *                     reached or a node refuses the credentials
      */
     public static ClusterBlockStore open(ClusterSettings settings, ObjectKey model, KvGeometry kv, Duration connectWait) {
-        ClusterBlockStore store = create(settings, model, kv, connectWait);
-        try {
-            store.attach(connect(store.client, settings));
-            return store;
-        } catch (RuntimeException e) {
-            Diagnosis why = diagnose(settings, store.resources, connectWait, e);
-            store.close();
-            throw new OpenFailure(why.text, why.credentialsRefused);
-        }
+        return open(settings, model, kv, connectWait, null);
     }
 
     /**
@@ -169,15 +162,20 @@ public final class ClusterBlockStore implements SharedBlockStore, AutoCloseable 
      */
     public static ClusterBlockStore openOrConnectLater(ClusterSettings settings, ObjectKey model, KvGeometry kv, Duration connectWait,
                                                        Duration retry) {
+        return open(settings, model, kv, connectWait, Objects.requireNonNull(retry, "retry"));
+    }
+
+    /** Opens the store; when the cluster cannot be reached, fails ({@code retry} null) or connects later. */
+    private static ClusterBlockStore open(ClusterSettings settings, ObjectKey model, KvGeometry kv, Duration connectWait, Duration retry) {
         ClusterBlockStore store = create(settings, model, kv, connectWait);
         try {
             store.attach(connect(store.client, settings));
             return store;
         } catch (RuntimeException e) {
             Diagnosis why = diagnose(settings, store.resources, connectWait, e);
-            if (why.credentialsRefused) {
+            if (retry == null || why.credentialsRefused) {
                 store.close();
-                throw new OpenFailure(why.text, true);
+                throw new OpenFailure(why.text, why.credentialsRefused);
             }
             Log.warn("cluster", why.text + "; serving without the cluster and connecting again every " + retry.toMillis() + " ms");
             store.connectLater(retry);

@@ -113,6 +113,12 @@ public final class ClusterMetrics {
         available = a;
     }
 
+    private volatile long capacityHint; // bytes, 0: not given
+
+    void capacityHint(long bytes) {
+        capacityHint = bytes;
+    }
+
     void error(ErrorKind kind) {
         errors[kind.ordinal()].increment();
     }
@@ -245,6 +251,10 @@ public final class ClusterMetrics {
         out.sample("strata_cluster_available", available.getAsBoolean() ? 1 : 0);
         out.family("strata_cluster_skipped_total", PrometheusText.Type.COUNTER, "calls answered without the cluster while it was marked unavailable");
         out.sample("strata_cluster_skipped_total", skipped.sum());
+        if (capacityHint > 0) {
+            out.family("strata_cluster_capacity_hint_bytes", PrometheusText.Type.GAUGE, "the cluster's memory for KV blocks as configured (tiers.cluster.capacity)");
+            out.sample("strata_cluster_capacity_hint_bytes", capacityHint);
+        }
         out.family("strata_cluster_topology_refreshes_total", PrometheusText.Type.COUNTER, "changes of the cluster's topology the client followed");
         out.sample("strata_cluster_topology_refreshes_total", topologyRefreshes.sum());
         out.family("strata_cluster_errors_total", PrometheusText.Type.COUNTER, "requests the cluster failed or did not answer in time, by kind; each answered absent or not published");

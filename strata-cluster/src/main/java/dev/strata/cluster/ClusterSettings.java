@@ -25,9 +25,11 @@ import java.util.Objects;
  * @param write      when blocks are written: at commit (write-through) or as they leave this machine (write-behind)
  * @param admission  which blocks offered are written
  * @param queueBytes the most value bytes written and not yet answered; a write past it is dropped and counted
+ * @param capacityHint the cluster's memory for KV blocks as configured (a hint, exported as a metric); 0: not given
  */
 public record ClusterSettings(List<String> nodes, String user, String password, boolean tls, Duration ttl, Duration timeout,
-                              String tenant, StrataConfig.ClusterWrite write, StrataConfig.ClusterAdmission admission, long queueBytes) {
+                              String tenant, StrataConfig.ClusterWrite write, StrataConfig.ClusterAdmission admission, long queueBytes,
+                              long capacityHint) {
 
     public ClusterSettings {
         nodes = List.copyOf(nodes);
@@ -49,7 +51,8 @@ public record ClusterSettings(List<String> nodes, String user, String password, 
         try {
             String password = cluster.passwordFile() == null ? null : LocalRedisCluster.readPassword(cluster.passwordFile());
             return new ClusterSettings(cluster.nodes(), null, password, false, Duration.ofHours(1), timeout, "default",
-                    StrataConfig.ClusterWrite.COMMIT, StrataConfig.ClusterAdmission.ALL, StrataConfig.DEFAULT_CLUSTER_QUEUE_BYTES);
+                    StrataConfig.ClusterWrite.COMMIT, StrataConfig.ClusterAdmission.ALL, StrataConfig.DEFAULT_CLUSTER_QUEUE_BYTES,
+                    cluster.maxmemory() * cluster.primaryCount());
         } catch (IOException e) {
             throw new IllegalStateException("cannot read the cluster's password file " + cluster.passwordFile() + ": " + e.getMessage(), e);
         }
@@ -86,32 +89,32 @@ public record ClusterSettings(List<String> nodes, String user, String password, 
             }
         }
         return new ClusterSettings(t.nodes(), t.user(), password, t.tls(), Duration.ofMillis(t.ttlMillis()),
-                Duration.ofMillis(t.timeoutMillis()), t.tenant(), t.write(), t.admission(), t.queueBytes());
+                Duration.ofMillis(t.timeoutMillis()), t.tenant(), t.write(), t.admission(), t.queueBytes(), t.capacityHint());
     }
 
     /** These settings with another timeout. */
     public ClusterSettings withTimeout(Duration t) {
-        return new ClusterSettings(nodes, user, password, tls, ttl, t, tenant, write, admission, queueBytes);
+        return new ClusterSettings(nodes, user, password, tls, ttl, t, tenant, write, admission, queueBytes, capacityHint);
     }
 
     /** These settings with another password (null: none). */
     public ClusterSettings withPassword(String p) {
-        return new ClusterSettings(nodes, user, p, tls, ttl, timeout, tenant, write, admission, queueBytes);
+        return new ClusterSettings(nodes, user, p, tls, ttl, timeout, tenant, write, admission, queueBytes, capacityHint);
     }
 
     /** These settings with another tenant. */
     public ClusterSettings withTenant(String t) {
-        return new ClusterSettings(nodes, user, password, tls, ttl, timeout, t, write, admission, queueBytes);
+        return new ClusterSettings(nodes, user, password, tls, ttl, timeout, t, write, admission, queueBytes, capacityHint);
     }
 
     /** These settings with another write policy and admission. */
     public ClusterSettings withWrites(StrataConfig.ClusterWrite w, StrataConfig.ClusterAdmission a) {
-        return new ClusterSettings(nodes, user, password, tls, ttl, timeout, tenant, w, a, queueBytes);
+        return new ClusterSettings(nodes, user, password, tls, ttl, timeout, tenant, w, a, queueBytes, capacityHint);
     }
 
     /** These settings with another write queue bound. */
     public ClusterSettings withQueueBytes(long q) {
-        return new ClusterSettings(nodes, user, password, tls, ttl, timeout, tenant, write, admission, q);
+        return new ClusterSettings(nodes, user, password, tls, ttl, timeout, tenant, write, admission, q, capacityHint);
     }
 
     /** {@code text} with every occurrence of the password masked: for messages built from a client's errors. */

@@ -166,6 +166,37 @@ public final class LocalRedisCluster {
         }
     }
 
+    /**
+     * A port base at which {@code nodes} consecutive ports and their cluster bus ports (+10000) are
+     * free on {@link #HOST} now, picked at random in [20000, 50000) (free now is no promise for
+     * later: a caller that loses the race fails at start and may try again).
+     *
+     * @throws IllegalStateException if none is found in 50 tries
+     */
+    public static int freePortBase(int nodes) {
+        for (int attempt = 0; attempt < 50; attempt++) {
+            int base = 20_000 + java.util.concurrent.ThreadLocalRandom.current().nextInt(0, 30_000);
+            if (portsFree(base, nodes) && portsFree(base + 10_000, nodes)) {
+                return base;
+            }
+        }
+        throw new IllegalStateException("found no " + nodes + " free consecutive ports (and their cluster bus ports) for a local Redis Cluster");
+    }
+
+    private static boolean portsFree(int base, int count) {
+        if (base + count > 65_535) {
+            return false;
+        }
+        for (int p = base; p < base + count; p++) {
+            try (java.net.ServerSocket s = new java.net.ServerSocket(p, 1, java.net.InetAddress.getByName(HOST))) {
+                s.setReuseAddress(true);
+            } catch (IOException e) {
+                return false;
+            }
+        }
+        return true;
+    }
+
     /** The first line of {@code file}, trimmed: how a password file is read. */
     static String readPassword(Path file) throws IOException {
         String text = Files.readString(file, StandardCharsets.UTF_8);
@@ -301,6 +332,11 @@ public final class LocalRedisCluster {
             }
         }
         return out;
+    }
+
+    /** The number of primaries the cluster was created with. */
+    public int primaryCount() {
+        return primaries;
     }
 
     /** Bytes of data each node keeps before it evicts (0: no limit). */

@@ -343,7 +343,8 @@ class ClusterBlockStoreTest {
                 .hasMessageContaining("refused the credentials").hasMessageNotContaining(wrong);
         PrometheusText text = new PrometheusText();
         machineA.metrics().writeTo(text);
-        assertThat(text.toString()).doesNotContain(settings.password()).contains("strata_cluster_request_seconds_bucket{op=\"read\"");
+        assertThat(text.toString()).doesNotContain(settings.password()).contains("strata_cluster_request_seconds_bucket{op=\"read\"")
+                .contains("strata_cluster_capacity_hint_bytes " + 3 * LocalRedisCluster.DEFAULT_MAXMEMORY);
         assertThat(settings.toString()).doesNotContain(settings.password());
     }
 

@@ -13,11 +13,31 @@ import java.util.List;
  * @param rankGeometry      the KV geometry of one rank
  * @param blockBytes        bytes of one block on one rank
  * @param blocksPerSequence blocks one sequence of {@code request.seqTokens()} tokens takes
- * @param tiers             capacity per tier, DEVICE first, tiers of size 0 left out
+ * @param tiers             capacity per tier, DEVICE first, tiers of size 0 left out (the CLUSTER tier last, as one
+ *                          rank sees it: its share of the whole cluster)
  * @param links             transfer budget per link into the device, for the tiers present
+ * @param cluster           the whole cluster's capacity and each machine's share of it, or null without a CLUSTER tier
  */
 public record KvCapacityPlan(PlanRequest request, KvGeometry rankGeometry, long blockBytes, long blocksPerSequence,
-        List<TierCapacity> tiers, List<LinkBudget> links) {
+        List<TierCapacity> tiers, List<LinkBudget> links, ClusterCapacity cluster) {
+
+    /**
+     * The CLUSTER tier as a whole. Every rank keeps its share of a block as a value of its own
+     * ({@code blockBytes} and the value's header), so the cluster holds {@code blocks} blocks of
+     * the whole model, seen by every machine; machines that share no prefix get
+     * {@code blocks / machines} each.
+     *
+     * @param bytes               the cluster's memory for KV, bytes
+     * @param machines            machines sharing it
+     * @param valueBytes          bytes of one value: one rank's block and the value header
+     * @param blocks              whole blocks of the model the cluster holds: {@code floor(bytes / (tp × valueBytes))}
+     * @param sequences           whole sequences: {@code floor(blocks / blocksPerSequence)}
+     * @param blocksPerMachine    {@code floor(blocks / machines)}
+     * @param sequencesPerMachine {@code floor(blocksPerMachine / blocksPerSequence)}
+     */
+    public record ClusterCapacity(long bytes, int machines, long valueBytes, long blocks, long sequences, long blocksPerMachine,
+            long sequencesPerMachine) {
+    }
 
     /**
      * One tier of one rank.

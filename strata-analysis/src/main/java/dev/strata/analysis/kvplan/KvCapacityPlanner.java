@@ -18,9 +18,19 @@ import java.util.List;
  * the decode step. All sizes are bytes and bandwidths bytes per second; the report prints
  * decimal units (GB = 10⁹ bytes).
  *
+ * <p>The CLUSTER tier is one memory shared by the machines: each rank keeps its share of a block
+ * as one value, its bytes after a {@value #CLUSTER_VALUE_HEADER_BYTES}-byte header (the cluster
+ * value format's), so the cluster holds {@code floor(bytes / (tp × (blockBytes + header)))}
+ * blocks of the model, and one rank sees {@code bytes / tp} of it. Its link moves the whole value.
+ * Redis's own overhead per key (the key, about 100 bytes, and its bookkeeping) is not counted:
+ * leave it out of the size given.
+ *
  * <p>Stateless; any thread.
  */
 public final class KvCapacityPlanner {
+
+    /** Bytes of the header before a block's bytes in a cluster value (the cluster's value format). */
+    public static final int CLUSTER_VALUE_HEADER_BYTES = 56;
 
     private KvCapacityPlanner() {
     }
@@ -55,7 +65,19 @@ public final class KvCapacityPlanner {
             tiers.add(tier("disk", r.diskBytes(), block, perSequence));
             links.add(link("disk->device", r.diskLinkBytesPerSecond(), block, perSequence, r));
         }
-        return new KvCapacityPlan(r, g, block, perSequence, List.copyOf(tiers), List.copyOf(links));
+        KvCapacityPlan.ClusterCapacity cluster = null;
+        if (r.cluster() != null) {
+            PlanRequest.Cluster c = r.cluster();
+            long value = block + CLUSTER_VALUE_HEADER_BYTES;
+            long rankShare = c.bytes() / r.tp();
+            long blocks = rankShare / value;
+            tiers.add(new KvCapacityPlan.TierCapacity("cluster", rankShare, blocks, blocks / perSequence));
+            links.add(link("cluster->device", c.linkBytesPerSecond(), value, perSequence, r));
+            long perMachine = blocks / c.machines();
+            cluster = new KvCapacityPlan.ClusterCapacity(c.bytes(), c.machines(), value, blocks, blocks / perSequence, perMachine,
+                    perMachine / perSequence);
+        }
+        return new KvCapacityPlan(r, g, block, perSequence, List.copyOf(tiers), List.copyOf(links), cluster);
     }
 
     private static KvCapacityPlan.TierCapacity tier(String name, long kvBytes, long block, long perSequence) {

@@ -51,6 +51,14 @@ public final class PlanReport {
         b.append(String.format(Locale.ROOT, "capacity per rank (device: %s - %s weights - %s overhead; sequences of %d tokens)%n",
                 decimal(r.deviceBytes()), decimal(r.weightsPerDevice()), decimal(r.overheadBytes()), r.seqTokens()));
         table(b, rows, new boolean[] {false, true, true, true});
+        KvCapacityPlan.ClusterCapacity c = plan.cluster();
+        if (c != null) {
+            b.append(String.format(Locale.ROOT, "cluster   %s shared by %d machine%s: %s blocks of the model (%s sequences), each rank's share "
+                            + "a value of %s (its block and a %d B header); %s blocks (%s sequences) per machine when they share no prefix%n",
+                    decimal(c.bytes()), c.machines(), c.machines() == 1 ? "" : "s", count(c.blocks()), count(c.sequences()),
+                    decimal(c.valueBytes()), KvCapacityPlanner.CLUSTER_VALUE_HEADER_BYTES, count(c.blocksPerMachine()),
+                    count(c.sequencesPerMachine())));
+        }
 
         if (!plan.links().isEmpty()) {
             b.append(String.format(Locale.ROOT, "%ntransfer budget per decode step of %s (per rank)%n", duration(r.decodeStepNanos())));
@@ -109,6 +117,18 @@ public final class PlanReport {
         root.put("tiers", tiers);
         root.put("total_blocks", plan.totalBlocks());
         root.put("total_sequences", plan.totalSequences());
+        KvCapacityPlan.ClusterCapacity c = plan.cluster();
+        if (c != null) {
+            Map<String, Object> cluster = new LinkedHashMap<>();
+            cluster.put("bytes", c.bytes());
+            cluster.put("machines", c.machines());
+            cluster.put("value_bytes", c.valueBytes());
+            cluster.put("blocks", c.blocks());
+            cluster.put("sequences", c.sequences());
+            cluster.put("blocks_per_machine", c.blocksPerMachine());
+            cluster.put("sequences_per_machine", c.sequencesPerMachine());
+            root.put("cluster", cluster);
+        }
         root.put("decode_step_ns", r.decodeStepNanos());
         List<Map<String, Object>> links = new ArrayList<>();
         for (KvCapacityPlan.LinkBudget l : plan.links()) {

@@ -6,7 +6,8 @@ import dev.strata.cache.kv.KvGeometry;
 /**
  * What a capacity plan is asked for: a model, how it is split over devices, and the memory and
  * links each rank has. Sizes of the HOST, POOL and DISK tiers are per rank, as an engine's swap
- * space is per device; 0 leaves a tier out.
+ * space is per device; 0 leaves a tier out. The CLUSTER tier is sized as a whole: one cluster's
+ * memory for KV, shared by every machine that uses it ({@link Cluster}); null leaves it out.
  *
  * <p>Immutable; any thread.
  *
@@ -25,10 +26,46 @@ import dev.strata.cache.kv.KvGeometry;
  * @param hostLinkBytesPerSecond host → device bandwidth per rank, bytes/s
  * @param poolLinkBytesPerSecond pool → device bandwidth per rank, bytes/s
  * @param diskLinkBytesPerSecond disk → device bandwidth per rank, bytes/s
+ * @param cluster                the CLUSTER tier shared by the machines, or null for none
  */
 public record PlanRequest(ModelSpec model, int tp, KvDtype kvDtype, int blockTokens, int seqTokens, long deviceBytes,
         long weightsPerDevice, long overheadBytes, long hostBytes, long poolBytes, long diskBytes, long decodeStepNanos,
-        long hostLinkBytesPerSecond, long poolLinkBytesPerSecond, long diskLinkBytesPerSecond) {
+        long hostLinkBytesPerSecond, long poolLinkBytesPerSecond, long diskLinkBytesPerSecond, Cluster cluster) {
+
+    /**
+     * The CLUSTER tier: a Redis Cluster's memory for KV blocks, shared by {@code machines}
+     * machines, each reaching it over the network.
+     *
+     * @param bytes              the cluster's memory for KV, all nodes together (its {@code maxmemory} summed over the
+     *                           primaries), bytes
+     * @param machines           machines sharing the cluster (at least 1)
+     * @param linkBytesPerSecond cluster → device bandwidth per rank, bytes/s (the network share of one rank)
+     */
+    public record Cluster(long bytes, int machines, long linkBytesPerSecond) {
+        /** Default cluster → device bandwidth: 10 Gbit/s (1.25 GB/s), one common data-centre network port. */
+        public static final long DEFAULT_LINK = 1_250_000_000L;
+
+        /** @throws IllegalArgumentException naming the option and the value when one is out of range */
+        public Cluster {
+            positive("cluster memory (--cluster-capacity)", bytes);
+            positive("machines sharing the cluster (--machines)", machines);
+            positive("cluster link (--cluster-link)", linkBytesPerSecond);
+        }
+    }
+
+    /** A request without a CLUSTER tier. */
+    public PlanRequest(ModelSpec model, int tp, KvDtype kvDtype, int blockTokens, int seqTokens, long deviceBytes, long weightsPerDevice,
+                       long overheadBytes, long hostBytes, long poolBytes, long diskBytes, long decodeStepNanos, long hostLinkBytesPerSecond,
+                       long poolLinkBytesPerSecond, long diskLinkBytesPerSecond) {
+        this(model, tp, kvDtype, blockTokens, seqTokens, deviceBytes, weightsPerDevice, overheadBytes, hostBytes, poolBytes, diskBytes,
+                decodeStepNanos, hostLinkBytesPerSecond, poolLinkBytesPerSecond, diskLinkBytesPerSecond, null);
+    }
+
+    /** This request with the CLUSTER tier {@code c} (null: none). */
+    public PlanRequest withCluster(Cluster c) {
+        return new PlanRequest(model, tp, kvDtype, blockTokens, seqTokens, deviceBytes, weightsPerDevice, overheadBytes, hostBytes,
+                poolBytes, diskBytes, decodeStepNanos, hostLinkBytesPerSecond, poolLinkBytesPerSecond, diskLinkBytesPerSecond, c);
+    }
 
     /** Default tokens per sequence counted. */
     public static final int DEFAULT_SEQ_TOKENS = 4096;

@@ -13,6 +13,7 @@ import java.util.regex.Pattern;
  * <p>Stateless; any thread.
  */
 public final class PlanUnits {
+    private static final Pattern BITS = Pattern.compile("([0-9]+(?:\\.[0-9]+)?)\\s*([kmgt]?)bit");
     private static final Pattern DURATION = Pattern.compile("\\s*([0-9]+(?:\\.[0-9]+)?)\\s*(ns|us|µs|ms|s)\\s*");
 
     private PlanUnits() {
@@ -56,7 +57,8 @@ public final class PlanUnits {
 
     /**
      * A bandwidth in bytes per second from a size per second: {@code 24GB/s}, {@code 7 GB/s},
-     * {@code 900MiB/s}; the {@code /s} may be left out.
+     * {@code 900MiB/s}; the {@code /s} may be left out. Network rates in bits are read too:
+     * {@code 10Gbit/s}, {@code 100 Mbit/s} (decimal: Gbit = 10⁹ bits, 8 bits a byte).
      *
      * @throws IllegalArgumentException naming the option and the text
      */
@@ -65,10 +67,25 @@ public final class PlanUnits {
         if (t.toLowerCase(Locale.ROOT).endsWith("/s")) {
             t = t.substring(0, t.length() - 2);
         }
+        Matcher bits = BITS.matcher(t.toLowerCase(Locale.ROOT));
+        if (bits.matches()) {
+            double scale = switch (bits.group(2)) {
+                case "k" -> 1e3;
+                case "m" -> 1e6;
+                case "g" -> 1e9;
+                case "t" -> 1e12;
+                default -> 1;
+            };
+            double bytes = Double.parseDouble(bits.group(1)) * scale / 8;
+            if (bytes < 1 || bytes > Long.MAX_VALUE) {
+                throw new IllegalArgumentException(option + ": bandwidth out of range: '" + text + "'");
+            }
+            return Math.round(bytes);
+        }
         try {
             return Sizes.parse(t);
         } catch (IllegalArgumentException e) {
-            throw new IllegalArgumentException(option + ": not a bandwidth: '" + text + "' (expected e.g. 24GB/s, 900MiB/s)");
+            throw new IllegalArgumentException(option + ": not a bandwidth: '" + text + "' (expected e.g. 24GB/s, 900MiB/s, 10Gbit/s)");
         }
     }
 }

@@ -72,6 +72,41 @@ class KvCapacityPlannerTest {
     }
 
     @Test
+    void theClusterHoldsWholeBlocksOfValuesSharedByTheMachines() {
+        // 1 TB of cluster memory for 8 machines of 4 ranks: each rank's share of a block is one value of 1,310,720 + 56 bytes
+        long bytes = 1000 * GB;
+        KvCapacityPlan plan = KvCapacityPlanner.plan(seed(256 * GB, 0, 0).withCluster(new PlanRequest.Cluster(bytes, 8,
+                PlanRequest.Cluster.DEFAULT_LINK)));
+        long value = plan.blockBytes() + KvCapacityPlanner.CLUSTER_VALUE_HEADER_BYTES;
+        assertThat(value).isEqualTo(1_310_776L);
+        KvCapacityPlan.ClusterCapacity c = plan.cluster();
+        assertThat(c.valueBytes()).isEqualTo(value);
+        assertThat(c.blocks()).isEqualTo(bytes / 4 / value).isEqualTo(190_726L); // 250 GB per rank / 1.31 MB
+        assertThat(c.blocks() * 4 * value).isLessThanOrEqualTo(bytes);
+        assertThat((c.blocks() + 1) * 4 * value).isGreaterThan(bytes);
+        assertThat(c.sequences()).isEqualTo(c.blocks() / 256).isEqualTo(745L);
+        assertThat(c.blocksPerMachine()).isEqualTo(c.blocks() / 8);
+        assertThat(c.sequencesPerMachine()).isEqualTo(c.blocksPerMachine() / 256);
+        KvCapacityPlan.TierCapacity tier = plan.tiers().getLast();
+        assertThat(tier.tier()).isEqualTo("cluster");
+        assertThat(tier.kvBytes()).isEqualTo(bytes / 4);
+        assertThat(tier.blocks()).isEqualTo(c.blocks());
+        assertThat(plan.totalBlocks()).isEqualTo(plan.device().blocks() + plan.tiers().get(1).blocks() + c.blocks());
+        // 10 Gbit/s = 1.25 GB/s per rank: 15 ms × 1.25 GB/s / 1,310,776 B = 14.3 values
+        KvCapacityPlan.LinkBudget link = plan.links().getLast();
+        assertThat(link.link()).isEqualTo("cluster->device");
+        assertThat(link.bytesPerSecond()).isEqualTo(1_250_000_000L);
+        assertThat(link.nanosPerBlock()).isCloseTo(value * 1e9 / 1.25e9, within(0.01));
+        assertThat(link.blocksPerStep()).isEqualTo(14);
+        assertThat(link.tokensPerStep()).isEqualTo(14 * 16);
+        assertThat(KvCapacityPlanner.plan(seed(256 * GB, 0, 0)).cluster()).as("no cluster without one asked for").isNull();
+        assertThatThrownBy(() -> new PlanRequest.Cluster(bytes, 0, PlanRequest.Cluster.DEFAULT_LINK))
+                .hasMessage("machines sharing the cluster (--machines) must be positive, got 0");
+        assertThatThrownBy(() -> new PlanRequest.Cluster(0, 1, PlanRequest.Cluster.DEFAULT_LINK))
+                .hasMessage("cluster memory (--cluster-capacity) must be positive, got 0");
+    }
+
+    @Test
     void arithmeticFollowsFromFirstPrinciples() {
         Property.forAll("capacity plan arithmetic", 200, r -> {
             java.util.List<String> names = ModelSpec.presetNames();

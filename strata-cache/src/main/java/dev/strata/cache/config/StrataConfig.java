@@ -98,10 +98,12 @@ public record StrataConfig(DeviceTier device, PeerTier peer, HostTier host, Pool
      * @param write         when blocks are written to the cluster
      * @param admission     which blocks are written
      * @param queueBytes    the most block bytes written to the cluster and not yet answered; a write past it is dropped
+     * @param capacityHint  the cluster's memory for KV blocks as the operator sizes it (its primaries' maxmemory), bytes;
+     *                      0: not given. A hint for reports: the cluster itself evicts at its own limit
      */
     public record ClusterTier(List<String> nodes, String user, String passwordEnv, Path passwordFile, boolean tls,
                               long ttlMillis, long timeoutMillis, String tenant, ClusterWrite write, ClusterAdmission admission,
-                              long queueBytes) {
+                              long queueBytes, long capacityHint) {
         public ClusterTier {
             nodes = List.copyOf(nodes);
         }
@@ -302,7 +304,7 @@ public record StrataConfig(DeviceTier device, PeerTier peer, HostTier host, Pool
             return null;
         }
         c.allowOnly("nodes", "user", "password-env", "password-file", "tls", "ttl", "timeout", "tenant", "write", "admission",
-                "write-queue");
+                "write-queue", "capacity");
         List<String> nodes = c.list("nodes");
         if (nodes.isEmpty()) {
             throw new ConfigException("tiers.cluster.nodes is required: the cluster's seed nodes as host:port (e.g. [10.0.0.5:7000])");
@@ -331,7 +333,7 @@ public record StrataConfig(DeviceTier device, PeerTier peer, HostTier host, Pool
                 c.millis("ttl", DEFAULT_CLUSTER_TTL_MILLIS, 1_000, 365L * 86_400_000),
                 c.millis("timeout", DEFAULT_CLUSTER_TIMEOUT_MILLIS, 1, 600_000), tenant,
                 c.choice("write", ClusterWrite.class, ClusterWrite.COMMIT), c.choice("admission", ClusterAdmission.class, ClusterAdmission.ALL),
-                queueBytes(c));
+                queueBytes(c), c.size("capacity", 0));
     }
 
     private static long queueBytes(ConfigNode c) {

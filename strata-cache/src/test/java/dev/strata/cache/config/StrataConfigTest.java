@@ -162,7 +162,9 @@ class StrataConfigTest {
         assertThat(c.cluster().admission()).isEqualTo(StrataConfig.ClusterAdmission.ALL);
         assertThat(c.cluster().queueBytes()).isEqualTo(StrataConfig.DEFAULT_CLUSTER_QUEUE_BYTES);
         StrataConfig behind = ConfigLoader.load(yaml("tiers: { cluster: { nodes: [a:1], write: eviction, admission: seen-twice, "
-                + "write-queue: 8MiB } }\n"), List.of(), null);
+                + "write-queue: 8MiB, capacity: 96GiB } }\n"), List.of(), null);
+        assertThat(behind.cluster().capacityHint()).isEqualTo(96L << 30);
+        assertThat(c.cluster().capacityHint()).isZero();
         assertThat(behind.cluster().write()).isEqualTo(StrataConfig.ClusterWrite.EVICTION);
         assertThat(behind.cluster().admission()).isEqualTo(StrataConfig.ClusterAdmission.SEEN_TWICE);
         assertThat(behind.cluster().queueBytes()).isEqualTo(8L << 20);

@@ -50,10 +50,13 @@ public final class NodeAccess implements AutoCloseable {
      * @param modelFingerprint this process's model (checked against the index)
      * @param rpc              how the RPC client waits
      * @param patience         how long a call waits for a live but silent daemon
+     * @param evictionSink     told of each block this process evicts from the pool (EMBEDDED: the
+     *                         index runs here; with a DAEMON the daemon evicts and has its own)
      */
     public record Options(Mode mode, PoolConfig pool, Path rpcPath, int hashVersion, ObjectKey modelFingerprint,
-                          RpcClientOptions rpc, Duration patience) {
+                          RpcClientOptions rpc, Duration patience, dev.strata.cache.EvictionSink evictionSink) {
         public Options {
+            Objects.requireNonNull(evictionSink, "evictionSink");
             Objects.requireNonNull(mode, "mode");
             Objects.requireNonNull(pool, "pool");
             Objects.requireNonNull(rpcPath, "rpcPath");
@@ -74,7 +77,12 @@ public final class NodeAccess implements AutoCloseable {
         /** Options with the default rpc path, RPC waiting and 30 s of patience. */
         public static Options of(Mode mode, PoolConfig pool, int hashVersion, ObjectKey modelFingerprint) {
             return new Options(mode, pool, RpcServerConfig.DEFAULT_PATH, hashVersion, modelFingerprint,
-                    RpcClientOptions.defaults(), Duration.ofSeconds(30));
+                    RpcClientOptions.defaults(), Duration.ofSeconds(30), dev.strata.cache.EvictionSink.NONE);
+        }
+
+        /** These options with another eviction sink. */
+        public Options withEvictionSink(dev.strata.cache.EvictionSink sink) {
+            return new Options(mode, pool, rpcPath, hashVersion, modelFingerprint, rpc, patience, sink);
         }
     }
 
@@ -120,7 +128,7 @@ public final class NodeAccess implements AutoCloseable {
         PoolTier pool = PoolTier.open(options.pool());
         try {
             PoolBlockIndex index = PoolBlockIndex.open(pool, BlockIndexConfig.builder(options.hashVersion(),
-                    options.modelFingerprint()).conclude());
+                    options.modelFingerprint()).evictionSink(options.evictionSink()).conclude());
             return new NodeAccess(Mode.EMBEDDED, pool, index);
         } catch (RuntimeException | Error e) {
             pool.close();

@@ -35,6 +35,11 @@ public record NodeConfig(PoolConfig pool, RpcServerConfig rpc, int hashVersion, 
         return new Builder();
     }
 
+    /** This configuration with the model fingerprint {@code k}. */
+    public NodeConfig withModelFingerprint(ObjectKey k) {
+        return new NodeConfig(pool, rpc, hashVersion, k, pinsPerProcess, pinDuration, reapInterval);
+    }
+
     /**
      * The root region a pool of {@code capacity} bytes in chunks of {@code chunkSize} needs for a
      * block index with twice as many entries as chunks and {@code pinsPerProcess} pins for

@@ -61,11 +61,19 @@ public final class NodeDaemon implements AutoCloseable {
      * @throws dev.strata.node.index.IndexIdentityException if the index holds another model or hash version
      */
     public static NodeDaemon start(NodeConfig config, PrintStream out) {
+        return start(config, out, dev.strata.cache.EvictionSink.NONE);
+    }
+
+    /**
+     * As {@link #start(NodeConfig, PrintStream)}, telling {@code evictionSink} of each block the
+     * daemon evicts from the pool, with its verified bytes (a write-behind tier below the pool).
+     */
+    public static NodeDaemon start(NodeConfig config, PrintStream out, dev.strata.cache.EvictionSink evictionSink) {
         PoolTier pool = PoolTier.open(config.pool());
         PoolBlockIndex index = null;
         RpcServer server = null;
         try {
-            BlockIndexConfig indexConfig = identity(config, pool);
+            BlockIndexConfig indexConfig = identity(config, pool, evictionSink);
             index = PoolBlockIndex.open(pool, indexConfig);
             IndexService service = new IndexService(index, config.rpc().channels(), config.hashVersion() == 0);
             server = RpcServer.create(config.rpc(), service);
@@ -99,7 +107,7 @@ public final class NodeDaemon implements AutoCloseable {
      * {@link PoolBlockIndex#NO_FINGERPRINT}, which the first engine process to attach replaces
      * with its own (see {@link IndexService}).
      */
-    private static BlockIndexConfig identity(NodeConfig config, PoolTier pool) {
+    private static BlockIndexConfig identity(NodeConfig config, PoolTier pool, dev.strata.cache.EvictionSink evictionSink) {
         int version = config.hashVersion();
         ObjectKey model = config.modelFingerprint();
         if (version == 0 || model == null) {
@@ -112,7 +120,7 @@ public final class NodeDaemon implements AutoCloseable {
             }
         }
         return BlockIndexConfig.builder(version, model).pinsPerProcess(config.pinsPerProcess())
-                .pinDuration(config.pinDuration()).conclude();
+                .pinDuration(config.pinDuration()).evictionSink(evictionSink).conclude();
     }
 
     private void maintain() {

@@ -17,7 +17,7 @@ import java.util.function.LongSupplier;
  * the offending value. Immutable; any thread.
  */
 public record BlockIndexConfig(int hashVersion, ObjectKey modelFingerprint, int pinsPerProcess,
-                               Duration pinDuration, LongSupplier clockMillis) {
+                               Duration pinDuration, LongSupplier clockMillis, dev.strata.cache.EvictionSink evictionSink) {
 
     public static final int DEFAULT_PINS_PER_PROCESS = 256;
     public static final int MAX_PINS_PER_PROCESS = 1 << 20;
@@ -33,6 +33,7 @@ public record BlockIndexConfig(int hashVersion, ObjectKey modelFingerprint, int 
         private int pinsPerProcess = DEFAULT_PINS_PER_PROCESS;
         private Duration pinDuration = Duration.ofSeconds(30);
         private LongSupplier clockMillis = System::currentTimeMillis;
+        private dev.strata.cache.EvictionSink evictionSink = dev.strata.cache.EvictionSink.NONE;
 
         private Builder(int hashVersion, ObjectKey modelFingerprint) {
             this.hashVersion = hashVersion;
@@ -54,6 +55,15 @@ public record BlockIndexConfig(int hashVersion, ObjectKey modelFingerprint, int 
             return this;
         }
 
+        /**
+         * Who is told of each block this process evicts from the pool, with its verified bytes,
+         * before its room is freed (a write-behind tier below the pool); default nobody.
+         */
+        public Builder evictionSink(dev.strata.cache.EvictionSink sink) {
+            this.evictionSink = java.util.Objects.requireNonNull(sink, "eviction sink");
+            return this;
+        }
+
         /** Validates and builds; throws {@link IllegalArgumentException} naming every bad value. */
         public BlockIndexConfig conclude() {
             List<String> problems = new ArrayList<>();
@@ -72,7 +82,7 @@ public record BlockIndexConfig(int hashVersion, ObjectKey modelFingerprint, int 
             if (!problems.isEmpty()) {
                 throw new IllegalArgumentException("invalid block index config: " + String.join("; ", problems));
             }
-            return new BlockIndexConfig(hashVersion, modelFingerprint, pinsPerProcess, pinDuration, clockMillis);
+            return new BlockIndexConfig(hashVersion, modelFingerprint, pinsPerProcess, pinDuration, clockMillis, evictionSink);
         }
     }
 }

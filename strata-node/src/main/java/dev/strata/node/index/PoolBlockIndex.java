@@ -130,6 +130,7 @@ public final class PoolBlockIndex implements BlockIndex {
     private final long myLockWord;
     private final long pinMillis;
     private final LongSupplier clock;
+    private final dev.strata.cache.EvictionSink evictionSink; // told of blocks this process evicts, with their verified bytes
     private final AtomicInteger pinSequence;
     private volatile int hashVersion; // set once more by learnIdentity when the index had no model yet
     private volatile ObjectKey modelFingerprint;
@@ -155,6 +156,7 @@ public final class PoolBlockIndex implements BlockIndex {
         this.myLockWord = ((long) (mySlot + 1) << 32) | (myIncarnation & 0xFFFF_FFFFL);
         this.pinMillis = config.pinDuration().toMillis();
         this.clock = config.clockMillis();
+        this.evictionSink = config.evictionSink();
         // a random start keeps this process's pin tags apart from a dead predecessor's in the same range
         this.pinSequence = new AtomicInteger(new SplittableRandom(System.nanoTime() ^ ProcessHandle.current().pid())
                 .nextInt(1, Integer.MAX_VALUE / 2));
@@ -694,6 +696,7 @@ public final class PoolBlockIndex implements BlockIndex {
         long poolGeneration = get(region, a + E_POOL_GENERATION);
         long size = 0;
         if (handle >= 0 && tier.allocationGeneration(handle) == poolGeneration) {
+            writeBehind(a, handle); // the entry is EVICTING: no reader pins it, its bytes are still in place
             long room = tier.allocationSize(handle);
             if (tier.freeIfGeneration(handle, poolGeneration)) {
                 size = room;
@@ -701,6 +704,31 @@ public final class PoolBlockIndex implements BlockIndex {
         }
         cas(region, a + E_STATE, evicting, word(TOMBSTONE, 0, epoch(evicting) + 1));
         return size;
+    }
+
+    /**
+     * Hands the block of entry {@code a} (being evicted) to the eviction sink: a verified copy of
+     * its bytes, so that a write-behind tier below the pool (the cluster) receives only blocks
+     * that passed their checksum. A copy that faults or fails its checksum is not handed on; the
+     * eviction goes on either way.
+     */
+    private void writeBehind(long a, long handle) {
+        if (evictionSink == dev.strata.cache.EvictionSink.NONE) {
+            return;
+        }
+        long length = get(region, a + E_LENGTH);
+        if (length <= 0) {
+            return;
+        }
+        ObjectKey key = new ObjectKey(get(region, a + E_KEY_HIGH), get(region, a + E_KEY_LOW));
+        try (java.lang.foreign.Arena arena = java.lang.foreign.Arena.ofConfined()) {
+            java.lang.foreign.MemorySegment copy = arena.allocate(length, 64);
+            if (tier.scatterRead(handle, java.util.List.of(copy))) {
+                evictionSink.evicting(key, dev.strata.cache.ObjectKind.KV_BLOCK, copy);
+            }
+        } catch (RuntimeException e) {
+            // not written behind: the tier below is a cache, and this eviction must finish
+        }
     }
 
     // ---------------------------------------------------------------- reaping

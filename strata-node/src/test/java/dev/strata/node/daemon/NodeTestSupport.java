@@ -40,7 +40,7 @@ final class NodeTestSupport implements AutoCloseable {
                         PoolConfig.DEFAULT_PROCESS_SLOTS))
                 .conclude();
         return new NodeAccess.Options(mode, poolConfig, rpc, HASH_VERSION, MODEL, RpcClientOptions.defaults(),
-                Duration.ofSeconds(10));
+                Duration.ofSeconds(10), dev.strata.cache.EvictionSink.NONE);
     }
 
     static ObjectKey key(int i) {

@@ -285,4 +285,40 @@ class PoolBlockIndexTest {
             }
         }
     }
+
+    @Test
+    void evictedBlocksAreHandedToTheEvictionSinkWithTheirVerifiedBytesFirst() throws Exception {
+        java.util.Map<ObjectKey, byte[]> handed = new java.util.LinkedHashMap<>();
+        try (TestPools files = new TestPools("sink");
+             PoolTier tier = files.open(1 * Sizes.MiB, CHUNK);
+             PoolBlockIndex index = PoolBlockIndex.open(tier, TestPools.identity()
+                     .evictionSink((k, kind, bytes) -> {
+                         assertThat(kind).isEqualTo(dev.strata.cache.ObjectKind.KV_BLOCK);
+                         handed.put(k, bytes.toArray(java.lang.foreign.ValueLayout.JAVA_BYTE));
+                     }).conclude())) {
+            PoolSharedBlockStore store = new PoolSharedBlockStore(index);
+            int length = 100_000; // 7 chunks
+            // a block whose bytes are damaged in the pool after publication is not handed on
+            ObjectKey damaged = key(0);
+            assertThat(store.publish(damaged, List.of(MemorySegment.ofArray(TestPools.content(damaged.high(), damaged.low(), length)))))
+                    .isEqualTo(PublishStatus.PUBLISHED);
+            long[] location = new long[BlockIndex.LOCATION_LONGS];
+            long pin = index.acquire(damaged.high(), damaged.low(), location);
+            MemorySegment raw = tier.dataArea().asSlice(location[BlockIndex.HANDLE], location[BlockIndex.LENGTH]);
+            raw.set(java.lang.foreign.ValueLayout.JAVA_BYTE, 500, (byte) (raw.get(java.lang.foreign.ValueLayout.JAVA_BYTE, 500) ^ 1));
+            index.release(pin);
+            for (int i = 1; i <= 20; i++) { // far more than 1 MiB: the oldest are evicted
+                ObjectKey k = key(i);
+                assertThat(store.publish(k, List.of(MemorySegment.ofArray(TestPools.content(k.high(), k.low(), length)))))
+                        .isEqualTo(PublishStatus.PUBLISHED);
+            }
+            assertThat(handed).isNotEmpty().doesNotContainKey(damaged);
+            for (var e : handed.entrySet()) {
+                ObjectKey k = e.getKey();
+                assertThat(e.getValue()).as("block %s as published", k).isEqualTo(TestPools.content(k.high(), k.low(), length));
+                assertThat(store.matchPrefix(new ObjectKey[] {k}, 0, 1)).as("%s left the pool", k).isZero();
+            }
+            assertThat(store.matchPrefix(new ObjectKey[] {damaged}, 0, 1)).as("the damaged block was evicted too").isZero();
+        }
+    }
 }
