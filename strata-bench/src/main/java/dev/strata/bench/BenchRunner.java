@@ -19,7 +19,8 @@ public final class BenchRunner {
             "kv", KvScenario::new,
             "experts", ExpertsScenario::new,
             "engine", EngineScenario::new,
-            "peer", PeerScenario::new));
+            "peer", PeerScenario::new,
+            "cluster", ClusterScenario::new));
 
     private BenchRunner() {
     }

@@ -2,6 +2,7 @@ package dev.strata.bench;
 
 import java.util.Arrays;
 import java.util.function.DoubleSupplier;
+import java.util.function.Supplier;
 
 /**
  * Measures a candidate against its baseline fairly on a noisy shared machine: each side runs
@@ -30,6 +31,41 @@ public final class Trials {
             }
         }
         return new double[] {median(b), median(c)};
+    }
+
+    /**
+     * As {@link #alternate}, for runs that measure several quantities at once (a put phase and a
+     * get phase of one run, say): each side returns {@code n} values per run, and the result holds
+     * each quantity's median, {@code [side][quantity]} with side 0 the baseline and 1 the candidate.
+     *
+     * @throws IllegalStateException if a run returns another number of values than the first
+     */
+    public static double[][] alternateEach(int rounds, Supplier<double[]> baseline, Supplier<double[]> candidate) {
+        int n = baseline.get().length;
+        if (candidate.get().length != n) {
+            throw new IllegalStateException("baseline and candidate measure different numbers of quantities");
+        }
+        double[][][] runs = new double[2][n][rounds]; // [side][quantity][round]
+        for (int i = 0; i < rounds; i++) {
+            boolean baselineFirst = i % 2 == 0;
+            for (int k = 0; k < 2; k++) {
+                int side = (k == 0) == baselineFirst ? 0 : 1;
+                double[] v = side == 0 ? baseline.get() : candidate.get();
+                if (v.length != n) {
+                    throw new IllegalStateException("a run returned " + v.length + " values, the first " + n);
+                }
+                for (int q = 0; q < n; q++) {
+                    runs[side][q][i] = v[q];
+                }
+            }
+        }
+        double[][] medians = new double[2][n];
+        for (int side = 0; side < 2; side++) {
+            for (int q = 0; q < n; q++) {
+                medians[side][q] = median(runs[side][q]);
+            }
+        }
+        return medians;
     }
 
     /** The median of {@code values} (mean of the middle two for an even count). */

@@ -14,6 +14,7 @@ import dev.strata.node.index.BlockIndexConfig;
 import dev.strata.node.index.PoolBlockIndex;
 import dev.strata.node.index.PoolSharedBlockStore;
 import dev.strata.cache.kv.PrefixHasher;
+import dev.strata.cache.ObjectKey;
 import java.io.IOException;
 import java.io.PrintStream;
 import java.nio.file.Files;
@@ -66,27 +67,15 @@ public final class PrefixTtftMeasure {
      */
     public static Figure measure(Path dir, int threads, int promptTokens, int blockTokens, int rounds, PrintStream log)
             throws IOException {
-        String name = "bench-ttft-" + ProcessHandle.current().pid();
-        Path path = Path.of("/dev/shm", "strata-" + name + ".pool");
         try (ModelDirectory model = ModelDirectory.open(dir); KernelPool pool = new KernelPool(threads)) {
             KvGeometry g = ModelRunner.kvGeometry(model.config(), blockTokens);
             int blocks = promptTokens / blockTokens + 2; // the prompt and a partial block
             long promptBytes = (long) blocks * g.bytesPerBlock();
-            long capacity = Sizes.alignUp(g.bytesPerBlock(), PoolConfig.DEFAULT_CHUNK_SIZE) * blocks * 3;
-            PoolConfig create = PoolConfig.builder(name).path(path).capacity(capacity).mode(PoolConfig.Mode.CREATE)
-                    .rootRegionSize(PoolBlockIndex.suggestedRegionSize(capacity, PoolConfig.DEFAULT_CHUNK_SIZE,
-                            PoolConfig.DEFAULT_PROCESS_SLOTS))
-                    .sweepInterval(Duration.ZERO).conclude();
-            PoolConfig attach = PoolConfig.builder(name).path(path).mode(PoolConfig.Mode.ATTACH).sweepInterval(Duration.ZERO)
-                    .conclude();
-            BlockIndexConfig indexConfig = BlockIndexConfig.builder(HASH_VERSION, EngineInstance.fingerprint(model, g)).conclude();
             Kernels kernels = new Kernels(pool);
-            try (PoolTier tierA = PoolTier.open(create);
-                 PoolBlockIndex indexA = PoolBlockIndex.open(tierA, indexConfig);
-                 PoolTier tierB = PoolTier.open(attach);
-                 PoolBlockIndex indexB = PoolBlockIndex.open(tierB, indexConfig);
-                 EngineInstance a = new EngineInstance(model, kernels, blockTokens, blocks, new PoolSharedBlockStore(indexA), null);
-                 EngineInstance b = new EngineInstance(model, kernels, blockTokens, blocks, new PoolSharedBlockStore(indexB), null)) {
+            try (SharedPool shm = SharedPool.create("bench-ttft-" + ProcessHandle.current().pid(), g, blocks * 3,
+                         EngineInstance.fingerprint(model, g));
+                 EngineInstance a = new EngineInstance(model, kernels, blockTokens, blocks, new PoolSharedBlockStore(shm.indexA()), null);
+                 EngineInstance b = new EngineInstance(model, kernels, blockTokens, blocks, new PoolSharedBlockStore(shm.indexB()), null)) {
                 double[] cold = new double[rounds];
                 double[] warm = new double[rounds];
                 int expectReused = (promptTokens - 1) / blockTokens * blockTokens;
@@ -123,17 +112,62 @@ public final class PrefixTtftMeasure {
                                 ComputeMeasure.describe(model.config()), blockTokens, g.bytesPerBlock() >> 10, promptBytes >> 20,
                                 expectReused, promptTokens - expectReused, 100 * (1 - warmMedian / coldMedian), threads, rounds));
             }
-        } finally {
-            Files.deleteIfExists(path);
+        }
+    }
+
+    /**
+     * A fresh pool file under {@code /dev/shm} with its block index, attached twice (its own
+     * mapping, process slot and index handle each) as two serving processes attach to one pool:
+     * A creates it, B attaches. {@link #close} detaches both and deletes the file.
+     */
+    record SharedPool(Path path, PoolTier tierA, PoolBlockIndex indexA, PoolTier tierB, PoolBlockIndex indexB)
+            implements AutoCloseable {
+
+        /** Creates a pool named {@code name} for {@code blocks} blocks of geometry {@code g}. */
+        static SharedPool create(String name, KvGeometry g, int blocks, ObjectKey fingerprint) throws IOException {
+            Path path = Path.of("/dev/shm", "strata-" + name + ".pool");
+            long capacity = Sizes.alignUp(g.bytesPerBlock(), PoolConfig.DEFAULT_CHUNK_SIZE) * blocks;
+            PoolConfig create = PoolConfig.builder(name).path(path).capacity(capacity).mode(PoolConfig.Mode.CREATE)
+                    .rootRegionSize(PoolBlockIndex.suggestedRegionSize(capacity, PoolConfig.DEFAULT_CHUNK_SIZE,
+                            PoolConfig.DEFAULT_PROCESS_SLOTS))
+                    .sweepInterval(Duration.ZERO).conclude();
+            PoolConfig attach = PoolConfig.builder(name).path(path).mode(PoolConfig.Mode.ATTACH).sweepInterval(Duration.ZERO)
+                    .conclude();
+            BlockIndexConfig indexConfig = BlockIndexConfig.builder(HASH_VERSION, fingerprint).conclude();
+            PoolTier tierA = PoolTier.open(create);
+            PoolBlockIndex indexA = null;
+            PoolTier tierB = null;
+            try {
+                indexA = PoolBlockIndex.open(tierA, indexConfig);
+                tierB = PoolTier.open(attach);
+                return new SharedPool(path, tierA, indexA, tierB, PoolBlockIndex.open(tierB, indexConfig));
+            } catch (RuntimeException e) {
+                try (PoolTier ta = tierA; PoolBlockIndex ia = indexA; PoolTier tb = tierB) {
+                    assert ta != null; // closed in reverse order when the block ends
+                } finally {
+                    Files.deleteIfExists(path);
+                }
+                throw e;
+            }
+        }
+
+        /** Detaches B, then A (closing A's index and tier), and deletes the pool file. */
+        @Override
+        public void close() throws IOException {
+            try (PoolTier ta = tierA; PoolBlockIndex ia = indexA; PoolTier tb = tierB; PoolBlockIndex ib = indexB) {
+                assert ta != null && ia != null && tb != null && ib != null; // closed in reverse order when the block ends
+            } finally {
+                Files.deleteIfExists(path);
+            }
         }
     }
 
     /** A prefill's logits and how many prompt tokens it loaded instead of computing. */
-    private record Ttft(float[] logits, int reused) {
+    record Ttft(float[] logits, int reused) {
     }
 
     /** Prefills {@code prompt} in a new sequence and picks the first token, as a server answers. */
-    private static Ttft firstToken(ModelRunner runner, int[] prompt) {
+    static Ttft firstToken(ModelRunner runner, int[] prompt) {
         try (ModelRunner.Sequence seq = runner.newSequence()) {
             float[] logits = seq.prefill(prompt, false)[0];
             EngineInstance.argmax(logits);

@@ -1,0 +1,258 @@
+package dev.strata.bench;
+
+import dev.strata.cache.ObjectKey;
+import dev.strata.cache.config.StrataConfig;
+import dev.strata.cache.kv.KvDtype;
+import dev.strata.cache.kv.KvGeometry;
+import dev.strata.cache.kv.ModelFingerprint;
+import dev.strata.cache.kv.SharedBlockStore.PublishStatus;
+import dev.strata.cluster.ClusterBlockFormat;
+import dev.strata.cluster.ClusterBlockStore;
+import dev.strata.cluster.ClusterSettings;
+import dev.strata.memory.Sizes;
+import java.io.IOException;
+import java.io.PrintStream;
+import java.io.UncheckedIOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.SplittableRandom;
+import java.util.concurrent.Semaphore;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.locks.LockSupport;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * Block put and get throughput through {@link ClusterBlockStore} against {@code redis-benchmark}
+ * on the same cluster, with the same value size, pipeline depth and connection count.
+ *
+ * <p>Each run starts from an empty cluster ({@link RedisBenchmark#flushAll}, untimed) and does a
+ * put phase, then a get phase:
+ * <ul>
+ *   <li>candidate: {@code blocks} blocks of seeded random bytes published under distinct keys
+ *       (new keys every run) through the store's API from one thread, the store's write window
+ *       sized to hold {@link #IN_FLIGHT} values (a publish that finds it full is offered again),
+ *       timed until {@link ClusterBlockStore#awaitWrites} returns; then every block read back with
+ *       {@link ClusterBlockStore#readAsync} into its own slot of an off-heap arena (as an engine
+ *       loads blocks into its KV slots; each value's header and checksum verified),
+ *       {@link #IN_FLIGHT} reads outstanding. A read that misses fails the measure: a miss is a
+ *       cheaper request than a load and would flatter the figure;</li>
+ *   <li>baseline: {@code redis-benchmark --cluster -t set,get} with values of the size Strata
+ *       stores (the block and its {@link ClusterBlockFormat#HEADER_BYTES}-byte header),
+ *       {@link #CONNECTIONS} connections of pipeline depth {@link #DEPTH} (the same
+ *       {@link #IN_FLIGHT} requests outstanding) and as many requests as Strata's run has blocks.
+ *       It writes and reads one key per connection again and again, so its values stay in the
+ *       nodes' caches, which Strata's working set does not: the baseline is the harder one.</li>
+ * </ul>
+ * Baseline and candidate runs alternate after one warm-up run of each ({@link Trials}).
+ * Figures {@code cluster_block_put_<size>} and {@code cluster_block_get_<size>} in blocks/s (one
+ * block is one request), goal ratio {@code >= 0.8}; the note gives the bytes per second.
+ *
+ * <p>Confined to the calling thread; answers complete on the store's client threads.
+ */
+public final class ClusterThroughputMeasure {
+    /** Block sizes measured: a 16-token block of a 16 KiB-per-token model, and one of Llama-3-70B (80 KiB/token). */
+    static final long[] BLOCK_SIZES = {256 * Sizes.KiB, 1280 * Sizes.KiB};
+    /** redis-benchmark connections ({@code -c}). */
+    static final int CONNECTIONS = 4;
+    /** Requests pipelined per redis-benchmark connection ({@code -P}). */
+    static final int DEPTH = 4;
+    /** Requests outstanding at any time, on either side. */
+    static final int IN_FLIGHT = CONNECTIONS * DEPTH;
+    static final String GOAL = ">= 0.8";
+    private static final int BLOCK_TOKENS = 16;
+    private static final int SOURCES = 16; // distinct source blocks the puts cycle through
+    private static final Duration TIMEOUT = Duration.ofSeconds(20); // per call: far above any healthy answer
+    private static final long RETRY_NANOS = 20_000; // pause before a publish that found the write window full is offered again
+
+    private ClusterThroughputMeasure() {
+    }
+
+    /** Figure name, e.g. {@code cluster_block_put_256KiB}. */
+    static String figureName(boolean put, long blockSize) {
+        return "cluster_block_" + (put ? "put" : "get") + "_" + (blockSize / Sizes.KiB) + "KiB";
+    }
+
+    /** The baseline's description. */
+    static String baseline(boolean put) {
+        return String.format(Locale.ROOT, "redis-benchmark --cluster %s, same value size, -P %d -c %d", put ? "SET" : "GET", DEPTH,
+                CONNECTIONS);
+    }
+
+    /**
+     * A KV geometry whose blocks of {@value #BLOCK_TOKENS} tokens are {@code blockSize} bytes: 8 KV
+     * heads of 128 BF16 values (4 KiB per token and layer), as many layers as the size needs.
+     */
+    static KvGeometry geometry(long blockSize) {
+        long perLayer = 2L * BLOCK_TOKENS * 8 * 128 * 2;
+        if (blockSize % perLayer != 0) {
+            throw new IllegalArgumentException("block size " + blockSize + " is not a multiple of " + perLayer + " bytes");
+        }
+        return new KvGeometry((int) (blockSize / perLayer), 8, 128, KvDtype.BF16, BLOCK_TOKENS);
+    }
+
+    /**
+     * Measures every block size; a size that cannot be measured yields missing figures with the reason.
+     *
+     * @param settings the cluster, reached as the serving processes reach it
+     * @param quick    a smaller working set and fewer rounds
+     */
+    public static List<Figure> figures(ClusterSettings settings, boolean quick, PrintStream log) {
+        long workingSet = quick ? 8 * Sizes.MiB : 128 * Sizes.MiB; // bytes of blocks per run, at least minBlocks blocks
+        int minBlocks = quick ? 64 : 128; // redis-benchmark's rate of a few dozen requests is mostly its start-up
+        int rounds = quick ? 1 : 5;
+        List<Figure> out = new ArrayList<>();
+        for (long size : BLOCK_SIZES) {
+            try {
+                out.addAll(measure(settings.withTimeout(TIMEOUT), size, (int) Math.max(minBlocks, workingSet / size), rounds, log));
+            } catch (RuntimeException | IOException e) {
+                String why = "not measured: " + e.getMessage();
+                out.add(Figure.missing(figureName(true, size), "blocks/s", baseline(true), GOAL, why));
+                out.add(Figure.missing(figureName(false, size), "blocks/s", baseline(false), GOAL, why));
+            }
+        }
+        return out;
+    }
+
+    private static List<Figure> measure(ClusterSettings settings, long size, int blocks, int rounds, PrintStream log)
+            throws IOException {
+        KvGeometry g = geometry(size);
+        String seed = settings.nodes().getFirst();
+        long valueBytes = size + ClusterBlockFormat.HEADER_BYTES;
+        // written at publish, every block admitted; the write window holds IN_FLIGHT values (a publish beyond
+        // it is dropped, FULL, and offered again)
+        ClusterSettings windowed = new ClusterSettings(settings.nodes(), settings.user(), settings.password(), settings.tls(),
+                settings.ttl(), settings.timeout(), settings.tenant(), StrataConfig.ClusterWrite.COMMIT, StrataConfig.ClusterAdmission.ALL,
+                IN_FLIGHT * valueBytes, settings.capacityHint());
+        try (Arena arena = Arena.ofShared();
+             ClusterBlockStore store = ClusterBlockStore.open(windowed, ModelFingerprint.of("bench-cluster-throughput", g), g,
+                     Duration.ofSeconds(30))) {
+            MemorySegment sources = arena.allocate(size * SOURCES, 4096);
+            SplittableRandom random = new SplittableRandom(size);
+            for (long i = 0; i < sources.byteSize(); i += 8) {
+                sources.set(ValueLayout.JAVA_LONG_UNALIGNED, i, random.nextLong());
+            }
+            MemorySegment slots = arena.allocate(size * blocks, 4096); // one destination slot per block
+            slots.fill((byte) 0);
+            AtomicLong run = new AtomicLong();
+            double[][] medians = Trials.alternateEach(rounds, () -> {
+                flush(seed, settings.password());
+                RedisBenchmark.Rates r = redisBenchmark(seed, settings.password(), valueBytes, blocks);
+                log.printf(Locale.ROOT, "      redis-benchmark %d KiB: SET %.0f/s, GET %.0f/s%n", size >> 10, r.setPerSecond(),
+                        r.getPerSecond());
+                return new double[] {r.setPerSecond(), r.getPerSecond()};
+            }, () -> {
+                flush(seed, settings.password());
+                long id = run.incrementAndGet();
+                double put = blocks / seconds(() -> putAll(store, id, blocks, size, sources));
+                double get = blocks / seconds(() -> getAll(store, id, blocks, size, slots));
+                log.printf(Locale.ROOT, "      strata %d KiB: put %.0f blocks/s, get %.0f blocks/s%n", size >> 10, put, get);
+                return new double[] {put, get};
+            });
+            List<Figure> figures = new ArrayList<>();
+            for (int phase = 0; phase < 2; phase++) {
+                boolean put = phase == 0;
+                double strata = medians[1][phase];
+                double redis = medians[0][phase];
+                figures.add(Figure.of(figureName(put, size), strata, "blocks/s", baseline(put), redis, GOAL)
+                        .withNote(String.format(Locale.ROOT, "%.0f MB/s of block bytes against %.0f MB/s; %d blocks of %d KiB per run"
+                                        + " on distinct keys, %d requests in flight; 3 primaries with 1 replica each on this machine;"
+                                        + " median of %d rounds", strata * size / 1e6, redis * size / 1e6, blocks, size >> 10,
+                                IN_FLIGHT, rounds)));
+            }
+            return figures;
+        }
+    }
+
+    /** The key of block {@code i} of run {@code run}. */
+    private static ObjectKey key(long run, int i) {
+        return new ObjectKey(0x434C_5553_0000_0000L | run, 0x9E37_79B9_7F4A_7C15L * (i + 1));
+    }
+
+    /**
+     * Publishes blocks 0..blocks-1 of run {@code run} from this thread and waits until the cluster
+     * has answered every write ({@link ClusterBlockStore#awaitWrites}). The store's window holds
+     * {@link #IN_FLIGHT} values; a publish that finds it full is dropped (FULL) and offered again
+     * after a short pause, so that the window stays full and every block is written once.
+     */
+    private static void putAll(ClusterBlockStore store, long run, int blocks, long size, MemorySegment sources) {
+        long deadline = System.nanoTime() + TIMEOUT.toNanos();
+        long publishedBefore = store.metrics().published();
+        for (int i = 0; i < blocks; i++) {
+            List<MemorySegment> src = List.of(sources.asSlice((i % SOURCES) * size, size));
+            PublishStatus st;
+            while ((st = store.publish(key(run, i), src)) == PublishStatus.FULL) {
+                if (System.nanoTime() > deadline) {
+                    throw new IllegalStateException("the store's write window stayed full for " + TIMEOUT.toSeconds() + " s at block " + i
+                            + " of " + blocks);
+                }
+                LockSupport.parkNanos(RETRY_NANOS);
+            }
+            if (st != PublishStatus.PUBLISHED) {
+                throw new IllegalStateException("block " + i + " of " + blocks + " was not sent (" + st + ")");
+            }
+        }
+        if (!store.awaitWrites(TIMEOUT)) {
+            throw new IllegalStateException("writes still unanswered " + TIMEOUT.toSeconds() + " s after the last of " + blocks + " blocks");
+        }
+        long written = store.metrics().published() - publishedBefore;
+        if (written != blocks) {
+            throw new IllegalStateException(written + " of " + blocks + " blocks of " + (size >> 10)
+                    + " KiB were written (the others failed or were already there): the put rate would not be a rate of writes");
+        }
+    }
+
+    /** Reads blocks 0..blocks-1 of run {@code run} into their slots with {@link ClusterBlockStore#readAsync}, {@link #IN_FLIGHT} outstanding. */
+    private static void getAll(ClusterBlockStore store, long run, int blocks, long size, MemorySegment slots) {
+        Semaphore window = new Semaphore(IN_FLIGHT);
+        AtomicInteger missed = new AtomicInteger();
+        try {
+            for (int i = 0; i < blocks; i++) {
+                window.acquire();
+                store.readAsync(key(run, i), List.of(slots.asSlice(i * size, size))).whenComplete((hit, error) -> {
+                    if (error != null || !Boolean.TRUE.equals(hit)) {
+                        missed.incrementAndGet();
+                    }
+                    window.release();
+                });
+            }
+            if (!window.tryAcquire(IN_FLIGHT, TIMEOUT.toNanos(), TimeUnit.NANOSECONDS)) {
+                throw new IllegalStateException("reads still unanswered " + TIMEOUT.toSeconds() + " s after the last of " + blocks + " was sent");
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted while reading from the cluster", e);
+        }
+        if (missed.get() > 0) {
+            throw new IllegalStateException(missed.get() + " of " + blocks + " published blocks of " + (size >> 10)
+                    + " KiB were not found when read back");
+        }
+    }
+
+    private static double seconds(Runnable r) {
+        long start = System.nanoTime();
+        r.run();
+        return (System.nanoTime() - start) / 1e9;
+    }
+
+    private static void flush(String node, String password) {
+        try {
+            RedisBenchmark.flushAll(node, password);
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    private static RedisBenchmark.Rates redisBenchmark(String node, String password, long valueBytes, int requests) {
+        try {
+            return RedisBenchmark.run(node, password, valueBytes, DEPTH, CONNECTIONS, requests);
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+}

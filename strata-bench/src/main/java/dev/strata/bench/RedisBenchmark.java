@@ -1,0 +1,169 @@
+package dev.strata.bench;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * The cluster baseline: runs {@code redis-benchmark} (shipped with {@code redis-server}) in
+ * cluster mode against a cluster and reports the SET and GET requests per second it measured,
+ * so that the cluster tier's throughput figures are ratios against Redis's own client.
+ *
+ * <p>The command is {@code redis-benchmark --cluster -h HOST -p PORT -d SIZE -P DEPTH -c
+ * CONNECTIONS -n REQUESTS -t set,get --csv}, with no {@code -r}: each connection SETs and GETs
+ * one key on its node, so every GET is a hit. redis-benchmark reads its password only from
+ * {@code -a} (it does not honour {@code REDISCLI_AUTH} as redis-cli does), so the password of the
+ * cluster measured (a throw-away cluster on 127.0.0.1 that lives only during the run) is on its
+ * command line.
+ *
+ * <p>Stateless; any thread (each run is its own process).
+ */
+public final class RedisBenchmark {
+
+    private RedisBenchmark() {
+    }
+
+    /** SET and GET requests per second of one run. */
+    public record Rates(double setPerSecond, double getPerSecond) {
+    }
+
+    /**
+     * The {@code redis-benchmark} executable beside {@code redis-server} on the PATH.
+     *
+     * @throws IllegalStateException naming the binary and how to install it when it is missing
+     */
+    public static Path binary() {
+        for (String dir : System.getenv().getOrDefault("PATH", "/usr/bin:/bin").split(java.io.File.pathSeparator)) {
+            if (!dir.isEmpty() && Files.isExecutable(Path.of(dir, "redis-benchmark"))) {
+                return Path.of(dir, "redis-benchmark");
+            }
+        }
+        throw new IllegalStateException("redis-benchmark is not on the PATH (it comes with redis-server: 'apt-get install -y"
+                + " redis-server' on Debian and Ubuntu); the cluster scenario's throughput baseline needs it");
+    }
+
+    /**
+     * Runs one benchmark of SET then GET.
+     *
+     * @param node        a seed node, {@code host:port}
+     * @param password    the cluster's password, or null
+     * @param valueBytes  bytes of each value ({@code -d})
+     * @param depth       requests pipelined per connection ({@code -P})
+     * @param connections parallel connections ({@code -c})
+     * @param requests    requests of each test ({@code -n})
+     * @throws IOException naming the command (never the password) and its output when it fails or
+     *                     reports no rate
+     */
+    public static Rates run(String node, String password, long valueBytes, int depth, int connections, int requests)
+            throws IOException {
+        int colon = node.lastIndexOf(':');
+        List<String> cmd = new ArrayList<>(List.of(binary().toString(), "--cluster", "-h", node.substring(0, colon), "-p",
+                node.substring(colon + 1), "-d", Long.toString(valueBytes), "-P", Integer.toString(depth), "-c",
+                Integer.toString(connections), "-n", Integer.toString(requests), "-t", "set,get", "--csv"));
+        String shown = String.join(" ", cmd);
+        if (password != null) {
+            cmd.addAll(List.of("-a", password));
+        }
+        Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
+        p.getOutputStream().close();
+        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        try {
+            if (!p.waitFor(300, TimeUnit.SECONDS)) {
+                p.destroyForcibly();
+                throw new IOException("redis-benchmark did not finish within 300 s (" + shown + ")");
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IOException("interrupted while waiting for redis-benchmark", e);
+        }
+        if (password != null) {
+            out = out.replace(password, "****");
+        }
+        if (p.exitValue() != 0) {
+            throw new IOException("redis-benchmark failed (exit " + p.exitValue() + ", " + shown + "): " + tail(out));
+        }
+        return parse(out, shown);
+    }
+
+    /**
+     * Empties every primary of the cluster ({@code redis-cli --cluster call NODE FLUSHALL
+     * --cluster-only-masters}; the replicas follow), so that each measured run starts from the
+     * same empty cluster. The password travels in {@code REDISCLI_AUTH}, which redis-cli honours.
+     *
+     * @throws IOException naming the command and its output when it fails
+     */
+    public static void flushAll(String node, String password) throws IOException {
+        Path cli = binary().resolveSibling("redis-cli");
+        List<String> cmd = List.of(cli.toString(), "--cluster", "call", node, "FLUSHALL", "--cluster-only-masters");
+        ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true);
+        pb.environment().remove("REDISCLI_AUTH");
+        if (password != null) {
+            pb.environment().put("REDISCLI_AUTH", password);
+        }
+        Process p = pb.start();
+        p.getOutputStream().close();
+        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        try {
+            if (!p.waitFor(60, TimeUnit.SECONDS)) {
+                p.destroyForcibly();
+                throw new IOException("redis-cli FLUSHALL did not finish within 60 s (" + String.join(" ", cmd) + ")");
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IOException("interrupted while waiting for redis-cli", e);
+        }
+        if (p.exitValue() != 0 || out.contains("ERR") || out.contains("NOAUTH")) {
+            throw new IOException("emptying the cluster failed (exit " + p.exitValue() + ", " + String.join(" ", cmd) + "): " + tail(out));
+        }
+    }
+
+    /**
+     * The SET and GET rates of redis-benchmark's {@code --csv} output: lines
+     * {@code "SET","1418.44",...} (other lines, such as the cluster's layout, are skipped).
+     *
+     * @throws IOException naming the command and the output when either rate is absent
+     */
+    static Rates parse(String csv, String command) throws IOException {
+        double set = Double.NaN;
+        double get = Double.NaN;
+        for (String line : csv.split("\r?\n")) {
+            String[] f = line.split(",");
+            if (f.length < 2) {
+                continue;
+            }
+            String test = unquote(f[0]);
+            if (test.equals("SET") || test.equals("GET")) {
+                double rps;
+                try {
+                    rps = Double.parseDouble(unquote(f[1]));
+                } catch (NumberFormatException e) {
+                    throw new IOException("redis-benchmark reported an unreadable rate '" + f[1] + "' for " + test + " (" + command + ")");
+                }
+                if (test.equals("SET")) {
+                    set = rps;
+                } else {
+                    get = rps;
+                }
+            }
+        }
+        if (!(set > 0) || !(get > 0)) {
+            throw new IOException(String.format(Locale.ROOT, "redis-benchmark reported no SET and GET rates (%s): %s", command, tail(csv)));
+        }
+        return new Rates(set, get);
+    }
+
+    private static String unquote(String s) {
+        String t = s.trim();
+        return t.length() >= 2 && t.startsWith("\"") && t.endsWith("\"") ? t.substring(1, t.length() - 1) : t;
+    }
+
+    private static String tail(String text) {
+        String t = text.strip();
+        return t.length() > 600 ? "..." + t.substring(t.length() - 600) : t;
+    }
+}

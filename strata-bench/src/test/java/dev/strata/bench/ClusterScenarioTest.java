@@ -1,0 +1,88 @@
+package dev.strata.bench;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.assertj.core.api.Assertions.within;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.function.Function;
+import java.util.stream.Collectors;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * The cluster scenario's quick run, on a real local Redis Cluster it starts itself (redis-server
+ * and redis-benchmark must be installed), produces every figure, well formed (no speed is
+ * asserted), and leaves no cluster behind.
+ */
+class ClusterScenarioTest {
+    @TempDir
+    Path work;
+
+    @Test
+    void theQuickRunProducesEveryFigureAndStopsItsCluster() throws Exception {
+        List<String> notes = new ArrayList<>();
+        List<Figure> figures = new ClusterScenario().run(new Scenario.Options(true, work, false), notes);
+        Map<String, Figure> byName = figures.stream().collect(Collectors.toMap(Figure::name, Function.identity()));
+        assertThat(byName.keySet()).containsExactlyInAnyOrder("cluster_block_put_256KiB", "cluster_block_get_256KiB",
+                "cluster_block_put_1280KiB", "cluster_block_get_1280KiB", "ttft_cluster_prefix_hit_1024tok",
+                "ttft_cluster_hit_vs_pool_hit_1024tok", "cluster_recovery_after_primary_kill");
+        Figure recovery = byName.get("cluster_recovery_after_primary_kill");
+        assertThat(recovery.unit()).isEqualTo("s");
+        assertThat(recovery.note()).contains("primaries after: [").contains("topology changes");
+        if (Double.isNaN(recovery.value())) { // how long a failover takes is the cluster's and the client's timing, not asserted
+            assertThat(recovery.met()).isFalse();
+            assertThat(recovery.note()).contains("reads had not recovered their hit ratio").contains("30 s after primary");
+        } else {
+            assertThat(recovery.baselineValue()).isEqualTo(2.0);
+        }
+        for (Figure f : figures) {
+            if (f == recovery && Double.isNaN(f.value())) {
+                continue;
+            }
+            assertThat(f.value()).as("%s value (%s)", f.name(), f.note()).isFinite().isPositive();
+            assertThat(f.baselineValue()).as("%s baseline (%s)", f.name(), f.note()).isFinite().isPositive();
+            assertThat(f.ratio()).as("%s ratio", f.name()).isCloseTo(f.value() / f.baselineValue(), within(1e-9 * f.ratio()));
+            assertThat(f.note()).as("%s note", f.name()).isNotBlank();
+            assertThat(f.met()).as("%s met", f.name()).isEqualTo(Goal.parse(f.goal()).met(f.value(), f.ratio()));
+        }
+        for (String size : List.of("256KiB", "1280KiB")) {
+            assertThat(byName.get("cluster_block_put_" + size).unit()).isEqualTo("blocks/s");
+            assertThat(byName.get("cluster_block_get_" + size).baseline()).contains("redis-benchmark").contains("-P 4 -c 4");
+            assertThat(byName.get("cluster_block_get_" + size).note()).contains("16 requests in flight").contains("MB/s");
+        }
+        assertThat(byName.get("ttft_cluster_prefix_hit_1024tok").goal()).isEqualTo("<= 0.2");
+        assertThat(byName.get("ttft_cluster_prefix_hit_1024tok").note()).contains("the hit loads 1008 tokens");
+        assertThat(byName.get("ttft_cluster_hit_vs_pool_hit_1024tok").note())
+                .contains("published figure for a CXL pool vs an RDMA pool: 89.6% lower TTFT");
+        assertThat(notes).anyMatch(n -> n.contains("loopback"));
+        // the cluster was stopped and its directory removed; the model stays for the next run
+        try (Stream<Path> left = Files.list(work)) {
+            assertThat(left.map(p -> p.getFileName().toString())).noneMatch(n -> n.startsWith("cluster-"));
+        }
+        assertThat(work.resolve("models")).isDirectoryContaining(p -> p.getFileName().toString().startsWith("ttft-dense-"));
+    }
+
+    @Test
+    void redisBenchmarkCsvIsParsedAndAnOutputWithoutRatesIsAnError() throws IOException {
+        String csv = """
+                Cluster has 3 master nodes:
+
+                Master 0: 9f01824f381461035e480f72707ab7dcbbb1ade8 127.0.0.1:31001
+                "test","rps","avg_latency_ms","min_latency_ms","p50_latency_ms","p95_latency_ms","p99_latency_ms","max_latency_ms"
+                "SET","1418.44","7.022","0.480","5.383","11.351","26.767","477.951"
+                "GET","2012.07","3.587","0.200","2.327","7.879","21.071","91.711"
+                """;
+        RedisBenchmark.Rates r = RedisBenchmark.parse(csv, "redis-benchmark");
+        assertThat(r.setPerSecond()).isEqualTo(1418.44);
+        assertThat(r.getPerSecond()).isEqualTo(2012.07);
+        assertThatThrownBy(() -> RedisBenchmark.parse("\"SET\",\"10.0\"\n", "redis-benchmark -t set,get"))
+                .isInstanceOf(IOException.class).hasMessageContaining("no SET and GET rates").hasMessageContaining("-t set,get");
+    }
+}
