@@ -25,7 +25,7 @@ class ClusterCommandTest {
     @TempDir
     Path dir;
 
-    private static String complete(ServeCommand.Running r, String prompt) throws Exception {
+    static String complete(ServeCommand.Running r, String prompt) throws Exception {
         HttpResponse<String> ok = HttpClient.newHttpClient().send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + r.port()
                         + "/v1/completions")).timeout(Duration.ofSeconds(30))
                 .POST(HttpRequest.BodyPublishers.ofString("{\"prompt\":\"" + prompt + "\",\"max_tokens\":4}")).build(),

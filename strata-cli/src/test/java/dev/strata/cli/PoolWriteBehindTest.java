@@ -3,7 +3,6 @@ package dev.strata.cli;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.strata.cache.config.ConfigLoader;
 import dev.strata.cache.config.StrataConfig;
 import dev.strata.cluster.ClusterBlockStore;
@@ -15,10 +14,6 @@ import dev.strata.node.daemon.NodeConfig;
 import dev.strata.node.daemon.NodeDaemon;
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
-import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
-import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -52,12 +47,7 @@ class PoolWriteBehindTest {
     }
 
     private static String complete(ServeCommand.Running r, String prompt) throws Exception {
-        HttpResponse<String> res = HttpClient.newHttpClient().send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + r.port()
-                        + "/v1/completions")).timeout(Duration.ofSeconds(60))
-                .POST(HttpRequest.BodyPublishers.ofString("{\"prompt\":\"" + prompt + "\",\"max_tokens\":4,\"temperature\":0}")).build(),
-                HttpResponse.BodyHandlers.ofString());
-        assertThat(res.statusCode()).as(res.body()).isEqualTo(200);
-        return new ObjectMapper().readTree(res.body()).get("choices").get(0).get("text").asText();
+        return ClusterCommandTest.complete(r, prompt);
     }
 
     @Test
