@@ -6,17 +6,17 @@ import com.hubspot.jinjava.Jinjava;
 import com.hubspot.jinjava.JinjavaConfig;
 import com.hubspot.jinjava.LegacyOverrides;
 import com.hubspot.jinjava.el.JinjavaInterpreterResolver;
+import com.hubspot.jinjava.interpret.Context;
 import com.hubspot.jinjava.interpret.JinjavaInterpreter;
 import com.hubspot.jinjava.interpret.RenderResult;
 import com.hubspot.jinjava.interpret.TemplateError;
-import com.hubspot.jinjava.interpret.Context;
 import com.hubspot.jinjava.lib.exptest.ExpTest;
 import com.hubspot.jinjava.lib.expression.ExpressionStrategy;
+import com.hubspot.jinjava.lib.filter.Filter;
+import com.hubspot.jinjava.lib.fn.ELFunctionDefinition;
 import com.hubspot.jinjava.mode.ExecutionMode;
 import com.hubspot.jinjava.tree.output.RenderedOutputNode;
 import com.hubspot.jinjava.tree.parse.ExpressionToken;
-import com.hubspot.jinjava.lib.filter.Filter;
-import com.hubspot.jinjava.lib.fn.ELFunctionDefinition;
 import java.time.LocalDate;
 import java.time.format.DateTimeFormatter;
 import java.util.ArrayList;
@@ -33,12 +33,12 @@ import jinjava.javax.el.CompositeELResolver;
  * A model's own Jinja {@code chat_template} (from {@code tokenizer_config.json}), rendered the way
  * Hugging Face {@code apply_chat_template} renders it.
  *
- * <p>Design note. The engine is Jinjava set up for Python Jinja parity: Jinjava's legacy overrides for Python behaviour on (strict
- * {@code {{-}/{@code -}}} whitespace control, natural operator precedence, iteration over dict keys,
- * evaluated map-literal keys). The variables are
- * those transformers passes: {@code messages} (role, content, and where present
- * {@code tool_calls} with {@code function.name}/{@code function.arguments}, {@code tool_call_id},
- * {@code name}), {@code tools} (the JSON-schema function list, or null), {@code documents} (null),
+ * <p>Design note. The engine is Jinjava with its legacy overrides for Python behaviour on (strict
+ * {@code {{-}/{@code -}}} whitespace control, natural operator precedence, iteration over dict
+ * keys, evaluated map-literal keys). The variables are those transformers passes:
+ * {@code messages} (role, content, and where present {@code tool_calls} with
+ * {@code function.name}/{@code function.arguments} and {@code tool_call_id}), {@code tools} (the
+ * JSON-schema function list, or null), {@code documents} (null),
  * {@code add_generation_prompt}, {@code bos_token}, {@code eos_token} and any extra template
  * keyword arguments (for example Qwen3's {@code enable_thinking}). Where Jinjava differs from
  * Python Jinja, small adapters close the gap:
@@ -80,6 +80,9 @@ public final class ChatTemplate {
     private static final Pattern NOT_IS = Pattern.compile(
             "\\bnot\\s+([A-Za-z_][A-Za-z0-9_]*(?:\\.[A-Za-z_][A-Za-z0-9_]*|\\[[^\\]]*])*)\\s+is\\s+(not\\s+)?([A-Za-z_]+)\\b");
 
+    /** {@code name=value} in a call's argument list. */
+    private static final Pattern NAMED_ARGUMENT = Pattern.compile("^(\\s*[A-Za-z_][A-Za-z0-9_]*\\s*=)(?!=)(.*)$", Pattern.DOTALL);
+
     private final String source; // the template text as the checkpoint gives it
     private final String prepared; // the text after the syntax adapters
 
@@ -112,14 +115,15 @@ public final class ChatTemplate {
     /**
      * Renders {@code messages} with the template.
      *
-     * @param messages            the conversation, at least one message
+     * @param messages            the conversation
      * @param tools               the function list (OpenAI {@code tools} array elements, each
      *                            {@code {"type": "function", "function": {...}}}), or null/empty for none
      * @param addGenerationPrompt end where the assistant's reply begins
      * @param bosToken            the model's bos token string (may be null)
      * @param eosToken            the model's eos token string (may be null)
      * @param kwargs              extra template variables (for example {@code enable_thinking}); JSON
-     *                            values, Java maps, lists, strings, numbers and booleans are accepted
+     *                            values, Java maps, lists, strings, numbers and booleans are accepted;
+     *                            the variables above take precedence over keys of the same name
      * @throws ChatTemplateException when the template raises an exception or fails to render
      */
     public String render(List<ChatMessage> messages, List<JsonNode> tools, boolean addGenerationPrompt,
@@ -168,11 +172,52 @@ public final class ChatTemplate {
         return v;
     }
 
+    /**
+     * {@code src} with {@code rewrite} applied to the inside of every {@code {{ }}} and
+     * {@code {% %}} tag (template text and comments stay as they are).
+     */
+    private static String insideTags(String src, java.util.function.UnaryOperator<String> rewrite) {
+        StringBuilder out = new StringBuilder(src.length());
+        int i = 0;
+        while (i < src.length()) {
+            int expr = src.indexOf("{{", i);
+            int block = src.indexOf("{%", i);
+            int comment = src.indexOf("{#", i);
+            int start = min(expr, min(block, comment));
+            if (start < 0) {
+                break;
+            }
+            out.append(src, i, start);
+            if (start == comment) {
+                int end = src.indexOf("#}", start + 2);
+                int stop = end < 0 ? src.length() : end + 2;
+                out.append(src, start, stop);
+                i = stop;
+                continue;
+            }
+            int end = tagEnd(src, start + 2, start == expr ? '}' : '%');
+            if (end < 0) { // unterminated: the parser reports it
+                out.append(src, start, src.length());
+                return out.toString();
+            }
+            out.append(src, start, start + 2).append(rewrite.apply(src.substring(start + 2, end))).append(src, end, end + 2);
+            i = end + 2;
+        }
+        out.append(src, i, src.length());
+        return out.toString();
+    }
+
+    /** The smaller of two indexes where -1 means none. */
+    private static int min(int a, int b) {
+        return a < 0 ? b : b < 0 ? a : Math.min(a, b);
+    }
+
     private static String prepare(String source) {
-        String s = trimAndLstripBlocks(source);
-        s = REVERSED_SLICE.matcher(s).replaceAll("($1|reverse|list)");
-        s = NOT_IS.matcher(s).replaceAll("not ($1 is $2$3)");
-        s = parenthesizeNamedArguments(s, "namespace(");
+        String s = insideTags(trimAndLstripBlocks(source), tag -> {
+            String t = REVERSED_SLICE.matcher(tag).replaceAll("($1|reverse|list)");
+            t = NOT_IS.matcher(t).replaceAll("not ($1 is $2$3)");
+            return parenthesizeNamedArguments(t, "namespace(");
+        });
         Matcher m = FILTERED_FOR.matcher(s);
         StringBuilder out = new StringBuilder();
         while (m.find()) {
@@ -227,7 +272,7 @@ public final class ChatTemplate {
                 return out.toString();
             }
             for (int k = 0; k < args.size(); k++) {
-                Matcher named = Pattern.compile("^(\\s*[A-Za-z_][A-Za-z0-9_]*\\s*=)(?!=)(.*)$", Pattern.DOTALL).matcher(args.get(k));
+                Matcher named = NAMED_ARGUMENT.matcher(args.get(k));
                 out.append(k == 0 ? "" : ",").append(named.matches() ? named.group(1) + "(" + named.group(2) + ")" : args.get(k));
             }
             out.append(')');
@@ -291,6 +336,11 @@ public final class ChatTemplate {
 
     /** The index of the {@code %}} closing the block tag whose body starts at {@code from}, skipping string literals. */
     private static int tagEnd(String src, int from) {
+        return tagEnd(src, from, '%');
+    }
+
+    /** The index of the {@code close}{@code }} ending the tag whose body starts at {@code from}, skipping string literals. */
+    private static int tagEnd(String src, int from, char close) {
         char quote = 0;
         for (int i = from; i + 1 < src.length(); i++) {
             char c = src.charAt(i);
@@ -302,7 +352,7 @@ public final class ChatTemplate {
                 }
             } else if (c == '\'' || c == '"') {
                 quote = c;
-            } else if (c == '%' && src.charAt(i + 1) == '}') {
+            } else if (c == close && src.charAt(i + 1) == '}') {
                 return i;
             }
         }
