@@ -50,7 +50,8 @@ import jinjava.javax.el.CompositeELResolver;
  *   <li>{@code x is iterable} true for strings, as in Python;</li>
  *   <li>{@code not x is test} read as {@code not (x is test)}, and {@code namespace(a=expr)}
  *       keyword values bound as a whole, as Python's precedence says;</li>
- *   <li>{@code raise_exception(msg)} and {@code strftime_now(fmt)} as in transformers;</li>
+ *   <li>{@code raise_exception(msg)} and {@code strftime_now(fmt)} as in transformers, and Jinja's
+ *       {@code items} filter;</li>
  *   <li>{@code tojson} as Python's {@code json.dumps(x, ensure_ascii=False)}: {@code ", "} and
  *       {@code ": "} separators, {@code indent=n} pretty printing ({@link PyJson});</li>
  *   <li>Python string methods ({@code strip}, {@code lstrip}, {@code rstrip} with or without
@@ -61,6 +62,11 @@ import jinjava.javax.el.CompositeELResolver;
  *       {@code {% for a in xs if cond %}} become a filter that selects the items first, so
  *       {@code loop.last} and {@code loop.index} count the selected items as in Python.</li>
  * </ul>
+ *
+ * <p>Known differences left (no template Strata ships uses them): {@code loop.previtem} and
+ * {@code loop.nextitem}, {@code %} string formatting and string repetition ({@code '-' * 3}) are
+ * not supported, and {@code {{ none }}} prints nothing where Python prints {@code None} (Jinjava
+ * cannot tell a null value from an undefined one, which prints nothing in both).
  *
  * <p>Errors: a template that does not parse, a {@code raise_exception} call and an error while
  * rendering all throw {@link ChatTemplateException} (an {@link IllegalArgumentException}) whose
@@ -408,6 +414,7 @@ public final class ChatTemplate {
         j.getGlobalContext().registerFilter(new ToJsonFilter());
         j.getGlobalContext().registerFilter(new LoopSelectFilter());
         j.getGlobalContext().registerExpTest(new IterableTest());
+        j.getGlobalContext().registerFilter(new ItemsFilter());
         return j;
     }
 
@@ -517,6 +524,29 @@ public final class ChatTemplate {
                 indent = args[0];
             }
             return PyJson.dumps(var, indent == null ? null : ((Number) indent).intValue());
+        }
+    }
+
+    /** {@code d|items}: the dict's key/value pairs, as Jinja's {@code items} filter. */
+    private static final class ItemsFilter implements Filter {
+        @Override
+        public String getName() {
+            return "items";
+        }
+
+        @Override
+        public Object filter(Object var, JinjavaInterpreter interpreter, String... args) {
+            if (var == null) {
+                return List.of();
+            }
+            if (!(var instanceof Map<?, ?> map)) {
+                throw new IllegalArgumentException("items: expected a mapping, got " + var.getClass().getSimpleName());
+            }
+            List<Object> pairs = new ArrayList<>(map.size());
+            for (Map.Entry<?, ?> e : map.entrySet()) {
+                pairs.add(List.of(e.getKey(), e.getValue()));
+            }
+            return pairs;
         }
     }
 
