@@ -596,7 +596,7 @@ final class DemoCommand implements Callable<Integer> {
                 if (t.session < 0) {
                     continue;
                 }
-                String prompt = m.chatFormat().render(t.messages, true, m.tokenizerConfig().bosToken(), m.tokenizerConfig().eosToken());
+                String prompt = m.chat().render(t.messages, true); // as the server renders it
                 int[] tokens = m.tokenizer().encode(prompt);
                 Collected out = new Collected();
                 generator.submit(GenerationRequest.greedy(tokens, maxTokens), out);

@@ -138,9 +138,11 @@ final class ModelCommand implements Runnable {
                 System.out.printf(Locale.ROOT, "  rope_theta %s, rope_scaling %s, rms_norm_eps %s, qk-norm %s, tied embeddings %s, dtype %s%n",
                         c.ropeTheta(), c.ropeScaling() == null ? "none" : c.ropeScaling().type(), c.rmsNormEps(), c.qkNorm(),
                         c.tieWordEmbeddings(), c.torchDtype().torchName());
-                System.out.printf(Locale.ROOT, "  tokenizer: %d tokens, %d merges, %d added (%s); chat format %s%n",
+                System.out.printf(Locale.ROOT, "  tokenizer: %d tokens, %d merges, %d added (%s); chat %s%n",
                         m.tokenizer().size(), m.tokenizer().merges().size(), m.tokenizer().addedTokens().size(),
-                        String.join(" ", m.tokenizer().addedTokens().stream().map(t -> t.content()).toList()), m.chatFormat());
+                        String.join(" ", m.tokenizer().addedTokens().stream().map(t -> t.content()).toList()),
+                        m.chat().usesTemplate() ? "template " + String.join(", ", m.tokenizerConfig().chatTemplates().keySet())
+                                : "format " + m.chatFormat() + " (no chat_template)");
                 long total = m.files().tensorBytes();
                 System.out.printf(Locale.ROOT, "  weights: %d tensors, %s in %d file(s)%n", m.files().names().size(), bytes(total),
                         m.files().files().size());

@@ -39,7 +39,7 @@ class ModelCommandTest {
                 .contains("layers 2, hidden 48, heads 6 (kv 2, head_dim 8), vocab 400")
                 .contains("MoE: 2 of 2 layers, 6 experts, top-2, expert width 40, norm_topk_prob true")
                 .contains("one expert: 11.3 KiB (3 tensors)")
-                .contains("chat format MISTRAL_INST")
+                .contains("chat template default")
                 .contains("model.layers.0.block_sparse_moe.experts.0.w1.weight")
                 .doesNotContain("experts.1.w1")
                 .contains("model-00001-of-00002.safetensors");

@@ -2,6 +2,8 @@ package dev.strata.engine.model;
 
 import dev.strata.engine.tokenizer.BpeTokenizer;
 import dev.strata.engine.tokenizer.ChatFormat;
+import dev.strata.engine.tokenizer.ChatRenderer;
+import dev.strata.engine.tokenizer.ChatTemplateException;
 import dev.strata.engine.tokenizer.TokenizerConfig;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -10,8 +12,8 @@ import java.util.function.Predicate;
 /**
  * A Hugging Face model directory opened for use: the validated config, the weights (copied into
  * private memory, or memory-mapped: {@link WeightLoad}) arranged by role with every shape checked,
- * the tokenizer and its config, and the family's chat format. Closing it frees or unmaps the
- * weights.
+ * the tokenizer and its config, and the chat renderer (the checkpoint's own chat template, or the
+ * family's chat format when it has none). Closing it frees or unmaps the weights.
  *
  * <p>Threads: immutable after {@link #open}; any thread may read; {@link #close()} once, when no
  * thread reads any more.
@@ -23,15 +25,17 @@ public final class ModelDirectory implements AutoCloseable {
     private final ModelWeights weights;
     private final BpeTokenizer tokenizer;
     private final TokenizerConfig tokenizerConfig;
+    private final ChatRenderer chat;
 
     private ModelDirectory(Path dir, ModelConfig config, WeightFiles files, ModelWeights weights, BpeTokenizer tokenizer,
-                           TokenizerConfig tokenizerConfig) {
+                           TokenizerConfig tokenizerConfig, ChatRenderer chat) {
         this.dir = dir;
         this.config = config;
         this.files = files;
         this.weights = weights;
         this.tokenizer = tokenizer;
         this.tokenizerConfig = tokenizerConfig;
+        this.chat = chat;
     }
 
     /**
@@ -64,9 +68,15 @@ public final class ModelDirectory implements AutoCloseable {
                     + " token ids exceed vocab_size " + config.vocabSize() + " of config.json");
         }
         TokenizerConfig tc = TokenizerConfig.read(dir);
+        ChatRenderer chat;
+        try {
+            chat = ChatRenderer.of(tc, config.family().chatFormat());
+        } catch (ChatTemplateException e) {
+            throw new ModelFormatException(dir.resolve(TokenizerConfig.FILE_NAME) + ": " + e.getMessage());
+        }
         WeightFiles files = WeightFiles.open(dir, load, readOnce);
         try {
-            return new ModelDirectory(dir, config, files, ModelWeights.bind(config, files), tokenizer, tc);
+            return new ModelDirectory(dir, config, files, ModelWeights.bind(config, files), tokenizer, tc, chat);
         } catch (RuntimeException e) {
             files.close();
             throw e;
@@ -97,7 +107,15 @@ public final class ModelDirectory implements AutoCloseable {
         return tokenizerConfig;
     }
 
-    /** The chat format of the model's family. */
+    /**
+     * How chats become prompt text for this model: its own chat template, or the family's
+     * {@link #chatFormat()} when {@code tokenizer_config.json} has none.
+     */
+    public ChatRenderer chat() {
+        return chat;
+    }
+
+    /** The chat format of the model's family (the fallback of {@link #chat()}). */
     public ChatFormat chatFormat() {
         return config.family().chatFormat();
     }

@@ -481,7 +481,7 @@ public final class OpenAiServer implements AutoCloseable {
         }
         String text;
         try {
-            text = engine.model().chatFormat().render(list, true, tokenizerConfig.bosToken(), tokenizerConfig.eosToken());
+            text = engine.model().chat().render(list, true);
         } catch (IllegalArgumentException e) {
             throw ApiError.badField("messages", e.getMessage());
         }

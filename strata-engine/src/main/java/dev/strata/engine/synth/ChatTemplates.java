@@ -1,30 +1,39 @@
 package dev.strata.engine.synth;
 
-import dev.strata.engine.tokenizer.ChatFormat;
+import dev.strata.engine.model.ModelFamily;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
 
 /**
- * Jinja chat templates written into synthetic {@code tokenizer_config.json} files so that other
- * tools can chat with the model. Strata itself never runs them: it renders {@link ChatFormat} in
- * Java, and these templates produce the same text for system/user/assistant messages.
+ * The real chat templates of each family's instruct checkpoints, written into synthetic
+ * {@code tokenizer_config.json} files so that synthetic models are chatted with through the same
+ * template path as real ones. The templates are the checkpoints' own {@code chat_template} strings,
+ * kept as resources under {@code dev/strata/engine/synth/chat-templates/} (their origins are listed
+ * in the chat-template test fixtures' README). Stateless; any thread.
  */
 final class ChatTemplates {
+    private static final String DIR = "/dev/strata/engine/synth/chat-templates/";
+
     private ChatTemplates() {
     }
 
-    static String jinja(ChatFormat format) {
-        return switch (format) {
-            case CHATML -> "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\\n' + message['content']"
-                    + " + '<|im_end|>\\n' }}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}";
-            case LLAMA3 -> "{{ bos_token }}{% for message in messages %}{{ '<|start_header_id|>' + message['role']"
-                    + " + '<|end_header_id|>\\n\\n' + message['content'] | trim + '<|eot_id|>' }}{% endfor %}"
-                    + "{% if add_generation_prompt %}{{ '<|start_header_id|>assistant<|end_header_id|>\\n\\n' }}{% endif %}";
-            case MISTRAL_INST -> "{{ bos_token }}{% set system = namespace(text='') %}{% for message in messages %}"
-                    + "{% if message['role'] == 'system' %}{% set system.text = message['content'] + '\\n\\n' %}"
-                    + "{% elif message['role'] == 'user' %}{{ '[INST] ' + system.text + message['content'] + ' [/INST]' }}"
-                    + "{% set system.text = '' %}{% else %}{{ message['content'] + eos_token }}{% endif %}{% endfor %}";
-            case TULU -> "{% for message in messages %}{{ '<|' + message['role'] + '|>\\n' + message['content'] }}"
-                    + "{% if message['role'] == 'assistant' %}{{ eos_token }}{% endif %}{{ '\\n' }}{% endfor %}"
-                    + "{% if add_generation_prompt %}{{ '<|assistant|>\\n' }}{% endif %}";
+    /** The chat template of {@code family}'s instruct checkpoints. */
+    static String jinja(ModelFamily family) {
+        String name = switch (family) {
+            case QWEN3_MOE, QWEN3 -> "qwen3.jinja"; // Qwen3 and Qwen3-MoE share one template
+            case LLAMA -> "llama-3.2-instruct.jinja";
+            case MIXTRAL -> "mixtral-8x7b-instruct-v0.1.jinja";
+            case OLMOE -> "olmo-tulu.jinja";
         };
+        try (InputStream in = ChatTemplates.class.getResourceAsStream(DIR + name)) {
+            if (in == null) {
+                throw new IllegalStateException("chat template resource " + DIR + name + " is missing from the build");
+            }
+            return new String(in.readAllBytes(), StandardCharsets.UTF_8);
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot read chat template resource " + DIR + name, e);
+        }
     }
 }

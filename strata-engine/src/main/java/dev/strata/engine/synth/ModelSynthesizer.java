@@ -135,7 +135,7 @@ public final class ModelSynthesizer {
         o.put("add_bos_token", ft.bos() != null);
         o.put("model_max_length", 4096);
         o.put("tokenizer_class", "PreTrainedTokenizerFast");
-        o.put("chat_template", ChatTemplates.jinja(spec.family().chatFormat()));
+        o.put("chat_template", ChatTemplates.jinja(spec.family()));
         return o;
     }
 

@@ -3,11 +3,12 @@ package dev.strata.engine.tokenizer;
 import java.util.List;
 
 /**
- * The chat formats of the supported families, written in Java. Strata does not run the Jinja
- * {@code chat_template} of {@code tokenizer_config.json}; it renders the format of the model's
- * family, which is what those templates produce for plain system/user/assistant messages (tool
- * calls, Qwen3's thinking switch and per-message extras are not rendered). The rendered text is
- * then encoded with special tokens matched. Immutable; any thread.
+ * The chat formats of the supported families, written in Java: the fallback {@link ChatRenderer}
+ * uses for a checkpoint whose {@code tokenizer_config.json} has no {@code chat_template} (a
+ * checkpoint's own template, rendered by {@link ChatTemplate}, always wins). Each is what the
+ * family's templates produce for plain system/user/assistant messages; tool calls, Qwen3's thinking
+ * switch and per-message extras are not rendered. The rendered text is then encoded with special
+ * tokens matched. Immutable; any thread.
  *
  * <ul>
  *   <li>{@link #CHATML} (Qwen3, Qwen3-MoE): {@code <|im_start|>role\ncontent<|im_end|>\n} per
