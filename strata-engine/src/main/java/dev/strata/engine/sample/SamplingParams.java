@@ -230,7 +230,7 @@ public record SamplingParams(double temperature, double topP, int topK, int maxT
         /** Validates and builds; throws {@link SamplingFieldException} naming the bad field and value. */
         public SamplingParams build() {
             if (n != 1) {
-                throw breach("n", "be 1 (one choice per request)", Integer.toString(n));
+                throw breach("n", "be 1: Strata returns one choice per request; several are not supported", Integer.toString(n));
             }
             checkMaxTokens(maxTokens, maxTokensLimit);
             return new SamplingParams(temperature, topP, topK, maxTokens, seed, stop, stopTokenIds, presencePenalty,

@@ -9,6 +9,8 @@ import com.sun.net.httpserver.HttpServer;
 import dev.strata.cache.kv.SharedPoolHealth;
 import dev.strata.engine.model.ModelFileChangedException;
 import dev.strata.engine.sample.FinishReason;
+import dev.strata.engine.sample.Sampler;
+import dev.strata.engine.sample.TokenLogprobs;
 import dev.strata.engine.sample.SamplingFieldException;
 import dev.strata.engine.sample.SamplingParams;
 import dev.strata.engine.tokenizer.BpeTokenizer;
@@ -53,10 +55,21 @@ import java.util.concurrent.LinkedBlockingQueue;
  * {@link ServerConfig#maxTokensLimit()}. Defaults: {@code temperature} 0 (greedy, so a request
  * without it is deterministic), {@code max_tokens} 16 (chat: what the sequence has room for), both
  * within the cap. A
- * stream sends one {@code data: {chunk}} per text delta, a final chunk carrying
- * {@code finish_reason} and {@code usage}, then {@code data: [DONE]}. A failed write (the client
- * went away) cancels the generation through its {@link Generator.Handle}, which releases its KV
- * blocks.
+ * stream sends one {@code data: {chunk}} per text delta, a chunk carrying {@code finish_reason},
+ * with {@code stream_options.include_usage} a last chunk with empty {@code choices} and the
+ * {@code usage}, then {@code data: [DONE]}. A failed write (the client went away) cancels the
+ * generation through its {@link Generator.Handle}, which releases its KV blocks.
+ *
+ * <p>Request surface: chat {@code messages} have the roles system (and developer), user,
+ * assistant (with {@code tool_calls}, its content may be null) and tool (with
+ * {@code tool_call_id}), and {@code content} as a string or an array of {@code text} parts; tool
+ * calls and results are rendered as {@link dev.strata.engine.tokenizer.ChatFormat} describes. Log-probabilities:
+ * chat {@code logprobs} and {@code top_logprobs} (0..20), completions {@code logprobs} (0..5),
+ * streamed or not, of the distribution described at {@link Sampler}. A field this server does not
+ * implement is a 400 naming it ({@code tools}, {@code tool_choice}, {@code response_format},
+ * {@code n} above 1, any unknown field; see {@code refuseUnsupported}), never silently ignored;
+ * only fields whose absence changes no answer are ignored: {@code user}, {@code metadata},
+ * {@code store}, {@code service_tier}, {@code parallel_tool_calls}, and any field that is null.
  *
  * <p>Connections: a client has {@link ServerConfig#headerTimeoutMillis()} to send a whole request
  * before its connection is closed, and at most {@link ServerConfig#maxIdleConnections()} kept-alive
@@ -289,8 +302,149 @@ public final class OpenAiServer implements AutoCloseable {
                 + config.maxBodyBytes() + " bytes");
     }
 
-    /** A parsed generation request plus what the response needs. */
-    private record Parsed(GenerationRequest request, boolean stream) {
+    /**
+     * A parsed generation request plus what the response needs.
+     *
+     * @param includeUsage {@code stream_options.include_usage}: a stream ends with a usage chunk
+     */
+    private record Parsed(GenerationRequest request, boolean stream, boolean includeUsage) {
+    }
+
+    /**
+     * Request fields accepted and ignored: clients send them by default and ignoring them changes
+     * no answer ({@code parallel_tool_calls} matters only with {@code tools}, which are refused).
+     */
+    private static final java.util.Set<String> IGNORED_FIELDS = java.util.Set.of("user", "metadata", "store", "service_tier",
+            "parallel_tool_calls");
+    /** Fields both endpoints implement. */
+    private static final java.util.Set<String> COMMON_FIELDS = java.util.Set.of("model", "stream", "stream_options", "max_tokens",
+            "temperature", "top_p", "top_k", "n", "seed", "stop", "presence_penalty", "frequency_penalty", "logprobs",
+            "logit_bias", "modalities");
+    private static final java.util.Set<String> CHAT_FIELDS = java.util.Set.of("messages", "max_completion_tokens", "top_logprobs");
+    private static final java.util.Set<String> COMPLETION_FIELDS = java.util.Set.of("prompt", "echo", "best_of", "suffix");
+
+    /**
+     * Refuses every field this server does not implement with a 400 naming it, rather than
+     * answering as if it had been honoured; a null value counts as absent. {@code logit_bias},
+     * {@code modalities}, {@code echo}, {@code best_of} and {@code suffix} are accepted only with
+     * the value that asks for nothing ({@code {}}, {@code ["text"]}, false, 1, absent).
+     */
+    private static void refuseUnsupported(JsonNode root, boolean chat) throws ApiError {
+        for (var it = root.fieldNames(); it.hasNext(); ) {
+            String f = it.next();
+            JsonNode v = root.get(f);
+            if (v.isNull() || IGNORED_FIELDS.contains(f)) {
+                continue;
+            }
+            boolean known = COMMON_FIELDS.contains(f) || (chat ? CHAT_FIELDS : COMPLETION_FIELDS).contains(f);
+            if (!known) {
+                String what = switch (f) {
+                    case "tools", "tool_choice", "functions", "function_call" -> "tool calling is not supported yet";
+                    case "response_format" -> "structured output (response_format) is not supported yet";
+                    default -> (CHAT_FIELDS.contains(f) || COMPLETION_FIELDS.contains(f))
+                            ? "it belongs to " + (chat ? "/v1/completions" : "/v1/chat/completions") + ", not this endpoint"
+                            : "Strata does not support it";
+                };
+                throw ApiError.badField(f, "'" + f + "' is not supported: " + what + " (remove the field)");
+            }
+            switch (f) {
+                case "logit_bias" -> {
+                    if (!v.isObject() || !v.isEmpty()) {
+                        throw ApiError.badField(f, "'logit_bias' is not supported yet; only {} is accepted, got " + abbreviate(v.toString()));
+                    }
+                }
+                case "modalities" -> {
+                    if (!v.isArray() || v.size() != 1 || !"text".equals(v.get(0).asText(null))) {
+                        throw ApiError.badField(f, "'modalities' must be [\"text\"]: Strata produces text only, got " + abbreviate(v.toString()));
+                    }
+                }
+                case "echo" -> {
+                    if (!v.isBoolean() || v.booleanValue()) {
+                        throw ApiError.badField(f, "'echo' is not supported; only false is accepted, got " + v);
+                    }
+                }
+                case "best_of" -> {
+                    if (!v.isIntegralNumber() || v.intValue() != 1) {
+                        throw ApiError.badField(f, "'best_of' must be 1: Strata returns one choice per request, got " + v);
+                    }
+                }
+                case "suffix" -> throw ApiError.badField(f, "'suffix' is not supported: Strata does not insert text, got "
+                        + abbreviate(v.toString()));
+                default -> {
+                }
+            }
+        }
+    }
+
+    /**
+     * The alternatives per token the request asks for: chat's {@code logprobs} (boolean) and
+     * {@code top_logprobs} (0..20, only with {@code logprobs: true}); the completions'
+     * {@code logprobs} (0..5). {@link GenerationRequest#NO_LOGPROBS} when none are asked for.
+     */
+    private static int topLogprobs(JsonNode root, boolean chat) throws ApiError {
+        JsonNode lp = root.get("logprobs");
+        if (chat) {
+            if (lp != null && !lp.isNull() && !lp.isBoolean()) {
+                throw ApiError.badField("logprobs", "'logprobs' must be true or false, got " + abbreviate(lp.toString()));
+            }
+            boolean on = lp != null && lp.asBoolean(false);
+            Integer top = integer(root, "top_logprobs");
+            if (top != null && (top < 0 || top > Sampler.MAX_TOP_LOGPROBS)) {
+                throw ApiError.badField("top_logprobs", "'top_logprobs' must be in [0, " + Sampler.MAX_TOP_LOGPROBS + "], got " + top);
+            }
+            if (top != null && !on) {
+                throw ApiError.badField("top_logprobs", "'top_logprobs' needs 'logprobs': true, got top_logprobs " + top
+                        + " with logprobs " + (lp == null ? "absent" : lp));
+            }
+            return on ? (top == null ? 0 : top) : GenerationRequest.NO_LOGPROBS;
+        }
+        if (lp != null && lp.isBoolean() && !lp.booleanValue()) {
+            return GenerationRequest.NO_LOGPROBS;
+        }
+        Integer n = integer(root, "logprobs");
+        if (n == null) {
+            return GenerationRequest.NO_LOGPROBS;
+        }
+        if (n < 0 || n > MAX_COMPLETION_LOGPROBS) {
+            throw ApiError.badField("logprobs", "'logprobs' must be in [0, " + MAX_COMPLETION_LOGPROBS + "], got " + n);
+        }
+        return n;
+    }
+
+    /** The most alternatives the completions endpoint's {@code logprobs} may ask for, as in the OpenAI API. */
+    static final int MAX_COMPLETION_LOGPROBS = 5;
+
+    /** {@code stream_options}: an object, only with {@code stream: true}; returns {@code include_usage}. */
+    private static boolean includeUsage(JsonNode root, boolean stream) throws ApiError {
+        JsonNode o = root.get("stream_options");
+        if (o == null || o.isNull()) {
+            return false;
+        }
+        if (!stream) {
+            throw ApiError.badField("stream_options", "'stream_options' is only allowed with \"stream\": true");
+        }
+        if (!o.isObject()) {
+            throw ApiError.badField("stream_options", "'stream_options' must be an object, got " + abbreviate(o.toString()));
+        }
+        boolean usage = false;
+        for (var it = o.fieldNames(); it.hasNext(); ) {
+            String f = it.next();
+            JsonNode v = o.get(f);
+            if (v.isNull()) {
+                continue;
+            }
+            if (!v.isBoolean()) {
+                throw ApiError.badField("stream_options", "'stream_options." + f + "' must be true or false, got " + abbreviate(v.toString()));
+            }
+            switch (f) {
+                case "include_usage" -> usage = v.booleanValue();
+                case "include_obfuscation" -> {
+                    // padding against length side channels; Strata adds none, which the client may not notice
+                }
+                default -> throw ApiError.badField("stream_options", "'stream_options." + f + "' is not supported");
+            }
+        }
+        return usage;
     }
 
     private Parsed parse(boolean chat, byte[] body) throws ApiError {
@@ -317,6 +471,7 @@ public final class OpenAiServer implements AutoCloseable {
                         + config.modelId() + "'");
             }
         }
+        refuseUnsupported(root, chat);
         int[] prompt = chat ? chatPrompt(root.get("messages")) : completionPrompt(root.get("prompt"));
         if (prompt.length == 0) {
             throw ApiError.badField(chat ? "messages" : "prompt", "the prompt encodes to no tokens");
@@ -370,6 +525,9 @@ public final class OpenAiServer implements AutoCloseable {
         if (stream != null && !stream.isNull() && !stream.isBoolean()) {
             throw ApiError.badField("stream", "'stream' must be true or false, got " + stream);
         }
+        boolean streaming = stream != null && stream.asBoolean(false);
+        boolean includeUsage = includeUsage(root, streaming);
+        int topLogprobs = topLogprobs(root, chat);
         SamplingParams params;
         try {
             params = sampling.build();
@@ -377,7 +535,7 @@ public final class OpenAiServer implements AutoCloseable {
             SamplingFieldException named = e.field().equals("max_tokens") ? e.renamed(maxField) : e;
             throw ApiError.badField(named.field(), named.getMessage());
         }
-        return new Parsed(new GenerationRequest(prompt, params), stream != null && stream.asBoolean(false));
+        return new Parsed(new GenerationRequest(prompt, params, topLogprobs), streaming, includeUsage);
     }
 
     /** The number in {@code field}, or null when absent; a value of another JSON type is a 400. */
@@ -460,32 +618,149 @@ public final class OpenAiServer implements AutoCloseable {
                 + abbreviate(prompt.toString()));
     }
 
+    /**
+     * Renders {@code messages} with the model's chat format and encodes them. Roles: {@code system}
+     * (and {@code developer}, rendered as system), {@code user}, {@code assistant} (its
+     * {@code tool_calls} rendered after its text, its content then may be null) and {@code tool}
+     * (with {@code tool_call_id}); {@code content} is a string or an array of {@code text} parts,
+     * joined with newlines. Anything else is a 400 naming the message and the value.
+     */
     private int[] chatPrompt(JsonNode messages) throws ApiError {
         if (messages == null || !messages.isArray() || messages.isEmpty()) {
             throw ApiError.badField("messages", "'messages' must be a non-empty array, got " + (messages == null ? "nothing" : abbreviate(messages.toString())));
         }
+        var format = engine.model().chatFormat();
         List<ChatMessage> list = new ArrayList<>();
         for (int i = 0; i < messages.size(); i++) {
             JsonNode m = messages.get(i);
+            if (!m.isObject()) {
+                throw ApiError.badField("messages", "message " + i + " must be an object, got " + abbreviate(m.toString()));
+            }
             JsonNode role = m.get("role");
-            JsonNode content = m.get("content");
-            if (role == null || !role.isTextual() || content == null || !content.isTextual()) {
-                throw ApiError.badField("messages", "message " + i + " needs a string 'role' and a string 'content', got "
-                        + abbreviate(m.toString()));
+            if (role == null || !role.isTextual()) {
+                throw ApiError.badField("messages", "message " + i + " needs a string 'role', got " + abbreviate(m.toString()));
+            }
+            JsonNode toolCalls = m.get("tool_calls");
+            boolean hasCalls = toolCalls != null && !toolCalls.isNull();
+            String content = messageContent(i, m.get("content"), role.asText().equals("assistant") && hasCalls);
+            if (hasCalls && !role.asText().equals("assistant")) {
+                throw ApiError.badField("messages", "message " + i + " has 'tool_calls' but role '" + role.asText()
+                        + "'; only assistant messages carry tool calls");
             }
             try {
-                list.add(new ChatMessage(role.asText(), content.asText()));
+                list.add(switch (role.asText()) {
+                    case "system", "developer" -> ChatMessage.system(content);
+                    case "user" -> ChatMessage.user(content);
+                    case "assistant" -> hasCalls ? format.assistantToolCalls(content, toolCalls(i, toolCalls))
+                            : ChatMessage.assistant(content);
+                    case "tool" -> {
+                        JsonNode callId = m.get("tool_call_id");
+                        if (callId == null || !callId.isTextual()) {
+                            throw ApiError.badField("messages", "message " + i + " has role 'tool' and needs a string 'tool_call_id', got "
+                                    + (callId == null ? "none" : abbreviate(callId.toString())));
+                        }
+                        yield format.toolResult(content);
+                    }
+                    default -> throw ApiError.badField("messages", "message " + i + " has role '" + abbreviate(role.asText())
+                            + "'; the roles are system, developer, user, assistant and tool");
+                });
             } catch (IllegalArgumentException e) {
                 throw ApiError.badField("messages", "message " + i + ": " + e.getMessage());
             }
         }
         String text;
         try {
-            text = engine.model().chatFormat().render(list, true, tokenizerConfig.bosToken(), tokenizerConfig.eosToken());
+            text = format.render(list, true, tokenizerConfig.bosToken(), tokenizerConfig.eosToken());
         } catch (IllegalArgumentException e) {
             throw ApiError.badField("messages", e.getMessage());
         }
         return tokenizer.encode(text);
+    }
+
+    /** A message's text: a string, or the text of an array of {@code text} parts; null only where {@code nullable}. */
+    private static String messageContent(int i, JsonNode content, boolean nullable) throws ApiError {
+        if (content == null || content.isNull()) {
+            if (nullable) {
+                return "";
+            }
+            throw ApiError.badField("messages", "message " + i + " needs 'content' (a string or an array of text parts)");
+        }
+        if (content.isTextual()) {
+            return content.asText();
+        }
+        if (!content.isArray()) {
+            throw ApiError.badField("messages", "message " + i + " 'content' must be a string or an array of text parts, got "
+                    + abbreviate(content.toString()));
+        }
+        StringBuilder text = new StringBuilder();
+        for (int j = 0; j < content.size(); j++) {
+            JsonNode part = content.get(j);
+            JsonNode type = part.get("type");
+            if (type == null || !type.isTextual()) {
+                throw ApiError.badField("messages", "message " + i + " content part " + j + " needs a string 'type', got "
+                        + abbreviate(part.toString()));
+            }
+            if (!type.asText().equals("text")) {
+                throw ApiError.badField("messages", "message " + i + " content part " + j + " has type '" + abbreviate(type.asText())
+                        + "', which is not supported: only 'text' parts are");
+            }
+            JsonNode t = part.get("text");
+            if (t == null || !t.isTextual()) {
+                throw ApiError.badField("messages", "message " + i + " content part " + j + " needs a string 'text', got "
+                        + abbreviate(part.toString()));
+            }
+            if (j > 0) {
+                text.append('\n');
+            }
+            text.append(t.asText());
+        }
+        return text.toString();
+    }
+
+    /**
+     * An assistant message's {@code tool_calls} as the JSON text the chat format renders:
+     * {@code {"name": ..., "arguments": ...}}, the arguments as parsed JSON when the string is
+     * JSON, otherwise as the string.
+     */
+    private static List<String> toolCalls(int i, JsonNode calls) throws ApiError {
+        if (!calls.isArray()) {
+            throw ApiError.badField("messages", "message " + i + " 'tool_calls' must be an array, got " + abbreviate(calls.toString()));
+        }
+        List<String> out = new ArrayList<>();
+        for (int j = 0; j < calls.size(); j++) {
+            JsonNode c = calls.get(j);
+            JsonNode type = c.get("type");
+            JsonNode function = c.get("function");
+            if (type != null && !type.isNull() && !"function".equals(type.asText(null))) {
+                throw ApiError.badField("messages", "message " + i + " tool call " + j + " has type " + abbreviate(type.toString())
+                        + "; only 'function' calls are supported");
+            }
+            if (function == null || !function.isObject() || !function.path("name").isTextual()) {
+                throw ApiError.badField("messages", "message " + i + " tool call " + j + " needs a 'function' with a string 'name', got "
+                        + abbreviate(c.toString()));
+            }
+            JsonNode args = function.get("arguments");
+            ObjectNode rendered = JSON.createObjectNode().put("name", function.get("name").asText());
+            if (args == null || args.isNull()) {
+                rendered.putObject("arguments");
+            } else if (args.isTextual()) {
+                JsonNode parsed;
+                try {
+                    parsed = JSON.readTree(args.asText());
+                } catch (JsonProcessingException e) {
+                    parsed = null;
+                }
+                if (parsed == null || parsed.isMissingNode()) {
+                    rendered.put("arguments", args.asText());
+                } else {
+                    rendered.set("arguments", parsed);
+                }
+            } else {
+                rendered.set("arguments", args);
+            }
+            out.add(rendered.toString());
+        }
+        return out;
     }
 
     private static String abbreviate(String s) {
@@ -505,11 +780,12 @@ public final class OpenAiServer implements AutoCloseable {
         } catch (ModelFileChangedException e) {
             throw modelUnavailable(e);
         }
+        LogprobsWriter logprobs = p.request.wantsLogprobs() ? new LogprobsWriter(chat, p.request.topLogprobs()) : null;
         try {
             if (p.stream) {
-                stream(ex, chat, id, createdAt, sink, handle);
+                stream(ex, chat, id, createdAt, sink, handle, logprobs, p.includeUsage);
             } else {
-                whole(ex, chat, id, createdAt, sink);
+                whole(ex, chat, id, createdAt, sink, logprobs);
             }
         } catch (IOException | RuntimeException e) {
             handle.cancel();
@@ -520,11 +796,15 @@ public final class OpenAiServer implements AutoCloseable {
         }
     }
 
-    private void whole(HttpExchange ex, boolean chat, String id, long createdAt, QueueSink sink)
+    private void whole(HttpExchange ex, boolean chat, String id, long createdAt, QueueSink sink, LogprobsWriter logprobs)
             throws IOException, InterruptedException, ApiError {
         StringBuilder text = new StringBuilder();
         while (true) {
             Event e = sink.events.take();
+            if (e.logprobs != null) {
+                logprobs.add(e.logprobs);
+                continue;
+            }
             if (e.text != null) {
                 text.append(e.text);
                 continue;
@@ -541,8 +821,8 @@ public final class OpenAiServer implements AutoCloseable {
                 choice.putObject("message").put("role", "assistant").put("content", text.toString());
             } else {
                 choice.put("text", text.toString());
-                choice.putNull("logprobs");
             }
+            putLogprobs(choice, logprobs);
             choice.put("finish_reason", e.reason.openAiName());
             usage(out, e);
             sendJson(ex, 200, out);
@@ -550,8 +830,24 @@ public final class OpenAiServer implements AutoCloseable {
         }
     }
 
-    private void stream(HttpExchange ex, boolean chat, String id, long createdAt, QueueSink sink, Generator.Handle handle)
-            throws IOException, InterruptedException {
+    /** {@code logprobs} of a choice: null when not asked for, else the entries gathered since the last call. */
+    private static void putLogprobs(ObjectNode choice, LogprobsWriter logprobs) {
+        if (logprobs == null) {
+            choice.putNull("logprobs");
+        } else {
+            choice.set("logprobs", logprobs.drain());
+        }
+    }
+
+    /**
+     * Writes a stream: for chat a first chunk with the role, then one chunk per text delta (with
+     * the log-probabilities of the tokens since the previous chunk, when asked for), a chunk with
+     * {@code finish_reason} (and the log-probabilities of tokens whose text never came), with
+     * {@code include_usage} a last chunk with empty {@code choices} and the {@code usage} (the
+     * other chunks then carry {@code "usage": null}, as OpenAI's do), then {@code [DONE]}.
+     */
+    private void stream(HttpExchange ex, boolean chat, String id, long createdAt, QueueSink sink, Generator.Handle handle,
+                        LogprobsWriter logprobs, boolean includeUsage) throws IOException, InterruptedException {
         ex.getResponseHeaders().set("Content-Type", "text/event-stream; charset=utf-8");
         ex.getResponseHeaders().set("Cache-Control", "no-cache");
         ex.sendResponseHeaders(200, 0);
@@ -559,15 +855,20 @@ public final class OpenAiServer implements AutoCloseable {
         String object = chat ? "chat.completion.chunk" : "text_completion";
         try {
             if (chat) {
-                ObjectNode first = head(id, object, createdAt);
+                ObjectNode first = chunkHead(id, object, createdAt, includeUsage);
                 ObjectNode c = first.putArray("choices").addObject().put("index", 0);
                 c.putObject("delta").put("role", "assistant").put("content", "");
+                c.putNull("logprobs");
                 c.putNull("finish_reason");
                 event(out, first.toString());
             }
             while (true) {
                 Event e = sink.events.take();
-                ObjectNode chunk = head(id, object, createdAt);
+                if (e.logprobs != null) {
+                    logprobs.add(e.logprobs);
+                    continue;
+                }
+                ObjectNode chunk = chunkHead(id, object, createdAt, includeUsage);
                 ObjectNode c = chunk.putArray("choices").addObject().put("index", 0);
                 if (e.text != null) {
                     if (chat) {
@@ -575,6 +876,7 @@ public final class OpenAiServer implements AutoCloseable {
                     } else {
                         c.put("text", e.text);
                     }
+                    putLogprobs(c, logprobs);
                     c.putNull("finish_reason");
                     event(out, chunk.toString());
                     continue;
@@ -589,9 +891,19 @@ public final class OpenAiServer implements AutoCloseable {
                     } else {
                         c.put("text", "");
                     }
+                    if (logprobs != null && logprobs.pending()) {
+                        putLogprobs(c, logprobs);
+                    } else {
+                        c.putNull("logprobs");
+                    }
                     c.put("finish_reason", e.reason.openAiName());
-                    usage(chunk, e);
                     event(out, chunk.toString());
+                    if (includeUsage) {
+                        ObjectNode last = head(id, object, createdAt);
+                        last.putArray("choices");
+                        usage(last, e);
+                        event(out, last.toString());
+                    }
                 }
                 event(out, "[DONE]");
                 return;
@@ -599,6 +911,115 @@ public final class OpenAiServer implements AutoCloseable {
         } catch (IOException e) {
             handle.cancel(); // the client is gone: free its sequence now
             throw e;
+        }
+    }
+
+    /** A chunk's head; with {@code include_usage} every chunk but the last has {@code "usage": null}. */
+    private ObjectNode chunkHead(String id, String object, long createdAt, boolean includeUsage) {
+        ObjectNode h = head(id, object, createdAt);
+        if (includeUsage) {
+            h.putNull("usage");
+        }
+        return h;
+    }
+
+    /**
+     * Builds the OpenAI {@code logprobs} object of one choice from the tokens' log-probabilities,
+     * in the endpoint's shape: chat {@code {"content": [{"token", "logprob", "bytes",
+     * "top_logprobs": [{"token", "logprob", "bytes"}]}], "refusal": null}}; completions
+     * {@code {"tokens", "token_logprobs", "top_logprobs": [{token: logprob}], "text_offset"}},
+     * whose dictionaries hold the top alternatives plus the chosen token, as OpenAI's do. A
+     * token's string is its UTF-8 text, or, when its bytes are not whole UTF-8 characters on their
+     * own, {@code bytes:} followed by {@code \xNN} per byte; {@code bytes} are always its exact
+     * bytes. {@code text_offset} counts characters (code points) of the generated text before the
+     * token. Exchange thread only.
+     */
+    private final class LogprobsWriter {
+        private final boolean chat;
+        private final int top;
+        private final List<TokenLogprobs> pending = new ArrayList<>();
+        private long offset; // characters generated before the next token, for text_offset
+
+        LogprobsWriter(boolean chat, int top) {
+            this.chat = chat;
+            this.top = top;
+        }
+
+        void add(TokenLogprobs t) {
+            pending.add(t);
+        }
+
+        boolean pending() {
+            return !pending.isEmpty();
+        }
+
+        /** The logprobs object of the tokens added since the last drain. */
+        ObjectNode drain() {
+            ObjectNode out = JSON.createObjectNode();
+            if (chat) {
+                var content = out.putArray("content");
+                for (TokenLogprobs t : pending) {
+                    ObjectNode entry = tokenEntry(content.addObject(), t.token(), t.logprob());
+                    var tops = entry.putArray("top_logprobs");
+                    for (int i = 0; i < Math.min(top, t.top()); i++) {
+                        tokenEntry(tops.addObject(), t.topIds()[i], t.topLogprobs()[i]);
+                    }
+                }
+                out.putNull("refusal");
+            } else {
+                var tokens = out.putArray("tokens");
+                var lps = out.putArray("token_logprobs");
+                var tops = out.putArray("top_logprobs");
+                var offsets = out.putArray("text_offset");
+                for (TokenLogprobs t : pending) {
+                    tokens.add(tokenString(t.token()));
+                    lps.add(t.logprob());
+                    ObjectNode alternatives = tops.addObject();
+                    for (int i = 0; i < Math.min(top, t.top()); i++) {
+                        alternatives.put(tokenString(t.topIds()[i]), t.topLogprobs()[i]);
+                    }
+                    alternatives.put(tokenString(t.token()), t.logprob());
+                    offsets.add(offset);
+                    if (!tokenizer.isSpecial(t.token())) {
+                        for (byte b : tokenBytes(t.token())) {
+                            if ((b & 0xC0) != 0x80) { // a character starts here
+                                offset++;
+                            }
+                        }
+                    }
+                }
+            }
+            pending.clear();
+            return out;
+        }
+
+        private ObjectNode tokenEntry(ObjectNode entry, int token, double logprob) {
+            entry.put("token", tokenString(token)).put("logprob", logprob);
+            var bytes = entry.putArray("bytes");
+            for (byte b : tokenBytes(token)) {
+                bytes.add(b & 0xFF);
+            }
+            return entry;
+        }
+    }
+
+    /** A token's exact bytes (a special token's are its text's). */
+    private byte[] tokenBytes(int token) {
+        return tokenizer.decodeBytes(new int[] {token}, false);
+    }
+
+    /** A token's text, or {@code bytes:\xNN...} when its bytes are not whole UTF-8 characters. */
+    private String tokenString(int token) {
+        byte[] b = tokenBytes(token);
+        try {
+            return StandardCharsets.UTF_8.newDecoder().onMalformedInput(java.nio.charset.CodingErrorAction.REPORT)
+                    .onUnmappableCharacter(java.nio.charset.CodingErrorAction.REPORT).decode(java.nio.ByteBuffer.wrap(b)).toString();
+        } catch (java.nio.charset.CharacterCodingException e) {
+            StringBuilder s = new StringBuilder("bytes:");
+            for (byte x : b) {
+                s.append(String.format("\\x%02x", x & 0xFF));
+            }
+            return s.toString();
         }
     }
 
@@ -653,8 +1074,9 @@ public final class OpenAiServer implements AutoCloseable {
         sendJson(ex, e.status, root);
     }
 
-    /** One thing a generation produced: text, or its end (reason and usage), or its failure. */
-    private record Event(String text, FinishReason reason, int promptTokens, int completionTokens, RuntimeException error) {
+    /** One thing a generation produced: text, a token's log-probabilities, or its end (reason and usage), or its failure. */
+    private record Event(String text, TokenLogprobs logprobs, FinishReason reason, int promptTokens, int completionTokens,
+                         RuntimeException error) {
     }
 
     /** Hands a generation's output from the generator's thread to the exchange's thread. */
@@ -662,18 +1084,23 @@ public final class OpenAiServer implements AutoCloseable {
         final LinkedBlockingQueue<Event> events = new LinkedBlockingQueue<>();
 
         @Override
+        public void logprobs(TokenLogprobs token) {
+            events.add(new Event(null, token, null, 0, 0, null));
+        }
+
+        @Override
         public void text(String delta) {
-            events.add(new Event(delta, null, 0, 0, null));
+            events.add(new Event(delta, null, null, 0, 0, null));
         }
 
         @Override
         public void finished(FinishReason reason, int promptTokens, int completionTokens) {
-            events.add(new Event(null, reason, promptTokens, completionTokens, null));
+            events.add(new Event(null, null, reason, promptTokens, completionTokens, null));
         }
 
         @Override
         public void failed(RuntimeException error) {
-            events.add(new Event(null, null, 0, 0, error));
+            events.add(new Event(null, null, null, 0, 0, error));
         }
     }
 }
