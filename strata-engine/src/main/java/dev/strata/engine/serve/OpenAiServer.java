@@ -818,7 +818,7 @@ public final class OpenAiServer implements AutoCloseable {
             ObjectNode out = head(id, chat ? "chat.completion" : "text_completion", createdAt);
             ObjectNode choice = out.putArray("choices").addObject().put("index", 0);
             if (chat) {
-                choice.putObject("message").put("role", "assistant").put("content", text.toString());
+                choice.putObject("message").put("role", "assistant").put("content", text.toString()).putNull("refusal");
             } else {
                 choice.put("text", text.toString());
             }
