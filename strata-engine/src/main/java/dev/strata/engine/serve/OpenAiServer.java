@@ -65,9 +65,11 @@ import java.util.concurrent.LinkedBlockingQueue;
  * {@code tool_call_id}), and {@code content} as a string or an array of {@code text} parts; tool
  * calls and results are rendered as {@link dev.strata.engine.tokenizer.ChatFormat} describes. Log-probabilities:
  * chat {@code logprobs} and {@code top_logprobs} (0..20), completions {@code logprobs} (0..5),
- * streamed or not, of the distribution described at {@link Sampler}. A field this server does not
+ * streamed or not, of the distribution described at {@link Sampler}. {@code n} choices (up to
+ * {@link SamplingParams#MAX_CHOICES}) are n generations of the prompt, which share its KV blocks
+ * through the prefix cache; with a {@code seed}, choice i draws from seed + i. A field this server does not
  * implement is a 400 naming it ({@code tools}, {@code tool_choice}, {@code response_format},
- * {@code n} above 1, any unknown field; see {@code refuseUnsupported}), never silently ignored;
+ * any unknown field; see {@code refuseUnsupported}), never silently ignored;
  * only fields whose absence changes no answer are ignored: {@code user}, {@code metadata},
  * {@code store}, {@code service_tier}, {@code parallel_tool_calls}, and any field that is null.
  *
@@ -305,9 +307,10 @@ public final class OpenAiServer implements AutoCloseable {
     /**
      * A parsed generation request plus what the response needs.
      *
+     * @param choices      one generation per choice ({@code n}), in index order
      * @param includeUsage {@code stream_options.include_usage}: a stream ends with a usage chunk
      */
-    private record Parsed(GenerationRequest request, boolean stream, boolean includeUsage) {
+    private record Parsed(List<GenerationRequest> choices, boolean stream, boolean includeUsage) {
     }
 
     /**
@@ -513,6 +516,7 @@ public final class OpenAiServer implements AutoCloseable {
         if (n != null) {
             sampling.n(n);
         }
+        int choices = n == null ? 1 : n;
         JsonNode seedNode = root.get("seed");
         if (seedNode != null && !seedNode.isNull()) {
             if (!seedNode.isIntegralNumber() || !seedNode.canConvertToLong()) {
@@ -535,7 +539,14 @@ public final class OpenAiServer implements AutoCloseable {
             SamplingFieldException named = e.field().equals("max_tokens") ? e.renamed(maxField) : e;
             throw ApiError.badField(named.field(), named.getMessage());
         }
-        return new Parsed(new GenerationRequest(prompt, params, topLogprobs), streaming, includeUsage);
+        List<GenerationRequest> requests = new ArrayList<>(choices);
+        for (int i = 0; i < choices; i++) { // a seeded request's choice i draws from seed + i: distinct, reproducible
+            SamplingParams p = i == 0 || params.seed().isEmpty() ? params : new SamplingParams(params.temperature(), params.topP(),
+                    params.topK(), params.maxTokens(), java.util.OptionalLong.of(params.seed().getAsLong() + i), params.stop(),
+                    params.stopTokenIds(), params.presencePenalty(), params.frequencyPenalty());
+            requests.add(new GenerationRequest(prompt, p, topLogprobs));
+        }
+        return new Parsed(requests, streaming, includeUsage);
     }
 
     /** The number in {@code field}, or null when absent; a value of another JSON type is a 400. */
@@ -771,63 +782,82 @@ public final class OpenAiServer implements AutoCloseable {
         Parsed p = parse(chat, body);
         String id = (chat ? "chatcmpl-" : "cmpl-") + UUID.randomUUID().toString().replace("-", "");
         long createdAt = System.currentTimeMillis() / 1000;
-        QueueSink sink = new QueueSink();
-        Generator.Handle handle;
+        LinkedBlockingQueue<Event> events = new LinkedBlockingQueue<>();
+        List<Generator.Handle> handles = new ArrayList<>();
         try {
-            handle = generator.submit(p.request, sink);
+            for (int i = 0; i < p.choices.size(); i++) { // the choices share the prompt's KV blocks through the prefix cache
+                handles.add(generator.submit(p.choices.get(i), new QueueSink(i, events)));
+            }
         } catch (IllegalArgumentException e) { // the prompt and max_tokens do not fit one sequence's KV
+            handles.forEach(Generator.Handle::cancel);
             throw ApiError.badField("max_tokens", e.getMessage());
         } catch (ModelFileChangedException e) {
+            handles.forEach(Generator.Handle::cancel);
             throw modelUnavailable(e);
+        } catch (RuntimeException e) {
+            handles.forEach(Generator.Handle::cancel);
+            throw e;
         }
-        LogprobsWriter logprobs = p.request.wantsLogprobs() ? new LogprobsWriter(chat, p.request.topLogprobs()) : null;
+        GenerationRequest first = p.choices.getFirst();
+        List<LogprobsWriter> logprobs = new ArrayList<>();
+        for (int i = 0; i < handles.size(); i++) {
+            logprobs.add(first.wantsLogprobs() ? new LogprobsWriter(chat, first.topLogprobs()) : null);
+        }
         try {
             if (p.stream) {
-                stream(ex, chat, id, createdAt, sink, handle, logprobs, p.includeUsage);
+                stream(ex, chat, id, createdAt, events, handles, logprobs, p.includeUsage);
             } else {
-                whole(ex, chat, id, createdAt, sink, logprobs);
+                whole(ex, chat, id, createdAt, events, logprobs);
             }
-        } catch (IOException | RuntimeException e) {
-            handle.cancel();
+        } catch (IOException | RuntimeException | ApiError e) {
+            handles.forEach(Generator.Handle::cancel);
             throw e;
         } catch (InterruptedException e) {
-            handle.cancel();
+            handles.forEach(Generator.Handle::cancel);
             Thread.currentThread().interrupt();
         }
     }
 
-    private void whole(HttpExchange ex, boolean chat, String id, long createdAt, QueueSink sink, LogprobsWriter logprobs)
-            throws IOException, InterruptedException, ApiError {
-        StringBuilder text = new StringBuilder();
-        while (true) {
-            Event e = sink.events.take();
-            if (e.logprobs != null) {
-                logprobs.add(e.logprobs);
-                continue;
-            }
-            if (e.text != null) {
-                text.append(e.text);
-                continue;
-            }
-            if (e.error instanceof ModelFileChangedException changed) {
-                throw modelUnavailable(changed);
-            }
-            if (e.error != null) {
-                throw new ApiError(500, "server_error", null, "generation failed: " + e.error.getMessage());
-            }
-            ObjectNode out = head(id, chat ? "chat.completion" : "text_completion", createdAt);
-            ObjectNode choice = out.putArray("choices").addObject().put("index", 0);
-            if (chat) {
-                choice.putObject("message").put("role", "assistant").put("content", text.toString()).putNull("refusal");
-            } else {
-                choice.put("text", text.toString());
-            }
-            putLogprobs(choice, logprobs);
-            choice.put("finish_reason", e.reason.openAiName());
-            usage(out, e);
-            sendJson(ex, 200, out);
-            return;
+    /** The whole answer once every choice has finished; the first failure fails the request. */
+    private void whole(HttpExchange ex, boolean chat, String id, long createdAt, LinkedBlockingQueue<Event> events,
+                       List<LogprobsWriter> logprobs) throws IOException, InterruptedException, ApiError {
+        int n = logprobs.size();
+        StringBuilder[] text = new StringBuilder[n];
+        Event[] end = new Event[n];
+        for (int i = 0; i < n; i++) {
+            text[i] = new StringBuilder();
         }
+        for (int finished = 0; finished < n; ) {
+            Event e = events.take();
+            if (e.logprobs != null) {
+                logprobs.get(e.index).add(e.logprobs);
+            } else if (e.text != null) {
+                text[e.index].append(e.text);
+            } else if (e.error instanceof ModelFileChangedException changed) {
+                throw modelUnavailable(changed);
+            } else if (e.error != null) {
+                throw new ApiError(500, "server_error", null, "generation failed: " + e.error.getMessage());
+            } else {
+                end[e.index] = e;
+                finished++;
+            }
+        }
+        ObjectNode out = head(id, chat ? "chat.completion" : "text_completion", createdAt);
+        var choices = out.putArray("choices");
+        int completionTokens = 0;
+        for (int i = 0; i < n; i++) {
+            ObjectNode choice = choices.addObject().put("index", i);
+            if (chat) {
+                choice.putObject("message").put("role", "assistant").put("content", text[i].toString()).putNull("refusal");
+            } else {
+                choice.put("text", text[i].toString());
+            }
+            putLogprobs(choice, logprobs.get(i));
+            choice.put("finish_reason", end[i].reason.openAiName());
+            completionTokens += end[i].completionTokens;
+        }
+        usage(out, end[0].promptTokens, completionTokens);
+        sendJson(ex, 200, out);
     }
 
     /** {@code logprobs} of a choice: null when not asked for, else the entries gathered since the last call. */
@@ -840,76 +870,88 @@ public final class OpenAiServer implements AutoCloseable {
     }
 
     /**
-     * Writes a stream: for chat a first chunk with the role, then one chunk per text delta (with
-     * the log-probabilities of the tokens since the previous chunk, when asked for), a chunk with
-     * {@code finish_reason} (and the log-probabilities of tokens whose text never came), with
-     * {@code include_usage} a last chunk with empty {@code choices} and the {@code usage} (the
-     * other chunks then carry {@code "usage": null}, as OpenAI's do), then {@code [DONE]}.
+     * Writes a stream: for chat a first chunk with the role per choice, then one chunk per text
+     * delta of a choice (with the log-probabilities of its tokens since its previous chunk, when
+     * asked for), a chunk with the choice's {@code finish_reason} (and the log-probabilities of
+     * tokens whose text never came); once every choice has finished, with {@code include_usage}
+     * a chunk with empty {@code choices} and the {@code usage} (the other chunks then carry
+     * {@code "usage": null}, as OpenAI's do), then {@code [DONE]}. A failure of one choice ends
+     * the stream with an error event and cancels the others.
      */
-    private void stream(HttpExchange ex, boolean chat, String id, long createdAt, QueueSink sink, Generator.Handle handle,
-                        LogprobsWriter logprobs, boolean includeUsage) throws IOException, InterruptedException {
+    private void stream(HttpExchange ex, boolean chat, String id, long createdAt, LinkedBlockingQueue<Event> events,
+                        List<Generator.Handle> handles, List<LogprobsWriter> logprobs, boolean includeUsage)
+            throws IOException, InterruptedException {
         ex.getResponseHeaders().set("Content-Type", "text/event-stream; charset=utf-8");
         ex.getResponseHeaders().set("Cache-Control", "no-cache");
         ex.sendResponseHeaders(200, 0);
         OutputStream out = ex.getResponseBody();
         String object = chat ? "chat.completion.chunk" : "text_completion";
+        int n = handles.size();
         try {
             if (chat) {
-                ObjectNode first = chunkHead(id, object, createdAt, includeUsage);
-                ObjectNode c = first.putArray("choices").addObject().put("index", 0);
-                c.putObject("delta").put("role", "assistant").put("content", "");
-                c.putNull("logprobs");
-                c.putNull("finish_reason");
-                event(out, first.toString());
+                for (int i = 0; i < n; i++) {
+                    ObjectNode first = chunkHead(id, object, createdAt, includeUsage);
+                    ObjectNode c = first.putArray("choices").addObject().put("index", i);
+                    c.putObject("delta").put("role", "assistant").put("content", "");
+                    c.putNull("logprobs");
+                    c.putNull("finish_reason");
+                    event(out, first.toString());
+                }
             }
-            while (true) {
-                Event e = sink.events.take();
+            int promptTokens = 0;
+            int completionTokens = 0;
+            for (int finished = 0; finished < n; ) {
+                Event e = events.take();
                 if (e.logprobs != null) {
-                    logprobs.add(e.logprobs);
+                    logprobs.get(e.index).add(e.logprobs);
                     continue;
                 }
+                if (e.error != null) {
+                    handles.forEach(Generator.Handle::cancel);
+                    ObjectNode err = JSON.createObjectNode();
+                    err.putObject("error").put("message", "generation failed: " + e.error.getMessage()).put("type", "server_error");
+                    event(out, err.toString());
+                    event(out, "[DONE]");
+                    return;
+                }
+                LogprobsWriter lp = logprobs.get(e.index);
                 ObjectNode chunk = chunkHead(id, object, createdAt, includeUsage);
-                ObjectNode c = chunk.putArray("choices").addObject().put("index", 0);
+                ObjectNode c = chunk.putArray("choices").addObject().put("index", e.index);
                 if (e.text != null) {
                     if (chat) {
                         c.putObject("delta").put("content", e.text);
                     } else {
                         c.put("text", e.text);
                     }
-                    putLogprobs(c, logprobs);
+                    putLogprobs(c, lp);
                     c.putNull("finish_reason");
-                    event(out, chunk.toString());
-                    continue;
-                }
-                if (e.error != null) {
-                    ObjectNode err = JSON.createObjectNode();
-                    err.putObject("error").put("message", "generation failed: " + e.error.getMessage()).put("type", "server_error");
-                    event(out, err.toString());
                 } else {
                     if (chat) {
                         c.putObject("delta");
                     } else {
                         c.put("text", "");
                     }
-                    if (logprobs != null && logprobs.pending()) {
-                        putLogprobs(c, logprobs);
+                    if (lp != null && lp.pending()) {
+                        putLogprobs(c, lp);
                     } else {
                         c.putNull("logprobs");
                     }
                     c.put("finish_reason", e.reason.openAiName());
-                    event(out, chunk.toString());
-                    if (includeUsage) {
-                        ObjectNode last = head(id, object, createdAt);
-                        last.putArray("choices");
-                        usage(last, e);
-                        event(out, last.toString());
-                    }
+                    promptTokens = e.promptTokens;
+                    completionTokens += e.completionTokens;
+                    finished++;
                 }
-                event(out, "[DONE]");
-                return;
+                event(out, chunk.toString());
             }
+            if (includeUsage) {
+                ObjectNode last = head(id, object, createdAt);
+                last.putArray("choices");
+                usage(last, promptTokens, completionTokens);
+                event(out, last.toString());
+            }
+            event(out, "[DONE]");
         } catch (IOException e) {
-            handle.cancel(); // the client is gone: free its sequence now
+            handles.forEach(Generator.Handle::cancel); // the client is gone: free its sequences now
             throw e;
         }
     }
@@ -1032,9 +1074,10 @@ public final class OpenAiServer implements AutoCloseable {
         return JSON.createObjectNode().put("id", id).put("object", object).put("created", createdAt).put("model", config.modelId());
     }
 
-    private static void usage(ObjectNode out, Event e) {
-        out.putObject("usage").put("prompt_tokens", e.promptTokens).put("completion_tokens", e.completionTokens)
-                .put("total_tokens", e.promptTokens + e.completionTokens);
+    /** The usage of a request: its prompt counted once, the tokens of all its choices. */
+    private static void usage(ObjectNode out, int promptTokens, int completionTokens) {
+        out.putObject("usage").put("prompt_tokens", promptTokens).put("completion_tokens", completionTokens)
+                .put("total_tokens", promptTokens + completionTokens);
     }
 
     private static void sendJson(HttpExchange ex, int status, JsonNode body) throws IOException {
@@ -1074,33 +1117,39 @@ public final class OpenAiServer implements AutoCloseable {
         sendJson(ex, e.status, root);
     }
 
-    /** One thing a generation produced: text, a token's log-probabilities, or its end (reason and usage), or its failure. */
-    private record Event(String text, TokenLogprobs logprobs, FinishReason reason, int promptTokens, int completionTokens,
+    /** One thing choice {@code index} produced: text, a token's log-probabilities, or its end (reason and usage), or its failure. */
+    private record Event(int index, String text, TokenLogprobs logprobs, FinishReason reason, int promptTokens, int completionTokens,
                          RuntimeException error) {
     }
 
-    /** Hands a generation's output from the generator's thread to the exchange's thread. */
+    /** Hands one choice's output from the generator's thread to the exchange's thread, through the request's queue. */
     private static final class QueueSink implements TextSink {
-        final LinkedBlockingQueue<Event> events = new LinkedBlockingQueue<>();
+        final int index;
+        final LinkedBlockingQueue<Event> events;
+
+        QueueSink(int index, LinkedBlockingQueue<Event> events) {
+            this.index = index;
+            this.events = events;
+        }
 
         @Override
         public void logprobs(TokenLogprobs token) {
-            events.add(new Event(null, token, null, 0, 0, null));
+            events.add(new Event(index, null, token, null, 0, 0, null));
         }
 
         @Override
         public void text(String delta) {
-            events.add(new Event(delta, null, null, 0, 0, null));
+            events.add(new Event(index, delta, null, null, 0, 0, null));
         }
 
         @Override
         public void finished(FinishReason reason, int promptTokens, int completionTokens) {
-            events.add(new Event(null, null, reason, promptTokens, completionTokens, null));
+            events.add(new Event(index, null, null, reason, promptTokens, completionTokens, null));
         }
 
         @Override
         public void failed(RuntimeException error) {
-            events.add(new Event(null, null, null, 0, 0, error));
+            events.add(new Event(index, null, null, null, 0, 0, error));
         }
     }
 }

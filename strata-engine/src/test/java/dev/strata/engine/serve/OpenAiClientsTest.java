@@ -162,9 +162,17 @@ class OpenAiClientsTest {
         assertThat(e.getMessage()).contains("response_format").contains("not supported yet");
 
         BadRequestException n = catchThrowableOfType(BadRequestException.class,
-                () -> openai.chat().completions().create(openAiChat("hi").n(3L).build()));
+                () -> openai.chat().completions().create(openAiChat("hi").n(17L).build()));
         assertThat(n.param()).contains("n");
-        assertThat(n.getMessage()).contains("several are not supported");
+        assertThat(n.getMessage()).contains("17");
+    }
+
+    @Test
+    void openAiSdkGetsNChoices() {
+        ChatCompletion c = openai.chat().completions().create(openAiChat("Name a tier.").n(2L).temperature(1.0).seed(5L).build());
+        c.validate();
+        assertThat(c.choices()).extracting(ChatCompletion.Choice::index).containsExactly(0L, 1L);
+        assertThat(c.choices()).allSatisfy(choice -> assertThat(choice.message().content()).isPresent());
     }
 
     private static OpenAiChatModel.OpenAiChatModelBuilder langChainModel() {

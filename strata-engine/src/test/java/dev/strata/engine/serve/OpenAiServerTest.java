@@ -369,7 +369,7 @@ class OpenAiServerTest {
                 new SamplingCase("\"top_k\":-2", "top_k", b -> b.topK(-2)),
                 new SamplingCase("\"presence_penalty\":2.5", "presence_penalty", b -> b.presencePenalty(2.5)),
                 new SamplingCase("\"frequency_penalty\":-7", "frequency_penalty", b -> b.frequencyPenalty(-7)),
-                new SamplingCase("\"n\":2", "n", b -> b.n(2)),
+                new SamplingCase("\"n\":17", "n", b -> b.n(17)),
                 new SamplingCase("\"max_tokens\":513", "max_tokens", b -> b.maxTokens(513).maxTokensLimit(512)),
                 new SamplingCase("\"max_tokens\":0", "max_tokens", b -> b.maxTokens(0).maxTokensLimit(512)));
         for (SamplingCase c : refused) {
@@ -528,7 +528,7 @@ class OpenAiServerTest {
                 {",\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"f\"}}]", "tools", "not supported yet"},
                 {",\"tool_choice\":\"auto\"", "tool_choice", "not supported yet"},
                 {",\"response_format\":{\"type\":\"json_object\"}", "response_format", "not supported yet"},
-                {",\"n\":2", "n", "several are not supported"},
+                {",\"n\":17", "n", "[1, 16]"},
                 {",\"logit_bias\":{\"5\":10}", "logit_bias", "not supported"},
                 {",\"frobnicate\":true", "frobnicate", "not supported"},
                 {",\"prompt\":\"x\"", "prompt", "/v1/completions"},
@@ -554,6 +554,55 @@ class OpenAiServerTest {
         HttpResponse<String> ok = post(server, CHAT, chat(messages, harmless), null);
         assertThat(ok.statusCode()).as(ok.body()).isEqualTo(200);
         assertThat(JSON.readTree(ok.body()).get("choices").get(0).get("logprobs").isNull()).isTrue();
+    }
+
+    @Test
+    void nChoicesAreSeparateGenerationsWhoseUsageAddsUp() throws Exception {
+        String messages = "[{\"role\":\"user\",\"content\":\"Name three tiers.\"}]";
+        String sampled = ",\"temperature\":1.0,\"seed\":40,\"max_tokens\":10";
+        HttpResponse<String> whole = post(server, CHAT, chat(messages, sampled + ",\"n\":3"), null);
+        assertThat(whole.statusCode()).as(whole.body()).isEqualTo(200);
+        JsonNode w = JSON.readTree(whole.body());
+        JsonNode choices = w.get("choices");
+        assertThat(choices).hasSize(3);
+        int completion = 0;
+        for (int i = 0; i < 3; i++) {
+            assertThat(choices.get(i).get("index").asInt()).isEqualTo(i);
+            // choice i is the generation seeded with seed + i, exactly
+            JsonNode single = JSON.readTree(post(server, CHAT, chat(messages, ",\"temperature\":1.0,\"seed\":" + (40 + i)
+                    + ",\"max_tokens\":10"), null).body());
+            assertThat(choices.get(i).get("message")).isEqualTo(single.get("choices").get(0).get("message"));
+            assertThat(choices.get(i).get("finish_reason")).isEqualTo(single.get("choices").get(0).get("finish_reason"));
+            assertThat(w.get("usage").get("prompt_tokens")).isEqualTo(single.get("usage").get("prompt_tokens"));
+            completion += single.get("usage").get("completion_tokens").asInt();
+        }
+        assertThat(w.get("usage").get("completion_tokens").asInt()).as("the choices' tokens add up").isEqualTo(completion);
+
+        List<String> ev = events(post(server, CHAT, chat(messages, sampled + ",\"n\":3,\"stream\":true,"
+                + "\"stream_options\":{\"include_usage\":true}"), null).body());
+        StringBuilder[] joined = {new StringBuilder(), new StringBuilder(), new StringBuilder()};
+        int finishes = 0;
+        for (String e : ev.subList(0, ev.size() - 2)) {
+            JsonNode c = JSON.readTree(e).get("choices").get(0);
+            int i = c.get("index").asInt();
+            if (c.get("delta").has("content")) {
+                joined[i].append(c.get("delta").get("content").asText());
+            }
+            if (!c.get("finish_reason").isNull()) {
+                finishes++;
+                assertThat(c.get("finish_reason")).isEqualTo(choices.get(i).get("finish_reason"));
+            }
+        }
+        assertThat(finishes).isEqualTo(3);
+        for (int i = 0; i < 3; i++) {
+            assertThat(joined[i].toString()).isEqualTo(choices.get(i).get("message").get("content").asText());
+        }
+        assertThat(JSON.readTree(ev.get(ev.size() - 2)).get("usage")).isEqualTo(w.get("usage"));
+
+        JsonNode greedy = JSON.readTree(post(server, "/v1/completions", "{\"prompt\":\"abc\",\"max_tokens\":6,\"n\":2}", null).body());
+        assertThat(greedy.get("choices")).hasSize(2);
+        assertThat(greedy.get("choices").get(1).get("text")).as("greedy choices agree").isEqualTo(greedy.get("choices").get(0).get("text"));
+        assertThat(engine.kv().stats().openSequences()).isZero();
     }
 
     /** Checks one chat logprobs entry: at most 0, bytes spelling the token, top alternatives in order. */
