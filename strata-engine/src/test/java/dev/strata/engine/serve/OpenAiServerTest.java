@@ -599,9 +599,17 @@ class OpenAiServerTest {
         }
         assertThat(JSON.readTree(ev.get(ev.size() - 2)).get("usage")).isEqualTo(w.get("usage"));
 
-        JsonNode greedy = JSON.readTree(post(server, "/v1/completions", "{\"prompt\":\"abc\",\"max_tokens\":6,\"n\":2}", null).body());
-        assertThat(greedy.get("choices")).hasSize(2);
+        String shared = "Choices share the prompt's blocks: " + "tier ".repeat(12);
+        int fullBlocks = engine.model().tokenizer().encode(shared).length / BLOCK_TOKENS;
+        assertThat(fullBlocks).isGreaterThanOrEqualTo(2);
+        long hitsBefore = engine.kv().stats().hits(dev.strata.cache.kv.BlockLocation.DEVICE);
+        JsonNode greedy = JSON.readTree(post(server, "/v1/completions", "{\"prompt\":" + JSON.writeValueAsString(shared)
+                + ",\"max_tokens\":6,\"n\":3}", null).body());
+        assertThat(greedy.get("choices")).hasSize(3);
         assertThat(greedy.get("choices").get(1).get("text")).as("greedy choices agree").isEqualTo(greedy.get("choices").get(0).get("text"));
+        assertThat(greedy.get("choices").get(2).get("text")).isEqualTo(greedy.get("choices").get(0).get("text"));
+        assertThat(engine.kv().stats().hits(dev.strata.cache.kv.BlockLocation.DEVICE) - hitsBefore)
+                .as("the later choices reuse the prompt's full blocks").isGreaterThanOrEqualTo(2L * fullBlocks);
         assertThat(engine.kv().stats().openSequences()).isZero();
     }
 
