@@ -14,6 +14,7 @@ import dev.strata.engine.sample.TokenLogprobs;
 import dev.strata.engine.sample.SamplingFieldException;
 import dev.strata.engine.sample.SamplingParams;
 import dev.strata.engine.tokenizer.BpeTokenizer;
+import dev.strata.engine.tokenizer.ChatFormat;
 import dev.strata.engine.tokenizer.ChatMessage;
 import dev.strata.engine.tokenizer.TokenizerConfig;
 import dev.strata.memory.metrics.PrometheusText;
@@ -21,9 +22,14 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
 import java.net.InetSocketAddress;
+import java.nio.ByteBuffer;
+import java.nio.charset.CharacterCodingException;
+import java.nio.charset.CodingErrorAction;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.OptionalLong;
+import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -63,7 +69,7 @@ import java.util.concurrent.LinkedBlockingQueue;
  * <p>Request surface: chat {@code messages} have the roles system (and developer), user,
  * assistant (with {@code tool_calls}, its content may be null) and tool (with
  * {@code tool_call_id}), and {@code content} as a string or an array of {@code text} parts; tool
- * calls and results are rendered as {@link dev.strata.engine.tokenizer.ChatFormat} describes. Log-probabilities:
+ * calls and results are rendered as {@link ChatFormat} describes. Log-probabilities:
  * chat {@code logprobs} and {@code top_logprobs} (0..20), completions {@code logprobs} (0..5),
  * streamed or not, of the distribution described at {@link Sampler}. {@code n} choices (up to
  * {@link SamplingParams#MAX_CHOICES}) are n generations of the prompt, which share its KV blocks
@@ -317,14 +323,14 @@ public final class OpenAiServer implements AutoCloseable {
      * Request fields accepted and ignored: clients send them by default and ignoring them changes
      * no answer ({@code parallel_tool_calls} matters only with {@code tools}, which are refused).
      */
-    private static final java.util.Set<String> IGNORED_FIELDS = java.util.Set.of("user", "metadata", "store", "service_tier",
+    private static final Set<String> IGNORED_FIELDS = Set.of("user", "metadata", "store", "service_tier",
             "parallel_tool_calls");
     /** Fields both endpoints implement. */
-    private static final java.util.Set<String> COMMON_FIELDS = java.util.Set.of("model", "stream", "stream_options", "max_tokens",
+    private static final Set<String> COMMON_FIELDS = Set.of("model", "stream", "stream_options", "max_tokens",
             "temperature", "top_p", "top_k", "n", "seed", "stop", "presence_penalty", "frequency_penalty", "logprobs",
             "logit_bias", "modalities");
-    private static final java.util.Set<String> CHAT_FIELDS = java.util.Set.of("messages", "max_completion_tokens", "top_logprobs");
-    private static final java.util.Set<String> COMPLETION_FIELDS = java.util.Set.of("prompt", "echo", "best_of", "suffix");
+    private static final Set<String> CHAT_FIELDS = Set.of("messages", "max_completion_tokens", "top_logprobs");
+    private static final Set<String> COMPLETION_FIELDS = Set.of("prompt", "echo", "best_of", "suffix");
 
     /**
      * Refuses every field this server does not implement with a 400 naming it, rather than
@@ -542,7 +548,7 @@ public final class OpenAiServer implements AutoCloseable {
         List<GenerationRequest> requests = new ArrayList<>(choices);
         for (int i = 0; i < choices; i++) { // a seeded request's choice i draws from seed + i: distinct, reproducible
             SamplingParams p = i == 0 || params.seed().isEmpty() ? params : new SamplingParams(params.temperature(), params.topP(),
-                    params.topK(), params.maxTokens(), java.util.OptionalLong.of(params.seed().getAsLong() + i), params.stop(),
+                    params.topK(), params.maxTokens(), OptionalLong.of(params.seed().getAsLong() + i), params.stop(),
                     params.stopTokenIds(), params.presencePenalty(), params.frequencyPenalty());
             requests.add(new GenerationRequest(prompt, p, topLogprobs));
         }
@@ -640,7 +646,7 @@ public final class OpenAiServer implements AutoCloseable {
         if (messages == null || !messages.isArray() || messages.isEmpty()) {
             throw ApiError.badField("messages", "'messages' must be a non-empty array, got " + (messages == null ? "nothing" : abbreviate(messages.toString())));
         }
-        var format = engine.model().chatFormat();
+        ChatFormat format = engine.model().chatFormat();
         List<ChatMessage> list = new ArrayList<>();
         for (int i = 0; i < messages.size(); i++) {
             JsonNode m = messages.get(i);
@@ -1054,9 +1060,9 @@ public final class OpenAiServer implements AutoCloseable {
     private String tokenString(int token) {
         byte[] b = tokenBytes(token);
         try {
-            return StandardCharsets.UTF_8.newDecoder().onMalformedInput(java.nio.charset.CodingErrorAction.REPORT)
-                    .onUnmappableCharacter(java.nio.charset.CodingErrorAction.REPORT).decode(java.nio.ByteBuffer.wrap(b)).toString();
-        } catch (java.nio.charset.CharacterCodingException e) {
+            return StandardCharsets.UTF_8.newDecoder().onMalformedInput(CodingErrorAction.REPORT)
+                    .onUnmappableCharacter(CodingErrorAction.REPORT).decode(ByteBuffer.wrap(b)).toString();
+        } catch (CharacterCodingException e) {
             StringBuilder s = new StringBuilder("bytes:");
             for (byte x : b) {
                 s.append(String.format("\\x%02x", x & 0xFF));
