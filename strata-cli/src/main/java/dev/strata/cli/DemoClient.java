@@ -46,6 +46,7 @@ final class DemoClient {
     Reply chat(String base, String model, List<ChatMessage> messages, int maxTokens) {
         ObjectNode body = JSON.createObjectNode().put("model", model).put("stream", true).put("temperature", 0)
                 .put("max_tokens", maxTokens);
+        body.putObject("stream_options").put("include_usage", true); // the usage comes as a last chunk
         ArrayNode list = body.putArray("messages");
         for (ChatMessage m : messages) {
             list.addObject().put("role", m.role()).put("content", m.content());
@@ -82,6 +83,8 @@ final class DemoClient {
                 text.append(delta);
                 if (end) {
                     finish = choice.get("finish_reason").asText();
+                }
+                if (chunk.hasNonNull("usage")) {
                     promptTokens = chunk.path("usage").path("prompt_tokens").asInt(-1);
                     completionTokens = chunk.path("usage").path("completion_tokens").asInt(-1);
                 }

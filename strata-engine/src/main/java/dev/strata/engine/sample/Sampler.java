@@ -35,6 +35,14 @@ import java.util.SplittableRandom;
  * seed (or from a fresh seed when none was given); one {@code nextDouble()} is drawn per
  * non-greedy token.
  *
+ * <p>Log-probabilities ({@link #logprobsOfLast}), only when a request asks for them, are those of the
+ * distribution the token was drawn from before truncation: {@code softmax(l / T)} over all valid
+ * ids, {@code l} the logits after penalties (step 1) and {@code T} the temperature, or 1 when
+ * greedy (the model's own distribution; the greedy choice is its most likely token). Top-k and
+ * top-p are not applied to them, so every token has a finite log-probability and a truncated
+ * distribution is not misreported as certain. They are computed stably in double as
+ * {@code (l[t] - lmax) / T - log(sum_u exp((l[u] - lmax) / T))}.
+ *
  * <p>Memory: all scratch (candidate ids, weights, penalty copy and counts) is allocated once in
  * the constructor, sized to {@code validVocab}; {@link #sample} allocates nothing.
  *
@@ -52,6 +60,7 @@ public final class Sampler {
     private final int[] seen;              // [validVocab] distinct ids returned, in first-seen order; null without penalties
     private int seenCount;
     private long sampled;                  // tokens returned so far
+    private int lastToken = -1;            // the token the last sample returned
 
     /**
      * A sampler for one request over logit rows whose first {@code validVocab} entries are the
@@ -120,6 +129,85 @@ public final class Sampler {
         return token;
     }
 
+    /** The most alternatives {@link #logprobsOfLast} lists, as in the OpenAI API. */
+    public static final int MAX_TOP_LOGPROBS = 20;
+
+    /**
+     * The log-probability of the token the last {@link #sample} returned and of the {@code top}
+     * most likely tokens (ties to the lower id), from the same row: call it right after that
+     * sample, with the same {@code logits} and {@code offset}, before the next. The distribution
+     * is described in the class note. Allocates only the returned arrays; O(V · top).
+     *
+     * @param top alternatives to list, in [0, {@value #MAX_TOP_LOGPROBS}]
+     * @throws IllegalStateException when nothing was sampled yet
+     */
+    public TokenLogprobs logprobsOfLast(float[] logits, int offset, int top) {
+        if (lastToken < 0) {
+            throw new IllegalStateException("no token sampled yet: logprobs are of the last sampled token");
+        }
+        if (top < 0 || top > MAX_TOP_LOGPROBS) {
+            throw new IllegalArgumentException("top must be in [0, " + MAX_TOP_LOGPROBS + "], got " + top);
+        }
+        if (offset < 0 || logits.length - offset < validVocab) {
+            throw new IllegalArgumentException("logits row at offset " + offset + " of an array of " + logits.length
+                    + " floats is shorter than validVocab " + validVocab);
+        }
+        float[] l = logits;
+        int base = offset;
+        if (penalized != null) { // still the penalized copy of this row: record() changed only the counts
+            l = penalized;
+            base = 0;
+        }
+        double t = params.isGreedy() ? 1.0 : params.temperature();
+        float lmax = Float.NEGATIVE_INFINITY;
+        for (int i = 0; i < validVocab; i++) {
+            float v = l[base + i];
+            if (v > lmax) { // NaN never compares greater
+                lmax = v;
+            }
+        }
+        double sum = 0;
+        for (int i = 0; i < validVocab; i++) {
+            float v = l[base + i];
+            if (v > Float.NEGATIVE_INFINITY) { // skips masked ids and NaN
+                sum += Math.exp(((double) v - lmax) / t);
+            }
+        }
+        double logZ = Math.log(sum); // sum >= 1: the maximum contributes exp(0)
+        int[] ids = new int[top];
+        double[] lps = new double[top];
+        int filled = 0;
+        for (int i = 0; i < validVocab && top > 0; i++) {
+            float v = l[base + i];
+            if (!(v > Float.NEGATIVE_INFINITY)) {
+                continue;
+            }
+            if (filled == top && !(v > l[base + ids[top - 1]])) {
+                continue; // not better than the worst kept (ties keep the lower id, seen first)
+            }
+            int at = filled < top ? filled++ : top - 1;
+            while (at > 0 && v > l[base + ids[at - 1]]) {
+                ids[at] = ids[at - 1];
+                at--;
+            }
+            ids[at] = i;
+        }
+        int[] topIds = java.util.Arrays.copyOf(ids, filled);
+        double[] topLps = java.util.Arrays.copyOf(lps, filled);
+        for (int i = 0; i < filled; i++) {
+            topLps[i] = logprob(l[base + topIds[i]], lmax, t, logZ);
+        }
+        return new TokenLogprobs(lastToken, logprob(l[base + lastToken], lmax, t, logZ), topIds, topLps);
+    }
+
+    /** {@code (v - lmax) / t - logZ}, at most 0, or {@link TokenLogprobs#FLOOR} for a masked (or NaN) logit. */
+    private static double logprob(float v, float lmax, double t, double logZ) {
+        if (!(v > Float.NEGATIVE_INFINITY)) {
+            return TokenLogprobs.FLOOR;
+        }
+        return Math.max(TokenLogprobs.FLOOR, Math.min(0.0, ((double) v - lmax) / t - logZ));
+    }
+
     private void applyPenalties(float[] logits, int offset) {
         System.arraycopy(logits, offset, penalized, 0, validVocab);
         float presence = (float) params.presencePenalty();
@@ -131,6 +219,7 @@ public final class Sampler {
     }
 
     private void record(int token) {
+        lastToken = token;
         sampled++;
         if (counts != null) {
             if (counts[token]++ == 0) {

@@ -30,7 +30,8 @@ import java.util.OptionalLong;
  *   <li>{@code presencePenalty}, {@code frequencyPenalty} in [-2, 2] as OpenAI allows: subtracted
  *       from the logit of each token already generated in this request, once if it occurred and
  *       once per occurrence respectively.</li>
- *   <li>{@code n} (builder only, not stored): choices per request, which must be 1.</li>
+ *   <li>{@code n} (builder only, not stored): choices per request, in [1, {@value #MAX_CHOICES}];
+ *       the server runs one generation per choice.</li>
  * </ul>
  *
  * <p>Invariants: every instance is valid (the constructor checks all fields and throws
@@ -46,6 +47,8 @@ public record SamplingParams(double temperature, double topP, int topK, int maxT
     public static final double MAX_TEMPERATURE = 2.0;
     /** The most stop strings one request may give, as in the OpenAI API. */
     public static final int MAX_STOP_STRINGS = 4;
+    /** The most choices ({@code n}) one request may ask for. */
+    public static final int MAX_CHOICES = 16;
     /** The bound of the penalties' magnitude, as in the OpenAI API. */
     public static final double MAX_PENALTY = 2.0;
 
@@ -221,7 +224,7 @@ public record SamplingParams(double temperature, double topP, int topK, int maxT
             return this;
         }
 
-        /** Choices asked for; only 1 is served. */
+        /** Choices asked for, in [1, {@value SamplingParams#MAX_CHOICES}]; checked by {@link #build}, not stored. */
         public Builder n(int v) {
             n = v;
             return this;
@@ -229,8 +232,8 @@ public record SamplingParams(double temperature, double topP, int topK, int maxT
 
         /** Validates and builds; throws {@link SamplingFieldException} naming the bad field and value. */
         public SamplingParams build() {
-            if (n != 1) {
-                throw breach("n", "be 1 (one choice per request)", Integer.toString(n));
+            if (n < 1 || n > MAX_CHOICES) {
+                throw breach("n", "be in [1, " + MAX_CHOICES + "] (choices per request)", Integer.toString(n));
             }
             checkMaxTokens(maxTokens, maxTokensLimit);
             return new SamplingParams(temperature, topP, topK, maxTokens, seed, stop, stopTokenIds, presencePenalty,

@@ -95,6 +95,11 @@ public final class StopChecker {
         return releaseAll();
     }
 
+    /** True when {@code token} is one of the stop token ids (its text is never returned). */
+    public boolean isStopToken(int token) {
+        return Arrays.binarySearch(stopTokenIds, token) >= 0;
+    }
+
     /** True once a stop condition has been met; no more tokens may be pushed. */
     public boolean isFinished() {
         return finishReason != null;

@@ -45,7 +45,9 @@ import java.util.concurrent.atomic.AtomicInteger;
  *       tokenizer's vocabulary are padding and never produced); a {@link StopChecker} turns its
  *       tokens into text, holds back what may begin a stop string, and ends it at a stop string
  *       or a stop token id (the request's and the model's end-of-sequence ids) through
- *       {@link Scheduler#stop}; the scheduler ends it at {@code max_tokens}.</li>
+ *       {@link Scheduler#stop}; the scheduler ends it at {@code max_tokens}. When the request
+ *       asked for log-probabilities, its sampler computes them from the same logits row before
+ *       the token's text is handed on ({@link TextSink#logprobs}).</li>
  *   <li><b>Cancellation</b> ({@link Handle#cancel}, any thread): a request not yet handed over
  *       never starts; a handed-over one is cancelled in the scheduler and retired, with its KV
  *       blocks released, at the start of the next step, while the others go on.</li>
@@ -97,7 +99,7 @@ public final class ContinuousBatchingGenerator implements Generator {
     private final PreemptionMode preemption;
     private final RoutingTraceWriter routingTrace; // null: routing not recorded; owned, closed after the worker stops
     private final LinkedBlockingQueue<Job> submitted = new LinkedBlockingQueue<>();
-    private final Job wake = new Job(new int[0], null, null, 0); // queued by close(): never started
+    private final Job wake = new Job(new int[0], null, GenerationRequest.NO_LOGPROBS, null, 0); // queued by close(): never started
     private final ConcurrentHashMap<Job, Boolean> inScheduler = new ConcurrentHashMap<>(); // handed over, not finished
     private final AtomicInteger queued = new AtomicInteger(); // submitted, neither started nor finished
     private final Thread worker;
@@ -198,7 +200,7 @@ public final class ContinuousBatchingGenerator implements Generator {
         }
         engine.model().files().check(); // a changed mapped file: refused here, naming it
         SamplingParams params = withEos(request.sampling());
-        Job job = new Job(prompt, params, sink, System.nanoTime());
+        Job job = new Job(prompt, params, request.topLogprobs(), sink, System.nanoTime());
         queued.incrementAndGet();
         submitted.add(job);
         return job;
@@ -402,6 +404,7 @@ public final class ContinuousBatchingGenerator implements Generator {
     private final class Job implements Handle, TokenChooser, TokenSink {
         final int[] prompt;
         final SamplingParams params;
+        final int topLogprobs; // GenerationRequest.NO_LOGPROBS, or alternatives per token
         final TextSink sink;
         final long submittedNanos;
         volatile boolean cancelled;
@@ -413,9 +416,10 @@ public final class ContinuousBatchingGenerator implements Generator {
         boolean done; // the sink got finished or failed
         long lastTokenNanos;
 
-        Job(int[] prompt, SamplingParams params, TextSink sink, long submittedNanos) {
+        Job(int[] prompt, SamplingParams params, int topLogprobs, TextSink sink, long submittedNanos) {
             this.prompt = prompt;
             this.params = params;
+            this.topLogprobs = topLogprobs;
             this.sink = sink;
             this.submittedNanos = submittedNanos;
         }
@@ -463,6 +467,14 @@ public final class ContinuousBatchingGenerator implements Generator {
                 metrics.nextToken(now - lastTokenNanos);
             }
             lastTokenNanos = now;
+            if (topLogprobs != GenerationRequest.NO_LOGPROBS && !checker.isStopToken(token)) {
+                try {
+                    sink.logprobs(sampler.logprobsOfLast(logits, 0, topLogprobs));
+                } catch (RuntimeException e) {
+                    sinkFailed(request, e);
+                    return;
+                }
+            }
             String text = checker.push(token);
             if (!text.isEmpty()) {
                 try {

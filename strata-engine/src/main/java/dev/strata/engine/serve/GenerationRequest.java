@@ -1,5 +1,6 @@
 package dev.strata.engine.serve;
 
+import dev.strata.engine.sample.Sampler;
 import dev.strata.engine.sample.SamplingParams;
 import java.util.List;
 import java.util.Objects;
@@ -10,16 +11,36 @@ import java.util.Objects;
  * ids, max tokens; see {@link SamplingParams}). The generator adds the model's end-of-sequence ids
  * to the stop token ids. Immutable; any thread.
  *
- * @param prompt   prompt token ids, at least one
- * @param sampling how tokens are chosen and when generation stops
+ * @param prompt      prompt token ids, at least one
+ * @param sampling    how tokens are chosen and when generation stops
+ * @param topLogprobs {@link #NO_LOGPROBS}, or the number of most likely alternatives, in
+ *                    [0, {@link Sampler#MAX_TOP_LOGPROBS}], to report with each generated token's
+ *                    log-probability ({@link TextSink#logprobs})
  */
-public record GenerationRequest(int[] prompt, SamplingParams sampling) {
+public record GenerationRequest(int[] prompt, SamplingParams sampling, int topLogprobs) {
+    /** {@link #topLogprobs} of a request that wants no log-probabilities. */
+    public static final int NO_LOGPROBS = -1;
+
     public GenerationRequest {
         if (prompt == null || prompt.length == 0) {
             throw new IllegalArgumentException("a generation needs at least one prompt token");
         }
         Objects.requireNonNull(sampling, "sampling params");
+        if (topLogprobs < NO_LOGPROBS || topLogprobs > Sampler.MAX_TOP_LOGPROBS) {
+            throw new IllegalArgumentException("top_logprobs must be in [0, " + Sampler.MAX_TOP_LOGPROBS + "] (or "
+                    + NO_LOGPROBS + " for none), got " + topLogprobs);
+        }
         prompt = prompt.clone();
+    }
+
+    /** A request without log-probabilities. */
+    public GenerationRequest(int[] prompt, SamplingParams sampling) {
+        this(prompt, sampling, NO_LOGPROBS);
+    }
+
+    /** True when each generated token's log-probability is to be reported. */
+    public boolean wantsLogprobs() {
+        return topLogprobs != NO_LOGPROBS;
     }
 
     /** A greedy request of at most {@code maxTokens} tokens without stop strings. */

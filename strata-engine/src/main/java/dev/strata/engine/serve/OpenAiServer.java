@@ -9,19 +9,28 @@ import com.sun.net.httpserver.HttpServer;
 import dev.strata.cache.kv.SharedPoolHealth;
 import dev.strata.engine.model.ModelFileChangedException;
 import dev.strata.engine.sample.FinishReason;
+import dev.strata.engine.sample.Sampler;
+import dev.strata.engine.sample.TokenLogprobs;
 import dev.strata.engine.sample.SamplingFieldException;
 import dev.strata.engine.sample.SamplingParams;
 import dev.strata.engine.tokenizer.BpeTokenizer;
+import dev.strata.engine.tokenizer.ChatFormat;
 import dev.strata.engine.tokenizer.ChatMessage;
+import dev.strata.engine.tokenizer.ToolCall;
 import dev.strata.engine.tokenizer.TokenizerConfig;
 import dev.strata.memory.metrics.PrometheusText;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
 import java.net.InetSocketAddress;
+import java.nio.ByteBuffer;
+import java.nio.charset.CharacterCodingException;
+import java.nio.charset.CodingErrorAction;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.OptionalLong;
+import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -53,10 +62,23 @@ import java.util.concurrent.LinkedBlockingQueue;
  * {@link ServerConfig#maxTokensLimit()}. Defaults: {@code temperature} 0 (greedy, so a request
  * without it is deterministic), {@code max_tokens} 16 (chat: what the sequence has room for), both
  * within the cap. A
- * stream sends one {@code data: {chunk}} per text delta, a final chunk carrying
- * {@code finish_reason} and {@code usage}, then {@code data: [DONE]}. A failed write (the client
- * went away) cancels the generation through its {@link Generator.Handle}, which releases its KV
- * blocks.
+ * stream sends one {@code data: {chunk}} per text delta, a chunk carrying {@code finish_reason},
+ * with {@code stream_options.include_usage} a last chunk with empty {@code choices} and the
+ * {@code usage}, then {@code data: [DONE]}. A failed write (the client went away) cancels the
+ * generation through its {@link Generator.Handle}, which releases its KV blocks.
+ *
+ * <p>Request surface: chat {@code messages} have the roles system (and developer), user,
+ * assistant (with {@code tool_calls}, its content may be null) and tool (with
+ * {@code tool_call_id}), and {@code content} as a string or an array of {@code text} parts; tool
+ * calls and results are rendered as {@link ChatFormat} describes. Log-probabilities:
+ * chat {@code logprobs} and {@code top_logprobs} (0..20), completions {@code logprobs} (0..5),
+ * streamed or not, of the distribution described at {@link Sampler}. {@code n} choices (up to
+ * {@link SamplingParams#MAX_CHOICES}) are n generations of the prompt, which share its KV blocks
+ * through the prefix cache; with a {@code seed}, choice i draws from seed + i. A field this server does not
+ * implement is a 400 naming it ({@code tools}, {@code tool_choice}, {@code response_format},
+ * any unknown field; see {@code refuseUnsupported}), never silently ignored;
+ * only fields whose absence changes no answer are ignored: {@code user}, {@code metadata},
+ * {@code store}, {@code service_tier}, {@code parallel_tool_calls}, and any field that is null.
  *
  * <p>Connections: a client has {@link ServerConfig#headerTimeoutMillis()} to send a whole request
  * before its connection is closed, and at most {@link ServerConfig#maxIdleConnections()} kept-alive
@@ -289,8 +311,150 @@ public final class OpenAiServer implements AutoCloseable {
                 + config.maxBodyBytes() + " bytes");
     }
 
-    /** A parsed generation request plus what the response needs. */
-    private record Parsed(GenerationRequest request, boolean stream) {
+    /**
+     * A parsed generation request plus what the response needs.
+     *
+     * @param choices      one generation per choice ({@code n}), in index order
+     * @param includeUsage {@code stream_options.include_usage}: a stream ends with a usage chunk
+     */
+    private record Parsed(List<GenerationRequest> choices, boolean stream, boolean includeUsage) {
+    }
+
+    /**
+     * Request fields accepted and ignored: clients send them by default and ignoring them changes
+     * no answer ({@code parallel_tool_calls} matters only with {@code tools}, which are refused).
+     */
+    private static final Set<String> IGNORED_FIELDS = Set.of("user", "metadata", "store", "service_tier",
+            "parallel_tool_calls");
+    /** Fields both endpoints implement. */
+    private static final Set<String> COMMON_FIELDS = Set.of("model", "stream", "stream_options", "max_tokens",
+            "temperature", "top_p", "top_k", "n", "seed", "stop", "presence_penalty", "frequency_penalty", "logprobs",
+            "logit_bias", "modalities");
+    private static final Set<String> CHAT_FIELDS = Set.of("messages", "max_completion_tokens", "top_logprobs");
+    private static final Set<String> COMPLETION_FIELDS = Set.of("prompt", "echo", "best_of", "suffix");
+
+    /**
+     * Refuses every field this server does not implement with a 400 naming it, rather than
+     * answering as if it had been honoured; a null value counts as absent. {@code logit_bias},
+     * {@code modalities}, {@code echo}, {@code best_of} and {@code suffix} are accepted only with
+     * the value that asks for nothing ({@code {}}, {@code ["text"]}, false, 1, absent).
+     */
+    private static void refuseUnsupported(JsonNode root, boolean chat) throws ApiError {
+        for (var it = root.fieldNames(); it.hasNext(); ) {
+            String f = it.next();
+            JsonNode v = root.get(f);
+            if (v.isNull() || IGNORED_FIELDS.contains(f)) {
+                continue;
+            }
+            boolean known = COMMON_FIELDS.contains(f) || (chat ? CHAT_FIELDS : COMPLETION_FIELDS).contains(f);
+            if (!known) {
+                String what = switch (f) {
+                    case "tools", "tool_choice", "functions", "function_call" -> "tool calling is not supported yet";
+                    case "response_format" -> "structured output (response_format) is not supported yet";
+                    default -> (CHAT_FIELDS.contains(f) || COMPLETION_FIELDS.contains(f))
+                            ? "it belongs to " + (chat ? "/v1/completions" : "/v1/chat/completions") + ", not this endpoint"
+                            : "Strata does not support it";
+                };
+                throw ApiError.badField(f, "'" + f + "' is not supported: " + what + " (remove the field)");
+            }
+            switch (f) {
+                case "logit_bias" -> {
+                    if (!v.isObject() || !v.isEmpty()) {
+                        throw ApiError.badField(f, "'logit_bias' is not supported yet; only {} is accepted, got " + abbreviate(v.toString()));
+                    }
+                }
+                case "modalities" -> {
+                    if (!v.isArray() || v.size() != 1 || !"text".equals(v.get(0).asText(null))) {
+                        throw ApiError.badField(f, "'modalities' must be [\"text\"]: Strata produces text only, got " + abbreviate(v.toString()));
+                    }
+                }
+                case "echo" -> {
+                    if (!v.isBoolean() || v.booleanValue()) {
+                        throw ApiError.badField(f, "'echo' is not supported; only false is accepted, got " + v);
+                    }
+                }
+                case "best_of" -> {
+                    if (!v.isIntegralNumber() || v.intValue() != 1) {
+                        throw ApiError.badField(f, "'best_of' must be 1: Strata returns one choice per request, got " + v);
+                    }
+                }
+                case "suffix" -> throw ApiError.badField(f, "'suffix' is not supported: Strata does not insert text, got "
+                        + abbreviate(v.toString()));
+                default -> {
+                }
+            }
+        }
+    }
+
+    /**
+     * The alternatives per token the request asks for: chat's {@code logprobs} (boolean) and
+     * {@code top_logprobs} (0..20, only with {@code logprobs: true}); the completions'
+     * {@code logprobs} (0..5). {@link GenerationRequest#NO_LOGPROBS} when none are asked for.
+     */
+    private static int topLogprobs(JsonNode root, boolean chat) throws ApiError {
+        JsonNode lp = root.get("logprobs");
+        if (chat) {
+            if (lp != null && !lp.isNull() && !lp.isBoolean()) {
+                throw ApiError.badField("logprobs", "'logprobs' must be true or false, got " + abbreviate(lp.toString()));
+            }
+            boolean on = lp != null && lp.asBoolean(false);
+            Integer top = integer(root, "top_logprobs");
+            if (top != null && (top < 0 || top > Sampler.MAX_TOP_LOGPROBS)) {
+                throw ApiError.badField("top_logprobs", "'top_logprobs' must be in [0, " + Sampler.MAX_TOP_LOGPROBS + "], got " + top);
+            }
+            if (top != null && !on) {
+                throw ApiError.badField("top_logprobs", "'top_logprobs' needs 'logprobs': true, got top_logprobs " + top
+                        + " with logprobs " + (lp == null ? "absent" : lp));
+            }
+            return on ? (top == null ? 0 : top) : GenerationRequest.NO_LOGPROBS;
+        }
+        if (lp != null && lp.isBoolean() && !lp.booleanValue()) {
+            return GenerationRequest.NO_LOGPROBS;
+        }
+        Integer n = integer(root, "logprobs");
+        if (n == null) {
+            return GenerationRequest.NO_LOGPROBS;
+        }
+        if (n < 0 || n > MAX_COMPLETION_LOGPROBS) {
+            throw ApiError.badField("logprobs", "'logprobs' must be in [0, " + MAX_COMPLETION_LOGPROBS + "], got " + n);
+        }
+        return n;
+    }
+
+    /** The most alternatives the completions endpoint's {@code logprobs} may ask for, as in the OpenAI API. */
+    static final int MAX_COMPLETION_LOGPROBS = 5;
+
+    /** {@code stream_options}: an object, only with {@code stream: true}; returns {@code include_usage}. */
+    private static boolean includeUsage(JsonNode root, boolean stream) throws ApiError {
+        JsonNode o = root.get("stream_options");
+        if (o == null || o.isNull()) {
+            return false;
+        }
+        if (!stream) {
+            throw ApiError.badField("stream_options", "'stream_options' is only allowed with \"stream\": true");
+        }
+        if (!o.isObject()) {
+            throw ApiError.badField("stream_options", "'stream_options' must be an object, got " + abbreviate(o.toString()));
+        }
+        boolean usage = false;
+        for (var it = o.fieldNames(); it.hasNext(); ) {
+            String f = it.next();
+            JsonNode v = o.get(f);
+            if (v.isNull()) {
+                continue;
+            }
+            if (!v.isBoolean()) {
+                throw ApiError.badField("stream_options", "'stream_options." + f + "' must be true or false, got " + abbreviate(v.toString()));
+            }
+            switch (f) {
+                case "include_usage" -> usage = v.booleanValue();
+                case "include_obfuscation" -> {
+                    // padding against length side channels; Strata adds none, which the client may not notice
+                }
+                default -> throw ApiError.badField("stream_options", "'stream_options." + f + "' is not supported");
+            }
+        }
+        return usage;
     }
 
     private Parsed parse(boolean chat, byte[] body) throws ApiError {
@@ -317,6 +481,7 @@ public final class OpenAiServer implements AutoCloseable {
                         + config.modelId() + "'");
             }
         }
+        refuseUnsupported(root, chat);
         int[] prompt = chat ? chatPrompt(root.get("messages")) : completionPrompt(root.get("prompt"));
         if (prompt.length == 0) {
             throw ApiError.badField(chat ? "messages" : "prompt", "the prompt encodes to no tokens");
@@ -358,6 +523,7 @@ public final class OpenAiServer implements AutoCloseable {
         if (n != null) {
             sampling.n(n);
         }
+        int choices = n == null ? 1 : n;
         JsonNode seedNode = root.get("seed");
         if (seedNode != null && !seedNode.isNull()) {
             if (!seedNode.isIntegralNumber() || !seedNode.canConvertToLong()) {
@@ -370,6 +536,9 @@ public final class OpenAiServer implements AutoCloseable {
         if (stream != null && !stream.isNull() && !stream.isBoolean()) {
             throw ApiError.badField("stream", "'stream' must be true or false, got " + stream);
         }
+        boolean streaming = stream != null && stream.asBoolean(false);
+        boolean includeUsage = includeUsage(root, streaming);
+        int topLogprobs = topLogprobs(root, chat);
         SamplingParams params;
         try {
             params = sampling.build();
@@ -377,7 +546,14 @@ public final class OpenAiServer implements AutoCloseable {
             SamplingFieldException named = e.field().equals("max_tokens") ? e.renamed(maxField) : e;
             throw ApiError.badField(named.field(), named.getMessage());
         }
-        return new Parsed(new GenerationRequest(prompt, params), stream != null && stream.asBoolean(false));
+        List<GenerationRequest> requests = new ArrayList<>(choices);
+        for (int i = 0; i < choices; i++) { // a seeded request's choice i draws from seed + i: distinct, reproducible
+            SamplingParams p = i == 0 || params.seed().isEmpty() ? params : new SamplingParams(params.temperature(), params.topP(),
+                    params.topK(), params.maxTokens(), OptionalLong.of(params.seed().getAsLong() + i), params.stop(),
+                    params.stopTokenIds(), params.presencePenalty(), params.frequencyPenalty());
+            requests.add(new GenerationRequest(prompt, p, topLogprobs));
+        }
+        return new Parsed(requests, streaming, includeUsage);
     }
 
     /** The number in {@code field}, or null when absent; a value of another JSON type is a 400. */
@@ -460,6 +636,13 @@ public final class OpenAiServer implements AutoCloseable {
                 + abbreviate(prompt.toString()));
     }
 
+    /**
+     * Renders {@code messages} with the model's chat format and encodes them. Roles: {@code system}
+     * (and {@code developer}, rendered as system), {@code user}, {@code assistant} (its
+     * {@code tool_calls} rendered after its text, its content then may be null) and {@code tool}
+     * (with {@code tool_call_id}); {@code content} is a string or an array of {@code text} parts,
+     * joined with newlines. Anything else is a 400 naming the message and the value.
+     */
     private int[] chatPrompt(JsonNode messages) throws ApiError {
         if (messages == null || !messages.isArray() || messages.isEmpty()) {
             throw ApiError.badField("messages", "'messages' must be a non-empty array, got " + (messages == null ? "nothing" : abbreviate(messages.toString())));
@@ -467,14 +650,37 @@ public final class OpenAiServer implements AutoCloseable {
         List<ChatMessage> list = new ArrayList<>();
         for (int i = 0; i < messages.size(); i++) {
             JsonNode m = messages.get(i);
+            if (!m.isObject()) {
+                throw ApiError.badField("messages", "message " + i + " must be an object, got " + abbreviate(m.toString()));
+            }
             JsonNode role = m.get("role");
-            JsonNode content = m.get("content");
-            if (role == null || !role.isTextual() || content == null || !content.isTextual()) {
-                throw ApiError.badField("messages", "message " + i + " needs a string 'role' and a string 'content', got "
-                        + abbreviate(m.toString()));
+            if (role == null || !role.isTextual()) {
+                throw ApiError.badField("messages", "message " + i + " needs a string 'role', got " + abbreviate(m.toString()));
+            }
+            JsonNode toolCalls = m.get("tool_calls");
+            boolean hasCalls = toolCalls != null && !toolCalls.isNull();
+            String content = messageContent(i, m.get("content"), role.asText().equals("assistant") && hasCalls);
+            if (hasCalls && !role.asText().equals("assistant")) {
+                throw ApiError.badField("messages", "message " + i + " has 'tool_calls' but role '" + role.asText()
+                        + "'; only assistant messages carry tool calls");
             }
             try {
-                list.add(new ChatMessage(role.asText(), content.asText()));
+                list.add(switch (role.asText()) {
+                    case "system", "developer" -> ChatMessage.system(content);
+                    case "user" -> ChatMessage.user(content);
+                    case "assistant" -> hasCalls ? ChatMessage.assistant(content, toolCalls(i, toolCalls))
+                            : ChatMessage.assistant(content);
+                    case "tool" -> {
+                        JsonNode callId = m.get("tool_call_id");
+                        if (callId == null || !callId.isTextual()) {
+                            throw ApiError.badField("messages", "message " + i + " has role 'tool' and needs a string 'tool_call_id', got "
+                                    + (callId == null ? "none" : abbreviate(callId.toString())));
+                        }
+                        yield ChatMessage.tool(callId.asText(), content);
+                    }
+                    default -> throw ApiError.badField("messages", "message " + i + " has role '" + abbreviate(role.asText())
+                            + "'; the roles are system, developer, user, assistant and tool");
+                });
             } catch (IllegalArgumentException e) {
                 throw ApiError.badField("messages", "message " + i + ": " + e.getMessage());
             }
@@ -488,6 +694,89 @@ public final class OpenAiServer implements AutoCloseable {
         return tokenizer.encode(text);
     }
 
+    /** A message's text: a string, or the text of an array of {@code text} parts; null only where {@code nullable}. */
+    private static String messageContent(int i, JsonNode content, boolean nullable) throws ApiError {
+        if (content == null || content.isNull()) {
+            if (nullable) {
+                return "";
+            }
+            throw ApiError.badField("messages", "message " + i + " needs 'content' (a string or an array of text parts)");
+        }
+        if (content.isTextual()) {
+            return content.asText();
+        }
+        if (!content.isArray()) {
+            throw ApiError.badField("messages", "message " + i + " 'content' must be a string or an array of text parts, got "
+                    + abbreviate(content.toString()));
+        }
+        StringBuilder text = new StringBuilder();
+        for (int j = 0; j < content.size(); j++) {
+            JsonNode part = content.get(j);
+            JsonNode type = part.get("type");
+            if (type == null || !type.isTextual()) {
+                throw ApiError.badField("messages", "message " + i + " content part " + j + " needs a string 'type', got "
+                        + abbreviate(part.toString()));
+            }
+            if (!type.asText().equals("text")) {
+                throw ApiError.badField("messages", "message " + i + " content part " + j + " has type '" + abbreviate(type.asText())
+                        + "', which is not supported: only 'text' parts are");
+            }
+            JsonNode t = part.get("text");
+            if (t == null || !t.isTextual()) {
+                throw ApiError.badField("messages", "message " + i + " content part " + j + " needs a string 'text', got "
+                        + abbreviate(part.toString()));
+            }
+            if (j > 0) {
+                text.append('\n');
+            }
+            text.append(t.asText());
+        }
+        return text.toString();
+    }
+
+    /**
+     * An assistant message's {@code tool_calls} as the JSON text the chat format renders:
+     * {@code {"name": ..., "arguments": ...}}, the arguments as parsed JSON when the string is
+     * JSON, otherwise as the string.
+     */
+    private static List<ToolCall> toolCalls(int i, JsonNode calls) throws ApiError {
+        if (!calls.isArray()) {
+            throw ApiError.badField("messages", "message " + i + " 'tool_calls' must be an array, got " + abbreviate(calls.toString()));
+        }
+        List<ToolCall> out = new ArrayList<>();
+        for (int j = 0; j < calls.size(); j++) {
+            JsonNode c = calls.get(j);
+            JsonNode type = c.get("type");
+            JsonNode function = c.get("function");
+            if (type != null && !type.isNull() && !"function".equals(type.asText(null))) {
+                throw ApiError.badField("messages", "message " + i + " tool call " + j + " has type " + abbreviate(type.toString())
+                        + "; only 'function' calls are supported");
+            }
+            if (function == null || !function.isObject() || !function.path("name").isTextual()) {
+                throw ApiError.badField("messages", "message " + i + " tool call " + j + " needs a 'function' with a string 'name', got "
+                        + abbreviate(c.toString()));
+            }
+            JsonNode args = function.get("arguments");
+            JsonNode arguments; // a JSON object as templates expect it; text that is not JSON stays text
+            if (args == null || args.isNull()) {
+                arguments = JSON.createObjectNode();
+            } else if (args.isTextual()) {
+                JsonNode parsed;
+                try {
+                    parsed = JSON.readTree(args.asText());
+                } catch (JsonProcessingException e) {
+                    parsed = null;
+                }
+                arguments = parsed == null || parsed.isMissingNode() ? args : parsed;
+            } else {
+                arguments = args;
+            }
+            JsonNode id = c.get("id");
+            out.add(new ToolCall(id != null && id.isTextual() ? id.asText() : null, function.get("name").asText(), arguments));
+        }
+        return out;
+    }
+
     private static String abbreviate(String s) {
         return s.length() <= 80 ? s : s.substring(0, 77) + "...";
     }
@@ -496,109 +785,286 @@ public final class OpenAiServer implements AutoCloseable {
         Parsed p = parse(chat, body);
         String id = (chat ? "chatcmpl-" : "cmpl-") + UUID.randomUUID().toString().replace("-", "");
         long createdAt = System.currentTimeMillis() / 1000;
-        QueueSink sink = new QueueSink();
-        Generator.Handle handle;
+        LinkedBlockingQueue<Event> events = new LinkedBlockingQueue<>();
+        List<Generator.Handle> handles = new ArrayList<>();
         try {
-            handle = generator.submit(p.request, sink);
+            for (int i = 0; i < p.choices.size(); i++) { // the choices share the prompt's KV blocks through the prefix cache
+                handles.add(generator.submit(p.choices.get(i), new QueueSink(i, events)));
+            }
         } catch (IllegalArgumentException e) { // the prompt and max_tokens do not fit one sequence's KV
+            handles.forEach(Generator.Handle::cancel);
             throw ApiError.badField("max_tokens", e.getMessage());
         } catch (ModelFileChangedException e) {
+            handles.forEach(Generator.Handle::cancel);
             throw modelUnavailable(e);
+        } catch (RuntimeException e) {
+            handles.forEach(Generator.Handle::cancel);
+            throw e;
+        }
+        GenerationRequest first = p.choices.getFirst();
+        List<LogprobsWriter> logprobs = new ArrayList<>();
+        for (int i = 0; i < handles.size(); i++) {
+            logprobs.add(first.wantsLogprobs() ? new LogprobsWriter(chat, first.topLogprobs()) : null);
         }
         try {
             if (p.stream) {
-                stream(ex, chat, id, createdAt, sink, handle);
+                stream(ex, chat, id, createdAt, events, handles, logprobs, p.includeUsage);
             } else {
-                whole(ex, chat, id, createdAt, sink);
+                whole(ex, chat, id, createdAt, events, logprobs);
             }
-        } catch (IOException | RuntimeException e) {
-            handle.cancel();
+        } catch (IOException | RuntimeException | ApiError e) {
+            handles.forEach(Generator.Handle::cancel);
             throw e;
         } catch (InterruptedException e) {
-            handle.cancel();
+            handles.forEach(Generator.Handle::cancel);
             Thread.currentThread().interrupt();
         }
     }
 
-    private void whole(HttpExchange ex, boolean chat, String id, long createdAt, QueueSink sink)
-            throws IOException, InterruptedException, ApiError {
-        StringBuilder text = new StringBuilder();
-        while (true) {
-            Event e = sink.events.take();
-            if (e.text != null) {
-                text.append(e.text);
-                continue;
-            }
-            if (e.error instanceof ModelFileChangedException changed) {
+    /** The whole answer once every choice has finished; the first failure fails the request. */
+    private void whole(HttpExchange ex, boolean chat, String id, long createdAt, LinkedBlockingQueue<Event> events,
+                       List<LogprobsWriter> logprobs) throws IOException, InterruptedException, ApiError {
+        int n = logprobs.size();
+        StringBuilder[] text = new StringBuilder[n];
+        Event[] end = new Event[n];
+        for (int i = 0; i < n; i++) {
+            text[i] = new StringBuilder();
+        }
+        for (int finished = 0; finished < n; ) {
+            Event e = events.take();
+            if (e.logprobs != null) {
+                logprobs.get(e.index).add(e.logprobs);
+            } else if (e.text != null) {
+                text[e.index].append(e.text);
+            } else if (e.error instanceof ModelFileChangedException changed) {
                 throw modelUnavailable(changed);
-            }
-            if (e.error != null) {
+            } else if (e.error != null) {
                 throw new ApiError(500, "server_error", null, "generation failed: " + e.error.getMessage());
-            }
-            ObjectNode out = head(id, chat ? "chat.completion" : "text_completion", createdAt);
-            ObjectNode choice = out.putArray("choices").addObject().put("index", 0);
-            if (chat) {
-                choice.putObject("message").put("role", "assistant").put("content", text.toString());
             } else {
-                choice.put("text", text.toString());
-                choice.putNull("logprobs");
+                end[e.index] = e;
+                finished++;
             }
-            choice.put("finish_reason", e.reason.openAiName());
-            usage(out, e);
-            sendJson(ex, 200, out);
-            return;
+        }
+        ObjectNode out = head(id, chat ? "chat.completion" : "text_completion", createdAt);
+        var choices = out.putArray("choices");
+        int completionTokens = 0;
+        for (int i = 0; i < n; i++) {
+            ObjectNode choice = choices.addObject().put("index", i);
+            if (chat) {
+                choice.putObject("message").put("role", "assistant").put("content", text[i].toString()).putNull("refusal");
+            } else {
+                choice.put("text", text[i].toString());
+            }
+            putLogprobs(choice, logprobs.get(i));
+            choice.put("finish_reason", end[i].reason.openAiName());
+            completionTokens += end[i].completionTokens;
+        }
+        usage(out, end[0].promptTokens, completionTokens);
+        sendJson(ex, 200, out);
+    }
+
+    /** {@code logprobs} of a choice: null when not asked for, else the entries gathered since the last call. */
+    private static void putLogprobs(ObjectNode choice, LogprobsWriter logprobs) {
+        if (logprobs == null) {
+            choice.putNull("logprobs");
+        } else {
+            choice.set("logprobs", logprobs.drain());
         }
     }
 
-    private void stream(HttpExchange ex, boolean chat, String id, long createdAt, QueueSink sink, Generator.Handle handle)
+    /**
+     * Writes a stream: for chat a first chunk with the role per choice, then one chunk per text
+     * delta of a choice (with the log-probabilities of its tokens since its previous chunk, when
+     * asked for), a chunk with the choice's {@code finish_reason} (and the log-probabilities of
+     * tokens whose text never came); once every choice has finished, with {@code include_usage}
+     * a chunk with empty {@code choices} and the {@code usage} (the other chunks then carry
+     * {@code "usage": null}, as OpenAI's do), then {@code [DONE]}. A failure of one choice ends
+     * the stream with an error event and cancels the others.
+     */
+    private void stream(HttpExchange ex, boolean chat, String id, long createdAt, LinkedBlockingQueue<Event> events,
+                        List<Generator.Handle> handles, List<LogprobsWriter> logprobs, boolean includeUsage)
             throws IOException, InterruptedException {
         ex.getResponseHeaders().set("Content-Type", "text/event-stream; charset=utf-8");
         ex.getResponseHeaders().set("Cache-Control", "no-cache");
         ex.sendResponseHeaders(200, 0);
         OutputStream out = ex.getResponseBody();
         String object = chat ? "chat.completion.chunk" : "text_completion";
+        int n = handles.size();
         try {
             if (chat) {
-                ObjectNode first = head(id, object, createdAt);
-                ObjectNode c = first.putArray("choices").addObject().put("index", 0);
-                c.putObject("delta").put("role", "assistant").put("content", "");
-                c.putNull("finish_reason");
-                event(out, first.toString());
+                for (int i = 0; i < n; i++) {
+                    ObjectNode first = chunkHead(id, object, createdAt, includeUsage);
+                    ObjectNode c = first.putArray("choices").addObject().put("index", i);
+                    c.putObject("delta").put("role", "assistant").put("content", "");
+                    c.putNull("logprobs");
+                    c.putNull("finish_reason");
+                    event(out, first.toString());
+                }
             }
-            while (true) {
-                Event e = sink.events.take();
-                ObjectNode chunk = head(id, object, createdAt);
-                ObjectNode c = chunk.putArray("choices").addObject().put("index", 0);
+            int promptTokens = 0;
+            int completionTokens = 0;
+            for (int finished = 0; finished < n; ) {
+                Event e = events.take();
+                if (e.logprobs != null) {
+                    logprobs.get(e.index).add(e.logprobs);
+                    continue;
+                }
+                if (e.error != null) {
+                    handles.forEach(Generator.Handle::cancel);
+                    ObjectNode err = JSON.createObjectNode();
+                    err.putObject("error").put("message", "generation failed: " + e.error.getMessage()).put("type", "server_error");
+                    event(out, err.toString());
+                    event(out, "[DONE]");
+                    return;
+                }
+                LogprobsWriter lp = logprobs.get(e.index);
+                ObjectNode chunk = chunkHead(id, object, createdAt, includeUsage);
+                ObjectNode c = chunk.putArray("choices").addObject().put("index", e.index);
                 if (e.text != null) {
                     if (chat) {
                         c.putObject("delta").put("content", e.text);
                     } else {
                         c.put("text", e.text);
                     }
+                    putLogprobs(c, lp);
                     c.putNull("finish_reason");
-                    event(out, chunk.toString());
-                    continue;
-                }
-                if (e.error != null) {
-                    ObjectNode err = JSON.createObjectNode();
-                    err.putObject("error").put("message", "generation failed: " + e.error.getMessage()).put("type", "server_error");
-                    event(out, err.toString());
                 } else {
                     if (chat) {
                         c.putObject("delta");
                     } else {
                         c.put("text", "");
                     }
+                    if (lp != null && lp.pending()) {
+                        putLogprobs(c, lp);
+                    } else {
+                        c.putNull("logprobs");
+                    }
                     c.put("finish_reason", e.reason.openAiName());
-                    usage(chunk, e);
-                    event(out, chunk.toString());
+                    promptTokens = e.promptTokens;
+                    completionTokens += e.completionTokens;
+                    finished++;
                 }
-                event(out, "[DONE]");
-                return;
+                event(out, chunk.toString());
             }
+            if (includeUsage) {
+                ObjectNode last = head(id, object, createdAt);
+                last.putArray("choices");
+                usage(last, promptTokens, completionTokens);
+                event(out, last.toString());
+            }
+            event(out, "[DONE]");
         } catch (IOException e) {
-            handle.cancel(); // the client is gone: free its sequence now
+            handles.forEach(Generator.Handle::cancel); // the client is gone: free its sequences now
             throw e;
+        }
+    }
+
+    /** A chunk's head; with {@code include_usage} every chunk but the last has {@code "usage": null}. */
+    private ObjectNode chunkHead(String id, String object, long createdAt, boolean includeUsage) {
+        ObjectNode h = head(id, object, createdAt);
+        if (includeUsage) {
+            h.putNull("usage");
+        }
+        return h;
+    }
+
+    /**
+     * Builds the OpenAI {@code logprobs} object of one choice from the tokens' log-probabilities,
+     * in the endpoint's shape: chat {@code {"content": [{"token", "logprob", "bytes",
+     * "top_logprobs": [{"token", "logprob", "bytes"}]}], "refusal": null}}; completions
+     * {@code {"tokens", "token_logprobs", "top_logprobs": [{token: logprob}], "text_offset"}},
+     * whose dictionaries hold the top alternatives plus the chosen token, as OpenAI's do. A
+     * token's string is its UTF-8 text, or, when its bytes are not whole UTF-8 characters on their
+     * own, {@code bytes:} followed by {@code \xNN} per byte; {@code bytes} are always its exact
+     * bytes. {@code text_offset} counts characters (code points) of the generated text before the
+     * token. Exchange thread only.
+     */
+    private final class LogprobsWriter {
+        private final boolean chat;
+        private final int top;
+        private final List<TokenLogprobs> pending = new ArrayList<>();
+        private long offset; // characters generated before the next token, for text_offset
+
+        LogprobsWriter(boolean chat, int top) {
+            this.chat = chat;
+            this.top = top;
+        }
+
+        void add(TokenLogprobs t) {
+            pending.add(t);
+        }
+
+        boolean pending() {
+            return !pending.isEmpty();
+        }
+
+        /** The logprobs object of the tokens added since the last drain. */
+        ObjectNode drain() {
+            ObjectNode out = JSON.createObjectNode();
+            if (chat) {
+                var content = out.putArray("content");
+                for (TokenLogprobs t : pending) {
+                    ObjectNode entry = tokenEntry(content.addObject(), t.token(), t.logprob());
+                    var tops = entry.putArray("top_logprobs");
+                    for (int i = 0; i < Math.min(top, t.top()); i++) {
+                        tokenEntry(tops.addObject(), t.topIds()[i], t.topLogprobs()[i]);
+                    }
+                }
+                out.putNull("refusal");
+            } else {
+                var tokens = out.putArray("tokens");
+                var lps = out.putArray("token_logprobs");
+                var tops = out.putArray("top_logprobs");
+                var offsets = out.putArray("text_offset");
+                for (TokenLogprobs t : pending) {
+                    tokens.add(tokenString(t.token()));
+                    lps.add(t.logprob());
+                    ObjectNode alternatives = tops.addObject();
+                    for (int i = 0; i < Math.min(top, t.top()); i++) {
+                        alternatives.put(tokenString(t.topIds()[i]), t.topLogprobs()[i]);
+                    }
+                    alternatives.put(tokenString(t.token()), t.logprob());
+                    offsets.add(offset);
+                    if (!tokenizer.isSpecial(t.token())) {
+                        for (byte b : tokenBytes(t.token())) {
+                            if ((b & 0xC0) != 0x80) { // a character starts here
+                                offset++;
+                            }
+                        }
+                    }
+                }
+            }
+            pending.clear();
+            return out;
+        }
+
+        private ObjectNode tokenEntry(ObjectNode entry, int token, double logprob) {
+            entry.put("token", tokenString(token)).put("logprob", logprob);
+            var bytes = entry.putArray("bytes");
+            for (byte b : tokenBytes(token)) {
+                bytes.add(b & 0xFF);
+            }
+            return entry;
+        }
+    }
+
+    /** A token's exact bytes (a special token's are its text's). */
+    private byte[] tokenBytes(int token) {
+        return tokenizer.decodeBytes(new int[] {token}, false);
+    }
+
+    /** A token's text, or {@code bytes:\xNN...} when its bytes are not whole UTF-8 characters. */
+    private String tokenString(int token) {
+        byte[] b = tokenBytes(token);
+        try {
+            return StandardCharsets.UTF_8.newDecoder().onMalformedInput(CodingErrorAction.REPORT)
+                    .onUnmappableCharacter(CodingErrorAction.REPORT).decode(ByteBuffer.wrap(b)).toString();
+        } catch (CharacterCodingException e) {
+            StringBuilder s = new StringBuilder("bytes:");
+            for (byte x : b) {
+                s.append(String.format("\\x%02x", x & 0xFF));
+            }
+            return s.toString();
         }
     }
 
@@ -611,9 +1077,10 @@ public final class OpenAiServer implements AutoCloseable {
         return JSON.createObjectNode().put("id", id).put("object", object).put("created", createdAt).put("model", config.modelId());
     }
 
-    private static void usage(ObjectNode out, Event e) {
-        out.putObject("usage").put("prompt_tokens", e.promptTokens).put("completion_tokens", e.completionTokens)
-                .put("total_tokens", e.promptTokens + e.completionTokens);
+    /** The usage of a request: its prompt counted once, the tokens of all its choices. */
+    private static void usage(ObjectNode out, int promptTokens, int completionTokens) {
+        out.putObject("usage").put("prompt_tokens", promptTokens).put("completion_tokens", completionTokens)
+                .put("total_tokens", promptTokens + completionTokens);
     }
 
     private static void sendJson(HttpExchange ex, int status, JsonNode body) throws IOException {
@@ -653,27 +1120,39 @@ public final class OpenAiServer implements AutoCloseable {
         sendJson(ex, e.status, root);
     }
 
-    /** One thing a generation produced: text, or its end (reason and usage), or its failure. */
-    private record Event(String text, FinishReason reason, int promptTokens, int completionTokens, RuntimeException error) {
+    /** One thing choice {@code index} produced: text, a token's log-probabilities, or its end (reason and usage), or its failure. */
+    private record Event(int index, String text, TokenLogprobs logprobs, FinishReason reason, int promptTokens, int completionTokens,
+                         RuntimeException error) {
     }
 
-    /** Hands a generation's output from the generator's thread to the exchange's thread. */
+    /** Hands one choice's output from the generator's thread to the exchange's thread, through the request's queue. */
     private static final class QueueSink implements TextSink {
-        final LinkedBlockingQueue<Event> events = new LinkedBlockingQueue<>();
+        final int index;
+        final LinkedBlockingQueue<Event> events;
+
+        QueueSink(int index, LinkedBlockingQueue<Event> events) {
+            this.index = index;
+            this.events = events;
+        }
+
+        @Override
+        public void logprobs(TokenLogprobs token) {
+            events.add(new Event(index, null, token, null, 0, 0, null));
+        }
 
         @Override
         public void text(String delta) {
-            events.add(new Event(delta, null, 0, 0, null));
+            events.add(new Event(index, delta, null, null, 0, 0, null));
         }
 
         @Override
         public void finished(FinishReason reason, int promptTokens, int completionTokens) {
-            events.add(new Event(null, reason, promptTokens, completionTokens, null));
+            events.add(new Event(index, null, null, reason, promptTokens, completionTokens, null));
         }
 
         @Override
         public void failed(RuntimeException error) {
-            events.add(new Event(null, null, 0, 0, error));
+            events.add(new Event(index, null, null, null, 0, 0, error));
         }
     }
 }

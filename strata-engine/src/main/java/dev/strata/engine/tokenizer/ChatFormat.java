@@ -6,9 +6,14 @@ import java.util.List;
  * The chat formats of the supported families, written in Java: the fallback {@link ChatRenderer}
  * uses for a checkpoint whose {@code tokenizer_config.json} has no {@code chat_template} (a
  * checkpoint's own template, rendered by {@link ChatTemplate}, always wins). Each is what the
- * family's templates produce for plain system/user/assistant messages; tool calls, Qwen3's thinking
- * switch and per-message extras are not rendered. The rendered text is then encoded with special
- * tokens matched. Immutable; any thread.
+ * family's templates produce for plain system/user/assistant messages (Qwen3's thinking switch and
+ * per-message extras are not rendered). Tool calls and tool results become ordinary messages first
+ * ({@link #assistantToolCalls}, {@link #toolResult}), in the Hermes form the Qwen templates use:
+ * each call a {@code <tool_call>\n{"name": ..., "arguments": ...}\n</tool_call>} block after the
+ * assistant's text, each result a {@code <tool_response>\n...\n</tool_response>} user message
+ * (Llama 3: an {@code ipython} message, as its template has it); consecutive results are not
+ * merged into one turn. The rendered text is then encoded with special tokens matched. Immutable;
+ * any thread.
  *
  * <ul>
  *   <li>{@link #CHATML} (Qwen3, Qwen3-MoE): {@code <|im_start|>role\ncontent<|im_end|>\n} per
@@ -29,6 +34,32 @@ public enum ChatFormat {
     LLAMA3,
     MISTRAL_INST,
     TULU;
+
+    /**
+     * The assistant message that made tool calls: its text (may be empty) followed by one
+     * {@code <tool_call>} block per call.
+     *
+     * @param callsJson each call as one JSON object text {@code {"name": ..., "arguments": ...}}
+     */
+    public ChatMessage assistantToolCalls(String content, List<String> callsJson) {
+        StringBuilder s = new StringBuilder(content == null ? "" : content);
+        for (String call : callsJson) {
+            if (!s.isEmpty()) {
+                s.append('\n');
+            }
+            s.append("<tool_call>\n").append(call).append("\n</tool_call>");
+        }
+        return ChatMessage.assistant(s.toString());
+    }
+
+    /** The message that hands a tool's result back to the model, in this format's form. */
+    public ChatMessage toolResult(String content) {
+        String text = content == null ? "" : content;
+        return switch (this) {
+            case LLAMA3 -> new ChatMessage("ipython", text);
+            case CHATML, MISTRAL_INST, TULU -> ChatMessage.user("<tool_response>\n" + text + "\n</tool_response>");
+        };
+    }
 
     /**
      * Renders {@code messages}; with {@code generationPrompt} the text ends where the assistant's

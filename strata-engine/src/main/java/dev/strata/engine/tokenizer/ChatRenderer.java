@@ -75,13 +75,21 @@ public final class ChatRenderer {
             if (!tools.isEmpty()) {
                 throw new IllegalArgumentException("this model has no chat template in tokenizer_config.json, so it takes no tools");
             }
-            for (ChatMessage m : messages) {
-                if (!m.toolCalls().isEmpty() || m.toolCallId() != null) {
-                    throw new IllegalArgumentException("this model has no chat template in tokenizer_config.json, so it takes "
-                            + "no tool calls or tool results (message role '" + m.role() + "')");
+            java.util.List<ChatMessage> plain = new java.util.ArrayList<>(messages.size());
+            for (ChatMessage m : messages) { // the family's format writes calls and results as ordinary messages
+                if (!m.toolCalls().isEmpty()) {
+                    java.util.List<String> calls = new java.util.ArrayList<>();
+                    for (ToolCall c : m.toolCalls()) {
+                        calls.add(c.toJson());
+                    }
+                    plain.add(fallback.assistantToolCalls(m.content(), calls));
+                } else if ("tool".equals(m.role())) {
+                    plain.add(fallback.toolResult(m.content()));
+                } else {
+                    plain.add(m);
                 }
             }
-            return fallback.render(messages, addGenerationPrompt, bosToken, eosToken);
+            return fallback.render(plain, addGenerationPrompt, bosToken, eosToken);
         }
         return pick(!tools.isEmpty()).render(messages, tools, addGenerationPrompt, bosToken, eosToken, kwargs);
     }

@@ -35,4 +35,12 @@ public record ToolCall(String id, String name, JsonNode arguments) {
         call.put("function", function);
         return call;
     }
+
+    /** The call as one JSON object text, {@code {"name": ..., "arguments": ...}}: the Hermes form the fallback formats write. */
+    public String toJson() {
+        com.fasterxml.jackson.databind.node.ObjectNode o = com.fasterxml.jackson.databind.node.JsonNodeFactory.instance.objectNode();
+        o.put("name", name);
+        o.set("arguments", arguments);
+        return o.toString();
+    }
 }

@@ -272,4 +272,76 @@ class SamplerTest {
             assertThat(allocated).as("bytes allocated by 2000 tokens with %s", s.params()).isLessThan(2000);
         }
     }
+
+    /** log softmax(l / t) of id {@code i} over the first {@code v} ids, naively in double with max subtraction. */
+    private static double referenceLogprob(float[] l, int v, double t, int i) {
+        double max = Double.NEGATIVE_INFINITY;
+        for (int j = 0; j < v; j++) {
+            max = Math.max(max, l[j] / t);
+        }
+        double sum = 0;
+        for (int j = 0; j < v; j++) {
+            sum += Math.exp(l[j] / t - max);
+        }
+        return l[i] / t - max - Math.log(sum);
+    }
+
+    @Test
+    void logprobsAreTheTemperedSoftmaxOfTheSampledRowWithTheMostLikelyFirst() {
+        Property.forAll("logprobs", 200, r -> {
+            int v = 1 + r.nextInt(120);
+            float[] l = logits(r, v + r.nextInt(5), v);
+            boolean greedy = r.nextBoolean();
+            double t = greedy ? 0 : 0.1 + r.nextDouble() * 1.9;
+            SamplingParams.Builder b = SamplingParams.builder().seed(r.nextLong()).temperature(t);
+            if (!greedy && r.nextBoolean()) {
+                b.topK(1 + r.nextInt(v)).topP(0.05 + r.nextDouble() * 0.95); // truncation does not change the reported distribution
+            }
+            Sampler s = new Sampler(b.build(), v);
+            int token = s.sample(l);
+            int top = r.nextInt(Sampler.MAX_TOP_LOGPROBS + 1);
+            TokenLogprobs lp = s.logprobsOfLast(l, 0, top);
+            double scale = greedy ? 1.0 : t;
+            assertThat(lp.token()).isEqualTo(token);
+            assertThat(lp.logprob()).isLessThanOrEqualTo(0.0).isCloseTo(referenceLogprob(l, v, scale, token), org.assertj.core.api.Assertions.within(1e-9));
+            assertThat(lp.top()).isEqualTo(Math.min(top, v));
+            Integer[] ranked = ranked(l, v);
+            double mass = 0;
+            for (int i = 0; i < lp.top(); i++) {
+                assertThat(lp.topIds()[i]).as("rank %d", i).isEqualTo(ranked[i]);
+                assertThat(lp.topLogprobs()[i]).isLessThanOrEqualTo(0.0)
+                        .isCloseTo(referenceLogprob(l, v, scale, ranked[i]), org.assertj.core.api.Assertions.within(1e-9));
+                mass += Math.exp(lp.topLogprobs()[i]);
+            }
+            assertThat(mass).isLessThanOrEqualTo(1.0 + 1e-12);
+            if (greedy && top > 0) {
+                assertThat(lp.topIds()[0]).isEqualTo(token);
+                assertThat(lp.topLogprobs()[0]).isEqualTo(lp.logprob());
+            }
+        });
+    }
+
+    @Test
+    void logprobsStayFiniteForHugeLogitsAndFloorMaskedOnes() {
+        float[] l = {30000f, 29990f, Float.NEGATIVE_INFINITY, -30000f};
+        Sampler s = new Sampler(SamplingParams.greedy(4, List.of()), 4);
+        assertThat(s.sample(l)).isZero();
+        TokenLogprobs lp = s.logprobsOfLast(l, 0, 4);
+        assertThat(lp.logprob()).isCloseTo(-Math.log1p(Math.exp(-10)), org.assertj.core.api.Assertions.within(1e-12));
+        assertThat(lp.topIds()).containsExactly(0, 1, 3);
+        assertThat(lp.topLogprobs()[1]).isCloseTo(-10 - Math.log1p(Math.exp(-10)), org.assertj.core.api.Assertions.within(1e-9));
+        assertThat(lp.topLogprobs()[2]).isEqualTo(TokenLogprobs.FLOOR); // exp(-60000) is 0 in double
+    }
+
+    @Test
+    void logprobsUseThePenalizedRowTheTokenWasDrawnFrom() {
+        float[] l = {2f, 1.5f, 0f};
+        Sampler s = new Sampler(SamplingParams.builder().temperature(0).frequencyPenalty(2).build(), 3);
+        assertThat(s.sample(l)).isZero();
+        assertThat(s.sample(l)).as("id 0 penalized to 0").isEqualTo(1);
+        TokenLogprobs lp = s.logprobsOfLast(l, 0, 2);
+        float[] penalized = {0f, 1.5f, 0f};
+        assertThat(lp.logprob()).isCloseTo(referenceLogprob(penalized, 3, 1, 1), org.assertj.core.api.Assertions.within(1e-12));
+        assertThat(lp.topIds()).containsExactly(1, 0);
+    }
 }

@@ -68,7 +68,8 @@ class SamplingParamsTest {
         rejects(b -> b.maxTokens(-7), "max_tokens", "max_tokens must be >= 1, got -7");
         rejects(b -> b.maxTokens(9).maxTokensLimit(8), "max_tokens", "max_tokens must be in [1, 8], got 9");
         rejects(b -> b.maxTokens(0).maxTokensLimit(8), "max_tokens", "max_tokens must be in [1, 8], got 0");
-        rejects(b -> b.n(2), "n", "n must be 1 (one choice per request), got 2");
+        rejects(b -> b.n(17), "n", "n must be in [1, 16] (choices per request), got 17");
+        rejects(b -> b.n(0), "n", "n must be in [1, 16] (choices per request), got 0");
         rejects(b -> b.stop(null), "stop", "stop must be a list (possibly empty), got null");
         rejects(b -> b.stop(List.of("a", "b", "c", "d", "e\"")), "stop",
                 "stop must hold at most 4 strings, got 5: [\"a\",\"b\",\"c\",\"d\",\"e\\\"\"]");

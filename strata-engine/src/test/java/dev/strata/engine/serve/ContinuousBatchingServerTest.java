@@ -360,7 +360,8 @@ class ContinuousBatchingServerTest {
         assertThat(text.length()).as("greedy text long enough to cut: '%s'", text).isGreaterThanOrEqualTo(6);
         String stop = text.substring(text.length() / 2, text.length() / 2 + 3);
         String cut = text.substring(0, text.indexOf(stop));
-        HttpResponse<String> streamed = client.send(request(completion(prompt, 30, ",\"stream\":true,\"stop\":["
+        HttpResponse<String> streamed = client.send(request(completion(prompt, 30, ",\"stream\":true,"
+                + "\"stream_options\":{\"include_usage\":true},\"stop\":["
                 + JSON.writeValueAsString(stop) + ",\"never-produced\"]")), HttpResponse.BodyHandlers.ofString());
         assertThat(streamed.statusCode()).isEqualTo(200);
         StringBuilder joined = new StringBuilder();
@@ -372,11 +373,14 @@ class ContinuousBatchingServerTest {
                 break;
             }
             JsonNode chunk = JSON.readTree(data);
+            if (chunk.get("choices").isEmpty()) { // the usage chunk, last
+                completionTokens = chunk.get("usage").get("completion_tokens").asInt();
+                continue;
+            }
             JsonNode choice = chunk.get("choices").get(0);
             joined.append(choice.get("text").asText());
             if (!choice.get("finish_reason").isNull()) {
                 reason = choice.get("finish_reason").asText();
-                completionTokens = chunk.get("usage").get("completion_tokens").asInt();
             }
         }
         assertThat(joined.toString()).isEqualTo(cut);

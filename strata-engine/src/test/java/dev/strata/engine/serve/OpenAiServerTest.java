@@ -151,9 +151,30 @@ class OpenAiServerTest {
         }
         JsonNode last = JSON.readTree(ev.get(ev.size() - 2));
         assertThat(last.get("choices").get(0).get("finish_reason").asText()).isEqualTo(reason);
-        assertThat(last.get("usage")).isEqualTo(usage);
+        assertThat(last.has("usage")).as("no usage without stream_options.include_usage: %s", last).isFalse();
         assertThat(joined.toString()).isEqualTo(text);
+
+        assertUsageComesLast(events(post(server, "/v1/completions",
+                req + ",\"stream\":true,\"stream_options\":{\"include_usage\":true}}", null).body()), reason, usage);
         assertThat(engine.kv().stats().openSequences()).isZero();
+    }
+
+    /**
+     * With {@code stream_options.include_usage}: the finish chunk, then a chunk with empty
+     * {@code choices} and the usage, then [DONE]; every other chunk has {@code "usage": null}.
+     */
+    private static void assertUsageComesLast(List<String> ev, String reason, JsonNode usage) throws Exception {
+        assertThat(ev.getLast()).isEqualTo("[DONE]");
+        JsonNode usageChunk = JSON.readTree(ev.get(ev.size() - 2));
+        assertThat(usageChunk.get("choices").isArray()).isTrue();
+        assertThat(usageChunk.get("choices")).isEmpty();
+        assertThat(usageChunk.get("usage")).isEqualTo(usage);
+        JsonNode finish = JSON.readTree(ev.get(ev.size() - 3));
+        assertThat(finish.get("choices").get(0).get("finish_reason").asText()).isEqualTo(reason);
+        for (int i = 0; i < ev.size() - 2; i++) {
+            JsonNode c = JSON.readTree(ev.get(i));
+            assertThat(c.get("usage").isNull()).as("chunk %d: %s", i, c).isTrue();
+        }
     }
 
     @Test
@@ -187,7 +208,10 @@ class OpenAiServerTest {
         JsonNode last = JSON.readTree(ev.get(ev.size() - 2));
         assertThat(last.get("choices").get(0).get("finish_reason").asText())
                 .isEqualTo(w.get("choices").get(0).get("finish_reason").asText());
-        assertThat(last.get("usage")).isEqualTo(usage);
+        assertThat(last.has("usage")).as("no usage without stream_options.include_usage: %s", last).isFalse();
+        assertUsageComesLast(events(post(server, "/v1/chat/completions",
+                req + ",\"stream\":true,\"stream_options\":{\"include_usage\":true}}", null).body()),
+                w.get("choices").get(0).get("finish_reason").asText(), usage);
 
         // a stop string taken from the middle of the greedy text cuts it just before
         if (text.length() >= 4) {
@@ -345,7 +369,7 @@ class OpenAiServerTest {
                 new SamplingCase("\"top_k\":-2", "top_k", b -> b.topK(-2)),
                 new SamplingCase("\"presence_penalty\":2.5", "presence_penalty", b -> b.presencePenalty(2.5)),
                 new SamplingCase("\"frequency_penalty\":-7", "frequency_penalty", b -> b.frequencyPenalty(-7)),
-                new SamplingCase("\"n\":2", "n", b -> b.n(2)),
+                new SamplingCase("\"n\":17", "n", b -> b.n(17)),
                 new SamplingCase("\"max_tokens\":513", "max_tokens", b -> b.maxTokens(513).maxTokensLimit(512)),
                 new SamplingCase("\"max_tokens\":0", "max_tokens", b -> b.maxTokens(0).maxTokensLimit(512)));
         for (SamplingCase c : refused) {
@@ -445,6 +469,276 @@ class OpenAiServerTest {
         HttpResponse<String> after = post(server, "/v1/completions", "{\"prompt\":" + JSON.writeValueAsString(prompt)
                 + ",\"max_tokens\":500}", null);
         assertThat(after.statusCode()).as(after.body()).isEqualTo(200);
+        assertThat(engine.kv().stats().openSequences()).isZero();
+    }
+
+    private static final String CHAT = "/v1/chat/completions";
+
+    /** A greedy chat request over {@code messages} (a JSON array) plus {@code extra} fields. */
+    private static String chat(String messages, String extra) {
+        return "{\"model\":\"" + MODEL + "\",\"messages\":" + messages + ",\"max_tokens\":8" + extra + "}";
+    }
+
+    @Test
+    void messagesTakeTextPartsToolCallsAndToolResults() throws Exception {
+        JsonNode plain = JSON.readTree(post(server, CHAT, chat("[{\"role\":\"user\",\"content\":\"one\\ntwo\"}]", ""), null).body());
+        HttpResponse<String> parts = post(server, CHAT, chat("[{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"one\"},"
+                + "{\"type\":\"text\",\"text\":\"two\"}]}]", ""), null);
+        assertThat(parts.statusCode()).as(parts.body()).isEqualTo(200);
+        JsonNode p = JSON.readTree(parts.body());
+        assertThat(p.get("usage").get("prompt_tokens")).as("text parts joined by newlines").isEqualTo(plain.get("usage").get("prompt_tokens"));
+        assertThat(p.get("choices").get(0).get("message").get("content")).isEqualTo(plain.get("choices").get(0).get("message").get("content"));
+
+        HttpResponse<String> image = post(server, CHAT, chat("[{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"a\"},"
+                + "{\"type\":\"image_url\",\"image_url\":{\"url\":\"http://x/y.png\"}}]}]", ""), null);
+        assertThat(image.statusCode()).isEqualTo(400);
+        assertThat(error(image)).contains("image_url").contains("part 1");
+
+        String user = "{\"role\":\"user\",\"content\":\"What is the weather in Paris?\"}";
+        String call = "{\"role\":\"assistant\",\"content\":null,\"tool_calls\":[{\"id\":\"call_1\",\"type\":\"function\","
+                + "\"function\":{\"name\":\"weather\",\"arguments\":\"{\\\"city\\\":\\\"Paris\\\"}\"}}]}";
+        String result = "{\"role\":\"tool\",\"tool_call_id\":\"call_1\",\"content\":\"sunny, 21 C\"}";
+        HttpResponse<String> tools = post(server, CHAT, chat("[" + user + "," + call + "," + result + "]", ""), null);
+        assertThat(tools.statusCode()).as(tools.body()).isEqualTo(200);
+        // the model's own chat template renders the call and the result
+        String rendered = engine.model().chat().render(List.of(
+                dev.strata.engine.tokenizer.ChatMessage.user("What is the weather in Paris?"),
+                dev.strata.engine.tokenizer.ChatMessage.assistant(null, List.of(new dev.strata.engine.tokenizer.ToolCall("call_1",
+                        "weather", JSON.readTree("{\"city\":\"Paris\"}")))),
+                dev.strata.engine.tokenizer.ChatMessage.tool("call_1", "sunny, 21 C")), true);
+        assertThat(rendered).contains("<tool_call>\n{\"name\": \"weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>")
+                .contains("<tool_response>\nsunny, 21 C\n</tool_response>");
+        assertThat(JSON.readTree(tools.body()).get("usage").get("prompt_tokens").asInt())
+                .as("the calls and the result are in the prompt").isEqualTo(engine.model().tokenizer().encode(rendered).length);
+
+        HttpResponse<String> noId = post(server, CHAT, chat("[" + user + ",{\"role\":\"tool\",\"content\":\"x\"}]", ""), null);
+        assertThat(noId.statusCode()).isEqualTo(400);
+        assertThat(error(noId)).contains("tool_call_id");
+        HttpResponse<String> role = post(server, CHAT, chat("[{\"role\":\"wizard\",\"content\":\"x\"}]", ""), null);
+        assertThat(role.statusCode()).isEqualTo(400);
+        assertThat(error(role)).contains("'wizard'");
+        HttpResponse<String> nullUser = post(server, CHAT, chat("[{\"role\":\"user\",\"content\":null}]", ""), null);
+        assertThat(nullUser.statusCode()).isEqualTo(400);
+        assertThat(error(nullUser)).contains("message 0").contains("content");
+        assertThat(engine.kv().stats().openSequences()).isZero();
+    }
+
+    @Test
+    void unsupportedFieldsAreRefusedByNameAndHarmlessDefaultsAccepted() throws Exception {
+        String messages = "[{\"role\":\"user\",\"content\":\"hi\"}]";
+        String[][] refused = {
+                {",\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"f\"}}]", "tools", "not supported yet"},
+                {",\"tool_choice\":\"auto\"", "tool_choice", "not supported yet"},
+                {",\"response_format\":{\"type\":\"json_object\"}", "response_format", "not supported yet"},
+                {",\"n\":17", "n", "[1, 16]"},
+                {",\"logit_bias\":{\"5\":10}", "logit_bias", "not supported"},
+                {",\"frobnicate\":true", "frobnicate", "not supported"},
+                {",\"prompt\":\"x\"", "prompt", "/v1/completions"},
+                {",\"top_logprobs\":3", "top_logprobs", "'logprobs': true"},
+                {",\"logprobs\":true,\"top_logprobs\":21", "top_logprobs", "21"},
+                {",\"stream_options\":{\"include_usage\":true}", "stream_options", "stream"}};
+        for (String[] r : refused) {
+            HttpResponse<String> resp = post(server, CHAT, chat(messages, r[0]), null);
+            assertThat(resp.statusCode()).as(r[0]).isEqualTo(400);
+            assertThat(JSON.readTree(resp.body()).get("error").get("param").asText()).as(r[0]).isEqualTo(r[1]);
+            assertThat(error(resp)).as(r[0]).contains(r[1]).contains(r[2]);
+        }
+        HttpResponse<String> echo = post(server, "/v1/completions", "{\"prompt\":\"abc\",\"echo\":true}", null);
+        assertThat(echo.statusCode()).isEqualTo(400);
+        assertThat(error(echo)).contains("echo");
+        HttpResponse<String> six = post(server, "/v1/completions", "{\"prompt\":\"abc\",\"logprobs\":6}", null);
+        assertThat(six.statusCode()).isEqualTo(400);
+        assertThat(error(six)).contains("logprobs").contains("6");
+
+        String harmless = ",\"user\":\"u-1\",\"metadata\":{\"k\":\"v\"},\"store\":false,\"service_tier\":\"auto\","
+                + "\"parallel_tool_calls\":true,\"tools\":null,\"response_format\":null,\"n\":1,\"logit_bias\":{},"
+                + "\"modalities\":[\"text\"],\"logprobs\":false";
+        HttpResponse<String> ok = post(server, CHAT, chat(messages, harmless), null);
+        assertThat(ok.statusCode()).as(ok.body()).isEqualTo(200);
+        assertThat(JSON.readTree(ok.body()).get("choices").get(0).get("logprobs").isNull()).isTrue();
+    }
+
+    @Test
+    void nChoicesAreSeparateGenerationsWhoseUsageAddsUp() throws Exception {
+        String messages = "[{\"role\":\"user\",\"content\":\"Name three tiers.\"}]";
+        String sampled = ",\"temperature\":1.0,\"seed\":40,\"max_tokens\":10";
+        HttpResponse<String> whole = post(server, CHAT, chat(messages, sampled + ",\"n\":3"), null);
+        assertThat(whole.statusCode()).as(whole.body()).isEqualTo(200);
+        JsonNode w = JSON.readTree(whole.body());
+        JsonNode choices = w.get("choices");
+        assertThat(choices).hasSize(3);
+        int completion = 0;
+        for (int i = 0; i < 3; i++) {
+            assertThat(choices.get(i).get("index").asInt()).isEqualTo(i);
+            // choice i is the generation seeded with seed + i, exactly
+            JsonNode single = JSON.readTree(post(server, CHAT, chat(messages, ",\"temperature\":1.0,\"seed\":" + (40 + i)
+                    + ",\"max_tokens\":10"), null).body());
+            assertThat(choices.get(i).get("message")).isEqualTo(single.get("choices").get(0).get("message"));
+            assertThat(choices.get(i).get("finish_reason")).isEqualTo(single.get("choices").get(0).get("finish_reason"));
+            assertThat(w.get("usage").get("prompt_tokens")).isEqualTo(single.get("usage").get("prompt_tokens"));
+            completion += single.get("usage").get("completion_tokens").asInt();
+        }
+        assertThat(w.get("usage").get("completion_tokens").asInt()).as("the choices' tokens add up").isEqualTo(completion);
+
+        List<String> ev = events(post(server, CHAT, chat(messages, sampled + ",\"n\":3,\"stream\":true,"
+                + "\"stream_options\":{\"include_usage\":true}"), null).body());
+        StringBuilder[] joined = {new StringBuilder(), new StringBuilder(), new StringBuilder()};
+        int finishes = 0;
+        for (String e : ev.subList(0, ev.size() - 2)) {
+            JsonNode c = JSON.readTree(e).get("choices").get(0);
+            int i = c.get("index").asInt();
+            if (c.get("delta").has("content")) {
+                joined[i].append(c.get("delta").get("content").asText());
+            }
+            if (!c.get("finish_reason").isNull()) {
+                finishes++;
+                assertThat(c.get("finish_reason")).isEqualTo(choices.get(i).get("finish_reason"));
+            }
+        }
+        assertThat(finishes).isEqualTo(3);
+        for (int i = 0; i < 3; i++) {
+            assertThat(joined[i].toString()).isEqualTo(choices.get(i).get("message").get("content").asText());
+        }
+        assertThat(JSON.readTree(ev.get(ev.size() - 2)).get("usage")).isEqualTo(w.get("usage"));
+
+        String shared = "Choices share the prompt's blocks: " + "tier ".repeat(12);
+        int fullBlocks = engine.model().tokenizer().encode(shared).length / BLOCK_TOKENS;
+        assertThat(fullBlocks).isGreaterThanOrEqualTo(2);
+        long hitsBefore = engine.kv().stats().hits(dev.strata.cache.kv.BlockLocation.DEVICE);
+        JsonNode greedy = JSON.readTree(post(server, "/v1/completions", "{\"prompt\":" + JSON.writeValueAsString(shared)
+                + ",\"max_tokens\":6,\"n\":3}", null).body());
+        assertThat(greedy.get("choices")).hasSize(3);
+        assertThat(greedy.get("choices").get(1).get("text")).as("greedy choices agree").isEqualTo(greedy.get("choices").get(0).get("text"));
+        assertThat(greedy.get("choices").get(2).get("text")).isEqualTo(greedy.get("choices").get(0).get("text"));
+        assertThat(engine.kv().stats().hits(dev.strata.cache.kv.BlockLocation.DEVICE) - hitsBefore)
+                .as("the later choices reuse the prompt's full blocks").isGreaterThanOrEqualTo(2L * fullBlocks);
+        assertThat(engine.kv().stats().openSequences()).isZero();
+    }
+
+    /** Checks one chat logprobs entry: at most 0, bytes spelling the token, top alternatives in order. */
+    private static void checkChatEntry(JsonNode entry, int top, boolean greedy) {
+        double lp = entry.get("logprob").asDouble();
+        assertThat(lp).isLessThanOrEqualTo(0.0);
+        assertThat(tokenOfBytes(entry)).isEqualTo(entry.get("token").asText());
+        JsonNode tops = entry.get("top_logprobs");
+        assertThat(tops).hasSize(top);
+        double mass = 0;
+        double previous = 0;
+        for (JsonNode t : tops) {
+            double l = t.get("logprob").asDouble();
+            assertThat(l).isLessThanOrEqualTo(previous);
+            previous = l;
+            mass += Math.exp(l);
+            assertThat(tokenOfBytes(t)).isEqualTo(t.get("token").asText());
+        }
+        assertThat(mass).isLessThanOrEqualTo(1.0 + 1e-9);
+        if (greedy && top > 0) {
+            assertThat(tops.get(0).get("token")).isEqualTo(entry.get("token"));
+            assertThat(tops.get(0).get("logprob").asDouble()).isEqualTo(lp);
+        }
+    }
+
+    /** The entry's bytes as UTF-8 text, or the {@code bytes:\\xNN} spelling when they are not whole characters. */
+    private static String tokenOfBytes(JsonNode entry) {
+        byte[] b = new byte[entry.get("bytes").size()];
+        for (int i = 0; i < b.length; i++) {
+            b[i] = (byte) entry.get("bytes").get(i).asInt();
+        }
+        try {
+            return StandardCharsets.UTF_8.newDecoder().decode(java.nio.ByteBuffer.wrap(b)).toString();
+        } catch (java.nio.charset.CharacterCodingException e) {
+            StringBuilder s = new StringBuilder("bytes:");
+            for (byte x : b) {
+                s.append(String.format("\\x%02x", x & 0xFF));
+            }
+            return s.toString();
+        }
+    }
+
+    @Test
+    void chatLogprobsWholeAndStreamedDescribeTheGeneratedTokens() throws Exception {
+        String messages = "[{\"role\":\"user\",\"content\":\"Count: one two three\"}]";
+        String req = chat(messages, ",\"max_tokens\":12,\"logprobs\":true,\"top_logprobs\":5");
+        HttpResponse<String> whole = post(server, CHAT, req, null);
+        assertThat(whole.statusCode()).as(whole.body()).isEqualTo(200);
+        JsonNode w = JSON.readTree(whole.body());
+        JsonNode content = w.get("choices").get(0).get("logprobs").get("content");
+        int completion = w.get("usage").get("completion_tokens").asInt();
+        boolean stoppedByToken = w.get("choices").get(0).get("finish_reason").asText().equals("stop");
+        assertThat(content).hasSize(stoppedByToken ? completion - 1 : completion); // the stop token is not listed
+        java.io.ByteArrayOutputStream bytes = new java.io.ByteArrayOutputStream();
+        for (JsonNode e : content) {
+            checkChatEntry(e, 5, true);
+            e.get("bytes").forEach(b -> bytes.write(b.asInt()));
+        }
+        assertThat(bytes.toString(StandardCharsets.UTF_8)).as("the tokens' bytes spell the content")
+                .isEqualTo(w.get("choices").get(0).get("message").get("content").asText());
+
+        List<String> ev = events(post(server, CHAT, req.substring(0, req.length() - 1) + ",\"stream\":true}", null).body());
+        List<JsonNode> streamed = new ArrayList<>();
+        for (String e : ev.subList(0, ev.size() - 1)) {
+            JsonNode lp = JSON.readTree(e).get("choices").get(0).get("logprobs");
+            if (lp != null && !lp.isNull()) {
+                lp.get("content").forEach(streamed::add);
+            }
+        }
+        assertThat(streamed).containsExactlyElementsOf(content);
+
+        JsonNode plain = JSON.readTree(post(server, CHAT, chat(messages, ",\"max_tokens\":12,\"logprobs\":true"), null).body());
+        JsonNode first = plain.get("choices").get(0).get("logprobs").get("content").get(0);
+        assertThat(first.get("top_logprobs")).isEmpty();
+        assertThat(first.get("logprob")).isEqualTo(content.get(0).get("logprob"));
+        assertThat(engine.kv().stats().openSequences()).isZero();
+    }
+
+    @Test
+    void completionLogprobsWholeAndStreamed() throws Exception {
+        String req = "{\"prompt\":\"The quick brown fox\",\"max_tokens\":10,\"logprobs\":3,\"temperature\":0.8,\"seed\":11";
+        HttpResponse<String> whole = post(server, "/v1/completions", req + "}", null);
+        assertThat(whole.statusCode()).as(whole.body()).isEqualTo(200);
+        JsonNode choice = JSON.readTree(whole.body()).get("choices").get(0);
+        JsonNode lp = choice.get("logprobs");
+        JsonNode tokens = lp.get("tokens");
+        assertThat(tokens.size()).isPositive();
+        assertThat(lp.get("token_logprobs")).hasSize(tokens.size());
+        assertThat(lp.get("top_logprobs")).hasSize(tokens.size());
+        assertThat(lp.get("text_offset")).hasSize(tokens.size());
+        assertThat(lp.get("text_offset").get(0).asInt()).isZero();
+        for (int i = 0; i < tokens.size(); i++) {
+            String token = tokens.get(i).asText();
+            if (i + 1 < tokens.size()) { // a token advances the offset by its characters (a partial one's by at most its bytes)
+                int step = lp.get("text_offset").get(i + 1).asInt() - lp.get("text_offset").get(i).asInt();
+                if (token.startsWith("bytes:\\x")) {
+                    assertThat(step).isBetween(0, token.length() / 4);
+                } else {
+                    assertThat(step).isEqualTo(token.codePointCount(0, token.length()));
+                }
+            }
+            double l = lp.get("token_logprobs").get(i).asDouble();
+            assertThat(l).isLessThanOrEqualTo(0.0);
+            JsonNode tops = lp.get("top_logprobs").get(i);
+            assertThat(tops.size()).isBetween(3, 4); // the three most likely, and the chosen one when not among them
+            assertThat(tops.get(tokens.get(i).asText()).asDouble()).isEqualTo(l);
+            double mass = 0;
+            for (JsonNode v : tops) {
+                assertThat(v.asDouble()).isLessThanOrEqualTo(0.0);
+                mass += Math.exp(v.asDouble());
+            }
+            assertThat(mass).isLessThanOrEqualTo(1.0 + 1e-9);
+        }
+
+        List<String> ev = events(post(server, "/v1/completions", req + ",\"stream\":true}", null).body());
+        List<JsonNode> streamed = new ArrayList<>();
+        List<JsonNode> offsets = new ArrayList<>();
+        for (String e : ev.subList(0, ev.size() - 1)) {
+            JsonNode l = JSON.readTree(e).get("choices").get(0).get("logprobs");
+            if (l != null && !l.isNull()) {
+                l.get("tokens").forEach(streamed::add);
+                l.get("text_offset").forEach(offsets::add);
+            }
+        }
+        assertThat(streamed).as("seeded: the same tokens").containsExactlyElementsOf(tokens);
+        assertThat(offsets).containsExactlyElementsOf(lp.get("text_offset"));
         assertThat(engine.kv().stats().openSequences()).isZero();
     }
 

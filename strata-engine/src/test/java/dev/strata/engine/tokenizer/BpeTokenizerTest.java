@@ -289,6 +289,23 @@ class BpeTokenizerTest {
     }
 
     @Test
+    void toolCallsAndResultsRenderInTheHermesFormOfEachFamily() {
+        String call = "{\"name\":\"weather\",\"arguments\":{\"city\":\"Paris\"}}";
+        List<ChatMessage> chat = List.of(ChatMessage.user("Weather?"), ChatFormat.CHATML.assistantToolCalls("Checking.", List.of(call, call)),
+                ChatFormat.CHATML.toolResult("sunny"));
+        assertThat(ChatFormat.CHATML.render(chat, true, null, null)).isEqualTo(
+                "<|im_start|>user\nWeather?<|im_end|>\n<|im_start|>assistant\nChecking.\n<tool_call>\n" + call + "\n</tool_call>\n"
+                        + "<tool_call>\n" + call + "\n</tool_call><|im_end|>\n<|im_start|>user\n<tool_response>\nsunny\n</tool_response>"
+                        + "<|im_end|>\n<|im_start|>assistant\n");
+        assertThat(ChatFormat.CHATML.assistantToolCalls("", List.of(call)).content()).isEqualTo("<tool_call>\n" + call + "\n</tool_call>");
+        assertThat(ChatFormat.LLAMA3.toolResult("sunny")).isEqualTo(new ChatMessage("ipython", "sunny"));
+        assertThat(ChatFormat.MISTRAL_INST.render(List.of(ChatMessage.user("Weather?"), ChatFormat.MISTRAL_INST.assistantToolCalls(null,
+                List.of(call)), ChatFormat.MISTRAL_INST.toolResult("sunny")), true, "<s>", "</s>")).as("the result is the user's turn")
+                .isEqualTo("<s>[INST] Weather? [/INST]<tool_call>\n" + call + "\n</tool_call></s>[INST] <tool_response>\nsunny\n"
+                        + "</tool_response> [/INST]");
+    }
+
+    @Test
     void longWordsEncodeWithoutQuadraticRescans() {
         SplittableRandom r = new SplittableRandom(3);
         StringBuilder s = new StringBuilder();
