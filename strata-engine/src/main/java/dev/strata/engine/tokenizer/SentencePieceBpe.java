@@ -17,10 +17,12 @@ import java.util.concurrent.ConcurrentHashMap;
  *
  * <p>Invariants: {@code unkId} is -1 exactly when there is no unknown token; the byte ids are -1
  * for bytes without a {@code <0xNN>} token. Immutable apart from the per-piece cache (a concurrent
- * map); any thread.
+ * map of pieces up to 256 chars: files without a pre-tokenizer make each stretch one piece); any
+ * thread.
  */
 final class SentencePieceBpe {
     private static final int CACHE_LIMIT = 1 << 16; // pieces
+    private static final int CACHED_PIECE_MAX = 256; // chars: without a pre-tokenizer a piece is a whole prompt, never cached
 
     private final Map<String, Integer> vocab;  // token string -> id
     private final BpeMerges merges;
@@ -56,6 +58,9 @@ final class SentencePieceBpe {
 
     /** The ids of one piece (a pre-tokenized, normalized stretch). */
     int[] encode(String piece) {
+        if (piece.length() > CACHED_PIECE_MAX) {
+            return bpe(piece);
+        }
         int[] ids = cache.get(piece);
         if (ids == null) {
             ids = bpe(piece);
