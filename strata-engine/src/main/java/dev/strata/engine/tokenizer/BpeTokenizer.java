@@ -53,13 +53,14 @@ import java.util.regex.Pattern;
  * normalizer, {@code decode(encode(s)) == s} for every string without unpaired surrogates; with
  * NFC it holds for NFC text. {@link #decodeBytes} gives the exact bytes.
  *
- * <p>SentencePiece-style encoding: added tokens are found first as above (all of them in the raw
- * text: Strata treats every added token as not normalized, as Llama 2 and Mistral mark theirs);
- * each stretch between them is normalized on its own (so Llama 2's Prepend("▁") applies to every
- * stretch), split by the Metaspace pre-tokenizer ({@code prepend_scheme first} prepends only to
+ * <p>SentencePiece-style encoding: added tokens marked not {@code normalized} (Llama 2's and
+ * Mistral's) are found first as above in the raw text; each stretch between them is normalized on
+ * its own (so Llama 2's Prepend("▁") applies to every stretch); added tokens marked
+ * {@code normalized} are then found, by their normalized content, in the normalized stretch;
+ * each remaining stretch is split by the Metaspace pre-tokenizer ({@code prepend_scheme first} prepends only to
  * the stretch that starts the text), and each piece is encoded by {@link SentencePieceBpe}.
- * Decoding maps ids to token strings (added tokens to their content, skipped special tokens left
- * out) and runs the file's decoder chain ({@link TokenDecoder}), as the Hugging Face library does;
+ * Decoding maps ids to token strings (added tokens to their content, normalized for the
+ * {@code normalized} ones, skipped special tokens left out) and runs the file's decoder chain ({@link TokenDecoder}), as the Hugging Face library does;
  * {@link #decodeBytes} is then the UTF-8 of that text.
  *
  * <p>Threads: immutable apart from the per-piece cache (a concurrent map); any thread.
@@ -79,7 +80,9 @@ public final class BpeTokenizer {
     private final List<AddedToken> added;
     private final Map<Integer, AddedToken> addedById;
     private final Map<String, Integer> addedByContent;
-    private final Pattern addedPattern;              // null when there are none
+    private final Pattern addedPattern;              // added tokens matched in the raw text; null when there are none
+    private final Map<String, Integer> normalizedAdded; // SentencePiece-style: normalized content -> id of a "normalized" added token
+    private final Pattern normalizedAddedPattern;    // their contents, matched in normalized text; null when there are none
     private final PreTokenizer preTokenizer;
     private final boolean nfc;
     private final boolean ignoreMerges;
@@ -176,20 +179,31 @@ public final class BpeTokenizer {
         for (int id : this.template.suffix()) {
             token(id);
         }
-        if (added.isEmpty()) {
-            addedPattern = null;
-        } else {
-            List<String> contents = new ArrayList<>();
-            for (AddedToken t : added) {
-                contents.add(t.content());
+        List<String> raw = new ArrayList<>();
+        Map<String, Integer> normalized = new HashMap<>();
+        for (AddedToken t : added) {
+            if (sentencePiece != null && t.normalized()) {
+                normalized.putIfAbsent(sentencePiece.normalizer().apply(t.content()), t.id());
+            } else {
+                raw.add(t.content());
             }
-            contents.sort(Comparator.comparingInt(String::length).reversed().thenComparing(Comparator.naturalOrder()));
-            StringBuilder alt = new StringBuilder();
-            for (String c : contents) {
-                alt.append(alt.isEmpty() ? "" : "|").append(Pattern.quote(c));
-            }
-            addedPattern = Pattern.compile(alt.toString());
         }
+        addedPattern = leftmostLongest(raw);
+        normalizedAdded = Map.copyOf(normalized);
+        normalizedAddedPattern = leftmostLongest(new ArrayList<>(normalized.keySet()));
+    }
+
+    /** A pattern matching any of {@code contents}, longest first at each position; null when there are none. */
+    private static Pattern leftmostLongest(List<String> contents) {
+        if (contents.isEmpty()) {
+            return null;
+        }
+        contents.sort(Comparator.comparingInt(String::length).reversed().thenComparing(Comparator.naturalOrder()));
+        StringBuilder alt = new StringBuilder();
+        for (String c : contents) {
+            alt.append(alt.isEmpty() ? "" : "|").append(Pattern.quote(c));
+        }
+        return Pattern.compile(alt.toString());
     }
 
     /** Reads {@code dir/tokenizer.json} (or the file itself). */
@@ -253,7 +267,8 @@ public final class BpeTokenizer {
             if (!t.path("id").canConvertToInt() || !t.path("content").isTextual()) {
                 throw new IllegalArgumentException("added_tokens entry " + t + " needs an id and a content");
             }
-            added.add(new AddedToken(t.get("id").intValue(), t.get("content").asText(), t.path("special").asBoolean(false)));
+            added.add(new AddedToken(t.get("id").intValue(), t.get("content").asText(), t.path("special").asBoolean(false),
+                    t.path("normalized").asBoolean(false)));
         }
         PostTemplate template = PostTemplate.parse(root.path("post_processor"));
         boolean ignoreMerges = model.path("ignore_merges").asBoolean(false);
@@ -339,7 +354,7 @@ public final class BpeTokenizer {
             o.put("single_word", false);
             o.put("lstrip", false);
             o.put("rstrip", false);
-            o.put("normalized", false);
+            o.put("normalized", t.normalized());
             o.put("special", t.special());
         }
         ObjectNode sp = sentencePiece == null ? null : sentencePiece.source();
@@ -518,33 +533,39 @@ public final class BpeTokenizer {
             Matcher m = addedPattern.matcher(text);
             int last = 0;
             while (m.find()) {
-                encodeStretch(text.substring(last, m.start()), last == 0, out);
+                encodeStretch(text.substring(last, m.start()), last == 0, true, out);
                 out.add(id(m.group()));
                 last = m.end();
             }
-            encodeStretch(text.substring(last), last == 0, out);
+            encodeStretch(text.substring(last), last == 0, true, out);
         } else {
-            encodeStretch(text, true, out);
+            encodeStretch(text, true, matchAdded, out);
         }
         return out.toArray();
     }
 
-    /** Encodes text holding no added token; {@code atTextStart} when it begins the whole text. */
-    private void encodeStretch(String text, boolean atTextStart, IntList out) {
+    /**
+     * Encodes text holding no raw-matched added token; {@code atTextStart} when it begins the whole
+     * text; SentencePiece-style, {@code matchAdded} finds "normalized" added tokens in the normalized text.
+     */
+    private void encodeStretch(String text, boolean atTextStart, boolean matchAdded, IntList out) {
         if (text.isEmpty()) {
             return;
         }
         if (sentencePiece != null) {
             String normalized = sentencePiece.normalizer().apply(text);
-            if (sentencePiece.metaspace() == null) {
-                if (!normalized.isEmpty()) {
-                    out.addAll(sentencePiece.model().encode(normalized));
-                }
+            if (!matchAdded || normalizedAddedPattern == null) {
+                encodeNormalized(normalized, atTextStart, out);
                 return;
             }
-            for (String piece : sentencePiece.metaspace().split(normalized, atTextStart)) {
-                out.addAll(sentencePiece.model().encode(piece));
+            Matcher m = normalizedAddedPattern.matcher(normalized);
+            int last = 0;
+            while (m.find()) {
+                encodeNormalized(normalized.substring(last, m.start()), atTextStart && last == 0, out);
+                out.add(normalizedAdded.get(m.group()));
+                last = m.end();
             }
+            encodeNormalized(normalized.substring(last), atTextStart && last == 0, out);
             return;
         }
         String t = nfc ? Normalizer.normalize(text, Normalizer.Form.NFC) : text;
@@ -558,6 +579,20 @@ public final class BpeTokenizer {
                 cache.put(piece, ids);
             }
             out.addAll(ids);
+        }
+    }
+
+    /** SentencePiece-style: pre-tokenizes normalized text and encodes its pieces. */
+    private void encodeNormalized(String normalized, boolean atTextStart, IntList out) {
+        if (normalized.isEmpty()) {
+            return;
+        }
+        if (sentencePiece.metaspace() == null) {
+            out.addAll(sentencePiece.model().encode(normalized));
+            return;
+        }
+        for (String piece : sentencePiece.metaspace().split(normalized, atTextStart)) {
+            out.addAll(sentencePiece.model().encode(piece));
         }
     }
 
@@ -590,7 +625,8 @@ public final class BpeTokenizer {
                 AddedToken a = addedById.get(id);
                 if (a != null) {
                     if (!(skipSpecial && a.special())) {
-                        strings.add(a.content());
+                        // as the reference does, a normalized added token decodes as its normalized content
+                        strings.add(a.normalized() ? sentencePiece.normalizer().apply(a.content()) : a.content());
                     }
                 } else {
                     strings.add(token(id));

@@ -24,7 +24,8 @@ class ReferenceFixturesTest {
 
     @ParameterizedTest
     @CsvSource({"llama2-style, false, true", "mistral-v03-style, false, true", "metaspace-split-style, false, false",
-            "partial-bytes-style, false, true", "unk-without-fallback-style, false, true", "qwen2-byte-level, true, false"})
+            "partial-bytes-style, false, true", "unk-without-fallback-style, false, true", "normalized-added-style, false, true",
+            "qwen2-byte-level, true, false"})
     void encodesAndDecodesAsTheReference(String name, boolean byteLevel, boolean addsBos) throws Exception {
         BpeTokenizer tok = BpeTokenizer.read(DIR.resolve(name + ".tokenizer.json"));
         JsonNode expected = JSON.readTree(Files.readString(DIR.resolve(name + ".expected.json")));
@@ -53,6 +54,7 @@ class ReferenceFixturesTest {
 
     @ParameterizedTest
     @CsvSource({"llama2-style", "mistral-v03-style", "metaspace-split-style", "partial-bytes-style", "unk-without-fallback-style",
+            "normalized-added-style",
             "qwen2-byte-level"})
     void writtenBackFileEncodesTheSame(String name, @org.junit.jupiter.api.io.TempDir Path tmp) throws Exception {
         BpeTokenizer tok = BpeTokenizer.read(DIR.resolve(name + ".tokenizer.json"));
