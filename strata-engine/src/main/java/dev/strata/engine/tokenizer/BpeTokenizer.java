@@ -57,11 +57,12 @@ import java.util.regex.Pattern;
  * Mistral's) are found first as above in the raw text; each stretch between them is normalized on
  * its own (so Llama 2's Prepend("▁") applies to every stretch); added tokens marked
  * {@code normalized} are then found, by their normalized content, in the normalized stretch;
- * each remaining stretch is split by the Metaspace pre-tokenizer ({@code prepend_scheme first} prepends only to
- * the stretch that starts the text), and each piece is encoded by {@link SentencePieceBpe}.
- * Decoding maps ids to token strings (added tokens to their content, normalized for the
- * {@code normalized} ones, skipped special tokens left out) and runs the file's decoder chain ({@link TokenDecoder}), as the Hugging Face library does;
- * {@link #decodeBytes} is then the UTF-8 of that text.
+ * each remaining stretch is split by the Metaspace pre-tokenizer ({@code prepend_scheme first}
+ * prepends only to the stretch that starts the text), and each piece is encoded by
+ * {@link SentencePieceBpe}. Decoding maps ids to token strings (added tokens to their content,
+ * normalized for the {@code normalized} ones, skipped special tokens left out) and runs the file's
+ * decoder chain ({@link TokenDecoder}), as the Hugging Face library does; {@link #decodeBytes} is
+ * then the UTF-8 of that text.
  *
  * <p>Threads: immutable apart from the per-piece cache (a concurrent map); any thread.
  */
@@ -106,17 +107,17 @@ public final class BpeTokenizer {
      */
     public static BpeTokenizer sentencePiece(Map<String, Integer> vocab, List<String[]> merges, List<AddedToken> added,
                                              String unkToken, String bosToken) {
-        BpeTokenizer plain = new BpeTokenizer(vocab, merges, added, PreTokenizer.none(), false, false,
-                SentencePieceStyle.legacySource(unkToken), PostTemplate.NONE);
-        if (bosToken == null) {
-            return plain;
-        }
-        int bos = plain.id(bosToken);
-        if (bos < 0) {
-            throw new IllegalArgumentException("bos token '" + bosToken + "' is not a token");
+        PostTemplate template = PostTemplate.NONE;
+        if (bosToken != null) {
+            Integer bos = added.stream().filter(t -> t.content().equals(bosToken)).map(AddedToken::id).findFirst()
+                    .orElse(vocab.get(bosToken));
+            if (bos == null) {
+                throw new IllegalArgumentException("bos token '" + bosToken + "' is neither an added token nor in the vocabulary");
+            }
+            template = new PostTemplate(new int[] {bos}, new int[0]);
         }
         return new BpeTokenizer(vocab, merges, added, PreTokenizer.none(), false, false,
-                SentencePieceStyle.legacySource(unkToken), new PostTemplate(new int[] {bos}, new int[0]));
+                SentencePieceStyle.legacySource(unkToken), template);
     }
 
     private BpeTokenizer(Map<String, Integer> vocab, List<String[]> merges, List<AddedToken> added, PreTokenizer preTokenizer,
@@ -666,7 +667,8 @@ public final class BpeTokenizer {
 
     @Override
     public String toString() {
-        return "BpeTokenizer[" + (isByteLevel() ? "byte-level, " : "SentencePiece-style, ") + size() + " tokens, " + merges.size() + " merges, " + added.size() + " added]";
+        return "BpeTokenizer[" + (isByteLevel() ? "byte-level, " : "SentencePiece-style, ") + size() + " tokens, "
+                + merges.size() + " merges, " + added.size() + " added]";
     }
 
     /** A growable int array. */
