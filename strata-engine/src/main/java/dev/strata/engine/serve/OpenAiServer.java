@@ -611,7 +611,7 @@ public final class OpenAiServer implements AutoCloseable {
         if (prompt.isTextual()) {
             int[] ids = tokenizer.encode(prompt.asText());
             String bos = tokenizerConfig.bosToken();
-            if (tokenizerConfig.addBosToken() && bos != null && tokenizer.id(bos) >= 0
+            if ((tokenizerConfig.addBosToken() || tokenizer.addsBos()) && bos != null && tokenizer.id(bos) >= 0
                     && (ids.length == 0 || ids[0] != tokenizer.id(bos))) {
                 int[] with = new int[ids.length + 1];
                 with[0] = tokenizer.id(bos);

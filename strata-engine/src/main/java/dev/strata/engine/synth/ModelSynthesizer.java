@@ -24,8 +24,10 @@ import java.util.SplittableRandom;
  * {@code config.json}, {@code model.safetensors} (or shards with {@code model.safetensors.index.json}),
  * {@code tokenizer.json} and {@code tokenizer_config.json}.
  *
- * <p>Design: the tokenizer is byte-level BPE trained by {@link BpeTrainer} on {@link TextSample}
- * with the family's split regex and special tokens. Every tensor draws from its own random
+ * <p>Design: the tokenizer is of the family's real kind ({@link FamilyTokens}), trained by
+ * {@link BpeTrainer} on {@link TextSample}: byte-level BPE with the family's split regex and
+ * special tokens, or (Mixtral) SentencePiece-style BPE in the Llama 2 layout, so that synthetic
+ * models exercise the same tokenizer paths as real checkpoints. Every tensor draws from its own random
  * stream, seeded by the model seed and the tensor's name, so values do not depend on sharding.
  * Projections are N(0, 1/fan_in) (standard deviation 1/√fan_in) so activations keep their scale;
  * norm weights are 1 + N(0, 0.1²); embeddings N(0, 1); biases N(0, 0.02²).
@@ -111,8 +113,16 @@ public final class ModelSynthesizer {
         return new Summary(dir, files, total, tensors.size(), vocab, tok.size());
     }
 
-    /** The family's tokenizer trained on the built-in sample, with its special tokens after the learned ones. */
+    /** The family's tokenizer trained on the built-in sample, with its special tokens. */
     static BpeTokenizer tokenizer(SynthSpec spec, FamilyTokens ft) {
+        if (ft.sentencePiece()) {
+            BpeTrainer.Result r = BpeTrainer.trainSentencePiece(TextSample.all(), ft.specials(), spec.vocab());
+            List<AddedToken> added = new ArrayList<>();
+            for (String s : ft.specials()) {
+                added.add(new AddedToken(r.vocab().get(s), s, FamilyTokens.skippable(s)));
+            }
+            return BpeTokenizer.sentencePiece(r.vocab(), r.merges(), added, ft.specials().getFirst(), ft.bos());
+        }
         PreTokenizer pre = PreTokenizer.of(ft.regex());
         BpeTrainer.Result r = BpeTrainer.train(TextSample.all(), pre, spec.vocab() - ft.specials().size());
         List<AddedToken> added = new ArrayList<>();

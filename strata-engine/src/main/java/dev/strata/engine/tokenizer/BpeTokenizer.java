@@ -26,8 +26,15 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 /**
- * A byte-level BPE tokenizer as Qwen2/3 and Llama 3 ship it in {@code tokenizer.json}: a vocabulary
- * of byte-level token strings, ranked merges, a split regex, and added tokens.
+ * A BPE tokenizer read from a Hugging Face {@code tokenizer.json}, of either kind real checkpoints
+ * ship: byte-level BPE (Qwen2/3, Llama 3, OLMoE: a vocabulary of byte-level token strings, ranked
+ * merges, a split regex, and added tokens), described below, or SentencePiece-style BPE (Llama 2,
+ * Mistral, Mixtral: characters as symbols, {@code <0xNN>} byte fallback, an unknown token, a
+ * normalizer, an optional Metaspace pre-tokenizer and a decoder chain; see
+ * {@link SentencePieceStyle}). Both kinds share the added-token matching and the merge loop
+ * ({@link BpeMerges}); the post-processor's template ({@link #encodeWithSpecialTokens},
+ * {@link #addsBos}) applies to both. A file is byte-level when its pre-tokenizer or decoder has a
+ * {@code ByteLevel} step, SentencePiece-style otherwise.
  *
  * <p>Encoding: added tokens are found first (longest match, leftmost) and emitted as their ids,
  * never split; the text between them is (NFC-normalised when the file asks for it) split by the
@@ -46,6 +53,17 @@ import java.util.regex.Pattern;
  * normalizer, {@code decode(encode(s)) == s} for every string without unpaired surrogates; with
  * NFC it holds for NFC text. {@link #decodeBytes} gives the exact bytes.
  *
+ * <p>SentencePiece-style encoding: added tokens marked not {@code normalized} (Llama 2's and
+ * Mistral's) are found first as above in the raw text; each stretch between them is normalized on
+ * its own (so Llama 2's Prepend("▁") applies to every stretch); added tokens marked
+ * {@code normalized} are then found, by their normalized content, in the normalized stretch;
+ * each remaining stretch is split by the Metaspace pre-tokenizer ({@code prepend_scheme first}
+ * prepends only to the stretch that starts the text), and each piece is encoded by
+ * {@link SentencePieceBpe}. Decoding maps ids to token strings (added tokens to their content,
+ * normalized for the {@code normalized} ones, skipped special tokens left out) and runs the file's
+ * decoder chain ({@link TokenDecoder}), as the Hugging Face library does; {@link #decodeBytes} is
+ * then the UTF-8 of that text.
+ *
  * <p>Threads: immutable apart from the per-piece cache (a concurrent map); any thread.
  */
 public final class BpeTokenizer {
@@ -56,13 +74,16 @@ public final class BpeTokenizer {
     private final Map<String, Integer> vocab;        // byte-level token string -> id
     private final String[] tokens;                   // id -> string (vocab or added content), null for gaps
     private final List<String[]> merges;             // rank -> (left, right)
-    private final Map<Long, Integer> rankOf;         // (leftId << 32 | rightId) -> rank
-    private final int[] mergedId;                    // rank -> id of the merged token
-    private final int[] byteIds = new int[256];      // byte -> id of its symbol
+    private final BpeMerges bpeMerges;
+    private final int[] byteIds = new int[256];      // byte -> id of its symbol (byte-level only)
+    private final SentencePieceStyle sentencePiece;  // null for byte-level files
+    private final PostTemplate template;
     private final List<AddedToken> added;
     private final Map<Integer, AddedToken> addedById;
     private final Map<String, Integer> addedByContent;
-    private final Pattern addedPattern;              // null when there are none
+    private final Pattern addedPattern;              // added tokens matched in the raw text; null when there are none
+    private final Map<String, Integer> normalizedAdded; // SentencePiece-style: normalized content -> id of a "normalized" added token
+    private final Pattern normalizedAddedPattern;    // their contents, matched in normalized text; null when there are none
     private final PreTokenizer preTokenizer;
     private final boolean nfc;
     private final boolean ignoreMerges;
@@ -75,6 +96,33 @@ public final class BpeTokenizer {
      */
     public BpeTokenizer(Map<String, Integer> vocab, List<String[]> merges, List<AddedToken> added, PreTokenizer preTokenizer,
                         boolean nfc, boolean ignoreMerges) {
+        this(vocab, merges, added, preTokenizer, nfc, ignoreMerges, null, null);
+    }
+
+    /**
+     * A SentencePiece-style tokenizer in the layout Llama 2, Mistral v0.1 and Mixtral 8x7B ship:
+     * normalizer Prepend("▁") + Replace(" ", "▁"), no pre-tokenizer, byte fallback (the vocabulary
+     * should hold {@code <0x00>}..{@code <0xFF>}), {@code unkToken} fused, the legacy decoder chain,
+     * and a post-processor template putting {@code bosToken} (null: nothing) before the text.
+     */
+    public static BpeTokenizer sentencePiece(Map<String, Integer> vocab, List<String[]> merges, List<AddedToken> added,
+                                             String unkToken, String bosToken) {
+        PostTemplate template = PostTemplate.NONE;
+        if (bosToken != null) {
+            Integer bos = added.stream().filter(t -> t.content().equals(bosToken)).map(AddedToken::id).findFirst()
+                    .orElse(vocab.get(bosToken));
+            if (bos == null) {
+                throw new IllegalArgumentException("bos token '" + bosToken + "' is neither an added token nor in the vocabulary");
+            }
+            template = new PostTemplate(new int[] {bos}, new int[0]);
+        }
+        return new BpeTokenizer(vocab, merges, added, PreTokenizer.none(), false, false,
+                SentencePieceStyle.legacySource(unkToken), template);
+    }
+
+    private BpeTokenizer(Map<String, Integer> vocab, List<String[]> merges, List<AddedToken> added, PreTokenizer preTokenizer,
+                         boolean nfc, boolean ignoreMerges, ObjectNode sentencePieceSource, PostTemplate template) {
+        this.template = template == null ? PostTemplate.NONE : template;
         this.vocab = Map.copyOf(vocab);
         this.merges = List.copyOf(merges);
         this.added = List.copyOf(added);
@@ -115,7 +163,7 @@ public final class BpeTokenizer {
         }
         addedById = Map.copyOf(byId);
         addedByContent = Map.copyOf(byContent);
-        for (int b = 0; b < 256; b++) {
+        for (int b = 0; b < 256 && sentencePieceSource == null; b++) {
             Integer id = vocab.get(String.valueOf(ByteLevel.charOf(b)));
             if (id == null) {
                 throw new IllegalArgumentException("the vocabulary lacks the symbol '" + ByteLevel.charOf(b) + "' of byte 0x"
@@ -123,39 +171,40 @@ public final class BpeTokenizer {
             }
             byteIds[b] = id;
         }
-        rankOf = new HashMap<>(merges.size() * 2);
-        mergedId = new int[merges.size()];
-        for (int r = 0; r < merges.size(); r++) {
-            String[] m = merges.get(r);
-            Integer a = vocab.get(m[0]);
-            Integer b = vocab.get(m[1]);
-            Integer ab = vocab.get(m[0] + m[1]);
-            if (a == null || b == null || ab == null) {
-                String missing = a == null ? m[0] : b == null ? m[1] : m[0] + m[1];
-                throw new IllegalArgumentException("merge " + r + " '" + m[0] + " " + m[1] + "' needs '" + missing
-                        + "', which is not in the vocabulary");
-            }
-            rankOf.putIfAbsent(key(a, b), r);
-            mergedId[r] = ab;
+        bpeMerges = new BpeMerges(this.vocab, merges);
+        sentencePiece = sentencePieceSource == null ? null
+                : SentencePieceStyle.compile(sentencePieceSource, this.vocab, bpeMerges, ignoreMerges);
+        for (int id : this.template.prefix()) {
+            token(id);
         }
-        if (added.isEmpty()) {
-            addedPattern = null;
-        } else {
-            List<String> contents = new ArrayList<>();
-            for (AddedToken t : added) {
-                contents.add(t.content());
-            }
-            contents.sort(Comparator.comparingInt(String::length).reversed().thenComparing(Comparator.naturalOrder()));
-            StringBuilder alt = new StringBuilder();
-            for (String c : contents) {
-                alt.append(alt.isEmpty() ? "" : "|").append(Pattern.quote(c));
-            }
-            addedPattern = Pattern.compile(alt.toString());
+        for (int id : this.template.suffix()) {
+            token(id);
         }
+        List<String> raw = new ArrayList<>();
+        Map<String, Integer> normalized = new HashMap<>();
+        for (AddedToken t : added) {
+            if (sentencePiece != null && t.normalized()) {
+                normalized.putIfAbsent(sentencePiece.normalizer().apply(t.content()), t.id());
+            } else {
+                raw.add(t.content());
+            }
+        }
+        addedPattern = leftmostLongest(raw);
+        normalizedAdded = Map.copyOf(normalized);
+        normalizedAddedPattern = leftmostLongest(new ArrayList<>(normalized.keySet()));
     }
 
-    private static long key(int a, int b) {
-        return ((long) a << 32) | (b & 0xFFFFFFFFL);
+    /** A pattern matching any of {@code contents}, longest first at each position; null when there are none. */
+    private static Pattern leftmostLongest(List<String> contents) {
+        if (contents.isEmpty()) {
+            return null;
+        }
+        contents.sort(Comparator.comparingInt(String::length).reversed().thenComparing(Comparator.naturalOrder()));
+        StringBuilder alt = new StringBuilder();
+        for (String c : contents) {
+            alt.append(alt.isEmpty() ? "" : "|").append(Pattern.quote(c));
+        }
+        return Pattern.compile(alt.toString());
     }
 
     /** Reads {@code dir/tokenizer.json} (or the file itself). */
@@ -183,9 +232,11 @@ public final class BpeTokenizer {
         if (!"BPE".equals(model.path("type").asText("BPE")) || !model.has("vocab")) {
             throw new IllegalArgumentException("model.type must be BPE with a vocab, got " + model.path("type"));
         }
-        if (model.path("byte_fallback").asBoolean(false)) {
-            throw new IllegalArgumentException("model.byte_fallback true (SentencePiece-style BPE) is not supported; "
-                    + "Strata reads byte-level BPE");
+        boolean byteLevel = hasByteLevelStep(root.path("pre_tokenizer"), "pretokenizers")
+                || hasByteLevelStep(root.path("decoder"), "decoders");
+        if (byteLevel && model.path("byte_fallback").asBoolean(false)) {
+            throw new IllegalArgumentException("model.byte_fallback true with a ByteLevel pre-tokenizer or decoder is not "
+                    + "supported (byte fallback belongs to SentencePiece-style BPE)");
         }
         Map<String, Integer> vocab = new LinkedHashMap<>();
         for (var it = model.get("vocab").properties().iterator(); it.hasNext(); ) {
@@ -217,7 +268,14 @@ public final class BpeTokenizer {
             if (!t.path("id").canConvertToInt() || !t.path("content").isTextual()) {
                 throw new IllegalArgumentException("added_tokens entry " + t + " needs an id and a content");
             }
-            added.add(new AddedToken(t.get("id").intValue(), t.get("content").asText(), t.path("special").asBoolean(false)));
+            added.add(new AddedToken(t.get("id").intValue(), t.get("content").asText(), t.path("special").asBoolean(false),
+                    t.path("normalized").asBoolean(false)));
+        }
+        PostTemplate template = PostTemplate.parse(root.path("post_processor"));
+        boolean ignoreMerges = model.path("ignore_merges").asBoolean(false);
+        if (!byteLevel) {
+            return new BpeTokenizer(vocab, merges, added, PreTokenizer.none(), false, ignoreMerges,
+                    SentencePieceStyle.source(root), template);
         }
         JsonNode norm = root.path("normalizer");
         boolean nfc = false;
@@ -227,8 +285,20 @@ public final class BpeTokenizer {
             }
             nfc = true;
         }
-        return new BpeTokenizer(vocab, merges, added, preTokenizer(root.path("pre_tokenizer")), nfc,
-                model.path("ignore_merges").asBoolean(false));
+        return new BpeTokenizer(vocab, merges, added, preTokenizer(root.path("pre_tokenizer")), nfc, ignoreMerges, null, template);
+    }
+
+    /** Whether a pre-tokenizer or decoder node is, or is a Sequence holding, a ByteLevel step. */
+    private static boolean hasByteLevelStep(JsonNode n, String sequenceField) {
+        if ("ByteLevel".equals(n.path("type").asText())) {
+            return true;
+        }
+        for (JsonNode s : n.path(sequenceField)) {
+            if ("ByteLevel".equals(s.path("type").asText())) {
+                return true;
+            }
+        }
+        return false;
     }
 
     private static PreTokenizer preTokenizer(JsonNode p) {
@@ -271,7 +341,7 @@ public final class BpeTokenizer {
         return regex == null ? PreTokenizer.none() : PreTokenizer.of(regex);
     }
 
-    /** Writes this tokenizer as a Hugging Face {@code tokenizer.json} (merges in the "a b" form). */
+    /** Writes this tokenizer as a Hugging Face {@code tokenizer.json} (merges in the "a b" form), of its own kind. */
     public ObjectNode toJson() {
         ObjectNode root = JSON.createObjectNode();
         root.put("version", "1.0");
@@ -285,8 +355,16 @@ public final class BpeTokenizer {
             o.put("single_word", false);
             o.put("lstrip", false);
             o.put("rstrip", false);
-            o.put("normalized", false);
+            o.put("normalized", t.normalized());
             o.put("special", t.special());
+        }
+        ObjectNode sp = sentencePiece == null ? null : sentencePiece.source();
+        if (sp != null) {
+            root.set("normalizer", sp.get("normalizer"));
+            root.set("pre_tokenizer", sp.get("pre_tokenizer"));
+            root.set("post_processor", templateJson());
+            root.set("decoder", sp.get("decoder"));
+            return putModel(root, sp.get("unk_token"), sp.get("fuse_unk").asBoolean(), sp.get("byte_fallback").asBoolean());
         }
         if (nfc) {
             root.putObject("normalizer").put("type", "NFC");
@@ -308,20 +386,59 @@ public final class BpeTokenizer {
         bl.put("add_prefix_space", false);
         bl.put("trim_offsets", false);
         bl.put("use_regex", false);
-        root.putNull("post_processor");
+        root.set("post_processor", templateJson());
         ObjectNode dec = root.putObject("decoder");
         dec.put("type", "ByteLevel");
         dec.put("add_prefix_space", true);
         dec.put("trim_offsets", true);
         dec.put("use_regex", true);
+        return putModel(root, JSON.nullNode(), false, false);
+    }
+
+    /** The post-processor: null, or a TemplateProcessing putting the template's special tokens around $A. */
+    private JsonNode templateJson() {
+        if (template.prefix().length == 0 && template.suffix().length == 0) {
+            return JSON.nullNode();
+        }
+        ObjectNode post = JSON.createObjectNode();
+        post.put("type", "TemplateProcessing");
+        ArrayNode single = post.putArray("single");
+        ArrayNode pair = post.putArray("pair");
+        ObjectNode specials = post.putObject("special_tokens");
+        for (int id : template.prefix()) {
+            single.addObject().putObject("SpecialToken").put("id", token(id)).put("type_id", 0);
+            pair.addObject().putObject("SpecialToken").put("id", token(id)).put("type_id", 0);
+        }
+        single.addObject().putObject("Sequence").put("id", "A").put("type_id", 0);
+        pair.addObject().putObject("Sequence").put("id", "A").put("type_id", 0);
+        for (int id : template.suffix()) {
+            single.addObject().putObject("SpecialToken").put("id", token(id)).put("type_id", 0);
+        }
+        for (int id : template.prefix()) {
+            pair.addObject().putObject("SpecialToken").put("id", token(id)).put("type_id", 1);
+        }
+        pair.addObject().putObject("Sequence").put("id", "B").put("type_id", 1);
+        for (int id : template.suffix()) {
+            pair.addObject().putObject("SpecialToken").put("id", token(id)).put("type_id", 1);
+        }
+        for (int id : concat(template.prefix(), template.suffix())) {
+            ObjectNode t = specials.putObject(token(id));
+            t.put("id", token(id));
+            t.putArray("ids").add(id);
+            t.putArray("tokens").add(token(id));
+        }
+        return post;
+    }
+
+    private ObjectNode putModel(ObjectNode root, JsonNode unkToken, boolean fuseUnk, boolean byteFallback) {
         ObjectNode model = root.putObject("model");
         model.put("type", "BPE");
         model.putNull("dropout");
-        model.putNull("unk_token");
+        model.set("unk_token", unkToken);
         model.putNull("continuing_subword_prefix");
         model.putNull("end_of_word_suffix");
-        model.put("fuse_unk", false);
-        model.put("byte_fallback", false);
+        model.put("fuse_unk", fuseUnk);
+        model.put("byte_fallback", byteFallback);
         model.put("ignore_merges", ignoreMerges);
         ObjectNode v = model.putObject("vocab");
         List<Map.Entry<String, Integer>> byId = new ArrayList<>(vocab.entrySet());
@@ -377,9 +494,33 @@ public final class BpeTokenizer {
         return merges;
     }
 
-    /** Encodes {@code text}, matching added tokens. */
+    /** Encodes {@code text}, matching added tokens; the post-processor's special tokens are not added. */
     public int[] encode(String text) {
         return encode(text, true);
+    }
+
+    /**
+     * Encodes {@code text} as the Hugging Face library does with {@code add_special_tokens}: the
+     * post-processor template's special tokens (Llama 2's {@code <s>}) around {@link #encode}.
+     */
+    public int[] encodeWithSpecialTokens(String text) {
+        return concat(concat(template.prefix(), encode(text)), template.suffix());
+    }
+
+    /** Whether the post-processor template puts a token before the text (the bos token of Llama 2, Mistral, Llama 3). */
+    public boolean addsBos() {
+        return template.prefix().length > 0;
+    }
+
+    /** Whether this tokenizer is byte-level BPE (false: SentencePiece-style). */
+    public boolean isByteLevel() {
+        return sentencePiece == null;
+    }
+
+    private static int[] concat(int[] a, int[] b) {
+        int[] out = Arrays.copyOf(a, a.length + b.length);
+        System.arraycopy(b, 0, out, a.length, b.length);
+        return out;
     }
 
     /** Encodes {@code text} with no added token matched (for untrusted text that must not inject control tokens). */
@@ -393,19 +534,39 @@ public final class BpeTokenizer {
             Matcher m = addedPattern.matcher(text);
             int last = 0;
             while (m.find()) {
-                encodeOrdinary(text.substring(last, m.start()), out);
+                encodeStretch(text.substring(last, m.start()), last == 0, true, out);
                 out.add(id(m.group()));
                 last = m.end();
             }
-            encodeOrdinary(text.substring(last), out);
+            encodeStretch(text.substring(last), last == 0, true, out);
         } else {
-            encodeOrdinary(text, out);
+            encodeStretch(text, true, matchAdded, out);
         }
         return out.toArray();
     }
 
-    private void encodeOrdinary(String text, IntList out) {
+    /**
+     * Encodes text holding no raw-matched added token; {@code atTextStart} when it begins the whole
+     * text; SentencePiece-style, {@code matchAdded} finds "normalized" added tokens in the normalized text.
+     */
+    private void encodeStretch(String text, boolean atTextStart, boolean matchAdded, IntList out) {
         if (text.isEmpty()) {
+            return;
+        }
+        if (sentencePiece != null) {
+            String normalized = sentencePiece.normalizer().apply(text);
+            if (!matchAdded || normalizedAddedPattern == null) {
+                encodeNormalized(normalized, atTextStart, out);
+                return;
+            }
+            Matcher m = normalizedAddedPattern.matcher(normalized);
+            int last = 0;
+            while (m.find()) {
+                encodeNormalized(normalized.substring(last, m.start()), atTextStart && last == 0, out);
+                out.add(normalizedAdded.get(m.group()));
+                last = m.end();
+            }
+            encodeNormalized(normalized.substring(last), atTextStart && last == 0, out);
             return;
         }
         String t = nfc ? Normalizer.normalize(text, Normalizer.Form.NFC) : text;
@@ -422,6 +583,20 @@ public final class BpeTokenizer {
         }
     }
 
+    /** SentencePiece-style: pre-tokenizes normalized text and encodes its pieces. */
+    private void encodeNormalized(String normalized, boolean atTextStart, IntList out) {
+        if (normalized.isEmpty()) {
+            return;
+        }
+        if (sentencePiece.metaspace() == null) {
+            out.addAll(sentencePiece.model().encode(normalized));
+            return;
+        }
+        for (String piece : sentencePiece.metaspace().split(normalized, atTextStart)) {
+            out.addAll(sentencePiece.model().encode(piece));
+        }
+    }
+
     /** Merges the byte symbols of one piece by rank. */
     int[] bpe(byte[] bytes) {
         int n = bytes.length;
@@ -432,78 +607,42 @@ public final class BpeTokenizer {
             }
         }
         int[] sym = new int[n];
-        int[] next = new int[n];
-        int[] prev = new int[n];
         for (int i = 0; i < n; i++) {
             sym[i] = byteIds[bytes[i] & 0xFF];
-            next[i] = i + 1 < n ? i + 1 : -1;
-            prev[i] = i - 1;
         }
-        if (n < 2) {
-            return sym;
-        }
-        LongHeap heap = new LongHeap(n);
-        for (int i = 0; i + 1 < n; i++) {
-            push(heap, sym, i, i + 1);
-        }
-        boolean[] dead = new boolean[n];
-        int alive = n;
-        while (!heap.isEmpty()) {
-            long top = heap.poll();
-            int rank = (int) (top >>> 32);
-            int pos = (int) top;
-            if (dead[pos]) {
-                continue;
-            }
-            int right = next[pos];
-            if (right < 0) {
-                continue;
-            }
-            Integer r = rankOf.get(key(sym[pos], sym[right]));
-            if (r == null || r != rank) {
-                continue; // stale: a neighbour changed since this pair was queued
-            }
-            sym[pos] = mergedId[rank];
-            dead[right] = true;
-            alive--;
-            next[pos] = next[right];
-            if (next[right] >= 0) {
-                prev[next[right]] = pos;
-            }
-            if (prev[pos] >= 0) {
-                push(heap, sym, prev[pos], pos);
-            }
-            if (next[pos] >= 0) {
-                push(heap, sym, pos, next[pos]);
-            }
-        }
-        int[] out = new int[alive];
-        int k = 0;
-        for (int i = 0; i >= 0; i = next[i]) {
-            out[k++] = sym[i];
-        }
-        return out;
-    }
-
-    private void push(LongHeap heap, int[] sym, int left, int right) {
-        Integer r = rankOf.get(key(sym[left], sym[right]));
-        if (r != null) {
-            heap.add(((long) r << 32) | left);
-        }
+        return bpeMerges.merge(sym);
     }
 
     /** Decodes to text; ill-formed UTF-8 becomes U+FFFD as the class describes. */
     public String decode(int[] ids) {
-        return new String(decodeBytes(ids, false), StandardCharsets.UTF_8);
+        return decode(ids, false);
     }
 
     /** Decodes to text, leaving out special tokens when {@code skipSpecial}. */
     public String decode(int[] ids, boolean skipSpecial) {
+        if (sentencePiece != null) {
+            List<String> strings = new ArrayList<>(ids.length);
+            for (int id : ids) {
+                AddedToken a = addedById.get(id);
+                if (a != null) {
+                    if (!(skipSpecial && a.special())) {
+                        // as the reference does, a normalized added token decodes as its normalized content
+                        strings.add(a.normalized() ? sentencePiece.normalizer().apply(a.content()) : a.content());
+                    }
+                } else {
+                    strings.add(token(id));
+                }
+            }
+            return sentencePiece.decoder().decode(strings);
+        }
         return new String(decodeBytes(ids, skipSpecial), StandardCharsets.UTF_8);
     }
 
-    /** The exact bytes the tokens stand for. */
+    /** The exact bytes the tokens stand for (SentencePiece-style: the UTF-8 of {@link #decode(int[], boolean)}). */
     public byte[] decodeBytes(int[] ids, boolean skipSpecial) {
+        if (sentencePiece != null) {
+            return decode(ids, skipSpecial).getBytes(StandardCharsets.UTF_8);
+        }
         ByteArrayOutputStream out = new ByteArrayOutputStream();
         for (int id : ids) {
             AddedToken a = addedById.get(id);
@@ -528,7 +667,8 @@ public final class BpeTokenizer {
 
     @Override
     public String toString() {
-        return "BpeTokenizer[" + size() + " tokens, " + merges.size() + " merges, " + added.size() + " added]";
+        return "BpeTokenizer[" + (isByteLevel() ? "byte-level, " : "SentencePiece-style, ") + size() + " tokens, "
+                + merges.size() + " merges, " + added.size() + " added]";
     }
 
     /** A growable int array. */
@@ -553,58 +693,6 @@ public final class BpeTokenizer {
 
         int[] toArray() {
             return Arrays.copyOf(a, n);
-        }
-    }
-
-    /** A binary min-heap of longs. */
-    private static final class LongHeap {
-        long[] a;
-        int n;
-
-        LongHeap(int capacity) {
-            a = new long[Math.max(4, capacity)];
-        }
-
-        boolean isEmpty() {
-            return n == 0;
-        }
-
-        void add(long v) {
-            if (n == a.length) {
-                a = Arrays.copyOf(a, n * 2);
-            }
-            int i = n++;
-            while (i > 0) {
-                int p = (i - 1) >>> 1;
-                if (a[p] <= v) {
-                    break;
-                }
-                a[i] = a[p];
-                i = p;
-            }
-            a[i] = v;
-        }
-
-        long poll() {
-            long top = a[0];
-            long v = a[--n];
-            int i = 0;
-            while (true) {
-                int c = 2 * i + 1;
-                if (c >= n) {
-                    break;
-                }
-                if (c + 1 < n && a[c + 1] < a[c]) {
-                    c++;
-                }
-                if (a[c] >= v) {
-                    break;
-                }
-                a[i] = a[c];
-                i = c;
-            }
-            a[i] = v;
-            return top;
         }
     }
 }

@@ -14,12 +14,22 @@ import java.util.Arrays;
  * surrogate ED A0..BF xx as one ill-formed sequence); anything else is emitted at once. The concatenation of everything emitted therefore equals
  * {@link BpeTokenizer#decode(int[], boolean)} of all the tokens, replacement characters included.
  *
+ * <p>SentencePiece-style tokenizers decode through a decoder chain whose output for a token depends
+ * on its neighbours (the first token loses its leading space; a run of byte tokens is decoded
+ * together), so they are streamed as the Hugging Face {@code DecodeStream} does: a short window of
+ * ids is decoded after each token and the text beyond the window's earlier decode is emitted, unless
+ * it ends in U+FFFD (a character whose bytes may still come); the window then restarts at the ids
+ * decoded before this step, keeping one step of context.
+ *
  * <p>Threads: one sequence's decoder, used by one thread at a time.
  */
 public final class StreamDecoder {
     private final BpeTokenizer tokenizer;
     private final boolean skipSpecial;
     private byte[] pending = new byte[0]; // at most 3 bytes: an incomplete character
+    private int[] window = new int[0];    // SentencePiece-style: ids whose decode starts with prefix
+    private String prefix = "";           // SentencePiece-style: decode of window[0, prefixIndex) as last emitted
+    private int prefixIndex;              // SentencePiece-style: ids of the window already emitted
 
     StreamDecoder(BpeTokenizer tokenizer, boolean skipSpecial) {
         this.tokenizer = tokenizer;
@@ -28,6 +38,9 @@ public final class StreamDecoder {
 
     /** Adds one token; returns the text that is now complete (possibly empty). */
     public String push(int id) {
+        if (!tokenizer.isByteLevel()) {
+            return pushWindow(id);
+        }
         byte[] add = tokenizer.decodeBytes(new int[] {id}, skipSpecial);
         ByteArrayOutputStream all = new ByteArrayOutputStream(pending.length + add.length);
         all.writeBytes(pending);
@@ -40,9 +53,32 @@ public final class StreamDecoder {
 
     /** Ends the stream: bytes still held become replacement characters. */
     public String finish() {
+        if (!tokenizer.isByteLevel()) {
+            String all = tokenizer.decode(window, skipSpecial);
+            window = new int[0];
+            String rest = all.length() > prefix.length() && all.startsWith(prefix) ? all.substring(prefix.length()) : "";
+            prefix = "";
+            prefixIndex = 0;
+            return rest;
+        }
         String s = new String(pending, StandardCharsets.UTF_8);
         pending = new byte[0];
         return s;
+    }
+
+    private String pushWindow(int id) {
+        window = Arrays.copyOf(window, window.length + 1);
+        window[window.length - 1] = id;
+        String text = tokenizer.decode(window, skipSpecial);
+        if (text.length() <= prefix.length() || text.endsWith("\uFFFD") || !text.startsWith(prefix)) {
+            return "";
+        }
+        String fresh = text.substring(prefix.length());
+        int nextPrefixIndex = window.length - prefixIndex;
+        window = Arrays.copyOfRange(window, prefixIndex, window.length);
+        prefix = tokenizer.decode(window, skipSpecial);
+        prefixIndex = nextPrefixIndex;
+        return fresh;
     }
 
     /** Length of the suffix of {@code b} that is a valid but incomplete UTF-8 sequence (0 if none). */
