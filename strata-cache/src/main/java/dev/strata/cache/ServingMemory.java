@@ -125,6 +125,7 @@ public final class ServingMemory implements AutoCloseable {
         private long peerExpertBytes;
         private Duration rebalancePeriod = Duration.ofMillis(200);
         private Experts experts;
+        private java.nio.file.Path expertMastersDir; // null: the masters live in HOST memory
         private LiveSplit.Settings split;
 
         private Builder(KvGeometry geometry, int kvBlocks, PrefixHasher hasher) {
@@ -170,6 +171,16 @@ public final class ServingMemory implements AutoCloseable {
             return this;
         }
 
+        /**
+         * Keeps the expert masters in a DISK tier (files under {@code dir}, direct I/O, removed at
+         * close) instead of HOST memory, so a MoE model larger than memory is paged from SSD: only
+         * the DEVICE slots hold experts in memory (null: HOST, the default; needs {@link #experts}).
+         */
+        public Builder expertMastersOnDisk(java.nio.file.Path dir) {
+            expertMastersDir = dir;
+            return this;
+        }
+
         /** Splits one DEVICE budget live between expert slots and KV slots (null: no split; needs {@link #experts}). */
         public Builder split(LiveSplit.Settings settings) {
             split = settings;
@@ -195,6 +206,9 @@ public final class ServingMemory implements AutoCloseable {
 
         private void check() {
             List<String> problems = new ArrayList<>();
+            if (expertMastersDir != null && experts == null) {
+                problems.add("expert masters on DISK (" + expertMastersDir + ") need a MoE model with paged experts (expert cap > 0)");
+            }
             if (split != null && experts == null) {
                 problems.add("the expert/KV split of " + split.budgetBytes() + " bytes needs a MoE model with paged experts (expert cap > 0)");
             }
@@ -241,7 +255,8 @@ public final class ServingMemory implements AutoCloseable {
         KvBlockManager kv;
         SharedBlockStore shared; // the caller's; null without one
         PeerClient peers; // the caller's; null without one
-        HostTier masterTier; // null without paged experts
+        dev.strata.memory.Tier masterTier; // HOST, or DISK with expertMastersOnDisk; null without paged experts
+        dev.strata.memory.transfer.TransferEngine expertTransfers; // reads DISK masters when there is no offload engine; else null
         DeviceTier slotTier; // the pager's slots (the split's tier under a split); null without paged experts
         ExpertMasters masters; // null without paged experts
         ExpertPager pager; // null without paged experts
@@ -286,13 +301,24 @@ public final class ServingMemory implements AutoCloseable {
                 return;
             }
             long expertBytes = x.image().bytes();
-            masterTier = HostTier.create("expert-masters", (long) x.moeLayers() * x.experts() * expertBytes + (1L << 20));
+            long masterCount = (long) x.moeLayers() * x.experts();
+            masterTier = b.expertMastersDir == null ? HostTier.create("expert-masters", masterCount * expertBytes + (1L << 20))
+                    : dev.strata.memory.disk.DiskTier.open(dev.strata.memory.disk.DiskTierOptions.in(b.expertMastersDir,
+                            masterCount * Sizes.alignUp(expertBytes + 8192, 4096) + 16 * Sizes.MiB).name("expert-masters").deleteOnClose(true));
             slotTier = splitDevice != null ? splitDevice.tier()
                     : DeviceTier.cpu("device", (long) x.moeLayers() * x.slotsPerLayer() * expertBytes + (1L << 20));
             masters = x.loader().apply(masterTier);
             ExpertPager.Builder pb = ExpertPager.builder(masters, slotTier).topK(x.topK()).slotsPerLayer(x.slotsPerLayer());
             if (splitDevice != null) {
                 pb.slotGranule(splitDevice.slotGranule());
+            }
+            if (!masterTier.isPlainMemory()) { // DISK masters: misses are read through a transfer engine
+                if (offload != null) {
+                    pb.transferEngine(offload.engine());
+                } else {
+                    expertTransfers = new dev.strata.memory.transfer.TransferEngine();
+                    pb.transferEngine(expertTransfers);
+                }
             }
             if (b.peerExpertBytes > 0) {
                 long image = Sizes.alignUp(expertBytes, PeerTier.ALIGNMENT);
@@ -323,6 +349,9 @@ public final class ServingMemory implements AutoCloseable {
             }
             if (pager != null) {
                 pager.close();
+            }
+            if (expertTransfers != null) {
+                expertTransfers.close();
             }
             if (masters != null) {
                 masters.close();

@@ -163,7 +163,7 @@ public final class ServeCommand implements Callable<Integer> {
             }
             ServeEngine.Options.Builder o = ServeEngine.Options.builder().threads(threads).blockTokens(blockTokens).kvBlocks(kvBlocks)
                     .expertCap(expertCap).split(splitBudget).offload(c).rebalancePeriod(Duration.ofMillis(p.experts().rebalanceMillis()))
-                    .weightLoad(WeightLoad.valueOf(p.model().load().name()));
+                    .weightLoad(WeightLoad.valueOf(p.model().load().name())).expertMasters(p.experts().mastersDir());
             if (peers != null) {
                 o.peers(peers, 0, peerExpertBytes);
             }
@@ -185,6 +185,7 @@ public final class ServeCommand implements Callable<Integer> {
             String summary = kvBlocks + " KV blocks of " + blockTokens + " tokens"
                     + (engine.model().files().load() == WeightLoad.MAP ? ", weights memory-mapped (model.load: map)" : "")
                     + (expertCap > 0 ? ", " + expertCap + " expert slots per layer" : "")
+                    + (p.experts().mastersDir() != null ? ", expert masters on DISK in " + p.experts().mastersDir() : "")
                     + (engine.split() != null ? " in a live expert/KV split of " + Sizes.format(engine.split().settings().budgetBytes()) : "")
                     + (c.host() != null ? ", " + Sizes.format(c.host().capacity()) + " HOST KV" + (c.disk() != null ? " over DISK "
                     + c.disk().directory() : "") : "")

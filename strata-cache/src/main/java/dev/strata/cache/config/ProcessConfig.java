@@ -22,7 +22,7 @@ import java.util.List;
  *            max-prompt-tokens: N, max-tokens-limit: N, routing-trace: FILE, insecure: false,
  *            header-timeout-ms: 10000, max-idle-connections: 256 }
  * kv:      { block-tokens: 16, device-blocks: 256 }
- * experts: { device-slots: 0, peer-bytes: 64MiB, rebalance-ms: 200 }
+ * experts: { device-slots: 0, peer-bytes: 64MiB, rebalance-ms: 200, masters-dir: /mnt/ssd/strata-experts }
  * node:    { access: auto, rpc: PATH, pool-name: NAME, channels: 16, slots: 64, payload: 512,
  *            process-slots: 64, hash-version: 0, model-fingerprint: HEX, pins-per-process: 2048,
  *            pin-seconds: 30 }
@@ -89,8 +89,10 @@ public record ProcessConfig(Model model, Server server, Kv kv, Experts experts, 
      * @param deviceSlots   expert slots per MoE layer in DEVICE memory; 0 reads experts from the model's weights
      * @param peerBytes     most bytes of expert copies kept on peers
      * @param rebalanceMillis time between the expert rebalancer's passes, ms
+     * @param mastersDir    a directory on SSD where the expert masters live (DISK, direct I/O) instead of HOST memory,
+     *                      for MoE models larger than memory; null: HOST
      */
-    public record Experts(int deviceSlots, long peerBytes, long rebalanceMillis) {
+    public record Experts(int deviceSlots, long peerBytes, long rebalanceMillis, java.nio.file.Path mastersDir) {
     }
 
     /** How the node's pool is reached: through {@code strata node}, in this process, or whichever works. */
@@ -160,10 +162,15 @@ public record ProcessConfig(Model model, Server server, Kv kv, Experts experts, 
             throw new ConfigException("kv.device-blocks (" + kv.deviceBlocks() + ") × kv.block-tokens (" + kv.blockTokens()
                     + ") is more tokens than a sequence can index");
         }
-        ConfigNode e = section(root, "experts", "device-slots", "peer-bytes", "rebalance-ms");
+        ConfigNode e = section(root, "experts", "device-slots", "peer-bytes", "rebalance-ms", "masters-dir");
         long rebalance = e.integer("rebalance-ms", 200, 1, 3_600_000);
+        String mastersDir = e.text("masters-dir", null);
         Experts experts = new Experts(e.integer("device-slots", 0, 0, 1 << 20), nonNegative(e.size("peer-bytes", 64 * Sizes.MiB),
-                "experts.peer-bytes"), rebalance);
+                "experts.peer-bytes"), rebalance, mastersDir == null || mastersDir.isBlank() ? null : java.nio.file.Path.of(mastersDir));
+        if (experts.mastersDir() != null && experts.deviceSlots() == 0) {
+            throw new ConfigException("experts.masters-dir (" + mastersDir + ") keeps the expert masters on DISK for the expert pager;"
+                    + " it needs experts.device-slots above 0 (--expert-cap N)");
+        }
         ConfigNode n = section(root, "node", "access", "rpc", "pool-name", "channels", "slots", "payload", "process-slots",
                 "hash-version", "model-fingerprint", "pins-per-process", "pin-seconds");
         String fingerprint = n.text("model-fingerprint", null); // checked by the node, which names the value

@@ -133,6 +133,16 @@ class StrataConfigTest {
     }
 
     @Test
+    void expertMastersMayLiveOnDiskForThePager() throws Exception {
+        assertThat(StrataConfig.defaults().conclude(64 * Sizes.GiB).process().experts().mastersDir()).isNull();
+        assertThat(ConfigLoader.load(yaml("experts: { device-slots: 4, masters-dir: /mnt/ssd/experts }\n"), List.of(), null)
+                .conclude(64 * Sizes.GiB).process().experts().mastersDir()).isEqualTo(Path.of("/mnt/ssd/experts"));
+        assertThatThrownBy(() -> ConfigLoader.load(yaml("experts: { masters-dir: /mnt/ssd/experts }\n"), List.of(), null)
+                .conclude(64 * Sizes.GiB)).isInstanceOf(ConfigException.class).hasMessageContaining("experts.masters-dir")
+                .hasMessageContaining("experts.device-slots");
+    }
+
+    @Test
     void peersLookForARestartedAgentEverySecondUnlessToldOtherwise() throws Exception {
         ProcessConfig.Peers defaults = ConfigLoader.load(yaml("peers: { files: [/dev/shm/a.lend] }\n"), List.of(), null)
                 .conclude(64 * Sizes.GiB).process().peers();

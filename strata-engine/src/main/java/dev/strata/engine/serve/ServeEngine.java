@@ -85,10 +85,11 @@ public final class ServeEngine implements AutoCloseable {
      * @param split        the live expert/KV split of one DEVICE budget (null: none; needs {@code expertCap > 0}
      *                     and a MoE model); {@code kvBlocks} is then the KV floor and {@code expertCap} the start
      * @param weightLoad   how the model's weights are brought into memory ({@code model.load}): copied (default) or mapped
+     * @param expertMastersDir a directory on SSD where the expert masters live (DISK) instead of HOST memory; null: HOST
      */
     public record Options(int threads, int blockTokens, int kvBlocks, int expertCap, StrataConfig offload, SharedBlockStore shared,
                           PeerClient peers, long peerExpertBytes, Duration rebalancePeriod, LiveSplit.Settings split,
-                          WeightLoad weightLoad) {
+                          WeightLoad weightLoad, Path expertMastersDir) {
         /** The KV tiers a serving process offloads into; DEVICE and the shared POOL are reached through the KV manager. */
         public static final Set<TierKind> OFFLOAD_TIERS = ServingMemory.OFFLOAD_TIERS;
 
@@ -98,6 +99,9 @@ public final class ServeEngine implements AutoCloseable {
                     split);
             if (weightLoad == null) {
                 problems.add("weight load must be COPY or MAP, not null");
+            }
+            if (expertMastersDir != null && expertCap == 0) {
+                problems.add("expert masters on DISK (" + expertMastersDir + ") need paged experts: an expert cap above 0");
             }
             if (!problems.isEmpty()) {
                 throw new IllegalArgumentException("serve engine: " + String.join("; ", problems));
@@ -192,6 +196,7 @@ public final class ServeEngine implements AutoCloseable {
             private Duration rebalancePeriod = Duration.ofMillis(200);
             private LiveSplit.Settings split;
             private WeightLoad weightLoad = WeightLoad.COPY;
+            private Path expertMastersDir; // null: the expert masters in HOST memory
 
             private Builder() {
             }
@@ -288,6 +293,12 @@ public final class ServeEngine implements AutoCloseable {
                 return this;
             }
 
+            /** Keeps the expert masters on DISK under {@code dir} instead of HOST memory (null: HOST). */
+            public Builder expertMasters(Path dir) {
+                expertMastersDir = dir;
+                return this;
+            }
+
             /** @throws IllegalArgumentException naming every value out of range */
             public Options conclude() {
                 StrataConfig tiers = offload;
@@ -322,7 +333,7 @@ public final class ServeEngine implements AutoCloseable {
                     tiers = hostKvBytes == 0 ? null : shorthandTiers();
                 }
                 return new Options(threads, blockTokens, kvBlocks, expertCap, tiers, shared, peers, peerExpertBytes, rebalancePeriod, split,
-                        weightLoad);
+                        weightLoad, expertMastersDir);
             }
 
             /** The shorthands as configuration keys: PEER (watermarks 0.95/0.85), HOST and DISK (1.0/0.9). */
@@ -378,7 +389,8 @@ public final class ServeEngine implements AutoCloseable {
             if (options.expertCap() > 0 && c.moe()) {
                 ModelWeights weights = model.weights();
                 mb.experts(new ServingMemory.Experts(ModelRunner.expertLayout(c), ModelRunner.moeLayerCount(c), c.numExperts(),
-                        c.numExpertsPerTok(), options.expertCap(), tier -> ModelRunner.loadMasters(weights, tier)));
+                        c.numExpertsPerTok(), options.expertCap(), tier -> ModelRunner.loadMasters(weights, tier)))
+                        .expertMastersOnDisk(options.expertMastersDir());
             }
             if (options.split() != null && !c.moe()) {
                 throw new IllegalArgumentException("the expert/KV split of " + options.split().budgetBytes() + " bytes needs a MoE"
