@@ -17,6 +17,7 @@ import dev.strata.engine.tokenizer.BpeTokenizer;
 import dev.strata.engine.tokenizer.ChatFormat;
 import dev.strata.engine.tokenizer.ChatMessage;
 import dev.strata.engine.tokenizer.ToolCall;
+import dev.strata.engine.tokenizer.ToolCallParser;
 import dev.strata.engine.tokenizer.TokenizerConfig;
 import dev.strata.memory.metrics.PrometheusText;
 import java.io.IOException;
@@ -74,9 +75,16 @@ import java.util.concurrent.LinkedBlockingQueue;
  * chat {@code logprobs} and {@code top_logprobs} (0..20), completions {@code logprobs} (0..5),
  * streamed or not, of the distribution described at {@link Sampler}. {@code n} choices (up to
  * {@link SamplingParams#MAX_CHOICES}) are n generations of the prompt, which share its KV blocks
- * through the prefix cache; with a {@code seed}, choice i draws from seed + i. A field this server does not
- * implement is a 400 naming it ({@code tools}, {@code tool_choice}, {@code response_format},
- * any unknown field; see {@code refuseUnsupported}), never silently ignored;
+ * through the prefix cache; with a {@code seed}, choice i draws from seed + i. Tools: chat
+ * {@code tools} (function tools) go to the checkpoint's chat template (a model without one refuses
+ * them), unless {@code tool_choice} is {@code "none"}; with them the output is split by
+ * {@link ToolCallParser} (Hermes {@code <tool_call>} or Mistral {@code [TOOL_CALLS]} form) into
+ * {@code content} and {@code tool_calls} with ids {@code call_...}, streamed as {@code tool_calls}
+ * deltas once each call is whole, and the choice finishes with {@code tool_calls};
+ * {@code tool_choice} {@code "required"} or a named function is a 400 (it needs constrained
+ * decoding). A field this server does not
+ * implement is a 400 naming it ({@code response_format}, {@code functions}, any unknown field; see
+ * {@code refuseUnsupported}), never silently ignored;
  * only fields whose absence changes no answer are ignored: {@code user}, {@code metadata},
  * {@code store}, {@code service_tier}, {@code parallel_tool_calls}, and any field that is null.
  *
@@ -316,13 +324,15 @@ public final class OpenAiServer implements AutoCloseable {
      *
      * @param choices      one generation per choice ({@code n}), in index order
      * @param includeUsage {@code stream_options.include_usage}: a stream ends with a usage chunk
+     * @param toolCalls    tools were rendered into the prompt: the output is split into content and
+     *                     {@code tool_calls} ({@link ToolCallParser})
      */
-    private record Parsed(List<GenerationRequest> choices, boolean stream, boolean includeUsage) {
+    private record Parsed(List<GenerationRequest> choices, boolean stream, boolean includeUsage, boolean toolCalls) {
     }
 
     /**
      * Request fields accepted and ignored: clients send them by default and ignoring them changes
-     * no answer ({@code parallel_tool_calls} matters only with {@code tools}, which are refused).
+     * no answer ({@code parallel_tool_calls}: every call the model makes is returned).
      */
     private static final Set<String> IGNORED_FIELDS = Set.of("user", "metadata", "store", "service_tier",
             "parallel_tool_calls");
@@ -330,7 +340,8 @@ public final class OpenAiServer implements AutoCloseable {
     private static final Set<String> COMMON_FIELDS = Set.of("model", "stream", "stream_options", "max_tokens",
             "temperature", "top_p", "top_k", "n", "seed", "stop", "presence_penalty", "frequency_penalty", "logprobs",
             "logit_bias", "modalities");
-    private static final Set<String> CHAT_FIELDS = Set.of("messages", "max_completion_tokens", "top_logprobs");
+    private static final Set<String> CHAT_FIELDS = Set.of("messages", "max_completion_tokens", "top_logprobs", "tools",
+            "tool_choice");
     private static final Set<String> COMPLETION_FIELDS = Set.of("prompt", "echo", "best_of", "suffix");
 
     /**
@@ -349,7 +360,7 @@ public final class OpenAiServer implements AutoCloseable {
             boolean known = COMMON_FIELDS.contains(f) || (chat ? CHAT_FIELDS : COMPLETION_FIELDS).contains(f);
             if (!known) {
                 String what = switch (f) {
-                    case "tools", "tool_choice", "functions", "function_call" -> "tool calling is not supported yet";
+                    case "functions", "function_call" -> "the legacy function calling is not supported; use 'tools'";
                     case "response_format" -> "structured output (response_format) is not supported yet";
                     default -> (CHAT_FIELDS.contains(f) || COMPLETION_FIELDS.contains(f))
                             ? "it belongs to " + (chat ? "/v1/completions" : "/v1/chat/completions") + ", not this endpoint"
@@ -482,7 +493,8 @@ public final class OpenAiServer implements AutoCloseable {
             }
         }
         refuseUnsupported(root, chat);
-        int[] prompt = chat ? chatPrompt(root.get("messages")) : completionPrompt(root.get("prompt"));
+        List<JsonNode> tools = chat ? tools(root) : List.of();
+        int[] prompt = chat ? chatPrompt(root.get("messages"), tools) : completionPrompt(root.get("prompt"));
         if (prompt.length == 0) {
             throw ApiError.badField(chat ? "messages" : "prompt", "the prompt encodes to no tokens");
         }
@@ -553,7 +565,7 @@ public final class OpenAiServer implements AutoCloseable {
                     params.stopTokenIds(), params.presencePenalty(), params.frequencyPenalty());
             requests.add(new GenerationRequest(prompt, p, topLogprobs));
         }
-        return new Parsed(requests, streaming, includeUsage);
+        return new Parsed(requests, streaming, includeUsage, !tools.isEmpty());
     }
 
     /** The number in {@code field}, or null when absent; a value of another JSON type is a 400. */
@@ -641,9 +653,10 @@ public final class OpenAiServer implements AutoCloseable {
      * (and {@code developer}, rendered as system), {@code user}, {@code assistant} (its
      * {@code tool_calls} rendered after its text, its content then may be null) and {@code tool}
      * (with {@code tool_call_id}); {@code content} is a string or an array of {@code text} parts,
-     * joined with newlines. Anything else is a 400 naming the message and the value.
+     * joined with newlines. Anything else is a 400 naming the message and the value. {@code tools}
+     * (those {@link #tools} returned) go to the chat template.
      */
-    private int[] chatPrompt(JsonNode messages) throws ApiError {
+    private int[] chatPrompt(JsonNode messages, List<JsonNode> tools) throws ApiError {
         if (messages == null || !messages.isArray() || messages.isEmpty()) {
             throw ApiError.badField("messages", "'messages' must be a non-empty array, got " + (messages == null ? "nothing" : abbreviate(messages.toString())));
         }
@@ -687,11 +700,76 @@ public final class OpenAiServer implements AutoCloseable {
         }
         String text;
         try {
-            text = engine.model().chat().render(list, true);
+            text = engine.model().chat().render(list, tools, java.util.Map.of(), true);
         } catch (IllegalArgumentException e) {
             throw ApiError.badField("messages", e.getMessage());
         }
         return tokenizer.encode(text);
+    }
+
+    /**
+     * The tools to render into the prompt: {@code tools}, each {@code {"type": "function",
+     * "function": {"name", "description", "parameters"}}} (a string name, parameters an object when
+     * present), unless {@code tool_choice} is {@code "none"}; {@code "auto"}, the default, lets the
+     * model choose. {@code "required"} and a named function need decoding constrained to a call,
+     * which Strata does not have: a 400. Tools for a model with no chat template are a 400 too.
+     * Empty when no tools are to be rendered.
+     */
+    private List<JsonNode> tools(JsonNode root) throws ApiError {
+        JsonNode choice = root.get("tool_choice");
+        boolean none = false;
+        if (choice != null && !choice.isNull()) {
+            if (choice.isTextual() && choice.asText().equals("none")) {
+                none = true;
+            } else if (choice.isTextual() && choice.asText().equals("required") || choice.isObject()) {
+                throw ApiError.badField("tool_choice", "'tool_choice' " + abbreviate(choice.toString())
+                        + " is not supported yet: forcing a call needs constrained decoding; use \"auto\" or \"none\"");
+            } else if (!(choice.isTextual() && choice.asText().equals("auto"))) {
+                throw ApiError.badField("tool_choice", "'tool_choice' must be \"auto\" or \"none\", got " + abbreviate(choice.toString()));
+            }
+        }
+        JsonNode tools = root.get("tools");
+        if (tools == null || tools.isNull()) {
+            return List.of();
+        }
+        if (!tools.isArray()) {
+            throw ApiError.badField("tools", "'tools' must be an array of function tools, got " + abbreviate(tools.toString()));
+        }
+        List<JsonNode> out = new ArrayList<>();
+        for (int i = 0; i < tools.size(); i++) {
+            JsonNode t = tools.get(i);
+            if (!t.isObject() || !"function".equals(t.path("type").asText(null))) {
+                throw ApiError.badField("tools", "'tools' entry " + i + " must be {\"type\": \"function\", \"function\": {...}}, got "
+                        + abbreviate(t.toString()));
+            }
+            JsonNode f = t.get("function");
+            if (f == null || !f.isObject()) {
+                throw ApiError.badField("tools", "'tools' entry " + i + " needs a 'function' object, got " + abbreviate(t.toString()));
+            }
+            JsonNode name = f.get("name");
+            if (name == null || !name.isTextual() || name.asText().isEmpty()) {
+                throw ApiError.badField("tools", "'tools' entry " + i + " needs a non-empty string 'function.name', got "
+                        + (name == null ? "none" : abbreviate(name.toString())));
+            }
+            JsonNode description = f.get("description");
+            if (description != null && !description.isNull() && !description.isTextual()) {
+                throw ApiError.badField("tools", "'tools' entry " + i + " ('" + abbreviate(name.asText()) + "') 'function.description' must be a string, got "
+                        + abbreviate(description.toString()));
+            }
+            JsonNode parameters = f.get("parameters");
+            if (parameters != null && !parameters.isNull() && !parameters.isObject()) {
+                throw ApiError.badField("tools", "'tools' entry " + i + " ('" + abbreviate(name.asText()) + "') 'function.parameters' must be a JSON Schema object, got "
+                        + abbreviate(parameters.toString()));
+            }
+            out.add(t);
+        }
+        if (none) {
+            return List.of();
+        }
+        if (!out.isEmpty() && !engine.model().chat().usesTemplate()) {
+            throw ApiError.badField("tools", "this model has no chat template in tokenizer_config.json, so it cannot be given tools");
+        }
+        return out;
     }
 
     /** A message's text: a string, or the text of an array of {@code text} parts; null only where {@code nullable}. */
@@ -808,9 +886,9 @@ public final class OpenAiServer implements AutoCloseable {
         }
         try {
             if (p.stream) {
-                stream(ex, chat, id, createdAt, events, handles, logprobs, p.includeUsage);
+                stream(ex, chat, id, createdAt, events, handles, logprobs, p.includeUsage, p.toolCalls);
             } else {
-                whole(ex, chat, id, createdAt, events, logprobs);
+                whole(ex, chat, id, createdAt, events, logprobs, p.toolCalls);
             }
         } catch (IOException | RuntimeException | ApiError e) {
             handles.forEach(Generator.Handle::cancel);
@@ -821,9 +899,14 @@ public final class OpenAiServer implements AutoCloseable {
         }
     }
 
-    /** The whole answer once every choice has finished; the first failure fails the request. */
+    /**
+     * The whole answer once every choice has finished; the first failure fails the request. With
+     * {@code toolCalls} each chat choice's text is split into {@code content} (null when only
+     * calls were made) and {@code tool_calls}, and a choice that made calls finishes with
+     * {@code tool_calls}.
+     */
     private void whole(HttpExchange ex, boolean chat, String id, long createdAt, LinkedBlockingQueue<Event> events,
-                       List<LogprobsWriter> logprobs) throws IOException, InterruptedException, ApiError {
+                       List<LogprobsWriter> logprobs, boolean toolCalls) throws IOException, InterruptedException, ApiError {
         int n = logprobs.size();
         StringBuilder[] text = new StringBuilder[n];
         Event[] end = new Event[n];
@@ -850,17 +933,43 @@ public final class OpenAiServer implements AutoCloseable {
         int completionTokens = 0;
         for (int i = 0; i < n; i++) {
             ObjectNode choice = choices.addObject().put("index", i);
-            if (chat) {
+            String reason = end[i].reason.openAiName();
+            if (chat && toolCalls) {
+                ToolCallParser.Result split = ToolCallParser.parse(text[i].toString());
+                ObjectNode message = choice.putObject("message").put("role", "assistant").put("content", split.content());
+                message.putNull("refusal");
+                if (!split.calls().isEmpty()) {
+                    var calls = message.putArray("tool_calls");
+                    for (ToolCall c : split.calls()) {
+                        ObjectNode call = calls.addObject().put("id", toolCallId()).put("type", "function");
+                        call.putObject("function").put("name", c.name()).put("arguments", argumentsText(c));
+                    }
+                    reason = TOOL_CALLS_FINISH;
+                }
+            } else if (chat) {
                 choice.putObject("message").put("role", "assistant").put("content", text[i].toString()).putNull("refusal");
             } else {
                 choice.put("text", text[i].toString());
             }
             putLogprobs(choice, logprobs.get(i));
-            choice.put("finish_reason", end[i].reason.openAiName());
+            choice.put("finish_reason", reason);
             completionTokens += end[i].completionTokens;
         }
         usage(out, end[0].promptTokens, completionTokens);
         sendJson(ex, 200, out);
+    }
+
+    /** The {@code finish_reason} of a choice that made tool calls. */
+    private static final String TOOL_CALLS_FINISH = "tool_calls";
+
+    /** A fresh tool call id, {@code call_} and 24 hex digits, unique per call. */
+    private static String toolCallId() {
+        return "call_" + UUID.randomUUID().toString().replace("-", "").substring(0, 24);
+    }
+
+    /** A call's {@code function.arguments} as the OpenAI API sends them: JSON text. */
+    private static String argumentsText(ToolCall c) {
+        return c.arguments().isTextual() ? c.arguments().asText() : c.arguments().toString();
     }
 
     /** {@code logprobs} of a choice: null when not asked for, else the entries gathered since the last call. */
@@ -879,10 +988,14 @@ public final class OpenAiServer implements AutoCloseable {
      * tokens whose text never came); once every choice has finished, with {@code include_usage}
      * a chunk with empty {@code choices} and the {@code usage} (the other chunks then carry
      * {@code "usage": null}, as OpenAI's do), then {@code [DONE]}. A failure of one choice ends
-     * the stream with an error event and cancels the others.
+     * the stream with an error event and cancels the others. With {@code toolCalls} a choice's text
+     * goes through a {@link ToolCallParser}: its text outside calls is sent as {@code content}
+     * deltas (text that may begin a call marker held back until decided), each call, once whole,
+     * as two {@code tool_calls} deltas (index, id, type and name; then the arguments), and a choice
+     * that made calls finishes with {@code tool_calls}.
      */
     private void stream(HttpExchange ex, boolean chat, String id, long createdAt, LinkedBlockingQueue<Event> events,
-                        List<Generator.Handle> handles, List<LogprobsWriter> logprobs, boolean includeUsage)
+                        List<Generator.Handle> handles, List<LogprobsWriter> logprobs, boolean includeUsage, boolean toolCalls)
             throws IOException, InterruptedException {
         ex.getResponseHeaders().set("Content-Type", "text/event-stream; charset=utf-8");
         ex.getResponseHeaders().set("Cache-Control", "no-cache");
@@ -890,6 +1003,11 @@ public final class OpenAiServer implements AutoCloseable {
         OutputStream out = ex.getResponseBody();
         String object = chat ? "chat.completion.chunk" : "text_completion";
         int n = handles.size();
+        ToolCallParser[] parsers = new ToolCallParser[n]; // per choice; none without tools
+        int[] calls = new int[n]; // per choice: tool calls sent so far
+        for (int i = 0; i < n && chat && toolCalls; i++) {
+            parsers[i] = new ToolCallParser();
+        }
         try {
             if (chat) {
                 for (int i = 0; i < n; i++) {
@@ -918,6 +1036,23 @@ public final class OpenAiServer implements AutoCloseable {
                     return;
                 }
                 LogprobsWriter lp = logprobs.get(e.index);
+                ToolCallParser parser = parsers[e.index];
+                if (parser != null) {
+                    List<ToolCallParser.Piece> pieces = e.text != null ? parser.feed(e.text) : parser.finish();
+                    for (ToolCallParser.Piece piece : pieces) {
+                        for (ObjectNode delta : toolDeltas(piece, e.index, calls)) {
+                            ObjectNode chunk = chunkHead(id, object, createdAt, includeUsage);
+                            ObjectNode c = chunk.putArray("choices").addObject().put("index", e.index);
+                            c.set("delta", delta);
+                            putLogprobs(c, lp);
+                            c.putNull("finish_reason");
+                            event(out, chunk.toString());
+                        }
+                    }
+                    if (e.text != null) {
+                        continue; // the choice's logprobs not yet sent wait for its next chunk
+                    }
+                }
                 ObjectNode chunk = chunkHead(id, object, createdAt, includeUsage);
                 ObjectNode c = chunk.putArray("choices").addObject().put("index", e.index);
                 if (e.text != null) {
@@ -939,7 +1074,7 @@ public final class OpenAiServer implements AutoCloseable {
                     } else {
                         c.putNull("logprobs");
                     }
-                    c.put("finish_reason", e.reason.openAiName());
+                    c.put("finish_reason", calls[e.index] > 0 ? TOOL_CALLS_FINISH : e.reason.openAiName());
                     promptTokens = e.promptTokens;
                     completionTokens += e.completionTokens;
                     finished++;
@@ -957,6 +1092,28 @@ public final class OpenAiServer implements AutoCloseable {
             handles.forEach(Generator.Handle::cancel); // the client is gone: free its sequences now
             throw e;
         }
+    }
+
+    /**
+     * The chat deltas of one piece of a choice's output: text as one {@code content} delta; a call
+     * as a delta naming it (index among the choice's calls, id, type, name, empty arguments) and a
+     * delta with its arguments. {@code calls[choice]} counts the choice's calls.
+     */
+    private static List<ObjectNode> toolDeltas(ToolCallParser.Piece piece, int choice, int[] calls) {
+        return switch (piece) {
+            case ToolCallParser.Text t -> List.of(JSON.createObjectNode().put("content", t.text()));
+            case ToolCallParser.Call c -> {
+                int index = calls[choice]++;
+                ObjectNode named = JSON.createObjectNode();
+                ObjectNode head = named.putArray("tool_calls").addObject().put("index", index).put("id", toolCallId())
+                        .put("type", "function");
+                head.putObject("function").put("name", c.call().name()).put("arguments", "");
+                ObjectNode args = JSON.createObjectNode();
+                args.putArray("tool_calls").addObject().put("index", index).putObject("function")
+                        .put("arguments", argumentsText(c.call()));
+                yield List.of(named, args);
+            }
+        };
     }
 
     /** A chunk's head; with {@code include_usage} every chunk but the last has {@code "usage": null}. */

@@ -7,12 +7,16 @@ import static org.assertj.core.api.Assertions.catchThrowableOfType;
 import com.openai.client.OpenAIClient;
 import com.openai.client.okhttp.OpenAIOkHttpClient;
 import com.openai.core.http.StreamResponse;
+import com.openai.core.JsonValue;
 import com.openai.errors.BadRequestException;
+import com.openai.models.FunctionDefinition;
+import com.openai.models.FunctionParameters;
 import com.openai.models.ResponseFormatJsonObject;
 import com.openai.models.chat.completions.ChatCompletion;
 import com.openai.models.chat.completions.ChatCompletionChunk;
 import com.openai.models.chat.completions.ChatCompletionCreateParams;
 import com.openai.models.chat.completions.ChatCompletionStreamOptions;
+import com.openai.models.chat.completions.ChatCompletionToolChoiceOption;
 import com.openai.models.chat.completions.ChatCompletionTokenLogprob;
 import com.openai.models.completions.CompletionUsage;
 import dev.langchain4j.data.message.UserMessage;
@@ -33,6 +37,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterAll;
@@ -66,7 +71,7 @@ class OpenAiClientsTest {
         engine = new ServeEngine(dir, 1, 16, 40, 4);
         ServeMetrics metrics = new ServeMetrics();
         generator = new ContinuousBatchingGenerator(engine, metrics);
-        server = OpenAiServer.start(ServerConfig.local(0, MODEL, 256, 512).withApiKey(KEY), engine, generator, metrics);
+        server = OpenAiServer.start(ServerConfig.local(0, MODEL, 600, 512).withApiKey(KEY), engine, generator, metrics); // tools make prompts long
         baseUrl = "http://127.0.0.1:" + server.port() + "/v1";
         openai = OpenAIOkHttpClient.builder().baseUrl(baseUrl).apiKey(KEY).maxRetries(0).timeout(Duration.ofSeconds(30)).build();
     }
@@ -165,6 +170,26 @@ class OpenAiClientsTest {
                 () -> openai.chat().completions().create(openAiChat("hi").n(17L).build()));
         assertThat(n.param()).contains("n");
         assertThat(n.getMessage()).contains("17");
+    }
+
+    @Test
+    void openAiSdkSendsToolsAndAutoIsAcceptedWhileRequiredIsABadRequest() {
+        FunctionDefinition weather = FunctionDefinition.builder().name("weather").description("The weather in a city")
+                .parameters(FunctionParameters.builder().putAdditionalProperty("type", JsonValue.from("object"))
+                        .putAdditionalProperty("properties", JsonValue.from(Map.of("city", Map.of("type", "string")))).build())
+                .build();
+        ChatCompletion c = openai.chat().completions().create(openAiChat("Weather in Paris?").addFunctionTool(weather)
+                .toolChoice(ChatCompletionToolChoiceOption.Auto.AUTO).build());
+        c.validate();
+        ChatCompletion plain = openai.chat().completions().create(openAiChat("Weather in Paris?").build());
+        assertThat(c.usage().orElseThrow().promptTokens()).as("the tools are rendered into the prompt")
+                .isGreaterThan(plain.usage().orElseThrow().promptTokens());
+
+        BadRequestException e = catchThrowableOfType(BadRequestException.class, () -> openai.chat().completions()
+                .create(openAiChat("hi").addFunctionTool(weather).toolChoice(ChatCompletionToolChoiceOption.Auto.REQUIRED).build()));
+        assertThat(e.statusCode()).isEqualTo(400);
+        assertThat(e.param()).contains("tool_choice");
+        assertThat(e.getMessage()).contains("required").contains("not supported yet");
     }
 
     @Test

@@ -527,8 +527,9 @@ class OpenAiServerTest {
     void unsupportedFieldsAreRefusedByNameAndHarmlessDefaultsAccepted() throws Exception {
         String messages = "[{\"role\":\"user\",\"content\":\"hi\"}]";
         String[][] refused = {
-                {",\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"f\"}}]", "tools", "not supported yet"},
-                {",\"tool_choice\":\"auto\"", "tool_choice", "not supported yet"},
+                {",\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"f\"}}],\"tool_choice\":\"required\"", "tool_choice",
+                        "not supported yet"},
+                {",\"functions\":[{\"name\":\"f\"}]", "functions", "not supported"},
                 {",\"response_format\":{\"type\":\"json_object\"}", "response_format", "not supported yet"},
                 {",\"n\":17", "n", "[1, 16]"},
                 {",\"logit_bias\":{\"5\":10}", "logit_bias", "not supported"},
