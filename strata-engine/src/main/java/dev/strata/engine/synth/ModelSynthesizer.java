@@ -15,6 +15,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.SplittableRandom;
@@ -362,12 +363,13 @@ public final class ModelSynthesizer {
     }
 
     /**
-     * The LM head carrying the sample's bigrams: row v = Σ over the tokens u that v follows of
-     * score(u, v)·k_u / (k_u·e_u), where e_u is u's embedding and the key k_u is e_u without its
-     * part in the span of the topic centroids (shared by a whole cluster; e_u itself without
-     * clusters). Keys of distinct tokens are nearly orthogonal (random in H dimensions), so with the
-     * residual stream close to e_w the logit of v is score(w, v) up to noise of about score/√H per
-     * predecessor. Rows of tokens that follow nothing in the sample are zero.
+     * The LM head carrying the sample's bigrams: row v = Σ over the tokens u whose successor is v
+     * of {@link SampleBigrams#SCORE}·k_u / (k_u·e_u), where e_u is u's embedding and the key k_u is
+     * e_u without its part in the span of the topic centroids (shared by a whole cluster; e_u itself
+     * without clusters). Keys of distinct tokens are nearly orthogonal (random in H dimensions), so
+     * with the residual stream close to e_w the logit of w's successor is SCORE and every other
+     * logit 0, up to noise of about SCORE/√H per predecessor a row carries. Rows of tokens that are
+     * no token's successor (padding and special tokens among them) are zero.
      */
     private static SafetensorsWriter.Values lmHead(SynthSpec s, int[] cluster, float[][] centroids, SampleBigrams bigrams) {
         int h = s.hidden();
@@ -405,13 +407,11 @@ public final class ModelSynthesizer {
             int col = (int) (i[0] % h);
             i[0]++;
             if (col == 0) {
-                java.util.Arrays.fill(row, 0);
+                Arrays.fill(row, 0);
                 if (v < n) {
-                    int[] preds = bigrams.predecessors(v);
-                    float[] scores = bigrams.scores(v);
-                    for (int k = 0; k < preds.length; k++) {
-                        float w = scores[k] * inverseKeyDotEmbedding[preds[k]];
-                        float[] key = keys[preds[k]];
+                    for (int u : bigrams.predecessors(v)) {
+                        float w = SampleBigrams.SCORE * inverseKeyDotEmbedding[u];
+                        float[] key = keys[u];
                         for (int j = 0; j < h; j++) {
                             row[j] += w * key[j];
                         }

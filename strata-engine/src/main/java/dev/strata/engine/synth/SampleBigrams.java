@@ -30,13 +30,10 @@ final class SampleBigrams {
     /** Score of a token's successor (a logit, in nats above a token that does not follow it). */
     static final float SCORE = 8f;
 
-    /** Predecessors of each token id below the tokenizer's size: ids, and the pair's score (parallel arrays). */
-    private final int[][] predecessors; // [v][k]: the k-th token u that v follows in the sample
-    private final float[][] scores; // [v][k]: score of (predecessors[v][k], v)
+    private final int[][] predecessors; // [v][k]: the k-th token u whose successor is v; v below the tokenizer's size
 
-    private SampleBigrams(int[][] predecessors, float[][] scores) {
+    private SampleBigrams(int[][] predecessors) {
         this.predecessors = predecessors;
-        this.scores = scores;
     }
 
     /** The sample's bigrams over {@code tok}'s vocabulary. */
@@ -66,13 +63,10 @@ final class SampleBigrams {
             }
         }
         int[][] p = new int[n][];
-        float[][] s = new float[n][];
         for (int v = 0; v < n; v++) {
             p[v] = preds.get(v).stream().mapToInt(Integer::intValue).toArray();
-            s[v] = new float[p[v].length];
-            Arrays.fill(s[v], SCORE);
         }
-        return new SampleBigrams(p, s);
+        return new SampleBigrams(p);
     }
 
     /** Token ids the table covers: the tokenizer's size. */
@@ -80,14 +74,9 @@ final class SampleBigrams {
         return predecessors.length;
     }
 
-    /** The tokens that {@code v} follows in the sample (ids below {@link #size}); empty for a token that follows none. */
+    /** The tokens whose successor is {@code v} (ids below {@link #size}), each scoring {@link #SCORE}; empty for none. */
     int[] predecessors(int v) {
         return predecessors[v].clone();
-    }
-
-    /** The scores of ({@link #predecessors}(v)[k], v), in the same order. */
-    float[] scores(int v) {
-        return scores[v].clone();
     }
 
     /** Whether {@code bytes} are non-empty, valid UTF-8 and free of control characters other than a line break. */
