@@ -15,14 +15,16 @@ import java.util.List;
  * synthesizer writes into the LM head.
  *
  * <p>Design: the sample is tokenized topic by topic ({@link BpeTokenizer#encodeOrdinary}), and
- * each token u gets one successor: the token after u's first occurrence, among occurrences whose
- * next token is another token (never u itself, which would repeat forever) and readable (its bytes alone are valid UTF-8 with no control character other than a
- * line break: a piece of a multi-byte character, a special token or an empty token never is).
- * That pair scores {@link #SCORE}; every other pair scores 0. Greedy decoding along the table
- * therefore never emits a replacement character or a control byte, and it replays stretches of
- * the sample: from a token it follows the text after that token's first occurrence until it
- * meets a token seen earlier, and jumps back there. One pair per token also keeps the LM head's
- * cross-talk between tokens low (it grows with the pairs a row carries).
+ * each token u gets one successor: the token after u's last occurrence, among occurrences whose
+ * next token is another token (never u itself, which would repeat forever) and readable (its
+ * bytes alone are valid UTF-8 with no control character other than a line break: a piece of a
+ * multi-byte character, a special token or an empty token never is). That pair scores
+ * {@link #SCORE}; every other pair scores 0. Greedy decoding along the table therefore never
+ * emits a replacement character or a control byte, and it replays the sample forwards: the token
+ * it lands on occurs at that position or later, so its own last occurrence is not earlier, and the
+ * walk moves on through the text (skipping ahead at repeated tokens); near the end of the sample
+ * it falls into a loop over a stretch of it, typically a sentence. One pair per token also keeps the LM head's cross-talk between
+ * tokens low (it grows with the pairs a row carries).
  *
  * <p>Immutable after {@link #of}; any thread.
  */
@@ -43,12 +45,12 @@ final class SampleBigrams {
         for (int id = 0; id < n; id++) {
             readable[id] = !tok.isSpecial(id) && readable(tok.decodeBytes(new int[] {id}, false));
         }
-        int[] next = new int[n]; // [u]: the token after u's first occurrence followed by another readable token, or -1
+        int[] next = new int[n]; // [u]: the token after u's last occurrence followed by another readable token, or -1
         Arrays.fill(next, -1);
         for (TextSample.Topic topic : TextSample.topics()) {
             int[] ids = tok.encodeOrdinary(topic.text());
             for (int i = 0; i + 1 < ids.length; i++) {
-                if (next[ids[i]] < 0 && readable[ids[i + 1]] && ids[i + 1] != ids[i]) {
+                if (readable[ids[i + 1]] && ids[i + 1] != ids[i]) {
                     next[ids[i]] = ids[i + 1];
                 }
             }
