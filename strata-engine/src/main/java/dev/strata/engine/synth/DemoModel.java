@@ -23,10 +23,12 @@ import java.util.stream.Stream;
  * mostly to a consistent subset of about 5 experts per layer: routing is skewed and local, so an
  * expert cap of half the experts (the demo's 16 slots per layer) hits about two lookups in three
  * even across prefills that mix topics. About 58 MiB of BF16 weights; it is written in about two
- * seconds and decodes at tens of tokens per second on one core.
+ * seconds and decodes at tens of tokens per second on one core. Its weights are synthetic: its
+ * answers are a bigram echo of the built-in {@link TextSample} (see {@link ModelSynthesizer}),
+ * readable text that shows the machinery at work, not an answer to the prompt.
  *
  * <p>Design note (first use): the model is written into a fresh temporary directory beside the
- * target ({@code .demo-v1.tmp-<pid>-<nanos>}), a marker file is written last, and the directory is
+ * target ({@code .demo-v2.tmp-<pid>-<nanos>}), a marker file is written last, and the directory is
  * then renamed to {@code demo-v<version>} in one atomic step. A directory under the final name is
  * therefore always complete; a writer that dies leaves only a temporary directory, which is never
  * read (and is removed by a later writer once its owner is gone). When two processes synthesise at
@@ -39,7 +41,7 @@ import java.util.stream.Stream;
  */
 public final class DemoModel {
     /** Version of {@link #SPEC}; part of the directory name. */
-    public static final int VERSION = 1;
+    public static final int VERSION = 2;
     /** Topic clusters of the router. */
     public static final int TOPIC_CLUSTERS = 6;
     /** The demo model. */

@@ -15,6 +15,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.SplittableRandom;
@@ -29,8 +30,16 @@ import java.util.SplittableRandom;
  * special tokens, or (Mixtral) SentencePiece-style BPE in the Llama 2 layout, so that synthetic
  * models exercise the same tokenizer paths as real checkpoints. Every tensor draws from its own random
  * stream, seeded by the model seed and the tensor's name, so values do not depend on sharding.
- * Projections are N(0, 1/fan_in) (standard deviation 1/√fan_in) so activations keep their scale;
- * norm weights are 1 + N(0, 0.1²); embeddings N(0, 1); biases N(0, 0.02²).
+ * Projections are N(0, 1/fan_in) (standard deviation 1/√fan_in) so activations keep their scale,
+ * except the layers' output projections (attention o_proj, MLP and expert down projections), which
+ * are {@link #LAYER_OUTPUT_SCALE} times that; norm weights are 1 + N(0, 0.1²); embeddings N(0, 1);
+ * biases N(0, 0.02²).
+ *
+ * <p>Language model (untied embeddings): the LM head carries {@link SampleBigrams}, the successor
+ * of each token in the built-in sample. The layers add little to the residual stream, so at each
+ * position it stays close to the current token's embedding, and the head maps that embedding to
+ * its successor's logit (see {@link #lmHead}): greedy decoding echoes the sample as readable
+ * text instead of random bytes. With tied embeddings the head is the embedding and random.
  *
  * <p>Router structure ({@code topicClusters} C > 0): each token gets a topic — the sample topic
  * whose text uses it most, modulo C (tokens the sample never uses: id mod C). Each cluster c has
@@ -44,6 +53,13 @@ import java.util.SplittableRandom;
  */
 public final class ModelSynthesizer {
     private static final ObjectMapper JSON = new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT);
+    private static final String EMBED = "model.embed_tokens.weight";
+    /**
+     * Scale of the layers' output projections (attention o_proj, MLP and expert down projections)
+     * relative to N(0, 1/fan_in): small, so the residual stream stays close to the current token's
+     * embedding and the LM head's bigrams decide the next token.
+     */
+    static final double LAYER_OUTPUT_SCALE = 0.1;
 
     /** Progress of writing tensors: called after each tensor. */
     @FunctionalInterface
@@ -77,7 +93,8 @@ public final class ModelSynthesizer {
 
         int[] cluster = spec.topicClusters() > 0 ? tokenClusters(tok, spec.topicClusters(), vocab) : null;
         float[][] centroids = cluster == null ? null : centroids(spec);
-        List<SafetensorsWriter.Spec> tensors = tensors(spec, vocab, cluster, centroids);
+        SampleBigrams bigrams = spec.tieEmbeddings() ? null : SampleBigrams.of(tok);
+        List<SafetensorsWriter.Spec> tensors = tensors(spec, vocab, cluster, centroids, bigrams);
         long total = 0;
         for (SafetensorsWriter.Spec t : tensors) {
             total += t.bytes();
@@ -270,33 +287,22 @@ public final class ModelSynthesizer {
         return () -> (float) (1 + 0.1 * r.nextGaussian());
     }
 
-    private static List<SafetensorsWriter.Spec> tensors(SynthSpec s, int vocab, int[] cluster, float[][] centroids) {
+    private static List<SafetensorsWriter.Spec> tensors(SynthSpec s, int vocab, int[] cluster, float[][] centroids,
+                                                        SampleBigrams bigrams) {
         List<SafetensorsWriter.Spec> out = new ArrayList<>();
         DType dt = s.dtype();
         long h = s.hidden();
         long q = (long) s.heads() * s.headDim();
         long kv = (long) s.kvHeads() * s.headDim();
         long seed = s.seed();
-        String embed = "model.embed_tokens.weight";
-        if (cluster == null) {
-            out.add(new SafetensorsWriter.Spec(embed, dt, new long[] {vocab, h}, gaussian(seed, embed, 1.0)));
-        } else {
-            SplittableRandom r = stream(seed, embed);
-            long[] i = {0};
-            out.add(new SafetensorsWriter.Spec(embed, dt, new long[] {vocab, h}, () -> {
-                int row = (int) (i[0] / h);
-                int col = (int) (i[0] % h);
-                i[0]++;
-                return (float) (0.6 * r.nextGaussian() + 0.8 * Math.sqrt(h) * centroids[cluster[row]][col]);
-            }));
-        }
+        out.add(new SafetensorsWriter.Spec(EMBED, dt, new long[] {vocab, h}, embedding(s, cluster, centroids)));
         for (int l = 0; l < s.layers(); l++) {
             String p = "model.layers." + l + ".";
             String a = p + "self_attn.";
             out.add(proj(seed, a + "q_proj.weight", dt, q, h));
             out.add(proj(seed, a + "k_proj.weight", dt, kv, h));
             out.add(proj(seed, a + "v_proj.weight", dt, kv, h));
-            out.add(proj(seed, a + "o_proj.weight", dt, h, q));
+            out.add(proj(seed, a + "o_proj.weight", dt, h, q, LAYER_OUTPUT_SCALE));
             switch (s.family().qkNorm()) {
                 case PER_HEAD -> {
                     out.add(new SafetensorsWriter.Spec(a + "q_norm.weight", dt, new long[] {s.headDim()}, nearOne(seed, a + "q_norm.weight")));
@@ -316,7 +322,7 @@ public final class ModelSynthesizer {
                 long i = s.intermediate();
                 out.add(proj(seed, p + "mlp.gate_proj.weight", dt, i, h));
                 out.add(proj(seed, p + "mlp.up_proj.weight", dt, i, h));
-                out.add(proj(seed, p + "mlp.down_proj.weight", dt, h, i));
+                out.add(proj(seed, p + "mlp.down_proj.weight", dt, h, i, LAYER_OUTPUT_SCALE));
                 continue;
             }
             boolean mixtral = s.family().mixtralNames();
@@ -326,19 +332,136 @@ public final class ModelSynthesizer {
             for (int e = 0; e < s.experts(); e++) {
                 String ep = m + "experts." + e + ".";
                 out.add(proj(seed, ep + (mixtral ? "w1.weight" : "gate_proj.weight"), dt, i, h));
-                out.add(proj(seed, ep + (mixtral ? "w2.weight" : "down_proj.weight"), dt, h, i));
+                out.add(proj(seed, ep + (mixtral ? "w2.weight" : "down_proj.weight"), dt, h, i, LAYER_OUTPUT_SCALE));
                 out.add(proj(seed, ep + (mixtral ? "w3.weight" : "up_proj.weight"), dt, i, h));
             }
         }
         out.add(new SafetensorsWriter.Spec("model.norm.weight", s.dtype(), new long[] {h}, nearOne(seed, "model.norm.weight")));
         if (!s.tieEmbeddings()) {
-            out.add(proj(seed, "lm_head.weight", dt, vocab, h));
+            out.add(new SafetensorsWriter.Spec("lm_head.weight", dt, new long[] {vocab, h}, lmHead(s, cluster, centroids, bigrams)));
         }
         return out;
     }
 
+    /**
+     * The embedding's values in row-major order, from a fresh stream (so the rows can be read again):
+     * N(0, 1), or 0.6·noise + 0.8·√H·u_c with topic clusters.
+     */
+    private static SafetensorsWriter.Values embedding(SynthSpec s, int[] cluster, float[][] centroids) {
+        if (cluster == null) {
+            return gaussian(s.seed(), EMBED, 1.0);
+        }
+        int h = s.hidden();
+        SplittableRandom r = stream(s.seed(), EMBED);
+        long[] i = {0};
+        return () -> {
+            int row = (int) (i[0] / h);
+            int col = (int) (i[0] % h);
+            i[0]++;
+            return (float) (0.6 * r.nextGaussian() + 0.8 * Math.sqrt(h) * centroids[cluster[row]][col]);
+        };
+    }
+
+    /**
+     * The LM head carrying the sample's bigrams: row v = Σ over the tokens u whose successor is v
+     * of {@link SampleBigrams#SCORE}·k_u / (k_u·e_u), where e_u is u's embedding and the key k_u is
+     * e_u without its part in the span of the topic centroids (shared by a whole cluster; e_u itself
+     * without clusters). Keys of distinct tokens are nearly orthogonal (random in H dimensions), so
+     * with the residual stream close to e_w the logit of w's successor is SCORE and every other
+     * logit 0, up to noise of about SCORE/√H per predecessor a row carries. Rows of tokens that are
+     * no token's successor (padding and special tokens among them) are zero.
+     */
+    private static SafetensorsWriter.Values lmHead(SynthSpec s, int[] cluster, float[][] centroids, SampleBigrams bigrams) {
+        int h = s.hidden();
+        int n = bigrams.size();
+        float[][] keys = new float[n][h]; // [u][j]: key of token u
+        float[] inverseKeyDotEmbedding = new float[n]; // [u]: 1 / (k_u · e_u)
+        SafetensorsWriter.Values emb = embedding(s, cluster, centroids);
+        float[][] basis = centroids == null ? new float[0][] : orthonormal(centroids);
+        for (int u = 0; u < n; u++) {
+            float[] e = new float[h];
+            for (int j = 0; j < h; j++) {
+                e[j] = emb.next();
+            }
+            float[] k = e.clone();
+            for (float[] b : basis) {
+                double dot = 0;
+                for (int j = 0; j < h; j++) {
+                    dot += b[j] * (double) k[j];
+                }
+                for (int j = 0; j < h; j++) {
+                    k[j] -= (float) (dot * b[j]);
+                }
+            }
+            double ke = 0;
+            for (int j = 0; j < h; j++) {
+                ke += k[j] * (double) e[j];
+            }
+            keys[u] = k;
+            inverseKeyDotEmbedding[u] = (float) (1 / ke);
+        }
+        float[] row = new float[h];
+        long[] i = {0};
+        return () -> {
+            int v = (int) (i[0] / h);
+            int col = (int) (i[0] % h);
+            i[0]++;
+            if (col == 0) {
+                Arrays.fill(row, 0);
+                if (v < n) {
+                    for (int u : bigrams.predecessors(v)) {
+                        float w = SampleBigrams.SCORE * inverseKeyDotEmbedding[u];
+                        float[] key = keys[u];
+                        for (int j = 0; j < h; j++) {
+                            row[j] += w * key[j];
+                        }
+                    }
+                }
+            }
+            return row[col];
+        };
+    }
+
+    /** An orthonormal basis of the span of {@code vectors} (Gram-Schmidt; vectors already in the span are dropped). */
+    private static float[][] orthonormal(float[][] vectors) {
+        List<float[]> basis = new ArrayList<>();
+        for (float[] v : vectors) {
+            double[] w = new double[v.length];
+            for (int j = 0; j < v.length; j++) {
+                w[j] = v[j];
+            }
+            for (float[] b : basis) {
+                double dot = 0;
+                for (int j = 0; j < w.length; j++) {
+                    dot += b[j] * w[j];
+                }
+                for (int j = 0; j < w.length; j++) {
+                    w[j] -= dot * b[j];
+                }
+            }
+            double norm = 0;
+            for (double x : w) {
+                norm += x * x;
+            }
+            if (norm < 1e-12) {
+                continue;
+            }
+            float[] unit = new float[w.length];
+            for (int j = 0; j < w.length; j++) {
+                unit[j] = (float) (w[j] / Math.sqrt(norm));
+            }
+            basis.add(unit);
+        }
+        return basis.toArray(float[][]::new);
+    }
+
     private static SafetensorsWriter.Spec proj(long seed, String name, DType dt, long out, long in) {
-        return new SafetensorsWriter.Spec(name, dt, new long[] {out, in}, gaussian(seed, name, 1 / Math.sqrt(in)));
+        return proj(seed, name, dt, out, in, 1);
+    }
+
+    /** A projection N(0, (scale/√in)²). */
+    private static SafetensorsWriter.Spec proj(long seed, String name, DType dt, long out, long in, double scale) {
+        return new SafetensorsWriter.Spec(name, dt, new long[] {out, in}, gaussian(seed, name, scale / Math.sqrt(in)));
     }
 
     private static SafetensorsWriter.Spec router(SynthSpec s, int layer, String name, float[][] centroids) {
