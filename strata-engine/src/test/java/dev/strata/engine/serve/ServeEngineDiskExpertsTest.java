@@ -4,7 +4,6 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.strata.engine.model.ModelFamily;
-import dev.strata.engine.sample.FinishReason;
 import dev.strata.engine.schedule.PreemptionMode;
 import dev.strata.engine.synth.ModelSynthesizer;
 import dev.strata.engine.synth.SynthSpec;
@@ -14,7 +13,6 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.SplittableRandom;
-import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
@@ -34,7 +32,7 @@ class ServeEngineDiskExpertsTest {
         SplittableRandom random = new SplittableRandom(77);
         try (ContinuousBatchingGenerator generator = new ContinuousBatchingGenerator(engine, new ServeMetrics(), PreemptionMode.SWAP)) {
             for (int i = 0; i < 6; i++) {
-                Collect c = new Collect();
+                ServeEngineSplitTest.Collect c = new ServeEngineSplitTest.Collect();
                 generator.submit(GenerationRequest.greedy(random.ints(24, 10, 500).toArray(), 6), c);
                 out.add(c.result.get(60, TimeUnit.SECONDS));
             }
@@ -68,25 +66,5 @@ class ServeEngineDiskExpertsTest {
         }
         assertThatThrownBy(() -> ServeEngine.Options.builder().expertMasters(masters).conclude())
                 .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("expert cap");
-    }
-
-    private static final class Collect implements TextSink {
-        final StringBuilder text = new StringBuilder();
-        final CompletableFuture<String> result = new CompletableFuture<>();
-
-        @Override
-        public void text(String delta) {
-            text.append(delta);
-        }
-
-        @Override
-        public void finished(FinishReason reason, int promptTokens, int completionTokens) {
-            result.complete(reason + " " + completionTokens + ": " + text);
-        }
-
-        @Override
-        public void failed(RuntimeException error) {
-            result.completeExceptionally(error);
-        }
     }
 }

@@ -208,7 +208,8 @@ class ServeEngineSplitTest {
     }
 
     /** One generation's text and how it ended. */
-    private static final class Collect implements TextSink {
+    /** Collects one request's text and ends with its finish reason, token count and text (shared by this package's tests). */
+    static final class Collect implements TextSink {
         final StringBuilder text = new StringBuilder();
         final CompletableFuture<String> result = new CompletableFuture<>();
 
