@@ -150,6 +150,7 @@ public final class LocalLender implements PeerLender {
     private final ArrayDeque<LocalRegion> revoking = new ArrayDeque<>(); // REVOKING in deadline order (deadline = request + grace)
     private final ArrayList<LocalRegion> releasing = new ArrayList<>();  // RELEASING with accesses still in flight
     private final LinkedBlockingQueue<Runnable> events = new LinkedBlockingQueue<>(); // deliveries for the event thread
+    private final java.util.concurrent.atomic.AtomicLong undelivered = new java.util.concurrent.atomic.AtomicLong(); // posted, not yet run to the end
     private final Thread eventThread;
     private final Thread agentThread;
 
@@ -378,7 +379,7 @@ public final class LocalLender implements PeerLender {
             lock.unlock();
         }
         int peer = id();
-        events.add(() -> {
+        post(() -> {
             LenderEvents l = listener;
             if (l != null) {
                 l.peerLost(peer);
@@ -543,7 +544,7 @@ public final class LocalLender implements PeerLender {
         revocationRequests++;
         revoking.addLast(r);
         long deadline = r.deadlineNanos;
-        events.add(() -> {
+        post(() -> {
             LenderEvents l = listener;
             if (l != null) {
                 l.revocationRequested(r, deadline);
@@ -626,12 +627,27 @@ public final class LocalLender implements PeerLender {
         r.fenced = true;
         fences++;
         closeAndRelease(r);
-        events.add(() -> {
+        post(() -> {
             LenderEvents l = listener;
             if (l != null) {
                 l.fenced(r);
             }
         });
+    }
+
+    /** Queues an event for the event thread; counted as undelivered until the listener returns from it. */
+    private void post(Runnable event) {
+        undelivered.incrementAndGet();
+        events.add(event);
+    }
+
+    /**
+     * Whether every event posted so far (revocation requests, fences, loss) has reached the listener
+     * and the listener has returned from it. Any thread; a monitoring view, and what a caller waits
+     * on to know a listener has seen what the counters in {@link #stats()} already show.
+     */
+    public boolean eventsDelivered() {
+        return undelivered.get() == 0;
     }
 
     /** The event thread: delivers queued events one at a time, in order. */
@@ -647,6 +663,8 @@ public final class LocalLender implements PeerLender {
                 event.run();
             } catch (RuntimeException | Error e) {
                 LOG.log(System.Logger.Level.WARNING, "lender '" + name() + "': the listener failed on an event", e);
+            } finally {
+                undelivered.decrementAndGet();
             }
         }
     }

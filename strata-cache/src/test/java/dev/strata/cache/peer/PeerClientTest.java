@@ -137,6 +137,8 @@ class PeerClientTest {
             assertThat(inside.await(5, TimeUnit.SECONDS)).isTrue();
             lender.lendable(0);
             await("fenced", 2_000, () -> lender.stats().fences() == 1);
+            // the fence reaches the client on the lender's event thread; the reason is fixed only once the client has it
+            await("the fence delivered to the client", 2_000, lender::eventsDelivered);
             assertThat(lender.epoch(lease)).as("epoch advanced").isGreaterThan(lease.epoch());
             assertThat(lender.phase(lease)).as("memory held for the access").isEqualTo(LocalLender.Phase.RELEASING);
             lender.lendable(8_192);
