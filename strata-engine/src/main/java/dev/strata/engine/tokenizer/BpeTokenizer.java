@@ -77,6 +77,7 @@ public final class BpeTokenizer {
     private final BpeMerges bpeMerges;
     private final int[] byteIds = new int[256];      // byte -> id of its symbol (byte-level only)
     private final SentencePieceStyle sentencePiece;  // null for byte-level files
+    private volatile int anchor = -1;                // SentencePiece-style: see anchorId(); found on first use
     private final PostTemplate template;
     private final List<AddedToken> added;
     private final Map<Integer, AddedToken> addedById;
@@ -658,6 +659,56 @@ public final class BpeTokenizer {
             }
         }
         return out.toByteArray();
+    }
+
+    /**
+     * The bytes token {@code id} adds to a text when it follows other tokens: its symbols' bytes
+     * (byte-level), its content (an added token), or, SentencePiece-style, its piece as the decoder
+     * writes it after another token ({@code ▁} as the space it stands for; {@code <0xNN>} as the
+     * byte NN). Empty for an id that is no token. Used where each token's own bytes matter:
+     * constrained decoding and the {@code bytes} of log-probabilities.
+     */
+    public byte[] tokenBytes(int id) {
+        if (id < 0 || id >= tokens.length || tokens[id] == null && !addedById.containsKey(id)) {
+            return new byte[0];
+        }
+        if (sentencePiece == null || addedById.containsKey(id)) {
+            return decodeBytes(new int[] {id}, false);
+        }
+        String t = tokens[id];
+        if (t.length() == 6 && t.startsWith("<0x") && t.endsWith(">")) {
+            try {
+                return new byte[] {(byte) Integer.parseInt(t.substring(3, 5), 16)};
+            } catch (NumberFormatException notAByte) {
+                // an ordinary piece that looks like one
+            }
+        }
+        int a = anchorId();
+        byte[] before = decodeBytes(new int[] {a}, false);
+        byte[] both = decodeBytes(new int[] {a, id}, false);
+        if (both.length >= before.length && Arrays.equals(both, 0, before.length, before, 0, before.length)) {
+            return Arrays.copyOfRange(both, before.length, both.length);
+        }
+        return decodeBytes(new int[] {id}, false);
+    }
+
+    /** A plain token (a single ASCII letter if there is one) after which another token decodes as it would mid-text. */
+    private int anchorId() {
+        int a = anchor;
+        if (a >= 0) {
+            return a;
+        }
+        for (char c = 'a'; c <= 'z' && a < 0; c++) {
+            Integer id = vocab.get(String.valueOf(c));
+            a = id == null ? -1 : id;
+        }
+        for (int i = 0; i < tokens.length && a < 0; i++) {
+            if (tokens[i] != null && !addedById.containsKey(i) && !tokens[i].isEmpty() && !tokens[i].startsWith("<0x")) {
+                a = i;
+            }
+        }
+        anchor = a;
+        return a;
     }
 
     /** A decoder for a stream of tokens that emits text only once its UTF-8 sequences are complete. */
