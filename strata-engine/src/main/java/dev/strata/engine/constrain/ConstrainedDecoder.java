@@ -21,7 +21,9 @@ import java.util.Arrays;
  *       single byte, so a completion of {@code r} bytes takes at most {@code r} tokens and the
  *       output is whole by the last token even for a model with random weights. A cached mask
  *       is used as it is while its {@code maxAfter} fits the budget; near the end the walk is
- *       redone with the budget (not cached).</li>
+ *       redone with the budget (not cached). A budget too small for any completion (a
+ *       {@code max_tokens} below the shortest value) gets the tokens that come closest to one;
+ *       the output then ends cut at the limit, as any output does at {@code max_tokens}.</li>
  *   <li><b>Ending.</b> The end-of-sequence ids are allowed exactly when the output is complete;
  *       once nothing more can follow, they are the only tokens allowed.</li>
  * </ul>
@@ -140,8 +142,10 @@ public final class ConstrainedDecoder {
         }
         if (m.maxAfter() <= budget) {
             bits = m.allowed();
-        } else {
+        } else if (m.minAfter() <= budget) {
             bits = walk(budget).allowed();
+        } else { // a budget too small for any completion: the tokens that come closest, the output ends cut at the limit
+            bits = walk(m.minAfter()).allowed();
         }
         return bits;
     }
@@ -152,6 +156,7 @@ public final class ConstrainedDecoder {
         int n = vocabulary.size();
         long[] bits = new long[(n + 63) >>> 6];
         int maxAfter = 0;
+        int minAfter = GrammarNode.FAR;
         int[] nodeStack = new int[64];
         GrammarFrame[] frameStack = new GrammarFrame[64];
         int top = 0;
@@ -175,6 +180,7 @@ public final class ConstrainedDecoder {
                 }
                 if (ft[c] >= 0) {
                     int left = GrammarFrame.minRemaining(after);
+                    minAfter = Math.min(minAfter, left);
                     if (left <= budget) {
                         maxAfter = Math.max(maxAfter, left);
                         for (int id = ft[c]; id >= 0; id = nt[id]) {
@@ -195,7 +201,7 @@ public final class ConstrainedDecoder {
         }
         walks++;
         walkNanos += System.nanoTime() - t0;
-        return new MaskCache.Mask(bits, maxAfter);
+        return new MaskCache.Mask(bits, maxAfter, minAfter);
     }
 
     /**

@@ -20,8 +20,9 @@ final class MaskCache {
      * @param maxAfter the most bytes any allowed token leaves to complete the output
      *                 ({@link GrammarFrame#minRemaining} after it); the mask holds as it is while
      *                 the budget covers this
+     * @param minAfter the fewest bytes any token (allowed by the grammar) leaves to complete the output
      */
-    record Mask(long[] allowed, int maxAfter) {
+    record Mask(long[] allowed, int maxAfter, int minAfter) {
         boolean allows(int id) {
             return (allowed[id >>> 6] & 1L << (id & 63)) != 0;
         }

@@ -8,6 +8,8 @@ import dev.strata.engine.forward.ModelRunner;
 import dev.strata.engine.model.ModelConfig;
 import dev.strata.engine.model.ModelFileChangedException;
 import dev.strata.engine.sample.FinishReason;
+import dev.strata.engine.constrain.ConstrainedDecoder;
+import dev.strata.engine.constrain.TokenVocabulary;
 import dev.strata.engine.sample.Sampler;
 import dev.strata.engine.sample.SamplingParams;
 import dev.strata.engine.sample.StopChecker;
@@ -107,6 +109,7 @@ public final class ContinuousBatchingGenerator implements Generator {
     private volatile boolean closed;
     private volatile KvManagerStats kvStats;
     private boolean statsStale; // a request ended since the last snapshot; worker only
+    private volatile TokenVocabulary vocabulary; // built on the first constrained request
 
     /** A generator with swap preemption. */
     public ContinuousBatchingGenerator(ServeEngine engine, ServeMetrics metrics) {
@@ -201,9 +204,28 @@ public final class ContinuousBatchingGenerator implements Generator {
         engine.model().files().check(); // a changed mapped file: refused here, naming it
         SamplingParams params = withEos(request.sampling());
         Job job = new Job(prompt, params, request.topLogprobs(), sink, System.nanoTime());
+        if (request.grammar() != null) { // on the submitting thread: the vocabulary is built once, off the worker
+            job.decoder = new ConstrainedDecoder(request.grammar(), vocabulary(),
+                    params.stopTokenIds().stream().mapToInt(Integer::intValue).toArray(), params.maxTokens());
+        }
         queued.incrementAndGet();
         submitted.add(job);
         return job;
+    }
+
+    /** The tokenizer's vocabulary as constrained decoding walks it, built on first use. Any thread. */
+    private TokenVocabulary vocabulary() {
+        TokenVocabulary v = vocabulary;
+        if (v == null) {
+            synchronized (this) {
+                v = vocabulary;
+                if (v == null) {
+                    v = TokenVocabulary.of(tokenizer, validVocab);
+                    vocabulary = v;
+                }
+            }
+        }
+        return v;
     }
 
     private SamplingParams withEos(SamplingParams p) {
@@ -412,6 +434,8 @@ public final class ContinuousBatchingGenerator implements Generator {
         volatile long id = -1; // the scheduler's id, once handed over
         Sampler sampler;
         StopChecker checker;
+        ConstrainedDecoder decoder; // null: free text
+        float[] row;                // the row the last token was drawn from (the masked one under a grammar)
         boolean started; // left the queue (started or finished)
         boolean done; // the sink got finished or failed
         long lastTokenNanos;
@@ -436,7 +460,23 @@ public final class ContinuousBatchingGenerator implements Generator {
 
         @Override
         public int choose(long request, float[] logits) {
-            return sampler.sample(logits);
+            row = logits;
+            if (decoder == null) {
+                return sampler.sample(logits);
+            }
+            if (params.isGreedy() && !params.hasPenalties() && topLogprobs == GenerationRequest.NO_LOGPROBS) {
+                int best = 0; // the model's own choice, kept when the grammar allows it (no mask needed)
+                for (int i = 1; i < validVocab; i++) {
+                    if (logits[i] > logits[best]) {
+                        best = i;
+                    }
+                }
+                if (decoder.allows(best)) {
+                    return best;
+                }
+            }
+            row = decoder.mask(logits);
+            return sampler.sample(row);
         }
 
         @Override
@@ -467,9 +507,17 @@ public final class ContinuousBatchingGenerator implements Generator {
                 metrics.nextToken(now - lastTokenNanos);
             }
             lastTokenNanos = now;
+            if (decoder != null) {
+                try {
+                    decoder.accept(token);
+                } catch (RuntimeException e) {
+                    sinkFailed(request, e);
+                    return;
+                }
+            }
             if (topLogprobs != GenerationRequest.NO_LOGPROBS && !checker.isStopToken(token)) {
                 try {
-                    sink.logprobs(sampler.logprobsOfLast(logits, 0, topLogprobs));
+                    sink.logprobs(sampler.logprobsOfLast(row != null ? row : logits, 0, topLogprobs));
                 } catch (RuntimeException e) {
                     sinkFailed(request, e);
                     return;

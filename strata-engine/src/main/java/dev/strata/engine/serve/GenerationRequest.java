@@ -1,5 +1,6 @@
 package dev.strata.engine.serve;
 
+import dev.strata.engine.constrain.SchemaGrammar;
 import dev.strata.engine.sample.Sampler;
 import dev.strata.engine.sample.SamplingParams;
 import java.util.List;
@@ -16,8 +17,10 @@ import java.util.Objects;
  * @param topLogprobs {@link #NO_LOGPROBS}, or the number of most likely alternatives, in
  *                    [0, {@link Sampler#MAX_TOP_LOGPROBS}], to report with each generated token's
  *                    log-probability ({@link TextSink#logprobs})
+ * @param grammar     what the output must be (JSON, a schema's value, a tool call), decoded under
+ *                    that constraint; null for free text
  */
-public record GenerationRequest(int[] prompt, SamplingParams sampling, int topLogprobs) {
+public record GenerationRequest(int[] prompt, SamplingParams sampling, int topLogprobs, SchemaGrammar grammar) {
     /** {@link #topLogprobs} of a request that wants no log-probabilities. */
     public static final int NO_LOGPROBS = -1;
 
@@ -33,7 +36,12 @@ public record GenerationRequest(int[] prompt, SamplingParams sampling, int topLo
         prompt = prompt.clone();
     }
 
-    /** A request without log-probabilities. */
+    /** A request of free text. */
+    public GenerationRequest(int[] prompt, SamplingParams sampling, int topLogprobs) {
+        this(prompt, sampling, topLogprobs, null);
+    }
+
+    /** A request of free text without log-probabilities. */
     public GenerationRequest(int[] prompt, SamplingParams sampling) {
         this(prompt, sampling, NO_LOGPROBS);
     }

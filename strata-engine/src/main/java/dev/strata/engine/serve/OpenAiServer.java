@@ -18,6 +18,8 @@ import dev.strata.engine.tokenizer.ChatFormat;
 import dev.strata.engine.tokenizer.ChatMessage;
 import dev.strata.engine.tokenizer.ToolCall;
 import dev.strata.engine.tokenizer.ToolCallParser;
+import dev.strata.engine.constrain.SchemaException;
+import dev.strata.engine.constrain.SchemaGrammar;
 import dev.strata.engine.tokenizer.TokenizerConfig;
 import dev.strata.memory.metrics.PrometheusText;
 import java.io.IOException;
@@ -29,7 +31,9 @@ import java.nio.charset.CharacterCodingException;
 import java.nio.charset.CodingErrorAction;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.OptionalLong;
 import java.util.Set;
 import java.util.UUID;
@@ -341,7 +345,7 @@ public final class OpenAiServer implements AutoCloseable {
             "temperature", "top_p", "top_k", "n", "seed", "stop", "presence_penalty", "frequency_penalty", "logprobs",
             "logit_bias", "modalities");
     private static final Set<String> CHAT_FIELDS = Set.of("messages", "max_completion_tokens", "top_logprobs", "tools",
-            "tool_choice");
+            "tool_choice", "response_format");
     private static final Set<String> COMPLETION_FIELDS = Set.of("prompt", "echo", "best_of", "suffix");
 
     /**
@@ -361,7 +365,6 @@ public final class OpenAiServer implements AutoCloseable {
             if (!known) {
                 String what = switch (f) {
                     case "functions", "function_call" -> "the legacy function calling is not supported; use 'tools'";
-                    case "response_format" -> "structured output (response_format) is not supported yet";
                     default -> (CHAT_FIELDS.contains(f) || COMPLETION_FIELDS.contains(f))
                             ? "it belongs to " + (chat ? "/v1/completions" : "/v1/chat/completions") + ", not this endpoint"
                             : "Strata does not support it";
@@ -494,6 +497,7 @@ public final class OpenAiServer implements AutoCloseable {
         }
         refuseUnsupported(root, chat);
         List<JsonNode> tools = chat ? tools(root) : List.of();
+        SchemaGrammar grammar = chat ? grammar(root, tools) : null;
         int[] prompt = chat ? chatPrompt(root.get("messages"), tools) : completionPrompt(root.get("prompt"));
         if (prompt.length == 0) {
             throw ApiError.badField(chat ? "messages" : "prompt", "the prompt encodes to no tokens");
@@ -563,9 +567,108 @@ public final class OpenAiServer implements AutoCloseable {
             SamplingParams p = i == 0 || params.seed().isEmpty() ? params : new SamplingParams(params.temperature(), params.topP(),
                     params.topK(), params.maxTokens(), OptionalLong.of(params.seed().getAsLong() + i), params.stop(),
                     params.stopTokenIds(), params.presencePenalty(), params.frequencyPenalty());
-            requests.add(new GenerationRequest(prompt, p, topLogprobs));
+            requests.add(new GenerationRequest(prompt, p, topLogprobs, grammar));
         }
         return new Parsed(requests, streaming, includeUsage, !tools.isEmpty());
+    }
+
+    /**
+     * What the output must be, or null for free text. {@code tool_choice} {@code "required"}
+     * forces one call of one of {@code tools}, a named function one call of that function, in the
+     * model's call form (Mistral's when its template names {@code [TOOL_CALLS]}, else Hermes'),
+     * with arguments that follow the function's {@code parameters} schema. {@code response_format}
+     * {@code {"type": "json_object"}} forces a JSON object, {@code {"type": "json_schema",
+     * "json_schema": {"name", "schema", "strict"}}} a value of the schema, {@code {"type": "text"}}
+     * nothing. A schema constrained decoding cannot follow is a 400 naming the keyword and its
+     * place. Compiled grammars are kept ({@link #GRAMMARS} most recent), so repeated schemas share
+     * their masks.
+     */
+    private SchemaGrammar grammar(JsonNode root, List<JsonNode> tools) throws ApiError {
+        JsonNode choice = root.get("tool_choice");
+        boolean forced = choice != null && (choice.isObject() || choice.isTextual() && choice.asText().equals("required"));
+        JsonNode format = root.get("response_format");
+        SchemaGrammar fromFormat = format == null || format.isNull() ? null : responseFormat(format);
+        if (!forced) {
+            return fromFormat;
+        }
+        if (fromFormat != null) {
+            throw ApiError.badField("response_format", "'response_format' " + abbreviate(format.toString())
+                    + " cannot be combined with a forced tool call ('tool_choice' " + abbreviate(choice.toString()) + ")");
+        }
+        if (tools.isEmpty()) {
+            throw ApiError.badField("tool_choice", "'tool_choice' " + abbreviate(choice.toString()) + " needs 'tools'");
+        }
+        Map<String, JsonNode> functions = new LinkedHashMap<>();
+        for (JsonNode t : tools) {
+            functions.putIfAbsent(t.path("function").path("name").asText(), t.path("function").get("parameters"));
+        }
+        if (choice.isObject()) {
+            JsonNode name = choice.path("function").get("name");
+            if (!"function".equals(choice.path("type").asText(null)) || name == null || !name.isTextual()) {
+                throw ApiError.badField("tool_choice", "'tool_choice' must name a function as {\"type\": \"function\","
+                        + " \"function\": {\"name\": ...}}, got " + abbreviate(choice.toString()));
+            }
+            if (!functions.containsKey(name.asText())) {
+                throw ApiError.badField("tool_choice", "'tool_choice' names function '" + abbreviate(name.asText())
+                        + "', which is not among 'tools' (" + String.join(", ", functions.keySet()) + ")");
+            }
+            Map<String, JsonNode> one = new LinkedHashMap<>();
+            one.put(name.asText(), functions.get(name.asText()));
+            functions = one;
+        }
+        SchemaGrammar.CallForm form = engine.model().chat().mistralToolCalls() ? SchemaGrammar.CallForm.MISTRAL
+                : SchemaGrammar.CallForm.HERMES;
+        Map<String, JsonNode> chosen = functions;
+        return compiled("tools " + form + " " + chosen, "tools", () -> SchemaGrammar.toolCall(chosen, form));
+    }
+
+    private SchemaGrammar responseFormat(JsonNode format) throws ApiError {
+        String type = format.isObject() ? format.path("type").asText("") : "";
+        return switch (type) {
+            case "text" -> null;
+            case "json_object" -> compiled("json_object", "response_format", SchemaGrammar::anyObject);
+            case "json_schema" -> {
+                JsonNode spec = format.get("json_schema");
+                JsonNode schema = spec == null ? null : spec.get("schema");
+                if (spec == null || !spec.isObject() || schema == null || !schema.isObject()) {
+                    throw ApiError.badField("response_format", "'response_format' of type json_schema needs"
+                            + " 'json_schema': {\"name\": ..., \"schema\": {...}}, got " + abbreviate(format.toString()));
+                }
+                yield compiled("json_schema " + schema, "response_format", () -> SchemaGrammar.of(schema));
+            }
+            default -> throw ApiError.badField("response_format", "'response_format' must be {\"type\": \"text\"},"
+                    + " {\"type\": \"json_object\"} or {\"type\": \"json_schema\", \"json_schema\": {...}}, got "
+                    + abbreviate(format.toString()));
+        };
+    }
+
+    /** The most compiled grammars kept. */
+    private static final int GRAMMARS = 32;
+    private final Map<String, SchemaGrammar> grammars = new LinkedHashMap<>(16, 0.75f, true) {
+        @Override
+        protected boolean removeEldestEntry(Map.Entry<String, SchemaGrammar> eldest) {
+            return size() > GRAMMARS;
+        }
+    };
+
+    /** The grammar compiled for {@code key}, compiling it on first use; a schema it cannot follow is a 400 on {@code field}. */
+    private SchemaGrammar compiled(String key, String field, java.util.function.Supplier<SchemaGrammar> compile) throws ApiError {
+        synchronized (grammars) {
+            SchemaGrammar g = grammars.get(key);
+            if (g != null) {
+                return g;
+            }
+        }
+        SchemaGrammar g;
+        try {
+            g = compile.get();
+        } catch (SchemaException e) {
+            throw ApiError.badField(field, "'" + field + "' " + e.getMessage());
+        }
+        synchronized (grammars) {
+            grammars.putIfAbsent(key, g);
+            return grammars.get(key);
+        }
     }
 
     /** The number in {@code field}, or null when absent; a value of another JSON type is a 400. */
@@ -711,8 +814,8 @@ public final class OpenAiServer implements AutoCloseable {
      * The tools to render into the prompt: {@code tools}, each {@code {"type": "function",
      * "function": {"name", "description", "parameters"}}} (a string name, parameters an object when
      * present), unless {@code tool_choice} is {@code "none"}; {@code "auto"}, the default, lets the
-     * model choose. {@code "required"} and a named function need decoding constrained to a call,
-     * which Strata does not have: a 400. Tools for a model with no chat template are a 400 too.
+     * model choose; {@code "required"} and a named function force a call ({@link #grammar}). Tools
+     * for a model with no chat template are a 400.
      * Empty when no tools are to be rendered.
      */
     private List<JsonNode> tools(JsonNode root) throws ApiError {
@@ -721,11 +824,10 @@ public final class OpenAiServer implements AutoCloseable {
         if (choice != null && !choice.isNull()) {
             if (choice.isTextual() && choice.asText().equals("none")) {
                 none = true;
-            } else if (choice.isTextual() && choice.asText().equals("required") || choice.isObject()) {
-                throw ApiError.badField("tool_choice", "'tool_choice' " + abbreviate(choice.toString())
-                        + " is not supported yet: forcing a call needs constrained decoding; use \"auto\" or \"none\"");
-            } else if (!(choice.isTextual() && choice.asText().equals("auto"))) {
-                throw ApiError.badField("tool_choice", "'tool_choice' must be \"auto\" or \"none\", got " + abbreviate(choice.toString()));
+            } else if (!(choice.isTextual() && (choice.asText().equals("auto") || choice.asText().equals("required"))
+                    || choice.isObject())) {
+                throw ApiError.badField("tool_choice", "'tool_choice' must be \"auto\", \"none\", \"required\" or"
+                        + " {\"type\": \"function\", \"function\": {\"name\": ...}}, got " + abbreviate(choice.toString()));
             }
         }
         JsonNode tools = root.get("tools");

@@ -45,6 +45,15 @@ public final class ChatRenderer {
         return new ChatRenderer(java.util.Collections.unmodifiableMap(parsed), fallback, config.bosToken(), config.eosToken());
     }
 
+    /**
+     * Whether the model writes tool calls in the Mistral form ({@code [TOOL_CALLS]} and a JSON
+     * array), as its template shows by naming the marker; otherwise the Hermes form
+     * ({@code <tool_call>}) is the one its calls are expected in.
+     */
+    public boolean mistralToolCalls() {
+        return templates.values().stream().anyMatch(t -> t.source().contains(ToolCallParser.MISTRAL_MARKER));
+    }
+
     /** Whether the model's own template renders chats (false: the family's {@link ChatFormat}). */
     public boolean usesTemplate() {
         return !templates.isEmpty();

@@ -12,14 +12,29 @@ import com.openai.errors.BadRequestException;
 import com.openai.models.FunctionDefinition;
 import com.openai.models.FunctionParameters;
 import com.openai.models.ResponseFormatJsonObject;
+import com.openai.models.ResponseFormatJsonSchema;
 import com.openai.models.chat.completions.ChatCompletion;
 import com.openai.models.chat.completions.ChatCompletionChunk;
 import com.openai.models.chat.completions.ChatCompletionCreateParams;
+import com.openai.models.chat.completions.ChatCompletionMessageToolCall;
+import com.openai.models.chat.completions.ChatCompletionNamedToolChoice;
+import com.openai.models.chat.completions.ChatCompletionToolMessageParam;
 import com.openai.models.chat.completions.ChatCompletionStreamOptions;
 import com.openai.models.chat.completions.ChatCompletionToolChoiceOption;
 import com.openai.models.chat.completions.ChatCompletionTokenLogprob;
 import com.openai.models.completions.CompletionUsage;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.networknt.schema.SchemaRegistry;
+import com.networknt.schema.SpecificationVersion;
+import dev.langchain4j.agent.tool.ToolExecutionRequest;
+import dev.langchain4j.agent.tool.ToolSpecification;
 import dev.langchain4j.data.message.UserMessage;
+import dev.langchain4j.model.chat.Capability;
+import dev.langchain4j.model.chat.request.ResponseFormatType;
+import dev.langchain4j.model.chat.request.ToolChoice;
+import dev.langchain4j.model.chat.request.json.JsonObjectSchema;
+import dev.langchain4j.model.chat.request.json.JsonSchema;
 import dev.langchain4j.model.chat.request.ChatRequest;
 import dev.langchain4j.model.chat.request.ResponseFormat;
 import dev.langchain4j.model.chat.response.ChatResponse;
@@ -55,6 +70,7 @@ import org.junit.jupiter.api.io.TempDir;
 class OpenAiClientsTest {
     private static final String MODEL = "synth-qwen3-moe";
     private static final String KEY = "client-key";
+    private static final ObjectMapper JSON = new ObjectMapper();
 
     @TempDir
     static Path dir;
@@ -68,10 +84,10 @@ class OpenAiClientsTest {
     @BeforeAll
     static void start() throws Exception {
         ModelSynthesizer.write(SynthSpec.small(ModelFamily.QWEN3_MOE, 7), dir, (d, t, b, tb) -> { });
-        engine = new ServeEngine(dir, 1, 16, 40, 4);
+        engine = new ServeEngine(dir, 1, 16, 80, 4);
         ServeMetrics metrics = new ServeMetrics();
         generator = new ContinuousBatchingGenerator(engine, metrics);
-        server = OpenAiServer.start(ServerConfig.local(0, MODEL, 600, 512).withApiKey(KEY), engine, generator, metrics); // tools make prompts long
+        server = OpenAiServer.start(ServerConfig.local(0, MODEL, 1100, 512).withApiKey(KEY), engine, generator, metrics); // tools make prompts long
         baseUrl = "http://127.0.0.1:" + server.port() + "/v1";
         openai = OpenAIOkHttpClient.builder().baseUrl(baseUrl).apiKey(KEY).maxRetries(0).timeout(Duration.ofSeconds(30)).build();
     }
@@ -158,13 +174,59 @@ class OpenAiClientsTest {
         assertThat(streamed).isEqualTo(content);
     }
 
+    /** A structured answer, as an application declares it for the SDK's structured outputs. */
+    public record TierChoice(String name, long blocks, Tier tier, boolean shared) {
+    }
+
+    /** The tiers a structured answer chooses among. */
+    public enum Tier { DEVICE, HOST, DISK }
+
     @Test
-    void openAiSdkSurfacesAnUnsupportedFieldAsABadRequestNamingIt() {
+    void openAiSdkResponseFormatsGiveJsonThatParsesAndValidatesEvenFromARandomModel() throws Exception {
+        ChatCompletion object = openai.chat().completions().create(openAiChat("Describe a tier as JSON.")
+                .responseFormat(ResponseFormatJsonObject.builder().build()).maxCompletionTokens(40).build());
+        String text = object.choices().getFirst().message().content().orElseThrow();
+        assertThat(JSON.readTree(text).isObject()).as(text).isTrue();
+
+        String schema = "{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\",\"maxLength\":12},"
+                + "\"blocks\":{\"type\":\"integer\"},\"tier\":{\"enum\":[\"DEVICE\",\"HOST\",\"DISK\"]},"
+                + "\"links\":{\"type\":\"array\",\"items\":{\"type\":\"number\"},\"maxItems\":3}},"
+                + "\"required\":[\"name\",\"blocks\",\"tier\",\"links\"],\"additionalProperties\":false}";
+        ResponseFormatJsonSchema format = ResponseFormatJsonSchema.builder().jsonSchema(ResponseFormatJsonSchema.JsonSchema.builder()
+                .name("tier").strict(true).schema(JsonValue.from(JSON.readValue(schema, Map.class))).build()).build();
+        com.networknt.schema.Schema validator = SchemaRegistry.withDefaultDialect(SpecificationVersion.DRAFT_2020_12).getSchema(schema);
+        for (double temperature : new double[] {0.0, 1.0}) {
+            ChatCompletion c = openai.chat().completions().create(openAiChat("Pick a tier.").responseFormat(format)
+                    .temperature(temperature).seed(3L).maxCompletionTokens(80).build());
+            c.validate();
+            String answer = c.choices().getFirst().message().content().orElseThrow();
+            assertThat(validator.validate(JSON.readTree(answer))).as(answer).isEmpty();
+            StringBuilder streamed = new StringBuilder();
+            try (StreamResponse<ChatCompletionChunk> stream = openai.chat().completions().createStreaming(openAiChat("Pick a tier.")
+                    .responseFormat(format).temperature(temperature).seed(3L).maxCompletionTokens(80).build())) {
+                stream.stream().forEach(ch -> ch.choices().forEach(choice -> choice.delta().content().ifPresent(streamed::append)));
+            }
+            assertThat(streamed.toString()).isEqualTo(answer);
+        }
+
+        // the SDK's own structured outputs: it derives the schema from a class and parses the answer into it
+        var typed = openai.chat().completions().create(openAiChat("Pick a tier.").maxCompletionTokens(80)
+                .responseFormat(TierChoice.class).build());
+        TierChoice choice = typed.choices().getFirst().message().content().orElseThrow();
+        assertThat(choice.tier()).isIn((Object[]) Tier.values());
+        assertThat(choice.name()).isNotNull();
+    }
+
+    @Test
+    void openAiSdkSurfacesASchemaConstrainedDecodingCannotFollowAsABadRequestNamingIt() throws Exception {
+        ResponseFormatJsonSchema format = ResponseFormatJsonSchema.builder().jsonSchema(ResponseFormatJsonSchema.JsonSchema.builder()
+                .name("when").schema(JsonValue.from(JSON.readValue("{\"type\":\"object\",\"properties\":{\"at\":"
+                        + "{\"type\":\"string\",\"format\":\"date-time\"}},\"required\":[\"at\"]}", Map.class))).build()).build();
         BadRequestException e = catchThrowableOfType(BadRequestException.class, () -> openai.chat().completions()
-                .create(openAiChat("hi").responseFormat(ResponseFormatJsonObject.builder().build()).build()));
+                .create(openAiChat("hi").responseFormat(format).build()));
         assertThat(e.statusCode()).isEqualTo(400);
         assertThat(e.param()).contains("response_format");
-        assertThat(e.getMessage()).contains("response_format").contains("not supported yet");
+        assertThat(e.getMessage()).contains("'format'").contains("$.properties.at");
 
         BadRequestException n = catchThrowableOfType(BadRequestException.class,
                 () -> openai.chat().completions().create(openAiChat("hi").n(17L).build()));
@@ -173,23 +235,49 @@ class OpenAiClientsTest {
     }
 
     @Test
-    void openAiSdkSendsToolsAndAutoIsAcceptedWhileRequiredIsABadRequest() {
+    void openAiSdkToolLoopARequiredCallThenTheToolResultThenAnAnswer() throws Exception {
+        String parameters = "{\"type\":\"object\",\"properties\":{\"city\":{\"type\":\"string\",\"maxLength\":20},"
+                + "\"unit\":{\"enum\":[\"C\",\"F\"]}},\"required\":[\"city\",\"unit\"],\"additionalProperties\":false}";
+        FunctionParameters.Builder params = FunctionParameters.builder();
+        JSON.readTree(parameters).fields().forEachRemaining(f -> params.putAdditionalProperty(f.getKey(),
+                JsonValue.from(JSON.convertValue(f.getValue(), Object.class))));
         FunctionDefinition weather = FunctionDefinition.builder().name("weather").description("The weather in a city")
+                .parameters(params.build()).build();
+        FunctionDefinition time = FunctionDefinition.builder().name("time").description("The time in a zone")
                 .parameters(FunctionParameters.builder().putAdditionalProperty("type", JsonValue.from("object"))
-                        .putAdditionalProperty("properties", JsonValue.from(Map.of("city", Map.of("type", "string")))).build())
-                .build();
-        ChatCompletion c = openai.chat().completions().create(openAiChat("Weather in Paris?").addFunctionTool(weather)
-                .toolChoice(ChatCompletionToolChoiceOption.Auto.AUTO).build());
-        c.validate();
-        ChatCompletion plain = openai.chat().completions().create(openAiChat("Weather in Paris?").build());
-        assertThat(c.usage().orElseThrow().promptTokens()).as("the tools are rendered into the prompt")
-                .isGreaterThan(plain.usage().orElseThrow().promptTokens());
+                        .putAdditionalProperty("properties", JsonValue.from(Map.of("zone", Map.of("type", "string"))))
+                        .putAdditionalProperty("required", JsonValue.from(List.of("zone"))).build()).build();
+        com.networknt.schema.Schema validator = SchemaRegistry.withDefaultDialect(SpecificationVersion.DRAFT_2020_12).getSchema(parameters);
 
-        BadRequestException e = catchThrowableOfType(BadRequestException.class, () -> openai.chat().completions()
-                .create(openAiChat("hi").addFunctionTool(weather).toolChoice(ChatCompletionToolChoiceOption.Auto.REQUIRED).build()));
-        assertThat(e.statusCode()).isEqualTo(400);
-        assertThat(e.param()).contains("tool_choice");
-        assertThat(e.getMessage()).contains("required").contains("not supported yet");
+        ChatCompletionCreateParams.Builder ask = openAiChat("Weather in Paris?").addFunctionTool(weather).addFunctionTool(time)
+                .maxCompletionTokens(80);
+        ChatCompletion first = openai.chat().completions().create(ask.toolChoice(ChatCompletionToolChoiceOption.Auto.REQUIRED).build());
+        first.validate();
+        ChatCompletion.Choice choice = first.choices().getFirst();
+        assertThat(choice.finishReason()).isEqualTo(ChatCompletion.Choice.FinishReason.TOOL_CALLS);
+        List<ChatCompletionMessageToolCall> calls = choice.message().toolCalls().orElseThrow();
+        assertThat(calls).hasSize(1);
+        var call = calls.getFirst().asFunction();
+        assertThat(call.function().name()).isIn("weather", "time");
+
+        ChatCompletion named = openai.chat().completions().create(ask.toolChoice(ChatCompletionNamedToolChoice.builder()
+                .function(ChatCompletionNamedToolChoice.Function.builder().name("weather").build()).build()).build());
+        var forced = named.choices().getFirst().message().toolCalls().orElseThrow().getFirst().asFunction();
+        assertThat(forced.function().name()).isEqualTo("weather");
+        assertThat(validator.validate(JSON.readTree(forced.function().arguments()))).as(forced.function().arguments()).isEmpty();
+
+        // the follow-up carries only the tool called (the synthesized tokenizer makes long prompts)
+        ChatCompletion answer = openai.chat().completions().create(openAiChat("Weather in Paris?").addFunctionTool(weather)
+                .addMessage(named.choices().getFirst().message())
+                .addMessage(ChatCompletionToolMessageParam.builder().toolCallId(forced.id()).content("{\"celsius\": 21}").build())
+                .toolChoice(ChatCompletionToolChoiceOption.Auto.NONE).build());
+        answer.validate();
+        ChatCompletion without = openai.chat().completions().create(openAiChat("Weather in Paris?").addFunctionTool(weather)
+                .toolChoice(ChatCompletionToolChoiceOption.Auto.NONE).build());
+        assertThat(answer.usage().orElseThrow().promptTokens()).as("the call and its result are in the prompt")
+                .isGreaterThan(without.usage().orElseThrow().promptTokens());
+        assertThat(answer.choices().getFirst().message().toolCalls().orElse(List.of())).as("tool_choice none: no call").isEmpty();
+        assertThat(answer.choices().getFirst().message().content()).isPresent();
     }
 
     @Test
@@ -254,10 +342,29 @@ class OpenAiClientsTest {
     }
 
     @Test
-    void langChain4jSurfacesAnUnsupportedFieldAsAClearError() {
-        Throwable e = catchThrowable(() -> langChainModel().responseFormat(ResponseFormat.JSON).build()
-                .chat(ChatRequest.builder().messages(UserMessage.from("hi")).build()));
-        assertThat(e).isNotNull();
-        assertThat(e.getMessage()).contains("response_format").contains("not supported yet");
+    void langChain4jJsonModeSchemaAndARequiredToolCall() throws Exception {
+        ChatResponse json = langChainModel().maxTokens(40).responseFormat(ResponseFormat.JSON).build()
+                .chat(ChatRequest.builder().messages(UserMessage.from("A tier as JSON.")).build());
+        assertThat(JSON.readTree(json.aiMessage().text()).isObject()).as(json.aiMessage().text()).isTrue();
+
+        JsonObjectSchema person = JsonObjectSchema.builder().addStringProperty("name").addIntegerProperty("age")
+                .addEnumProperty("tier", List.of("DEVICE", "HOST", "DISK")).required("name", "age", "tier").build();
+        ResponseFormat format = ResponseFormat.builder().type(ResponseFormatType.JSON)
+                .jsonSchema(JsonSchema.builder().name("person").rootElement(person).build()).build();
+        ChatResponse structured = langChainModel().maxTokens(80).strictJsonSchema(true)
+                .supportedCapabilities(Capability.RESPONSE_FORMAT_JSON_SCHEMA).build()
+                .chat(ChatRequest.builder().messages(UserMessage.from("A person.")).responseFormat(format).build());
+        JsonNode value = JSON.readTree(structured.aiMessage().text());
+        assertThat(value.get("age").isIntegralNumber()).as(value.toString()).isTrue();
+        assertThat(value.get("tier").asText()).isIn("DEVICE", "HOST", "DISK");
+
+        ToolSpecification weather = ToolSpecification.builder().name("weather").description("The weather in a city")
+                .parameters(JsonObjectSchema.builder().addStringProperty("city").required("city").build()).build();
+        ChatResponse call = langChainModel().maxTokens(80).build().chat(ChatRequest.builder()
+                .messages(UserMessage.from("Weather in Oslo?")).toolSpecifications(weather).toolChoice(ToolChoice.REQUIRED).build());
+        assertThat(call.aiMessage().hasToolExecutionRequests()).isTrue();
+        ToolExecutionRequest request = call.aiMessage().toolExecutionRequests().getFirst();
+        assertThat(request.name()).isEqualTo("weather");
+        assertThat(JSON.readTree(request.arguments()).get("city").isTextual()).as(request.arguments()).isTrue();
     }
 }

@@ -527,10 +527,12 @@ class OpenAiServerTest {
     void unsupportedFieldsAreRefusedByNameAndHarmlessDefaultsAccepted() throws Exception {
         String messages = "[{\"role\":\"user\",\"content\":\"hi\"}]";
         String[][] refused = {
-                {",\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"f\"}}],\"tool_choice\":\"required\"", "tool_choice",
-                        "not supported yet"},
+                {",\"tool_choice\":\"required\"", "tool_choice", "needs 'tools'"},
                 {",\"functions\":[{\"name\":\"f\"}]", "functions", "not supported"},
-                {",\"response_format\":{\"type\":\"json_object\"}", "response_format", "not supported yet"},
+                {",\"response_format\":{\"type\":\"yaml\"}", "response_format", "yaml"},
+                {",\"response_format\":{\"type\":\"json_schema\"}", "response_format", "'json_schema'"},
+                {",\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{\"name\":\"x\",\"schema\":{\"type\":\"integer\","
+                        + "\"minimum\":1}}}", "response_format", "'minimum'"},
                 {",\"n\":17", "n", "[1, 16]"},
                 {",\"logit_bias\":{\"5\":10}", "logit_bias", "not supported"},
                 {",\"frobnicate\":true", "frobnicate", "not supported"},

@@ -133,9 +133,14 @@ class ToolCallServeTest {
                 {",\"tools\":[{\"type\":\"function\"}]", "tools", "'function' object"},
                 {",\"tools\":[" + WEATHER + ",{\"type\":\"function\",\"function\":{\"description\":\"x\"}}]", "tools", "entry 1"},
                 {",\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"f\",\"parameters\":[1]}}]", "tools", "parameters"},
-                {",\"tools\":[" + WEATHER + "],\"tool_choice\":\"required\"", "tool_choice", "not supported yet"},
-                {",\"tools\":[" + WEATHER + "],\"tool_choice\":{\"type\":\"function\",\"function\":{\"name\":\"weather\"}}",
-                        "tool_choice", "not supported yet"},
+                {",\"tools\":[" + WEATHER + "],\"tool_choice\":{\"type\":\"function\",\"function\":{\"name\":\"rain\"}}",
+                        "tool_choice", "'rain', which is not among 'tools' (weather)"},
+                {",\"tools\":[" + WEATHER + "],\"tool_choice\":{\"type\":\"function\"}", "tool_choice", "must name a function"},
+                {",\"tools\":[" + WEATHER + "],\"tool_choice\":\"required\",\"response_format\":{\"type\":\"json_object\"}",
+                        "response_format", "cannot be combined"},
+                {",\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"f\",\"parameters\":{\"type\":\"object\","
+                        + "\"properties\":{\"d\":{\"type\":\"string\",\"pattern\":\"^a\"}}}}}],\"tool_choice\":\"required\"",
+                        "tools", "'pattern'"},
                 {",\"tools\":[" + WEATHER + "],\"tool_choice\":\"sometimes\"", "tool_choice", "sometimes"},
                 {",\"functions\":[{\"name\":\"f\"}]", "functions", "use 'tools'"}};
         for (String[] r : refused) {
