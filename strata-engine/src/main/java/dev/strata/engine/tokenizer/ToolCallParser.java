@@ -17,7 +17,9 @@ import java.util.List;
  *   <li>Hermes (Qwen, Hermes, many others): {@code <tool_call>} a JSON object
  *       {@code {"name": ..., "arguments": {...}}} {@code </tool_call>}, possibly several, possibly
  *       after some text;</li>
- *   <li>Mistral: {@code [TOOL_CALLS]} followed by a JSON array of such objects.</li>
+ *   <li>Mistral: {@code [TOOL_CALLS]} followed by a JSON array of such objects, or, in the newer
+ *       form, by the function's name, {@code [ARGS]} and the arguments object (one call per
+ *       marker).</li>
  * </ul>
  * A call's JSON must be complete and valid, with a string {@code name} and {@code arguments} an
  * object (or a string, kept as it is; absent means {@code {}}); anything else, and a call whose
@@ -35,6 +37,8 @@ public final class ToolCallParser {
     public static final String HERMES_CLOSE = "</tool_call>";
     /** The Mistral form's marker, followed by a JSON array of calls. */
     public static final String MISTRAL_MARKER = "[TOOL_CALLS]";
+    /** In the newer Mistral form, what separates a call's function name from its arguments object. */
+    public static final String MISTRAL_ARGS = "[ARGS]";
     private static final String[] MARKERS = {HERMES_OPEN, MISTRAL_MARKER};
     private static final ObjectMapper JSON = new ObjectMapper();
 
@@ -199,7 +203,7 @@ public final class ToolCallParser {
             return false;
         }
         if (buffer.charAt(i) != '[') {
-            return notACall(out, i); // the marker is not followed by an array
+            return stepMistralNamed(out, i);
         }
         int end = arrayEnd(buffer, i);
         if (end < 0) {
@@ -215,6 +219,52 @@ public final class ToolCallParser {
         state = State.TEXT;
         afterCall = true;
         return true;
+    }
+
+    /** The newer Mistral form: {@code [TOOL_CALLS]name[ARGS]{...}}, the name starting at {@code i}. */
+    private boolean stepMistralNamed(List<Piece> out, int i) {
+        int n = i;
+        while (n < buffer.length() && isNameChar(buffer.charAt(n))) {
+            n++;
+        }
+        if (n == buffer.length()) {
+            return false; // the name may go on
+        }
+        if (n == i) {
+            return notACall(out, i); // neither an array nor a name
+        }
+        String rest = buffer.substring(n, Math.min(buffer.length(), n + MISTRAL_ARGS.length()));
+        if (!rest.equals(MISTRAL_ARGS)) {
+            return MISTRAL_ARGS.startsWith(rest) ? false : notACall(out, n); // [ARGS] may still be arriving
+        }
+        int a = n + MISTRAL_ARGS.length();
+        while (a < buffer.length() && Character.isWhitespace(buffer.charAt(a))) {
+            a++;
+        }
+        if (a == buffer.length()) {
+            return false;
+        }
+        if (buffer.charAt(a) != '{') {
+            return notACall(out, a);
+        }
+        int end = arrayEnd(buffer, a); // balances braces as it does brackets
+        if (end < 0) {
+            return false;
+        }
+        JsonNode args = readJson(buffer.substring(a, end));
+        if (args == null || !args.isObject()) {
+            return notACall(out, end);
+        }
+        out.add(new Call(new ToolCall(null, buffer.substring(i, n), args)));
+        buffer.delete(0, end);
+        held = "";
+        state = State.TEXT;
+        afterCall = true;
+        return true;
+    }
+
+    private static boolean isNameChar(char c) {
+        return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' || c == '.';
     }
 
     /** The buffer up to {@code end} is text after all: gives it out with the whitespace held before it. */

@@ -47,6 +47,13 @@ class ToolCallParserTest {
     }
 
     @Test
+    void mistralNamedCallsWithArgsMarkers() throws Exception {
+        ToolCallParser.Result r = ToolCallParser.parse("[TOOL_CALLS]weather[ARGS]{\"city\": \"Oslo]\"}[TOOL_CALLS]get_time[ARGS] {}");
+        assertThat(r.content()).isNull();
+        assertThat(r.calls()).containsExactly(call("weather", "{\"city\":\"Oslo]\"}"), call("get_time", "{}"));
+    }
+
+    @Test
     void malformedOrUnfinishedCallsStayTextExactly() {
         String[] texts = {
                 "Hi <tool_call>{\"name\": \"f\", \"arguments\": {</tool_call> bye",
@@ -57,6 +64,10 @@ class ToolCallParserTest {
                 "[TOOL_CALLS] not an array",
                 "[TOOL_CALLS] [{\"name\": \"f\"}, 7]",
                 "[TOOL_CALLS] [{\"name\": \"f\"",
+                "[TOOL_CALLS]f[ARGS] nope",
+                "[TOOL_CALLS]f[ARG]{}",
+                "[TOOL_CALLS]f[ARGS]{\"a\": ",
+                "[TOOL_CALLS]f[ARGS][1]",
                 "a < b and [TOOL c]\n"};
         for (String t : texts) {
             ToolCallParser.Result r = ToolCallParser.parse(t);
@@ -79,6 +90,8 @@ class ToolCallParserTest {
                         + "<tool_call>\n{\"name\": \"time\", \"arguments\": {}}\n</tool_call>",
                 "Plain text with a < sign and [brackets] and trailing space \n",
                 "x [TOOL_CALLS] [{\"name\": \"a\", \"arguments\": {\"q\": \"[\"}}] y",
+                "[TOOL_CALLS]weather[ARGS]{\"city\": \"{Oslo}\"}\n[TOOL_CALLS]time[ARGS]{} done",
+                "[TOOL_CALLS]f[ARG]{} and [TOOL_CALLS]g[ARGS]{\"k\": [1]}",
                 "Hi <tool_call>{broken</tool_call> and <tool_call>{\"name\": \"f\"}"};
         for (String text : texts) {
             ToolCallParser.Result whole = ToolCallParser.parse(text);
