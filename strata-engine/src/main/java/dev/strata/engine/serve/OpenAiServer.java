@@ -1309,7 +1309,7 @@ public final class OpenAiServer implements AutoCloseable {
 
     /** A token's exact bytes (a special token's are its text's). */
     private byte[] tokenBytes(int token) {
-        return tokenizer.decodeBytes(new int[] {token}, false);
+        return tokenizer.tokenBytes(token);
     }
 
     /** A token's text, or {@code bytes:\xNN...} when its bytes are not whole UTF-8 characters. */
