@@ -47,7 +47,8 @@ public final class BenchRunner {
     public static BenchReport run(String name, Scenario.Options options, Path resultsDir, PrintStream out) throws Exception {
         Supplier<Scenario> factory = SCENARIOS.get(name);
         if (factory == null) {
-            throw new IllegalArgumentException("unknown benchmark scenario '" + name + "' (known: " + scenarios() + ")");
+            throw new IllegalArgumentException("unknown benchmark scenario '" + name + "' (known: " + scenarios()
+                    + "; all runs every one)");
         }
         return run(name, factory.get(), options, resultsDir, out);
     }
