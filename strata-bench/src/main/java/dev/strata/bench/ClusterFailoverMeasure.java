@@ -160,7 +160,7 @@ public final class ClusterFailoverMeasure {
                         "reads had not recovered their hit ratio of %.3f %d s after primary %d was killed; %s", level, limit.toSeconds(),
                         port, followed));
             }
-            return Figure.of(NAME, recovered, "s", BASELINE, NODE_TIMEOUT_SECONDS, GOAL).withNote(String.format(Locale.ROOT,
+            return Figure.sampled(NAME, "s", BASELINE, Sample.of(recovered), NODE_TIMEOUT_SECONDS, GOAL).withNote(String.format(Locale.ROOT,
                     "3 primaries with 1 replica each; %d readers reading %d published 8 KiB blocks round and round, at most one"
                             + " read a millisecond each, %d ms timeout per read; primary %d killed with SIGKILL; hit ratio before %.3f; recovered when %d consecutive %d ms windows"
                             + " were back within 0.01 of it; the client follows the failover by itself; %s", READERS, blocks,

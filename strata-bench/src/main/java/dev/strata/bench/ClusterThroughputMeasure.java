@@ -140,7 +140,7 @@ public final class ClusterThroughputMeasure {
             MemorySegment slots = arena.allocate(size * blocks, 4096); // one destination slot per block
             slots.fill((byte) 0);
             AtomicLong run = new AtomicLong();
-            double[][] medians = Trials.alternateEach(rounds, () -> {
+            Paired[] phases = Trials.pairedEach(rounds, () -> {
                 flush(seed, settings.password());
                 RedisBenchmark.Rates r = redisBenchmark(seed, settings.password(), valueBytes, blocks);
                 log.printf(Locale.ROOT, "      redis-benchmark %d KiB: SET %.0f/s, GET %.0f/s%n", size >> 10, r.setPerSecond(),
@@ -157,12 +157,13 @@ public final class ClusterThroughputMeasure {
             List<Figure> figures = new ArrayList<>();
             for (int phase = 0; phase < 2; phase++) {
                 boolean put = phase == 0;
-                double strata = medians[1][phase];
-                double redis = medians[0][phase];
-                figures.add(Figure.of(figureName(put, size), strata, "blocks/s", baseline(put), redis, GOAL)
+                Figure f = Figure.paired(figureName(put, size), "blocks/s", baseline(put), phases[phase], GOAL);
+                double strata = f.value();
+                double redis = f.baselineValue();
+                figures.add(f
                         .withNote(String.format(Locale.ROOT, "%.0f MB/s of block bytes against %.0f MB/s; %d blocks of %d KiB per run"
                                         + " on distinct keys, %d requests in flight; 3 primaries with 1 replica each on this machine;"
-                                        + " median of %d rounds", strata * size / 1e6, redis * size / 1e6, blocks, size >> 10,
+                                        + " %d paired rounds", strata * size / 1e6, redis * size / 1e6, blocks, size >> 10,
                                 IN_FLIGHT, rounds)));
             }
             return figures;

@@ -145,13 +145,13 @@ public final class ExpertPagerMeasure {
                     lookup.getAsDouble();
                     paging.getAsDouble();
                 }
-                double[] ns = Trials.alternate(rounds, lookup, paging);
+                Paired ns = Trials.paired(rounds, lookup, paging);
                 if (pager.stats().misses() != missesBefore) {
                     throw new IllegalStateException("all-hit benchmark missed " + (pager.stats().misses() - missesBefore) + " times");
                 }
-                return Figure.of("expert_pager_step_all_hits_top8_of_128", ns[1], "ns",
-                        "plain int[] lookup of the same 8 ids", ns[0], "<= 100 ns")
-                        .withNote(String.format(Locale.ROOT, "%d layers, k = %d, LRU, median of %d rounds of %d calls",
+                return Figure.paired("expert_pager_step_all_hits_top8_of_128", "ns",
+                        "plain int[] lookup of the same 8 ids", ns, "<= 100 ns")
+                        .withNote(String.format(Locale.ROOT, "%d layers, k = %d, LRU, %d paired rounds of %d calls",
                                 LAYERS, k, rounds, calls));
             }
         }
@@ -233,13 +233,14 @@ public final class ExpertPagerMeasure {
                     throw new IllegalStateException("one-miss benchmark took " + misses + " misses in " + (steps + warm + 1) + " steps");
                 }
                 pager.verifyResidentBytes();
-                double raw = Trials.median(rawNs);
-                double paged = Trials.median(pagerNs);
-                return Figure.of(name, paged, "ns",
-                        "raw MemorySegment.copy of one " + Sizes.format(bytes) + " expert, HOST to DEVICE", raw,
+                Paired timed = Paired.of(rawNs, pagerNs); // each step timed both, in alternating order
+                double raw = timed.baselineSample().median();
+                double paged = timed.subjectSample().median();
+                return Figure.paired(name, "ns",
+                        "raw MemorySegment.copy of one " + Sizes.format(bytes) + " expert, HOST to DEVICE", timed,
                         String.format(Locale.ROOT, "<= %.0f ns", raw + 1000))
                         .withNote(String.format(Locale.ROOT, "overhead %+.0f ns over the raw copy (%.2f GB/s raw); top-8 of %d, "
-                                + "k = %d, LRU, medians of %d interleaved steps", paged - raw, bytes / raw, experts, k, steps));
+                                + "k = %d, LRU, %d paired steps (alternating order)", paged - raw, bytes / raw, experts, k, steps));
             }
         }
     }

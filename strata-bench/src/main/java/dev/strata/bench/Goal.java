@@ -25,10 +25,35 @@ public record Goal(boolean greater, double threshold, boolean onValue) {
 
     /** Whether {@code value} (or {@code ratio}) meets the goal; NaN never does. */
     public boolean met(double value, double ratio) {
-        double x = onValue ? value : ratio;
+        return meets(onValue ? value : ratio);
+    }
+
+    /** Whether {@code x}, a quantity this goal judges, meets it; NaN never does. */
+    public boolean meets(double x) {
         if (Double.isNaN(x)) {
             return false;
         }
         return greater ? x >= threshold : x <= threshold;
+    }
+
+    /**
+     * The verdict on a quantity measured as {@code median} with spread {@code [low, high]}: met
+     * when both ends meet the goal, missed when neither does, inconclusive when the spread
+     * straddles the threshold (the direction of the goal decides which end is which), not judged
+     * when the median is NaN. A NaN end counts as the median (a single measurement).
+     */
+    public Verdict judge(double low, double median, double high) {
+        if (Double.isNaN(median)) {
+            return Verdict.NOT_JUDGED;
+        }
+        boolean lowMeets = meets(Double.isNaN(low) ? median : low);
+        boolean highMeets = meets(Double.isNaN(high) ? median : high);
+        if (lowMeets && highMeets) {
+            return Verdict.MET;
+        }
+        if (!lowMeets && !highMeets) {
+            return Verdict.MISSED;
+        }
+        return Verdict.INCONCLUSIVE;
     }
 }

@@ -76,14 +76,14 @@ public final class KvBlockOpsMeasure {
                     runBlocks(hitting, blocks, bt, 1);
                     mapOps(map, keySet, 1);
                 }
-                double[] miss = Trials.alternate(rounds, () -> mapOps(map, keySet, passes),
+                Paired miss = Trials.paired(rounds, () -> mapOps(map, keySet, passes),
                         () -> runBlocks(missing, blocks, bt, passes));
-                figures.add(Figure.of("kv_block_match_commit_release_ops", miss[1], "ops/s", BASELINE, miss[0], GOAL)
+                figures.add(Figure.paired("kv_block_match_commit_release_ops", "ops/s", BASELINE, miss, GOAL)
                         .withNote("one-block requests that miss: match, allocate (evicting the LRU cached block), commit, release; "
                                 + keys + " keys, " + missSlots + " slots"));
-                double[] hit = Trials.alternate(rounds, () -> mapOps(map, keySet, passes),
+                Paired hit = Trials.paired(rounds, () -> mapOps(map, keySet, passes),
                         () -> runBlocks(hitting, blocks, bt, passes));
-                figures.add(Figure.of("kv_block_match_share_release_ops", hit[1], "ops/s", BASELINE, hit[0], GOAL)
+                figures.add(Figure.paired("kv_block_match_share_release_ops", "ops/s", BASELINE, hit, GOAL)
                         .withNote("one-block requests that hit a resident block: match, load by reference, release; " + keys
                                 + " keys"));
             } finally {

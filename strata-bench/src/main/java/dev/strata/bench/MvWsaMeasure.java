@@ -122,14 +122,14 @@ public final class MvWsaMeasure {
             double online = o.seconds().get("MV-WSA online");
             String oracleName = o.workload().equals("shifting") ? "global oracle (best static split in hindsight)"
                     : "oracle (best static split in hindsight)";
-            figures.add(Figure.of("mvwsa_online_vs_oracle_" + o.workload(), online, "s", oracleName,
+            figures.add(Figure.exact("mvwsa_online_vs_oracle_" + o.workload(), online, "s", oracleName,
                     o.seconds().get("oracle"), "<= 1.05").withNote(splitNote(o, "MV-WSA online")));
-            figures.add(Figure.of("mvwsa_offline_vs_oracle_" + o.workload(), o.seconds().get("MV-WSA offline"), "s",
+            figures.add(Figure.exact("mvwsa_offline_vs_oracle_" + o.workload(), o.seconds().get("MV-WSA offline"), "s",
                     oracleName, o.seconds().get("oracle"), "<= 1.05").withNote("configured on a separate, shorter trace of the same workload; "
                     + splitNote(o, "MV-WSA offline")));
-            figures.add(Figure.of("mvwsa_online_vs_fifty_fifty_" + o.workload(), online, "s", "50-50 split",
+            figures.add(Figure.exact("mvwsa_online_vs_fifty_fifty_" + o.workload(), online, "s", "50-50 split",
                     o.seconds().get("50-50"), "<= 1.0").withNote(splitNote(o, "50-50")));
-            Figure blind = Figure.of("mvwsa_online_vs_kv_blind_" + o.workload(), online, "s",
+            Figure blind = Figure.exact("mvwsa_online_vs_kv_blind_" + o.workload(), online, "s",
                     "KV-blind split proportional to the expert working set (Flux-prop)", o.seconds().get("Flux-prop"), "<= 1.0");
             figures.add(blind.withNote(splitNote(o, "Flux-prop") + (o.kvBlindAdmissible() ? ""
                     : "; below the admission floor: it would not start, its latency is shown as if it ran")));

@@ -23,6 +23,12 @@ import java.util.List;
  * <p>Runs on the calling thread; the lenders and clients start their own threads.
  */
 public final class PeerScenario implements Scenario {
+    private final List<Series> series = new ArrayList<>(); // revocation latency CDFs, filled by run
+
+    @Override
+    public List<Series> series() {
+        return List.copyOf(series);
+    }
     /** How often the cross-process agent ticks and its lender polls. */
     private static final Duration SHM_INTERVAL = Duration.ofNanos(200_000);
 
@@ -43,13 +49,13 @@ public final class PeerScenario implements Scenario {
         Progress progress = new Progress(Log.stream("bench"), 3);
         progress.step("revocation to callback and drain, in-process lender");
         try (LocalRevocationRig rig = new LocalRevocationRig(64 * Sizes.MiB)) {
-            figures.addAll(RevocationLatencyMeasure.figures(rig, quick ? 200 : 2000, Sizes.MiB + 4032, 4 * Sizes.MiB + 64));
+            figures.addAll(RevocationLatencyMeasure.figures(rig, quick ? 200 : 2000, Sizes.MiB + 4032, 4 * Sizes.MiB + 64, series));
         }
         progress.step("revocation to callback and drain, cross-process shared-memory lender (agent JVM, tick and poll "
                 + SHM_INTERVAL.toNanos() / 1000 + " us)");
         Path dir = Files.isDirectory(Path.of("/dev/shm")) ? Path.of("/dev/shm") : options.workDir();
         try (ShmRevocationRig rig = new ShmRevocationRig(dir, 8 * Sizes.MiB, 2 * Sizes.MiB, SHM_INTERVAL, SHM_INTERVAL)) {
-            figures.addAll(RevocationLatencyMeasure.figures(rig, quick ? 100 : 500, 2 * Sizes.MiB, 4 * Sizes.MiB));
+            figures.addAll(RevocationLatencyMeasure.figures(rig, quick ? 100 : 500, 2 * Sizes.MiB, 4 * Sizes.MiB, series));
         }
         notes.add("cross-process revocations include the agent's tick and the lender's poll, both every "
                 + SHM_INTERVAL.toNanos() / 1000 + " us: the agent reads its demand file each tick, the lender polls its regions' states");

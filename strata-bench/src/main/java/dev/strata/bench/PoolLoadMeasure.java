@@ -150,10 +150,10 @@ public final class PoolLoadMeasure {
                 raw.getAsDouble();
                 throughIndex.getAsDouble();
             }
-            double[] gbs = Trials.alternate(rounds, raw, throughIndex);
-            return Figure.of(figureName(size), gbs[1], "GB/s", BASELINE, gbs[0], GOAL)
+            Paired gbs = Trials.paired(rounds, raw, throughIndex);
+            return Figure.paired(figureName(size), "GB/s", BASELINE, gbs, GOAL)
                     .withNote(blocks + " blocks published by another JVM (pid " + childPid + "); acquire, copy with "
-                            + "Checksum64 verification into its own slot of an off-heap arena, release; median of " + rounds + " rounds");
+                            + "Checksum64 verification into its own slot of an off-heap arena, release; " + rounds + " paired rounds");
         } finally {
             Files.deleteIfExists(path);
         }

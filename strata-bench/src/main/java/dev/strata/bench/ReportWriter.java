@@ -11,12 +11,13 @@ import java.io.PrintStream;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.List;
 import java.util.Locale;
 
 /**
  * Writes a {@link BenchReport} three ways: a table on the console, {@code <scenario>.json} in the
- * shared shape (NaN written as {@code null}), and {@code <scenario>.html} with the table and a
- * bar chart of each figure's ratio against its goal.
+ * shared shape (NaN written as {@code null}), and {@code <scenario>.html} ({@link HtmlReport}: the
+ * ratio chart with goals and spreads, the plots, the table); and the index of a {@code bench all} run.
  *
  * <p>Stateless apart from its Jackson mapper, which is thread-safe; any thread.
  */
@@ -41,18 +42,34 @@ public final class ReportWriter {
     private ReportWriter() {
     }
 
-    /** Prints the figures as an aligned table. */
+    /** Prints the noise readings, the figures as an aligned table with their spreads and verdicts, and the notes. */
     public static void printTable(BenchReport r, PrintStream out) {
-        out.printf(Locale.ROOT, "%nscenario %s%s on %s%n", r.scenario(), r.quick() ? " (quick)" : "", r.machine());
-        out.printf(Locale.ROOT, "%-40s %12s %-8s %12s %7s %-18s %s%n", "figure", "value", "unit", "baseline", "ratio", "goal", "met");
+        out.printf(Locale.ROOT, "%nscenario %s%s on %s%n", r.scenario(), r.quick() ? " (quick: not judged)" : "", r.machine());
+        for (NoiseProbe.NoiseReading n : r.noise()) {
+            out.println("noise: " + n.describe());
+        }
+        out.printf(Locale.ROOT, "%-44s %12s %-25s %-10s %12s %7s %-17s %-18s %s%n", "figure", "value", "value spread", "unit",
+                "baseline", "ratio", "ratio spread", "goal", "verdict");
         for (Figure f : r.figures()) {
-            out.printf(Locale.ROOT, "%-40s %12s %-8s %12s %7s %-18s %s%s%n", f.name(), num(f.value()), f.unit(),
-                    num(f.baselineValue()), num(f.ratio()), f.goal(), f.met() ? "yes" : "NO",
-                    f.note().isEmpty() ? "" : "  (" + f.note() + ")");
+            out.printf(Locale.ROOT, "%-44s %12s %-25s %-10s %12s %7s %-17s %-18s %s%s%n", f.name(), num(f.value()),
+                    spread(f.valueLow(), f.valueHigh()), f.unit(), num(f.baselineValue()), num(f.ratio()),
+                    spread(f.ratioLow(), f.ratioHigh()), f.goal(), verdictText(r, f), f.note().isEmpty() ? "" : "  (" + f.note() + ")");
         }
         for (String n : r.notes()) {
             out.println("note: " + n);
         }
+    }
+
+    /** The verdict as the reports print it: {@code not judged (quick)} in a quick run. */
+    static String verdictText(BenchReport r, Figure f) {
+        return r.quick() && f.verdict() == Verdict.NOT_JUDGED ? "not judged (quick)" : f.verdict().label();
+    }
+
+    private static String spread(double low, double high) {
+        if (Double.isNaN(low) || Double.isNaN(high)) {
+            return "-";
+        }
+        return "[" + num(low) + ", " + num(high) + "]";
     }
 
     private static String num(double v) {
@@ -83,55 +100,24 @@ public final class ReportWriter {
         return JSON.readValue(json.toFile(), BenchReport.class);
     }
 
-    private static String esc(String s) {
-        return s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;");
+    /**
+     * Writes {@code <dir>/index.html}: one row per scenario of a {@code bench all} run with its
+     * verdict counts, the machine's noise and a link to its report (or why it failed).
+     *
+     * @return the index's path
+     */
+    public static Path writeIndex(List<BenchRunner.Outcome> outcomes, Path dir) {
+        try {
+            Files.createDirectories(dir);
+            Path index = dir.resolve("index.html");
+            Files.writeString(index, HtmlReport.index(outcomes));
+            return index;
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot write the benchmark index to " + dir + ": " + e.getMessage(), e);
+        }
     }
 
     static String html(BenchReport r) {
-        StringBuilder h = new StringBuilder();
-        h.append("<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>strata bench ").append(esc(r.scenario()))
-                .append("</title><style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}"
-                        + "td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}td:first-child{text-align:left}"
-                        + ".no{color:#b00}.yes{color:#070}</style></head><body>");
-        h.append("<h1>strata bench ").append(esc(r.scenario())).append(r.quick() ? " (quick)" : "").append("</h1>");
-        h.append("<p>").append(esc(r.machine())).append("</p>");
-        // Bar chart of ratios: one row per figure that has a ratio; the goal is a vertical tick.
-        var rows = r.figures().stream().filter(f -> !Double.isNaN(f.ratio())).toList();
-        double max = Math.max(1.2, rows.stream().mapToDouble(Figure::ratio).max().orElse(1.0) * 1.1);
-        int rowH = 22;
-        int labelW = 300;
-        int barW = 500;
-        h.append("<svg width=\"").append(labelW + barW + 80).append("\" height=\"").append(rows.size() * rowH + 30)
-                .append("\" xmlns=\"http://www.w3.org/2000/svg\" font-size=\"12\">");
-        for (int i = 0; i < rows.size(); i++) {
-            Figure f = rows.get(i);
-            int y = i * rowH + 5;
-            double w = f.ratio() / max * barW;
-            h.append(String.format(Locale.ROOT,
-                    "<text x=\"0\" y=\"%d\">%s</text><rect x=\"%d\" y=\"%d\" width=\"%.1f\" height=\"16\" fill=\"%s\"/>"
-                            + "<text x=\"%.1f\" y=\"%d\">%.2f</text>",
-                    y + 13, esc(f.name()), labelW, y, w, f.met() ? "#4a4" : "#c44", labelW + w + 4, y + 13, f.ratio()));
-            Goal g = Goal.parse(f.goal());
-            if (!g.onValue()) {
-                double gx = labelW + g.threshold() / max * barW;
-                h.append(String.format(Locale.ROOT, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%d\" y2=\"%d\" stroke=\"#000\"/>", gx, gx, y - 2, y + 18));
-            }
-        }
-        double one = labelW + 1.0 / max * barW;
-        h.append(String.format(Locale.ROOT, "<text x=\"%.1f\" y=\"%d\">1.0x baseline</text></svg>", one - 30, rows.size() * rowH + 25));
-        h.append("<table><tr><th>figure</th><th>value</th><th>unit</th><th>baseline</th><th>baseline value</th>"
-                + "<th>ratio</th><th>goal</th><th>met</th><th>note</th></tr>");
-        for (Figure f : r.figures()) {
-            h.append("<tr><td>").append(esc(f.name())).append("</td><td>").append(num(f.value())).append("</td><td>")
-                    .append(esc(f.unit())).append("</td><td>").append(esc(f.baseline())).append("</td><td>")
-                    .append(num(f.baselineValue())).append("</td><td>").append(num(f.ratio())).append("</td><td>")
-                    .append(esc(f.goal())).append("</td><td class=\"").append(f.met() ? "yes\">yes" : "no\">no")
-                    .append("</td><td>").append(esc(f.note())).append("</td></tr>");
-        }
-        h.append("</table>");
-        for (String n : r.notes()) {
-            h.append("<p>note: ").append(esc(n)).append("</p>");
-        }
-        return h.append("</body></html>\n").toString();
+        return HtmlReport.scenario(r);
     }
 }

@@ -96,7 +96,7 @@ public final class ReuseDistanceMeasure {
                     + expected);
         }
         long[] sink = new long[1];
-        double[] medians = Trials.alternate(rounds, () -> {
+        Paired naiveVsTracker = Trials.paired(rounds, () -> {
             long start = System.nanoTime();
             sink[0] += naiveChecksum(stream, prefix);
             return prefix / ((System.nanoTime() - start) / 1e9);
@@ -110,7 +110,7 @@ public final class ReuseDistanceMeasure {
             sink[0] += sum;
             return stream.length / ((System.nanoTime() - start) / 1e9);
         });
-        return Figure.of(name, medians[1], "refs/s", "naive stack-walk LRU distances", medians[0], ">= 10000000 refs/s")
+        return Figure.paired(name, "refs/s", "naive stack-walk LRU distances", naiveVsTracker, ">= 10000000 refs/s")
                 .withNote(String.format(Locale.ROOT, "%s: %d references, %d distinct; stack walk timed on the first %d",
                         what, stream.length, distinct(stream), prefix));
     }

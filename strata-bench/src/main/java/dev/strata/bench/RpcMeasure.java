@@ -96,36 +96,38 @@ public final class RpcMeasure {
                 long[] pingSeq = {0};
                 List<Figure> figures = new ArrayList<>();
 
-                progress.step("raw /dev/shm ping-pong against RPC round trips (" + plan.rounds() + " alternating rounds)");
-                double[] rawVsRpc = Trials.alternate(plan.rounds(),
-                        () -> pingPongNanos(flag, pingSeq, plan.pingPongs()),
-                        () -> rpcRoundTripNanos(client, response, plan.rpcCalls()));
-                double raw = rawVsRpc[0];
-                double rpc = rawVsRpc[1];
-
-                progress.step("loopback TCP 64-byte round trips against RPC round trips");
+                progress.step("raw /dev/shm ping-pong against loopback TCP and RPC round trips (" + plan.rounds()
+                        + " paired rounds each)");
                 byte[] message = new byte[TCP_MESSAGE];
                 new java.util.SplittableRandom(7).nextBytes(message);
-                double[] tcpVsRpc = Trials.alternate(plan.rounds(),
+                Paired tcpVsRaw = Trials.paired(plan.rounds(),
+                        () -> tcpRoundTripNanos(socket, message, plan.tcpRoundTrips()),
+                        () -> pingPongNanos(flag, pingSeq, plan.pingPongs()));
+                Paired rawVsRpc = Trials.paired(plan.rounds(),
+                        () -> pingPongNanos(flag, pingSeq, plan.pingPongs()),
+                        () -> rpcRoundTripNanos(client, response, plan.rpcCalls()));
+
+                progress.step("loopback TCP 64-byte round trips against RPC round trips");
+                Paired tcpVsRpc = Trials.paired(plan.rounds(),
                         () -> tcpRoundTripNanos(socket, message, plan.tcpRoundTrips()),
                         () -> rpcRoundTripNanos(client, response, plan.rpcCalls()));
-                double tcp = tcpVsRpc[0];
-                double rpc2 = tcpVsRpc[1];
 
                 progress.step("batched RPC throughput (ring of " + client.capacity() + ") against one call at a time");
-                double[] batched = Trials.alternate(plan.rounds(),
+                Paired batched = Trials.paired(plan.rounds(),
                         () -> 1e9 / rpcRoundTripNanos(client, response, plan.rpcCalls() / 4),
                         () -> batchedRate(client, response, plan.batchedRequests()));
 
-                String machine = " (2 JVMs on this machine; " + plan.rounds() + " rounds, median of round means)";
-                figures.add(Figure.of("shm_ping_pong_round_trip", raw, "ns", "loopback TCP 64-byte round trip", tcp, "<= 0.05")
+                String machine = " (2 JVMs on this machine; " + plan.rounds() + " paired rounds, each a mean over its calls)";
+                figures.add(Figure.paired("shm_ping_pong_round_trip", "ns", "loopback TCP 64-byte round trip", tcpVsRaw, "<= 0.05")
                         .withNote("raw flag bounced through a /dev/shm mapping with release stores, acquire loads; " + machine));
-                figures.add(Figure.of("rpc_round_trip", rpc, "ns", "raw /dev/shm flag ping-pong between two JVMs", raw, "<= 3")
+                figures.add(Figure.paired("rpc_round_trip", "ns", "raw /dev/shm flag ping-pong between two JVMs", rawVsRpc, "<= 3")
                         .withNote("one request of opcode + 4 longs and its response through an RPC slot" + machine));
-                figures.add(Figure.of("rpc_vs_tcp_round_trip", 1e9 / rpc2, "round trips/s", "loopback TCP 64-byte round trip",
-                        1e9 / tcp, ">= 50").withNote("RPC " + round(rpc2) + " ns vs TCP " + round(tcp) + " ns per round trip" + machine));
-                figures.add(Figure.of("rpc_batched_throughput", batched[1], "requests/s", "unbatched RPC (one call at a time)",
-                        batched[0], ">= 5e6 requests/s")
+                Figure perSecond = Figure.paired("rpc_vs_tcp_round_trip", "round trips/s", "loopback TCP 64-byte round trip",
+                        tcpVsRpc.map(ns -> 1e9 / ns), ">= 50");
+                figures.add(perSecond.withNote("RPC " + round(1e9 / perSecond.value()) + " ns vs TCP "
+                        + round(1e9 / perSecond.baselineValue()) + " ns per round trip (medians)" + machine));
+                figures.add(Figure.paired("rpc_batched_throughput", "requests/s", "unbatched RPC (one call at a time)",
+                        batched, ">= 5e6 requests/s")
                         .withNote("one client keeps " + client.capacity() + " requests in flight; one server thread" + machine));
                 progress.step("stopping the server JVM");
                 LONG.setRelease(flag, PING, STOP);

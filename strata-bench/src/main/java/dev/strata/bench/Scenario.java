@@ -39,4 +39,12 @@ public interface Scenario {
      * @param notes receives remarks about the run as a whole (tools absent, fallbacks taken)
      */
     List<Figure> run(Options options, List<String> notes) throws Exception;
+
+    /**
+     * The plot data the last {@link #run} gathered (miss curves, latency CDFs, throughput against
+     * block size); empty for a scenario that draws none. A scenario instance serves one run.
+     */
+    default List<Series> series() {
+        return List.of();
+    }
 }

@@ -44,6 +44,13 @@ public final class TiersScenario implements Scenario {
     private static final long[] BLOCK_SIZES = {16 * Sizes.KiB, 256 * Sizes.KiB, 2 * Sizes.MiB};
     private static final long BATCH_BYTES = 16 * Sizes.MiB; // bytes per engine batch (at most 256 transfers) in memory figures
 
+    private final List<Series> series = new ArrayList<>(); // throughput against block size, filled by run
+
+    @Override
+    public List<Series> series() {
+        return List.copyOf(series);
+    }
+
     @Override
     public String name() {
         return "tiers";
@@ -69,8 +76,8 @@ public final class TiersScenario implements Scenario {
                      .mode(PoolConfig.Mode.CREATE).conclude());
              TransferEngine engine = new TransferEngine()) {
             try {
-                progress.step("block copies HOST/DEVICE/POOL at 16 KiB, 256 KiB, 2 MiB (" + rounds + " alternating rounds each)");
-                copyFigures(engine, host, device, pool, workingSet, rounds, figures);
+                progress.step("block copies HOST/DEVICE/POOL at 16 KiB, 256 KiB, 2 MiB (" + rounds + " paired rounds each)");
+                copyFigures(engine, host, device, pool, workingSet, rounds, figures, series);
                 progress.step("KV gather and scatter (128 x 20 KiB, 64 x 16 KiB)");
                 gatherScatterFigures(engine, host, device, pool, workingSet, rounds, figures);
             } finally {
@@ -120,9 +127,14 @@ public final class TiersScenario implements Scenario {
     }
 
     private static void copyFigures(TransferEngine engine, HostTier host, DeviceTier device, PoolTier pool,
-                                    long workingSet, int rounds, List<Figure> figures) {
+                                    long workingSet, int rounds, List<Figure> figures, List<Series> series) {
         Tier[] tiers = {host, device, pool};
+        double[][][] engineGBps = new double[tiers.length][tiers.length][BLOCK_SIZES.length]; // [src][dst][size] medians
+        double[][][] rawGBps = new double[tiers.length][tiers.length][BLOCK_SIZES.length];
+        double[] sizes = java.util.Arrays.stream(BLOCK_SIZES).asDoubleStream().toArray();
+        int sizeIndex = -1;
         for (long size : BLOCK_SIZES) {
+            sizeIndex++;
             int n = (int) (workingSet / size);
             long[][] handles = new long[tiers.length][];
             for (int t = 0; t < tiers.length; t++) {
@@ -143,15 +155,29 @@ public final class TiersScenario implements Scenario {
                     Tier dst = tiers[d];
                     long[] sh = handles[s];
                     long[] dh = handles[d];
-                    double[] m = Trials.alternate(rounds,
+                    Paired m = Trials.paired(rounds,
                             () -> CopyMeasure.raw(src, sh, dst, dh, size),
                             () -> CopyMeasure.batched(engine, src, sh, dst, dh, size, BATCH_BYTES));
-                    figures.add(Figure.of(src.name() + "_to_" + dst.name() + "_copy_" + label(size), m[1], "GB/s",
-                            "raw MemorySegment.copy", m[0], ">= 0.9").withNote("submitBatch, 16 MiB or 256 transfers a batch, 2 in flight"));
+                    Figure f = Figure.paired(src.name() + "_to_" + dst.name() + "_copy_" + label(size), "GB/s",
+                            "raw MemorySegment.copy", m, ">= 0.9").withNote("submitBatch, 16 MiB or 256 transfers a batch, 2 in flight");
+                    figures.add(f);
+                    engineGBps[s][d][sizeIndex] = f.value();
+                    rawGBps[s][d][sizeIndex] = f.baselineValue();
                 }
             }
             for (int t = 0; t < tiers.length; t++) {
                 freeAll(tiers[t], handles[t]);
+            }
+        }
+        for (int s = 0; s < tiers.length; s++) {
+            for (int d = 0; d < tiers.length; d++) {
+                if (s != d) {
+                    String plot = "copy throughput " + tiers[s].name() + " to " + tiers[d].name() + " (median of rounds)";
+                    series.add(new Series(plot, "transfer engine (submitBatch)", "block size (bytes)", "GB/s", true, sizes,
+                            engineGBps[s][d]));
+                    series.add(new Series(plot, "raw MemorySegment.copy", "block size (bytes)", "GB/s", true, sizes,
+                            rawGBps[s][d]));
+                }
             }
         }
     }
@@ -182,16 +208,16 @@ public final class TiersScenario implements Scenario {
             String shapeName = chunks + "x" + (chunk / 1024) + "KiB";
             for (Tier dst : new Tier[] {host, pool}) {
                 long[] handles = allocate(dst, blocks, blockBytes);
-                double[] g = Trials.alternate(rounds,
+                Paired g = Trials.paired(rounds,
                         () -> rawContiguous(cache, dst, handles, blockBytes, true),
                         () -> gather(engine, layouts, dst, handles));
-                figures.add(Figure.of("kv_gather_" + shapeName + "_device_to_" + dst.name(), g[1], "GB/s",
-                        "raw copy of the same bytes (contiguous)", g[0], ">= 0.85"));
-                double[] s = Trials.alternate(rounds,
+                figures.add(Figure.paired("kv_gather_" + shapeName + "_device_to_" + dst.name(), "GB/s",
+                        "raw copy of the same bytes (contiguous)", g, ">= 0.85"));
+                Paired s = Trials.paired(rounds,
                         () -> rawContiguous(cache, dst, handles, blockBytes, false),
                         () -> scatter(engine, layouts, dst, handles));
-                figures.add(Figure.of("kv_scatter_" + shapeName + "_" + dst.name() + "_to_device", s[1], "GB/s",
-                        "raw copy of the same bytes (contiguous)", s[0], ">= 0.85"));
+                figures.add(Figure.paired("kv_scatter_" + shapeName + "_" + dst.name() + "_to_device", "GB/s",
+                        "raw copy of the same bytes (contiguous)", s, ">= 0.85"));
                 freeAll(dst, handles);
             }
             device.free(kv);
@@ -254,17 +280,17 @@ public final class TiersScenario implements Scenario {
                 for (boolean write : new boolean[] {true, false}) {
                     String name = "disk_" + (write ? "write" : "read") + "_" + label(size) + "_qd4";
                     if (fio.isEmpty()) {
-                        double v = write ? CopyMeasure.engine(engine, host, src, disk, diskHandles, size, 16)
-                                : CopyMeasure.engine(engine, disk, diskHandles, host, src, size, 16);
-                        figures.add(new Figure(name, v, "GB/s", "fio (absent)", Double.NaN, Double.NaN, ">= 0.9", false,
-                                "fio not available: no baseline"));
+                        Sample v = Trials.sample(rounds, () -> write ? CopyMeasure.engine(engine, host, src, disk, diskHandles, size, 16)
+                                : CopyMeasure.engine(engine, disk, diskHandles, host, src, size, 16));
+                        figures.add(Figure.sampled(name, "GB/s", "fio (absent)", v, Double.NaN, ">= 0.9")
+                                .withNote("fio not available: no baseline"));
                         continue;
                     }
-                    double[] m = Trials.alternate(rounds,
+                    Paired m = Trials.paired(rounds,
                             () -> fioBandwidth(fio.get(), dir, total, size, write),
                             () -> write ? CopyMeasure.engine(engine, host, src, disk, diskHandles, size, 16)
                                     : CopyMeasure.engine(engine, disk, diskHandles, host, src, size, 16));
-                    figures.add(Figure.of(name, m[1], "GB/s", "fio direct=1 libaio iodepth=4", m[0], ">= 0.9")
+                    figures.add(Figure.paired(name, "GB/s", "fio direct=1 libaio iodepth=4", m, ">= 0.9")
                             .withNote(disk.ioMode() == IoMode.DIRECT ? "" : "buffered fallback"));
                 }
                 freeAll(disk, diskHandles);

@@ -50,6 +50,11 @@ public final class TraceReplayMeasure {
      * {@code notes}), at each capacity with each policy.
      */
     public static List<Figure> figures(Path trace, List<String> notes) {
+        return figures(trace, notes, new ArrayList<>());
+    }
+
+    /** As {@link #figures(Path, List)}, adding the miss curves (hit ratio against capacity per policy and Bélády's) to {@code plots}. */
+    public static List<Figure> figures(Path trace, List<String> notes, List<Series> plots) {
         PrefixTrace t;
         String label;
         if (trace != null) {
@@ -61,11 +66,16 @@ public final class TraceReplayMeasure {
             notes.add("Mooncake trace not found (" + MooncakeTraceReader.SHIPPED_TRACE + "): replayed a generated chat trace instead "
                     + "(12,000 requests, seed 1)");
         }
-        return figures(t, label);
+        return figures(t, label, plots);
     }
 
     /** Figures for an interned trace, named {@code <label>_hit_ratio_<capacity>_<policy>}. */
     public static List<Figure> figures(PrefixTrace trace, String label) {
+        return figures(trace, label, new ArrayList<>());
+    }
+
+    /** As {@link #figures(PrefixTrace, String)}, adding the miss curves to {@code plots}. */
+    public static List<Figure> figures(PrefixTrace trace, String label, List<Series> plots) {
         List<Figure> out = new ArrayList<>();
         for (long capacity : CAPACITIES) {
             double optimum = BeladyBound.hitRatio(trace, capacity);
@@ -80,13 +90,33 @@ public final class TraceReplayMeasure {
                 }
                 String goal = kind == PolicyKind.PREFIX_AWARE && !Double.isNaN(lruRatio)
                         ? ">= " + Math.nextUp(lruRatio) : ">= 0";
-                Figure f = Figure.of(name, r.hitRatio(), "", baseline, optimum, goal);
+                Figure f = Figure.exact(name, r.hitRatio(), "", baseline, optimum, goal);
                 f = f.withNote(kind == PolicyKind.PREFIX_AWARE
                         ? String.format(Locale.ROOT, "goal: above LRU's %.4f of the optimum", lruRatio)
                         : "information");
                 out.add(f);
             }
         }
+        plots.addAll(missCurves(out, label));
         return out;
+    }
+
+    /** One line per policy and one for Bélády's optimum: block hit ratio against capacity, read back from the figures. */
+    private static List<Series> missCurves(List<Figure> figures, String label) {
+        String plot = label + " trace: block hit ratio against capacity (" + BLOCK_TOKENS + "-token blocks)";
+        double[] x = java.util.Arrays.stream(CAPACITIES).asDoubleStream().toArray();
+        List<Series> lines = new ArrayList<>();
+        double[] belady = new double[CAPACITIES.length];
+        for (int p = 0; p < POLICIES.size(); p++) {
+            double[] y = new double[CAPACITIES.length];
+            for (int c = 0; c < CAPACITIES.length; c++) {
+                Figure f = figures.get(c * POLICIES.size() + p);
+                y[c] = f.value();
+                belady[c] = f.baselineValue();
+            }
+            lines.add(new Series(plot, POLICIES.get(p).name().toLowerCase(Locale.ROOT), "capacity (blocks)", "hit ratio", true, x, y));
+        }
+        lines.add(new Series(plot, "Belady's optimum", "capacity (blocks)", "hit ratio", true, x, belady));
+        return lines;
     }
 }

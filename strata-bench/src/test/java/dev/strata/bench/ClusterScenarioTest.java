@@ -2,7 +2,6 @@ package dev.strata.bench;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
-import static org.assertj.core.api.Assertions.within;
 
 import java.io.IOException;
 import java.nio.file.Files;
@@ -48,9 +47,8 @@ class ClusterScenarioTest {
             }
             assertThat(f.value()).as("%s value (%s)", f.name(), f.note()).isFinite().isPositive();
             assertThat(f.baselineValue()).as("%s baseline (%s)", f.name(), f.note()).isFinite().isPositive();
-            assertThat(f.ratio()).as("%s ratio", f.name()).isCloseTo(f.value() / f.baselineValue(), within(1e-9 * f.ratio()));
+            FigureChecks.assertConsistent(f);
             assertThat(f.note()).as("%s note", f.name()).isNotBlank();
-            assertThat(f.met()).as("%s met", f.name()).isEqualTo(Goal.parse(f.goal()).met(f.value(), f.ratio()));
         }
         for (String size : List.of("256KiB", "1280KiB")) {
             assertThat(byName.get("cluster_block_put_" + size).unit()).isEqualTo("blocks/s");

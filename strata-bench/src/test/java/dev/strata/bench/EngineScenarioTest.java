@@ -29,8 +29,7 @@ class EngineScenarioTest {
         for (Figure f : figures) {
             assertThat(f.value()).as("%s value (%s)", f.name(), f.note()).isFinite().isPositive();
             assertThat(f.baselineValue()).as("%s baseline (%s)", f.name(), f.note()).isFinite().isPositive();
-            assertThat(f.ratio()).as("%s ratio", f.name()).isCloseTo(f.value() / f.baselineValue(),
-                    org.assertj.core.api.Assertions.within(1e-9 * f.ratio()));
+            FigureChecks.assertConsistent(f);
             assertThat(f.note()).as("%s note", f.name()).isNotBlank();
         }
         Figure ttft = byName.get("ttft_cross_instance_prefix_hit_1024tok");

@@ -21,7 +21,7 @@ class ExpertPagerMeasureTest {
             assertThat(f.unit()).isEqualTo("ns");
             assertThat(f.value()).as(f.name()).isPositive().isFinite();
             assertThat(f.baselineValue()).as(f.name()).isPositive().isFinite();
-            assertThat(f.ratio()).isCloseTo(f.value() / f.baselineValue(), org.assertj.core.data.Offset.offset(1e-9));
+            FigureChecks.assertConsistent(f);
             assertThat(f.baseline()).isNotBlank();
             assertThat(Goal.parse(f.goal()).onValue()).isTrue();
             assertThat(f.note()).isNotBlank();

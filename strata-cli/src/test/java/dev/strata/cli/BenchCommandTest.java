@@ -21,4 +21,13 @@ class BenchCommandTest {
         assertThat(r.out()).isEmpty();
         assertThat(results).doesNotExist();
     }
+
+    @Test
+    void helpOffersAllBesideTheScenariosAndSaysQuickRunsAreNotJudged() {
+        CliRun r = CliRun.of("bench", "--help");
+        assertThat(r.status()).isZero();
+        assertThat(r.out()).contains("tiers, all").contains("its figures are not judged").contains("index.html");
+        CliRun unknown = CliRun.of("bench", "nosuch");
+        assertThat(unknown.err()).contains("all runs every one");
+    }
 }

@@ -1,7 +1,7 @@
 package dev.strata.bench.engine;
 
 import dev.strata.bench.Figure;
-import dev.strata.bench.Trials;
+import dev.strata.bench.Paired;
 import dev.strata.cache.ObjectKey;
 import dev.strata.cache.kv.KvGeometry;
 import dev.strata.cluster.ClusterBlockStore;
@@ -134,18 +134,20 @@ public final class ClusterTtftMeasure {
                         poolHit[r] = hit[1];
                     }
                 }
-                double coldMedian = Trials.median(cold);
-                double clusterMedian = Trials.median(clusterHit);
-                double poolMedian = Trials.median(poolHit);
+                Paired coldVsCluster = Paired.of(cold, clusterHit); // each round: cold, then both hits in alternating order
+                Paired poolVsCluster = Paired.of(poolHit, clusterHit);
+                double coldMedian = coldVsCluster.baselineSample().median();
+                double clusterMedian = coldVsCluster.subjectSample().median();
+                double poolMedian = poolVsCluster.baselineSample().median();
                 String setup = String.format(Locale.ROOT, "%s; %d-token blocks of %d KiB (%d blocks per prompt); the hit loads %d tokens"
-                                + " and computes %d; %d kernel threads; median of %d rounds", ComputeMeasure.describe(model.config()),
+                                + " and computes %d; %d kernel threads; %d paired rounds", ComputeMeasure.describe(model.config()),
                         blockTokens, g.bytesPerBlock() >> 10, promptTokens / blockTokens, expectReused, promptTokens - expectReused, threads,
                         rounds);
                 return List.of(
-                        Figure.of(coldFigureName(promptTokens), clusterMedian, "s", COLD_BASELINE, coldMedian, COLD_GOAL)
+                        Figure.paired(coldFigureName(promptTokens), "s", COLD_BASELINE, coldVsCluster, COLD_GOAL)
                                 .withNote(String.format(Locale.ROOT, "another instance with its own cluster client published the"
                                         + " prefix; %.1f%% lower than cold; %s", 100 * (1 - clusterMedian / coldMedian), setup)),
-                        Figure.of(poolFigureName(promptTokens), clusterMedian, "s", POOL_BASELINE, poolMedian, POOL_GOAL)
+                        Figure.paired(poolFigureName(promptTokens), "s", POOL_BASELINE, poolVsCluster, POOL_GOAL)
                                 .withNote(String.format(Locale.ROOT, "a network pool (the cluster, on this machine's loopback) against a"
                                                 + " memory-semantic pool: the pool hit is %.1f%% lower than the cluster hit; %s; %s",
                                         100 * (1 - poolMedian / clusterMedian), REFERENCE, setup)));

@@ -1,6 +1,7 @@
 package dev.strata.bench.engine;
 
 import dev.strata.bench.Figure;
+import dev.strata.bench.Paired;
 import dev.strata.bench.Trials;
 import dev.strata.engine.forward.ModelRunner;
 import dev.strata.engine.kernel.KernelCalibration;
@@ -62,21 +63,23 @@ public final class ComputeMeasure {
                 fillRandom(src, 11);
                 dst.fill((byte) 1);
                 long[] round = {0};
-                double[] medians = Trials.alternate(rounds, () -> copyGBps(src, dst), () -> {
+                Paired copyVsDecode = Trials.paired(rounds, () -> copyGBps(src, dst), () -> {
                     int[] prompt = prompt(c.vocabSize(), promptTokens, 1000 + round[0]++);
                     return decodeTokensPerSecond(engine.runner(), prompt, steps);
                 });
-                double copy = medians[0];
+                double copy = copyVsDecode.baselineSample().median();
                 double roofline = copy * 1e9 / cost.activeBytes();
                 long cache = lastLevelCacheBytes();
                 String fits = cache <= 0 ? "last-level cache size unknown"
                         : cost.activeBytes() >= 2 * cache ? String.format(Locale.ROOT, "%.1fx the %d MiB last-level cache",
                                 cost.activeBytes() / (double) cache, cache >> 20)
                         : String.format(Locale.ROOT, "NOT beyond the %d MiB last-level cache: not a memory roofline", cache >> 20);
-                return Figure.of(name, medians[1], "tokens/s", DECODE_BASELINE, roofline, DECODE_GOAL)
+                // each round's roofline from that round's copy bandwidth, paired with that round's decode
+                Paired decodeVsRoofline = copyVsDecode.mapBaseline(gbps -> gbps * 1e9 / cost.activeBytes());
+                return Figure.paired(name, "tokens/s", DECODE_BASELINE, decodeVsRoofline, DECODE_GOAL)
                         .withNote(String.format(Locale.ROOT, "%s; active weight bytes per token %.1f MB (%s, %s); copy %.2f"
                                         + " GB/s (one thread, %d MiB); %d decode steps after a %d-token prompt, %d kernel"
-                                        + " threads; median of %d rounds", describe(c), cost.activeBytes() / 1e6, c.torchDtype(),
+                                        + " threads; %d paired rounds", describe(c), cost.activeBytes() / 1e6, c.torchDtype(),
                                 fits, copy, copyBytes >> 20, steps, promptTokens, threads, rounds));
             }
         }
@@ -94,7 +97,7 @@ public final class ComputeMeasure {
             double flops = cost.prefillFlops(promptTokens);
             try (EngineInstance engine = new EngineInstance(model, new Kernels(pool), BLOCK_TOKENS, blocks, null, null)) {
                 long[] round = {0};
-                double[] medians = Trials.alternate(rounds,
+                Paired matmulVsPrefill = Trials.paired(rounds,
                         () -> KernelCalibration.measureMatmul(c.torchDtype(), square, square, square, pool, 3).gflops(),
                         () -> {
                             int[] prompt = prompt(c.vocabSize(), promptTokens, 5000 + round[0]++);
@@ -106,10 +109,10 @@ public final class ComputeMeasure {
                             seq.close();
                             return flops / nanos; // FLOP per ns == GFLOP/s
                         });
-                return Figure.of(name, medians[1], "GFLOP/s", PREFILL_BASELINE, medians[0], goal)
+                return Figure.paired(name, "GFLOP/s", PREFILL_BASELINE, matmulVsPrefill, goal)
                         .withNote(String.format(Locale.ROOT, "%s; %d-token prompt, %.2f GFLOP (matrices, attention, LM head of"
                                         + " the last position); peak: %s matmul [%d, %d] x %d tokens; %d kernel threads;"
-                                        + " median of %d rounds", describe(c), promptTokens, flops / 1e9, c.torchDtype(),
+                                        + " %d paired rounds", describe(c), promptTokens, flops / 1e9, c.torchDtype(),
                                 square, square, square, threads, rounds));
             }
         }

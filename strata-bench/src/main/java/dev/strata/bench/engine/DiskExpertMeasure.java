@@ -1,6 +1,7 @@
 package dev.strata.bench.engine;
 
 import dev.strata.bench.Figure;
+import dev.strata.bench.Paired;
 import dev.strata.bench.Trials;
 import dev.strata.cache.expert.ExpertMasters;
 import dev.strata.cache.expert.ExpertPager;
@@ -127,7 +128,7 @@ public final class DiskExpertMeasure {
                         pagedSteps[0] += steps;
                         return tps;
                     };
-                    double[] medians = Trials.alternate(rounds, streamRun, pagedRun);
+                    Paired streamVsPaged = Trials.paired(rounds, streamRun, pagedRun);
                     for (int i = 0; i < pagedTokens.size(); i++) {
                         if (!java.util.Arrays.equals(pagedTokens.get(i), streamedTokens.get(i))) {
                             throw new IllegalStateException("round " + i + ": the paged and the streamed runs decoded different"
@@ -142,12 +143,13 @@ public final class DiskExpertMeasure {
                                     + " (%d expert slots of %.2f MB: %d per layer for the pager, one shared pool for streaming)",
                             ComputeMeasure.describe(c), modelExperts / 1e6, budget / 1e6, experts, expertBytes / 1e6, perLayer);
                     List<Figure> figures = new ArrayList<>();
-                    figures.add(Figure.of("expert_disk_decode_vs_static_streaming", medians[1], "tokens/s", STREAMING_BASELINE,
-                            medians[0], STREAMING_GOAL).withNote(setup + String.format(Locale.ROOT, "; %d decode steps after a"
-                                    + " %d-token prompt per round, median of %d rounds; pager hit ratio %.2f", steps, promptTokens,
+                    figures.add(Figure.paired("expert_disk_decode_vs_static_streaming", "tokens/s", STREAMING_BASELINE,
+                            streamVsPaged, STREAMING_GOAL).withNote(setup + String.format(Locale.ROOT, "; %d decode steps after a"
+                                    + " %d-token prompt per round, %d paired rounds; pager hit ratio %.2f", steps, promptTokens,
                             rounds, pager.stats().hitRatio())));
                     if (bytesPerToken > 0) {
-                        figures.add(Figure.of(BOUND_FIGURE, medians[1], "tokens/s", BOUND_BASELINE, bound, ">= 0")
+                        figures.add(Figure.sampled(BOUND_FIGURE, "tokens/s", BOUND_BASELINE, streamVsPaged.subjectSample(), bound,
+                                ">= 0")
                                 .withNote(String.format(Locale.ROOT, "disk read %.2f GB/s (%d expert images, all in flight,"
                                                 + " DISK -> HOST through the transfer engine); the pager read %.2f MB from disk"
                                                 + " per decoded token (hit ratio %.2f over the run)", diskGBps, experts,

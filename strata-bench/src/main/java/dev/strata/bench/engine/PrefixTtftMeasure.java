@@ -1,7 +1,7 @@
 package dev.strata.bench.engine;
 
 import dev.strata.bench.Figure;
-import dev.strata.bench.Trials;
+import dev.strata.bench.Paired;
 import dev.strata.cache.kv.KvGeometry;
 import dev.strata.engine.forward.ModelRunner;
 import dev.strata.engine.kernel.KernelPool;
@@ -103,12 +103,13 @@ public final class PrefixTtftMeasure {
                         warm[r] = warmSeconds;
                     }
                 }
-                double coldMedian = Trials.median(cold);
-                double warmMedian = Trials.median(warm);
-                return Figure.of(figureName(promptTokens), warmMedian, "s", BASELINE, coldMedian, GOAL)
+                Paired coldVsWarm = Paired.of(cold, warm); // each round: the cold prefill, then the pool hit
+                double coldMedian = coldVsWarm.baselineSample().median();
+                double warmMedian = coldVsWarm.subjectSample().median();
+                return Figure.paired(figureName(promptTokens), "s", BASELINE, coldVsWarm, GOAL)
                         .withNote(String.format(Locale.ROOT, "%s; two instances sharing a /dev/shm pool; %d-token blocks of %d KiB"
                                         + " (%d MiB of KV per prompt); the prefix hit loads %d tokens and computes %d;"
-                                        + " %.0f%% lower than cold; %d kernel threads; median of %d rounds",
+                                        + " %.0f%% lower than cold; %d kernel threads; %d paired rounds",
                                 ComputeMeasure.describe(model.config()), blockTokens, g.bytesPerBlock() >> 10, promptBytes >> 20,
                                 expectReused, promptTokens - expectReused, 100 * (1 - warmMedian / coldMedian), threads, rounds));
             }

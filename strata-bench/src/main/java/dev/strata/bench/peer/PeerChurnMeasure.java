@@ -138,14 +138,14 @@ public final class PeerChurnMeasure {
                             + " objects whose bytes were not the ones stored");
                 }
             }
-            out.add(Figure.of(workload + "_peer_fetch_share_churn", churn.tally().peerShare(), "share",
+            out.add(Figure.exact(workload + "_peer_fetch_share_churn", churn.tally().peerShare(), "share",
                     "same peers, static (each at its mean free memory, never revoked)", still.tally().peerShare(), ">= 0.7")
                     .withNote(String.format(Locale.ROOT, "%d fetches under churn (%d peer, %d host, %d lost), %d revocations; "
                                     + "static: %d fetches", churn.tally().fetches(), churn.tally().peerFetches(),
                             churn.tally().hostFetches(), churn.tally().lost(), churn.revocations(), still.tally().fetches())));
             double hostGb = churn.tally().hostBytes() / 1e9;
             double noneGb = none.tally().hostBytes() / 1e9;
-            out.add(Figure.of(workload + "_host_link_bytes_churn", hostGb, "GB", "no peers (HOST only)", noneGb, "<= 0.8")
+            out.add(Figure.exact(workload + "_host_link_bytes_churn", hostGb, "GB", "no peers (HOST only)", noneGb, "<= 0.8")
                     .withNote(String.format(Locale.ROOT, "%.3f GB kept off the host link (%.0f%%); ", noneGb - hostGb,
                             100 * (1 - hostGb / noneGb)) + (kv
                             ? String.format(Locale.ROOT, "%d blocks (%.3f GB) offloaded from the device onto the peers",
@@ -159,13 +159,13 @@ public final class PeerChurnMeasure {
                     ? high.kvPeerSeconds(churn.tally().peerBytes()) + high.hostSeconds(churn.tally().hostBytes())
                     : high.expertPeerSeconds(churn.tally().peerBytes()) + high.hostSeconds(churn.tally().hostBytes());
             double modelledNone = low.hostSeconds(none.tally().hostBytes());
-            out.add(Figure.of(workload + "_fetch_time_modelled_churn", modelledChurn * 1e3, "ms (modelled)",
+            out.add(Figure.exact(workload + "_fetch_time_modelled_churn", modelledChurn * 1e3, "ms (modelled)",
                     "no peers, every fetch over PCIe (modelled)", modelledNone * 1e3, "<= 0.8")
                     .withNote(String.format(Locale.ROOT, "modelled, not measured: %s; with the high end of Harvest's speed-ups "
                             + "%.3f ms. Rebuilt objects (%d lost fetches) are not costed", low.describe(), modelledHigh * 1e3,
                             churn.tally().lost())));
             if (kv) {
-                out.add(Figure.of("kv_lost_share_churn", churn.tally().lostShare(), "share", "no peers (HOST only)",
+                out.add(Figure.exact("kv_lost_share_churn", churn.tally().lostShare(), "share", "no peers (HOST only)",
                         none.tally().lostShare(), "<= 0.2 share")
                         .withNote(churn.lossyDropped() + " LOSSY blocks dropped by revocation and recomputed when needed"));
             }

@@ -1,6 +1,9 @@
 package dev.strata.bench.peer;
 
 import dev.strata.bench.Figure;
+import dev.strata.bench.Paired;
+import dev.strata.bench.Sample;
+import dev.strata.bench.Series;
 import dev.strata.cache.Durability;
 import dev.strata.cache.peer.LeaseHints;
 import dev.strata.cache.peer.PeerClientStats;
@@ -16,6 +19,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.LockSupport;
 import org.HdrHistogram.Histogram;
+import org.HdrHistogram.Recorder;
 
 /**
  * How long a revocation takes to reach the client that borrowed the memory, and how long it waits
@@ -50,28 +54,70 @@ public final class RevocationLatencyMeasure {
 
     /** Figures for one rig; {@code rounds} revocations of each kind. */
     public static List<Figure> figures(RevocationRig rig, int rounds, long leaseBytes, long readBytes) throws InterruptedException {
-        Histogram handoff = handoff(rounds);
+        return figures(rig, rounds, leaseBytes, readBytes, new ArrayList<>());
+    }
+
+    /**
+     * Figures for one rig; {@code rounds} revocations of each kind, measured in paired blocks
+     * (between 1 and 5, of about ten revocations or more each): a block of hand-offs and a block of
+     * idle revocations back to back, in alternating order, and the reads under way timed in the
+     * same block as the in-flight revocations; each block's percentiles make one pair. Adds the
+     * latency distributions (CDFs over all blocks) to {@code plots}.
+     */
+    public static List<Figure> figures(RevocationRig rig, int rounds, long leaseBytes, long readBytes, List<Series> plots)
+            throws InterruptedException {
+        int blocks = Math.clamp(rounds / 10, 1, 5);
+        Histogram handoffAll = new Histogram(3);
         Histogram idle = new Histogram(3);
         Histogram inFlight = new Histogram(3);
         Histogram reads = new Histogram(3);
+        double[][] idleP = new double[2][blocks]; // [p50, p99][block], us
+        double[][] handoffP = new double[2][blocks];
+        double[][] inFlightP = new double[2][blocks];
+        double[] readP50 = new double[blocks];
         try (Arena arena = Arena.ofShared()) {
             MemorySegment fill = arena.allocate(readBytes, 64);
             SplittableRandom r = new SplittableRandom(0x7E70CA7EL);
             for (long o = 0; o + 8 <= readBytes; o += 8) {
                 fill.set(ValueLayout.JAVA_LONG_UNALIGNED, o, r.nextLong());
             }
-            for (int i = 0; i < rounds + rounds / 10; i++) {
-                long ns = revokeIdle(rig, leaseBytes, fill);
-                if (i >= rounds / 10) { // the first tenth warms up
-                    idle.recordValue(ns);
+            for (int i = 0; i < rounds / 10; i++) { // the first tenth warms up
+                revokeIdle(rig, leaseBytes, fill);
+            }
+            for (int b = 0; b < blocks; b++) {
+                int n = blockSize(rounds, blocks, b);
+                Histogram h = null;
+                Histogram idleBlock = new Histogram(3);
+                for (int k = 0; k < 2; k++) {
+                    if ((k == 0) == (b % 2 == 0)) {
+                        h = handoff(n);
+                    } else {
+                        for (int i = 0; i < n; i++) {
+                            idleBlock.recordValue(revokeIdle(rig, leaseBytes, fill));
+                        }
+                    }
                 }
+                handoffAll.add(h);
+                idle.add(idleBlock);
+                percentiles(h, handoffP, b);
+                percentiles(idleBlock, idleP, b);
             }
             PeerClientStats.Peer before = rig.client().stats().peers().getFirst();
-            Reader reader = new Reader(rig, arena.allocate(readBytes, 64), reads);
+            Recorder readRecorder = new Recorder(3);
+            Reader reader = new Reader(rig, arena.allocate(readBytes, 64), readRecorder);
             Thread t = Thread.ofPlatform().name("strata-bench-peer-reader").daemon().start(reader);
             try {
-                for (int i = 0; i < rounds; i++) {
-                    inFlight.recordValue(revokeInFlight(rig, readBytes, fill, reader, r));
+                readRecorder.getIntervalHistogram(); // reset
+                for (int b = 0; b < blocks; b++) {
+                    Histogram block = new Histogram(3);
+                    for (int i = 0, n = blockSize(rounds, blocks, b); i < n; i++) {
+                        block.recordValue(revokeInFlight(rig, readBytes, fill, reader, r));
+                    }
+                    Histogram blockReads = readRecorder.getIntervalHistogram();
+                    inFlight.add(block);
+                    reads.add(blockReads);
+                    percentiles(block, inFlightP, b);
+                    readP50[b] = blockReads.getValueAtPercentile(50) / 1e3;
                 }
             } finally {
                 reader.stop = true;
@@ -82,24 +128,56 @@ public final class RevocationLatencyMeasure {
             String label = rig.label();
             List<Figure> out = new ArrayList<>();
             String handoffName = "thread hand-off through a blocking queue";
-            out.add(Figure.of("peer_revoke_to_callback_p50_" + label, idle.getValueAtPercentile(50) / 1e3, "us",
-                    handoffName + " p50", handoff.getValueAtPercentile(50) / 1e3, "<= 3")
-                    .withNote(rounds + " revocations of an idle " + leaseBytes + "-byte lease; the path makes two hand-offs"));
-            out.add(Figure.of("peer_revoke_to_callback_p99_" + label, idle.getValueAtPercentile(99) / 1e3, "us",
-                    handoffName + " p99", handoff.getValueAtPercentile(99) / 1e3, "<= 3"));
+            String paired = "; " + blocks + " paired blocks, each block's percentile";
+            out.add(Figure.paired("peer_revoke_to_callback_p50_" + label, "us", handoffName + " p50",
+                    Paired.of(handoffP[0], idleP[0]), "<= 3")
+                    .withNote(rounds + " revocations of an idle " + leaseBytes + "-byte lease; the path makes two hand-offs" + paired));
+            out.add(Figure.paired("peer_revoke_to_callback_p99_" + label, "us", handoffName + " p99",
+                    Paired.of(handoffP[1], idleP[1]), "<= 3"));
             String readName = "one " + readBytes + "-byte read of the lease, median";
-            out.add(Figure.of("peer_revoke_to_callback_in_flight_p50_" + label, inFlight.getValueAtPercentile(50) / 1e3, "us",
-                    readName, readMedian / 1e3, "<= 1.5")
-                    .withNote("a read under way when the agent takes the memory back: drain, then the callback"));
-            out.add(Figure.of("peer_revoke_to_callback_in_flight_p99_" + label, inFlight.getValueAtPercentile(99) / 1e3, "us",
-                    readName, readMedian / 1e3, "<= 2"));
+            out.add(Figure.paired("peer_revoke_to_callback_in_flight_p50_" + label, "us", readName,
+                    Paired.of(readP50, inFlightP[0]), "<= 1.5")
+                    .withNote("a read under way when the agent takes the memory back: drain, then the callback; reads timed in the"
+                            + " same blocks" + paired));
+            out.add(Figure.paired("peer_revoke_to_callback_in_flight_p99_" + label, "us", readName,
+                    Paired.of(readP50, inFlightP[1]), "<= 2"));
             long drains = after.drainCount() - before.drainCount();
-            out.add(Figure.of("peer_drain_p50_" + label, after.drainP50Nanos() / 1e3, "us", readName, readMedian / 1e3, "<= 1")
+            out.add(Figure.sampled("peer_drain_p50_" + label, "us", readName, Sample.of(after.drainP50Nanos() / 1e3),
+                    readMedian / 1e3, "<= 1")
                     .withNote("the client's own drain histogram (" + drains + " drains in the in-flight rounds, "
-                            + after.drainCount() + " in all)"));
-            out.add(Figure.of("peer_drain_p99_" + label, after.drainP99Nanos() / 1e3, "us", readName, readMedian / 1e3, "<= 1.5"));
+                            + after.drainCount() + " in all): one value, no spread"));
+            out.add(Figure.sampled("peer_drain_p99_" + label, "us", readName, Sample.of(after.drainP99Nanos() / 1e3),
+                    readMedian / 1e3, "<= 1.5"));
+            String plot = "revocation to callback, " + label + " (CDF)";
+            plots.add(cdf(plot, "idle lease", idle));
+            plots.add(cdf(plot, "read in flight", inFlight));
+            plots.add(cdf(plot, handoffName + " (baseline)", handoffAll));
             return out;
         }
+    }
+
+    /** Revocations in block {@code b} of {@code blocks}: an even share, the last block taking the rest. */
+    private static int blockSize(int rounds, int blocks, int b) {
+        int share = Math.max(1, rounds / blocks);
+        return b < blocks - 1 ? share : Math.max(1, rounds - share * (blocks - 1));
+    }
+
+    /** Stores {@code h}'s p50 and p99, in microseconds, at {@code [0][b]} and {@code [1][b]}. */
+    private static void percentiles(Histogram h, double[][] into, int b) {
+        into[0][b] = h.getValueAtPercentile(50) / 1e3;
+        into[1][b] = h.getValueAtPercentile(99) / 1e3;
+    }
+
+    /** The distribution of {@code h} (nanoseconds) as a CDF in microseconds: fraction of samples at or below each latency. */
+    static Series cdf(String plot, String label, Histogram h) {
+        double[] pct = {1, 5, 10, 25, 50, 75, 90, 95, 99, 99.9, 100};
+        double[] x = new double[pct.length];
+        double[] y = new double[pct.length];
+        for (int i = 0; i < pct.length; i++) {
+            x[i] = Math.max(1, h.getValueAtPercentile(pct[i])) / 1e3;
+            y[i] = pct[i] / 100;
+        }
+        return new Series(plot, label, "latency (us)", "fraction at or below", true, x, y);
     }
 
     /** Borrows, writes, has the agent take everything back; returns nanoseconds from that call to the callback. */
@@ -189,13 +267,13 @@ public final class RevocationLatencyMeasure {
     private static final class Reader implements Runnable {
         final RevocationRig rig;
         final MemorySegment dst; // readBytes
-        final Histogram histogram; // ns per successful read; read by the measuring thread after join
+        final Recorder histogram; // ns per successful read; the measuring thread takes interval histograms
         final AtomicLong reads = new AtomicLong(); // successful reads
         volatile PeerLease lease; // set and cleared by the measuring thread
         volatile boolean stop;
         volatile long lastReadNanos = 1;
 
-        Reader(RevocationRig rig, MemorySegment dst, Histogram histogram) {
+        Reader(RevocationRig rig, MemorySegment dst, Recorder histogram) {
             this.rig = rig;
             this.dst = dst;
             this.histogram = histogram;

@@ -137,18 +137,18 @@ public final class RoutingReplayMeasure {
             RoutingResult r = results.get(arm);
             boolean judged = arm == Arm.LOAD_ONLY_WITH_POOL;
             String prefix = label + "_routing_";
-            out.add(Figure.of(prefix + "p99_ttft_" + arm.label(), r.p99Ttft(), "s", baseline, base.p99Ttft(),
+            out.add(Figure.exact(prefix + "p99_ttft_" + arm.label(), r.p99Ttft(), "s", baseline, base.p99Ttft(),
                     judged ? "<= 1.0" : ">= 0").withNote(judged ? "modelled; goal: load-only routing over the pool no slower at p99"
                     : "modelled; information"));
             if (judged) {
-                out.add(Figure.of(prefix + "mean_ttft_" + arm.label(), r.meanTtft(), "s", baseline, base.meanTtft(), "<= 1.0")
+                out.add(Figure.exact(prefix + "mean_ttft_" + arm.label(), r.meanTtft(), "s", baseline, base.meanTtft(), "<= 1.0")
                         .withNote("modelled; goal: load-only routing over the pool no slower on average"));
             }
-            out.add(Figure.of(prefix + "hit_ratio_" + arm.label(), r.hitRatio(), "", baseline, base.hitRatio(),
+            out.add(Figure.exact(prefix + "hit_ratio_" + arm.label(), r.hitRatio(), "", baseline, base.hitRatio(),
                     judged ? ">= 1.0" : ">= 0").withNote(String.format(Locale.ROOT,
                     "modelled; local %.4f, pool %.4f, recompute %.4f%s", r.localHitRatio(), r.poolHitRatio(),
                     r.recomputeRatio(), judged ? "; goal: the pool recovers what affinity kept local" : "")));
-            out.add(Figure.of(prefix + "load_imbalance_" + arm.label(), r.loadImbalance(), "", baseline, base.loadImbalance(),
+            out.add(Figure.exact(prefix + "load_imbalance_" + arm.label(), r.loadImbalance(), "", baseline, base.loadImbalance(),
                     judged ? "<= 1.0" : ">= 0").withNote("modelled; max over mean busy time" + (judged ? "; goal: no worse balance" : "")));
             notes.add(String.format(Locale.ROOT,
                     "routing replay (modelled) %s %s: local %.4f pool %.4f recompute %.4f, imbalance %.3f, TTFT mean %.3f s p99 %.3f s",

@@ -3,6 +3,8 @@ package dev.strata.bench.peer;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.strata.bench.Figure;
+import dev.strata.bench.FigureChecks;
+import dev.strata.bench.Series;
 import dev.strata.memory.Sizes;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -22,6 +24,7 @@ class RevocationLatencyMeasureTest {
             assertThat(f.value()).as(f.name()).isPositive().isFinite();
             assertThat(f.baselineValue()).as(f.name()).isPositive().isFinite();
             assertThat(f.unit()).isEqualTo("us");
+            FigureChecks.assertConsistent(f);
         }
         // every lease borrowed by the measure ended with its revocation
         assertThat(rig.client().liveLeases()).isEmpty();
@@ -31,8 +34,17 @@ class RevocationLatencyMeasureTest {
     @Test
     void inProcessRevocationsReachTheirCallbacks() throws Exception {
         try (LocalRevocationRig rig = new LocalRevocationRig(16 * Sizes.MiB)) {
-            List<Figure> figures = RevocationLatencyMeasure.figures(rig, 20, Sizes.MiB + 4032, 2 * Sizes.MiB + 64);
+            List<Series> plots = new java.util.ArrayList<>();
+            List<Figure> figures = RevocationLatencyMeasure.figures(rig, 20, Sizes.MiB + 4032, 2 * Sizes.MiB + 64, plots);
             assertFigures(figures, "in_process", rig);
+            assertThat(figures.getFirst().rounds()).as("20 revocations make 2 paired blocks").isEqualTo(2);
+            assertThat(plots).extracting(Series::label).containsExactly("idle lease", "read in flight",
+                    "thread hand-off through a blocking queue (baseline)");
+            for (Series s : plots) { // a CDF: latencies and fractions both ascending, ending at 1
+                assertThat(s.x()).isSorted();
+                assertThat(s.y()).isSorted();
+                assertThat(s.y()[s.y().length - 1]).isEqualTo(1.0);
+            }
             assertThat(rig.client().stats().peers().getFirst().revocations()).isEqualTo(20 + 2 + 20);
         }
     }

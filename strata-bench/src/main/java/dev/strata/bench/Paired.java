@@ -1,0 +1,107 @@
+package dev.strata.bench;
+
+import java.util.Arrays;
+import java.util.function.DoubleUnaryOperator;
+
+/**
+ * A subject measured against its baseline in paired rounds ({@link Trials#paired}): round
+ * {@code i} measured {@code baseline[i]} and {@code subject[i]} back to back, on the same data
+ * and threads. The figure's ratio is the median of the per-pair ratios
+ * {@code subject[i] / baseline[i]}; its spread is {@link Trials#interval} of those ratios.
+ *
+ * <p>Immutable once built (the arrays are copied in and out); any thread.
+ *
+ * @param baseline the baseline's value in each round, in the figure's unit
+ * @param subject  the subject's value in each round, same unit, same length
+ */
+public record Paired(double[] baseline, double[] subject) {
+
+    /**
+     * @throws IllegalArgumentException if the sides differ in length or hold no round
+     */
+    public Paired {
+        if (baseline.length != subject.length) {
+            throw new IllegalArgumentException("paired rounds need as many baseline values as subject values, got "
+                    + baseline.length + " and " + subject.length);
+        }
+        if (baseline.length == 0) {
+            throw new IllegalArgumentException("paired rounds need at least one round");
+        }
+        baseline = baseline.clone();
+        subject = subject.clone();
+    }
+
+    /** Rounds paired by the caller, who ran them back to back; {@code baseline[i]} pairs with {@code subject[i]}. */
+    public static Paired of(double[] baseline, double[] subject) {
+        return new Paired(baseline, subject);
+    }
+
+    @Override
+    public double[] baseline() {
+        return baseline.clone();
+    }
+
+    @Override
+    public double[] subject() {
+        return subject.clone();
+    }
+
+    /** The number of rounds. */
+    public int rounds() {
+        return baseline.length;
+    }
+
+    /** {@code subject[i] / baseline[i]} for each round; NaN where the baseline is not positive. */
+    public double[] ratios() {
+        double[] r = new double[baseline.length];
+        for (int i = 0; i < r.length; i++) {
+            r[i] = baseline[i] > 0 ? subject[i] / baseline[i] : Double.NaN;
+        }
+        return r;
+    }
+
+    /** The median of the per-pair ratios: the figure's ratio. */
+    public double ratio() {
+        return Trials.median(Arrays.stream(ratios()).filter(x -> !Double.isNaN(x)).toArray());
+    }
+
+    /** The spread of the pair ratios, {@code [low, high]} ({@link Trials#interval}). */
+    public double[] ratioInterval() {
+        return Trials.interval(ratios());
+    }
+
+    /** The subject's values as a {@link Sample}. */
+    public Sample subjectSample() {
+        return new Sample(subject);
+    }
+
+    /** The baseline's values as a {@link Sample}. */
+    public Sample baselineSample() {
+        return new Sample(baseline);
+    }
+
+    /** Both sides through {@code f} (a change of unit, e.g. nanoseconds per call to calls per second). */
+    public Paired map(DoubleUnaryOperator f) {
+        return new Paired(Arrays.stream(baseline).map(f).toArray(), Arrays.stream(subject).map(f).toArray());
+    }
+
+    /** The baseline through {@code f} (a bound derived from what the baseline measured), the subject as it is. */
+    public Paired mapBaseline(DoubleUnaryOperator f) {
+        return new Paired(Arrays.stream(baseline).map(f).toArray(), subject);
+    }
+
+    @Override
+    public boolean equals(Object o) {
+        return o instanceof Paired p && Arrays.equals(baseline, p.baseline) && Arrays.equals(subject, p.subject);
+    }
+
+    @Override
+    public int hashCode() {
+        return 31 * Arrays.hashCode(baseline) + Arrays.hashCode(subject);
+    }
+
+    @Override
+    public String toString() {
+        return "Paired[baseline=" + Arrays.toString(baseline) + ", subject=" + Arrays.toString(subject) + "]";
+    }
+}
