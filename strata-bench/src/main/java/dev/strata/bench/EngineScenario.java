@@ -1,6 +1,7 @@
 package dev.strata.bench;
 
 import dev.strata.bench.engine.ComputeMeasure;
+import dev.strata.bench.engine.ConstrainedDecodeMeasure;
 import dev.strata.bench.engine.DiskExpertMeasure;
 import dev.strata.bench.engine.PrefixTtftMeasure;
 import dev.strata.bench.engine.SyntheticModels;
@@ -19,8 +20,9 @@ import java.util.List;
  * Hugging Face format, each figure against a ceiling or baseline measured in the same run:
  * decode tokens/s against the memory-bandwidth roofline, prefill GFLOP/s against the matmul
  * kernel's peak (a dense and a MoE model), time to first token on a prefix another engine
- * instance published in a shared pool against a cold prefill (8K-token prompts), and decoding
- * with expert masters on DISK under a DRAM budget smaller than the model, the expert pager
+ * instance published in a shared pool against a cold prefill (8K-token prompts), decoding
+ * constrained to a JSON schema against unconstrained decoding (and the mask's cost per token), and
+ * decoding with expert masters on DISK under a DRAM budget smaller than the model, the expert pager
  * against static layer-by-layer streaming and against the disk-bandwidth bound.
  *
  * <p>The models are synthesised once into {@code <work dir>/models/} and reused by later runs
@@ -70,7 +72,7 @@ public final class EngineScenario implements Scenario {
         Files.createDirectories(work);
         Models m = Models.of(quick);
         List<Figure> figures = new ArrayList<>();
-        Progress progress = new Progress(Log.stream("bench"), 6);
+        Progress progress = new Progress(Log.stream("bench"), 7);
 
         progress.step("synthesising (or reusing) the models under " + work.resolve("models"));
         Path decodeMoe = SyntheticModels.prepare(m.decodeMoe(), "decode-moe", work, Log.stream("bench"));
@@ -100,6 +102,14 @@ public final class EngineScenario implements Scenario {
         } catch (RuntimeException e) {
             figures.add(Figure.missing(PrefixTtftMeasure.figureName(promptTokens), "s", PrefixTtftMeasure.BASELINE,
                     PrefixTtftMeasure.GOAL, "not measured: " + e));
+        }
+
+        progress.step("decoding constrained to a JSON schema against unconstrained, and the mask's cost per token");
+        try {
+            figures.addAll(ConstrainedDecodeMeasure.figures(decodeMoe, threads, quick ? 48 : 160, quick ? 3 : 7));
+        } catch (RuntimeException e) {
+            figures.add(Figure.missing("constrained_decode_tokens_per_s", "tokens/s", ConstrainedDecodeMeasure.BASELINE,
+                    ConstrainedDecodeMeasure.RATE_GOAL, "not measured: " + e));
         }
 
         progress.step("expert masters on DISK under a DRAM budget: pager against static streaming and the disk bound");

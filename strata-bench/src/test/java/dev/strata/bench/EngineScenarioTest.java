@@ -25,7 +25,8 @@ class EngineScenarioTest {
         assertThat(byName.keySet()).containsExactlyInAnyOrder("decode_tokens_per_s_vs_roofline",
                 "prefill_gflops_vs_matmul_peak_dense", "prefill_gflops_vs_matmul_peak_moe",
                 "ttft_cross_instance_prefix_hit_1024tok", "expert_disk_decode_vs_static_streaming",
-                "expert_disk_decode_vs_disk_bound");
+                "expert_disk_decode_vs_disk_bound", "constrained_decode_tokens_per_s",
+                "constrained_mask_us_per_token_first_request", "constrained_mask_us_per_token_repeated_schema");
         for (Figure f : figures) {
             assertThat(f.value()).as("%s value (%s)", f.name(), f.note()).isFinite().isPositive();
             assertThat(f.baselineValue()).as("%s baseline (%s)", f.name(), f.note()).isFinite().isPositive();
