@@ -34,11 +34,12 @@ import dev.strata.cache.PriorityClass;
  *       change of workload is followed within one tier's worth of mistakes.</li>
  *   <li><b>Prefix order.</b> A KV block is usable only after its parent, and every request that
  *       uses a block uses its parent, so a block is never worth more than its parent. A block that
- *       becomes evictable or is used while its parent sits in the same list goes right behind the
- *       parent, with the parent's time, instead of at the front: a finished request's blocks stand
- *       in prefix order, deepest (least likely to be shared) at the least recently used end, so
- *       the tail of a prompt leaves before its trunk, and a parent is not offered before its
- *       children in the same list.</li>
+ *       becomes evictable or is used right after its parent (the parent is the newest node of the
+ *       policy, as when a request releases its blocks in prefix order) goes right behind the
+ *       parent, with the parent's time, instead of in front: a finished request's blocks stand in
+ *       prefix order, deepest (least likely to be shared) at the least recently used end, so the
+ *       tail of a prompt leaves before its trunk and a parent is not offered before the children
+ *       released with it.</li>
  * </ol>
  *
  * <p>Structure: three intrusive lists ({@link NodeList}, most recently used first) with each
@@ -53,9 +54,9 @@ import dev.strata.cache.PriorityClass;
  * has filled.
  *
  * <p>Invariants: every tracked evictable node that is not skipped is in the list of its level as
- * last read; each list is ordered by {@code prefixValue}, largest first; a node is never ahead of
- * its parent in the same list; the regret difference lies in {@code [-most nodes tracked, +most
- * nodes tracked]}.
+ * last read; each list is ordered by {@code prefixValue}, largest first, so its last node is its
+ * least recently used; the regret difference lies in {@code [-most nodes tracked, +most nodes
+ * tracked]}.
  *
  * <p>Threads: not thread-safe; guarded by the store's lock.
  */
@@ -94,6 +95,19 @@ public final class AdaptiveReachPolicy extends AbstractPolicy {
     /** Nodes in {@code level} (ONCE 0, WARM 1, HOT 2) that are candidates now (for tests). */
     int levelSize(int level) {
         return levels[level].size();
+    }
+
+    /** For tests: every level list is ordered by time of last use, newest first; throws naming the list that is not. */
+    void checkOrder() {
+        for (NodeList l : levels) {
+            long previous = Long.MAX_VALUE;
+            for (PolicyNode n = l.first(); n != null; n = n.next.list == l ? n.next : null) {
+                if (n.prefixValue > previous) {
+                    throw new IllegalStateException("list '" + l.name() + "' is out of time order at " + n);
+                }
+                previous = n.prefixValue;
+            }
+        }
     }
 
     @Override
@@ -178,11 +192,14 @@ public final class AdaptiveReachPolicy extends AbstractPolicy {
         }
     }
 
-    /** Links an evictable node, in no list, into its level: right behind its parent when the parent is there, else in front. */
+    /**
+     * Links an evictable node, in no list, into its level: right behind its parent when the parent
+     * is there and was the last node placed (same time), else in front.
+     */
     private void place(PolicyNode node) {
         NodeList target = levels[levelOf(node)];
         PolicyNode parent = node instanceof PrefixNode p ? p.prefixParent() : null;
-        if (parent != null && parent.list == target) {
+        if (parent != null && parent.list == target && parent.prefixValue == clock) {
             node.prefixValue = parent.prefixValue;
             target.addAfter(parent, node);
         } else {
