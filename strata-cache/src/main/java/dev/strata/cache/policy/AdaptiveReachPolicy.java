@@ -10,8 +10,8 @@ import dev.strata.cache.PriorityClass;
  * <ol>
  *   <li><b>What it keeps.</b> A block's <em>reach</em> is how many requests have used it
  *       ({@link PrefixNode#prefixReach()}; for other nodes, the insert and hits this policy saw).
- *       Reach predicts reuse: on the Mooncake trace a block reached once is reused by 42% of the
- *       time, one reached twice or more by 73–84%, and the more requests reached it, the sooner
+ *       Reach predicts reuse: on the Mooncake trace a block reached once is used again 42% of the
+ *       time, one reached twice or more 73–84% of the time, and the more requests reached it, the sooner
  *       the next one comes (median gap 3,900 block references at four or more requests against
  *       13,000 at two). So blocks sit in three LRU lists by reach: ONCE (1), WARM (2–3) and HOT
  *       (4 and more; levels double, so the lists stay few whatever the popularity).</li>
