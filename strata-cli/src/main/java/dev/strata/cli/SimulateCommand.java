@@ -60,7 +60,8 @@ final class SimulateCommand implements Runnable {
         long diskBlocks;
 
         @Option(names = "--policy", paramLabel = "P", split = ",",
-                description = "eviction policies to compare, each replayed separately: priority-lru, lru, tiny-lfu, prefix-aware "
+                description = "eviction policies to compare, each replayed separately: priority-lru, lru, tiny-lfu, prefix-aware, "
+                        + "adaptive-reach (the KV default) "
                         + "(default: all)")
         List<String> policies = new ArrayList<>();
 
@@ -109,7 +110,7 @@ final class SimulateCommand implements Runnable {
             }
             long blockBytes = Math.multiplyExact(perToken, (long) blockTokens);
             List<PolicyKind> kinds = new ArrayList<>();
-            for (String p : policies.isEmpty() ? List.of("priority-lru", "lru", "tiny-lfu", "prefix-aware") : policies) {
+            for (String p : policies.isEmpty() ? List.of("priority-lru", "lru", "tiny-lfu", "prefix-aware", "adaptive-reach") : policies) {
                 kinds.add(PolicyKind.parse(p));
             }
             long[] capacity = {deviceBlocks, hostBlocks, diskBlocks};

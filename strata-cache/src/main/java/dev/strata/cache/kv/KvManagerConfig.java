@@ -52,9 +52,12 @@ public final class KvManagerConfig {
         this.offloadDurability = offloadDurability;
     }
 
-    /** Priority-class LRU on the slots, write-back, publish at commit, lookahead 1 (HOST) and 2 (DISK). */
+    /**
+     * {@link PolicyKind#KV_DEFAULT} (adaptive reach levels) on the slots, write-back, publish at commit, lookahead 1
+     * (HOST) and 2 (DISK).
+     */
     public static KvManagerConfig defaults() {
-        return new KvManagerConfig("priority-lru", PolicyKind.PRIORITY_LRU::create, OffloadMode.WRITE_BACK,
+        return new KvManagerConfig(PolicyKind.KV_DEFAULT.configName(), PolicyKind.KV_DEFAULT::create, OffloadMode.WRITE_BACK,
                 SharedPublishMode.AT_COMMIT, DEFAULT_HOST_LOOKAHEAD, DEFAULT_DISK_LOOKAHEAD, true,
                 DEFAULT_MAX_PENDING_EVICTIONS, null, DEFAULT_STAGING_BLOCKS, Durability.LOSSY);
     }

@@ -22,6 +22,14 @@ abstract class AbstractPolicy implements EvictionPolicy {
     /** The home list of a node that is inserted while not evictable. */
     protected abstract NodeList homeForNew(PolicyNode node);
 
+    /** Called by {@link #onRemove} before {@code node} is unlinked (it is still in its list). */
+    protected void removing(PolicyNode node) {
+    }
+
+    /** Called by {@link #skip} after {@code node} was hidden. */
+    protected void skipped(PolicyNode node) {
+    }
+
     /** Links a node that became evictable again (its {@code home} is set). */
     protected void unpark(PolicyNode node) {
         node.home.addFirst(node);
@@ -40,6 +48,7 @@ abstract class AbstractPolicy implements EvictionPolicy {
 
     @Override
     public final void onRemove(PolicyNode node) {
+        removing(node);
         node.list.remove(node);
         node.home = null;
         size--;
@@ -71,6 +80,7 @@ abstract class AbstractPolicy implements EvictionPolicy {
         node.home = from;
         from.remove(node);
         skipped.addFirst(node);
+        skipped(node);
     }
 
     @Override

@@ -56,6 +56,21 @@ final class NodeList {
         size++;
     }
 
+    /** Links {@code n} right behind {@code anchor} (towards the least recently used end); {@code anchor} must be in this list. */
+    void addAfter(PolicyNode anchor, PolicyNode n) {
+        if (anchor.list != this) {
+            throw new IllegalStateException("anchor is not in list '" + name + "'");
+        }
+        checkFree(n);
+        PolicyNode after = anchor.next;
+        n.prev = anchor;
+        n.next = after;
+        after.prev = n;
+        anchor.next = n;
+        n.list = this;
+        size++;
+    }
+
     /** Unlinks {@code n}, which must be in this list. */
     void remove(PolicyNode n) {
         if (n.list != this) {

@@ -24,9 +24,9 @@ public abstract class PolicyNode {
     byte prefixState; // PrefixAwarePolicy.LEAF, INNER, PARKED or SKIPPED while tracked
     int heapIndex = -1; // index in the owner's leaf heap, -1 when not in it
     int prefixChildren; // children of this block tracked by the same policy
-    long prefixValue; // eviction order inside its segment: logical time of the last use
+    long prefixValue; // logical time of the last use: order inside a PrefixAwarePolicy segment or an AdaptiveReachPolicy level
     byte prefixSegment; // PrefixAwarePolicy.ONCE or PrefixAwarePolicy.SHARED while tracked
-    long localHits; // hits counted by the policy, for nodes that are not PrefixNodes
+    long localHits; // insert and hits counted by PrefixAwarePolicy or AdaptiveReachPolicy, for nodes that are not PrefixNodes
 
     /** The object's priority class now. */
     public abstract PriorityClass priority();

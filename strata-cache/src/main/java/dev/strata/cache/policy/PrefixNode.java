@@ -14,7 +14,8 @@ package dev.strata.cache.policy;
  * <ul>
  *   <li>{@link #prefixParent()}: the parent block's node <em>in the same tier</em>, or null when
  *       the block starts a sequence or its parent has no copy in this tier. It is read at
- *       {@code onInsert} and at {@code onRemove} of this node, and must name the parent exactly
+ *       {@code onInsert} and at {@code onRemove} of this node (and, by {@link AdaptiveReachPolicy},
+ *       at {@code onAccess} and on becoming evictable again), and must name the parent exactly
  *       when the parent's copy is tracked by the tier's policy at that moment.</li>
  *   <li>{@link #residentPrefixChildren()}: how many children of this block have a copy in the same
  *       tier that the tier's policy tracks at the moment of {@code onInsert} of this node (children

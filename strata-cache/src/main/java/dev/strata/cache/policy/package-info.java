@@ -5,6 +5,8 @@
  * ({@link dev.strata.cache.policy.PrefixAwarePolicy}, O(log n) over two indexed heaps), which evicts
  * only leaves of the resident prefix tree, given by nodes that implement
  * {@link dev.strata.cache.policy.PrefixNode}, and splits the tier between blocks reached by one
- * request and shared blocks with a target learned online from ghosts of recent evictions.
+ * request and shared blocks with a target learned online from ghosts of recent evictions; and the
+ * default for KV slots, {@link dev.strata.cache.policy.AdaptiveReachPolicy}: LRU within levels of
+ * reach, O(1), adapting recency against frequency from the evictions that come back.
  */
 package dev.strata.cache.policy;

@@ -1,0 +1,257 @@
+package dev.strata.cache.policy;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.strata.cache.PriorityClass;
+import dev.strata.testing.Property;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+
+/** The adaptive-reach policy: levels by reach, prefix order inside a level, and the switch between its two rules on regrets. */
+class AdaptiveReachPolicyTest {
+
+    /** A KV block in one tier: its key, its parent, how many requests reached it, whether it is tracked now. */
+    private static final class Block extends PolicyNode implements PrefixNode {
+        final String name;
+        final Block parent;
+        boolean inTier;
+        boolean pinned;
+        long reach = 1;
+
+        Block(String name, Block parent, long reach) {
+            this.name = name;
+            this.parent = parent;
+            this.reach = reach;
+        }
+
+        @Override
+        public PriorityClass priority() {
+            return pinned ? PriorityClass.ACTIVE : PriorityClass.RECENT;
+        }
+
+        @Override
+        public boolean evictable() {
+            return !pinned;
+        }
+
+        @Override
+        public long keyHash() {
+            return name.hashCode() * 0x9E3779B97F4A7C15L;
+        }
+
+        @Override
+        public PolicyNode prefixParent() {
+            return parent != null && parent.inTier ? parent : null;
+        }
+
+        @Override
+        public int residentPrefixChildren() {
+            return 0;
+        }
+
+        @Override
+        public long prefixReach() {
+            return reach;
+        }
+
+        @Override
+        public String toString() {
+            return name;
+        }
+    }
+
+    private static Block insert(AdaptiveReachPolicy p, String name, Block parent, long reach) {
+        Block b = new Block(name, parent, reach);
+        b.inTier = true;
+        p.onInsert(b);
+        return b;
+    }
+
+    /** Takes the next victim and evicts it; returns its name. */
+    private static String evict(AdaptiveReachPolicy p) {
+        PolicyNode v = p.victim();
+        assertThat(v).isNotNull();
+        assertThat(v.evictable()).isTrue();
+        p.onRemove(v);
+        ((Block) v).inTier = false;
+        return v.toString();
+    }
+
+    @Test
+    void blocksReachedOnceLeaveFirstThenTheLeastRecentlyUsedOfTheUpperLevels() {
+        AdaptiveReachPolicy p = new AdaptiveReachPolicy();
+        insert(p, "warm-old", null, 2);
+        insert(p, "hot", null, 7);
+        insert(p, "once-old", null, 1);
+        insert(p, "warm-new", null, 3);
+        Block onceNew = insert(p, "once-new", null, 1);
+        Block pinned = insert(p, "once-pinned", null, 1);
+        pinned.pinned = true;
+        p.onEligibilityChange(pinned);
+        assertThat(p.levelSize(AdaptiveReachPolicy.ONCE)).isEqualTo(2);
+        assertThat(p.levelSize(AdaptiveReachPolicy.WARM)).isEqualTo(2);
+        assertThat(p.levelSize(AdaptiveReachPolicy.HOT)).isEqualTo(1);
+
+        // the first use of once-new by a second request lifts it to WARM, at the front
+        onceNew.reach = 2;
+        p.onAccess(onceNew);
+        // ONCE first; then recency (the rule at the start): the older of WARM's and HOT's tails, WARM on equal times
+        assertThat(List.of(evict(p), evict(p), evict(p), evict(p), evict(p))).containsExactly(
+                "once-old", "warm-old", "hot", "warm-new", "once-new");
+        assertThat(p.victim()).as("a pinned block is never offered").isNull();
+        assertThat(p.size()).isEqualTo(1);
+        assertThat(p.regrets(AdaptiveReachPolicy.RECENCY)).isZero();
+    }
+
+    @Test
+    void aFinishedRequestStandsInPrefixOrderSoItsTailLeavesBeforeItsTrunk() {
+        AdaptiveReachPolicy p = new AdaptiveReachPolicy();
+        Block other = insert(p, "other", null, 1);
+        // a request writes root, a, b, c pinned, then releases them root first (as a block manager does)
+        List<Block> chain = new ArrayList<>();
+        Block parent = null;
+        for (String n : List.of("root", "a", "b", "c")) {
+            Block b = new Block(n, parent, 1);
+            b.pinned = true;
+            b.inTier = true;
+            p.onInsert(b);
+            chain.add(b);
+            parent = b;
+        }
+        for (Block b : chain) {
+            b.pinned = false;
+            p.onEligibilityChange(b);
+        }
+        assertThat(other.evictable()).isTrue();
+        // 'other' is older than the whole request; inside the request the deepest block goes first
+        assertThat(List.of(evict(p), evict(p), evict(p), evict(p), evict(p))).containsExactly("other", "c", "b", "a", "root");
+    }
+
+    @Test
+    void aRuleWhoseEvictionComesBackLosesTheNextDisagreement() {
+        AdaptiveReachPolicy p = new AdaptiveReachPolicy();
+        insert(p, "h", null, 4); // HOT, time 1
+        insert(p, "w", null, 2); // WARM, time 2
+        assertThat(p.rule()).isEqualTo(AdaptiveReachPolicy.RECENCY);
+        // the rules disagree: recency names h (older), frequency names w (lower level); recency is followed
+        assertThat(evict(p)).isEqualTo("h");
+
+        // h comes back: recency's eviction was a mistake, so frequency leads
+        insert(p, "h", null, 5); // HOT, time 3
+        assertThat(p.regrets(AdaptiveReachPolicy.RECENCY)).isEqualTo(1);
+        assertThat(p.rule()).isEqualTo(AdaptiveReachPolicy.FREQUENCY);
+        insert(p, "w2", null, 2); // WARM, time 4
+        // WARM's tail w (time 2) is older than h (time 3): both rules name w
+        assertThat(evict(p)).isEqualTo("w");
+        // now w2 (time 4) against h (time 3): frequency, leading, names w2
+        assertThat(evict(p)).isEqualTo("w2");
+
+        // w2 comes back: frequency has regretted as often as recency, and the tie goes to recency
+        insert(p, "w2", null, 3); // WARM, time 5
+        assertThat(p.regrets(AdaptiveReachPolicy.FREQUENCY)).isEqualTo(1);
+        assertThat(p.rule()).isEqualTo(AdaptiveReachPolicy.RECENCY);
+        assertThat(evict(p)).isEqualTo("h");
+        // an eviction both rules agree on leaves no ghost: w2's return charges nobody
+        assertThat(evict(p)).isEqualTo("w2");
+        insert(p, "w2", null, 3);
+        assertThat(p.regrets(AdaptiveReachPolicy.RECENCY)).isEqualTo(1);
+        assertThat(p.regrets(AdaptiveReachPolicy.FREQUENCY)).isEqualTo(1);
+    }
+
+    @Test
+    void aSkippedVictimIsHiddenThenRestoredInPlaceAndItsLaterRemovalIsNoEviction() {
+        AdaptiveReachPolicy p = new AdaptiveReachPolicy();
+        insert(p, "h", null, 4);
+        insert(p, "w", null, 2);
+        PolicyNode v = p.victim();
+        assertThat(v).hasToString("h");
+        p.skip(v);
+        assertThat(p.victim()).hasToString("w");
+        p.restoreSkipped();
+        assertThat(p.victim()).hasToString("h");
+        p.skip(p.victim());
+        p.restoreSkipped();
+        p.onRemove(v); // removed for another reason (say, promoted), not as the victim offered: no ghost
+        ((Block) v).inTier = false;
+        insert(p, "h", null, 5);
+        assertThat(p.regrets(AdaptiveReachPolicy.RECENCY)).isZero();
+    }
+
+    @Test
+    void nodesWithoutPrefixStructureClimbLevelsByTheHitsThePolicySees() {
+        AdaptiveReachPolicy p = new AdaptiveReachPolicy();
+        TestNode a = new TestNode("a", PriorityClass.RECENT);
+        TestNode b = new TestNode("b", PriorityClass.RECENT);
+        p.onInsert(a);
+        p.onInsert(b);
+        p.onAccess(a); // two uses: WARM
+        assertThat(p.levelSize(AdaptiveReachPolicy.ONCE)).isEqualTo(1);
+        assertThat(p.levelSize(AdaptiveReachPolicy.WARM)).isEqualTo(1);
+        p.onAccess(a);
+        p.onAccess(a); // four uses: HOT
+        assertThat(p.levelSize(AdaptiveReachPolicy.HOT)).isEqualTo(1);
+        assertThat(p.victim()).isSameAs(b);
+    }
+
+    @Test
+    void underRandomEventsVictimsAreEvictableAndTrackedAndEachLevelStaysInTimeOrder() {
+        Property.forAll("adaptive-reach invariants", 60, rnd -> {
+            AdaptiveReachPolicy p = new AdaptiveReachPolicy();
+            Map<String, Block> resident = new HashMap<>();
+            List<Block> live = new ArrayList<>();
+            int capacity = 1 + rnd.nextInt(12);
+            for (int step = 0; step < 400; step++) {
+                int op = rnd.nextInt(4);
+                if (op == 0 || live.isEmpty()) { // a request writes a chain under a random resident block
+                    Block parent = live.isEmpty() || rnd.nextInt(3) == 0 ? null : live.get(rnd.nextInt(live.size()));
+                    String name = (parent == null ? "" : parent.name + "/") + rnd.nextInt(4);
+                    if (resident.containsKey(name)) {
+                        continue;
+                    }
+                    while (live.size() >= capacity) {
+                        PolicyNode v = p.victim();
+                        if (v == null) {
+                            break;
+                        }
+                        Block vb = (Block) v;
+                        assertThat(vb.evictable()).isTrue();
+                        assertThat(vb.inTier).isTrue();
+                        p.onRemove(vb);
+                        vb.inTier = false;
+                        live.remove(vb);
+                        resident.remove(vb.name);
+                    }
+                    if (live.size() >= capacity) {
+                        continue;
+                    }
+                    long reach = parent == null ? 1 + rnd.nextInt(6) : 1 + rnd.nextInt((int) parent.reach);
+                    Block b = insert(p, name, parent != null && parent.inTier ? parent : null, reach);
+                    live.add(b);
+                    resident.put(name, b);
+                } else if (op == 1) { // a hit: reach grows, never past the parent's
+                    Block b = live.get(rnd.nextInt(live.size()));
+                    long cap = b.parent != null && b.parent.inTier ? b.parent.reach : Long.MAX_VALUE;
+                    b.reach = Math.min(cap, b.reach + 1);
+                    p.onAccess(b);
+                } else if (op == 2) { // pin or unpin
+                    Block b = live.get(rnd.nextInt(live.size()));
+                    b.pinned = !b.pinned;
+                    p.onEligibilityChange(b);
+                } else { // a removal that is not an eviction
+                    Block b = live.remove(rnd.nextInt(live.size()));
+                    p.onRemove(b);
+                    b.inTier = false;
+                    resident.remove(b.name);
+                }
+                assertThat(p.size()).isEqualTo(live.size());
+                assertThat(live.size()).isLessThanOrEqualTo(capacity);
+                int evictable = (int) live.stream().filter(Block::evictable).count();
+                assertThat(p.levelSize(0) + p.levelSize(1) + p.levelSize(2)).isEqualTo(evictable);
+                p.checkOrder();
+            }
+        });
+    }
+}
