@@ -106,6 +106,20 @@ public record Figure(
                 new double[] {ratio, ratio}, 0, goal);
     }
 
+    /**
+     * A measured figure judged again under another name, against a baseline measured apart (a
+     * percentile of another distribution, say): its value, value spread and rounds are kept, and
+     * the ratio and its spread are the value's divided by {@code baselineValue}.
+     */
+    public static Figure against(Figure measured, String name, String baseline, double baselineValue, String goal) {
+        boolean hasBaseline = baselineValue > 0;
+        double ratio = hasBaseline ? measured.value() / baselineValue : Double.NaN;
+        double[] ri = hasBaseline ? new double[] {measured.valueLow() / baselineValue, measured.valueHigh() / baselineValue}
+                : new double[] {Double.NaN, Double.NaN};
+        return judged(name, measured.value(), new double[] {measured.valueLow(), measured.valueHigh()}, measured.unit(), baseline,
+                baselineValue, ratio, ri, measured.rounds(), goal);
+    }
+
     private static Figure judged(String name, double value, double[] valueSpread, String unit, String baseline,
                                  double baselineValue, double ratio, double[] ratioSpread, int rounds, String goal) {
         Goal g = Goal.parse(goal);

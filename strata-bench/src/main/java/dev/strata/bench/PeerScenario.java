@@ -4,6 +4,7 @@ import dev.strata.bench.peer.LocalRevocationRig;
 import dev.strata.bench.peer.PeerChurnMeasure;
 import dev.strata.bench.peer.RevocationLatencyMeasure;
 import dev.strata.bench.peer.ShmRevocationRig;
+import dev.strata.bench.peer.WakeupMeasure;
 import dev.strata.memory.log.Log;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -54,11 +55,22 @@ public final class PeerScenario implements Scenario {
         progress.step("revocation to callback and drain, cross-process shared-memory lender (agent JVM, tick and poll "
                 + SHM_INTERVAL.toNanos() / 1000 + " us)");
         Path dir = Files.isDirectory(Path.of("/dev/shm")) ? Path.of("/dev/shm") : options.workDir();
-        try (ShmRevocationRig rig = new ShmRevocationRig(dir, 8 * Sizes.MiB, 2 * Sizes.MiB, SHM_INTERVAL, SHM_INTERVAL)) {
-            figures.addAll(RevocationLatencyMeasure.figures(rig, quick ? 100 : 500, 2 * Sizes.MiB, 4 * Sizes.MiB, series));
+        int shmRounds = quick ? 100 : 500;
+        try (ShmRevocationRig rig = new ShmRevocationRig(dir, 8 * Sizes.MiB, 2 * Sizes.MiB, SHM_INTERVAL, SHM_INTERVAL);
+             WakeupMeasure wakeup = WakeupMeasure.start(dir)) {
+            wakeup.sample(shmRounds / 2); // the floor, before and after the revocation rounds
+            List<Figure> shm = RevocationLatencyMeasure.figures(rig, shmRounds, 2 * Sizes.MiB, 4 * Sizes.MiB, series);
+            wakeup.sample(shmRounds - shmRounds / 2);
+            figures.addAll(shm);
+            figures.addAll(wakeup.ratios(shm, rig.label()));
+            notes.add(rig.doorbells()
+                    ? "cross-process revocations travel by doorbell: the rig rings the agent after writing its demand file, the "
+                            + "agent rings the lender's event thread after revoking; tick and poll (" + SHM_INTERVAL.toNanos() / 1000
+                            + " us) remain as the fallback"
+                    : "cross-process revocations include the agent's tick and the lender's poll, both every "
+                            + SHM_INTERVAL.toNanos() / 1000 + " us (no doorbells here): the agent reads its demand file each tick, "
+                            + "the lender polls its regions' states");
         }
-        notes.add("cross-process revocations include the agent's tick and the lender's poll, both every "
-                + SHM_INTERVAL.toNanos() / 1000 + " us: the agent reads its demand file each tick, the lender polls its regions' states");
         progress.step("KV and expert fetches through the PEER tier under availability churn");
         figures.addAll(PeerChurnMeasure.figures(quick, Log.stream("bench"), notes));
         return figures;

@@ -24,9 +24,11 @@ import java.util.concurrent.TimeUnit;
  * The cross-process rig: a {@link PeerAgent} in a child JVM lends from a shared-memory file; this
  * process borrows through a {@link ShmPeerLender} under a {@link PeerClient}. The agent's demand is
  * a {@link FileDemand}: a demand is written into the demand file (by a rename, so the agent never
- * reads half a number) and the agent's own tick reads it and asks back by its lending rule. Both sides poll: the agent
- * every {@code tick}, the lender's event thread every {@code poll}; the latencies measured include
- * them.
+ * reads half a number), the rig rings the agent's doorbell ({@link ShmPeerLender#wakeAgent}) and
+ * the agent's tick, woken by it, reads the file and asks back by its lending rule; the agent rings
+ * the lender's event thread in turn. Without doorbells both sides poll, the agent every
+ * {@code tick}, the lender's event thread every {@code poll}, and the latencies measured include
+ * that polling.
  *
  * <p>The child runs {@link #main}: it starts the agent (without stamping the memory it takes back,
  * which would add the agent's own overwrite of every reclaimed region to the latency), prints the
@@ -112,6 +114,12 @@ public final class ShmRevocationRig implements RevocationRig {
     @Override
     public void demand(long bytes) {
         writeDemand(bytes);
+        lender.wakeAgent();
+    }
+
+    /** True if the agent and the lender wake each other by doorbell rather than polling. */
+    public boolean doorbells() {
+        return lender.doorbells();
     }
 
     @Override

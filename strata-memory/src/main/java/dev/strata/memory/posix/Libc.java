@@ -12,7 +12,8 @@ import java.lang.invoke.VarHandle;
 /**
  * The C library calls Strata makes through the Foreign Function &amp; Memory API, bound once:
  * {@code open}, {@code close}, {@code mmap}, {@code munmap}, {@code preadv}, {@code pwritev},
- * {@code posix_fadvise}, {@code posix_fallocate}, the flags they take (Linux values), and errno capture. Every handle
+ * {@code posix_fadvise}, {@code posix_fallocate}, {@code syscall} (for {@code futex}), the flags they take (Linux
+ * values), and errno capture. Every handle
  * captures errno into a
  * {@link #CALL_STATE} segment passed as its first argument; {@link #errno} reads it back and
  * {@link #describe} names it.
@@ -48,6 +49,18 @@ public final class Libc {
     public static final int ENOSYS = 38;
     public static final int EDQUOT = 122;
     public static final int EOPNOTSUPP = 95;
+    public static final int ETIMEDOUT = 110;
+
+    /** {@code SYS_futex}: 202 on x86-64, 98 on AArch64; -1 on any other architecture (no futex through {@link #SYSCALL}). */
+    public static final long SYS_FUTEX = switch (System.getProperty("os.arch")) {
+        case "amd64", "x86_64" -> 202;
+        case "aarch64" -> 98;
+        default -> -1;
+    };
+    /** {@code futex} operation: sleep while the word holds the expected value (shared between processes: no PRIVATE flag). */
+    public static final long FUTEX_WAIT = 0;
+    /** {@code futex} operation: wake up to {@code val} waiters of the word. */
+    public static final long FUTEX_WAKE = 1;
 
     private static final Linker LINKER = Linker.nativeLinker();
     /** The layout of the captured call state (errno); allocate one per call in progress. */
@@ -87,6 +100,17 @@ public final class Libc {
      */
     public static final MethodHandle POSIX_FADVISE = bind("posix_fadvise", FunctionDescriptor.of(ValueLayout.JAVA_INT,
             ValueLayout.JAVA_INT, ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG, ValueLayout.JAVA_INT));
+
+    /**
+     * {@code long syscall(long number, ...)}, bound with six variadic {@code long}-sized arguments
+     * (pointers as addresses): the raw system calls the C library has no wrapper for ({@code futex}).
+     * Null where the C library has no {@code syscall} (not Linux).
+     */
+    public static final MethodHandle SYSCALL = LINKER.defaultLookup().find("syscall")
+            .map(addr -> LINKER.downcallHandle(addr, FunctionDescriptor.of(ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG,
+                    ValueLayout.ADDRESS, ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG, ValueLayout.ADDRESS, ValueLayout.ADDRESS,
+                    ValueLayout.JAVA_LONG), CAPTURE_ERRNO, Linker.Option.firstVariadicArg(1)))
+            .orElse(null);
 
     private Libc() {
     }
@@ -131,6 +155,7 @@ public final class Libc {
             case 75 -> "EOVERFLOW (Value too large for defined data type)";
             case 95 -> "EOPNOTSUPP (Operation not supported)";
             case 116 -> "ESTALE (Stale file handle)";
+            case 110 -> "ETIMEDOUT (Connection timed out)";
             case 122 -> "EDQUOT (Disk quota exceeded)";
             default -> null;
         };

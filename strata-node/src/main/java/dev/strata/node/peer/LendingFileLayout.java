@@ -1,5 +1,6 @@
 package dev.strata.node.peer;
 
+import dev.strata.memory.shm.Doorbell;
 import dev.strata.memory.shm.ShmFiles;
 import dev.strata.memory.shm.ShmFormatException;
 import dev.strata.memory.shm.ShmHeader;
@@ -47,6 +48,11 @@ import java.nio.file.Path;
  *    152    8 acknowledged       revocations borrowers acknowledged in time (CAS by borrowers)
  *    160    8 fences             leases the agent fenced at their deadline (agent only)
  *    168    8 reaped             leases of dead borrowers the agent took back (agent only)
+ *    192    4 agentBell          {@link Doorbell} the agent's tick sleeps on between ticks: a borrower rings it
+ *                                after acknowledging a revocation (minor 1); own cache line
+ *    256    4 lenderBell         {@link Doorbell} the borrowers' event threads sleep on between polls: the agent
+ *                                rings it after revoking, fencing or reaping a lease and when it stops (minor 1);
+ *                                own cache line
  *
  * Region record r at TABLE_OFFSET + r * RECORD_SIZE:
  *      0    8 stateWord   bits 0-3 state, bits 4-27 pid of the borrower (0 when none),
@@ -97,14 +103,20 @@ import java.nio.file.Path;
  * (another file identity or owner at the path; {@link ShmPeerLender}). Bad magic, another kind, an unpublished header,
  * another major version, a geometry that disagrees or a truncated file are refused on open with a
  * {@link ShmFormatException} naming the file, the field and the value found. Major 2 (from 1)
- * starts the header with the {@link ShmHeader} prefix.
+ * starts the header with the {@link ShmHeader} prefix. Minor 1 (from 0) adds the two doorbells in
+ * header space that minor 0 left zero and unused, so files of either minor are read by code of
+ * either: a side that finds minor 0 ({@link #hasDoorbells}) neither rings nor sleeps on a bell and
+ * polls at its interval, as minor-0 code does; minor-0 code never rings, and the other side's
+ * waits, each bounded by the polling interval, degrade to that polling.
  *
  * <p>Stateless helpers; any thread.
  */
 public final class LendingFileLayout {
     public static final long MAGIC = 0x5245505441525453L; // "STRATPER" read as a little-endian long
     public static final int MAJOR = 2; // 2: the ShmHeader prefix
-    public static final int MINOR = 0;
+    public static final int MINOR = 1; // 1: the doorbells
+    /** The first minor version with the doorbells ({@link #AGENT_BELL_OFFSET}, {@link #LENDER_BELL_OFFSET}). */
+    public static final int DOORBELL_MINOR = 1;
     /** The lending file's kind: its magic, layout id and version. */
     public static final ShmHeader.Kind KIND = new ShmHeader.Kind("lending file", MAGIC, 3, MAJOR, MINOR);
 
@@ -127,6 +139,10 @@ public final class LendingFileLayout {
     public static final long ACKNOWLEDGED_OFFSET = 152;
     public static final long FENCES_OFFSET = 160;
     public static final long REAPED_OFFSET = 168;
+    /** The agent's doorbell (a 32-bit sequence word): borrowers ring, the agent's tick waits. */
+    public static final long AGENT_BELL_OFFSET = 192;
+    /** The borrowers' doorbell (a 32-bit sequence word): the agent rings, every borrower's event thread waits. */
+    public static final long LENDER_BELL_OFFSET = 256;
 
     public static final long AGENT_STARTING = 0;
     public static final long AGENT_LENDING = 1;
@@ -160,6 +176,11 @@ public final class LendingFileLayout {
     static final VarHandle LONG = ValueLayout.JAVA_LONG.varHandle();
 
     private LendingFileLayout() {
+    }
+
+    /** True if a file of {@code prefix}'s version has the doorbells (minor {@link #DOORBELL_MINOR} or later). */
+    public static boolean hasDoorbells(ShmHeader.Prefix prefix) {
+        return prefix.major() == MAJOR && prefix.minor() >= DOORBELL_MINOR;
     }
 
     /** The state word of {@code state} for {@code pid} at {@code epoch}. */

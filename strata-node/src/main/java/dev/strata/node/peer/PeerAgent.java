@@ -4,6 +4,7 @@ import static dev.strata.node.peer.LendingFileLayout.*;
 
 import dev.strata.cache.peer.LendingRule;
 import dev.strata.memory.Sizes;
+import dev.strata.memory.shm.Doorbell;
 import dev.strata.memory.shm.OwnedShmFile;
 import dev.strata.memory.shm.ProcessLiveness;
 import dev.strata.memory.shm.ShmHeader;
@@ -49,6 +50,12 @@ import java.util.concurrent.locks.LockSupport;
  * With {@code stampReclaimed} the agent writes its own bytes over every region as it becomes
  * HELD: that is its reuse of the memory, and it happens only once the lending's gate is shut.
  *
+ * <p>Doorbells ({@link Doorbell}, in the file's header): a tick that revoked, fenced or reaped a
+ * lease rings the borrowers' bell, so their event threads look at once instead of at their next
+ * poll; between ticks the tick thread sleeps on the agent's bell for at most {@code tick}, so a
+ * borrower's acknowledgement (or {@link #wake}) starts the next tick at once. Without futex
+ * (see {@link Doorbell#available}) both sides poll at their intervals.
+ *
  * <p>Lifecycle: {@link #start} creates the file in a temporary file beside the path (refusing if a
  * live agent lends at the path: an OS lock on {@code <path>.lock}), publishes the header, renames
  * it over the path, starts the tick thread and prints one line starting with
@@ -68,6 +75,9 @@ public final class PeerAgent implements AutoCloseable {
     private final OwnedShmFile owned;       // the lending file; holds the lock on <path>.lock while this agent lives
     private final MemorySegment file;       // owned.segment()
     private final LendingTable table;
+    private final Doorbell agentBell;       // rung by borrowers; the tick thread sleeps on it between ticks
+    private final Doorbell lenderBell;      // rung by the agent when a lease is revoked, fenced or reaped, or it stops
+    private boolean leasesChanged;          // tick thread: this tick revoked, fenced or reaped (ring the borrowers)
     private final LendingRule rule;         // geometry.budget(), granule geometry.regionSize()
     private final MemorySegment stamp;      // regionSize bytes: what the agent writes over a region it takes back
     private final boolean[] stamped;        // [region] HELD and already overwritten (tick thread only)
@@ -89,6 +99,8 @@ public final class PeerAgent implements AutoCloseable {
         this.owned = owned;
         this.file = owned.segment();
         this.table = new LendingTable(file, geometry);
+        this.agentBell = Doorbell.at(file, AGENT_BELL_OFFSET);
+        this.lenderBell = Doorbell.at(file, LENDER_BELL_OFFSET);
         this.rule = new LendingRule(geometry.budget(), geometry.regionSize());
         this.stamp = owned.arena().allocate(geometry.regionSize(), 64);
         SplittableRandom random = new SplittableRandom(pid);
@@ -166,6 +178,7 @@ public final class PeerAgent implements AutoCloseable {
     private void tickLoop() {
         long tickNanos = config.tick().toNanos();
         while (running) {
+            int seen = agentBell.sequence(); // a ring during the tick starts the next one at once
             try {
                 step();
             } catch (RuntimeException | Error e) {
@@ -175,7 +188,16 @@ public final class PeerAgent implements AutoCloseable {
                 LOG.log(System.Logger.Level.ERROR, "peer agent for " + config.file() + ": tick failed", e);
                 throw e;
             }
-            LockSupport.parkNanos(tickNanos);
+            if (running) {
+                agentBell.await(seen, tickNanos);
+            }
+        }
+    }
+
+    /** Starts the next tick now rather than at its interval (its demand signal changed); any thread. */
+    public void wake() {
+        if (!closing) {
+            agentBell.ring();
         }
     }
 
@@ -227,6 +249,7 @@ public final class PeerAgent implements AutoCloseable {
                             }
                         } else if (now >= deadline) {
                             if (table.fence(r, w)) {
+                                leasesChanged = true;
                                 table.count(FENCES_OFFSET);
                                 LOG.log(System.Logger.Level.INFO, "peer agent " + config.file() + ": fenced region " + r
                                         + " of pid " + pid(w) + " (epoch " + epoch(w) + " -> " + (epoch(w) + 1)
@@ -259,6 +282,10 @@ public final class PeerAgent implements AutoCloseable {
                 }
             }
             balance(demand, wanted, held, incoming, lent, now);
+            if (leasesChanged) {
+                leasesChanged = false;
+                lenderBell.ring();
+            }
         }
     }
 
@@ -276,6 +303,7 @@ public final class PeerAgent implements AutoCloseable {
 
     /** Takes back a run fenced because its borrower died. */
     private void reap(long head, long fencedWord) {
+        leasesChanged = true; // fenced already: the borrower's next look ends its lease
         if (table.finishFence(head, fencedWord, true)) {
             table.count(REAPED_OFFSET);
             LOG.log(System.Logger.Level.INFO, "peer agent " + config.file() + ": borrower pid " + pid(fencedWord)
@@ -324,6 +352,7 @@ public final class PeerAgent implements AutoCloseable {
                         break; // the run changed under the agent (given back, reaped): choose again for what is still short
                     }
                     table.count(REVOCATIONS_OFFSET);
+                    leasesChanged = true;
                     shortfall -= victim.bytes();
                 }
             }
@@ -386,8 +415,10 @@ public final class PeerAgent implements AutoCloseable {
             running = false;
         }
         LONG.setRelease(file, AGENT_STATE_OFFSET, AGENT_STOPPED);
+        lenderBell.ring(); // borrowers see the agent stopped now, not at their next poll
         Thread t = ticker;
         if (t != null) {
+            agentBell.ring(); // the tick thread sleeps on it
             LockSupport.unpark(t);
             try {
                 t.join(TimeUnit.SECONDS.toMillis(10));

@@ -6,6 +6,7 @@ import dev.strata.cache.peer.LenderEvents;
 import dev.strata.cache.peer.LentRegion;
 import dev.strata.cache.peer.PeerLease;
 import dev.strata.cache.peer.PeerLender;
+import dev.strata.memory.shm.Doorbell;
 import dev.strata.memory.shm.ProcessLiveness;
 import dev.strata.memory.shm.ShmFiles;
 import dev.strata.memory.shm.ShmFormatException;
@@ -51,6 +52,16 @@ import java.util.concurrent.locks.LockSupport;
  * {@link #giveBack} and {@link #acknowledge} shut the lease's gate (which waits for this
  * process's accesses under way) before the regions leave it, so the agent never reuses memory an
  * access of this process may still touch.
+ *
+ * <p>Doorbells (a file of minor version {@link LendingFileLayout#DOORBELL_MINOR} or later): between
+ * polls the event thread sleeps on the file's borrowers' {@link Doorbell}, which the agent rings
+ * when it revokes, fences or reaps a lease or stops, so an event reaches the client one
+ * cross-process wake-up after the agent's change rather than up to a {@code pollInterval} later;
+ * each sleep still ends after {@code pollInterval}, so a lost ring, an agent that never rings (an
+ * older file) or a dead one costs what polling did. An acknowledgement rings the agent's bell, so
+ * the agent takes the memory back at once rather than at its next tick. Without futex
+ * ({@link Doorbell#available}) or in a minor-0 file the event thread parks for
+ * {@code pollInterval} as before.
  *
  * <p>Re-attachment (a restarted agent): at most once per {@code reattachInterval} the event
  * thread looks at the path. A lending file there that is not the one mapped (another file, or
@@ -121,6 +132,8 @@ public final class ShmPeerLender implements PeerLender {
         final Object fileKey;           // identity of the file mapped; null where the file system has none
         final ShmHeader.Prefix prefix;  // as read when mapped: the owner (pid, start instant) and creation time
         final long generation;
+        final Doorbell agentBell;       // null in a file without doorbells (minor 0)
+        final Doorbell lenderBell;      // null in a file without doorbells (minor 0)
         final AtomicInteger users = new AtomicInteger(); // calls under way on this mapping (not accesses: gates count those)
         volatile boolean retired;       // replaced: no new call may begin on it
 
@@ -132,6 +145,9 @@ public final class ShmPeerLender implements PeerLender {
             this.fileKey = fileKey;
             this.prefix = prefix;
             this.generation = generation;
+            boolean bells = hasDoorbells(prefix);
+            this.agentBell = bells ? Doorbell.at(file, AGENT_BELL_OFFSET) : null;
+            this.lenderBell = bells ? Doorbell.at(file, LENDER_BELL_OFFSET) : null;
         }
 
         long agentPid() {
@@ -209,6 +225,10 @@ public final class ShmPeerLender implements PeerLender {
             Header h = Header.of(ShmFiles.readHeader(ch, (int) HEADER_SIZE));
             Geometry g = h.validate(path);
             MemorySegment mapped = ShmFiles.mapReadWrite(ch, g.totalSize(), arena);
+            if (!hasDoorbells(h.prefix())) {
+                LOG.log(System.Logger.Level.INFO, "lending file " + path + " is version " + h.prefix().major() + "."
+                        + h.prefix().minor() + ", without doorbells: its events are polled for");
+            }
             return new Mapping(arena, mapped, g, key, h.prefix(), generation);
         } catch (IOException e) {
             arena.close();
@@ -417,14 +437,23 @@ public final class ShmPeerLender implements PeerLender {
         }
         if (table.release(r.head, r.epoch, pid) == REVOKING) {
             table.count(ACKNOWLEDGED_OFFSET);
+            if (r.mapping.agentBell != null) {
+                r.mapping.agentBell.ring(); // the agent takes the run back at once, not at its next tick
+            }
         }
         return true;
     }
 
-    /** The event thread: {@link #poll} every {@code pollInterval} until closed. */
+    /**
+     * The event thread: {@link #poll}, then sleep on the borrowers' doorbell for at most
+     * {@code pollInterval} (or park that long without one), until closed.
+     */
     private void watch() {
         long pollNanos = options.pollInterval().toNanos();
         while (!closed) {
+            Mapping m = mapping;
+            Doorbell bell = m.lenderBell;
+            int seen = bell != null ? bell.sequence() : 0; // read before the poll: a ring during it is not lost
             try {
                 poll();
             } catch (RuntimeException e) {
@@ -433,8 +462,42 @@ public final class ShmPeerLender implements PeerLender {
                 }
                 LOG.log(System.Logger.Level.ERROR, "peer '" + name + "': event thread failed", e);
             }
-            LockSupport.parkNanos(pollNanos);
+            if (closed) {
+                return;
+            }
+            if (mapping != m) {
+                continue; // re-attached during the poll (the old mapping may be unmapped): poll the new one at once
+            }
+            if (bell != null) {
+                bell.await(seen, pollNanos); // only this thread unmaps the current mapping, so it stays mapped
+            } else {
+                LockSupport.parkNanos(pollNanos);
+            }
         }
+    }
+
+    /**
+     * Rings the agent's doorbell: its next tick starts now rather than at its interval (for a
+     * caller that changed the agent's demand signal). Does nothing for a file without doorbells,
+     * or once the peer is lost or this lender closed. Any thread.
+     */
+    public void wakeAgent() {
+        if (lost || closed) {
+            return;
+        }
+        Mapping m = pinCurrent();
+        try {
+            if (m.agentBell != null) {
+                m.agentBell.ring();
+            }
+        } finally {
+            m.unpin();
+        }
+    }
+
+    /** True if the file mapped now has doorbells and this machine can ring them ({@link Doorbell#available}). */
+    public boolean doorbells() {
+        return mapping.lenderBell != null && Doorbell.available();
     }
 
     /**
@@ -694,6 +757,10 @@ public final class ShmPeerLender implements PeerLender {
             closed = true;
         }
         if (eventThread.isAlive()) {
+            Doorbell bell = mapping.lenderBell;
+            if (bell != null) {
+                bell.ring(); // wakes the event thread from its sleep (other borrowers just look once)
+            }
             LockSupport.unpark(eventThread);
             try {
                 eventThread.join(TimeUnit.SECONDS.toMillis(10));
