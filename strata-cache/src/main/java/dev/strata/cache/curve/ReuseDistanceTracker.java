@@ -12,7 +12,11 @@ import java.util.Arrays;
  * distance. Marks are bits of 64-bit words, and a Fenwick tree (binary indexed tree) over the
  * words counts the marks of each prefix of words: a count is one tree walk over
  * {@code window / 64} entries plus one popcount, six fewer levels than a tree over single times. A reference clears the item's old mark and sets one at
- * the current time. An open-addressing map from {@code long} id to the item's last time (primitive
+ * the current time. The tree leaves out the word holding the current time (the open word): a
+ * prefix count never reaches past the word it asks about, so no count reads the open word's tree
+ * entries, and marks set or cleared in it touch only the bit; its count enters the tree once, when
+ * the time moves to the next word. So a reference walks the tree at most twice (count, clear),
+ * not three times. An open-addressing map from {@code long} id to the item's last time (primitive
  * arrays, linear probing, no allocation per reference) finds the old mark; the window remembers
  * which map slot each live mark belongs to. When
  * the window is used up, compaction renumbers the live marks (one per distinct item) to times
@@ -43,6 +47,7 @@ public final class ReuseDistanceTracker {
     private int[] itemAt; // [window] map slot of the item whose last reference is at this time, EMPTY if none
     private int window; // times available before compaction
     private int now; // next time to hand out
+    private int openWord; // now / 64 (the word of the next time): its marks are not counted in the tree yet
 
     private int distinct;
     private long references;
@@ -95,7 +100,9 @@ public final class ReuseDistanceTracker {
             long bits = marks[word];
             distance = distinct - prefix(word) - Long.bitCount(bits & (-1L >>> (63 - (prev & 63))));
             marks[word] = bits & ~(1L << prev);
-            add(word + 1, -1);
+            if (word != openWord) {
+                add(word + 1, -1);
+            }
             itemAt[prev] = EMPTY;
             if (distance >= histogram.length) {
                 histogram = Arrays.copyOf(histogram, Math.max(distance + 1, histogram.length * 2));
@@ -107,8 +114,12 @@ public final class ReuseDistanceTracker {
         }
         times[slot] = now;
         itemAt[now] = slot;
-        marks[now >>> 6] |= 1L << now;
-        add((now >>> 6) + 1, 1);
+        int word = now >>> 6;
+        if (word != openWord) { // the time moved into the next word: the last one closes
+            add(openWord + 1, Long.bitCount(marks[openWord]));
+            openWord = word;
+        }
+        marks[word] |= 1L << now;
         now++;
         return distance;
     }
@@ -169,6 +180,7 @@ public final class ReuseDistanceTracker {
         Arrays.fill(histogram, 0);
         distinct = 0;
         now = 0;
+        openWord = 0;
         references = 0;
         compulsory = 0;
     }
@@ -239,8 +251,9 @@ public final class ReuseDistanceTracker {
             marks[live >>> 6] = -1L >>> (64 - (live & 63));
         }
         Arrays.fill(fenwick, 0);
+        openWord = live >>> 6; // counted when the time leaves it
         for (int i = 1; i <= words; i++) {
-            fenwick[i] += Long.bitCount(marks[i - 1]);
+            fenwick[i] += i - 1 == openWord ? 0 : Long.bitCount(marks[i - 1]);
             int parent = i + (i & -i);
             if (parent <= words) {
                 fenwick[parent] += fenwick[i];
