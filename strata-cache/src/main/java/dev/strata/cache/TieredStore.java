@@ -216,7 +216,14 @@ public final class TieredStore implements AutoCloseable {
      */
     public PutStatus put(ObjectKey key, ObjectKind kind, Durability durability, PriorityClass priority,
                          MemorySegment bytes, int targetTier) {
-        return put(key, kind, durability, priority, List.of(bytes), targetTier);
+        checkPutArguments(key, kind, durability, priority);
+        Objects.requireNonNull(bytes, "bytes");
+        long size = bytes.byteSize();
+        if (size <= 0) {
+            throw new IllegalArgumentException("object " + key + " is empty: size " + size);
+        }
+        checkTierIndex(targetTier);
+        return put(key, kind, durability, priority, bytes, null, size, targetTier, true);
     }
 
     /**
@@ -230,10 +237,7 @@ public final class TieredStore implements AutoCloseable {
      */
     public PutStatus put(ObjectKey key, ObjectKind kind, Durability durability, PriorityClass priority,
                          List<MemorySegment> parts, int targetTier) {
-        Objects.requireNonNull(key, "key");
-        Objects.requireNonNull(kind, "kind");
-        Objects.requireNonNull(durability, "durability");
-        Objects.requireNonNull(priority, "priority");
+        checkPutArguments(key, kind, durability, priority);
         long size = 0;
         for (MemorySegment part : parts) {
             size += part.byteSize();
@@ -242,11 +246,23 @@ public final class TieredStore implements AutoCloseable {
             throw new IllegalArgumentException("object " + key + " is empty: size " + size);
         }
         checkTierIndex(targetTier);
-        return put(key, kind, durability, priority, parts, size, targetTier, true);
+        return parts.size() == 1 ? put(key, kind, durability, priority, parts.get(0), null, size, targetTier, true)
+                : put(key, kind, durability, priority, null, parts, size, targetTier, true);
     }
 
+    private static void checkPutArguments(ObjectKey key, ObjectKind kind, Durability durability, PriorityClass priority) {
+        Objects.requireNonNull(key, "key");
+        Objects.requireNonNull(kind, "kind");
+        Objects.requireNonNull(durability, "durability");
+        Objects.requireNonNull(priority, "priority");
+    }
+
+    /**
+     * The put proper. The payload is {@code single} when it is one segment (no list is made for the
+     * common case), else the concatenation of {@code parts}; exactly one of the two is non-null.
+     */
     private PutStatus put(ObjectKey key, ObjectKind kind, Durability durability, PriorityClass priority,
-                          List<MemorySegment> parts, long size, int targetTier, boolean countPut) {
+                          MemorySegment single, List<MemorySegment> parts, long size, int targetTier, boolean countPut) {
         StoredObject object;
         ChainTier reservedTier = null; // a large object's room, written outside the lock
         long reservedHandle = Allocator.FULL;
@@ -287,7 +303,7 @@ public final class TieredStore implements AutoCloseable {
                     break;
                 }
                 try {
-                    writeParts(chainTier.tier, handle, parts);
+                    writeParts(chainTier.tier, handle, single, parts);
                 } catch (RuntimeException e) {
                     chainTier.tier.free(handle);
                     throw e;
@@ -310,11 +326,14 @@ public final class TieredStore implements AutoCloseable {
         } finally {
             unlockAndReportDrops();
         }
-        return writeOutsideLockAndPublish(object, reservedTier, reservedHandle, parts, peerCache);
+        return writeOutsideLockAndPublish(object, reservedTier, reservedHandle, single, parts, peerCache);
     }
 
-    private static void writeParts(Tier tier, long handle, List<MemorySegment> parts) {
-        if (parts.size() == 1) {
+    /** Writes the payload ({@code single}, or else the concatenation of {@code parts}) into {@code handle}. */
+    private static void writeParts(Tier tier, long handle, MemorySegment single, List<MemorySegment> parts) {
+        if (single != null) {
+            tier.write(handle, single);
+        } else if (parts.size() == 1) {
             tier.write(handle, parts.get(0));
         } else {
             tier.gatherWrite(handle, parts);
@@ -327,12 +346,12 @@ public final class TieredStore implements AutoCloseable {
      * of the same key won meanwhile.
      */
     private PutStatus writeOutsideLockAndPublish(StoredObject object, ChainTier chainTier, long handle,
-                                                 List<MemorySegment> parts,
+                                                 MemorySegment single, List<MemorySegment> parts,
                                                  ChainTier peerCache) {
         boolean written = false;
         boolean lost = false; // the tier's lease ended during the write
         try {
-            writeParts(chainTier.tier, handle, parts);
+            writeParts(chainTier.tier, handle, single, parts);
             written = true;
         } finally {
             lock.lock();
@@ -359,7 +378,7 @@ public final class TieredStore implements AutoCloseable {
         }
         if (lost) {
             if (chainTier.index + 1 < chain.length) {
-                return put(object.key, object.kind, object.durability, object.priority, parts, object.sizeBytes, chainTier.index + 1,
+                return put(object.key, object.kind, object.durability, object.priority, single, parts, object.sizeBytes, chainTier.index + 1,
                         false);
             }
             lock.lock();

@@ -12,11 +12,15 @@ import java.util.Arrays;
  * distance. Marks are bits of 64-bit words, and a Fenwick tree (binary indexed tree) over the
  * words counts the marks of each prefix of words: a count is one tree walk over
  * {@code window / 64} entries plus one popcount, six fewer levels than a tree over single times. A reference clears the item's old mark and sets one at
- * the current time. An open-addressing map from {@code long} id to the item's last time (primitive
- * arrays, linear probing, no allocation per reference) finds the old mark; the window remembers
- * which map slot each live mark belongs to. When
- * the window is used up, compaction renumbers the live marks (one per distinct item) to times
- * {@code 0..distinct-1} in their order and rebuilds the tree in linear time; the window is kept at
+ * the current time. The tree leaves out the word holding the current time (the open word): a
+ * prefix count never reaches past the word it asks about, so no count reads the open word's tree
+ * entries, and marks set or cleared in it touch only the bit; its count enters the tree once, when
+ * the time moves to the next word. So a reference walks the tree at most twice (count, clear),
+ * not three times. An open-addressing map from {@code long} id to the item's last time (primitive
+ * arrays, linear probing, no allocation per reference) finds the old mark. When the window is used
+ * up, compaction renumbers the live marks (one per distinct item) to times {@code 0..distinct-1}
+ * in their order (an item's new time is the number of marks before its old one, read off per-word
+ * prefix counts of the marks in one pass over the map) and rebuilds the tree in linear time; the window is kept at
  * two to four times the distinct items, so memory grows with the distinct items, never with the
  * stream, and compaction costs O(1) amortised per reference.
  *
@@ -40,9 +44,9 @@ public final class ReuseDistanceTracker {
     // the window
     private long[] marks; // [window / 64] bit t % 64 of word t / 64: a mark at time t
     private int[] fenwick; // [window / 64 + 1] 1-based Fenwick tree of the marks per word
-    private int[] itemAt; // [window] map slot of the item whose last reference is at this time, EMPTY if none
     private int window; // times available before compaction
     private int now; // next time to hand out
+    private int openWord; // now / 64 (the word of the next time): its marks are not counted in the tree yet
 
     private int distinct;
     private long references;
@@ -64,8 +68,6 @@ public final class ReuseDistanceTracker {
         window = Math.max(MIN_WINDOW, Integer.highestOneBit(Math.max(1, expectedItems) - 1) * 4);
         marks = new long[window >>> 6];
         fenwick = new int[(window >>> 6) + 1];
-        itemAt = new int[window];
-        Arrays.fill(itemAt, EMPTY);
         histogram = new long[Math.max(16, expectedItems)];
     }
 
@@ -95,20 +97,24 @@ public final class ReuseDistanceTracker {
             long bits = marks[word];
             distance = distinct - prefix(word) - Long.bitCount(bits & (-1L >>> (63 - (prev & 63))));
             marks[word] = bits & ~(1L << prev);
-            add(word + 1, -1);
-            itemAt[prev] = EMPTY;
+            if (word != openWord) {
+                add(word + 1, -1);
+            }
             if (distance >= histogram.length) {
                 histogram = Arrays.copyOf(histogram, Math.max(distance + 1, histogram.length * 2));
             }
             histogram[distance]++;
         }
         if (now == window) {
-            compact();
+            compact(); // renumbers every time in the map, this item's stale one included
         }
         times[slot] = now;
-        itemAt[now] = slot;
-        marks[now >>> 6] |= 1L << now;
-        add((now >>> 6) + 1, 1);
+        int word = now >>> 6;
+        if (word != openWord) { // the time moved into the next word: the last one closes
+            add(openWord + 1, Long.bitCount(marks[openWord]));
+            openWord = word;
+        }
+        marks[word] |= 1L << now;
         now++;
         return distance;
     }
@@ -165,18 +171,17 @@ public final class ReuseDistanceTracker {
         Arrays.fill(times, EMPTY);
         Arrays.fill(fenwick, 0);
         Arrays.fill(marks, 0);
-        Arrays.fill(itemAt, EMPTY);
         Arrays.fill(histogram, 0);
         distinct = 0;
         now = 0;
+        openWord = 0;
         references = 0;
         compulsory = 0;
     }
 
     /** Bytes of the tracker's arrays (memory grows with distinct items, not with references). */
     public long footprintBytes() {
-        return 8L * keys.length + 4L * times.length + 8L * marks.length + 4L * fenwick.length + 4L * itemAt.length
-                + 8L * histogram.length;
+        return 8L * keys.length + 4L * times.length + 8L * marks.length + 4L * fenwick.length + 8L * histogram.length;
     }
 
     private int slotOf(long item) {
@@ -188,7 +193,7 @@ public final class ReuseDistanceTracker {
         return i;
     }
 
-    /** Doubles the map; every item keeps its time, and the window's slot references follow the items. */
+    /** Doubles the map; every item keeps its time. */
     private void growMap() {
         long[] oldKeys = keys;
         int[] oldTimes = times;
@@ -202,35 +207,40 @@ public final class ReuseDistanceTracker {
                 int s = slotOf(oldKeys[i]);
                 keys[s] = oldKeys[i];
                 times[s] = oldTimes[i];
-                itemAt[oldTimes[i]] = s; // every stored item has its mark: growth happens before a new item is stored
             }
         }
     }
 
-    /** Renumbers the live marks to 0..live-1 in time order and rebuilds the tree; grows the window when live is over half of it. */
+    /**
+     * Renumbers the live marks to 0..live-1 in time order (an item's new time is the number of
+     * marks before its old one) and rebuilds the tree; grows the window when live is over half of it.
+     */
     private void compact() {
         compactions++;
+        int words = window >>> 6;
+        int[] before = fenwick; // scratch until the tree is rebuilt below: before[w] = marks in words 0..w-1
         int live = 0;
-        for (int t = 0; t < now; t++) {
-            int slot = itemAt[t];
-            if (slot != EMPTY) {
-                itemAt[live] = slot;
-                times[slot] = live;
-                live++;
+        for (int w = 0; w < words; w++) {
+            before[w] = live;
+            live += Long.bitCount(marks[w]);
+        }
+        int[] t = times;
+        for (int i = 0; i < t.length; i++) {
+            int time = t[i];
+            if (time != EMPTY) { // the item being accessed has no mark: the caller overwrites its rank
+                t[i] = before[time >>> 6] + Long.bitCount(marks[time >>> 6] & ((1L << time) - 1));
             }
         }
         // the item being accessed has no mark right now; it gets one at time `live` after this
         int needed = (live + 1) * 2;
         if (window < needed) {
             int grown = Integer.highestOneBit(needed - 1) * 2;
-            itemAt = Arrays.copyOf(itemAt, grown);
             marks = new long[grown >>> 6];
             fenwick = new int[(grown >>> 6) + 1];
             window = grown;
         }
-        Arrays.fill(itemAt, live, window, EMPTY);
         // marks at 0..live-1, then a linear Fenwick build over the words' counts
-        int words = window >>> 6;
+        words = window >>> 6;
         Arrays.fill(marks, 0);
         for (int w = 0; w < (live >>> 6); w++) {
             marks[w] = -1L;
@@ -239,8 +249,9 @@ public final class ReuseDistanceTracker {
             marks[live >>> 6] = -1L >>> (64 - (live & 63));
         }
         Arrays.fill(fenwick, 0);
+        openWord = live >>> 6; // counted when the time leaves it
         for (int i = 1; i <= words; i++) {
-            fenwick[i] += Long.bitCount(marks[i - 1]);
+            fenwick[i] += i - 1 == openWord ? 0 : Long.bitCount(marks[i - 1]);
             int parent = i + (i & -i);
             if (parent <= words) {
                 fenwick[parent] += fenwick[i];

@@ -32,6 +32,7 @@ public final class SlabAllocator implements Allocator {
     private static final long INDEX_MASK = 0xFFFF_FFFFL;
 
     private final long blockSize;             // bytes per block
+    private final int blockShift;             // log2(blockSize) when it is a power of two (offsets shift instead of divide), else -1
     private final int blockCount;             // number of blocks, capacity / blockSize
     private final int[] next;                 // [blockCount] index of the block below on the free stack, EMPTY at the bottom
     private final AtomicLong head;            // (tag << 32) | top index (EMPTY as 0xFFFFFFFF)
@@ -55,6 +56,7 @@ public final class SlabAllocator implements Allocator {
                     + " blocks of " + blockSize + " bytes; at most " + (Integer.MAX_VALUE - 1) + " are supported");
         }
         this.blockSize = blockSize;
+        this.blockShift = Long.bitCount(blockSize) == 1 ? Long.numberOfTrailingZeros(blockSize) : -1;
         this.blockCount = (int) blocks;
         this.next = new int[blockCount];
         for (int i = 0; i < blockCount; i++) {
@@ -182,10 +184,12 @@ public final class SlabAllocator implements Allocator {
         if (offset < 0 || offset >= capacity()) {
             throw new IllegalArgumentException("offset " + offset + " is outside [0, " + capacity() + ")");
         }
-        if (offset % blockSize != 0) {
+        // a shift and a mask for power-of-two blocks: this runs on every free and size lookup
+        long index = blockShift >= 0 ? offset >>> blockShift : offset / blockSize;
+        if (index * blockSize != offset) {
             throw new IllegalArgumentException("offset " + offset + " is not the start of a block (block size " + blockSize + ")");
         }
-        return (int) (offset / blockSize);
+        return (int) index;
     }
 
     private boolean isLive(int index) {

@@ -20,41 +20,59 @@ class SlabAllocatorTest {
 
     @Test
     void randomSequencesKeepInvariantsAfterEveryStep() {
-        Property.forAll("slab random ops", 40, random -> {
-            long blockSize = random.nextLong(1, 5000);
-            int blocks = random.nextInt(1, 80);
-            long capacity = blocks * blockSize + random.nextLong(0, blockSize); // odd tail stays unused
-            SlabAllocator allocator = new SlabAllocator(capacity, blockSize);
-            assertThat(allocator.capacity()).isEqualTo(blocks * blockSize);
-            AllocatorModel model = new AllocatorModel();
-            List<Long> offsets = new ArrayList<>();
-            for (int step = 0; step < 300; step++) {
-                if (offsets.isEmpty() || random.nextInt(100) < 55) {
-                    long size = random.nextLong(1, blockSize + 1);
-                    long offset = allocator.allocate(size);
-                    if (offset == Allocator.FULL) {
-                        assertThat(offsets).hasSize(blocks);
-                    } else {
-                        model.allocated(offset, size, blockSize);
-                        offsets.add(offset);
-                    }
-                } else {
-                    long offset = offsets.remove(random.nextInt(offsets.size()));
-                    allocator.free(offset);
-                    model.freed(offset);
-                }
-                allocator.checkInvariants();
-                model.check(allocator, allocator.freeRanges(), allocator.liveRanges());
+        Property.forAll("slab random ops", 40, random -> randomSequence(random, random.nextLong(1, 5000)));
+    }
+
+    @Test
+    void randomSequencesWithPowerOfTwoBlocksKeepInvariantsAfterEveryStep() {
+        Property.forAll("slab random ops, power-of-two blocks", 20, random -> {
+            long blockSize = 1L << random.nextInt(0, 14);
+            randomSequence(random, blockSize);
+            SlabAllocator a = new SlabAllocator(8 * blockSize, blockSize);
+            long x = a.allocate(blockSize);
+            assertThat(a.sizeOf(x)).isEqualTo(blockSize);
+            if (blockSize > 1) {
+                assertThatThrownBy(() -> a.free(x + blockSize / 2)).as("not a block start")
+                        .isInstanceOf(IllegalArgumentException.class).hasMessageContaining(String.valueOf(x + blockSize / 2));
             }
-            for (long offset : offsets) {
+            assertThatThrownBy(() -> a.free(8 * blockSize)).as("out of range").hasMessageContaining(String.valueOf(8 * blockSize));
+        });
+    }
+
+    /** Random allocate/free steps on a fresh allocator with {@code blockSize}, checked against the model after each. */
+    private static void randomSequence(SplittableRandom random, long blockSize) {
+        int blocks = random.nextInt(1, 80);
+        long capacity = blocks * blockSize + random.nextLong(0, blockSize); // odd tail stays unused
+        SlabAllocator allocator = new SlabAllocator(capacity, blockSize);
+        assertThat(allocator.capacity()).isEqualTo(blocks * blockSize);
+        AllocatorModel model = new AllocatorModel();
+        List<Long> offsets = new ArrayList<>();
+        for (int step = 0; step < 300; step++) {
+            if (offsets.isEmpty() || random.nextInt(100) < 55) {
+                long size = random.nextLong(1, blockSize + 1);
+                long offset = allocator.allocate(size);
+                if (offset == Allocator.FULL) {
+                    assertThat(offsets).hasSize(blocks);
+                } else {
+                    model.allocated(offset, size, blockSize);
+                    offsets.add(offset);
+                }
+            } else {
+                long offset = offsets.remove(random.nextInt(offsets.size()));
                 allocator.free(offset);
                 model.freed(offset);
             }
             allocator.checkInvariants();
             model.check(allocator, allocator.freeRanges(), allocator.liveRanges());
-            assertThat(allocator.used()).isZero();
-            assertThat(allocator.freeRanges()).containsExactly(new FreeRange(0, allocator.capacity()));
-        });
+        }
+        for (long offset : offsets) {
+            allocator.free(offset);
+            model.freed(offset);
+        }
+        allocator.checkInvariants();
+        model.check(allocator, allocator.freeRanges(), allocator.liveRanges());
+        assertThat(allocator.used()).isZero();
+        assertThat(allocator.freeRanges()).containsExactly(new FreeRange(0, allocator.capacity()));
     }
 
     @Test
