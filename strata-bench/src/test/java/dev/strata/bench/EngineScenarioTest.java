@@ -26,7 +26,8 @@ class EngineScenarioTest {
                 "prefill_gflops_vs_matmul_peak_dense", "prefill_gflops_vs_matmul_peak_moe",
                 "ttft_cross_instance_prefix_hit_1024tok", "expert_disk_decode_vs_static_streaming",
                 "expert_disk_decode_vs_disk_bound", "constrained_decode_tokens_per_s",
-                "constrained_mask_us_per_token_first_request", "constrained_mask_us_per_token_repeated_schema");
+                "constrained_mask_us_per_token_first_request", "constrained_mask_us_per_token_repeated_schema",
+                "constrained_mask_vs_sampling_first_request_32k_vocab", "constrained_mask_vs_sampling_repeated_schema_32k_vocab");
         for (Figure f : figures) {
             assertThat(f.value()).as("%s value (%s)", f.name(), f.note()).isFinite().isPositive();
             assertThat(f.baselineValue()).as("%s baseline (%s)", f.name(), f.note()).isFinite().isPositive();

@@ -95,6 +95,108 @@ public final class ConstrainedDecodeMeasure {
         }
     }
 
+    /**
+     * The mask's cost on a vocabulary of a real checkpoint's size (Qwen3's 151,643 tokens; a
+     * generated one, shaped as byte-level BPE vocabularies are: see {@link #generatedVocabulary}),
+     * against the sampler's own work on the same row (temperature sampling over every token), in
+     * paired rounds; the first request of a schema (every mask walked) and a repeated one.
+     */
+    public static List<Figure> largeVocabularyFigures(int size, int tokens, int rounds) {
+        byte[][] vocab = generatedVocabulary(size, 42);
+        int end = vocab.length; // the end id: one past the generated tokens
+        byte[][] withEnd = java.util.Arrays.copyOf(vocab, vocab.length + 1);
+        TokenVocabulary vocabulary = new TokenVocabulary(withEnd);
+        JsonNode schema = schema(tokens / 2);
+        int[] ends = {end};
+        dev.strata.engine.sample.Sampler sampler = new dev.strata.engine.sample.Sampler(
+                SamplingParams.builder().maxTokens(tokens).temperature(1.0).seed(5).build(), vocabulary.size());
+        Paired first = Trials.paired(rounds, () -> samplerMicros(sampler, vocabulary.size(), tokens, 7),
+                () -> maskMicros(SchemaGrammar.of(schema), vocabulary, ends, tokens, 7));
+        SchemaGrammar shared = SchemaGrammar.of(schema);
+        maskMicros(shared, vocabulary, ends, tokens, 7);
+        Paired repeat = Trials.paired(rounds, () -> samplerMicros(sampler, vocabulary.size(), tokens, 7),
+                () -> maskMicros(shared, vocabulary, ends, tokens, 7));
+        String note = String.format(Locale.ROOT, "a generated vocabulary of %d tokens (%d trie nodes): 256 single bytes, then"
+                + " words of 1-12 letters (English letter frequencies, 40%% with a leading space), numbers, punctuation runs and"
+                + " CJK characters; answers of up to %d tokens, greedy from random logits", size, vocabulary.trieNodes(), tokens);
+        String baseline = "temperature sampling over the same row (the sampler's work per token)";
+        return List.of(
+                Figure.paired("constrained_mask_vs_sampling_first_request_" + size / 1000 + "k_vocab", "us/token", baseline, first,
+                        ">= 0").withNote(note + "; every mask walked; information"),
+                Figure.paired("constrained_mask_vs_sampling_repeated_schema_" + size / 1000 + "k_vocab", "us/token", baseline, repeat,
+                        "<= 1").withNote(note + "; masks from the cache; goal: no more than sampling itself"));
+    }
+
+    /**
+     * A vocabulary shaped like a byte-level BPE one: the 256 single bytes, then distinct pieces
+     * until {@code size}: words of 1 to 12 letters drawn with English letter frequencies (40% with
+     * a leading space, 10% capitalised), numbers of 1 to 3 digits, runs of JSON and code
+     * punctuation, and one to three CJK characters (3 bytes each).
+     */
+    static byte[][] generatedVocabulary(int size, long seed) {
+        String letters = "eeeeeeeeeeeetttttttttaaaaaaaaooooooooiiiiiiinnnnnnnssssssrrrrrrhhhhhdddlllluuucccmmmffyywwggppbbvkxqjz";
+        String punctuation = "{}[]\":,.;()<>/-_=+*&%$#@!?'|~`^";
+        SplittableRandom r = new SplittableRandom(seed);
+        java.util.LinkedHashSet<String> pieces = new java.util.LinkedHashSet<>();
+        List<byte[]> out = new java.util.ArrayList<>();
+        for (int b = 0; b < 256; b++) {
+            out.add(new byte[] {(byte) b});
+        }
+        while (out.size() < size) {
+            StringBuilder p = new StringBuilder();
+            int kind = r.nextInt(100);
+            if (kind < 80) {
+                if (r.nextInt(10) < 4) {
+                    p.append(' ');
+                }
+                int n = 1 + Math.min(11, (int) (-Math.log(1 - r.nextDouble()) * 4));
+                for (int i = 0; i < n; i++) {
+                    char c = letters.charAt(r.nextInt(letters.length()));
+                    p.append(i == 0 && r.nextInt(10) == 0 ? Character.toUpperCase(c) : c);
+                }
+            } else if (kind < 88) {
+                int n = 1 + r.nextInt(3);
+                for (int i = 0; i < n; i++) {
+                    p.append((char) ('0' + r.nextInt(10)));
+                }
+            } else if (kind < 96) {
+                int n = 1 + r.nextInt(3);
+                for (int i = 0; i < n; i++) {
+                    p.append(punctuation.charAt(r.nextInt(punctuation.length())));
+                }
+            } else {
+                int n = 1 + r.nextInt(3);
+                for (int i = 0; i < n; i++) {
+                    p.append((char) (0x4E00 + r.nextInt(0x9FFF - 0x4E00)));
+                }
+            }
+            if (pieces.add(p.toString())) {
+                out.add(p.toString().getBytes(java.nio.charset.StandardCharsets.UTF_8));
+            }
+        }
+        return out.toArray(byte[][]::new);
+    }
+
+    /** Microseconds per token of temperature sampling over a row of {@code size} random logits. */
+    private static double samplerMicros(dev.strata.engine.sample.Sampler sampler, int size, int tokens, long seed) {
+        float[] logits = new float[size];
+        SplittableRandom random = new SplittableRandom(seed);
+        long nanos = 0;
+        int sink = 0;
+        for (int step = 0; step < tokens; step++) {
+            for (int i = 0; i < size; i++) {
+                logits[i] = (float) random.nextDouble();
+            }
+            long t0 = System.nanoTime();
+            sink += sampler.sample(logits);
+            nanos += System.nanoTime() - t0;
+        }
+        if (sink == Integer.MIN_VALUE) {
+            throw new IllegalStateException("unreachable: keeps the samples live");
+        }
+        return nanos / 1e3 / tokens;
+    }
+
     private static SamplingParams sampling(int tokens, long seed) {
         return SamplingParams.builder().maxTokens(tokens).temperature(1.0).seed(seed).build();
     }

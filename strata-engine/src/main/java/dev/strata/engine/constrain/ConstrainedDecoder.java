@@ -113,16 +113,21 @@ public final class ConstrainedDecoder {
             }
         }
         boolean end = complete();
+        int endsAllowedByBytes = 0; // end ids are decided here alone, whatever their bytes would allow
         for (int id : endIds) {
+            if ((allowed[id >>> 6] & 1L << (id & 63)) != 0) {
+                endsAllowedByBytes++;
+            }
             row[id] = end ? logits[id] : Float.NEGATIVE_INFINITY;
         }
         if (end && endIds.length > 0) {
             any = true;
-        } else if (any) {
-            any = false;
-            for (int i = 0; i < n && !any; i++) {
-                any = row[i] != Float.NEGATIVE_INFINITY;
+        } else if (endsAllowedByBytes > 0) {
+            long count = 0;
+            for (long w : allowed) {
+                count += Long.bitCount(w);
             }
+            any = count > endsAllowedByBytes;
         }
         if (!any) {
             throw new IllegalStateException("constrained decoding: no token of the vocabulary can continue "
@@ -152,6 +157,9 @@ public final class ConstrainedDecoder {
 
     /** Walks the trie from the current state: the tokens whose bytes are allowed and leave at most {@code budget} bytes to finish. */
     private MaskCache.Mask walk(int budget) {
+        if (state instanceof GrammarFrame.Str str && str.escape() == 0 && str.need() == 0) {
+            return inString(str, budget);
+        }
         long t0 = System.nanoTime();
         int n = vocabulary.size();
         long[] bits = new long[(n + 63) >>> 6];
@@ -197,6 +205,58 @@ public final class ConstrainedDecoder {
                     frameStack[top] = after;
                     top++;
                 }
+            }
+        }
+        walks++;
+        walkNanos += System.nanoTime() - t0;
+        return new MaskCache.Mask(bits, maxAfter, minAfter);
+    }
+
+    /**
+     * The walk inside a string at a character boundary, without the trie: a plain token (whole
+     * characters, no quote, backslash or control byte; {@link TokenVocabulary#plain}) keeps the
+     * string open, so it is allowed when the string's length bound admits its characters, and what
+     * it leaves to finish follows from its character count alone; every other token is stepped
+     * byte by byte. Most of a vocabulary is plain, so this costs one pass over the ids instead of
+     * a walk of every trie node.
+     */
+    private MaskCache.Mask inString(GrammarFrame.Str str, int budget) {
+        long t0 = System.nanoTime();
+        int n = vocabulary.size();
+        long[] bits = new long[(n + 63) >>> 6];
+        int maxAfter = 0;
+        int minAfter = GrammarNode.FAR;
+        GrammarNode.StringNode node = str.node();
+        int rest = GrammarFrame.minRemaining(str) - str.minToEnd(); // what the enclosing frames need once the string ends
+        long[] plain = vocabulary.plain;
+        int[] chars = vocabulary.plainChars;
+        for (int w = 0; w < plain.length; w++) {
+            long word = plain[w];
+            while (word != 0) {
+                int id = (w << 6) + Long.numberOfTrailingZeros(word);
+                word &= word - 1;
+                int written = str.chars() + chars[id];
+                if (node.maxChars >= 0 && written > node.maxChars) {
+                    continue;
+                }
+                int left = Math.max(0, node.minChars - written) + 1 + rest;
+                minAfter = Math.min(minAfter, left);
+                if (left <= budget) {
+                    maxAfter = Math.max(maxAfter, left);
+                    bits[w] |= 1L << (id & 63);
+                }
+            }
+        }
+        for (int id : vocabulary.notPlain) {
+            GrammarFrame after = GrammarFrame.step(str, vocabulary.bytes(id));
+            if (after == null) {
+                continue;
+            }
+            int left = GrammarFrame.minRemaining(after);
+            minAfter = Math.min(minAfter, left);
+            if (left <= budget) {
+                maxAfter = Math.max(maxAfter, left);
+                bits[id >>> 6] |= 1L << (id & 63);
             }
         }
         walks++;

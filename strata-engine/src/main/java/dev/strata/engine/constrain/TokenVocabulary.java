@@ -21,6 +21,10 @@ public final class TokenVocabulary {
     final byte[] edge;                // [nodes] the byte leading into the node
     final int[] firstToken;           // [nodes] a token whose bytes end here, -1: none
     final int[] nextToken;            // [size] the next token with the same bytes, -1: none
+    final long[] plain;               // [ceil(size / 64)] tokens that are whole characters inside a JSON string, no quote,
+                                      // backslash or control byte: written in a string, they leave it open and at a character boundary
+    final int[] plainChars;           // [size] code points of a plain token; 0 otherwise
+    final int[] notPlain;             // ids of the tokens with bytes that are not plain, ascending
     private final int nodes;
 
     /** The vocabulary of {@code tokenizer}'s ids below {@code size}. */
@@ -86,6 +90,69 @@ public final class TokenVocabulary {
         this.edge = Arrays.copyOf(e, n);
         this.firstToken = Arrays.copyOf(ft, n);
         this.nextToken = nt;
+        this.plain = new long[(size + 63) >>> 6];
+        this.plainChars = new int[size];
+        int[] other = new int[size];
+        int others = 0;
+        for (int id = 0; id < size; id++) {
+            byte[] t = bytes[id];
+            if (t == null) {
+                continue;
+            }
+            int chars = plainStringChars(t);
+            if (chars > 0) {
+                plain[id >>> 6] |= 1L << (id & 63);
+                plainChars[id] = chars;
+            } else {
+                other[others++] = id;
+            }
+        }
+        this.notPlain = Arrays.copyOf(other, others);
+    }
+
+    /**
+     * The code points of {@code t} when it is well-formed UTF-8 (as a JSON string admits it: no
+     * overlong forms, no encoded surrogates, nothing above U+10FFFF) without a quote, backslash or
+     * control character; 0 otherwise.
+     */
+    static int plainStringChars(byte[] t) {
+        int chars = 0;
+        for (int i = 0; i < t.length; ) {
+            int b = t[i] & 0xFF;
+            int need;
+            int lo = 0x80;
+            int hi = 0xBF;
+            if (b < 0x80) {
+                if (b < 0x20 || b == '"' || b == '\\') {
+                    return 0;
+                }
+                need = 0;
+            } else if (b >= 0xC2 && b <= 0xDF) {
+                need = 1;
+            } else if (b >= 0xE0 && b <= 0xEF) {
+                need = 2;
+                lo = b == 0xE0 ? 0xA0 : 0x80;
+                hi = b == 0xED ? 0x9F : 0xBF;
+            } else if (b >= 0xF0 && b <= 0xF4) {
+                need = 3;
+                lo = b == 0xF0 ? 0x90 : 0x80;
+                hi = b == 0xF4 ? 0x8F : 0xBF;
+            } else {
+                return 0;
+            }
+            if (i + need >= t.length && need > 0) {
+                return 0; // the character does not end within the token
+            }
+            for (int k = 1; k <= need; k++) {
+                int c = t[i + k] & 0xFF;
+                if (k == 1 ? c < lo || c > hi : c < 0x80 || c > 0xBF) {
+                    return 0;
+                }
+            }
+            i += need + 1;
+            chars++;
+        }
+        return chars;
     }
 
     /** The number of ids, allowed or not. */

@@ -128,4 +128,18 @@ class ConstrainedDecoderTest {
             assertThat(row[id] != Float.NEGATIVE_INFINITY).as("id %d %s", id, t).isEqualTo(expected);
         }
     }
+
+    @Test
+    void plainTokensAreWholeCharactersAStringCanHoldAsTheyAre() {
+        assertThat(TokenVocabulary.plainStringChars("é".getBytes(StandardCharsets.UTF_8))).isEqualTo(1);
+        assertThat(TokenVocabulary.plainStringChars(" 日本".getBytes(StandardCharsets.UTF_8))).isEqualTo(3);
+        assertThat(TokenVocabulary.plainStringChars("😀".getBytes(StandardCharsets.UTF_8))).isEqualTo(1);
+        assertThat(TokenVocabulary.plainStringChars("a\"".getBytes(StandardCharsets.UTF_8))).as("quote").isZero();
+        assertThat(TokenVocabulary.plainStringChars("\\n".getBytes(StandardCharsets.UTF_8))).as("backslash").isZero();
+        assertThat(TokenVocabulary.plainStringChars("a\n".getBytes(StandardCharsets.UTF_8))).as("control").isZero();
+        assertThat(TokenVocabulary.plainStringChars(new byte[] {(byte) 0xE6, (byte) 0x97})).as("cut character").isZero();
+        assertThat(TokenVocabulary.plainStringChars(new byte[] {(byte) 0x97})).as("continuation alone").isZero();
+        assertThat(TokenVocabulary.plainStringChars(new byte[] {(byte) 0xED, (byte) 0xA0, (byte) 0x80})).as("surrogate").isZero();
+        assertThat(TokenVocabulary.plainStringChars(new byte[] {(byte) 0xC0, (byte) 0x80})).as("overlong").isZero();
+    }
 }
