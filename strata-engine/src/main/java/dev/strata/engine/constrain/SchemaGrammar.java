@@ -420,22 +420,24 @@ public final class SchemaGrammar {
         }
 
         private GrammarNode array(JsonNode s, String path) {
-            int min = count(s, "minItems", path, 0);
-            int max = count(s, "maxItems", path, -1);
-            if (max >= 0 && max < min) {
-                throw new SchemaException(path, "maxItems " + max + " is below minItems " + min);
-            }
+            int[] bounds = bounds(s, "minItems", "maxItems", path);
             GrammarNode items = s.has("items") ? node(s.get("items"), path + ".items") : ANY_VALUE;
-            return new ArrayNode(items, min, max);
+            return new ArrayNode(items, bounds[0], bounds[1]);
         }
 
         private GrammarNode string(JsonNode s, String path) {
-            int min = count(s, "minLength", path, 0);
-            int max = count(s, "maxLength", path, -1);
+            int[] bounds = bounds(s, "minLength", "maxLength", path);
+            return bounds[0] == 0 && bounds[1] < 0 ? ANY_STRING : new StringNode(bounds[0], bounds[1]);
+        }
+
+        /** {@code [min, max]} of a pair of count keywords (min absent: 0; max absent: -1), max below min refused. */
+        private static int[] bounds(JsonNode s, String minKey, String maxKey, String path) {
+            int min = count(s, minKey, path, 0);
+            int max = count(s, maxKey, path, -1);
             if (max >= 0 && max < min) {
-                throw new SchemaException(path, "maxLength " + max + " is below minLength " + min);
+                throw new SchemaException(path, maxKey + " " + max + " is below " + minKey + " " + min);
             }
-            return min == 0 && max < 0 ? ANY_STRING : new StringNode(min, max);
+            return new int[] {min, max};
         }
 
         private static int count(JsonNode s, String key, String path, int absent) {
