@@ -73,7 +73,14 @@ import java.util.concurrent.atomic.AtomicLong;
  * second at most) and follows failovers and slot moves (topology refreshes are counted); the
  * store works again once the cluster answers. Only {@link #open} fails loudly: a cluster that
  * cannot be reached or that refuses the credentials at start-up is an error naming the node and
- * the cause.
+ * the cause; one whose TLS handshake fails (another CA, no client certificate where one is
+ * required, a plain client at a TLS port) names the {@code tiers.cluster.tls*} keys to check.
+ *
+ * <h2>TLS</h2>
+ * With {@code tiers.cluster.tls}, every connection (the cluster client's, to seeds and to the
+ * nodes it discovers, and the per-node diagnosis) uses one {@link SslOptions}: the CA file as its
+ * trust (else the JVM's trust store), the client certificate and key when given, and the seed
+ * URIs' verify mode, which the cluster client copies to discovered nodes.
  *
  * <p>Threads: any thread may call any method concurrently; the connection is shared and
  * thread-safe. {@link #close} once, after the last call.
