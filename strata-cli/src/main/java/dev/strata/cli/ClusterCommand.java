@@ -42,17 +42,38 @@ final class ClusterCommand implements Runnable {
         @Option(names = "--maxmemory-policy", paramLabel = "POLICY",
                 description = "how a full node evicts: allkeys-lru or allkeys-lfu (default: ${DEFAULT-VALUE})")
         String policy = "allkeys-lru";
+        @Option(names = "--tls", description = {"nodes listen only with TLS (and speak it among themselves); a CA and certificates are made",
+                "with openssl in DIR/tls (a ca.crt and ca.key placed there first sign them)"})
+        boolean tls;
+        @Option(names = "--tls-auth-clients", description = "with TLS, clients must present a certificate signed by the CA (mutual TLS); implies --tls")
+        boolean tlsAuthClients;
 
         @Override
         public Integer call() {
             LocalRedisCluster c = Files.exists(dir.resolve("cluster.properties")) ? LocalRedisCluster.open(dir)
                     : LocalRedisCluster.create(dir, primaries, replicas, portBase, !noPassword, dev.strata.memory.Sizes.parse(maxmemory),
-                    policy);
+                    policy, tlsAuthClients ? LocalRedisCluster.Tls.MUTUAL : tls ? LocalRedisCluster.Tls.ON : LocalRedisCluster.Tls.OFF);
             c.start(Duration.ofSeconds(60));
             System.out.println("cluster up: " + c);
-            System.out.println("reach it with: --set tiers.cluster.nodes=[" + String.join(",", c.nodes()) + "]"
-                    + (c.passwordFile() != null ? " --set tiers.cluster.password-file=" + c.passwordFile() : ""));
+            System.out.println("reach it with: " + settings(c));
             return 0;
+        }
+
+        /** The {@code --set} flags that reach {@code c}: nodes, password file and, with TLS, its CA (and client certificate). */
+        static String settings(LocalRedisCluster c) {
+            StringBuilder s = new StringBuilder("--set tiers.cluster.nodes=[" + String.join(",", c.nodes()) + "]");
+            if (c.passwordFile() != null) {
+                s.append(" --set tiers.cluster.password-file=").append(c.passwordFile());
+            }
+            dev.strata.cluster.LocalCertificates t = c.certificates();
+            if (t != null) {
+                s.append(" --set tiers.cluster.tls=true --set tiers.cluster.tls-ca-file=").append(t.caCert());
+                if (c.tls() == LocalRedisCluster.Tls.MUTUAL) {
+                    s.append(" --set tiers.cluster.tls-cert-file=").append(t.clientCert())
+                            .append(" --set tiers.cluster.tls-key-file=").append(t.clientKey());
+                }
+            }
+            return s.toString();
         }
     }
 

@@ -15,6 +15,8 @@ import io.lettuce.core.RedisFuture;
 import io.lettuce.core.RedisURI;
 import io.lettuce.core.ScriptOutputType;
 import io.lettuce.core.SocketOptions;
+import io.lettuce.core.SslOptions;
+import io.lettuce.core.SslVerifyMode;
 import io.lettuce.core.TimeoutOptions;
 import io.lettuce.core.api.StatefulRedisConnection;
 import io.lettuce.core.cluster.ClusterClientOptions;
@@ -71,7 +73,14 @@ import java.util.concurrent.atomic.AtomicLong;
  * second at most) and follows failovers and slot moves (topology refreshes are counted); the
  * store works again once the cluster answers. Only {@link #open} fails loudly: a cluster that
  * cannot be reached or that refuses the credentials at start-up is an error naming the node and
- * the cause.
+ * the cause; one whose TLS handshake fails (another CA, no client certificate where one is
+ * required, a plain client at a TLS port) names the {@code tiers.cluster.tls*} keys to check.
+ *
+ * <h2>TLS</h2>
+ * With {@code tiers.cluster.tls}, every connection (the cluster client's, to seeds and to the
+ * nodes it discovers, and the per-node diagnosis) uses one {@link SslOptions}: the CA file as its
+ * trust (else the JVM's trust store), the client certificate and key when given, and the seed
+ * URIs' verify mode, which the cluster client copies to discovered nodes.
  *
  * <p>Threads: any thread may call any method concurrently; the connection is shared and
  * thread-safe. {@link #close} once, after the last call.
@@ -202,6 +211,7 @@ public final class ClusterBlockStore implements SharedBlockStore, AutoCloseable 
         // maintenance notifications (a managed-service feature) would need a logging library Strata does not ship
         options.maintNotificationsConfig(MaintNotificationsConfig.disabled());
         client.setOptions(options
+                .sslOptions(sslOptions(settings, connectWait))
                 .autoReconnect(true)
                 .disconnectedBehavior(ClientOptions.DisconnectedBehavior.REJECT_COMMANDS)
                 .socketOptions(SocketOptions.builder().connectTimeout(connectWait).build())
@@ -261,12 +271,36 @@ public final class ClusterBlockStore implements SharedBlockStore, AutoCloseable 
         }
         RedisURI.Builder b = RedisURI.Builder.redis(node.substring(0, colon), Integer.parseInt(node.substring(colon + 1)))
                 .withSsl(s.tls()).withTimeout(timeout);
+        if (s.tls()) {
+            // the cluster client gives the nodes it discovers (topology refreshes) the seed's TLS and verification
+            b.withVerifyPeer(switch (s.tlsFiles().verify()) {
+                case FULL -> SslVerifyMode.FULL;
+                case CA -> SslVerifyMode.CA;
+                case NONE -> SslVerifyMode.NONE;
+            });
+        }
         if (s.password() != null) {
             if (s.user() != null) {
                 b.withAuthentication(s.user(), s.password().toCharArray());
             } else {
                 b.withPassword(s.password().toCharArray());
             }
+        }
+        return b.build();
+    }
+
+    /**
+     * What every TLS connection trusts and presents: the CA file (else the JVM's trust store) and
+     * the client certificate and key when given; a handshake waits at most {@code wait}.
+     */
+    private static SslOptions sslOptions(ClusterSettings s, Duration wait) {
+        SslOptions.Builder b = SslOptions.builder().jdkSslProvider().handshakeTimeout(wait);
+        ClusterSettings.TlsFiles f = s.tlsFiles();
+        if (f.caFile() != null) {
+            b.trustManager(f.caFile().toFile());
+        }
+        if (f.certFile() != null) {
+            b.keyManager(f.certFile().toFile(), f.keyFile().toFile(), null);
         }
         return b.build();
     }
@@ -280,9 +314,11 @@ public final class ClusterBlockStore implements SharedBlockStore, AutoCloseable 
 
     private static Diagnosis diagnose(ClusterSettings s, ClientResources resources, Duration wait, RuntimeException e) {
         StringBuilder why = new StringBuilder();
+        String tlsHint = null;
         for (String node : s.nodes()) {
             RedisClient single = RedisClient.create(resources, uri(s, node, wait));
-            single.setOptions(ClientOptions.builder().maintNotificationsConfig(MaintNotificationsConfig.disabled()).build());
+            single.setOptions(ClientOptions.builder().maintNotificationsConfig(MaintNotificationsConfig.disabled())
+                    .sslOptions(sslOptions(s, wait)).build());
             try (StatefulRedisConnection<String, String> c = single.connect()) {
                 String info = c.sync().clusterInfo();
                 if (!info.contains("cluster_state:ok")) {
@@ -293,14 +329,45 @@ public final class ClusterBlockStore implements SharedBlockStore, AutoCloseable 
                 boolean auth = m.contains("WRONGPASS") || m.contains("NOAUTH") || m.contains("invalid password")
                         || m.contains("invalid username-password");
                 why.append("; node ").append(node).append(auth ? " refused the credentials (" : " failed (").append(firstLine(m)).append(')');
+                tlsHint = tlsHint != null ? tlsHint : tlsHint(s, nodeError);
             } finally {
                 single.shutdown(Duration.ZERO, Duration.ofSeconds(1));
             }
         }
         String text = "cannot open the cluster tier at " + s.nodes() + " (tiers.cluster.nodes): " + firstLine(rootMessage(e)) + why
                 + (why.indexOf("credentials") >= 0 ? " — check tiers.cluster.user and the password in tiers.cluster.password-env"
-                + " or tiers.cluster.password-file" : "");
+                + " or tiers.cluster.password-file" : "") + (tlsHint != null && why.indexOf("credentials") < 0 ? " — " + tlsHint : "");
         return new Diagnosis(s.scrub(text), why.indexOf("credentials") >= 0);
+    }
+
+    /**
+     * What to check when a node's failure looks like TLS: a failed handshake with TLS, or a
+     * connection closed at once without (a node listening with TLS drops a plain client); null
+     * otherwise.
+     */
+    private static String tlsHint(ClusterSettings s, Throwable error) {
+        boolean handshake = false;
+        boolean closed = false;
+        for (Throwable c = error; c != null; c = c.getCause() == c ? null : c.getCause()) {
+            handshake |= c instanceof javax.net.ssl.SSLException;
+            String m = String.valueOf(c.getMessage());
+            closed |= m.contains("Connection closed") || m.contains("Connection reset") || m.contains("closed prematurely")
+                    || m.contains("Connection is closed");
+        }
+        if (!s.tls()) {
+            return closed ? "the node closed the connection at once, as a node listening with TLS does to a plain client:"
+                    + " if the cluster uses TLS, set tiers.cluster.tls: true and tiers.cluster.tls-ca-file" : null;
+        }
+        if (!handshake && !closed) {
+            return null;
+        }
+        ClusterSettings.TlsFiles f = s.tlsFiles();
+        return "the TLS handshake failed: check that tiers.cluster.tls-ca-file ("
+                + (f.caFile() != null ? f.caFile() : "not set: the JVM's trust store") + ") holds the CA that signed the nodes' certificates"
+                + (f.certFile() == null ? ", and give tiers.cluster.tls-cert-file and tls-key-file if the nodes require client"
+                + " certificates (tls-auth-clients yes)" : ", and that the nodes trust the CA of tiers.cluster.tls-cert-file (" + f.certFile() + ")")
+                + (f.verify() == StrataConfig.ClusterTlsVerify.FULL ? "; with tls-verify: full each certificate must also name the host"
+                + " or IP address it is reached at" : "");
     }
 
     /** The first line of a client message (the cluster client appends a multi-line list of every seed's failure). */

@@ -24,13 +24,19 @@ import java.util.concurrent.TimeUnit;
  * A real Redis Cluster on this machine, started from the {@code redis-server} binary on the
  * {@code PATH}: {@code primaries} primaries and {@code replicas} replicas per primary on
  * 127.0.0.1, on consecutive ports from a base, protected by a password ({@code requirepass} and
- * {@code masterauth}). Tests and {@code strata cluster up|down|status} use it.
+ * {@code masterauth}), optionally over TLS ({@link Tls}). Tests and {@code strata cluster up|down|status}
+ * use it.
  *
  * <h2>Design note</h2>
  * Everything lives in one directory: {@code cluster.properties} (the layout: ports, primaries,
  * replicas), {@code password} (0600), and per node {@code node-PORT/} with its {@code redis.conf}
  * (0600, it holds the password), {@code nodes.conf} (the cluster's own state), {@code redis.pid}
- * and {@code redis.log}. {@link #start} launches every node; when the nodes have no cluster state
+ * and {@code redis.log}. With TLS, {@code tls/} holds the {@link LocalCertificates} (made with
+ * {@code openssl} when the cluster is described, or signed by a CA placed there beforehand) and every
+ * node listens only with TLS ({@code port 0}, {@code tls-port}), speaks TLS to the other nodes on the
+ * cluster bus and for replication ({@code tls-cluster}, {@code tls-replication}), so it announces
+ * its TLS port; {@code redis-cli} reaches the nodes with the CA and the client certificate.
+ * {@link #start} launches every node; when the nodes have no cluster state
  * yet it joins them with {@code redis-cli --cluster create}, otherwise they rejoin from their
  * {@code nodes.conf} (a restart keeps the cluster's shape, not its data: nothing is persisted).
  * It returns once every node reports {@code cluster_state:ok}. The password reaches
@@ -45,6 +51,7 @@ public final class LocalRedisCluster {
     public static final String HOST = "127.0.0.1";
     private static final String LAYOUT = "cluster.properties";
     private static final String PASSWORD = "password";
+    private static final String TLS_DIR = "tls";
     private static final Duration STOP_GRACE = Duration.ofSeconds(5);
 
     private final Path dir;        // the cluster's directory
@@ -54,6 +61,17 @@ public final class LocalRedisCluster {
     private final String password; // requirepass/masterauth of every node; null: none
     private final long maxmemory;  // bytes of data each node keeps before it evicts by maxmemoryPolicy; 0: no limit
     private final String maxmemoryPolicy; // allkeys-lru or allkeys-lfu: the cluster is a cache
+    private final Tls tls;                // how clients reach the nodes
+
+    /** How clients reach the nodes. */
+    public enum Tls {
+        /** Plain TCP. */
+        OFF,
+        /** TLS; a client proves nothing about itself ({@code tls-auth-clients optional}: a certificate, if sent, must be valid). */
+        ON,
+        /** Mutual TLS: a client must present a certificate signed by the cluster's CA ({@code tls-auth-clients yes}). */
+        MUTUAL
+    }
 
     /** Bytes each node holds by default before it evicts: 256 MiB. */
     public static final long DEFAULT_MAXMEMORY = 256L << 20;
@@ -61,7 +79,8 @@ public final class LocalRedisCluster {
     public static final List<String> POLICIES = List.of("allkeys-lru", "allkeys-lfu");
 
     private LocalRedisCluster(Path dir, int primaries, int replicas, int portBase, String password, long maxmemory,
-                              String maxmemoryPolicy) {
+                              String maxmemoryPolicy, Tls tls) {
+        this.tls = tls;
         this.dir = dir;
         this.primaries = primaries;
         this.replicas = replicas;
@@ -93,6 +112,18 @@ public final class LocalRedisCluster {
      */
     public static LocalRedisCluster create(Path dir, int primaries, int replicas, int portBase, boolean withPassword, long maxmemory,
                                            String policy) {
+        return create(dir, primaries, replicas, portBase, withPassword, maxmemory, policy, Tls.OFF);
+    }
+
+    /**
+     * As {@link #create(Path, int, int, int, boolean, long, String)}, reached with {@code tls}:
+     * other than {@link Tls#OFF}, the {@link LocalCertificates} are made in {@code dir/tls} now.
+     *
+     * @throws IllegalStateException naming {@code openssl} when TLS is asked for and it is missing
+     */
+    public static LocalRedisCluster create(Path dir, int primaries, int replicas, int portBase, boolean withPassword, long maxmemory,
+                                           String policy, Tls tls) {
+        java.util.Objects.requireNonNull(tls, "tls");
         if (maxmemory != 0 && maxmemory < (1L << 20)) {
             throw new IllegalArgumentException("maxmemory per node must be 0 (no limit) or at least 1 MiB, got " + maxmemory + " bytes");
         }
@@ -131,12 +162,16 @@ public final class LocalRedisCluster {
             p.setProperty("password", Boolean.toString(withPassword));
             p.setProperty("maxmemory", Long.toString(maxmemory));
             p.setProperty("maxmemory-policy", policy);
+            p.setProperty("tls", tls.name().toLowerCase(Locale.ROOT));
+            if (tls != Tls.OFF) {
+                LocalCertificates.ensure(dir.resolve(TLS_DIR));
+            }
             StringBuilder text = new StringBuilder("# a local Redis Cluster started by strata\n");
-            for (String k : List.of("primaries", "replicas", "port-base", "password", "maxmemory", "maxmemory-policy")) {
+            for (String k : List.of("primaries", "replicas", "port-base", "password", "maxmemory", "maxmemory-policy", "tls")) {
                 text.append(k).append('=').append(p.getProperty(k)).append('\n');
             }
             writePrivate(dir.resolve(LAYOUT), text.toString());
-            return new LocalRedisCluster(dir, primaries, replicas, portBase, password, maxmemory, policy);
+            return new LocalRedisCluster(dir, primaries, replicas, portBase, password, maxmemory, policy, tls);
         } catch (IOException e) {
             throw new UncheckedIOException("cannot prepare the cluster directory " + dir + ": " + e.getMessage(), e);
         }
@@ -158,11 +193,12 @@ public final class LocalRedisCluster {
             String password = Boolean.parseBoolean(p.getProperty("password")) ? readPassword(dir.resolve(PASSWORD)) : null;
             return new LocalRedisCluster(dir, Integer.parseInt(p.getProperty("primaries")), Integer.parseInt(p.getProperty("replicas")),
                     Integer.parseInt(p.getProperty("port-base")), password, Long.parseLong(p.getProperty("maxmemory", "0")),
-                    p.getProperty("maxmemory-policy", "allkeys-lru"));
+                    p.getProperty("maxmemory-policy", "allkeys-lru"), Tls.valueOf(p.getProperty("tls", "off").toUpperCase(Locale.ROOT)));
         } catch (IOException e) {
             throw new UncheckedIOException("cannot read " + layout + ": " + e.getMessage(), e);
-        } catch (NumberFormatException | NullPointerException e) {
-            throw new IllegalArgumentException(layout + " is not a cluster layout (primaries, replicas, port-base): " + e.getMessage(), e);
+        } catch (IllegalArgumentException | NullPointerException e) {
+            throw new IllegalArgumentException(layout + " is not a cluster layout (primaries, replicas, port-base, tls off|on|mutual): "
+                    + e.getMessage(), e);
         }
     }
 
@@ -214,6 +250,16 @@ public final class LocalRedisCluster {
         return password == null ? null : dir.resolve(PASSWORD);
     }
 
+    /** How clients reach the nodes. */
+    public Tls tls() {
+        return tls;
+    }
+
+    /** The cluster's certificates (in {@code dir/tls}), or null without TLS. */
+    public LocalCertificates certificates() {
+        return tls == Tls.OFF ? null : LocalCertificates.in(dir.resolve(TLS_DIR));
+    }
+
     /** Every node's {@code host:port}, primaries' ports first. */
     public List<String> nodes() {
         List<String> out = new ArrayList<>();
@@ -246,6 +292,9 @@ public final class LocalRedisCluster {
         Path cli = binary("redis-cli");
         long deadline = System.nanoTime() + wait.toNanos();
         boolean fresh = true;
+        if (tls != Tls.OFF) {
+            LocalCertificates.ensure(dir.resolve(TLS_DIR));
+        }
         try {
             for (int port : ports()) {
                 Path nodeDir = dir.resolve("node-" + port);
@@ -265,7 +314,7 @@ public final class LocalRedisCluster {
                 awaitListening(port, deadline);
             }
             if (fresh) {
-                List<String> cmd = new ArrayList<>(List.of(cli.toString(), "--cluster", "create"));
+                List<String> cmd = cli(cli, "--cluster", "create");
                 cmd.addAll(nodes());
                 cmd.addAll(List.of("--cluster-replicas", Integer.toString(replicas), "--cluster-yes"));
                 Result r = run(cmd, deadline);
@@ -359,8 +408,8 @@ public final class LocalRedisCluster {
                 out.add(new NodeStatus(port, 0, "-", "down"));
                 continue;
             }
-            String info = run(List.of(cli.toString(), "-h", HOST, "-p", Integer.toString(port), "info", "replication"), deadline).output;
-            String cluster = run(List.of(cli.toString(), "-h", HOST, "-p", Integer.toString(port), "cluster", "info"), deadline).output;
+            String info = run(cli(cli, "-h", HOST, "-p", Integer.toString(port), "info", "replication"), deadline).output;
+            String cluster = run(cli(cli, "-h", HOST, "-p", Integer.toString(port), "cluster", "info"), deadline).output;
             out.add(new NodeStatus(port, h.get().pid(), field(info, "role"), field(cluster, "cluster_state")));
         }
         return out;
@@ -382,9 +431,33 @@ public final class LocalRedisCluster {
         }
     }
 
+    /** A {@code redis-cli} command line with {@code args}, reaching the nodes with TLS when they use it. */
+    private List<String> cli(Path cli, String... args) {
+        List<String> cmd = new ArrayList<>(List.of(cli.toString()));
+        LocalCertificates c = certificates();
+        if (c != null) {
+            cmd.addAll(List.of("--tls", "--cacert", c.caCert().toString(), "--cert", c.clientCert().toString(),
+                    "--key", c.clientKey().toString()));
+        }
+        cmd.addAll(List.of(args));
+        return cmd;
+    }
+
     private String config(int port, Path nodeDir) {
         StringBuilder c = new StringBuilder();
-        c.append("port ").append(port).append('\n');
+        LocalCertificates certs = certificates();
+        if (certs == null) {
+            c.append("port ").append(port).append('\n');
+        } else {
+            c.append("port 0\n");
+            c.append("tls-port ").append(port).append('\n');
+            c.append("tls-cluster yes\n");
+            c.append("tls-replication yes\n");
+            c.append("tls-cert-file ").append(certs.nodeCert().toAbsolutePath()).append('\n');
+            c.append("tls-key-file ").append(certs.nodeKey().toAbsolutePath()).append('\n');
+            c.append("tls-ca-cert-file ").append(certs.caCert().toAbsolutePath()).append('\n');
+            c.append("tls-auth-clients ").append(tls == Tls.MUTUAL ? "yes" : "optional").append('\n');
+        }
         c.append("bind ").append(HOST).append('\n');
         c.append("dir ").append(nodeDir.toAbsolutePath()).append('\n');
         c.append("pidfile ").append(nodeDir.toAbsolutePath().resolve("redis.pid")).append('\n');
@@ -425,7 +498,7 @@ public final class LocalRedisCluster {
         Path cli = binary("redis-cli");
         for (int port : ports()) {
             while (true) {
-                Result r = run(List.of(cli.toString(), "-h", HOST, "-p", Integer.toString(port), "cluster", "info"), deadline);
+                Result r = run(cli(cli, "-h", HOST, "-p", Integer.toString(port), "cluster", "info"), deadline);
                 if ("ok".equals(field(r.output, "cluster_state"))) {
                     break;
                 }
@@ -496,6 +569,17 @@ public final class LocalRedisCluster {
      * @throws IllegalStateException naming the binary and how to install it
      */
     static Path binary(String name) {
+        return binary(name, "a local Redis Cluster needs Redis 7 or Valkey:"
+                + " install it with 'apt-get install -y redis-server' (Debian, Ubuntu) or your system's package of Redis 7");
+    }
+
+    /**
+     * The executable {@code name} on the PATH.
+     *
+     * @param why what needs it and how to install it, for the error
+     * @throws IllegalStateException naming the binary and {@code why}
+     */
+    static Path binary(String name, String why) {
         String path = System.getenv("PATH");
         if (path != null) {
             for (String d : path.split(java.io.File.pathSeparator)) {
@@ -508,8 +592,7 @@ public final class LocalRedisCluster {
                 }
             }
         }
-        throw new IllegalStateException(name + " is not on the PATH; a local Redis Cluster needs Redis 7 or Valkey:"
-                + " install it with 'apt-get install -y redis-server' (Debian, Ubuntu) or your system's package of Redis 7");
+        throw new IllegalStateException(name + " is not on the PATH; " + why);
     }
 
     /** True when {@code redis-server} and {@code redis-cli} are on the PATH. */
@@ -542,8 +625,13 @@ public final class LocalRedisCluster {
 
     @Override
     public String toString() {
-        return String.format(Locale.ROOT, "local Redis Cluster in %s: %d primaries × %d replicas on %s:%d-%d, %s per node (%s)", dir,
+        return String.format(Locale.ROOT, "local Redis Cluster in %s: %d primaries × %d replicas on %s:%d-%d, %s per node (%s)%s", dir,
                 primaries, replicas, HOST, portBase, portBase + ports().size() - 1,
-                maxmemory == 0 ? "no memory limit" : (maxmemory >> 20) + " MiB", maxmemoryPolicy);
+                maxmemory == 0 ? "no memory limit" : (maxmemory >> 20) + " MiB", maxmemoryPolicy,
+                switch (tls) {
+                    case OFF -> "";
+                    case ON -> ", TLS";
+                    case MUTUAL -> ", mutual TLS";
+                });
     }
 }

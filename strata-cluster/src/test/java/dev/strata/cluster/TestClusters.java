@@ -18,4 +18,10 @@ final class TestClusters {
         return LocalRedisCluster.create(dir, primaries, replicas, LocalRedisCluster.freePortBase(primaries * (1 + replicas)), true,
                 maxmemory, "allkeys-lru").start(Duration.ofSeconds(30));
     }
+
+    /** As {@link #start(Path, int, int)}, reached with {@code tls} (certificates made in {@code dir/tls}). */
+    static LocalRedisCluster start(Path dir, int primaries, int replicas, LocalRedisCluster.Tls tls) {
+        return LocalRedisCluster.create(dir, primaries, replicas, LocalRedisCluster.freePortBase(primaries * (1 + replicas)), true,
+                LocalRedisCluster.DEFAULT_MAXMEMORY, "allkeys-lru", tls).start(Duration.ofSeconds(30));
+    }
 }

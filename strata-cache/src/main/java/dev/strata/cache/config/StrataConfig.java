@@ -100,13 +100,38 @@ public record StrataConfig(DeviceTier device, PeerTier peer, HostTier host, Pool
      * @param queueBytes    the most block bytes written to the cluster and not yet answered; a write past it is dropped
      * @param capacityHint  the cluster's memory for KV blocks as the operator sizes it (its primaries' maxmemory), bytes;
      *                      0: not given. A hint for reports: the cluster itself evicts at its own limit
+     * @param tlsCaFile     PEM file of the CA that signed the nodes' certificates; null: the JVM's default trust store
+     * @param tlsCertFile   PEM certificate (chain) this client presents (mutual TLS); null: none
+     * @param tlsKeyFile    PEM private key (PKCS#8, unencrypted) of {@code tlsCertFile}; null: none
+     * @param tlsVerify     how the nodes' certificates are checked; the combinations are validated where
+     *                      the files are read (strata-cluster's ClusterSettings)
      */
     public record ClusterTier(List<String> nodes, String user, String passwordEnv, Path passwordFile, boolean tls,
                               long ttlMillis, long timeoutMillis, String tenant, ClusterWrite write, ClusterAdmission admission,
-                              long queueBytes, long capacityHint) {
+                              long queueBytes, long capacityHint, Path tlsCaFile, Path tlsCertFile, Path tlsKeyFile,
+                              ClusterTlsVerify tlsVerify) {
         public ClusterTier {
             nodes = List.copyOf(nodes);
+            java.util.Objects.requireNonNull(tlsVerify, "tlsVerify");
         }
+
+        /** A tier without TLS files: the JVM's trust store and full verification when {@code tls}. */
+        public ClusterTier(List<String> nodes, String user, String passwordEnv, Path passwordFile, boolean tls,
+                           long ttlMillis, long timeoutMillis, String tenant, ClusterWrite write, ClusterAdmission admission,
+                           long queueBytes, long capacityHint) {
+            this(nodes, user, passwordEnv, passwordFile, tls, ttlMillis, timeoutMillis, tenant, write, admission, queueBytes, capacityHint,
+                    null, null, null, ClusterTlsVerify.FULL);
+        }
+    }
+
+    /** How the nodes' TLS certificates are checked ({@code tiers.cluster.tls-verify}). */
+    public enum ClusterTlsVerify {
+        /** Signed by a trusted CA and issued for the host name or IP address the client connects to. */
+        FULL,
+        /** Signed by a trusted CA, for any host. */
+        CA,
+        /** Not checked at all: encryption without authentication of the nodes. */
+        NONE
     }
 
     /** When KV blocks are written to the cluster ({@code tiers.cluster.write}). */
@@ -304,7 +329,7 @@ public record StrataConfig(DeviceTier device, PeerTier peer, HostTier host, Pool
             return null;
         }
         c.allowOnly("nodes", "user", "password-env", "password-file", "tls", "ttl", "timeout", "tenant", "write", "admission",
-                "write-queue", "capacity");
+                "write-queue", "capacity", "tls-ca-file", "tls-cert-file", "tls-key-file", "tls-verify");
         List<String> nodes = c.list("nodes");
         if (nodes.isEmpty()) {
             throw new ConfigException("tiers.cluster.nodes is required: the cluster's seed nodes as host:port (e.g. [10.0.0.5:7000])");
@@ -333,7 +358,13 @@ public record StrataConfig(DeviceTier device, PeerTier peer, HostTier host, Pool
                 c.millis("ttl", DEFAULT_CLUSTER_TTL_MILLIS, 1_000, 365L * 86_400_000),
                 c.millis("timeout", DEFAULT_CLUSTER_TIMEOUT_MILLIS, 1, 600_000), tenant,
                 c.choice("write", ClusterWrite.class, ClusterWrite.COMMIT), c.choice("admission", ClusterAdmission.class, ClusterAdmission.ALL),
-                queueBytes(c), c.size("capacity", 0));
+                queueBytes(c), c.size("capacity", 0), optionalPath(c, "tls-ca-file"), optionalPath(c, "tls-cert-file"),
+                optionalPath(c, "tls-key-file"), c.choice("tls-verify", ClusterTlsVerify.class, ClusterTlsVerify.FULL));
+    }
+
+    private static Path optionalPath(ConfigNode c, String name) {
+        String t = c.text(name, null);
+        return t == null || t.isBlank() ? null : Path.of(t);
     }
 
     private static long queueBytes(ConfigNode c) {
