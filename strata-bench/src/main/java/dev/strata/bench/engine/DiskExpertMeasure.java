@@ -87,7 +87,7 @@ public final class DiskExpertMeasure {
                         + c.numExpertsPerTok());
             }
         }
-        return figures(dir, diskDir, threads, promptTokens, steps, rounds, 0, false, log);
+        return figures(dir, diskDir, threads, promptTokens, steps, rounds, 0, false, -1, log);
     }
 
     /**
@@ -100,9 +100,14 @@ public final class DiskExpertMeasure {
      * @param slotsPerLayer the pager's slots per MoE layer, at least top-k; the streaming baseline's
      *                      shared pool holds as many slots in all ({@code layers × slotsPerLayer}),
      *                      which must be at least one layer's experts
+     * @param repeatInput   negative: each decode step's input is the previous step's greedy token;
+     *                      in {@code [0, 1]}: the input is the previous step's input with this
+     *                      probability, else a uniformly random token (seeded per round, the same on
+     *                      both sides), which sets the routing turnover where greedy decoding of a
+     *                      synthetic model would fall into a loop of a few tokens
      */
     public static List<Figure> figures(Path dir, Path diskDir, int threads, int promptTokens, int steps, int rounds,
-            int slotsPerLayer, boolean turnover, PrintStream log) {
+            int slotsPerLayer, boolean turnover, double repeatInput, PrintStream log) {
         try (ModelDirectory model = ModelDirectory.open(dir); KernelPool pool = new KernelPool(threads)) {
             ModelConfig c = model.config();
             int layers = ModelRunner.moeLayerCount(c);
@@ -113,6 +118,9 @@ public final class DiskExpertMeasure {
                 throw new IllegalArgumentException("the disk expert benchmark needs >= 2 MoE layers, at least top-k slots per layer"
                         + " and a budget of at least one layer's experts; got " + layers + " layers, " + experts + " experts, top-"
                         + topK + ", " + perLayer + " slots per layer");
+            }
+            if (repeatInput > 1 || Double.isNaN(repeatInput)) {
+                throw new IllegalArgumentException("repeatInput must be negative (greedy) or a probability in [0, 1], got " + repeatInput);
             }
             long expertBytes = ModelRunner.expertLayout(c).bytes();
             int budgetSlots = perLayer * layers; // expert slots of the budget, for both sides
@@ -151,7 +159,7 @@ public final class DiskExpertMeasure {
                     long[] pagedSteps = {0};
                     int[] roundOf = {0, 0};
                     DoubleSupplier streamRun = () -> decode(streamed.runner(), null, c, promptTokens, steps,
-                            7000 + roundOf[0]++, streamedTokens, null, null);
+                            7000 + roundOf[0]++, streamedTokens, null, null, repeatInput);
                     RoutingTurnover turnovers = new RoutingTurnover(layers); // counts the paged side's decode steps
                     List<Double> turnoverPerRound = new ArrayList<>();
                     if (turnover) {
@@ -160,7 +168,7 @@ public final class DiskExpertMeasure {
                     DoubleSupplier pagedRun = () -> {
                         turnovers.reset();
                         double tps = decode(paged.runner(), pager, c, promptTokens, steps, 7000 + roundOf[1]++, pagedTokens,
-                                pagedBytes, turnovers);
+                                pagedBytes, turnovers, repeatInput);
                         pagedSteps[0] += steps;
                         turnoverPerRound.add(turnovers.turnover());
                         return tps;
@@ -202,7 +210,9 @@ public final class DiskExpertMeasure {
                         figures.add(Figure.sampled(TURNOVER_FIGURE, "share", "none (a property of the routing)",
                                 new Sample(measured), Double.NaN, ">= 0").withNote(String.format(Locale.ROOT, "share of a layer's"
                                         + " top-%d experts not routed at the previous decode step, over %d MoE layers and %d decode"
-                                        + " steps per round (greedy decoding of the prompt), %d rounds", topK, layers, steps,
+                                        + " steps per round (%s), %d rounds", topK, layers, steps, repeatInput < 0
+                                        ? "each step's input the previous greedy token" : String.format(Locale.ROOT, "each step's"
+                                        + " input the previous input with probability %.2f, else a random token", repeatInput),
                                 measured.length)));
                     }
                     return figures;
@@ -212,13 +222,15 @@ public final class DiskExpertMeasure {
     }
 
     /**
-     * Prefills a seeded prompt, decodes {@code steps} greedy tokens (timed) and records them;
+     * Prefills a seeded prompt, decodes {@code steps} tokens (timed; inputs as {@code repeatInput}
+     * says) and records each step's greedy token;
      * tokens/s. With a pager, adds the bytes it fetched during the decode steps to {@code fetched[0]}.
      */
     private static double decode(ModelRunner runner, ExpertPager pager, ModelConfig c, int promptTokens, int steps, long seed,
-            List<int[]> record, long[] fetched, RoutingTurnover turnover) {
+            List<int[]> record, long[] fetched, RoutingTurnover turnover, double repeatInput) {
         int[] prompt = ComputeMeasure.prompt(c.vocabSize(), promptTokens, seed);
-        int[] out = new int[steps];
+        int[] out = new int[steps]; // the greedy token of each step: both sides must agree
+        java.util.SplittableRandom inputs = new java.util.SplittableRandom(~seed); // forced inputs, when repeatInput >= 0
         try (ModelRunner.Sequence seq = runner.newSequence()) {
             if (turnover != null) {
                 turnover.counting(false);
@@ -231,8 +243,9 @@ public final class DiskExpertMeasure {
             long before = pager == null ? 0 : pager.stats().bytesFetched();
             long start = System.nanoTime();
             for (int i = 0; i < steps; i++) {
-                token = EngineInstance.argmax(seq.decode(token));
-                out[i] = token;
+                int greedy = EngineInstance.argmax(seq.decode(token));
+                out[i] = greedy;
+                token = repeatInput < 0 ? greedy : inputs.nextDouble() < repeatInput ? token : inputs.nextInt(c.vocabSize());
             }
             double tps = steps * 1e9 / (System.nanoTime() - start);
             if (pager != null) {
