@@ -20,7 +20,8 @@ public final class BenchRunner {
             "experts", ExpertsScenario::new,
             "engine", EngineScenario::new,
             "peer", PeerScenario::new,
-            "cluster", ClusterScenario::new));
+            "cluster", ClusterScenario::new,
+            "seeds", SeedsScenario::new));
 
     private BenchRunner() {
     }

@@ -103,7 +103,8 @@ public final class ClusterScenario implements Scenario {
         return LocalRedisCluster.create(dir, 3, 1, LocalRedisCluster.freePortBase(6), true);
     }
 
-    private static void deleteTree(Path dir) throws IOException {
+    /** Deletes {@code dir} and everything under it; nothing when it does not exist. */
+    static void deleteTree(Path dir) throws IOException {
         if (!Files.exists(dir)) {
             return;
         }

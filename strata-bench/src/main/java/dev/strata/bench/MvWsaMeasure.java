@@ -107,8 +107,12 @@ public final class MvWsaMeasure {
 
     /** The figures; the table of simulated latencies goes to {@code out} (null: not printed). */
     public static List<Figure> figures(boolean quick, PrintStream out) {
+        return figures(workloads(), quick, out);
+    }
+
+    /** The figures of the given workloads only ({@link #workloads} names them); the table goes to {@code out} (null: not printed). */
+    static List<Figure> figures(List<Workload> workloads, boolean quick, PrintStream out) {
         List<Outcome> outcomes = new ArrayList<>();
-        List<Workload> workloads = workloads();
         Progress progress = new Progress(Log.stream("bench"), workloads.size());
         for (Workload w : workloads) {
             progress.step("simulating the " + w.name().replace('_', '-') + " workload");

@@ -25,7 +25,8 @@ import picocli.CommandLine.Parameters;
                 "engine (decode against the memory roofline, prefill against the matmul peak, cross-instance prefix TTFT,",
                 "disk-resident experts against static streaming),",
                 "peer (revocation-to-callback and drain latency, KV and expert fetches served from peers under churn),",
-                "cluster (cluster block store throughput against Redis, failover recovery)."})
+                "cluster (cluster block store throughput against Redis, failover recovery),",
+                "seeds (published results of vLLM offload, Beluga, WiSP and Harvest beside Strata's measured or modelled figure)."})
 final class BenchCommand implements Callable<Integer> {
 
     @Parameters(index = "0", paramLabel = "SCENARIO", description = "the scenario to run, or all: ${COMPLETION-CANDIDATES}",

@@ -2,6 +2,7 @@ package dev.strata.bench.engine;
 
 import dev.strata.bench.Figure;
 import dev.strata.bench.Paired;
+import dev.strata.bench.Sample;
 import dev.strata.bench.Trials;
 import dev.strata.cache.expert.ExpertMasters;
 import dev.strata.cache.expert.ExpertPager;
@@ -60,6 +61,8 @@ public final class DiskExpertMeasure {
     static final String STREAMING_GOAL = ">= 1.5";
     static final String STREAMING_BASELINE = "static layer-by-layer streaming from disk at the same DRAM budget";
     static final String BOUND_FIGURE = "expert_disk_decode_vs_disk_bound";
+    /** The routing turnover figure's name. */
+    public static final String TURNOVER_FIGURE = "expert_routing_turnover";
     static final String BOUND_BASELINE = "disk-bandwidth bound: disk read GB/s / pager's disk bytes per token";
     private static final int BLOCK_TOKENS = 16;
 
@@ -74,19 +77,54 @@ public final class DiskExpertMeasure {
      */
     public static List<Figure> figures(Path dir, Path diskDir, int threads, int promptTokens, int steps, int rounds,
             PrintStream log) {
+        try (ModelDirectory model = ModelDirectory.open(dir)) {
+            ModelConfig c = model.config();
+            int layers = ModelRunner.moeLayerCount(c);
+            int experts = c.numExperts();
+            if (layers < 2 || experts % layers != 0 || experts / layers < c.numExpertsPerTok()) {
+                throw new IllegalArgumentException("the disk expert benchmark needs >= 2 MoE layers and an expert count that is a"
+                        + " multiple of them, at least top-k times; got " + layers + " layers, " + experts + " experts, top-"
+                        + c.numExpertsPerTok());
+            }
+        }
+        return figures(dir, diskDir, threads, promptTokens, steps, rounds, 0, false, -1, log);
+    }
+
+    /**
+     * As {@link #figures(Path, Path, int, int, int, int, PrintStream)} at a budget of
+     * {@code slotsPerLayer} expert slots per MoE layer (0: one layer's experts spread over the
+     * layers, as there), and, when {@code turnover} is set, a third figure: {@value #TURNOVER_FIGURE},
+     * the share of a layer's routed experts that were not routed at the previous decode step,
+     * measured on the pager's decode steps ({@link RoutingTurnover}).
+     *
+     * @param slotsPerLayer the pager's slots per MoE layer, at least top-k; the streaming baseline's
+     *                      shared pool holds as many slots in all ({@code layers × slotsPerLayer}),
+     *                      which must be at least one layer's experts
+     * @param repeatInput   negative: each decode step's input is the previous step's greedy token;
+     *                      in {@code [0, 1]}: the input is the previous step's input with this
+     *                      probability, else a uniformly random token (seeded per round, the same on
+     *                      both sides), which sets the routing turnover where greedy decoding of a
+     *                      synthetic model would fall into a loop of a few tokens
+     */
+    public static List<Figure> figures(Path dir, Path diskDir, int threads, int promptTokens, int steps, int rounds,
+            int slotsPerLayer, boolean turnover, double repeatInput, PrintStream log) {
         try (ModelDirectory model = ModelDirectory.open(dir); KernelPool pool = new KernelPool(threads)) {
             ModelConfig c = model.config();
             int layers = ModelRunner.moeLayerCount(c);
             int experts = c.numExperts();
             int topK = c.numExpertsPerTok();
-            if (layers < 2 || experts % layers != 0 || experts / layers < topK) {
-                throw new IllegalArgumentException("the disk expert benchmark needs >= 2 MoE layers and an expert count that is a"
-                        + " multiple of them, at least top-k times; got " + layers + " layers, " + experts + " experts, top-"
-                        + topK);
+            int perLayer = slotsPerLayer > 0 ? slotsPerLayer : experts / Math.max(1, layers); // Strata's slots per layer
+            if (layers < 2 || perLayer < topK || (long) perLayer * layers < experts) {
+                throw new IllegalArgumentException("the disk expert benchmark needs >= 2 MoE layers, at least top-k slots per layer"
+                        + " and a budget of at least one layer's experts; got " + layers + " layers, " + experts + " experts, top-"
+                        + topK + ", " + perLayer + " slots per layer");
             }
-            int perLayer = experts / layers; // Strata's slots per layer: the budget spread over the layers
+            if (repeatInput > 1 || Double.isNaN(repeatInput)) {
+                throw new IllegalArgumentException("repeatInput must be negative (greedy) or a probability in [0, 1], got " + repeatInput);
+            }
             long expertBytes = ModelRunner.expertLayout(c).bytes();
-            long budget = experts * expertBytes; // DRAM for expert weights: one layer's experts
+            int budgetSlots = perLayer * layers; // expert slots of the budget, for both sides
+            long budget = budgetSlots * expertBytes; // DRAM for expert weights
             long modelExperts = (long) layers * experts * expertBytes;
             long diskCapacity = (long) layers * experts * Sizes.alignUp(expertBytes + 8192, 4096) + 16 * Sizes.MiB;
             long slack = Sizes.MiB; // the DEVICE tier's own rounding
@@ -121,11 +159,18 @@ public final class DiskExpertMeasure {
                     long[] pagedSteps = {0};
                     int[] roundOf = {0, 0};
                     DoubleSupplier streamRun = () -> decode(streamed.runner(), null, c, promptTokens, steps,
-                            7000 + roundOf[0]++, streamedTokens, null);
+                            7000 + roundOf[0]++, streamedTokens, null, null, repeatInput);
+                    RoutingTurnover turnovers = new RoutingTurnover(layers); // counts the paged side's decode steps
+                    List<Double> turnoverPerRound = new ArrayList<>();
+                    if (turnover) {
+                        paged.runner().routingObserver(turnovers);
+                    }
                     DoubleSupplier pagedRun = () -> {
+                        turnovers.reset();
                         double tps = decode(paged.runner(), pager, c, promptTokens, steps, 7000 + roundOf[1]++, pagedTokens,
-                                pagedBytes);
+                                pagedBytes, turnovers, repeatInput);
                         pagedSteps[0] += steps;
+                        turnoverPerRound.add(turnovers.turnover());
                         return tps;
                     };
                     Paired streamVsPaged = Trials.paired(rounds, streamRun, pagedRun);
@@ -141,7 +186,7 @@ public final class DiskExpertMeasure {
                     double bound = diskGBps * 1e9 / bytesPerToken;
                     String setup = String.format(Locale.ROOT, "%s; experts %.0f MB on DISK (direct I/O), DRAM budget %.1f MB"
                                     + " (%d expert slots of %.2f MB: %d per layer for the pager, one shared pool for streaming)",
-                            ComputeMeasure.describe(c), modelExperts / 1e6, budget / 1e6, experts, expertBytes / 1e6, perLayer);
+                            ComputeMeasure.describe(c), modelExperts / 1e6, budget / 1e6, budgetSlots, expertBytes / 1e6, perLayer);
                     List<Figure> figures = new ArrayList<>();
                     figures.add(Figure.paired("expert_disk_decode_vs_static_streaming", "tokens/s", STREAMING_BASELINE,
                             streamVsPaged, STREAMING_GOAL).withNote(setup + String.format(Locale.ROOT, "; %d decode steps after a"
@@ -158,6 +203,18 @@ public final class DiskExpertMeasure {
                         figures.add(Figure.missing(BOUND_FIGURE, "tokens/s", BOUND_BASELINE, ">= 0", "the pager read nothing"
                                 + " from disk while decoding (every routed expert was resident): no disk bound to compare with"));
                     }
+                    if (turnover) {
+                        // the first paged run warmed up; the measured rounds follow it
+                        double[] measured = turnoverPerRound.subList(1, turnoverPerRound.size()).stream()
+                                .mapToDouble(Double::doubleValue).toArray();
+                        figures.add(Figure.sampled(TURNOVER_FIGURE, "share", "none (a property of the routing)",
+                                new Sample(measured), Double.NaN, ">= 0").withNote(String.format(Locale.ROOT, "share of a layer's"
+                                        + " top-%d experts not routed at the previous decode step, over %d MoE layers and %d decode"
+                                        + " steps per round (%s), %d rounds", topK, layers, steps, repeatInput < 0
+                                        ? "each step's input the previous greedy token" : String.format(Locale.ROOT, "each step's"
+                                        + " input the previous input with probability %.2f, else a random token", repeatInput),
+                                measured.length)));
+                    }
                     return figures;
                 }
             }
@@ -165,24 +222,37 @@ public final class DiskExpertMeasure {
     }
 
     /**
-     * Prefills a seeded prompt, decodes {@code steps} greedy tokens (timed) and records them;
+     * Prefills a seeded prompt, decodes {@code steps} tokens (timed; inputs as {@code repeatInput}
+     * says) and records each step's greedy token;
      * tokens/s. With a pager, adds the bytes it fetched during the decode steps to {@code fetched[0]}.
      */
     private static double decode(ModelRunner runner, ExpertPager pager, ModelConfig c, int promptTokens, int steps, long seed,
-            List<int[]> record, long[] fetched) {
+            List<int[]> record, long[] fetched, RoutingTurnover turnover, double repeatInput) {
         int[] prompt = ComputeMeasure.prompt(c.vocabSize(), promptTokens, seed);
-        int[] out = new int[steps];
+        int[] out = new int[steps]; // the greedy token of each step: both sides must agree
+        java.util.SplittableRandom inputs = new java.util.SplittableRandom(~seed); // forced inputs, when repeatInput >= 0
         try (ModelRunner.Sequence seq = runner.newSequence()) {
+            if (turnover != null) {
+                turnover.counting(false);
+            }
             int token = EngineInstance.argmax(seq.prefill(prompt, false)[0]);
+            if (turnover != null) {
+                turnover.newSequence();
+                turnover.counting(true);
+            }
             long before = pager == null ? 0 : pager.stats().bytesFetched();
             long start = System.nanoTime();
             for (int i = 0; i < steps; i++) {
-                token = EngineInstance.argmax(seq.decode(token));
-                out[i] = token;
+                int greedy = EngineInstance.argmax(seq.decode(token));
+                out[i] = greedy;
+                token = repeatInput < 0 ? greedy : inputs.nextDouble() < repeatInput ? token : inputs.nextInt(c.vocabSize());
             }
             double tps = steps * 1e9 / (System.nanoTime() - start);
             if (pager != null) {
                 fetched[0] += pager.stats().bytesFetched() - before;
+            }
+            if (turnover != null) {
+                turnover.counting(false);
             }
             record.add(out);
             return tps;
