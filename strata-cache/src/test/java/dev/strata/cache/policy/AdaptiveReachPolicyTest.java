@@ -13,58 +13,8 @@ import org.junit.jupiter.api.Test;
 /** The adaptive-reach policy: levels by reach, prefix order inside a level, and the switch between its two rules on regrets. */
 class AdaptiveReachPolicyTest {
 
-    /** A KV block in one tier: its key, its parent, how many requests reached it, whether it is tracked now. */
-    private static final class Block extends PolicyNode implements PrefixNode {
-        final String name;
-        final Block parent;
-        boolean inTier;
-        boolean pinned;
-        long reach = 1;
-
-        Block(String name, Block parent, long reach) {
-            this.name = name;
-            this.parent = parent;
-            this.reach = reach;
-        }
-
-        @Override
-        public PriorityClass priority() {
-            return pinned ? PriorityClass.ACTIVE : PriorityClass.RECENT;
-        }
-
-        @Override
-        public boolean evictable() {
-            return !pinned;
-        }
-
-        @Override
-        public long keyHash() {
-            return name.hashCode() * 0x9E3779B97F4A7C15L;
-        }
-
-        @Override
-        public PolicyNode prefixParent() {
-            return parent != null && parent.inTier ? parent : null;
-        }
-
-        @Override
-        public int residentPrefixChildren() {
-            return 0;
-        }
-
-        @Override
-        public long prefixReach() {
-            return reach;
-        }
-
-        @Override
-        public String toString() {
-            return name;
-        }
-    }
-
-    private static Block insert(AdaptiveReachPolicy p, String name, Block parent, long reach) {
-        Block b = new Block(name, parent, reach);
+    private static PrefixBlock insert(AdaptiveReachPolicy p, String name, PrefixBlock parent, long reach) {
+        PrefixBlock b = new PrefixBlock(name, parent, reach);
         b.inTier = true;
         p.onInsert(b);
         return b;
@@ -76,7 +26,7 @@ class AdaptiveReachPolicyTest {
         assertThat(v).isNotNull();
         assertThat(v.evictable()).isTrue();
         p.onRemove(v);
-        ((Block) v).inTier = false;
+        ((PrefixBlock) v).inTier = false;
         return v.toString();
     }
 
@@ -87,8 +37,8 @@ class AdaptiveReachPolicyTest {
         insert(p, "hot", null, 7);
         insert(p, "once-old", null, 1);
         insert(p, "warm-new", null, 3);
-        Block onceNew = insert(p, "once-new", null, 1);
-        Block pinned = insert(p, "once-pinned", null, 1);
+        PrefixBlock onceNew = insert(p, "once-new", null, 1);
+        PrefixBlock pinned = insert(p, "once-pinned", null, 1);
         pinned.pinned = true;
         p.onEligibilityChange(pinned);
         assertThat(p.levelSize(AdaptiveReachPolicy.ONCE)).isEqualTo(2);
@@ -109,19 +59,19 @@ class AdaptiveReachPolicyTest {
     @Test
     void aFinishedRequestStandsInPrefixOrderSoItsTailLeavesBeforeItsTrunk() {
         AdaptiveReachPolicy p = new AdaptiveReachPolicy();
-        Block other = insert(p, "other", null, 1);
+        PrefixBlock other = insert(p, "other", null, 1);
         // a request writes root, a, b, c pinned, then releases them root first (as a block manager does)
-        List<Block> chain = new ArrayList<>();
-        Block parent = null;
+        List<PrefixBlock> chain = new ArrayList<>();
+        PrefixBlock parent = null;
         for (String n : List.of("root", "a", "b", "c")) {
-            Block b = new Block(n, parent, 1);
+            PrefixBlock b = new PrefixBlock(n, parent, 1);
             b.pinned = true;
             b.inTier = true;
             p.onInsert(b);
             chain.add(b);
             parent = b;
         }
-        for (Block b : chain) {
+        for (PrefixBlock b : chain) {
             b.pinned = false;
             p.onEligibilityChange(b);
         }
@@ -175,7 +125,7 @@ class AdaptiveReachPolicyTest {
         p.skip(p.victim());
         p.restoreSkipped();
         p.onRemove(v); // removed for another reason (say, promoted), not as the victim offered: no ghost
-        ((Block) v).inTier = false;
+        ((PrefixBlock) v).inTier = false;
         insert(p, "h", null, 5);
         assertThat(p.regrets(AdaptiveReachPolicy.RECENCY)).isZero();
     }
@@ -200,13 +150,13 @@ class AdaptiveReachPolicyTest {
     void underRandomEventsVictimsAreEvictableAndTrackedAndEachLevelStaysInTimeOrder() {
         Property.forAll("adaptive-reach invariants", 60, rnd -> {
             AdaptiveReachPolicy p = new AdaptiveReachPolicy();
-            Map<String, Block> resident = new HashMap<>();
-            List<Block> live = new ArrayList<>();
+            Map<String, PrefixBlock> resident = new HashMap<>();
+            List<PrefixBlock> live = new ArrayList<>();
             int capacity = 1 + rnd.nextInt(12);
             for (int step = 0; step < 400; step++) {
                 int op = rnd.nextInt(4);
                 if (op == 0 || live.isEmpty()) { // a request writes a chain under a random resident block
-                    Block parent = live.isEmpty() || rnd.nextInt(3) == 0 ? null : live.get(rnd.nextInt(live.size()));
+                    PrefixBlock parent = live.isEmpty() || rnd.nextInt(3) == 0 ? null : live.get(rnd.nextInt(live.size()));
                     String name = (parent == null ? "" : parent.name + "/") + rnd.nextInt(4);
                     if (resident.containsKey(name)) {
                         continue;
@@ -216,7 +166,7 @@ class AdaptiveReachPolicyTest {
                         if (v == null) {
                             break;
                         }
-                        Block vb = (Block) v;
+                        PrefixBlock vb = (PrefixBlock) v;
                         assertThat(vb.evictable()).isTrue();
                         assertThat(vb.inTier).isTrue();
                         p.onRemove(vb);
@@ -228,27 +178,27 @@ class AdaptiveReachPolicyTest {
                         continue;
                     }
                     long reach = parent == null ? 1 + rnd.nextInt(6) : 1 + rnd.nextInt((int) parent.reach);
-                    Block b = insert(p, name, parent != null && parent.inTier ? parent : null, reach);
+                    PrefixBlock b = insert(p, name, parent != null && parent.inTier ? parent : null, reach);
                     live.add(b);
                     resident.put(name, b);
                 } else if (op == 1) { // a hit: reach grows, never past the parent's
-                    Block b = live.get(rnd.nextInt(live.size()));
+                    PrefixBlock b = live.get(rnd.nextInt(live.size()));
                     long cap = b.parent != null && b.parent.inTier ? b.parent.reach : Long.MAX_VALUE;
                     b.reach = Math.min(cap, b.reach + 1);
                     p.onAccess(b);
                 } else if (op == 2) { // pin or unpin
-                    Block b = live.get(rnd.nextInt(live.size()));
+                    PrefixBlock b = live.get(rnd.nextInt(live.size()));
                     b.pinned = !b.pinned;
                     p.onEligibilityChange(b);
                 } else { // a removal that is not an eviction
-                    Block b = live.remove(rnd.nextInt(live.size()));
+                    PrefixBlock b = live.remove(rnd.nextInt(live.size()));
                     p.onRemove(b);
                     b.inTier = false;
                     resident.remove(b.name);
                 }
                 assertThat(p.size()).isEqualTo(live.size());
                 assertThat(live.size()).isLessThanOrEqualTo(capacity);
-                int evictable = (int) live.stream().filter(Block::evictable).count();
+                int evictable = (int) live.stream().filter(PrefixBlock::evictable).count();
                 assertThat(p.levelSize(0) + p.levelSize(1) + p.levelSize(2)).isEqualTo(evictable);
                 p.checkOrder();
             }

@@ -3,7 +3,6 @@ package dev.strata.cache.policy;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import dev.strata.cache.PriorityClass;
 import dev.strata.testing.Property;
 import java.util.ArrayList;
 import java.util.List;
@@ -13,78 +12,21 @@ import org.junit.jupiter.api.Test;
 /** The prefix-aware policy: leaves only, two segments with an adaptive split, exact child counts under any order of events. */
 class PrefixAwarePolicyTest {
 
-    /** A block of a prefix tree in one tier: knows its parent and whether it is tracked now. */
-    private static final class Block extends PolicyNode implements PrefixNode {
-        final String name;
-        final Block parent;
-        final List<Block> children = new ArrayList<>();
-        boolean inTier; // tracked by the policy under test
-        boolean pinned;
-        long reach = 1;
-
-        Block(String name, Block parent) {
-            this.name = name;
-            this.parent = parent;
-            if (parent != null) {
-                parent.children.add(this);
-            }
-        }
-
-        @Override
-        public PriorityClass priority() {
-            return pinned ? PriorityClass.ACTIVE : PriorityClass.RECENT;
-        }
-
-        @Override
-        public boolean evictable() {
-            return !pinned;
-        }
-
-        @Override
-        public long keyHash() {
-            return name.hashCode() * 0x9E3779B97F4A7C15L;
-        }
-
-        @Override
-        public PolicyNode prefixParent() {
-            return parent != null && parent.inTier ? parent : null;
-        }
-
-        @Override
-        public int residentPrefixChildren() {
-            return (int) children.stream().filter(c -> c.inTier).count();
-        }
-
-        @Override
-        public long prefixReach() {
-            return reach;
-        }
-
-        int trackedChildren() {
-            return (int) children.stream().filter(c -> c.inTier).count();
-        }
-
-        @Override
-        public String toString() {
-            return name;
-        }
-    }
-
-    private static void insert(PrefixAwarePolicy p, Block b) {
+    private static void insert(PrefixAwarePolicy p, PrefixBlock b) {
         b.inTier = true; // the store records residency, then tells the policy
         p.onInsert(b);
     }
 
-    private static void remove(PrefixAwarePolicy p, Block b) {
+    private static void remove(PrefixAwarePolicy p, PrefixBlock b) {
         p.onRemove(b); // the policy hears of the removal while the block is still resident
         b.inTier = false;
     }
 
-    private static List<String> drain(PrefixAwarePolicy p, List<Block> all) {
+    private static List<String> drain(PrefixAwarePolicy p, List<PrefixBlock> all) {
         List<String> order = new ArrayList<>();
         PolicyNode v;
         while ((v = p.victim()) != null) {
-            Block b = (Block) v;
+            PrefixBlock b = (PrefixBlock) v;
             assertThat(b.trackedChildren()).as("children of victim %s", b).isZero();
             order.add(b.name);
             remove(p, b);
@@ -95,10 +37,10 @@ class PrefixAwarePolicyTest {
     @Test
     void evictsLeavesFirstEvenWhenTheParentIsOlder() {
         PrefixAwarePolicy p = new PrefixAwarePolicy();
-        Block a = new Block("a", null);
-        Block b = new Block("b", a);
-        Block c = new Block("c", b);
-        Block x = new Block("x", null);
+        PrefixBlock a = new PrefixBlock("a", null);
+        PrefixBlock b = new PrefixBlock("b", a);
+        PrefixBlock c = new PrefixBlock("c", b);
+        PrefixBlock x = new PrefixBlock("x", null);
         insert(p, a);
         insert(p, b);
         insert(p, c);
@@ -111,12 +53,12 @@ class PrefixAwarePolicyTest {
     @Test
     void blocksReachedOnceGoBeforeSharedBlocksUntilAGhostSaysOtherwise() {
         PrefixAwarePolicy p = new PrefixAwarePolicy();
-        Block shared = new Block("shared", null);
+        PrefixBlock shared = new PrefixBlock("shared", null);
         shared.reach = 2;
         insert(p, shared);
-        Block[] once = new Block[3];
+        PrefixBlock[] once = new PrefixBlock[3];
         for (int i = 0; i < once.length; i++) {
-            once[i] = new Block("once" + i, null);
+            once[i] = new PrefixBlock("once" + i, null);
             insert(p, once[i]);
         }
         // no evidence yet: the reached-once segment has target 0, so it is emptied first (scan
@@ -129,8 +71,8 @@ class PrefixAwarePolicyTest {
     @Test
     void aSecondRequestMovesABlockIntoTheSharedSegment() {
         PrefixAwarePolicy p = new PrefixAwarePolicy();
-        Block a = new Block("a", null);
-        Block x = new Block("x", null);
+        PrefixBlock a = new PrefixBlock("a", null);
+        PrefixBlock x = new PrefixBlock("x", null);
         insert(p, a);
         insert(p, x);
         assertThat(p.onceSize()).isEqualTo(2);
@@ -143,21 +85,21 @@ class PrefixAwarePolicyTest {
     @Test
     void ghostHitsMoveTheTargetTowardsTheSegmentThatWasCutTooShort() {
         PrefixAwarePolicy p = new PrefixAwarePolicy();
-        List<Block> sharedBlocks = new ArrayList<>();
+        List<PrefixBlock> sharedBlocks = new ArrayList<>();
         for (int i = 0; i < 6; i++) {
-            Block s = new Block("s" + i, null);
+            PrefixBlock s = new PrefixBlock("s" + i, null);
             s.reach = 3;
             insert(p, s);
             sharedBlocks.add(s);
         }
-        Block[] once = new Block[4];
+        PrefixBlock[] once = new PrefixBlock[4];
         for (int i = 0; i < once.length; i++) {
-            once[i] = new Block("o" + i, null);
+            once[i] = new PrefixBlock("o" + i, null);
             insert(p, once[i]);
         }
         // pressure: two reached-once blocks leave (target 0), o0 then o1
         for (int i = 0; i < 2; i++) {
-            Block v = (Block) p.victim();
+            PrefixBlock v = (PrefixBlock) p.victim();
             assertThat(v.name).isEqualTo("o" + i);
             remove(p, v);
         }
@@ -170,7 +112,7 @@ class PrefixAwarePolicyTest {
         assertThat(p.ghostCounts()).containsExactly(1, 0);
         // o0 is shared now; make room again: the once segment (2 blocks: o2, o3) is under its target,
         // so the least recently used shared block goes
-        Block v = (Block) p.victim();
+        PrefixBlock v = (PrefixBlock) p.victim();
         assertThat(v.name).isEqualTo("s0");
         remove(p, v);
         assertThat(p.ghostCounts()).containsExactly(1, 1);
@@ -186,7 +128,7 @@ class PrefixAwarePolicyTest {
     }
 
     /** A reached-once block evicted earlier is reached again and re-inserted. */
-    private static void o(PrefixAwarePolicy p, Block b) {
+    private static void o(PrefixAwarePolicy p, PrefixBlock b) {
         b.reach++;
         insert(p, b);
     }
@@ -194,18 +136,18 @@ class PrefixAwarePolicyTest {
     @Test
     void ghostsAreBoundedByTheTierSizeAndForgetTheOldestFirst() {
         PrefixAwarePolicy p = new PrefixAwarePolicy();
-        List<Block> resident = new ArrayList<>();
+        List<PrefixBlock> resident = new ArrayList<>();
         for (int i = 0; i < 5; i++) {
-            Block b = new Block("r" + i, null);
+            PrefixBlock b = new PrefixBlock("r" + i, null);
             insert(p, b);
             resident.add(b);
         }
-        List<Block> evicted = new ArrayList<>();
+        List<PrefixBlock> evicted = new ArrayList<>();
         for (int i = 0; i < 13; i++) { // evict one, insert a fresh one: the tier stays at 5 blocks
-            Block v = (Block) p.victim();
+            PrefixBlock v = (PrefixBlock) p.victim();
             remove(p, v);
             evicted.add(v);
-            insert(p, new Block("n" + i, null));
+            insert(p, new PrefixBlock("n" + i, null));
             p.checkGhosts();
         }
         assertThat(p.ghostCounts()).containsExactly(5, 0);
@@ -220,9 +162,9 @@ class PrefixAwarePolicyTest {
     @Test
     void aParentArrivingAfterItsChildrenIsNotACandidateUntilTheyLeave() {
         PrefixAwarePolicy p = new PrefixAwarePolicy();
-        Block a = new Block("a", null);
-        Block b = new Block("b", a);
-        Block c = new Block("c", a);
+        PrefixBlock a = new PrefixBlock("a", null);
+        PrefixBlock b = new PrefixBlock("b", a);
+        PrefixBlock c = new PrefixBlock("c", a);
         insert(p, b); // demoted first: the leaves arrive before their parent
         insert(p, c);
         insert(p, a);
@@ -237,9 +179,9 @@ class PrefixAwarePolicyTest {
     @Test
     void pinnedLeavesProtectTheirAncestorsAndUnpinningCountsAsAUse() {
         PrefixAwarePolicy p = new PrefixAwarePolicy();
-        Block a = new Block("a", null);
-        Block b = new Block("b", a);
-        Block y = new Block("y", null);
+        PrefixBlock a = new PrefixBlock("a", null);
+        PrefixBlock b = new PrefixBlock("b", a);
+        PrefixBlock y = new PrefixBlock("y", null);
         insert(p, a);
         insert(p, b);
         insert(p, y);
@@ -257,8 +199,8 @@ class PrefixAwarePolicyTest {
     @Test
     void skippedLeavesComeBackAndMisuseIsRefused() {
         PrefixAwarePolicy p = new PrefixAwarePolicy();
-        Block a = new Block("a", null);
-        Block b = new Block("b", null);
+        PrefixBlock a = new PrefixBlock("a", null);
+        PrefixBlock b = new PrefixBlock("b", null);
         insert(p, a);
         insert(p, b);
         PolicyNode v = p.victim();
@@ -287,15 +229,15 @@ class PrefixAwarePolicyTest {
     void neverOffersABlockWithAResidentDescendantUnderRandomEvents() {
         Property.forAll("prefix-aware victims are leaves", 60, rnd -> {
             PrefixAwarePolicy p = new PrefixAwarePolicy();
-            List<Block> blocks = new ArrayList<>();
+            List<PrefixBlock> blocks = new ArrayList<>();
             int n = 5 + rnd.nextInt(60);
             for (int i = 0; i < n; i++) {
-                Block parent = i == 0 || rnd.nextInt(5) == 0 ? null : blocks.get(rnd.nextInt(blocks.size()));
-                blocks.add(new Block("b" + i, parent));
+                PrefixBlock parent = i == 0 || rnd.nextInt(5) == 0 ? null : blocks.get(rnd.nextInt(blocks.size()));
+                blocks.add(new PrefixBlock("b" + i, parent));
             }
-            List<Block> skipped = new ArrayList<>();
+            List<PrefixBlock> skipped = new ArrayList<>();
             for (int step = 0; step < 400; step++) {
-                Block b = blocks.get(rnd.nextInt(n));
+                PrefixBlock b = blocks.get(rnd.nextInt(n));
                 switch (rnd.nextInt(7)) {
                     case 0, 1 -> {
                         if (!b.inTier) {
@@ -327,10 +269,10 @@ class PrefixAwarePolicyTest {
                         PolicyNode v = p.victim();
                         if (v != null) {
                             if (rnd.nextBoolean()) {
-                                remove(p, (Block) v);
+                                remove(p, (PrefixBlock) v);
                             } else {
                                 p.skip(v);
-                                skipped.add((Block) v);
+                                skipped.add((PrefixBlock) v);
                             }
                         }
                     }
@@ -345,13 +287,13 @@ class PrefixAwarePolicyTest {
     }
 
     /** The victim is the least recently used evictable leaf of the segment the target picks; counts match the model. */
-    private static void check(PrefixAwarePolicy p, List<Block> blocks, List<Block> skipped, SplittableRandom rnd) {
+    private static void check(PrefixAwarePolicy p, List<PrefixBlock> blocks, List<PrefixBlock> skipped, SplittableRandom rnd) {
         long tracked = blocks.stream().filter(b -> b.inTier).count();
         assertThat(p.size()).isEqualTo((int) tracked);
-        Block[] best = new Block[2]; // [segment] least recently used candidate of the segment
+        PrefixBlock[] best = new PrefixBlock[2]; // [segment] least recently used candidate of the segment
         int candidates = 0;
         int onceCount = 0;
-        for (Block b : blocks) {
+        for (PrefixBlock b : blocks) {
             if (!b.inTier) {
                 continue;
             }
@@ -369,13 +311,13 @@ class PrefixAwarePolicyTest {
         assertThat(p.onceSize()).isEqualTo(onceCount);
         assertThat(p.onceTarget()).isBetween(0.0, (double) blocks.size());
         p.checkGhosts();
-        Block expected = best[0] == null ? best[1] : best[1] == null ? best[0] : p.onceSize() > p.onceTarget() ? best[0] : best[1];
+        PrefixBlock expected = best[0] == null ? best[1] : best[1] == null ? best[0] : p.onceSize() > p.onceTarget() ? best[0] : best[1];
         PolicyNode v = p.victim();
         if (expected == null) {
             assertThat(v).isNull();
         } else {
             assertThat(v).isNotNull();
-            Block vb = (Block) v;
+            PrefixBlock vb = (PrefixBlock) v;
             assertThat(vb.trackedChildren()).isZero();
             assertThat(vb.evictable()).isTrue();
             assertThat(vb).isSameAs(expected);
