@@ -161,10 +161,7 @@ public final class ConstrainedDecoder {
             return inString(str, budget);
         }
         long t0 = System.nanoTime();
-        int n = vocabulary.size();
-        long[] bits = new long[(n + 63) >>> 6];
-        int maxAfter = 0;
-        int minAfter = GrammarNode.FAR;
+        Marks marks = new Marks(vocabulary.size());
         int[] nodeStack = new int[64];
         GrammarFrame[] frameStack = new GrammarFrame[64];
         int top = 0;
@@ -186,14 +183,9 @@ public final class ConstrainedDecoder {
                 if (after == null) {
                     continue;
                 }
-                if (ft[c] >= 0) {
-                    int left = GrammarFrame.minRemaining(after);
-                    minAfter = Math.min(minAfter, left);
-                    if (left <= budget) {
-                        maxAfter = Math.max(maxAfter, left);
-                        for (int id = ft[c]; id >= 0; id = nt[id]) {
-                            bits[id >>> 6] |= 1L << (id & 63);
-                        }
+                if (ft[c] >= 0 && marks.fits(GrammarFrame.minRemaining(after), budget)) {
+                    for (int id = ft[c]; id >= 0; id = nt[id]) {
+                        marks.set(id);
                     }
                 }
                 if (fc[c] >= 0) {
@@ -207,9 +199,7 @@ public final class ConstrainedDecoder {
                 }
             }
         }
-        walks++;
-        walkNanos += System.nanoTime() - t0;
-        return new MaskCache.Mask(bits, maxAfter, minAfter);
+        return marks.done(t0);
     }
 
     /**
@@ -222,10 +212,7 @@ public final class ConstrainedDecoder {
      */
     private MaskCache.Mask inString(GrammarFrame.Str str, int budget) {
         long t0 = System.nanoTime();
-        int n = vocabulary.size();
-        long[] bits = new long[(n + 63) >>> 6];
-        int maxAfter = 0;
-        int minAfter = GrammarNode.FAR;
+        Marks marks = new Marks(vocabulary.size());
         GrammarNode.StringNode node = str.node();
         int rest = GrammarFrame.minRemaining(str) - str.minToEnd(); // what the enclosing frames need once the string ends
         long[] plain = vocabulary.plain;
@@ -239,29 +226,50 @@ public final class ConstrainedDecoder {
                 if (node.maxChars >= 0 && written > node.maxChars) {
                     continue;
                 }
-                int left = Math.max(0, node.minChars - written) + 1 + rest;
-                minAfter = Math.min(minAfter, left);
-                if (left <= budget) {
-                    maxAfter = Math.max(maxAfter, left);
-                    bits[w] |= 1L << (id & 63);
+                if (marks.fits(Math.max(0, node.minChars - written) + 1 + rest, budget)) {
+                    marks.set(id);
                 }
             }
         }
         for (int id : vocabulary.notPlain) {
             GrammarFrame after = GrammarFrame.step(str, vocabulary.bytes(id));
-            if (after == null) {
-                continue;
-            }
-            int left = GrammarFrame.minRemaining(after);
-            minAfter = Math.min(minAfter, left);
-            if (left <= budget) {
-                maxAfter = Math.max(maxAfter, left);
-                bits[id >>> 6] |= 1L << (id & 63);
+            if (after != null && marks.fits(GrammarFrame.minRemaining(after), budget)) {
+                marks.set(id);
             }
         }
-        walks++;
-        walkNanos += System.nanoTime() - t0;
-        return new MaskCache.Mask(bits, maxAfter, minAfter);
+        return marks.done(t0);
+    }
+
+    /** The mask a walk builds: the tokens allowed and the fewest and most bytes they leave to finish. */
+    private final class Marks {
+        final long[] bits;                 // [ceil(size / 64)]
+        int maxAfter;
+        int minAfter = GrammarNode.FAR;
+
+        Marks(int size) {
+            bits = new long[(size + 63) >>> 6];
+        }
+
+        /** Counts a token the grammar allows that leaves {@code left} bytes; true when that fits the budget. */
+        boolean fits(int left, int budget) {
+            minAfter = Math.min(minAfter, left);
+            if (left > budget) {
+                return false;
+            }
+            maxAfter = Math.max(maxAfter, left);
+            return true;
+        }
+
+        void set(int id) {
+            bits[id >>> 6] |= 1L << (id & 63);
+        }
+
+        /** The mask, with the walk counted in the decoder's statistics. */
+        MaskCache.Mask done(long startNanos) {
+            walks++;
+            walkNanos += System.nanoTime() - startNanos;
+            return new MaskCache.Mask(bits, maxAfter, minAfter);
+        }
     }
 
     /**

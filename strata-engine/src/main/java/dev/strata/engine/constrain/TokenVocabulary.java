@@ -110,49 +110,28 @@ public final class TokenVocabulary {
         this.notPlain = Arrays.copyOf(other, others);
     }
 
+    /** A string node that counts every character (its bound is never reached). */
+    private static final GrammarNode.StringNode CHARACTER_COUNT = new GrammarNode.StringNode(0, Integer.MAX_VALUE - 1);
+
     /**
-     * The code points of {@code t} when it is well-formed UTF-8 (as a JSON string admits it: no
-     * overlong forms, no encoded surrogates, nothing above U+10FFFF) without a quote, backslash or
-     * control character; 0 otherwise.
+     * The code points of {@code t} when, written inside a JSON string at a character boundary, it
+     * leaves the string open at a character boundary and holds no backslash (escapes are stepped
+     * byte by byte); 0 otherwise. The string frame of the grammar judges the bytes, so a plain
+     * token is exactly what that frame accepts.
      */
     static int plainStringChars(byte[] t) {
-        int chars = 0;
-        for (int i = 0; i < t.length; ) {
-            int b = t[i] & 0xFF;
-            int need;
-            int lo = 0x80;
-            int hi = 0xBF;
-            if (b < 0x80) {
-                if (b < 0x20 || b == '"' || b == '\\') {
-                    return 0;
-                }
-                need = 0;
-            } else if (b >= 0xC2 && b <= 0xDF) {
-                need = 1;
-            } else if (b >= 0xE0 && b <= 0xEF) {
-                need = 2;
-                lo = b == 0xE0 ? 0xA0 : 0x80;
-                hi = b == 0xED ? 0x9F : 0xBF;
-            } else if (b >= 0xF0 && b <= 0xF4) {
-                need = 3;
-                lo = b == 0xF0 ? 0x90 : 0x80;
-                hi = b == 0xF4 ? 0x8F : 0xBF;
-            } else {
+        GrammarFrame f = new GrammarFrame.Str(CHARACTER_COUNT, 0, 0, 0, 0, null);
+        for (byte b : t) {
+            if (b == '\\') {
                 return 0;
             }
-            if (i + need >= t.length && need > 0) {
-                return 0; // the character does not end within the token
+            f = f.feed(b & 0xFF);
+            if (!(f instanceof GrammarFrame.Str)) {
+                return 0; // refused, or a quote ended the string
             }
-            for (int k = 1; k <= need; k++) {
-                int c = t[i + k] & 0xFF;
-                if (k == 1 ? c < lo || c > hi : c < 0x80 || c > 0xBF) {
-                    return 0;
-                }
-            }
-            i += need + 1;
-            chars++;
         }
-        return chars;
+        GrammarFrame.Str end = (GrammarFrame.Str) f;
+        return end.need() == 0 ? end.chars() : 0;
     }
 
     /** The number of ids, allowed or not. */
