@@ -150,6 +150,11 @@ class RpcServerClientTest {
                 t.join();
             }
             assertThat(failures).isEmpty();
+            // the count is published at the polling thread's heartbeat, which may come after the last answer
+            long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(10);
+            while (server.requestsServed() == 0 && System.nanoTime() < deadline) {
+                Thread.sleep(5);
+            }
             assertThat(server.requestsServed()).isGreaterThan(0);
         }
     }
