@@ -1,5 +1,6 @@
 package dev.strata.memory;
 
+import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.ByteOrder;
@@ -33,6 +34,16 @@ import jdk.incubator.vector.VectorSpecies;
  * in steps of {@value #MAPPED_STEP} bytes so that each step is summed while it is still in the
  * first-level cache: one pass through memory still, a little over the cost of the copy.
  *
+ * <p>Only private native memory reaches the vector loop. The Vector API compiles a load or store
+ * of a memory segment to vector instructions only where the compiler can tell the segment is
+ * native: a loop that has also seen heap segments (arrays wrapped by
+ * {@link MemorySegment#ofArray}) falls back, at that call site and for every caller, to a
+ * per-lane Java path about a hundred times slower. {@link #run} therefore sends heap and mapped
+ * segments through the stepped path: the bytes pass through a native scratch of
+ * {@value #MAPPED_STEP} bytes (or are summed on the private native side of a copy), one step at a
+ * time, so that a process mixing heap values (the cluster tier's) with native slots keeps the
+ * fused loop at memory speed.
+ *
  * <p>Streaming: {@link #update} and {@link #copyAndUpdate} may split the bytes anywhere; the value
  * depends only on the concatenated bytes. A scalar reference ({@link #referenceValue}) defines the
  * value and the tests check the vector path against it.
@@ -55,7 +66,7 @@ public final class Checksum64 {
     private final long[] finalB = new long[8]; // scratch for value(): b with the last partial block
     private final byte[] carry = new byte[BLOCK]; // bytes of an incomplete block
     private final MemorySegment carrySegment = MemorySegment.ofArray(carry);
-    private MemorySegment scratch; // MAPPED_STEP bytes for updateMapped, made on first use
+    private MemorySegment scratch; // MAPPED_STEP bytes of native memory for the stepped path, made on first use
     private int carryLength; // bytes held in carry, 0..63
     private long totalLength; // bytes seen since reset
 
@@ -121,16 +132,27 @@ public final class Checksum64 {
      * class note).
      */
     public Checksum64 updateMapped(MemorySegment mapped, long offset, long length) {
-        if (scratch == null) {
-            scratch = MemorySegment.ofArray(new long[MAPPED_STEP / Long.BYTES]);
-        }
+        MemorySegment buffer = scratch();
         for (long done = 0; done < length; ) {
             long n = Math.min(MAPPED_STEP, length - done);
-            MemorySegment.copy(mapped, offset + done, scratch, 0, n);
-            run(scratch, 0, null, 0, n);
+            MemorySegment.copy(mapped, offset + done, buffer, 0, n);
+            run(buffer, 0, null, 0, n);
             done += n;
         }
         return this;
+    }
+
+    /** The native scratch of the stepped path, {@value #MAPPED_STEP} bytes, freed with this instance. */
+    private MemorySegment scratch() {
+        if (scratch == null) {
+            scratch = Arena.ofAuto().allocate(MAPPED_STEP, BLOCK);
+        }
+        return scratch;
+    }
+
+    /** Whether the vector loop may read or write {@code m}: private native memory (see the class note). */
+    private static boolean vectorSafe(MemorySegment m) {
+        return m.isNative() && !m.isMapped();
     }
 
     /** The checksum of the bytes added since the last reset. */
@@ -190,7 +212,11 @@ public final class Checksum64 {
         }
         long blocks = (length - done) / BLOCK;
         if (blocks > 0) {
-            vectorBlocks(src, srcOffset + done, dst, dstOffset + done, blocks, a, b);
+            if (vectorSafe(src) && (dst == null || vectorSafe(dst))) {
+                vectorBlocks(src, srcOffset + done, dst, dstOffset + done, blocks, a, b);
+            } else {
+                steppedBlocks(src, srcOffset + done, dst, dstOffset + done, blocks * BLOCK);
+            }
             done += blocks * BLOCK;
         }
         int tail = (int) (length - done);
@@ -203,7 +229,34 @@ public final class Checksum64 {
         }
     }
 
-    /** The hot loop: sums {@code blocks} 64-byte blocks, copying them when {@code dst != null}. */
+    /**
+     * Sums {@code length} bytes (whole blocks) of which {@code src} or {@code dst} is heap or
+     * mapped memory, in steps of {@value #MAPPED_STEP}: the vector loop sums a private native side
+     * (the source, or the destination after {@link MemorySegment#copy} filled it), else the native
+     * scratch the step was copied through.
+     */
+    private void steppedBlocks(MemorySegment src, long so, MemorySegment dst, long doff, long length) {
+        for (long done = 0; done < length; ) {
+            long n = Math.min(MAPPED_STEP, length - done);
+            if (vectorSafe(src)) {
+                vectorBlocks(src, so + done, null, 0, n / BLOCK, a, b);
+                MemorySegment.copy(src, so + done, dst, doff + done, n); // dst is not vector-safe here
+            } else if (dst != null && vectorSafe(dst)) {
+                MemorySegment.copy(src, so + done, dst, doff + done, n);
+                vectorBlocks(dst, doff + done, null, 0, n / BLOCK, a, b);
+            } else {
+                MemorySegment buffer = scratch();
+                MemorySegment.copy(src, so + done, buffer, 0, n);
+                vectorBlocks(buffer, 0, null, 0, n / BLOCK, a, b);
+                if (dst != null) {
+                    MemorySegment.copy(buffer, 0, dst, doff + done, n);
+                }
+            }
+            done += n;
+        }
+    }
+
+    /** The hot loop: sums {@code blocks} 64-byte blocks, copying them when {@code dst != null}; private native memory only. */
     private static void vectorBlocks(MemorySegment src, long so, MemorySegment dst, long doff, long blocks,
                                      long[] a, long[] b) {
         LongVector a0 = LongVector.fromArray(HALF, a, 0);

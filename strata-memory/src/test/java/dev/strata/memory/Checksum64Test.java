@@ -63,6 +63,43 @@ class Checksum64Test {
         }
     }
 
+    /**
+     * Heap, native and file-mapped segments on either side of the copy (heap and mapped ones take
+     * the stepped path through native memory): the same bytes copied, the same value.
+     */
+    @Test
+    void everyKindOfSegmentOnEitherSideCopiesAndSumsTheSame(@org.junit.jupiter.api.io.TempDir java.nio.file.Path dir)
+            throws java.io.IOException {
+        int max = 3 * Checksum64.MAPPED_STEP + 1000;
+        try (Arena arena = Arena.ofConfined();
+             java.nio.channels.FileChannel ch = java.nio.channels.FileChannel.open(dir.resolve("mapped"),
+                     java.nio.file.StandardOpenOption.CREATE, java.nio.file.StandardOpenOption.READ,
+                     java.nio.file.StandardOpenOption.WRITE)) {
+            MemorySegment file = ch.map(java.nio.channels.FileChannel.MapMode.READ_WRITE, 0, 2L * max + 64, arena);
+            java.util.List<java.util.function.IntFunction<MemorySegment>> kinds = java.util.List.of(
+                    n -> MemorySegment.ofArray(new byte[n + 8]).asSlice(8, n),     // heap (byte[])
+                    n -> MemorySegment.ofArray(new long[n / 8 + 2]).asSlice(3, n), // heap (long[]), unaligned
+                    n -> arena.allocate(n + 8, 64).asSlice(5, n),                  // native
+                    n -> file.asSlice(7, n));                                      // mapped
+            Property.forAll("checksum-segment-kinds", 64, r -> {
+                int n = r.nextInt(1, max);
+                byte[] data = randomBytes(r, n);
+                int from = r.nextInt(kinds.size());
+                int to = r.nextInt(kinds.size());
+                MemorySegment src = from == 3 ? file.asSlice(max + 8, n) : kinds.get(from).apply(n);
+                MemorySegment dst = kinds.get(to).apply(n);
+                MemorySegment.copy(data, 0, src, ValueLayout.JAVA_BYTE, 0, n);
+                long split = r.nextLong(0, n + 1);
+                Checksum64 copied = new Checksum64().copyAndUpdate(src, 0, dst, 0, split).copyAndUpdate(src, split, dst, split, n - split);
+                Checksum64 summed = new Checksum64().update(src, 0, split).update(src, split, n - split);
+                long expected = Checksum64.referenceValue(data);
+                assertThat(dst.toArray(ValueLayout.JAVA_BYTE)).as("kind %d -> %d, %d bytes", from, to, n).isEqualTo(data);
+                assertThat(copied.value()).as("kind %d -> %d, %d bytes", from, to, n).isEqualTo(expected);
+                assertThat(summed.value()).as("kind %d, %d bytes", from, n).isEqualTo(expected);
+            });
+        }
+    }
+
     @Test
     void theMappedVariantsCopyExactlyAndSumAsTheFusedCopy() {
         try (Arena arena = Arena.ofConfined()) {
