@@ -75,6 +75,35 @@ class ClusterCommandTest {
         }
     }
 
+    /**
+     * One payload byte of every value in the cluster flipped behind Strata's back: the header still
+     * passes, the checksum (checked by the copy into the KV slot) fails, and a server that reads
+     * them discards what landed, recomputes, and answers as the machine that computed the blocks.
+     */
+    private static void corruptedPayloadsAreRecomputed(Path model, String nodes, Path password, int base, String prompt, String expected)
+            throws Exception {
+        io.lettuce.core.cluster.RedisClusterClient raw = io.lettuce.core.cluster.RedisClusterClient.create(io.lettuce.core.RedisURI.builder()
+                .withHost("127.0.0.1").withPort(base).withPassword(java.nio.file.Files.readString(password).strip().toCharArray()).build());
+        int flipped = 0;
+        try (var c = raw.connect(io.lettuce.core.codec.ByteArrayCodec.INSTANCE)) {
+            var sync = c.sync();
+            for (byte[] key : sync.keys("strata:kv:*")) {
+                long at = dev.strata.cluster.ClusterBlockFormat.HEADER_BYTES + 5;
+                byte[] b = sync.getrange(key, at, at);
+                sync.setrange(key, at, new byte[] {(byte) (b[0] ^ 0x5A)});
+                flipped++;
+            }
+        } finally {
+            raw.shutdown();
+        }
+        assertThat(flipped).as("values A published").isPositive();
+        try (ServeCommand.Running c = serve(model, nodes, password)) {
+            assertThat(complete(c, prompt)).as("the answer after discarding corrupt blocks").isEqualTo(expected);
+            assertThat(metric(c, "strata_cluster_corrupt_values_total", "check=\"checksum\"")).as("values whose checksum failed")
+                    .isPositive();
+        }
+    }
+
     @Test
     void aPrefixServedOnOneMachineIsReusedFromTheClusterOnAnother() throws Exception {
         Path clusterDir = dir.resolve("cluster");
@@ -130,6 +159,7 @@ class ClusterCommandTest {
                 assertThat(ExamplesTest.sample(metricsB, "strata_cluster_read_bytes_total", "")).as("bytes B read from the cluster")
                         .isPositive();
             }
+            corruptedPayloadsAreRecomputed(model, nodes, clusterDir.resolve("password"), base, prompt, onA);
             writeBehindReachesAnotherMachine(model, nodes, clusterDir.resolve("password"));
         } finally {
             CliRun down = CliRun.of("cluster", "down", "--dir", clusterDir.toString());

@@ -27,7 +27,8 @@ import java.util.List;
  * All fields little-endian. A value passes {@link #verify} only if every field matches what the
  * reader expects (its key, its geometry, the length it asked for) and the payload's checksum
  * matches: anything else, a truncated value, garbage, a block of another geometry or one copied
- * under another key, is named by the failed check and never loaded.
+ * under another key, is named by the failed check and never loaded. {@link #land} checks the
+ * header, then copies the payload to its destination and checksums it in the same pass.
  *
  * <p>Pure; any thread.
  */
@@ -55,75 +56,92 @@ public final class ClusterBlockFormat {
                 Integer.toString(g.bytesPerBlock())).hash64();
     }
 
-    /** Encodes the concatenation of {@code sources} as a value (one pass: copy and checksum together). */
-    static byte[] encode(ObjectKey key, long geometry, List<MemorySegment> sources) {
-        long total = 0;
+    /** Bytes of the value of a block made of {@code sources}: the header and their concatenation. */
+    static long valueBytes(List<MemorySegment> sources) {
+        long total = HEADER_BYTES;
         for (MemorySegment s : sources) {
             total += s.byteSize();
         }
-        if (total > Integer.MAX_VALUE - HEADER_BYTES) {
-            throw new IllegalArgumentException("block " + key + " of " + total + " bytes is too large for one cluster value");
+        return total;
+    }
+
+    /**
+     * Writes the value of block {@code key}, the concatenation of {@code sources}, into
+     * {@code value} (exactly {@link #valueBytes} bytes): the payload copied and checksummed in one
+     * pass, then the header.
+     */
+    static void encode(ObjectKey key, long geometry, List<MemorySegment> sources, MemorySegment value) {
+        long total = valueBytes(sources) - HEADER_BYTES;
+        if (value.byteSize() != HEADER_BYTES + total) {
+            throw new IllegalArgumentException("block " + key + " of " + total + " bytes needs a value of " + (HEADER_BYTES + total)
+                    + " bytes, got " + value.byteSize());
         }
-        byte[] value = new byte[HEADER_BYTES + (int) total];
-        MemorySegment v = MemorySegment.ofArray(value);
         Checksum64 sum = new Checksum64().reset();
         long at = HEADER_BYTES;
         for (MemorySegment s : sources) {
-            sum.copyAndUpdate(s, 0, v, at, s.byteSize());
+            sum.copyAndUpdate(s, 0, value, at, s.byteSize());
             at += s.byteSize();
         }
-        v.set(LONG, 0, MAGIC);
-        v.set(INT, 8, VERSION);
-        v.set(INT, 12, HEADER_BYTES);
-        v.set(LONG, 16, total);
-        v.set(LONG, 24, geometry);
-        v.set(LONG, 32, key.high());
-        v.set(LONG, 40, key.low());
-        v.set(LONG, 48, sum.value());
+        value.set(LONG, 0, MAGIC);
+        value.set(INT, 8, VERSION);
+        value.set(INT, 12, HEADER_BYTES);
+        value.set(LONG, 16, total);
+        value.set(LONG, 24, geometry);
+        value.set(LONG, 32, key.high());
+        value.set(LONG, 40, key.low());
+        value.set(LONG, 48, sum.value());
+    }
+
+    /** As {@link #encode(ObjectKey, long, List, MemorySegment)}, into a new array. */
+    static byte[] encode(ObjectKey key, long geometry, List<MemorySegment> sources) {
+        long bytes = valueBytes(sources);
+        if (bytes > Integer.MAX_VALUE) {
+            throw new IllegalArgumentException("block " + key + " of " + (bytes - HEADER_BYTES) + " bytes is too large for one cluster value");
+        }
+        byte[] value = new byte[(int) bytes];
+        encode(key, geometry, sources, MemorySegment.ofArray(value));
         return value;
     }
 
     /**
-     * The first check {@code value} fails as the block {@code key} of {@code payloadBytes} bytes
-     * under {@code geometry}, or null when it passes every check.
+     * Checks {@code value} as the block {@code key} of {@code payloadBytes} bytes under
+     * {@code geometry} and copies its payload into {@code destinations}, in order, the checksum
+     * computed by the copy itself (one pass over the bytes).
+     *
+     * @return null when every check passed and the destinations hold the block; else the first
+     *         check that failed. The header is checked before anything is copied; when the
+     *         checksum fails, the destinations hold the unverified bytes and must not be used.
      */
-    static ClusterMetrics.Corruption verify(byte[] value, ObjectKey key, long geometry, long payloadBytes) {
-        if (value.length < HEADER_BYTES) {
+    static ClusterMetrics.Corruption land(MemorySegment value, ObjectKey key, long geometry, long payloadBytes,
+                                          List<MemorySegment> destinations) {
+        if (value.byteSize() < HEADER_BYTES) {
             return ClusterMetrics.Corruption.SHORT;
         }
-        MemorySegment v = MemorySegment.ofArray(value);
-        if (v.get(LONG, 0) != MAGIC) {
+        if (value.get(LONG, 0) != MAGIC) {
             return ClusterMetrics.Corruption.MAGIC;
         }
-        if (v.get(INT, 8) != VERSION || v.get(INT, 12) != HEADER_BYTES) {
+        if (value.get(INT, 8) != VERSION || value.get(INT, 12) != HEADER_BYTES) {
             return ClusterMetrics.Corruption.VERSION;
         }
-        long length = v.get(LONG, 16);
-        if (length != value.length - HEADER_BYTES) {
+        long length = value.get(LONG, 16);
+        if (length != value.byteSize() - HEADER_BYTES) {
             return ClusterMetrics.Corruption.SHORT;
         }
-        if (v.get(LONG, 24) != geometry) {
+        if (value.get(LONG, 24) != geometry) {
             return ClusterMetrics.Corruption.GEOMETRY;
         }
         if (length != payloadBytes) {
             return ClusterMetrics.Corruption.LENGTH;
         }
-        if (v.get(LONG, 32) != key.high() || v.get(LONG, 40) != key.low()) {
+        if (value.get(LONG, 32) != key.high() || value.get(LONG, 40) != key.low()) {
             return ClusterMetrics.Corruption.KEY;
         }
-        if (Checksum64.of(v, HEADER_BYTES, length) != v.get(LONG, 48)) {
-            return ClusterMetrics.Corruption.CHECKSUM;
-        }
-        return null;
-    }
-
-    /** Copies a verified value's payload into {@code destinations}, in order. */
-    static void copyPayload(byte[] value, List<MemorySegment> destinations) {
-        MemorySegment v = MemorySegment.ofArray(value);
+        Checksum64 sum = new Checksum64().reset();
         long at = HEADER_BYTES;
         for (MemorySegment d : destinations) {
-            MemorySegment.copy(v, at, d, 0, d.byteSize());
+            sum.copyAndUpdate(value, at, d, 0, d.byteSize());
             at += d.byteSize();
         }
+        return sum.value() == value.get(LONG, 48) ? null : ClusterMetrics.Corruption.CHECKSUM;
     }
 }

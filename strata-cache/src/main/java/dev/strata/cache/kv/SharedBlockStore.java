@@ -94,7 +94,9 @@ public interface SharedBlockStore {
      * As {@link #read}, answering through a future so that the caller's thread does not wait for
      * a store behind a network: the future completes (on any thread) once {@code destinations}
      * hold the verified block (true), or with false when it is absent, or exceptionally as
-     * {@link #read} throws. The destinations must stay valid until it completes. By default the
+     * {@link #read} throws; after false or a failure the destinations' bytes are undefined (a
+     * store may land bytes before their check fails). The destinations must stay valid until it
+     * completes. By default the
      * read is done at once on the calling thread.
      */
     default java.util.concurrent.CompletableFuture<Boolean> readAsync(ObjectKey key, List<MemorySegment> destinations) {
