@@ -45,9 +45,13 @@ import java.util.concurrent.atomic.AtomicLong;
  *   <li>baseline: {@code redis-benchmark --cluster -t set,get} with values of the size Strata
  *       stores (the block and its {@link ClusterBlockFormat#HEADER_BYTES}-byte header),
  *       {@link #CONNECTIONS} connections of pipeline depth {@link #DEPTH} (the same
- *       {@link #IN_FLIGHT} requests outstanding) and as many requests as Strata's run has blocks.
- *       It writes and reads one key per connection again and again, so its values stay in the
- *       nodes' caches, which Strata's working set does not: the baseline is the harder one.</li>
+ *       {@link #IN_FLIGHT} requests outstanding). It writes and reads one key per connection
+ *       again and again, so its values stay in the nodes' caches, which Strata's working set does
+ *       not: the baseline is the harder one. Its clock ends a test on a 250 ms tick
+ *       ({@link RedisBenchmark}), so its warm-up run (as many requests as Strata's run has
+ *       blocks) sizes the measured runs: enough requests that its faster test lasts at least
+ *       {@code baselineSeconds} even at the highest rate the warm-up allows, which bounds the
+ *       tick's error to a few percent (given in the note).</li>
  * </ul>
  * Baseline and candidate runs alternate after one warm-up run of each ({@link Trials}).
  * Figures {@code cluster_block_put_<size>} and {@code cluster_block_get_<size>} in blocks/s (one
@@ -103,13 +107,15 @@ public final class ClusterThroughputMeasure {
      * @param quick    a smaller working set and fewer rounds
      */
     public static List<Figure> figures(ClusterSettings settings, boolean quick, PrintStream log) {
-        long workingSet = quick ? 8 * Sizes.MiB : 128 * Sizes.MiB; // bytes of blocks per run, at least minBlocks blocks
-        int minBlocks = quick ? 64 : 128; // redis-benchmark's rate of a few dozen requests is mostly its start-up
+        long workingSet = quick ? 8 * Sizes.MiB : 384 * Sizes.MiB; // bytes of blocks per run (a third per primary), at least minBlocks blocks
+        int minBlocks = quick ? 32 : 128;
         int rounds = quick ? 1 : 5;
+        double baselineSeconds = quick ? 1 : 3; // the shortest a measured redis-benchmark test may last
         List<Figure> out = new ArrayList<>();
         for (long size : BLOCK_SIZES) {
             try {
-                out.addAll(measure(settings.withTimeout(TIMEOUT), size, (int) Math.max(minBlocks, workingSet / size), rounds, log));
+                out.addAll(measure(settings.withTimeout(TIMEOUT), size, (int) Math.max(minBlocks, workingSet / size), rounds,
+                        baselineSeconds, log));
             } catch (RuntimeException | IOException e) {
                 String why = "not measured: " + e.getMessage();
                 out.add(Figure.missing(figureName(true, size), "blocks/s", baseline(true), GOAL, why));
@@ -119,8 +125,8 @@ public final class ClusterThroughputMeasure {
         return out;
     }
 
-    private static List<Figure> measure(ClusterSettings settings, long size, int blocks, int rounds, PrintStream log)
-            throws IOException {
+    private static List<Figure> measure(ClusterSettings settings, long size, int blocks, int rounds, double baselineSeconds,
+                                        PrintStream log) throws IOException {
         KvGeometry g = geometry(size);
         String seed = settings.nodes().getFirst();
         long valueBytes = size + ClusterBlockFormat.HEADER_BYTES;
@@ -140,11 +146,21 @@ public final class ClusterThroughputMeasure {
             MemorySegment slots = arena.allocate(size * blocks, 4096); // one destination slot per block
             slots.fill((byte) 0);
             AtomicLong run = new AtomicLong();
+            int[] requests = {blocks};     // of each redis-benchmark test: the warm-up's, then as its rates say
+            double[] uncertainty = {0};    // the largest tick error of a measured redis-benchmark run
+            boolean[] sized = {false};     // the warm-up run has sized the measured ones
             Paired[] phases = Trials.pairedEach(rounds, () -> {
                 flush(seed, settings.password());
-                RedisBenchmark.Rates r = redisBenchmark(seed, settings.password(), valueBytes, blocks);
-                log.printf(Locale.ROOT, "      redis-benchmark %d KiB: SET %.0f/s, GET %.0f/s%n", size >> 10, r.setPerSecond(),
-                        r.getPerSecond());
+                int n = requests[0];
+                RedisBenchmark.Rates r = redisBenchmark(seed, settings.password(), valueBytes, n);
+                log.printf(Locale.ROOT, "      redis-benchmark %d KiB: SET %.0f/s, GET %.0f/s (%d requests each, %.2f s and %.2f s)%n",
+                        size >> 10, r.setPerSecond(), r.getPerSecond(), n, r.setSeconds(), r.getSeconds());
+                if (!sized[0]) { // the warm-up: size the measured runs
+                    sized[0] = true;
+                    requests[0] = (int) Math.max(blocks, Math.ceil(r.highestPerSecond(n) * baselineSeconds));
+                } else {
+                    uncertainty[0] = Math.max(uncertainty[0], r.uncertainty());
+                }
                 return new double[] {r.setPerSecond(), r.getPerSecond()};
             }, () -> {
                 flush(seed, settings.password());
@@ -162,9 +178,10 @@ public final class ClusterThroughputMeasure {
                 double redis = f.baselineValue();
                 figures.add(f
                         .withNote(String.format(Locale.ROOT, "%.0f MB/s of block bytes against %.0f MB/s; %d blocks of %d KiB per run"
-                                        + " on distinct keys, %d requests in flight; 3 primaries with 1 replica each on this machine;"
+                                        + " on distinct keys, %d requests in flight; redis-benchmark %d requests per test, its rate"
+                                        + " within %.1f%% (its 250 ms clock); 3 primaries with 1 replica each on this machine;"
                                         + " %d paired rounds", strata * size / 1e6, redis * size / 1e6, blocks, size >> 10,
-                                IN_FLIGHT, rounds)));
+                                IN_FLIGHT, requests[0], 100 * uncertainty[0], rounds)));
             }
             return figures;
         }

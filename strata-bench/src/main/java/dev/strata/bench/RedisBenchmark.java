@@ -21,15 +21,43 @@ import java.util.concurrent.TimeUnit;
  * cluster measured (a throw-away cluster on 127.0.0.1 that lives only during the run) is on its
  * command line.
  *
+ * <p>Its clock: in cluster mode redis-benchmark ends a test on its 250 ms progress timer, so the
+ * duration it divides by is the true one rounded up to the next tick (a test of 300 requests that
+ * takes 40 ms reports 300 / 0.251 s). {@link #run} therefore reports each rate with the reported
+ * duration shortened by half a tick, the middle of the durations that round to it, and the
+ * caller runs enough requests that half a tick is small against the duration
+ * ({@link Rates#uncertainty}).
+ *
  * <p>Stateless; any thread (each run is its own process).
  */
 public final class RedisBenchmark {
+    /** The period of redis-benchmark's timer that ends a test in cluster mode, seconds. */
+    static final double TICK_SECONDS = 0.25;
 
     private RedisBenchmark() {
     }
 
-    /** SET and GET requests per second of one run. */
-    public record Rates(double setPerSecond, double getPerSecond) {
+    /**
+     * SET and GET requests per second of one run, corrected for redis-benchmark's clock.
+     *
+     * @param setSeconds duration of the SET test as redis-benchmark reported it (a whole number of ticks)
+     * @param getSeconds the same for GET
+     */
+    public record Rates(double setPerSecond, double getPerSecond, double setSeconds, double getSeconds) {
+        /** The largest relative error of either rate from the clock's tick: half a tick over the shorter test. */
+        public double uncertainty() {
+            return TICK_SECONDS / 2 / Math.min(setSeconds, getSeconds);
+        }
+
+        /** The highest rate either test can have had: its requests over the reported duration less a whole tick. */
+        public double highestPerSecond(int requests) {
+            return requests / Math.max(TICK_SECONDS / 5, Math.min(setSeconds, getSeconds) - TICK_SECONDS);
+        }
+    }
+
+    /** The rate of {@code requests} over a reported duration of {@code reported} seconds, half a tick taken off. */
+    static double corrected(int requests, double reported) {
+        return requests / Math.max(TICK_SECONDS / 5, reported - TICK_SECONDS / 2);
     }
 
     /**
@@ -87,7 +115,7 @@ public final class RedisBenchmark {
         if (p.exitValue() != 0) {
             throw new IOException("redis-benchmark failed (exit " + p.exitValue() + ", " + shown + "): " + tail(out));
         }
-        return parse(out, shown);
+        return of(requests, parse(out, shown));
     }
 
     /**
@@ -123,12 +151,13 @@ public final class RedisBenchmark {
     }
 
     /**
-     * The SET and GET rates of redis-benchmark's {@code --csv} output: lines
-     * {@code "SET","1418.44",...} (other lines, such as the cluster's layout, are skipped).
+     * The SET and GET rates of redis-benchmark's {@code --csv} output as it printed them,
+     * {@code {set, get}}: lines {@code "SET","1418.44",...} (other lines, such as the cluster's
+     * layout, are skipped).
      *
      * @throws IOException naming the command and the output when either rate is absent
      */
-    static Rates parse(String csv, String command) throws IOException {
+    static double[] parse(String csv, String command) throws IOException {
         double set = Double.NaN;
         double get = Double.NaN;
         for (String line : csv.split("\r?\n")) {
@@ -154,7 +183,14 @@ public final class RedisBenchmark {
         if (!(set > 0) || !(get > 0)) {
             throw new IOException(String.format(Locale.ROOT, "redis-benchmark reported no SET and GET rates (%s): %s", command, tail(csv)));
         }
-        return new Rates(set, get);
+        return new double[] {set, get};
+    }
+
+    /** The rates of a run of {@code requests} requests per test that printed the rates {@code printed} ({@code {set, get}}). */
+    static Rates of(int requests, double[] printed) {
+        double setSeconds = requests / printed[0];
+        double getSeconds = requests / printed[1];
+        return new Rates(corrected(requests, setSeconds), corrected(requests, getSeconds), setSeconds, getSeconds);
     }
 
     private static String unquote(String s) {

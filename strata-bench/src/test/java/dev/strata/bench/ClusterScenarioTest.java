@@ -77,10 +77,25 @@ class ClusterScenarioTest {
                 "SET","1418.44","7.022","0.480","5.383","11.351","26.767","477.951"
                 "GET","2012.07","3.587","0.200","2.327","7.879","21.071","91.711"
                 """;
-        RedisBenchmark.Rates r = RedisBenchmark.parse(csv, "redis-benchmark");
-        assertThat(r.setPerSecond()).isEqualTo(1418.44);
-        assertThat(r.getPerSecond()).isEqualTo(2012.07);
+        assertThat(RedisBenchmark.parse(csv, "redis-benchmark")).containsExactly(1418.44, 2012.07);
         assertThatThrownBy(() -> RedisBenchmark.parse("\"SET\",\"10.0\"\n", "redis-benchmark -t set,get"))
                 .isInstanceOf(IOException.class).hasMessageContaining("no SET and GET rates").hasMessageContaining("-t set,get");
+    }
+
+    /**
+     * redis-benchmark in cluster mode rounds a test's duration up to its 250 ms timer: 300 requests
+     * printed as 1195.22/s took 0.251 s by its clock, and between 0.001 and 0.251 s in truth.
+     */
+    @Test
+    void redisBenchmarkRatesAreTakenAtTheMiddleOfTheTickTheirDurationWasRoundedTo() {
+        RedisBenchmark.Rates r = RedisBenchmark.of(300, new double[] {1195.22, 119521.92 / 100});
+        assertThat(r.setSeconds()).isCloseTo(0.251, org.assertj.core.data.Offset.offset(1e-4));
+        assertThat(r.setPerSecond()).isCloseTo(300 / 0.126, org.assertj.core.data.Offset.offset(1.0));
+        assertThat(r.uncertainty()).isCloseTo(0.125 / 0.251, org.assertj.core.data.Offset.offset(1e-3));
+        RedisBenchmark.Rates longRun = RedisBenchmark.of(12_000, new double[] {12_000 / 4.001, 12_000 / 3.001});
+        assertThat(longRun.getPerSecond()).isCloseTo(12_000 / 2.876, org.assertj.core.data.Offset.offset(1.0));
+        assertThat(longRun.uncertainty()).as("half a tick against the shorter test").isCloseTo(0.125 / 3.001,
+                org.assertj.core.data.Offset.offset(1e-4));
+        assertThat(longRun.highestPerSecond(12_000)).isCloseTo(12_000 / 2.751, org.assertj.core.data.Offset.offset(1.0));
     }
 }
