@@ -59,6 +59,8 @@ public final class Checksum64 {
     private static final ValueLayout.OfLong WORD = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(LE);
     /** Bytes per step of the mapped variants: a whole number of blocks that stays in the first-level cache. */
     static final int MAPPED_STEP = 16 * 1024;
+    /** Per thread, MAPPED_STEP bytes of native memory the stepped path copies through (no call keeps it across calls). */
+    private static final ThreadLocal<MemorySegment> SCRATCH = ThreadLocal.withInitial(() -> Arena.ofAuto().allocate(MAPPED_STEP, BLOCK));
 
     private final long[] a = new long[8]; // running word sums, one per word position
     private final long[] b = new long[8]; // running sums of a
@@ -66,7 +68,6 @@ public final class Checksum64 {
     private final long[] finalB = new long[8]; // scratch for value(): b with the last partial block
     private final byte[] carry = new byte[BLOCK]; // bytes of an incomplete block
     private final MemorySegment carrySegment = MemorySegment.ofArray(carry);
-    private MemorySegment scratch; // MAPPED_STEP bytes of native memory for the stepped path, made on first use
     private int carryLength; // bytes held in carry, 0..63
     private long totalLength; // bytes seen since reset
 
@@ -142,12 +143,9 @@ public final class Checksum64 {
         return this;
     }
 
-    /** The native scratch of the stepped path, {@value #MAPPED_STEP} bytes, freed with this instance. */
-    private MemorySegment scratch() {
-        if (scratch == null) {
-            scratch = Arena.ofAuto().allocate(MAPPED_STEP, BLOCK);
-        }
-        return scratch;
+    /** The calling thread's native scratch of the stepped path, {@value #MAPPED_STEP} bytes. */
+    private static MemorySegment scratch() {
+        return SCRATCH.get();
     }
 
     /** Whether the vector loop may read or write {@code m}: private native memory (see the class note). */
