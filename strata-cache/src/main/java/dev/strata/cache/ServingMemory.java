@@ -40,7 +40,8 @@ import java.util.function.Function;
 
 /**
  * The memory of one serving process, opened in one place: the KV slots (a block-major arena, or
- * the KV side of a live expert/KV split in one DEVICE tier), the KV block manager over them, the
+ * the KV side of a live expert/KV split in one DEVICE tier), the KV block manager over them (its
+ * slots evicted by the policy of {@code kv.policy}, {@link Builder#kvPolicy}), the
  * KV offload tiers with their transfer engine and store (opened by {@link TieredMemory} from the
  * one configuration), the pool shared with other processes, and for a paged MoE model the expert
  * masters (a HOST tier), the expert slots (a DEVICE tier, or the split's), the expert pager, the
