@@ -19,6 +19,7 @@ import dev.strata.cache.peer.ConsumerLimits;
 import dev.strata.cache.peer.PeerClient;
 import dev.strata.cache.peer.PeerTier;
 import dev.strata.cache.peer.PeerTierMetrics;
+import dev.strata.cache.policy.PolicyKind;
 import dev.strata.cache.split.LiveSplit;
 import dev.strata.cache.split.SplitDevice;
 import dev.strata.memory.Sizes;
@@ -39,7 +40,8 @@ import java.util.function.Function;
 
 /**
  * The memory of one serving process, opened in one place: the KV slots (a block-major arena, or
- * the KV side of a live expert/KV split in one DEVICE tier), the KV block manager over them, the
+ * the KV side of a live expert/KV split in one DEVICE tier), the KV block manager over them (its
+ * slots evicted by the policy of {@code kv.policy}, {@link Builder#kvPolicy}), the
  * KV offload tiers with their transfer engine and store (opened by {@link TieredMemory} from the
  * one configuration), the pool shared with other processes, and for a paged MoE model the expert
  * masters (a HOST tier), the expert slots (a DEVICE tier, or the split's), the expert pager, the
@@ -119,6 +121,7 @@ public final class ServingMemory implements AutoCloseable {
         private final KvGeometry geometry;
         private final int kvBlocks; // the DEVICE KV blocks; the floor under a split
         private final PrefixHasher hasher;
+        private PolicyKind kvPolicy = PolicyKind.KV_DEFAULT; // of the KV manager's DEVICE slots (kv.policy)
         private StrataConfig offload;
         private SharedBlockStore shared;
         private PeerClient peers;
@@ -144,6 +147,12 @@ public final class ServingMemory implements AutoCloseable {
          */
         public Builder offload(StrataConfig config) {
             offload = offloadTiers(config);
+            return this;
+        }
+
+        /** The eviction policy of the KV manager's DEVICE slots ({@code kv.policy}; default {@link PolicyKind#KV_DEFAULT}). */
+        public Builder kvPolicy(PolicyKind kind) {
+            kvPolicy = Objects.requireNonNull(kind, "KV policy");
             return this;
         }
 
@@ -277,6 +286,7 @@ public final class ServingMemory implements AutoCloseable {
                         arena.allocate(StridedKvLayout.blockMajorBytes(b.geometry, b.kvBlocks), 64));
             }
             KvBlockManager.Builder kvb = KvBlockManager.builder(layout, b.hasher);
+            KvManagerConfig settings = KvManagerConfig.defaults().devicePolicy(b.kvPolicy);
             if (b.offload != null) {
                 KvDropRelay relay = new KvDropRelay();
                 PeerClient.ConsumerView view = b.offload.peer() == null ? null
@@ -290,9 +300,10 @@ public final class ServingMemory implements AutoCloseable {
                 offload = TieredMemory.open(b.offload, relay, view, sink);
                 kvb.store(offload.store(), offload.engine(), relay);
                 // write-through: a block's copy starts at commit, so evicting it later frees its slot at once
-                kvb.config(KvManagerConfig.defaults().offload(OffloadMode.WRITE_THROUGH)
-                        .offloadDurability(b.offload.peer() != null ? b.offload.peer().durability() : Durability.LOSSY));
+                settings = settings.offload(OffloadMode.WRITE_THROUGH)
+                        .offloadDurability(b.offload.peer() != null ? b.offload.peer().durability() : Durability.LOSSY);
             }
+            kvb.config(settings);
             if (shared != null) {
                 kvb.shared(shared);
             }

@@ -7,11 +7,16 @@ import dev.strata.cache.config.ConfigLoader;
 import dev.strata.cache.config.StrataConfig;
 import dev.strata.cache.expert.ExpertLayout;
 import dev.strata.cache.expert.ExpertMasters;
+import dev.strata.cache.kv.AllocationStatus;
+import dev.strata.cache.kv.KvBlockManager;
 import dev.strata.cache.kv.KvDtype;
 import dev.strata.cache.kv.KvGeometry;
+import dev.strata.cache.kv.KvSequence;
 import dev.strata.cache.kv.ModelFingerprint;
 import dev.strata.cache.kv.PrefixHashContext;
 import dev.strata.cache.kv.PrefixHasher;
+import dev.strata.cache.kv.PrefixMatch;
+import dev.strata.cache.policy.PolicyKind;
 import dev.strata.cache.split.LiveSplit;
 import dev.strata.memory.TierKind;
 import dev.strata.memory.host.MemoryAudit;
@@ -137,5 +142,64 @@ class ServingMemoryTest {
                 .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("split budget 10000 bytes is below");
         assertThatThrownBy(() -> experts(1)).hasMessageContaining("expert cap 1 is below the model's experts per token 2");
         assertThatThrownBy(() -> ServingMemory.builder(GEOMETRY, 0, hasher())).hasMessageContaining("KV blocks 0");
+    }
+
+    /** One request of {@code tokens}: matches and loads what is resident, allocates the rest, commits, releases. */
+    private static void request(KvBlockManager kv, int[] tokens) {
+        KvSequence s = kv.newSequence();
+        PrefixMatch match = kv.match(tokens, tokens.length);
+        kv.load(match, s).join();
+        assertThat(kv.allocateTo(s, tokens.length)).isEqualTo(AllocationStatus.ALLOCATED);
+        kv.commit(s, tokens, tokens.length);
+        kv.release(s);
+    }
+
+    /** A one-block prompt whose every token is {@code id}. */
+    private static int[] block(int id) {
+        int[] tokens = new int[GEOMETRY.blockTokens()];
+        java.util.Arrays.fill(tokens, id);
+        return tokens;
+    }
+
+    /**
+     * Opens three KV slots under {@code kv.policy=policy} and runs one-block requests a, a, b, c, d:
+     * a is reached by two requests but least recently used when d needs a slot, b is the oldest
+     * block reached once. Returns whether a and b are still resident.
+     */
+    private List<Boolean> residentAfterPressure(String policy) {
+        StrataConfig config = ConfigLoader.load(null, List.of("kv.policy=" + policy), null);
+        try (ServingMemory memory = ServingMemory.builder(GEOMETRY, 3, hasher()).kvPolicy(config.process().kv().policy()).open()) {
+            KvBlockManager kv = memory.kv();
+            assertThat(kv.policyName()).as("the policy of the slots").isEqualTo(policy);
+            int[] a = block(1);
+            int[] b = block(2);
+            request(kv, a);
+            request(kv, a);
+            request(kv, b);
+            request(kv, block(3));
+            assertThat(kv.freeSlots()).as("the three slots hold a, b and c").isZero();
+            request(kv, block(4));
+            int bt = GEOMETRY.blockTokens();
+            return List.of(kv.isOnDevice(kv.hasher().chain(a, bt)[0]), kv.isOnDevice(kv.hasher().chain(b, bt)[0]));
+        }
+    }
+
+    @Test
+    void theKvSlotsEvictByTheConfiguredPolicy() {
+        assertThat(residentAfterPressure("lru")).as("lru evicts a, the least recently used").containsExactly(false, true);
+        assertThat(residentAfterPressure("adaptive-reach")).as("adaptive-reach evicts b, reached once, before a, reached twice")
+                .containsExactly(true, false);
+    }
+
+    @Test
+    void theKvPolicyIsAdaptiveReachUnlessSetAndKeptUnderWriteThroughOffload() {
+        try (ServingMemory memory = ServingMemory.builder(GEOMETRY, 4, hasher()).open()) {
+            assertThat(memory.kv().policyName()).isEqualTo(PolicyKind.KV_DEFAULT.configName()).isEqualTo("adaptive-reach");
+        }
+        try (ServingMemory memory = ServingMemory.builder(GEOMETRY, 4, hasher()).offload(offload()).kvPolicy(PolicyKind.TINY_LFU).open()) {
+            assertThat(memory.kv().policyName()).isEqualTo("tiny-lfu");
+            assertThat(memory.kv().stats().policy()).isEqualTo("tiny-lfu");
+            assertThat(memory.kv().stats().toPrometheus()).contains("strata_kv_device_policy{policy=\"tiny-lfu\"} 1");
+        }
     }
 }

@@ -162,7 +162,7 @@ public final class ServeCommand implements Callable<Integer> {
                 opened.add(access);
             }
             ServeEngine.Options.Builder o = ServeEngine.Options.builder().threads(threads).blockTokens(blockTokens).kvBlocks(kvBlocks)
-                    .expertCap(expertCap).split(splitBudget).offload(c).rebalancePeriod(Duration.ofMillis(p.experts().rebalanceMillis()))
+                    .kvPolicy(p.kv().policy()).expertCap(expertCap).split(splitBudget).offload(c).rebalancePeriod(Duration.ofMillis(p.experts().rebalanceMillis()))
                     .weightLoad(WeightLoad.valueOf(p.model().load().name())).expertMasters(p.experts().mastersDir());
             if (peers != null) {
                 o.peers(peers, 0, peerExpertBytes);
@@ -182,7 +182,7 @@ public final class ServeCommand implements Callable<Integer> {
             } catch (IOException e) {
                 throw new UncheckedIOException("cannot listen on " + server.host() + ":" + server.port() + ": " + e.getMessage(), e);
             }
-            String summary = kvBlocks + " KV blocks of " + blockTokens + " tokens"
+            String summary = kvBlocks + " KV blocks of " + blockTokens + " tokens (policy " + engine.kv().policyName() + ")"
                     + (engine.model().files().load() == WeightLoad.MAP ? ", weights memory-mapped (model.load: map)" : "")
                     + (expertCap > 0 ? ", " + expertCap + " expert slots per layer" : "")
                     + (p.experts().mastersDir() != null ? ", expert masters on DISK in " + p.experts().mastersDir() : "")

@@ -42,6 +42,9 @@ final class ServeFlags {
     Integer kvBlocks;
     @Option(names = "--block-tokens", description = "tokens per KV block (default: 16) [kv.block-tokens]")
     Integer blockTokens;
+    @Option(names = "--kv-policy", paramLabel = "NAME",
+            description = "eviction policy of the KV blocks in DEVICE memory: adaptive-reach, priority-lru, lru, tiny-lfu or prefix-aware (default: adaptive-reach) [kv.policy]")
+    String kvPolicy;
     @Option(names = "--expert-masters", paramLabel = "DIR",
             description = "keep the expert masters on SSD in this directory (direct I/O, removed at exit) instead of host memory, for MoE"
                     + " models larger than memory; needs --expert-cap (default: host memory) [experts.masters-dir]")
@@ -109,6 +112,7 @@ final class ServeFlags {
                 .put("--header-timeout-ms", "server.header-timeout-ms", headerTimeoutMillis)
                 .put("--max-idle-connections", "server.max-idle-connections", maxIdleConnections)
                 .put("--kv-blocks", "kv.device-blocks", kvBlocks).put("--block-tokens", "kv.block-tokens", blockTokens)
+                .put("--kv-policy", "kv.policy", kvPolicy)
                 .put("--expert-cap", "experts.device-slots", expertCap).put("--expert-masters", "experts.masters-dir", expertMasters)
                 .put("--split-budget", "split.budget", splitBudget)
                 .put("--split-budget", "split.enabled", splitBudget == null ? null : !Shorthands.isZero(splitBudget)).put("--peer-experts", "experts.peer-bytes", peerExperts).put("--rebalance-ms", "experts.rebalance-ms", rebalanceMillis)

@@ -107,6 +107,44 @@ class ServeCommandTest {
     }
 
     @Test
+    void kvPolicyPicksThePolicyOfTheServedEnginesKvSlots() throws Exception {
+        Path model = dir.resolve("tiny-llama");
+        ModelSynthesizer.write(SynthSpec.small(ModelFamily.LLAMA, 3), model, (d, t, b, tb) -> { });
+        ServeCommand plain = new ServeCommand();
+        new CommandLine(plain).parseArgs("--model", model.toString(), "--port", "0", "--threads", "1", "--kv-blocks", "8");
+        try (ServeCommand.Running r = plain.start()) {
+            assertThat(r.engine().kv().policyName()).isEqualTo("adaptive-reach");
+        }
+        ServeCommand lru = new ServeCommand();
+        new CommandLine(lru).parseArgs("--model", model.toString(), "--port", "0", "--threads", "1", "--kv-blocks", "8",
+                "--set", "kv.policy=lru");
+        try (ServeCommand.Running r = lru.start()) {
+            assertThat(r.engine().kv().policyName()).isEqualTo("lru");
+            assertThat(r.engine().kv().stats().policy()).isEqualTo("lru");
+        }
+        ServeCommand flag = new ServeCommand();
+        new CommandLine(flag).parseArgs("--model", model.toString(), "--port", "0", "--threads", "1", "--kv-blocks", "8",
+                "--set", "kv.policy=lru", "--kv-policy", "tiny-lfu");
+        try (ServeCommand.Running r = flag.start()) {
+            assertThat(r.engine().kv().policyName()).as("the shorthand flag over --set").isEqualTo("tiny-lfu");
+        }
+        CliRun inspect = CliRun.of("inspect", "config", "--model", model.toString(), "--set", "kv.policy=prefix-aware");
+        assertThat(inspect.status()).isZero();
+        assertThat(inspect.out()).contains("kv: { block-tokens: 16, device-blocks: 256, policy: prefix-aware }");
+        assertThat(CliRun.of("inspect", "config", "--model", model.toString(), "--kv-policy", "priority-lru").out())
+                .contains("policy: priority-lru }");
+        assertThat(CliRun.of("inspect", "config", "--model", model.toString()).out()).contains("policy: adaptive-reach }");
+        CliRun bad = CliRun.of("serve", "--model", model.toString(), "--port", "0", "--set", "kv.policy=fifo");
+        assertThat(bad.status()).isEqualTo(2);
+        assertThat(bad.err().strip()).isEqualTo("strata: kv.policy: unknown eviction policy 'fifo'"
+                + " (choose priority-lru, lru, tiny-lfu, prefix-aware or adaptive-reach)");
+        CliRun badFlag = CliRun.of("serve", "--model", model.toString(), "--port", "0", "--kv-policy", "fifo");
+        assertThat(badFlag.status()).isEqualTo(2);
+        assertThat(badFlag.err().strip()).isEqualTo("strata: --kv-policy (kv.policy): unknown eviction policy 'fifo'"
+                + " (choose priority-lru, lru, tiny-lfu, prefix-aware or adaptive-reach)");
+    }
+
+    @Test
     void badArgumentsEndWithOneLineAndStatusTwo() throws Exception {
         CliRun missing = CliRun.of("serve", "--model", dir.resolve("nope").toString());
         assertThat(missing.status()).isEqualTo(2);

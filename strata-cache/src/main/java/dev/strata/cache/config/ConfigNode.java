@@ -2,6 +2,7 @@ package dev.strata.cache.config;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.strata.cache.policy.PolicyKind;
 import dev.strata.memory.Sizes;
 import java.util.ArrayList;
 import java.util.Iterator;
@@ -143,6 +144,22 @@ final class ConfigNode {
             case "false", "no", "off" -> false;
             default -> throw new ConfigException(key(name) + ": not a boolean: '" + t + "' (use true or false)");
         };
+    }
+
+    /**
+     * An eviction policy by its configuration name, read with {@link PolicyKind#parse}
+     * ({@code priority-lru}, {@code lru}, {@code tiny-lfu}, {@code prefix-aware}, {@code adaptive-reach}).
+     */
+    PolicyKind policy(String name, PolicyKind fallback) {
+        String t = text(name, null);
+        if (t == null) {
+            return fallback;
+        }
+        try {
+            return PolicyKind.parse(t);
+        } catch (IllegalArgumentException e) {
+            throw new ConfigException(key(name) + ": " + e.getMessage());
+        }
     }
 
     <E extends Enum<E>> E choice(String name, Class<E> type, E fallback) {

@@ -1,9 +1,11 @@
 package dev.strata.cache.config;
 
+import dev.strata.cache.policy.PolicyKind;
 import dev.strata.memory.Sizes;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Objects;
 
 /**
  * The settings of Strata's long-running processes beyond their tiers: the model a server serves,
@@ -21,7 +23,7 @@ import java.util.List;
  * server:  { host: 127.0.0.1, port: 8000, api-key: KEY, threads: N, max-body: 1MiB,
  *            max-prompt-tokens: N, max-tokens-limit: N, routing-trace: FILE, insecure: false,
  *            header-timeout-ms: 10000, max-idle-connections: 256 }
- * kv:      { block-tokens: 16, device-blocks: 256 }
+ * kv:      { block-tokens: 16, device-blocks: 256, policy: adaptive-reach }
  * experts: { device-slots: 0, peer-bytes: 64MiB, rebalance-ms: 200, masters-dir: /mnt/ssd/strata-experts }
  * node:    { access: auto, rpc: PATH, pool-name: NAME, channels: 16, slots: 64, payload: 512,
  *            process-slots: 64, hash-version: 0, model-fingerprint: HEX, pins-per-process: 2048,
@@ -33,7 +35,7 @@ import java.util.List;
  *
  * @param model   the served model
  * @param server  the HTTP server
- * @param kv      the KV cache's geometry in DEVICE memory
+ * @param kv      the KV cache's geometry in DEVICE memory and the eviction policy of its slots
  * @param experts the expert pager and expert copies on peers
  * @param node    the node daemon and how servers reach it
  * @param peers   the lending files a server borrows through
@@ -81,8 +83,12 @@ public record ProcessConfig(Model model, Server server, Kv kv, Experts experts, 
     /**
      * @param blockTokens  tokens per KV block
      * @param deviceBlocks KV blocks in DEVICE memory; a sequence holds at most deviceBlocks × blockTokens tokens
+     * @param policy       the eviction policy of the KV manager's DEVICE slots ({@link PolicyKind#KV_DEFAULT} unless set)
      */
-    public record Kv(int blockTokens, int deviceBlocks) {
+    public record Kv(int blockTokens, int deviceBlocks, PolicyKind policy) {
+        public Kv {
+            Objects.requireNonNull(policy, "kv.policy");
+        }
     }
 
     /**
@@ -156,8 +162,9 @@ public record ProcessConfig(Model model, Server server, Kv kv, Experts experts, 
                 s.integer("max-prompt-tokens", 0, 0, Integer.MAX_VALUE), s.integer("max-tokens-limit", 0, 0, Integer.MAX_VALUE),
                 path(s.text("routing-trace", null)), s.bool("insecure", false), s.integer("header-timeout-ms", 10_000, 1, 3_600_000),
                 s.integer("max-idle-connections", 256, 0, 1 << 20));
-        ConfigNode k = section(root, "kv", "block-tokens", "device-blocks");
-        Kv kv = new Kv(k.integer("block-tokens", 16, 1, 1 << 20), k.integer("device-blocks", 256, 1, Integer.MAX_VALUE));
+        ConfigNode k = section(root, "kv", "block-tokens", "device-blocks", "policy");
+        Kv kv = new Kv(k.integer("block-tokens", 16, 1, 1 << 20), k.integer("device-blocks", 256, 1, Integer.MAX_VALUE),
+                k.policy("policy", PolicyKind.KV_DEFAULT));
         if ((long) kv.blockTokens() * kv.deviceBlocks() > Integer.MAX_VALUE) {
             throw new ConfigException("kv.device-blocks (" + kv.deviceBlocks() + ") × kv.block-tokens (" + kv.blockTokens()
                     + ") is more tokens than a sequence can index");

@@ -1011,7 +1011,8 @@ public final class KvBlockManager implements AutoCloseable {
 
     /** Counters and gauges now. */
     public KvManagerStats stats() {
-        return new KvManagerStats(counters.snapshot(), deviceSlots.count(), deviceSlots.freeCount(), deviceSlots.keyed(), sequences.size());
+        return new KvManagerStats(counters.snapshot(), deviceSlots.count(), deviceSlots.freeCount(), deviceSlots.keyed(), sequences.size(),
+                deviceSlots.policyName());
     }
 
     /** The engine KV layout the slots live in. */

@@ -62,10 +62,10 @@ public final class KvManagerConfig {
                 DEFAULT_MAX_PENDING_EVICTIONS, null, DEFAULT_STAGING_BLOCKS, Durability.LOSSY);
     }
 
-    /** One of the shipped policies for the DEVICE slots. */
+    /** One of the shipped policies for the DEVICE slots (a serving process takes it from {@code kv.policy}). */
     public KvManagerConfig devicePolicy(PolicyKind kind) {
         Objects.requireNonNull(kind, "policy kind");
-        return new KvManagerConfig(kind.name().toLowerCase(java.util.Locale.ROOT).replace('_', '-'), kind::create,
+        return new KvManagerConfig(kind.configName(), kind::create,
                 offload, sharedPublish, hostLookahead, diskLookahead, twoStageDisk, maxPendingEvictions, diskAdmission, stagingBlocks,
                 offloadDurability);
     }

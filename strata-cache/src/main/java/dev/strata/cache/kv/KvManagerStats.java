@@ -7,7 +7,8 @@ import java.util.Locale;
 /**
  * A snapshot of a {@link KvBlockManager}'s counters (running since it was created) and gauges:
  * prefix hits by where the block was found, blocks and bytes per link, prefetch hits and late
- * prefetches, evictions from DEVICE slots by priority class, dedups, drops and failed loads.
+ * prefetches, evictions from DEVICE slots by priority class, dedups, drops and failed loads, and
+ * the name of the eviction policy of the DEVICE slots.
  * {@link #writeTo} renders them in the Prometheus text format beside the store's metrics
  * ({@code strata_kv_*}).
  *
@@ -19,9 +20,11 @@ public final class KvManagerStats {
     private final int freeSlots; // slots free now
     private final int residentBlocks; // keyed blocks in slots
     private final int openSequences; // sequences not released
+    private final String policy; // the DEVICE slots' eviction policy, e.g. adaptive-reach
 
-    KvManagerStats(long[] cells, int slots, int freeSlots, int residentBlocks, int openSequences) {
+    KvManagerStats(long[] cells, int slots, int freeSlots, int residentBlocks, int openSequences, String policy) {
         this.c = cells;
+        this.policy = policy;
         this.slots = slots;
         this.freeSlots = freeSlots;
         this.residentBlocks = residentBlocks;
@@ -119,6 +122,11 @@ public final class KvManagerStats {
         return openSequences;
     }
 
+    /** The name of the DEVICE slots' eviction policy ({@code kv.policy}), e.g. {@code adaptive-reach}. */
+    public String policy() {
+        return policy;
+    }
+
     /** Appends the {@code strata_kv_*} families to {@code out}. */
     public void writeTo(PrometheusText out) {
         out.family("strata_kv_hits_total", PrometheusText.Type.COUNTER, "Matched prefix blocks by where they were found");
@@ -151,6 +159,8 @@ public final class KvManagerStats {
                 .sample("strata_kv_failed_loads_total", failedLoads());
         out.family("strata_kv_drops_total", PrometheusText.Type.COUNTER, "Offloaded blocks dropped by the store")
                 .sample("strata_kv_drops_total", drops());
+        out.family("strata_kv_device_policy", PrometheusText.Type.GAUGE, "Eviction policy of the device block slots (always 1)")
+                .sample("strata_kv_device_policy", 1, "policy", policy);
         out.family("strata_kv_slots", PrometheusText.Type.GAUGE, "Device block slots").sample("strata_kv_slots", slots);
         out.family("strata_kv_free_slots", PrometheusText.Type.GAUGE, "Free device block slots")
                 .sample("strata_kv_free_slots", freeSlots);

@@ -200,4 +200,36 @@ class StrataConfigTest {
         assertThatThrownBy(() -> ConfigLoader.load(yaml("tiers: { cluster: { nodes: [a:1], password: x } }\n"), List.of(), null))
                 .isInstanceOf(ConfigException.class).hasMessageContaining("tiers.cluster.password");
     }
+
+    @Test
+    void kvPolicyDefaultsToAdaptiveReachAndIsReadFromTheFileTheEnvironmentAndFlags() throws Exception {
+        assertThat(StrataConfig.defaults().conclude(64 * Sizes.GiB).process().kv().policy()).isEqualTo(PolicyKind.ADAPTIVE_REACH);
+        assertThat(ConfigLoader.load(yaml("kv: { device-blocks: 64 }\n"), List.of(), null).process().kv().policy())
+                .isEqualTo(PolicyKind.KV_DEFAULT);
+        for (PolicyKind kind : PolicyKind.values()) {
+            assertThat(ConfigLoader.load(yaml("kv: { policy: " + kind.configName() + " }\n"), List.of(), null).process().kv().policy())
+                    .as("kv.policy: %s in the file", kind.configName()).isEqualTo(kind);
+            assertThat(ConfigLoader.load(null, List.of(), "kv.policy=" + kind.configName()).process().kv().policy())
+                    .as("STRATA_SET kv.policy=%s", kind.configName()).isEqualTo(kind);
+            assertThat(ConfigLoader.load(null, List.of("kv.policy=" + kind.configName()), null).process().kv().policy())
+                    .as("--set kv.policy=%s", kind.configName()).isEqualTo(kind);
+        }
+        Path f = yaml("kv: { policy: tiny-lfu, device-blocks: 64 }\n");
+        ProcessConfig.Kv kv = ConfigLoader.load(f, List.of("kv.policy=lru"), "kv.policy=prefix-aware").process().kv();
+        assertThat(kv.policy()).as("--set over STRATA_SET over the file").isEqualTo(PolicyKind.LRU);
+        assertThat(kv.deviceBlocks()).isEqualTo(64);
+        assertThat(ConfigLoader.load(f, List.of(), "kv.policy=prefix-aware").process().kv().policy()).isEqualTo(PolicyKind.PREFIX_AWARE);
+    }
+
+    @Test
+    void aBadKvPolicyNamesTheKeyTheValueAndTheChoices() throws Exception {
+        assertThatThrownBy(() -> ConfigLoader.load(null, List.of("kv.policy=fifo"), null))
+                .isInstanceOf(ConfigException.class)
+                .hasMessage("kv.policy: unknown eviction policy 'fifo' (choose priority-lru, lru, tiny-lfu, prefix-aware or adaptive-reach)");
+        assertThatThrownBy(() -> ConfigLoader.load(yaml("kv: { policy: random }\n"), List.of(), null))
+                .isInstanceOf(ConfigException.class).hasMessageContaining("kv.policy").hasMessageContaining("'random'")
+                .hasMessageContaining("adaptive-reach");
+        assertThatThrownBy(() -> ConfigLoader.load(yaml("kv: { polcy: lru }\n"), List.of(), null))
+                .isInstanceOf(ConfigException.class).hasMessageContaining("'kv.polcy'");
+    }
 }

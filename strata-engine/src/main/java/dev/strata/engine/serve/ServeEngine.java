@@ -18,6 +18,7 @@ import dev.strata.cache.kv.SharedBlockStore;
 import dev.strata.cache.kv.SharedPoolHealth;
 import dev.strata.cache.peer.PeerClient;
 import dev.strata.cache.peer.PeerTier;
+import dev.strata.cache.policy.PolicyKind;
 import dev.strata.cache.split.LiveSplit;
 import dev.strata.engine.forward.ModelRunner;
 import dev.strata.engine.kernel.KernelPool;
@@ -39,7 +40,8 @@ import java.util.Set;
  * Everything one served model needs, opened from its directory: the weights (copied into private
  * memory, or mapped: {@link Options#weightLoad}) and tokenizer,
  * a kernel pool, a KV block manager over a block-major arena of {@code kvBlocks} blocks of
- * {@code blockTokens}, and for MoE models with {@code expertCap > 0} an expert pager with that many
+ * {@code blockTokens} (its slots evicted by {@link Options#kvPolicy}), and for MoE models with
+ * {@code expertCap > 0} an expert pager with that many
  * DEVICE slots per layer over masters in a HOST tier. With {@link Options#hostKvBytes} (and
  * optionally a DISK directory) the KV manager copies committed blocks (write-through) into a tiered store of its
  * own (HOST, then DISK); with {@link Options#shared} it publishes committed blocks into a pool that
@@ -86,10 +88,11 @@ public final class ServeEngine implements AutoCloseable {
      *                     and a MoE model); {@code kvBlocks} is then the KV floor and {@code expertCap} the start
      * @param weightLoad   how the model's weights are brought into memory ({@code model.load}): copied (default) or mapped
      * @param expertMastersDir a directory on SSD where the expert masters live (DISK) instead of HOST memory; null: HOST
+     * @param kvPolicy     the eviction policy of the KV manager's DEVICE slots ({@code kv.policy})
      */
     public record Options(int threads, int blockTokens, int kvBlocks, int expertCap, StrataConfig offload, SharedBlockStore shared,
                           PeerClient peers, long peerExpertBytes, Duration rebalancePeriod, LiveSplit.Settings split,
-                          WeightLoad weightLoad, Path expertMastersDir) {
+                          WeightLoad weightLoad, Path expertMastersDir, PolicyKind kvPolicy) {
         /** The KV tiers a serving process offloads into; DEVICE and the shared POOL are reached through the KV manager. */
         public static final Set<TierKind> OFFLOAD_TIERS = ServingMemory.OFFLOAD_TIERS;
 
@@ -102,6 +105,9 @@ public final class ServeEngine implements AutoCloseable {
             }
             if (expertMastersDir != null && expertCap == 0) {
                 problems.add("expert masters on DISK (" + expertMastersDir + ") need paged experts: an expert cap above 0");
+            }
+            if (kvPolicy == null) {
+                problems.add("KV policy must be one of priority-lru, lru, tiny-lfu, prefix-aware or adaptive-reach, not null");
             }
             if (!problems.isEmpty()) {
                 throw new IllegalArgumentException("serve engine: " + String.join("; ", problems));
@@ -174,7 +180,8 @@ public final class ServeEngine implements AutoCloseable {
         }
 
         /**
-         * Collects options; defaults: 1 thread, 256 blocks of 16 tokens, no pager, no offload, no pool.
+         * Collects options; defaults: 1 thread, 256 blocks of 16 tokens evicted by {@link PolicyKind#KV_DEFAULT}, no pager,
+         * no offload, no pool.
          * The KV tiers come either from the one configuration ({@link #offload(StrataConfig)}) or from
          * the shorthands {@link #hostKv}, {@link #diskKv}, {@link #peers} and {@link #peerKvDurability},
          * which are translated into the same configuration keys. Not thread-safe.
@@ -197,6 +204,7 @@ public final class ServeEngine implements AutoCloseable {
             private LiveSplit.Settings split;
             private WeightLoad weightLoad = WeightLoad.COPY;
             private Path expertMastersDir; // null: the expert masters in HOST memory
+            private PolicyKind kvPolicy = PolicyKind.KV_DEFAULT; // of the KV manager's DEVICE slots
 
             private Builder() {
             }
@@ -218,6 +226,12 @@ public final class ServeEngine implements AutoCloseable {
 
             public Builder expertCap(int n) {
                 expertCap = n;
+                return this;
+            }
+
+            /** The eviction policy of the KV manager's DEVICE slots ({@code kv.policy}; default {@link PolicyKind#KV_DEFAULT}). */
+            public Builder kvPolicy(PolicyKind kind) {
+                kvPolicy = kind;
                 return this;
             }
 
@@ -333,7 +347,7 @@ public final class ServeEngine implements AutoCloseable {
                     tiers = hostKvBytes == 0 ? null : shorthandTiers();
                 }
                 return new Options(threads, blockTokens, kvBlocks, expertCap, tiers, shared, peers, peerExpertBytes, rebalancePeriod, split,
-                        weightLoad, expertMastersDir);
+                        weightLoad, expertMastersDir, kvPolicy);
             }
 
             /** The shorthands as configuration keys: PEER (watermarks 0.95/0.85), HOST and DISK (1.0/0.9). */
@@ -384,7 +398,7 @@ public final class ServeEngine implements AutoCloseable {
             KvGeometry g = ModelRunner.kvGeometry(c, options.blockTokens());
             fingerprint = fingerprint(dir, g);
             ServingMemory.Builder mb = ServingMemory.builder(g, options.kvBlocks(), new PrefixHasher(PrefixHashContext.of(fingerprint, g)))
-                    .offload(options.offload()).shared(options.shared())
+                    .kvPolicy(options.kvPolicy()).offload(options.offload()).shared(options.shared())
                     .peers(options.peers(), options.peerExpertBytes(), options.rebalancePeriod());
             if (options.expertCap() > 0 && c.moe()) {
                 ModelWeights weights = model.weights();

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.strata.cache.peer.LocalLender;
 import dev.strata.cache.peer.PeerClient;
+import dev.strata.cache.policy.PolicyKind;
 import dev.strata.engine.model.DType;
 import dev.strata.engine.model.ModelFamily;
 import dev.strata.engine.synth.ModelSynthesizer;
@@ -42,7 +43,7 @@ class MetricsExpositionTest {
         ServeMetrics metrics = new ServeMetrics();
         try (PeerClient peers = PeerClient.of(List.of(a, b), "best-fit");
              ServeEngine engine = new ServeEngine(model, ServeEngine.Options.builder().blockTokens(8).kvBlocks(16).expertCap(3)
-                     .hostKv(4L << 20).peers(peers, 1L << 20, 1L << 20).rebalancePeriod(Duration.ofSeconds(3600)).conclude());
+                     .kvPolicy(PolicyKind.LRU).hostKv(4L << 20).peers(peers, 1L << 20, 1L << 20).rebalancePeriod(Duration.ofSeconds(3600)).conclude());
              ContinuousBatchingGenerator generator = new ContinuousBatchingGenerator(engine, metrics);
              OpenAiServer server = OpenAiServer.start(ServerConfig.local(0, MODEL, 256, 64), engine, generator, metrics)) {
             String base = "http://127.0.0.1:" + server.port();
@@ -66,6 +67,11 @@ class MetricsExpositionTest {
             assertThat(families.get("strata_serve_requests_total").samples()).singleElement()
                     .satisfies(s -> assertThat(s.value()).isEqualTo(3));
             assertThat(families.get("strata_serve_rejected_total").samples().getFirst().value()).isEqualTo(1);
+            assertThat(engine.kv().policyName()).as("the engine's KV slots run the policy of its options").isEqualTo("lru");
+            assertThat(families.get("strata_kv_device_policy").samples()).singleElement().satisfies(s -> {
+                assertThat(s.labels()).containsEntry("policy", "lru");
+                assertThat(s.value()).isEqualTo(1);
+            });
             assertThat(families.get("strata_serve_ttft_seconds").type()).isEqualTo("histogram");
             assertThat(families.get("strata_serve_ttft_seconds").samples())
                     .anySatisfy(s -> assertThat(s.name()).isEqualTo("strata_serve_ttft_seconds_count"));
