@@ -24,7 +24,7 @@ import java.util.List;
  * <p>Runs on the calling thread; the measures start their own child JVMs and workers.
  */
 public final class KvScenario implements Scenario {
-    private final List<Series> series = new ArrayList<>(); // miss curves, filled by run
+    private final List<Series> series = new ArrayList<>(); // miss curves and RPC latency CDFs, filled by run
 
     @Override
     public List<Series> series() {
@@ -51,7 +51,7 @@ public final class KvScenario implements Scenario {
         progress.step("loads from the POOL of blocks another process published");
         figures.addAll(PoolLoadMeasure.figures(options.quick()));
         progress.step("RPC over shared memory between two JVMs, against raw ping-pong and loopback TCP");
-        figures.addAll(RpcMeasure.figures(options.quick()));
+        figures.addAll(RpcMeasure.figures(options.quick(), series));
         progress.step("Mooncake trace replay at 1k, 5k and 20k blocks, every policy against Belady");
         figures.addAll(TraceReplayMeasure.figures(trace, notes, series));
         progress.step("routing replay: cache-aware vs load-only routing, with and without the shared pool (modelled)");

@@ -29,6 +29,7 @@ import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
+import org.HdrHistogram.Histogram;
 
 /**
  * RPC over shared memory measured between two JVMs, with its baselines in the same run: a child
@@ -47,7 +48,9 @@ import java.util.concurrent.TimeUnit;
  * </ul>
  *
  * <p>Each figure is the median of several rounds; the two sides of a figure run in alternation
- * ({@link Trials#alternate}). A latency is a round's mean (elapsed time over round trips).
+ * ({@link Trials#alternate}). A latency is a round's mean (elapsed time over round trips). Beside
+ * the figures, every round trip of a last run of each kind is timed on its own, for the latency
+ * CDFs of the report (plot {@value #CDF_PLOT}).
  *
  * <p>Figure names are stable: {@code shm_ping_pong_round_trip}, {@code rpc_round_trip},
  * {@code rpc_vs_tcp_round_trip}, {@code rpc_batched_throughput}. Runs on the calling thread.
@@ -59,14 +62,15 @@ public final class RpcMeasure {
     private static final long STOP = -1;
     private static final int ECHO = 1;
     private static final int TCP_MESSAGE = 64;
+    static final String CDF_PLOT = "round trip between two processes (CDF)";
 
     private RpcMeasure() {
     }
 
     /** Sizes of one run. */
-    private record Plan(int rounds, int pingPongs, int rpcCalls, int tcpRoundTrips, int batchedRequests) {
+    private record Plan(int rounds, int pingPongs, int rpcCalls, int tcpRoundTrips, int batchedRequests, int timedCalls) {
         static Plan of(boolean quick) {
-            return quick ? new Plan(3, 5_000, 5_000, 300, 50_000) : new Plan(5, 100_000, 100_000, 10_000, 1_000_000);
+            return quick ? new Plan(3, 5_000, 5_000, 300, 50_000, 2_000) : new Plan(5, 100_000, 100_000, 10_000, 1_000_000, 50_000);
         }
     }
 
@@ -74,14 +78,15 @@ public final class RpcMeasure {
      * Starts the server JVM, measures, stops it.
      *
      * @param quick a reduced run (a few seconds) for smoke checks
+     * @param plots receives the latency CDFs of RPC calls, raw ping-pongs and TCP round trips
      */
-    public static List<Figure> figures(boolean quick) throws IOException, InterruptedException {
+    public static List<Figure> figures(boolean quick, List<Series> plots) throws IOException, InterruptedException {
         Plan plan = Plan.of(quick);
         Path dir = Path.of("/dev/shm");
         String id = "strata-bench-rpc-" + ProcessHandle.current().pid() + "-" + System.nanoTime();
         Path flagFile = dir.resolve(id + ".flag");
         Path rpcFile = dir.resolve(id + ".rpc");
-        Progress progress = new Progress(Log.stream("bench"), 5);
+        Progress progress = new Progress(Log.stream("bench"), 6);
         progress.step("starting the server JVM (raw ping-pong, RPC server, TCP echo)");
         Process child = startServer(flagFile, rpcFile);
         try (Arena arena = Arena.ofShared()) {
@@ -129,6 +134,20 @@ public final class RpcMeasure {
                 figures.add(Figure.paired("rpc_batched_throughput", "requests/s", "unbatched RPC (one call at a time)",
                         batched, ">= 5e6 requests/s")
                         .withNote("one client keeps " + client.capacity() + " requests in flight; one server thread" + machine));
+                progress.step("latency distributions: " + plan.timedCalls() + " round trips of each kind, each timed");
+                Histogram rpcTimes = new Histogram(3);
+                Histogram rawTimes = new Histogram(3);
+                Histogram tcpTimes = new Histogram(3);
+                for (int i = 0; i < plan.timedCalls(); i++) { // interleaved: a moment of noise touches all three alike
+                    rpcTimes.recordValue(Math.max(1, Math.round(rpcRoundTripNanos(client, response, 1))));
+                    rawTimes.recordValue(Math.max(1, Math.round(pingPongNanos(flag, pingSeq, 1))));
+                    if (i % 10 == 0) { // a TCP round trip costs ten or more of the others
+                        tcpTimes.recordValue(Math.max(1, Math.round(tcpRoundTripNanos(socket, message, 1))));
+                    }
+                }
+                plots.add(Series.latencyCdf(CDF_PLOT, "RPC call (opcode and 4 longs, answered)", rpcTimes));
+                plots.add(Series.latencyCdf(CDF_PLOT, "raw /dev/shm flag ping-pong", rawTimes));
+                plots.add(Series.latencyCdf(CDF_PLOT, "loopback TCP 64-byte round trip", tcpTimes));
                 progress.step("stopping the server JVM");
                 LONG.setRelease(flag, PING, STOP);
                 return figures;

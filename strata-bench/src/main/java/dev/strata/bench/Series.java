@@ -37,6 +37,21 @@ public record Series(String plot, String label, @JsonProperty("x_axis") String x
         y = y.clone();
     }
 
+    /**
+     * The distribution of {@code h} (nanoseconds) as a latency CDF in microseconds: the fraction of
+     * samples at or below each latency, at the 1st to the 100th percentile, on a logarithmic axis.
+     */
+    public static Series latencyCdf(String plot, String label, org.HdrHistogram.Histogram h) {
+        double[] pct = {1, 5, 10, 25, 50, 75, 90, 95, 99, 99.9, 100};
+        double[] x = new double[pct.length];
+        double[] y = new double[pct.length];
+        for (int i = 0; i < pct.length; i++) {
+            x[i] = Math.max(1, h.getValueAtPercentile(pct[i])) / 1e3;
+            y[i] = pct[i] / 100;
+        }
+        return new Series(plot, label, "latency (us)", "fraction at or below", true, x, y);
+    }
+
     @Override
     public double[] x() {
         return x.clone();

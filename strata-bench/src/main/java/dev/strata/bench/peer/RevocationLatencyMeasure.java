@@ -168,16 +168,9 @@ public final class RevocationLatencyMeasure {
         into[1][b] = h.getValueAtPercentile(99) / 1e3;
     }
 
-    /** The distribution of {@code h} (nanoseconds) as a CDF in microseconds: fraction of samples at or below each latency. */
+    /** The distribution of {@code h} (nanoseconds) as a CDF in microseconds ({@link Series#latencyCdf}). */
     static Series cdf(String plot, String label, Histogram h) {
-        double[] pct = {1, 5, 10, 25, 50, 75, 90, 95, 99, 99.9, 100};
-        double[] x = new double[pct.length];
-        double[] y = new double[pct.length];
-        for (int i = 0; i < pct.length; i++) {
-            x[i] = Math.max(1, h.getValueAtPercentile(pct[i])) / 1e3;
-            y[i] = pct[i] / 100;
-        }
-        return new Series(plot, label, "latency (us)", "fraction at or below", true, x, y);
+        return Series.latencyCdf(plot, label, h);
     }
 
     /** Borrows, writes, has the agent take everything back; returns nanoseconds from that call to the callback. */
