@@ -21,10 +21,8 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import java.util.SplittableRandom;
-import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.concurrent.locks.LockSupport;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
@@ -36,11 +34,12 @@ import java.util.concurrent.atomic.AtomicLong;
  * <ul>
  *   <li>candidate: {@code blocks} blocks of seeded random bytes published under distinct keys
  *       (new keys every run) through the store's API from one thread, the store's write window
- *       sized to hold {@link #IN_FLIGHT} values (a publish that finds it full is offered again),
+ *       sized to hold {@link #IN_FLIGHT} values (a publish that finds it full waits for room,
+ *       {@link ClusterBlockStore#awaitWriteRoom}, and is offered again),
  *       timed until {@link ClusterBlockStore#awaitWrites} returns; then every block read back with
  *       {@link ClusterBlockStore#readAsync} into its own slot of an off-heap arena (as an engine
  *       loads blocks into its KV slots; each value's header and checksum verified),
- *       {@link #IN_FLIGHT} reads outstanding. A read that misses fails the measure: a miss is a
+ *       {@link #IN_FLIGHT} reads outstanding, each answer starting the next read. A read that misses fails the measure: a miss is a
  *       cheaper request than a load and would flatter the figure;</li>
  *   <li>baseline: {@code redis-benchmark --cluster -t set,get} with values of the size Strata
  *       stores (the block and its {@link ClusterBlockFormat#HEADER_BYTES}-byte header),
@@ -72,7 +71,6 @@ public final class ClusterThroughputMeasure {
     private static final int BLOCK_TOKENS = 16;
     private static final int SOURCES = 16; // distinct source blocks the puts cycle through
     private static final Duration TIMEOUT = Duration.ofSeconds(20); // per call: far above any healthy answer
-    private static final long RETRY_NANOS = 20_000; // pause before a publish that found the write window full is offered again
 
     private ClusterThroughputMeasure() {
     }
@@ -196,7 +194,7 @@ public final class ClusterThroughputMeasure {
      * Publishes blocks 0..blocks-1 of run {@code run} from this thread and waits until the cluster
      * has answered every write ({@link ClusterBlockStore#awaitWrites}). The store's window holds
      * {@link #IN_FLIGHT} values; a publish that finds it full is dropped (FULL) and offered again
-     * after a short pause, so that the window stays full and every block is written once.
+     * once an answer has made room, so that the window stays full and every block is written once.
      */
     private static void putAll(ClusterBlockStore store, long run, int blocks, long size, MemorySegment sources) {
         long deadline = System.nanoTime() + TIMEOUT.toNanos();
@@ -205,11 +203,10 @@ public final class ClusterThroughputMeasure {
             List<MemorySegment> src = List.of(sources.asSlice((i % SOURCES) * size, size));
             PublishStatus st;
             while ((st = store.publish(key(run, i), src)) == PublishStatus.FULL) {
-                if (System.nanoTime() > deadline) {
+                if (System.nanoTime() > deadline || !store.awaitWriteRoom(TIMEOUT)) {
                     throw new IllegalStateException("the store's write window stayed full for " + TIMEOUT.toSeconds() + " s at block " + i
                             + " of " + blocks);
                 }
-                LockSupport.parkNanos(RETRY_NANOS);
             }
             if (st != PublishStatus.PUBLISHED) {
                 throw new IllegalStateException("block " + i + " of " + blocks + " was not sent (" + st + ")");
@@ -225,22 +222,43 @@ public final class ClusterThroughputMeasure {
         }
     }
 
-    /** Reads blocks 0..blocks-1 of run {@code run} into their slots with {@link ClusterBlockStore#readAsync}, {@link #IN_FLIGHT} outstanding. */
+    /**
+     * Reads blocks 0..blocks-1 of run {@code run} into their slots with
+     * {@link ClusterBlockStore#readAsync}, {@link #IN_FLIGHT} outstanding: this thread starts
+     * {@link #IN_FLIGHT} chains, and each read that completes starts the chain's next (as
+     * redis-benchmark sends a connection's next request when an answer comes in), so that no
+     * other thread stands between an answer and the next request.
+     */
     private static void getAll(ClusterBlockStore store, long run, int blocks, long size, MemorySegment slots) {
-        Semaphore window = new Semaphore(IN_FLIGHT);
+        AtomicInteger next = new AtomicInteger();
         AtomicInteger missed = new AtomicInteger();
-        try {
-            for (int i = 0; i < blocks; i++) {
-                window.acquire();
+        java.util.concurrent.CountDownLatch done = new java.util.concurrent.CountDownLatch(blocks);
+        class Chain {
+            void read(int i) {
                 store.readAsync(key(run, i), List.of(slots.asSlice(i * size, size))).whenComplete((hit, error) -> {
                     if (error != null || !Boolean.TRUE.equals(hit)) {
                         missed.incrementAndGet();
                     }
-                    window.release();
+                    done.countDown();
+                    int n = next.getAndIncrement();
+                    if (n < blocks) {
+                        read(n);
+                    }
                 });
             }
-            if (!window.tryAcquire(IN_FLIGHT, TIMEOUT.toNanos(), TimeUnit.NANOSECONDS)) {
-                throw new IllegalStateException("reads still unanswered " + TIMEOUT.toSeconds() + " s after the last of " + blocks + " was sent");
+        }
+        Chain chain = new Chain();
+        for (int c = 0; c < IN_FLIGHT; c++) {
+            int n = next.getAndIncrement();
+            if (n < blocks) {
+                chain.read(n);
+            }
+        }
+        try {
+            long wait = TIMEOUT.toNanos() + blocks * TimeUnit.MILLISECONDS.toNanos(20); // 20 ms a block: far above any healthy rate
+            if (!done.await(wait, TimeUnit.NANOSECONDS)) {
+                throw new IllegalStateException(done.getCount() + " of " + blocks + " reads still unanswered "
+                        + TimeUnit.NANOSECONDS.toSeconds(wait) + " s after the first was sent");
             }
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();

@@ -609,6 +609,23 @@ public final class ClusterBlockStore implements SharedBlockStore, AutoCloseable 
         }
     }
 
+    /**
+     * Waits until the write window has room for another block, at most {@code wait}: for a
+     * producer that would rather wait than have its writes dropped (a bulk load, a benchmark).
+     * Serving never calls it: the KV manager's writes are dropped when the window is full.
+     *
+     * @return true if the window had room (another caller may take it first)
+     */
+    public boolean awaitWriteRoom(Duration wait) {
+        try {
+            Link l = link;
+            return l != null && l.writes().awaitRoom(wait.toNanos());
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return false;
+        }
+    }
+
     /** Deletes a value that failed a check only if it still holds those bytes; waits at most the timeout. */
     private static final String DELETE_IF_SAME = "local v = redis.call('GET', KEYS[1]) "
             + "if v and redis.sha1hex(v) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0";

@@ -60,6 +60,7 @@ final class ClusterWriteQueue {
     private final Object lock = new Object();
     private long queuedBytes;  // value bytes sent, not answered; under lock
     private int queuedBlocks;  // writes sent, not answered; under lock
+    private int waiters;       // threads in awaitRoom; under lock
 
     /**
      * @param valueBytes bytes of one value (a block and its header)
@@ -137,8 +138,34 @@ final class ClusterWriteQueue {
         synchronized (lock) {
             queuedBytes -= valueBytes;
             queuedBlocks--;
-            if (queuedBlocks == 0) {
+            if (waiters > 0 || queuedBlocks == 0) {
                 lock.notifyAll();
+            }
+        }
+    }
+
+    /**
+     * Waits until the window has room for another write, at most {@code nanos}: for a producer
+     * that would rather wait than drop (a bulk load, a benchmark). The room may be taken by
+     * another caller before this one offers.
+     *
+     * @return true if the window had room when this returned
+     */
+    boolean awaitRoom(long nanos) throws InterruptedException {
+        long deadline = System.nanoTime() + nanos;
+        synchronized (lock) {
+            waiters++;
+            try {
+                while (queuedBlocks >= window.buffers()) {
+                    long left = deadline - System.nanoTime();
+                    if (left <= 0) {
+                        return false;
+                    }
+                    lock.wait(Math.max(1, left / 1_000_000), 0);
+                }
+                return true;
+            } finally {
+                waiters--;
             }
         }
     }
