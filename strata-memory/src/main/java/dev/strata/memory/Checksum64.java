@@ -57,8 +57,12 @@ public final class Checksum64 {
     private static final int BLOCK = 64; // bytes per block: 8 words
     private static final ByteOrder LE = ByteOrder.LITTLE_ENDIAN;
     private static final ValueLayout.OfLong WORD = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(LE);
-    /** Bytes per step of the mapped variants: a whole number of blocks that stays in the first-level cache. */
-    static final int MAPPED_STEP = 16 * 1024;
+    /**
+     * Bytes per step of the stepped path: one page, so that the step stays in the first-level
+     * cache between the sum and the copy (measured against a raw copy into a pool mapping: 4 KiB
+     * steps ran at 0.9 to 1.0 of it, 8 and 16 KiB steps at about 0.8, 64 KiB at 0.7).
+     */
+    static final int MAPPED_STEP = 4 * 1024;
     /** Per thread, MAPPED_STEP bytes of native memory the stepped path copies through (no call keeps it across calls). */
     private static final ThreadLocal<MemorySegment> SCRATCH = ThreadLocal.withInitial(() -> Arena.ofAuto().allocate(MAPPED_STEP, BLOCK));
 
