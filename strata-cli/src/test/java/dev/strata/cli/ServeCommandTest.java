@@ -83,19 +83,30 @@ class ServeCommandTest {
         }
     }
 
-    @Test
-    void modelLoadChoosesWhetherTheWeightsAreCopiedOrMapped() throws Exception {
+    /** A small synthesized Llama in the test's directory. */
+    private Path tinyModel() throws java.io.IOException {
         Path model = dir.resolve("tiny-llama");
         ModelSynthesizer.write(SynthSpec.small(ModelFamily.LLAMA, 3), model, (d, t, b, tb) -> { });
-        ServeCommand copied = new ServeCommand();
-        new CommandLine(copied).parseArgs("--model", model.toString(), "--port", "0", "--threads", "1", "--kv-blocks", "8");
-        try (ServeCommand.Running r = copied.start()) {
+        return model;
+    }
+
+    /** {@code strata serve} of {@code model} on a free port, one thread, 8 KV blocks, and {@code more} arguments. */
+    private static ServeCommand.Running serveTiny(Path model, String... more) {
+        java.util.List<String> args = new java.util.ArrayList<>(java.util.List.of("--model", model.toString(), "--port", "0", "--threads",
+                "1", "--kv-blocks", "8"));
+        args.addAll(java.util.List.of(more));
+        ServeCommand cmd = new ServeCommand();
+        new CommandLine(cmd).parseArgs(args.toArray(String[]::new));
+        return cmd.start();
+    }
+
+    @Test
+    void modelLoadChoosesWhetherTheWeightsAreCopiedOrMapped() throws Exception {
+        Path model = tinyModel();
+        try (ServeCommand.Running r = serveTiny(model)) {
             assertThat(r.engine().model().files().load()).isEqualTo(dev.strata.engine.model.WeightLoad.COPY);
         }
-        ServeCommand mapped = new ServeCommand();
-        new CommandLine(mapped).parseArgs("--model", model.toString(), "--port", "0", "--threads", "1", "--kv-blocks", "8",
-                "--model-load", "map");
-        try (ServeCommand.Running r = mapped.start()) {
+        try (ServeCommand.Running r = serveTiny(model, "--model-load", "map")) {
             assertThat(r.engine().model().files().load()).isEqualTo(dev.strata.engine.model.WeightLoad.MAP);
         }
         CliRun inspect = CliRun.of("inspect", "config", "--model", model.toString(), "--set", "model.load=map");
@@ -108,24 +119,15 @@ class ServeCommandTest {
 
     @Test
     void kvPolicyPicksThePolicyOfTheServedEnginesKvSlots() throws Exception {
-        Path model = dir.resolve("tiny-llama");
-        ModelSynthesizer.write(SynthSpec.small(ModelFamily.LLAMA, 3), model, (d, t, b, tb) -> { });
-        ServeCommand plain = new ServeCommand();
-        new CommandLine(plain).parseArgs("--model", model.toString(), "--port", "0", "--threads", "1", "--kv-blocks", "8");
-        try (ServeCommand.Running r = plain.start()) {
+        Path model = tinyModel();
+        try (ServeCommand.Running r = serveTiny(model)) {
             assertThat(r.engine().kv().policyName()).isEqualTo("adaptive-reach");
         }
-        ServeCommand lru = new ServeCommand();
-        new CommandLine(lru).parseArgs("--model", model.toString(), "--port", "0", "--threads", "1", "--kv-blocks", "8",
-                "--set", "kv.policy=lru");
-        try (ServeCommand.Running r = lru.start()) {
+        try (ServeCommand.Running r = serveTiny(model, "--set", "kv.policy=lru")) {
             assertThat(r.engine().kv().policyName()).isEqualTo("lru");
             assertThat(r.engine().kv().stats().policy()).isEqualTo("lru");
         }
-        ServeCommand flag = new ServeCommand();
-        new CommandLine(flag).parseArgs("--model", model.toString(), "--port", "0", "--threads", "1", "--kv-blocks", "8",
-                "--set", "kv.policy=lru", "--kv-policy", "tiny-lfu");
-        try (ServeCommand.Running r = flag.start()) {
+        try (ServeCommand.Running r = serveTiny(model, "--set", "kv.policy=lru", "--kv-policy", "tiny-lfu")) {
             assertThat(r.engine().kv().policyName()).as("the shorthand flag over --set").isEqualTo("tiny-lfu");
         }
         CliRun inspect = CliRun.of("inspect", "config", "--model", model.toString(), "--set", "kv.policy=prefix-aware");

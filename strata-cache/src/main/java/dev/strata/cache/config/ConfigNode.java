@@ -57,12 +57,17 @@ final class ConfigNode {
     }
 
     long size(String name, long fallback) {
+        return parsed(name, fallback, Sizes::parse);
+    }
+
+    /** The text at {@code name} read by {@code parse}, or {@code fallback} when absent; a parse error names the key. */
+    private <T> T parsed(String name, T fallback, java.util.function.Function<String, T> parse) {
         String t = text(name, null);
         if (t == null) {
             return fallback;
         }
         try {
-            return Sizes.parse(t);
+            return parse.apply(t);
         } catch (IllegalArgumentException e) {
             throw new ConfigException(key(name) + ": " + e.getMessage());
         }
@@ -151,15 +156,7 @@ final class ConfigNode {
      * ({@code priority-lru}, {@code lru}, {@code tiny-lfu}, {@code prefix-aware}, {@code adaptive-reach}).
      */
     PolicyKind policy(String name, PolicyKind fallback) {
-        String t = text(name, null);
-        if (t == null) {
-            return fallback;
-        }
-        try {
-            return PolicyKind.parse(t);
-        } catch (IllegalArgumentException e) {
-            throw new ConfigException(key(name) + ": " + e.getMessage());
-        }
+        return parsed(name, fallback, PolicyKind::parse);
     }
 
     <E extends Enum<E>> E choice(String name, Class<E> type, E fallback) {
