@@ -53,7 +53,7 @@ import org.HdrHistogram.SynchronizedHistogram;
  * events wait for the callbacks of the leases that drained at once, which run on its event thread;
  * the deadlines are the lender's own (it fences a lease not acknowledged in time whatever the
  * client does), so a slow callback can only make a later lease of the same lender end FENCED
- * rather than RECLAIMED. To keep that to one event, callbacks that take longer than 1 ms on an
+ * rather than RECLAIMED. To keep that to one event, callbacks that take longer than 10 ms on an
  * event thread send that peer's revocations to the revocation thread for the next second.
  *
  * <p>Placement: the consumer's {@link ConsumerLimits} are checked first (byte cap, token bucket),
@@ -79,8 +79,12 @@ public final class PeerClient implements PeerMemory {
     private static final long DRAIN_POLL_NANOS = 20_000;     // revocation thread re-checks draining leases this often
     private static final int REMEMBERED_ENDS = 1 << 16;      // ended leases kept so that a late onRevoke still runs
     private static final long CLOSE_WAIT_NANOS = 5_000_000_000L;
-    private static final long SLOW_CALLBACKS_NANOS = 1_000_000;        // callbacks run on an event thread longer than this ...
-    private static final long SLOW_CALLBACKS_PENALTY_NANOS = 1_000_000_000L; // ... send the peer's ends to the revocation thread this long
+    // Callbacks run on an event thread for longer than this (wall time: long enough that a thread
+    // merely preempted on a loaded machine rarely reaches it, short against the lenders' deadlines,
+    // 1 s by default) ...
+    private static final long SLOW_CALLBACKS_NANOS = 10_000_000;
+    // ... send the peer's revocations to the revocation thread for this long.
+    private static final long SLOW_CALLBACKS_PENALTY_NANOS = 1_000_000_000L;
 
     private enum LeasePhase { OPEN, FREEING, REVOKING, ENDED }
 

@@ -570,7 +570,7 @@ class PeerClientTest {
             List<String> threads = new CopyOnWriteArrayList<>();
             PeerLease slow = client.alloc(4_000, ANY, (l, r) -> {
                 threads.add(Thread.currentThread().getName());
-                LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(20)); // well over the 1 ms an event thread allows
+                LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(50)); // well over the 10 ms an event thread allows
             }).orElseThrow();
             lender.lendable(0);
             await("the slow callback ran", 2_000, () -> threads.size() == 1);
