@@ -43,7 +43,7 @@ import java.util.concurrent.locks.ReentrantLock;
  *       tier it passed (write-through); a BACKED object leaving a tier above is demoted to a
  *       durable tier. LOSSY objects are placed on revocable tiers like on any other. When a lease
  *       is revoked the tier tells the store which allocations died; the store queues them (on the
- *       revocation thread, without its lock) and absorbs them at the start of its next operation
+ *       thread that ends the revocation, without its lock) and absorbs them at the start of its next operation
  *       (or {@link #absorbRevocations()}): each copy on them is forgotten; an object left with no
  *       copy (LOSSY) is dropped and reported once with {@link DropReason#REVOKED}. A read that
  *       meets a revoked copy before that (the tier's read fails under the lease guard) falls back
@@ -153,7 +153,7 @@ public final class TieredStore implements AutoCloseable {
     private final PromotionRule promotion;
     private final DropListener dropListener;
     private final EvictionSink evictionSink; // told of copies evicted out of HOST tiers, under the lock
-    private final ConcurrentLinkedQueue<RevokedBatch> revoked = new ConcurrentLinkedQueue<>(); // from revocation threads
+    private final ConcurrentLinkedQueue<RevokedBatch> revoked = new ConcurrentLinkedQueue<>(); // from the threads that end revocations
     private final RevokedHandles[] revocationListeners; // [chain] the listener installed on each revocable tier, or null
     private long revokedCopies; // under the lock
     private long revokedDrops; // under the lock

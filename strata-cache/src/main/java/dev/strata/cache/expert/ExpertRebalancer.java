@@ -44,7 +44,7 @@ import java.util.concurrent.locks.ReentrantReadWriteLock;
  *   <li>Capacity appears and disappears: a pass borrows when peers lend ({@link PeerTier} borrows
  *       chunks on demand), and {@link #start(Duration)} runs passes on a period.</li>
  *   <li>Revocation: when a lease is taken back, the experts on it lose their peer copy at once
- *       (on the revocation thread, without a lock); their handles are freed at the next pass.
+ *       (on the thread that ends the revocation, without a lock); their handles are freed at the next pass.
  *       The pager then fetches them from the masters. Nothing is ever written back: masters are
  *       never changed.</li>
  *   <li>A pager miss never places an expert on a peer: {@link #fetch} only reads.</li>
@@ -208,7 +208,7 @@ public final class ExpertRebalancer implements ExpertPeerSource, AutoCloseable {
 
     // ------------------------------------------------------------------ revocation
 
-    /** On the revocation thread: the experts on these handles lose their peer copy now. */
+    /** On the thread that ends the revocation: the experts on these handles lose their peer copy now. */
     private void revoked(RevocableTier from, long[] handles, RevocationReason reason) {
         for (long h : handles) {
             Integer key = keyOfHandle.remove(h); // whoever removes the mapping owns the free

@@ -3,7 +3,10 @@ package dev.strata.cache.peer;
 /**
  * What a {@link PeerLender} tells its client.
  *
- * <p>Threads: called on the lender's event thread, one event at a time per lender.
+ * <p>Threads: called on the lender's event thread, one event at a time per lender. A listener may
+ * call the lender's {@link PeerLender#acknowledge} and {@link PeerLender#giveBack} from inside an
+ * event ({@link PeerClient} acknowledges there a revocation whose lease drained at once), so a
+ * lender must not hold, while it delivers an event, a lock that those calls take.
  */
 public interface LenderEvents {
 

@@ -12,6 +12,7 @@ import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.LockSupport;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Consumer;
@@ -31,9 +32,12 @@ import org.HdrHistogram.SynchronizedHistogram;
  *   OPEN --revocationRequested / fenced / lost---&gt; REVOKING --drained--&gt; ENDED (callbacks once, reason)
  * </pre>
  * On {@code revocationRequested} the lender's event thread closes the guard at once (new reads and
- * writes return false) and hands the lease to this client's revocation thread, which waits for the
- * guard's in-flight count to reach zero, ends the lease (accounting, metrics), runs its callbacks
- * once with {@link RevocationReason#RECLAIMED} and then {@link PeerLender#acknowledge acknowledges}.
+ * writes return false). If no access is in flight once it is closed (the common case: none can
+ * begin after), the lease has drained and the event thread itself ends the lease (accounting,
+ * metrics), runs its callbacks once with {@link RevocationReason#RECLAIMED} and then
+ * {@link PeerLender#acknowledge acknowledges}: the callbacks run one thread wake-up after the
+ * lender's signal, not two. Otherwise it hands the lease to this client's revocation thread, which
+ * waits for the guard's in-flight count to reach zero and then does the same.
  * A {@code fenced} event on a lease not yet ended turns its reason into {@link RevocationReason#FENCED}
  * (no acknowledgement: the lender already advanced the epoch); a {@code peerLost} turns every
  * lease of the peer into {@link RevocationReason#PEER_LOST}. The reason is fixed when the lease
@@ -45,8 +49,12 @@ import org.HdrHistogram.SynchronizedHistogram;
  * are borrowed from it again, and the re-attachments are counted per peer.
  *
  * <p>The revocation thread polls the leases it drains, so a slow access on one lease delays no
- * other; a callback that blocks does delay the ones after it (callbacks must be short). Lenders'
- * events never wait for callbacks.
+ * other; a callback that blocks does delay the ones after it (callbacks must be short). A lender's
+ * events wait for the callbacks of the leases that drained at once, which run on its event thread;
+ * the deadlines are the lender's own (it fences a lease not acknowledged in time whatever the
+ * client does), so a slow callback can only make a later lease of the same lender end FENCED
+ * rather than RECLAIMED. To keep that to one event, callbacks that take longer than 10 ms on an
+ * event thread send that peer's revocations to the revocation thread for the next second.
  *
  * <p>Placement: the consumer's {@link ConsumerLimits} are checked first (byte cap, token bucket),
  * then every peer that is alive, within the hints' distance and latency bound, and offers the size
@@ -59,8 +67,10 @@ import org.HdrHistogram.SynchronizedHistogram;
  * the memory may be reused only after the guard drained.
  *
  * <p>Threads: every method may be called from any thread. One lock guards placement and the
- * accounting; accesses take no lock. Callbacks run on the client's revocation thread. Do not free
- * a lease from inside an access of the same lease (the free would wait for itself).
+ * accounting; accesses take no lock. Callbacks run on the lender's event thread when the lease
+ * drained at once, otherwise on the client's revocation thread, never under the client's lock,
+ * and a callback registered after the lease ended runs on the thread that registers it. Do not
+ * free a lease from inside an access of the same lease (the free would wait for itself).
  */
 public final class PeerClient implements PeerMemory {
     private static final System.Logger LOG = System.getLogger(PeerClient.class.getName());
@@ -69,6 +79,12 @@ public final class PeerClient implements PeerMemory {
     private static final long DRAIN_POLL_NANOS = 20_000;     // revocation thread re-checks draining leases this often
     private static final int REMEMBERED_ENDS = 1 << 16;      // ended leases kept so that a late onRevoke still runs
     private static final long CLOSE_WAIT_NANOS = 5_000_000_000L;
+    // Callbacks run on an event thread for longer than this (wall time: long enough that a thread
+    // merely preempted on a loaded machine rarely reaches it, short against the lenders' deadlines,
+    // 1 s by default) ...
+    private static final long SLOW_CALLBACKS_NANOS = 10_000_000;
+    // ... send the peer's revocations to the revocation thread for this long.
+    private static final long SLOW_CALLBACKS_PENALTY_NANOS = 1_000_000_000L;
 
     private enum LeasePhase { OPEN, FREEING, REVOKING, ENDED }
 
@@ -149,17 +165,20 @@ public final class PeerClient implements PeerMemory {
         long failedAllocs;
         final long[] revocations = new long[RevocationReason.values().length];
         long lateFences;
+        volatile long finishHereFrom;    // System.nanoTime from which drained leases are finished on the event thread again
 
         PeerState(int index, PeerLender lender, long now) {
             this.index = index;
             this.lender = lender;
             this.recent = new DecayedCount(revocationHalfLifeNanos, now);
+            this.finishHereFrom = System.nanoTime();
         }
 
         @Override
         public void revocationRequested(LentRegion region, long deadlineNanos) {
             long received = System.nanoTime();
             boolean ackNow = false;
+            LeaseEntry here = null; // drained at once: finished on this thread
             lock.lock();
             try {
                 LeaseEntry e = leases.get(region.lease()); // by lease (peer, region, epoch): a lender may pass another instance
@@ -167,7 +186,7 @@ public final class PeerClient implements PeerMemory {
                     ackNow = true; // already freed and given back: nothing to drain
                 } else {
                     switch (e.phase) {
-                        case OPEN -> beginRevocation(e, RevocationReason.RECLAIMED, received);
+                        case OPEN -> here = beginRevocation(e, RevocationReason.RECLAIMED, received) ? e : null;
                         case FREEING -> e.revocationAsked = true;
                         case REVOKING, ENDED -> {
                         }
@@ -178,12 +197,15 @@ public final class PeerClient implements PeerMemory {
             }
             if (ackNow) {
                 lender.acknowledge(region);
+            } else if (here != null) {
+                finishHere(here);
             }
         }
 
         @Override
         public void fenced(LentRegion region) {
             long received = System.nanoTime();
+            LeaseEntry here = null; // drained at once: finished on this thread
             lock.lock();
             try {
                 LeaseEntry e = leases.get(region.lease());
@@ -195,7 +217,7 @@ public final class PeerClient implements PeerMemory {
                     return;
                 }
                 switch (e.phase) {
-                    case OPEN -> beginRevocation(e, RevocationReason.FENCED, received);
+                    case OPEN -> here = beginRevocation(e, RevocationReason.FENCED, received) ? e : null;
                     case REVOKING -> {
                         if (e.reason == RevocationReason.RECLAIMED) {
                             e.reason = RevocationReason.FENCED;
@@ -207,11 +229,15 @@ public final class PeerClient implements PeerMemory {
             } finally {
                 lock.unlock();
             }
+            if (here != null) {
+                finishHere(here);
+            }
         }
 
         @Override
         public void peerLost(int peer) {
             long received = System.nanoTime();
+            List<LeaseEntry> here = new ArrayList<>(); // drained at once: finished on this thread
             lock.lock();
             try {
                 lost = true;
@@ -220,7 +246,11 @@ public final class PeerClient implements PeerMemory {
                         continue;
                     }
                     switch (e.phase) {
-                        case OPEN -> beginRevocation(e, RevocationReason.PEER_LOST, received);
+                        case OPEN -> {
+                            if (beginRevocation(e, RevocationReason.PEER_LOST, received)) {
+                                here.add(e);
+                            }
+                        }
                         case REVOKING -> e.reason = RevocationReason.PEER_LOST;
                         case FREEING, ENDED -> {
                         }
@@ -228,6 +258,9 @@ public final class PeerClient implements PeerMemory {
                 }
             } finally {
                 lock.unlock();
+            }
+            for (LeaseEntry e : here) {
+                finishHere(e);
             }
         }
 
@@ -307,6 +340,7 @@ public final class PeerClient implements PeerMemory {
     private final Thread revocationThread;
     private volatile boolean closed;
     private volatile boolean revocationIdle = true;   // the revocation thread has nothing queued or draining
+    private final AtomicInteger finishingHere = new AtomicInteger(); // revocations being finished on a lender's event thread
     private long allocMisses;                          // guarded by lock
     private long callbackFailures;                     // guarded by lock
 
@@ -592,7 +626,7 @@ public final class PeerClient implements PeerMemory {
 
     /** True when no revocation is queued, draining or running its callbacks. */
     public boolean revocationsIdle() {
-        return revocationIdle && toDrain.isEmpty();
+        return revocationIdle && toDrain.isEmpty() && finishingHere.get() == 0;
     }
 
     /**
@@ -793,14 +827,46 @@ public final class PeerClient implements PeerMemory {
         }
     }
 
-    /** Under lock: OPEN -> REVOKING; closes the guard and hands the lease to the revocation thread. */
-    private void beginRevocation(LeaseEntry e, RevocationReason reason, long receivedNanos) {
+    /**
+     * Under lock: OPEN -> REVOKING; closes the guard. With no access in flight once it is closed
+     * (none can begin after) the lease is drained: true, and the caller, the lender's event thread,
+     * finishes it itself ({@link #finishHere}) after releasing the lock, unless the peer's callbacks
+     * were slow there lately. Otherwise hands the lease to the revocation thread, which waits for
+     * the drain: false.
+     */
+    private boolean beginRevocation(LeaseEntry e, RevocationReason reason, long receivedNanos) {
         e.phase = LeasePhase.REVOKING;
         e.reason = reason;
         e.revokedAtNanos = receivedNanos;
         e.guard.close();
+        if (e.guard.inFlight() == 0 && receivedNanos - e.peer.finishHereFrom >= 0) {
+            finishingHere.incrementAndGet();
+            return true;
+        }
         revocationIdle = false;
         toDrain.add(e);
+        return false;
+    }
+
+    /**
+     * On the lender's event thread, outside the lock: finishes a revocation that drained at once
+     * (see {@link #beginRevocation}). Callbacks that take longer than {@value #SLOW_CALLBACKS_NANOS}
+     * ns here send the peer's next revocations to the revocation thread for
+     * {@value #SLOW_CALLBACKS_PENALTY_NANOS} ns, so a slow callback holds up the lender's other
+     * events (its other leases' revocations and fences) once, not at every revocation.
+     */
+    private void finishHere(LeaseEntry e) {
+        try {
+            long callbackNanos = finishRevocation(e);
+            if (callbackNanos > SLOW_CALLBACKS_NANOS) {
+                e.peer.finishHereFrom = System.nanoTime() + SLOW_CALLBACKS_PENALTY_NANOS;
+                LOG.log(System.Logger.Level.DEBUG, () -> "revocation callbacks of " + e.lease + " took " + callbackNanos / 1000
+                        + " us on the lender's event thread; the peer's revocations end on the revocation thread for "
+                        + SLOW_CALLBACKS_PENALTY_NANOS / 1_000_000 + " ms");
+            }
+        } finally {
+            finishingHere.decrementAndGet();
+        }
     }
 
     /** Under lock: removes a lease from the table and the accounting. */
@@ -850,14 +916,19 @@ public final class PeerClient implements PeerMemory {
         }
     }
 
-    /** On the revocation thread, after the lease's guard drained. */
-    private void finishRevocation(LeaseEntry e) {
+    /**
+     * After the lease's guard drained, on the revocation thread or (drained at once) the lender's
+     * event thread: ends the lease, runs its callbacks once, acknowledges a reclaim.
+     *
+     * @return nanoseconds the callbacks took; 0 if the lease had ended already
+     */
+    private long finishRevocation(LeaseEntry e) {
         long drained = System.nanoTime();
         RevocationReason reason;
         lock.lock();
         try {
             if (e.phase != LeasePhase.REVOKING) {
-                return;
+                return 0;
             }
             reason = e.reason;
             end(e);
@@ -874,7 +945,8 @@ public final class PeerClient implements PeerMemory {
             run = List.copyOf(e.callbacks);
             e.callbacks.clear();
         }
-        e.peer.callback.recordValue(Math.max(0, System.nanoTime() - e.revokedAtNanos));
+        long callbacksStart = System.nanoTime();
+        e.peer.callback.recordValue(Math.max(0, callbacksStart - e.revokedAtNanos));
         for (RevocationCallback cb : run) {
             try {
                 cb.revoked(e.lease, reason);
@@ -888,6 +960,7 @@ public final class PeerClient implements PeerMemory {
                 LOG.log(System.Logger.Level.WARNING, "revocation callback of " + e.lease + " (" + reason + ") failed", t);
             }
         }
+        long callbackNanos = Math.max(1, System.nanoTime() - callbacksStart);
         if (reason == RevocationReason.RECLAIMED) {
             try {
                 e.peer.lender.acknowledge(e.region);
@@ -895,6 +968,7 @@ public final class PeerClient implements PeerMemory {
                 LOG.log(System.Logger.Level.WARNING, "acknowledging the revocation of " + e.lease + " failed", t);
             }
         }
+        return callbackNanos;
     }
 
     private static void awaitDrained(LeaseGuard guard) {

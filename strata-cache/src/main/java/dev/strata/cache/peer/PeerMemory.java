@@ -13,8 +13,9 @@ import java.util.Optional;
  * or whose epoch is stale, fails ({@code false}) without touching the memory, and revocation waits
  * for the accesses already under way before acknowledging (invariant 4 of docs/ARCHITECTURE.md).
  *
- * <p>Threads: every method may be called from any thread; callbacks run on the implementation's
- * revocation thread.
+ * <p>Threads: every method may be called from any thread; callbacks run on a thread of the
+ * implementation's revocation machinery (see {@link RevocationCallback}), never on the caller's
+ * thread except for a callback registered on a lease whose revocation already ended.
  */
 public interface PeerMemory extends AutoCloseable {
 

@@ -53,7 +53,7 @@ import java.util.concurrent.locks.ReentrantLock;
  *
  * <p>Threads: every method may be called from any thread. One lock guards the chunk list and the
  * allocators' changes; reads and writes look their chunk up in a concurrent map and do not take
- * it. Listeners run on the peer client's revocation thread.
+ * it. Listeners run on the thread that ends the revocation (see {@link RevocationCallback}).
  *
  * <p>Invariants (checked by {@link #checkInvariants()}): the live chunks' leases plus the bytes of
  * borrowings under way (reserved before the peer call, installed or given back after it) sum to
@@ -372,7 +372,7 @@ public final class PeerTier implements RevocableTier {
 
     // ------------------------------------------------------------------ revocation
 
-    /** The lease under {@code chunk} ended: forget its bytes and tell the listeners (revocation thread). */
+    /** The lease under {@code chunk} ended: forget its bytes and tell the listeners (the thread that ends the revocation). */
     private void chunkEnded(Chunk chunk, RevocationReason reason) {
         long[] handles;
         lock.lock();

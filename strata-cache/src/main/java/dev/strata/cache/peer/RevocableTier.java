@@ -8,7 +8,8 @@ import dev.strata.memory.Tier;
  * bytes), a write to one stores nothing (and {@link #live} turns false), and the
  * {@link RevokedHandles} listeners are told which allocations died.
  *
- * <p>Threads: as {@link Tier}; listeners run on the revocation thread.
+ * <p>Threads: as {@link Tier}; listeners run on the thread that ends the revocation (see
+ * {@link RevocationCallback}).
  */
 public interface RevocableTier extends Tier {
 

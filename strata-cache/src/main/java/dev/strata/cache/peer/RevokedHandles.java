@@ -4,9 +4,9 @@ package dev.strata.cache.peer;
  * Told which allocations of a {@link RevocableTier} died with a lease: their bytes are gone and
  * every later read of them misses.
  *
- * <p>Threads: called on the peer client's revocation thread, after the lease's in-flight accesses
- * were drained; must not block for long and must not allocate in the tier that calls it (the
- * lender's deadline is running).
+ * <p>Threads: called on the thread that ends the lease's revocation (see
+ * {@link RevocationCallback}), after the lease's in-flight accesses were drained; must not block
+ * for long and must not allocate in the tier that calls it (the lender's deadline is running).
  */
 @FunctionalInterface
 public interface RevokedHandles {

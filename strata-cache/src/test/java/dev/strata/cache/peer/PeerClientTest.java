@@ -6,12 +6,17 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.strata.cache.Durability;
 import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
 import java.util.List;
+import java.util.Set;
 import java.util.SplittableRandom;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.locks.LockSupport;
 import org.junit.jupiter.api.Test;
 
 /** The client over real local lenders: accesses, revocation with drain, fencing, peer loss, metrics. */
@@ -437,6 +442,146 @@ class PeerClientTest {
             await("revoked", 2_000, () -> ended.size() == 1);
             await("acknowledged", 2_000, () -> inner.phase(lease) == LocalLender.Phase.RELEASED);
             assertThat(inner.stats().acknowledgements()).isEqualTo(1);
+        }
+    }
+
+    /** Borrows {@code size} bytes with {@code callback}, retrying while the lender has not yet made its memory lendable again. */
+    private static PeerLease borrow(PeerClient client, long size, RevocationCallback callback) {
+        long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+        while (true) {
+            var lease = client.alloc(size, ANY, callback);
+            if (lease.isPresent()) {
+                return lease.get();
+            }
+            assertThat(System.nanoTime()).as("the lender lends " + size + " bytes again within 5 s").isLessThan(until);
+            LockSupport.parkNanos(100_000);
+        }
+    }
+
+    @Test
+    void aLeaseWithNoAccessUnderWayEndsOnTheLendersEventThreadAndOneWithAnAccessOnTheRevocationThread() throws Exception {
+        LocalLender lender = new LocalLender(LocalLender.Config.of(0, "gpu0", 16 * 1024).withGrace(10_000_000_000L));
+        try (PeerClient client = PeerClient.of(List.of(lender), "best_fit")) {
+            List<String> threads = new CopyOnWriteArrayList<>();
+            List<Ended> ended = new CopyOnWriteArrayList<>();
+            RevocationCallback record = (l, r) -> {
+                threads.add(Thread.currentThread().getName());
+                ended.add(new Ended(l, r));
+            };
+            PeerLease idle = client.alloc(4_000, ANY, record).orElseThrow();
+            lender.lendable(0);
+            await("the idle lease revoked", 2_000, () -> ended.size() == 1);
+            assertThat(ended).containsExactly(new Ended(idle, RevocationReason.RECLAIMED));
+            assertThat(threads).as("drained at once: ended where the event arrived").containsExactly("strata-peer-gpu0-events");
+            await("acknowledged", 2_000, () -> lender.phase(idle) == LocalLender.Phase.RELEASED);
+
+            lender.lendable(16 * 1024);
+            PeerLease busy = borrow(client, 4_000, record);
+            CountDownLatch inside = new CountDownLatch(1);
+            CountDownLatch release = new CountDownLatch(1);
+            Thread holder = Thread.ofPlatform().start(() -> client.access(busy, 0, 4_000, view -> {
+                inside.countDown();
+                await("released", 10_000, () -> release.getCount() == 0);
+            }));
+            assertThat(inside.await(5, TimeUnit.SECONDS)).isTrue();
+            lender.lendable(0);
+            await("revoking", 2_000, () -> client.revoking(busy));
+            Thread.sleep(30);
+            assertThat(ended).as("no callback while the access is under way").hasSize(1);
+            assertThat(lender.phase(busy)).as("not acknowledged while the access is under way").isEqualTo(LocalLender.Phase.REVOKING);
+            assertThat(client.revocationsIdle()).isFalse();
+            release.countDown();
+            holder.join(5_000);
+            await("the busy lease revoked", 2_000, () -> ended.size() == 2);
+            assertThat(ended.get(1)).isEqualTo(new Ended(busy, RevocationReason.RECLAIMED));
+            assertThat(threads.get(1)).as("drained later: ended by the revocation thread").isEqualTo("strata-peer-client-revocations");
+            await("acknowledged", 2_000, () -> lender.phase(busy) == LocalLender.Phase.RELEASED);
+            await("idle", 2_000, client::revocationsIdle);
+            assertThat(client.stats().peer(0).revocations(RevocationReason.RECLAIMED)).isEqualTo(2);
+            assertThat(client.stats().peer(0).drainCount()).isEqualTo(2);
+            client.checkInvariants();
+        }
+    }
+
+    @Test
+    void aRevocationRacingAnAccessThatEndsCallsBackOnceWithItsReasonAndNeverWhileTheAccessIsUnderWay() throws Exception {
+        LocalLender lender = new LocalLender(LocalLender.Config.of(0, "gpu0", 16 * 1024).withGrace(10_000_000_000L));
+        try (PeerClient client = PeerClient.of(List.of(lender), "best_fit")) {
+            SplittableRandom random = new SplittableRandom(77);
+            AtomicInteger inside = new AtomicInteger();        // accesses between their entry and their exit
+            AtomicInteger calledDuringAccess = new AtomicInteger();
+            List<List<Ended>> rounds = new ArrayList<>();
+            Set<String> threads = ConcurrentHashMap.newKeySet();
+            int n = 150;
+            for (int round = 0; round < n; round++) {
+                List<Ended> ended = new CopyOnWriteArrayList<>();
+                rounds.add(ended);
+                PeerLease lease = borrow(client, 8_000, (l, r) -> {
+                    if (inside.get() != 0) {
+                        calledDuringAccess.incrementAndGet();
+                    }
+                    threads.add(Thread.currentThread().getName());
+                    ended.add(new Ended(l, r));
+                });
+                int spins = random.nextInt(0, 20_000);
+                AtomicBoolean stop = new AtomicBoolean();
+                Thread reader = Thread.ofPlatform().start(() -> {
+                    boolean admitted = true;
+                    while (admitted && !stop.get()) {
+                        admitted = client.access(lease, 0, 8_000, view -> {
+                            inside.incrementAndGet();
+                            try {
+                                for (int i = 0; i < spins; i++) {
+                                    Thread.onSpinWait();
+                                }
+                                view.get(java.lang.foreign.ValueLayout.JAVA_BYTE, spins % 8_000);
+                            } finally {
+                                inside.decrementAndGet();
+                            }
+                        });
+                    }
+                });
+                LockSupport.parkNanos(random.nextLong(0, 300_000)); // the access may be under way, ending, or not begun
+                lender.lendable(0);
+                await("round " + round + " called back", 5_000, () -> ended.size() == 1);
+                stop.set(true);
+                reader.join(5_000);
+                assertThat(ended).containsExactly(new Ended(lease, RevocationReason.RECLAIMED));
+                await("round " + round + " acknowledged", 5_000, () -> lender.phase(lease) == LocalLender.Phase.RELEASED);
+                lender.lendable(16 * 1024);
+            }
+            Thread.sleep(30);
+            assertThat(calledDuringAccess).as("callbacks that ran while an access was inside the lease").hasValue(0);
+            assertThat(rounds).allSatisfy(ended -> assertThat(ended).as("callbacks once").hasSize(1));
+            assertThat(threads).isSubsetOf("strata-peer-gpu0-events", "strata-peer-client-revocations");
+            PeerClientStats s = client.stats();
+            assertThat(s.peer(0).revocations(RevocationReason.RECLAIMED)).isEqualTo(n);
+            assertThat(s.peer(0).revocations(RevocationReason.FENCED)).isZero();
+            assertThat(s.callbackFailures()).isZero();
+            client.checkInvariants();
+            lender.checkInvariants();
+        }
+    }
+
+    @Test
+    void aSlowCallbackOnTheEventThreadSendsThePeersNextRevocationToTheRevocationThread() throws Exception {
+        LocalLender lender = new LocalLender(LocalLender.Config.of(0, "gpu0", 16 * 1024).withGrace(10_000_000_000L));
+        try (PeerClient client = PeerClient.of(List.of(lender), "best_fit")) {
+            List<String> threads = new CopyOnWriteArrayList<>();
+            PeerLease slow = client.alloc(4_000, ANY, (l, r) -> {
+                threads.add(Thread.currentThread().getName());
+                LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(50)); // well over the 10 ms an event thread allows
+            }).orElseThrow();
+            lender.lendable(0);
+            await("the slow callback ran", 2_000, () -> threads.size() == 1);
+            await("acknowledged after it", 2_000, () -> lender.phase(slow) == LocalLender.Phase.RELEASED);
+            lender.lendable(16 * 1024);
+            PeerLease next = borrow(client, 4_000, (l, r) -> threads.add(Thread.currentThread().getName()));
+            lender.lendable(0);
+            await("the next callback ran", 2_000, () -> threads.size() == 2);
+            assertThat(threads).containsExactly("strata-peer-gpu0-events", "strata-peer-client-revocations");
+            await("acknowledged", 2_000, () -> lender.phase(next) == LocalLender.Phase.RELEASED);
+            assertThat(client.stats().peer(0).revocations(RevocationReason.RECLAIMED)).isEqualTo(2);
         }
     }
 }
