@@ -49,19 +49,19 @@ import dev.strata.cache.PriorityClass;
  *       reached it, is almost never used again (95–99% on the Mooncake traces): its tokens end
  *       where the prompt ended, usually part-way through a block, so the next turn of the
  *       conversation extends the prompt into a <em>different</em> block and shares only the
- *       blocks before it. So when a run of blocks placed in prefix order ends (the next block
- *       placed does not continue it, or a victim is asked for) and its last block is in ONCE with its
- *       parent a candidate, that block moves to ONCE's least recently used end, taking the time of
- *       the block there: it leaves first, and its parent, which the next turn does share, keeps
- *       its place. (A block whose parent is not a candidate keeps its place: a root, a node
- *       without prefix structure, or blocks released deepest first, which must not end up with a
- *       parent behind its child.)</li>
+ *       blocks before it. A request's blocks become evictable in a row, root first or deepest
+ *       first (a <em>run</em>: each block placed is the child or the parent of the one before).
+ *       When the run ends (a block placed continues it in neither way, or a victim is asked for)
+ *       and its deepest block is in ONCE with its parent a candidate, that block moves to ONCE's
+ *       least recently used end, taking the time of the block there: it leaves first, and its
+ *       parent, which the next turn does share, keeps its place. (A root or a node without
+ *       prefix structure keeps its place.)</li>
  * </ol>
  *
  * <p>Structure: three intrusive lists ({@link NodeList}, most recently used first) with each
  * node's logical time of last use in {@link PolicyNode#prefixValue} (non-increasing from the front
  * of each list), the parked and skipped lists of {@link AbstractPolicy}, two ghost tables, one
- * regret counter, the target of ONCE and the last node placed (the end of the current run).
+ * regret counter, the target of ONCE, and the last node placed and the deepest of its run.
  * Priority classes other than ACTIVE (which flips {@link PolicyNode#evictable()}) do not order
  * this policy.
  *
@@ -89,7 +89,8 @@ public final class AdaptiveReachPolicy extends AbstractPolicy {
     private final GhostTable ghosts = new GhostTable(); // evicted keys by the rule that chose them
     private final GhostTable sides = new GhostTable(); // evicted keys by side: ONCE (0) or upper (1)
     private double onceTarget; // blocks ONCE may hold before it stops giving victims, in [0, peakSize]
-    private PolicyNode runEnd; // the last node placed: the end of the run of blocks being placed in prefix order
+    private PolicyNode lastPlaced; // the last node placed, while its run goes on
+    private PolicyNode runTail; // the deepest node of the run being placed (a request's blocks released in a row)
     private long regretBalance; // recency's regrets minus frequency's, in [-peakSize, peakSize]
     private final long[] regrets = new long[2]; // [rule] mistakes counted (for reports and tests)
     private int peakSize; // most nodes tracked at once: the tier's capacity once it has filled
@@ -193,8 +194,11 @@ public final class AdaptiveReachPolicy extends AbstractPolicy {
 
     @Override
     protected void removing(PolicyNode node) {
-        if (node == runEnd) {
-            runEnd = null;
+        if (node == lastPlaced) {
+            lastPlaced = null;
+        }
+        if (node == runTail) {
+            runTail = null;
         }
         if (node == offered) {
             sides.record(node.keyHash(), node.list == levels[ONCE] ? ONCE : 1, peakSize);
@@ -239,45 +243,49 @@ public final class AdaptiveReachPolicy extends AbstractPolicy {
 
     /**
      * Links an evictable node, in no list, into its level: right behind its parent when the parent
-     * is there and was the last node placed (same time), continuing the run; else in front,
-     * starting a new run after ending the previous one.
+     * is there and was the last node placed (same time), else in front. A node that is the child
+     * or the parent of the last node placed continues the current run (a request's blocks
+     * released root first or deepest first); any other node ends it and starts a new one.
      */
     private void place(PolicyNode node) {
         NodeList target = levels[levelOf(node)];
         PolicyNode parent = node instanceof PrefixNode p ? p.prefixParent() : null;
+        if (parent != null && parent == lastPlaced) {
+            runTail = node; // the run goes one block deeper
+        } else if (!(lastPlaced instanceof PrefixNode last && last.prefixParent() == node)) {
+            endRun(); // not the parent of the last one placed either: a new run
+            runTail = node;
+        }
         if (parent != null && parent.list == target && parent.prefixValue == clock) {
-            if (parent != runEnd) {
-                endRun(); // the parent ended an earlier run: that run's end is final
-            }
             node.prefixValue = parent.prefixValue;
             target.addAfter(parent, node);
         } else {
-            endRun();
             node.prefixValue = ++clock;
             target.addFirst(node);
         }
-        runEnd = node;
+        lastPlaced = node;
     }
 
     /**
-     * Ends the current run: its last block, if still a candidate of ONCE whose parent is a
+     * Ends the current run: its deepest block, if still a candidate of ONCE whose parent is a
      * candidate too, is a finished prompt's dead tail and moves to ONCE's least recently used end
      * with the time of the block there. A block without a candidate parent (a root, a node without
-     * prefix structure, a block released before its parent) keeps its place, so no parent is ever
-     * put behind its child.
+     * prefix structure) keeps its place; a tail's children, if any, were reached by the same one
+     * request and so belong to its run, so no parent is put behind its child.
      */
     private void endRun() {
-        PolicyNode end = runEnd;
-        runEnd = null;
+        PolicyNode tail = runTail;
+        runTail = null;
+        lastPlaced = null;
         NodeList once = levels[ONCE];
-        if (end == null || end.list != once || end == once.last() || !(end instanceof PrefixNode p)) {
+        if (tail == null || tail.list != once || tail == once.last() || !(tail instanceof PrefixNode p)) {
             return;
         }
         PolicyNode parent = p.prefixParent();
         if (parent != null && isLevel(parent.list)) {
-            once.remove(end);
-            end.prefixValue = once.last().prefixValue;
-            once.addLast(end);
+            once.remove(tail);
+            tail.prefixValue = once.last().prefixValue;
+            once.addLast(tail);
         }
     }
 

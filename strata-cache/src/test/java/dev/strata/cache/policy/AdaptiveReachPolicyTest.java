@@ -111,17 +111,17 @@ class AdaptiveReachPolicyTest {
     }
 
     @Test
-    void aRunIsOnlyDemotedAtItsEndAndNeverPutsAParentBehindItsChild() {
+    void aPromptReleasedDeepestFirstLosesItsDeadTailFirstTooButARootAloneKeepsItsPlace() {
         AdaptiveReachPolicy p = new AdaptiveReachPolicy();
         insert(p, "old", null, 1);
-        // released deepest first: no block follows its parent, so nothing is demoted
-        List<PrefixBlock> reversed = write(p, null, 1, "r", "s", "t");
-        release(p, List.of(reversed.get(2), reversed.get(1), reversed.get(0)));
-        // a root alone and a node without prefix structure are not prompt tails either
+        // released deepest first, as the block manager releases a sequence: each block is the parent of the one before
+        List<PrefixBlock> chain = write(p, null, 1, "r", "s", "t");
+        release(p, List.of(chain.get(2), chain.get(1), chain.get(0)));
+        // a root alone and a node without prefix structure end runs but are no prompt tails themselves
         insert(p, "root-alone", null, 1);
         p.onInsert(new TestNode("plain", PriorityClass.RECENT));
         p.checkOrder();
-        assertThat(List.of(evict(p), evict(p), evict(p), evict(p), evict(p))).containsExactly("old", "t", "s", "r", "root-alone");
+        assertThat(List.of(evict(p), evict(p), evict(p), evict(p), evict(p))).containsExactly("t", "old", "s", "r", "root-alone");
         assertThat(p.victim()).hasToString("plain");
     }
 
