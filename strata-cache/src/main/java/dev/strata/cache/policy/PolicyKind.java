@@ -16,7 +16,7 @@ public enum PolicyKind {
     TINY_LFU,
     /** {@link PrefixAwarePolicy}: leaves of the prefix tree first, for KV blocks. */
     PREFIX_AWARE,
-    /** {@link AdaptiveReachPolicy}: LRU within reach levels, adapting recency against frequency; the default for KV slots. */
+    /** {@link AdaptiveReachPolicy}: LRU within reach levels, adapting the room of once-reached blocks and recency against frequency; the default for KV slots. */
     ADAPTIVE_REACH;
 
     /** The policy of KV block slots unless configured otherwise ({@code KvManagerConfig.defaults()}). */

@@ -7,6 +7,7 @@
  * {@link dev.strata.cache.policy.PrefixNode}, and splits the tier between blocks reached by one
  * request and shared blocks with a target learned online from ghosts of recent evictions; and the
  * default for KV slots, {@link dev.strata.cache.policy.AdaptiveReachPolicy}: LRU within levels of
- * reach, O(1), adapting recency against frequency from the evictions that come back.
+ * reach, O(1), adapting the room of blocks reached once and recency against frequency from the
+ * evictions that come back, and evicting the dead last block of each finished prompt first.
  */
 package dev.strata.cache.policy;

@@ -10,7 +10,10 @@ import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
 
-/** The adaptive-reach policy: levels by reach, prefix order inside a level, and the switch between its two rules on regrets. */
+/**
+ * The adaptive-reach policy: levels by reach, prefix order inside a level, the dead tail of a finished prompt first, the
+ * adaptive room of the reached-once level, and the switch between its two rules on regrets.
+ */
 class AdaptiveReachPolicyTest {
 
     private static PrefixBlock insert(AdaptiveReachPolicy p, String name, PrefixBlock parent, long reach) {
@@ -48,7 +51,7 @@ class AdaptiveReachPolicyTest {
         // the first use of once-new by a second request lifts it to WARM, at the front
         onceNew.reach = 2;
         p.onAccess(onceNew);
-        // ONCE first; then recency (the rule at the start): the older of WARM's and HOT's tails, WARM on equal times
+        // ONCE first (its target is 0 until a reached-once eviction comes back); then recency (the rule at the start): the older of WARM's and HOT's tails, WARM on equal times
         assertThat(List.of(evict(p), evict(p), evict(p), evict(p), evict(p))).containsExactly(
                 "once-old", "warm-old", "hot", "warm-new", "once-new");
         assertThat(p.victim()).as("a pinned block is never offered").isNull();
@@ -56,28 +59,92 @@ class AdaptiveReachPolicyTest {
         assertThat(p.regrets(AdaptiveReachPolicy.RECENCY)).isZero();
     }
 
-    @Test
-    void aFinishedRequestStandsInPrefixOrderSoItsTailLeavesBeforeItsTrunk() {
-        AdaptiveReachPolicy p = new AdaptiveReachPolicy();
-        PrefixBlock other = insert(p, "other", null, 1);
-        // a request writes root, a, b, c pinned, then releases them root first (as a block manager does)
+    /** A request writes blocks {@code names} pinned under {@code parent}, each the child of the one before, with {@code reach}. */
+    private static List<PrefixBlock> write(AdaptiveReachPolicy p, PrefixBlock parent, long reach, String... names) {
         List<PrefixBlock> chain = new ArrayList<>();
-        PrefixBlock parent = null;
-        for (String n : List.of("root", "a", "b", "c")) {
-            PrefixBlock b = new PrefixBlock(n, parent, 1);
+        for (String n : names) {
+            PrefixBlock b = new PrefixBlock(n, parent, reach);
             b.pinned = true;
             b.inTier = true;
             p.onInsert(b);
             chain.add(b);
             parent = b;
         }
-        for (PrefixBlock b : chain) {
+        return chain;
+    }
+
+    /** The request ends: its blocks become evictable in the order given (a block manager releases them root first). */
+    private static void release(AdaptiveReachPolicy p, List<PrefixBlock> blocks) {
+        for (PrefixBlock b : blocks) {
             b.pinned = false;
             p.onEligibilityChange(b);
         }
-        assertThat(other.evictable()).isTrue();
+    }
+
+    @Test
+    void aFinishedRequestStandsInPrefixOrderSoItsTailLeavesBeforeItsTrunk() {
+        AdaptiveReachPolicy p = new AdaptiveReachPolicy();
+        insert(p, "other", null, 2);
+        // a second request re-reads root, a, b, c (WARM), releasing them root first
+        List<PrefixBlock> chain = write(p, null, 2, "root", "a", "b", "c");
+        release(p, chain);
         // 'other' is older than the whole request; inside the request the deepest block goes first
         assertThat(List.of(evict(p), evict(p), evict(p), evict(p), evict(p))).containsExactly("other", "c", "b", "a", "root");
+    }
+
+    @Test
+    void theDeadTailOfAFinishedPromptLeavesFirstAndItsParentKeepsItsPlace() {
+        AdaptiveReachPolicy p = new AdaptiveReachPolicy();
+        insert(p, "other", null, 1);
+        PrefixBlock shared = insert(p, "shared", null, 2);
+        // a request extends the shared block with three new blocks; the last one ends the prompt
+        List<PrefixBlock> chain = write(p, shared, 1, "x", "y", "z");
+        release(p, chain);
+        PrefixBlock w = insert(p, "w", null, 1); // an unrelated block ends the run x, y, z
+        assertThat(p.victim()).as("the prompt's last block, reached once").isSameAs(chain.get(2));
+        assertThat(p.levelSize(AdaptiveReachPolicy.ONCE)).isEqualTo(5);
+        // then LRU again: other, then the rest of the request deepest first, then w, then the upper level
+        assertThat(List.of(evict(p), evict(p), evict(p), evict(p), evict(p), evict(p)))
+                .containsExactly("z", "other", "y", "x", "w", "shared");
+        p.checkOrder();
+        assertThat(w.tracked()).isFalse();
+    }
+
+    @Test
+    void aPromptReleasedDeepestFirstLosesItsDeadTailFirstTooButARootAloneKeepsItsPlace() {
+        AdaptiveReachPolicy p = new AdaptiveReachPolicy();
+        insert(p, "old", null, 1);
+        // released deepest first, as the block manager releases a sequence: each block is the parent of the one before
+        List<PrefixBlock> chain = write(p, null, 1, "r", "s", "t");
+        release(p, List.of(chain.get(2), chain.get(1), chain.get(0)));
+        // a root alone and a node without prefix structure end runs but are no prompt tails themselves
+        insert(p, "root-alone", null, 1);
+        p.onInsert(new TestNode("plain", PriorityClass.RECENT));
+        p.checkOrder();
+        assertThat(List.of(evict(p), evict(p), evict(p), evict(p), evict(p))).containsExactly("t", "old", "s", "r", "root-alone");
+        assertThat(p.victim()).hasToString("plain");
+    }
+
+    @Test
+    void theRoomOfOnceGrowsWhenItsEvictionsComeBackAndShrinksWhenTheUpperLevelsDo() {
+        AdaptiveReachPolicy p = new AdaptiveReachPolicy();
+        insert(p, "w1", null, 2);
+        insert(p, "o1", null, 1);
+        insert(p, "o2", null, 1);
+        assertThat(p.onceTarget()).isZero();
+        // with no evidence yet, reached-once blocks go first
+        assertThat(evict(p)).isEqualTo("o1");
+        // o1 comes back (a second request reached it): ONCE was cut too short
+        insert(p, "o1", null, 2);
+        assertThat(p.onceTarget()).isEqualTo(1.0);
+        // ONCE holds one candidate, no more than its target: the upper levels give the victim
+        assertThat(evict(p)).isEqualTo("w1");
+        // w1 comes back: the upper levels were cut too short, and ONCE's room shrinks again
+        insert(p, "w1", null, 3);
+        assertThat(p.onceTarget()).isZero();
+        assertThat(evict(p)).isEqualTo("o2");
+        // ONCE empty: the upper levels give victims whatever the target
+        assertThat(evict(p)).isEqualTo("o1");
     }
 
     @Test
