@@ -106,6 +106,18 @@ class PeerClientAcrossProcessesTest {
         return (l, r) -> ended.add(new Ended(l, r, Thread.currentThread().getName()));
     }
 
+    /** A thread inside an access to the whole of {@code lease}: counts {@code inside} down, then stays until {@code release}. */
+    private static Thread holdAccess(PeerClient client, PeerLease lease, CountDownLatch inside, CountDownLatch release) {
+        return Thread.ofPlatform().start(() -> client.access(lease, 0, LEASE, view -> {
+            inside.countDown();
+            try {
+                release.await(WAIT_MILLIS, TimeUnit.MILLISECONDS);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }));
+    }
+
     @Test
     void aLeaseWithNoAccessUnderWayIsEndedOnTheLendersEventThreadOnceAndAcknowledged() throws Exception {
         try (ChildJvm agent = agent(10_000)) {
@@ -138,14 +150,7 @@ class PeerClientAcrossProcessesTest {
                 PeerLease lease = borrow(client, recordInto(ended));
                 CountDownLatch inside = new CountDownLatch(1);
                 CountDownLatch release = new CountDownLatch(1);
-                Thread holder = Thread.ofPlatform().start(() -> client.access(lease, 0, LEASE, view -> {
-                    inside.countDown();
-                    try {
-                        release.await(WAIT_MILLIS, TimeUnit.MILLISECONDS);
-                    } catch (InterruptedException e) {
-                        Thread.currentThread().interrupt();
-                    }
-                }));
+                Thread holder = holdAccess(client, lease, inside, release);
                 assertThat(inside.await(10, TimeUnit.SECONDS)).isTrue();
                 takeBack(lender, true);
                 await("revoking", () -> client.revoking(lease));
@@ -173,14 +178,7 @@ class PeerClientAcrossProcessesTest {
                 PeerLease lease = borrow(client, recordInto(ended));
                 CountDownLatch inside = new CountDownLatch(1);
                 CountDownLatch release = new CountDownLatch(1);
-                Thread holder = Thread.ofPlatform().start(() -> client.access(lease, 0, LEASE, view -> {
-                    inside.countDown();
-                    try {
-                        release.await(WAIT_MILLIS, TimeUnit.MILLISECONDS);
-                    } catch (InterruptedException e) {
-                        Thread.currentThread().interrupt();
-                    }
-                }));
+                Thread holder = holdAccess(client, lease, inside, release);
                 assertThat(inside.await(10, TimeUnit.SECONDS)).isTrue();
                 long asked = System.nanoTime();
                 takeBack(lender, true);
