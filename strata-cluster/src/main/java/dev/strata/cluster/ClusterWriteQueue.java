@@ -72,7 +72,7 @@ final class ClusterWriteQueue {
         this.metrics = metrics;
         this.setArgs = SetArgs.Builder.nx().px(ttlMillis);
         this.window = new StagingPool("cluster-writes", (int) Math.clamp(maxBytes / valueBytes, 1, Integer.MAX_VALUE), valueBytes, 64,
-                StagingPool.Reserve.ON_FIRST_BORROW);
+                StagingPool.Reserve.AT_CREATION); // when the store connects, not on a serving thread's first write
         this.admission = admission;
         this.failures = failures;
         metrics.queue(this::queuedBlocks, this::queuedBytes);
