@@ -33,6 +33,8 @@ import java.util.concurrent.TimeUnit;
 public final class RedisBenchmark {
     /** The period of redis-benchmark's timer that ends a test in cluster mode, seconds. */
     static final double TICK_SECONDS = 0.25;
+    private static final int FLUSH_ATTEMPTS = 10;        // FLUSHALL calls before a node that is not ready is an error
+    private static final long FLUSH_RETRY_MILLIS = 500;  // between two of them
 
     private RedisBenchmark() {
     }
@@ -122,10 +124,34 @@ public final class RedisBenchmark {
      * Empties every primary of the cluster ({@code redis-cli --cluster call NODE FLUSHALL
      * --cluster-only-masters}; the replicas follow), so that each measured run starts from the
      * same empty cluster. The password travels in {@code REDISCLI_AUTH}, which redis-cli honours.
+     * A node that cannot answer yet (a replica still loading its first copy of its primary) fails
+     * the call; it is tried again every half second, ten times at most.
      *
      * @throws IOException naming the command and its output when it fails
      */
     public static void flushAll(String node, String password) throws IOException {
+        for (int attempt = 1; ; attempt++) {
+            try {
+                flushAllOnce(node, password);
+                return;
+            } catch (IOException e) {
+                // a node that cannot answer yet (a replica still loading its first copy) fails the whole call: wait, try again
+                boolean notReady = String.valueOf(e.getMessage()).contains("Unable to load info") || String.valueOf(e.getMessage())
+                        .contains("LOADING");
+                if (!notReady || attempt == FLUSH_ATTEMPTS) {
+                    throw e;
+                }
+                try {
+                    Thread.sleep(FLUSH_RETRY_MILLIS);
+                } catch (InterruptedException ie) {
+                    Thread.currentThread().interrupt();
+                    throw e;
+                }
+            }
+        }
+    }
+
+    private static void flushAllOnce(String node, String password) throws IOException {
         Path cli = binary().resolveSibling("redis-cli");
         List<String> cmd = List.of(cli.toString(), "--cluster", "call", node, "FLUSHALL", "--cluster-only-masters");
         ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true);
