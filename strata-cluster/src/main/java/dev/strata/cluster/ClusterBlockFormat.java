@@ -92,17 +92,6 @@ public final class ClusterBlockFormat {
         value.set(LONG, 48, sum.value());
     }
 
-    /** As {@link #encode(ObjectKey, long, List, MemorySegment)}, into a new array. */
-    static byte[] encode(ObjectKey key, long geometry, List<MemorySegment> sources) {
-        long bytes = valueBytes(sources);
-        if (bytes > Integer.MAX_VALUE) {
-            throw new IllegalArgumentException("block " + key + " of " + (bytes - HEADER_BYTES) + " bytes is too large for one cluster value");
-        }
-        byte[] value = new byte[(int) bytes];
-        encode(key, geometry, sources, MemorySegment.ofArray(value));
-        return value;
-    }
-
     /**
      * Checks {@code value} as the block {@code key} of {@code payloadBytes} bytes under
      * {@code geometry} and copies its payload into {@code destinations}, in order, the checksum

@@ -4,6 +4,7 @@ import io.lettuce.core.codec.RedisCodec;
 import io.lettuce.core.codec.ToByteBufEncoder;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufUtil;
+import io.netty.buffer.Unpooled;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 
@@ -80,19 +81,8 @@ final class ClusterValueCodec implements RedisCodec<String, ClusterValue>, ToByt
 
     @Override
     public ByteBuffer encodeValue(ClusterValue value) {
-        return switch (value) {
-            case ClusterValue.Bytes b -> ByteBuffer.wrap(b.bytes());
-            case ClusterValue.Staged s -> {
-                ByteBuffer copy = ByteBuffer.allocate(s.length());
-                if (s.tryRetain()) {
-                    try {
-                        copy.put(s.buffer().asByteBuffer());
-                    } finally {
-                        s.release();
-                    }
-                }
-                yield copy.clear(); // all of it: the value, or zeros when the write had already ended
-            }
-        };
+        ByteBuf out = Unpooled.buffer(value.length());
+        encodeValue(value, out);
+        return out.nioBuffer();
     }
 }

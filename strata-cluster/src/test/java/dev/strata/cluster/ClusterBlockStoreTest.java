@@ -239,7 +239,8 @@ class ClusterBlockStoreTest {
 
         KvGeometry other = KvGeometry.of(2, 2, 16, KvDtype.BF16).withBlockTokens(4); // same size, other dtype
         assertThat(other.bytesPerBlock()).isEqualTo(GEOMETRY.bytesPerBlock());
-        byte[] otherGeometry = ClusterBlockFormat.encode(k[4], ClusterBlockFormat.geometryFingerprint(other), block(4));
+        byte[] otherGeometry = new byte[(int) ClusterBlockFormat.valueBytes(block(4))];
+        ClusterBlockFormat.encode(k[4], ClusterBlockFormat.geometryFingerprint(other), block(4), MemorySegment.ofArray(otherGeometry));
         assertDiscarded(k[4], otherGeometry, ClusterMetrics.Corruption.GEOMETRY);
 
         // a valid value of another block, copied under this key
