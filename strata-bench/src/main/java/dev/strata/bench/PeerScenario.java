@@ -66,7 +66,8 @@ public final class PeerScenario implements Scenario {
             notes.add(rig.doorbells()
                     ? "cross-process revocations travel by doorbell: the rig rings the agent after writing its demand file, the "
                             + "agent rings the lender's event thread after revoking; tick and poll (" + SHM_INTERVAL.toNanos() / 1000
-                            + " us) remain as the fallback"
+                            + " us) remain as the fallback; revoke-to-callback is timed from the agent's revocation stamp (its"
+                            + " CLOCK_MONOTONIC reading in the lending file), the time from the rig's demand is in each p50 note"
                     : "cross-process revocations include the agent's tick and the lender's poll, both every "
                             + SHM_INTERVAL.toNanos() / 1000 + " us (no doorbells here): the agent reads its demand file each tick, "
                             + "the lender polls its regions' states");

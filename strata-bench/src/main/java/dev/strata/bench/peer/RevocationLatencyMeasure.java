@@ -28,12 +28,15 @@ import org.HdrHistogram.Recorder;
  * back and the memory being free (drain in-flight transfers, then invoke the callback).
  *
  * <ul>
- *   <li><b>Revocation to callback, idle lease.</b> A lease is borrowed and written; the agent takes
- *       its budget back; the time from that call to the client's revocation callback is recorded.
- *       Baseline, same run: one hand-off of a timestamp to a thread blocked on a queue (the floor of
- *       any notification between threads; in process the revocation path makes one: the lender's
- *       event thread, which finds the lease drained, ends it and runs the callback; across
- *       processes the agent's tick thread is woken first).</li>
+ *   <li><b>Revocation to callback, idle lease.</b> A lease is borrowed and written; the agent is
+ *       asked to take its budget back; the time from the agent's revocation of the lease (its
+ *       {@code System.nanoTime()}, which the lender passes with the revocation: the same
+ *       {@code CLOCK_MONOTONIC} in every process of the host) to the client's revocation callback
+ *       is recorded. Baseline, same run: one hand-off of a timestamp to a thread blocked on a queue
+ *       (the floor of any notification between threads; the revocation path makes one: the
+ *       lender's event thread, which finds the lease drained, ends it and runs the callback). The
+ *       time from the rig's demand to the callback, which adds the agent's reaction to the demand
+ *       (across processes: the demand file, the agent's wake-up and tick), is reported beside it.</li>
  *   <li><b>Revocation to callback with a read in flight.</b> Another thread reads the lease over and
  *       over ({@code readBytes} per read); the agent takes the memory back at a random point of a
  *       read. The callback runs only after that read has left the lease, so this is drain plus
@@ -72,6 +75,7 @@ public final class RevocationLatencyMeasure {
         int blocks = Math.clamp(rounds / 10, 1, 5);
         Histogram handoffAll = new Histogram(3);
         Histogram idle = new Histogram(3);
+        Histogram fromDemand = new Histogram(3); // ns, the rig asking the lender for its memory -> the callback, idle leases
         Histogram inFlight = new Histogram(3);
         Histogram reads = new Histogram(3);
         double[][] idleP = new double[2][blocks]; // [p50, p99][block], us
@@ -85,7 +89,7 @@ public final class RevocationLatencyMeasure {
                 fill.set(ValueLayout.JAVA_LONG_UNALIGNED, o, r.nextLong());
             }
             for (int i = 0; i < rounds / 10; i++) { // the first tenth warms up
-                revokeIdle(rig, leaseBytes, fill);
+                revokeIdle(rig, leaseBytes, fill, new Histogram(3));
             }
             for (int b = 0; b < blocks; b++) {
                 int n = blockSize(rounds, blocks, b);
@@ -96,7 +100,7 @@ public final class RevocationLatencyMeasure {
                         h = handoff(n);
                     } else {
                         for (int i = 0; i < n; i++) {
-                            idleBlock.recordValue(revokeIdle(rig, leaseBytes, fill));
+                            idleBlock.recordValue(revokeIdle(rig, leaseBytes, fill, fromDemand));
                         }
                     }
                 }
@@ -134,8 +138,11 @@ public final class RevocationLatencyMeasure {
             String paired = "; " + blocks + " paired blocks, each block's percentile";
             out.add(Figure.paired("peer_revoke_to_callback_p50_" + label, "us", handoffName + " p50",
                     Paired.of(handoffP[0], idleP[0]), "<= 3")
-                    .withNote(rounds + " revocations of an idle " + leaseBytes + "-byte lease, each ended on the lender's event"
-                            + " thread when the revocation reaches it" + paired));
+                    .withNote(rounds + " revocations of an idle " + leaseBytes + "-byte lease, each timed from the lender's"
+                            + " revocation (its clock reading, passed with the revocation) to the callback, which runs on the"
+                            + " lender's event thread when the revocation reaches it; from the rig asking the lender for the"
+                            + " memory to the callback: p50 " + micros(fromDemand, 50) + " us, p99 " + micros(fromDemand, 99)
+                            + " us" + paired));
             out.add(Figure.paired("peer_revoke_to_callback_p99_" + label, "us", handoffName + " p99",
                     Paired.of(handoffP[1], idleP[1]), "<= 3"));
             String readName = "one " + readBytes + "-byte read of the lease, median";
@@ -154,10 +161,15 @@ public final class RevocationLatencyMeasure {
                     readMedian / 1e3, "<= 1.5"));
             String plot = "revocation to callback, " + label + " (CDF)";
             plots.add(cdf(plot, "idle lease", idle));
+            plots.add(cdf(plot, "idle lease, from the rig's demand", fromDemand));
             plots.add(cdf(plot, "read in flight", inFlight));
             plots.add(cdf(plot, handoffName + " (baseline)", handoffAll));
             return out;
         }
+    }
+
+    private static String micros(Histogram h, double percentile) {
+        return String.format(java.util.Locale.ROOT, "%.1f", h.getValueAtPercentile(percentile) / 1e3);
     }
 
     /** Revocations in block {@code b} of {@code blocks}: an even share, the last block taking the rest. */
@@ -177,8 +189,13 @@ public final class RevocationLatencyMeasure {
         return Series.latencyCdf(plot, label, h);
     }
 
-    /** Borrows, writes, has the agent take everything back; returns nanoseconds from that call to the callback. */
-    private static long revokeIdle(RevocationRig rig, long leaseBytes, MemorySegment fill) throws InterruptedException {
+    /**
+     * Borrows, writes, has the agent take everything back; returns nanoseconds from the lender's
+     * revocation (its stamp, passed with the revocation) to the callback, and records in
+     * {@code fromDemand} the time from the rig's call to the callback.
+     */
+    private static long revokeIdle(RevocationRig rig, long leaseBytes, MemorySegment fill, Histogram fromDemand)
+            throws InterruptedException {
         PeerLease lease = borrow(rig, leaseBytes);
         rig.client().write(lease, 0, fill.asSlice(0, Math.min(leaseBytes, fill.byteSize())));
         AtomicLong calledAt = new AtomicLong();
@@ -186,9 +203,20 @@ public final class RevocationLatencyMeasure {
         long t0 = System.nanoTime();
         rig.takeBack();
         long at = awaitNonZero(calledAt, rig.label() + ": no revocation callback for " + lease);
+        long revoked = revokedAt(rig, lease);
         settle(rig);
         rig.offerAll();
-        return at - t0;
+        fromDemand.recordValue(Math.max(0, at - t0));
+        return Math.max(0, at - revoked);
+    }
+
+    /** When the lender revoked {@code lease}, as it told the client with the revocation. */
+    private static long revokedAt(RevocationRig rig, PeerLease lease) {
+        long revoked = rig.client().revokedAtNanos(lease);
+        if (revoked == 0) {
+            throw new IllegalStateException(rig.label() + ": the client knows no revocation time for " + lease);
+        }
+        return revoked;
     }
 
     private static long revokeInFlight(RevocationRig rig, long readBytes, MemorySegment fill, Reader reader, SplittableRandom r)
@@ -210,13 +238,13 @@ public final class RevocationLatencyMeasure {
         while (System.nanoTime() < delay) {
             Thread.onSpinWait();
         }
-        long t0 = System.nanoTime();
         rig.takeBack();
         long at = awaitNonZero(calledAt, rig.label() + ": no revocation callback for " + lease + " with a read in flight");
+        long revoked = revokedAt(rig, lease);
         reader.lease = null;
         settle(rig);
         rig.offerAll();
-        return at - t0;
+        return Math.max(0, at - revoked);
     }
 
     /** Borrows {@code bytes}, retrying while the agent has not yet made its memory lendable again (it may do so on its next tick). */

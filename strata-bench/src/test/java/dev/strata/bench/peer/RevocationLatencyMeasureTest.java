@@ -38,8 +38,12 @@ class RevocationLatencyMeasureTest {
             List<Figure> figures = RevocationLatencyMeasure.figures(rig, 20, Sizes.MiB + 4032, 2 * Sizes.MiB + 64, plots);
             assertFigures(figures, "in_process", rig);
             assertThat(figures.getFirst().rounds()).as("20 revocations make 2 paired blocks").isEqualTo(2);
-            assertThat(plots).extracting(Series::label).containsExactly("idle lease", "read in flight",
-                    "thread hand-off through a blocking queue (baseline)");
+            assertThat(plots).extracting(Series::label).containsExactly("idle lease", "idle lease, from the rig's demand",
+                    "read in flight", "thread hand-off through a blocking queue (baseline)");
+            double[] fromRevocation = plots.get(0).x();
+            double[] fromDemand = plots.get(1).x();
+            assertThat(fromRevocation[fromRevocation.length - 1]).as("timed from the lender's revocation, which comes after"
+                    + " the rig's demand: no longer than from the demand").isLessThanOrEqualTo(fromDemand[fromDemand.length - 1]);
             for (Series s : plots) { // a CDF: latencies and fractions both ascending, ending at 1
                 assertThat(s.x()).isSorted();
                 assertThat(s.y()).isSorted();

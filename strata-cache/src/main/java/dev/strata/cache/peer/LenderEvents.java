@@ -10,8 +10,12 @@ package dev.strata.cache.peer;
  */
 public interface LenderEvents {
 
-    /** The agent wants {@code region} back by {@code deadlineNanos} ({@link System#nanoTime()} scale). */
-    void revocationRequested(LentRegion region, long deadlineNanos);
+    /**
+     * The agent wants {@code region} back by {@code deadlineNanos}; it asked at
+     * {@code revokedAtNanos} (both on the {@link System#nanoTime()} scale; where the lender cannot
+     * tell when the agent asked, the moment the revocation reached it).
+     */
+    void revocationRequested(LentRegion region, long revokedAtNanos, long deadlineNanos);
 
     /** {@code region} was fenced: its epoch advanced before the client acknowledged. */
     void fenced(LentRegion region);

@@ -538,7 +538,8 @@ public final class LocalLender implements PeerLender {
     private void requestRevocation(LocalRegion r) {
         r.beginRevocation();
         r.phase = Phase.REVOKING;
-        r.deadlineNanos = System.nanoTime() + config.graceNanos();
+        long now = System.nanoTime();
+        r.deadlineNanos = now + config.graceNanos();
         lentBytes -= r.rounded();
         revokingBytes += r.rounded();
         revocationRequests++;
@@ -547,7 +548,7 @@ public final class LocalLender implements PeerLender {
         post(() -> {
             LenderEvents l = listener;
             if (l != null) {
-                l.revocationRequested(r, deadline);
+                l.revocationRequested(r, now, deadline);
             }
         });
         agentWake.signalAll();

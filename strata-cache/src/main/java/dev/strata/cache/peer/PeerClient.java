@@ -157,6 +157,7 @@ public final class PeerClient implements PeerMemory {
         final DecayedCount recent;       // decayed revocations
         final SynchronizedHistogram drain = new SynchronizedHistogram(3);     // ns, revocation event -> drained
         final SynchronizedHistogram callback = new SynchronizedHistogram(3);  // ns, revocation event -> callbacks start
+        final SynchronizedHistogram revokeToCallback = new SynchronizedHistogram(3); // ns, the lender's revocation -> callbacks start (RECLAIMED)
         boolean lost;                    // peerLost seen, and no peerReattached since
         long reattachments;              // peerReattached seen
         long borrowedBytes;              // sum of sizes of leases not ended
@@ -175,7 +176,7 @@ public final class PeerClient implements PeerMemory {
         }
 
         @Override
-        public void revocationRequested(LentRegion region, long deadlineNanos) {
+        public void revocationRequested(LentRegion region, long revokedAtNanos, long deadlineNanos) {
             long received = System.nanoTime();
             boolean ackNow = false;
             LeaseEntry here = null; // drained at once: finished on this thread
@@ -186,7 +187,10 @@ public final class PeerClient implements PeerMemory {
                     ackNow = true; // already freed and given back: nothing to drain
                 } else {
                     switch (e.phase) {
-                        case OPEN -> here = beginRevocation(e, RevocationReason.RECLAIMED, received) ? e : null;
+                        case OPEN -> {
+                            e.askedAtNanos = Math.min(revokedAtNanos, received);
+                            here = beginRevocation(e, RevocationReason.RECLAIMED, received) ? e : null;
+                        }
                         case FREEING -> e.revocationAsked = true;
                         case REVOKING, ENDED -> {
                         }
@@ -312,6 +316,7 @@ public final class PeerClient implements PeerMemory {
         boolean revocationAsked;       // a revocation arrived while FREEING: the free acknowledges
         boolean freed;                 // ended by free (no callbacks)
         long revokedAtNanos;           // System.nanoTime when the revocation event arrived
+        long askedAtNanos;             // System.nanoTime when the lender revoked (RECLAIMED only; 0 otherwise)
 
         LeaseEntry(PeerLease lease, LentRegion region, PeerState peer, ConsumerState consumer) {
             this.lease = lease;
@@ -619,6 +624,25 @@ public final class PeerClient implements PeerMemory {
         }
     }
 
+    /**
+     * When the lender revoked {@code lease}, on the {@link System#nanoTime} scale, as the lender
+     * passed it with the revocation; 0 if the lease was not reclaimed by its lender (not revoked, or
+     * ended by a fence or the peer's loss) or is no longer remembered (the client keeps the most
+     * recent ended leases only). Any thread.
+     */
+    public long revokedAtNanos(PeerLease lease) {
+        lock.lock();
+        try {
+            LeaseEntry e = leases.get(lease);
+            if (e == null) {
+                e = ended.get(lease);
+            }
+            return e == null || e.reason != RevocationReason.RECLAIMED ? 0 : e.askedAtNanos;
+        } finally {
+            lock.unlock();
+        }
+    }
+
     /** The leases not yet ended (open, being freed or being revoked), as of now. */
     public List<PeerLease> liveLeases() {
         return List.copyOf(leases.keySet());
@@ -673,7 +697,9 @@ public final class PeerClient implements PeerMemory {
                         p.revocations[RevocationReason.PEER_LOST.ordinal()], p.lateFences, p.recent.valueAt(now),
                         p.drain.getTotalCount(), p.drain.getValueAtPercentile(50), p.drain.getValueAtPercentile(99),
                         p.drain.getMaxValue(), p.callback.getValueAtPercentile(50), p.callback.getValueAtPercentile(99),
-                        p.callback.getMaxValue(), p.reattachments));
+                        p.callback.getMaxValue(), p.reattachments, p.revokeToCallback.getTotalCount(),
+                        p.revokeToCallback.getValueAtPercentile(50), p.revokeToCallback.getValueAtPercentile(99),
+                        p.revokeToCallback.getMaxValue()));
             }
             List<PeerClientStats.Consumer> cs = new ArrayList<>(consumers.size());
             for (ConsumerState c : consumers.values()) {
@@ -947,6 +973,9 @@ public final class PeerClient implements PeerMemory {
         }
         long callbacksStart = System.nanoTime();
         e.peer.callback.recordValue(Math.max(0, callbacksStart - e.revokedAtNanos));
+        if (reason == RevocationReason.RECLAIMED && e.askedAtNanos != 0) {
+            e.peer.revokeToCallback.recordValue(Math.max(0, callbacksStart - e.askedAtNanos));
+        }
         for (RevocationCallback cb : run) {
             try {
                 cb.revoked(e.lease, reason);

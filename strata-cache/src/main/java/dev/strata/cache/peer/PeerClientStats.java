@@ -47,12 +47,18 @@ public record PeerClientStats(List<Peer> peers, List<Consumer> consumers, long a
      * @param callbackP99Nanos  99th percentile, ns
      * @param callbackMaxNanos  largest, ns
      * @param reattachments     times the peer, once lost, lent again (its agent restarted or recovered)
+     * @param revokeToCallbackCount reclaimed leases whose time from the lender's revocation to the callbacks was measured
+     * @param revokeToCallbackP50Nanos median time from the lender revoking a lease (its own clock reading, passed
+     *                          with the revocation) to the lease's callbacks starting here, ns
+     * @param revokeToCallbackP99Nanos 99th percentile, ns
+     * @param revokeToCallbackMaxNanos largest, ns
      */
     public record Peer(int peer, String name, int distance, boolean alive, long lendableBytes, long borrowedBytes,
                        long leases, long allocs, long failedAllocs, long reclaimed, long fenced, long lost,
                        long lateFences, double recentRevocations, long drainCount, long drainP50Nanos,
                        long drainP99Nanos, long drainMaxNanos, long callbackP50Nanos, long callbackP99Nanos,
-                       long callbackMaxNanos, long reattachments) {
+                       long callbackMaxNanos, long reattachments, long revokeToCallbackCount, long revokeToCallbackP50Nanos,
+                       long revokeToCallbackP99Nanos, long revokeToCallbackMaxNanos) {
 
         /** Leases ended for {@code reason}. */
         public long revocations(RevocationReason reason) {
@@ -135,6 +141,10 @@ public record PeerClientStats(List<Peer> peers, List<Consumer> consumers, long a
                 Peer::drainCount, Peer::drainP50Nanos, Peer::drainP99Nanos, Peer::drainMaxNanos);
         summary(out, "strata_peer_revocation_callback_seconds", "Time from a revocation event to its callbacks starting",
                 Peer::drainCount, Peer::callbackP50Nanos, Peer::callbackP99Nanos, Peer::callbackMaxNanos);
+        summary(out, "strata_peer_revoke_to_callback_seconds",
+                "Time from the peer revoking a lease (by its own clock) to the lease's callbacks starting",
+                Peer::revokeToCallbackCount, Peer::revokeToCallbackP50Nanos, Peer::revokeToCallbackP99Nanos,
+                Peer::revokeToCallbackMaxNanos);
         out.family("strata_peer_alloc_misses_total", PrometheusText.Type.COUNTER, "Allocations no peer could serve")
                 .sample("strata_peer_alloc_misses_total", allocMisses);
         out.family("strata_peer_callback_failures_total", PrometheusText.Type.COUNTER, "Revocation callbacks that threw")

@@ -21,7 +21,7 @@ class LocalLenderTest {
         final List<LentRegion> fenced = new CopyOnWriteArrayList<>();
 
         @Override
-        public void revocationRequested(LentRegion region, long deadlineNanos) {
+        public void revocationRequested(LentRegion region, long revokedAtNanos, long deadlineNanos) {
             events.add("revoke " + region.lease().region());
             asked.add(region);
         }

@@ -296,6 +296,28 @@ class PeerClientTest {
     }
 
     @Test
+    void aReclaimedLeaseKnowsWhenItsLenderRevokedItAndTheClientTimesRevocationToCallback() {
+        LocalLender lender = new LocalLender(LocalLender.Config.of(4, "gpu4", 4_096).withGrace(10_000_000_000L));
+        try (PeerClient client = PeerClient.of(List.of(lender), "locality")) {
+            PeerLease freed = client.alloc(1_000, ANY).orElseThrow();
+            client.free(freed);
+            PeerLease lease = client.alloc(2_000, ANY).orElseThrow();
+            java.util.concurrent.atomic.AtomicLong called = new java.util.concurrent.atomic.AtomicLong();
+            client.onRevoke(lease, (l, reason) -> called.set(System.nanoTime()));
+            assertThat(client.revokedAtNanos(lease)).as("not revoked yet").isZero();
+            long before = System.nanoTime();
+            lender.lendable(0);
+            await("the callback", 2_000, () -> called.get() != 0);
+            long revoked = client.revokedAtNanos(lease);
+            assertThat(revoked).as("the lender's revocation, after the demand and before the callback")
+                    .isBetween(before, called.get());
+            assertThat(client.revokedAtNanos(freed)).as("given back, never revoked").isZero();
+            assertThat(client.stats().peer(4).revokeToCallbackCount()).isEqualTo(1);
+            assertThat(client.stats().toPrometheus()).contains("strata_peer_revoke_to_callback_seconds_count{peer=\"gpu4\"} 1");
+        }
+    }
+
+    @Test
     void statsRenderAsPrometheusText() {
         LocalLender lender = new LocalLender(LocalLender.Config.of(4, "gpu4", 4_096).withGrace(10_000_000_000L));
         try (PeerClient client = PeerClient.of(List.of(lender), "locality")) {
@@ -410,8 +432,8 @@ class PeerClientTest {
         @Override public void close() { inner.close(); }
         @Override public void listen(LenderEvents events) {
             inner.listen(new LenderEvents() {
-                @Override public void revocationRequested(LentRegion region, long deadlineNanos) {
-                    events.revocationRequested(new Wrapped(region), deadlineNanos);
+                @Override public void revocationRequested(LentRegion region, long revokedAtNanos, long deadlineNanos) {
+                    events.revocationRequested(new Wrapped(region), revokedAtNanos, deadlineNanos);
                 }
                 @Override public void fenced(LentRegion region) { events.fenced(new Wrapped(region)); }
                 @Override public void peerLost(int peer) { events.peerLost(peer); }

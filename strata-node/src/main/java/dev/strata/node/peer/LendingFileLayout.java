@@ -53,6 +53,11 @@ import java.nio.file.Path;
  *    256    4 lenderBell         {@link Doorbell} the borrowers' event threads sleep on between polls: the agent
  *                                rings it after revoking, fencing or reaping a lease and when it stops (minor 1);
  *                                own cache line
+ *    512 3584 revocation stamps  (minor 2) {@value #STAMP_SLOTS} slots of 16 bytes, direct-mapped by lease:
+ *                                key = head &lt;&lt; 36 | epoch (0: empty), then the agent's {@code CLOCK_MONOTONIC}
+ *                                nanoseconds ({@link System#nanoTime} of any process on the host) at which it
+ *                                revoked that lease; written by the agent only, a later lease mapped to the
+ *                                same slot replaces the entry (see {@link #stampSlot})
  *
  * Region record r at TABLE_OFFSET + r * RECORD_SIZE:
  *      0    8 stateWord   bits 0-3 state, bits 4-27 pid of the borrower (0 when none),
@@ -107,16 +112,21 @@ import java.nio.file.Path;
  * header space that minor 0 left zero and unused, so files of either minor are read by code of
  * either: a side that finds minor 0 ({@link #hasDoorbells}) neither rings nor sleeps on a bell and
  * polls at its interval, as minor-0 code does; minor-0 code never rings, and the other side's
- * waits, each bounded by the polling interval, degrade to that polling.
+ * waits, each bounded by the polling interval, degrade to that polling. Minor 2 (from 1) adds the
+ * revocation stamps, also in header space older minors leave zero: a borrower that finds no stamp
+ * for its lease (a minor-1 agent, or an entry replaced meanwhile) takes the moment the revocation
+ * reached it instead, and code of minor 1 never reads them.
  *
  * <p>Stateless helpers; any thread.
  */
 public final class LendingFileLayout {
     public static final long MAGIC = 0x5245505441525453L; // "STRATPER" read as a little-endian long
     public static final int MAJOR = 2; // 2: the ShmHeader prefix
-    public static final int MINOR = 1; // 1: the doorbells
+    public static final int MINOR = 2; // 1: the doorbells; 2: the revocation stamps
     /** The first minor version with the doorbells ({@link #AGENT_BELL_OFFSET}, {@link #LENDER_BELL_OFFSET}). */
     public static final int DOORBELL_MINOR = 1;
+    /** The first minor version with the revocation stamps ({@link #STAMPS_OFFSET}). */
+    public static final int STAMPS_MINOR = 2;
     /** The lending file's kind: its magic, layout id and version. */
     public static final ShmHeader.Kind KIND = new ShmHeader.Kind("lending file", MAGIC, 3, MAJOR, MINOR);
 
@@ -143,6 +153,10 @@ public final class LendingFileLayout {
     public static final long AGENT_BELL_OFFSET = 192;
     /** The borrowers' doorbell (a 32-bit sequence word): the agent rings, every borrower's event thread waits. */
     public static final long LENDER_BELL_OFFSET = 256;
+    /** The revocation stamps: {@link #STAMP_SLOTS} slots of [key, nanos] to the end of the header. */
+    public static final long STAMPS_OFFSET = 512;
+    public static final long STAMP_SIZE = 16;
+    public static final int STAMP_SLOTS = (int) ((HEADER_SIZE - STAMPS_OFFSET) / STAMP_SIZE); // 224
 
     public static final long AGENT_STARTING = 0;
     public static final long AGENT_LENDING = 1;
@@ -198,6 +212,17 @@ public final class LendingFileLayout {
 
     public static long epoch(long word) {
         return word >>> 28;
+    }
+
+    /** The revocation stamp key of the lending {@code (head, epoch)}: never 0, as lent epochs start at 1. */
+    public static long stampKey(long head, long epoch) {
+        return head << 36 | (epoch & EPOCH_MASK);
+    }
+
+    /** Offset of the stamp slot of {@code key}: a multiplicative hash, so that neighbouring heads spread. */
+    public static long stampSlot(long key) {
+        long slot = ((key * 0x9E3779B97F4A7C15L) >>> 32) % STAMP_SLOTS;
+        return STAMPS_OFFSET + slot * STAMP_SIZE;
     }
 
     /** The access word of {@code count} accesses under {@code epoch}. */
@@ -272,6 +297,7 @@ public final class LendingFileLayout {
         LONG.set(file, DATA_OFFSET_OFFSET, g.dataOffset());
         LONG.set(file, TOTAL_SIZE_OFFSET, g.totalSize());
         LONG.set(file, AGENT_STATE_OFFSET, AGENT_STARTING);
+        file.asSlice(STAMPS_OFFSET, HEADER_SIZE - STAMPS_OFFSET).fill((byte) 0); // no stamp of an earlier agent survives
     }
 
     /**

@@ -277,13 +277,46 @@ final class LendingTable {
         return state(heldWord) == HELD && casState(r, heldWord, word(FREE, 0, epoch(heldWord)));
     }
 
-    /** LENT to REVOKING with the acknowledgement deadline {@code deadlineMillis} (epoch ms). */
-    boolean revoke(long head, long lentWord, long deadlineMillis) {
+    /**
+     * LENT to REVOKING with the acknowledgement deadline {@code deadlineMillis} (epoch ms), stamped
+     * {@code nowNanos} ({@link System#nanoTime}) in the revocation stamps before the state changes,
+     * so a borrower that sees REVOKING finds the stamp (the CAS orders the stores before it).
+     */
+    boolean revoke(long head, long lentWord, long deadlineMillis, long nowNanos) {
         if (state(lentWord) != LENT) {
             return false;
         }
         setField(head, R_DEADLINE, deadlineMillis);
+        stampRevocation(head, epoch(lentWord), nowNanos);
         return casState(head, lentWord, word(REVOKING, pid(lentWord), epoch(lentWord)));
+    }
+
+    /**
+     * Agent only: records that the lending {@code (head, epoch)} was revoked at {@code nanos}. The
+     * slot's key is cleared first and set last, so a reader that finds its key before and after
+     * reading the time read this entry's time (keys are never reused: epochs only advance).
+     */
+    void stampRevocation(long head, long epoch, long nanos) {
+        long key = stampKey(head, epoch);
+        long at = stampSlot(key);
+        LONG.setVolatile(file, at, 0L);
+        LONG.setVolatile(file, at + 8, nanos);
+        LONG.setVolatile(file, at, key);
+    }
+
+    /**
+     * Borrower side: when the agent revoked the lending {@code (head, epoch)}, as it stamped it
+     * ({@link System#nanoTime} scale); 0 when there is no stamp (an agent of minor 1, or a later
+     * revocation took the slot).
+     */
+    long revocationStamp(long head, long epoch) {
+        long key = stampKey(head, epoch);
+        long at = stampSlot(key);
+        if ((long) LONG.getVolatile(file, at) != key) {
+            return 0;
+        }
+        long nanos = (long) LONG.getVolatile(file, at + 8);
+        return (long) LONG.getVolatile(file, at) == key ? nanos : 0;
     }
 
     /** LENT or REVOKING at {@code E} to FENCED at {@code E + 1}: every later enter under {@code E} fails. */

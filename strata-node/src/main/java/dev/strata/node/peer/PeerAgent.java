@@ -348,7 +348,7 @@ public final class PeerAgent implements AutoCloseable {
                 }
                 for (LendingRule.Loan victim : rule.revocations(loans, shortfall)) {
                     long head = victim.id();
-                    if (!table.revoke(head, lent.remove(head).word(), now + config.grace().toMillis())) {
+                    if (!table.revoke(head, lent.remove(head).word(), now + config.grace().toMillis(), System.nanoTime())) {
                         break; // the run changed under the agent (given back, reaped): choose again for what is still short
                     }
                     table.count(REVOCATIONS_OFFSET);

@@ -40,7 +40,9 @@ import java.util.concurrent.locks.LockSupport;
  * each region this process holds and the agent's header:
  * <ul>
  *   <li>REVOKING at the lease's epoch: {@link LenderEvents#revocationRequested} once, with the
- *       deadline converted to {@link System#nanoTime()}; the client drains and calls
+ *       deadline converted to {@link System#nanoTime()} and the moment the agent revoked (its
+ *       revocation stamp, {@code CLOCK_MONOTONIC} like this process's clock; the moment the event
+ *       thread saw the revocation where there is none); the client drains and calls
  *       {@link #acknowledge} (without a listener the lender drains and acknowledges itself);</li>
  *   <li>any other state or epoch (fenced at the deadline, reaped): {@link LenderEvents#fenced}
  *       once; the region is no longer this process's;</li>
@@ -85,6 +87,7 @@ import java.util.concurrent.locks.LockSupport;
 public final class ShmPeerLender implements PeerLender {
     private static final System.Logger LOG = System.getLogger(ShmPeerLender.class.getName());
     /** Bits of a lease's epoch that hold the table's epoch; the mapping's generation lies above them. */
+    private static final long MAX_STAMP_AGE_NANOS = 600_000_000_000L; // an older revocation stamp is taken for another clock's
     private static final int GENERATION_SHIFT = Long.bitCount(EPOCH_MASK);
 
     private final int id;
@@ -695,14 +698,16 @@ public final class ShmPeerLender implements PeerLender {
             }
             r.revocationSeen = true;
             long deadlineMillis = table.field(r.head, R_DEADLINE);
-            long deadlineNanos = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(deadlineMillis - nowMillis);
+            long now = System.nanoTime();
+            long deadlineNanos = now + TimeUnit.MILLISECONDS.toNanos(deadlineMillis - nowMillis);
+            long revokedAtNanos = plausibleStamp(table.revocationStamp(r.head, r.epoch), now);
             LenderEvents events = listener;
             if (events == null) {
                 giveBack(r); // no one to tell: drain and acknowledge here
                 return;
             }
             try {
-                events.revocationRequested(r, deadlineNanos);
+                events.revocationRequested(r, revokedAtNanos, deadlineNanos);
             } catch (RuntimeException e) {
                 LOG.log(System.Logger.Level.WARNING, "peer '" + name + "': revocation listener failed for " + r.lease(), e);
             }
@@ -719,6 +724,17 @@ public final class ShmPeerLender implements PeerLender {
                 }
             }
         }
+    }
+
+    /**
+     * The agent's stamp of a revocation if it is one this process's clock can use: not in the
+     * future and at most {@value #MAX_STAMP_AGE_NANOS} ns old (a host whose processes do not share
+     * {@code CLOCK_MONOTONIC}, such as one with time namespaces, fails this); else {@code now}, the
+     * moment the revocation reached this process.
+     */
+    static long plausibleStamp(long stamp, long now) {
+        long age = now - stamp;
+        return stamp != 0 && age >= 0 && age <= MAX_STAMP_AGE_NANOS ? stamp : now;
     }
 
     /** Under pollLock: the agent is gone; every region held ends, the client hears {@code peerLost}. */

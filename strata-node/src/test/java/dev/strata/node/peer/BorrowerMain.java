@@ -35,7 +35,7 @@ public final class BorrowerMain {
         boolean acknowledge = !args[1].equals("noack");
         lender.listen(new LenderEvents() {
             @Override
-            public void revocationRequested(LentRegion region, long deadlineNanos) {
+            public void revocationRequested(LentRegion region, long revokedAtNanos, long deadlineNanos) {
                 say("revoke " + region.lease().region());
                 if (acknowledge) {
                     live.remove(region.lease().region());

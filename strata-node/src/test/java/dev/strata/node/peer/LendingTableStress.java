@@ -63,7 +63,7 @@ public final class LendingTableStress {
 
         @Actor
         public void agent(II_Result r) {
-            table.revoke(HEAD, LENT_WORD, 1000);
+            table.revoke(HEAD, LENT_WORD, 1000, 1);
             r.r2 = (int) table.inFlight(HEAD, EPOCH);
         }
     }

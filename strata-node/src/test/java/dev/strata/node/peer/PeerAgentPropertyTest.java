@@ -71,7 +71,7 @@ class PeerAgentPropertyTest {
             List<Object[]> events = new ArrayList<>(); // {"revoke" | "fenced" | "lost", region}: delivered on this thread by poll()
             lender.listen(new LenderEvents() {
                 @Override
-                public void revocationRequested(LentRegion region, long deadlineNanos) {
+                public void revocationRequested(LentRegion region, long revokedAtNanos, long deadlineNanos) {
                     events.add(new Object[] {"revoke", region});
                 }
 

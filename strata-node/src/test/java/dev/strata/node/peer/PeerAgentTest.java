@@ -138,6 +138,67 @@ class PeerAgentTest {
     }
 
     @Test
+    void aRevocationCarriesTheAgentsStampAndAFileWithoutOneGivesTheMomentTheRevocationArrived() throws Exception {
+        try (PeerAgent agent = agent(4); ShmPeerLender lender = ShmPeerLender.open(path, 3, ShmLenderOptions.defaults(), false)) {
+            RecordedEvents events = new RecordedEvents();
+            lender.listen(events);
+            LentRegion a = lender.borrow(2 * REGION);
+            LentRegion b = lender.borrow(2 * REGION);
+            long before = System.nanoTime();
+            demand.bytes.set(2 * REGION);
+            agent.step(); // revokes one run, stamped
+            long stepped = System.nanoTime();
+            Thread.sleep(20);
+            lender.poll();
+            long[] at = events.revokedAt.poll();
+            assertThat(at).isNotNull();
+            assertThat(at[0]).as("the agent's stamp, not the moment the lender polled").isBetween(before, stepped);
+            LentRegion first = events.revoked.poll();
+            lender.acknowledge(first);
+            agent.step();
+
+            LentRegion other = first == a ? b : a;
+            demand.bytes.set(4 * REGION);
+            agent.step(); // revokes the other run
+            // an agent of minor 1 writes no stamps: the area stays zero
+            try (var ch = java.nio.channels.FileChannel.open(path, java.nio.file.StandardOpenOption.WRITE)) {
+                ch.write(java.nio.ByteBuffer.allocate((int) (LendingFileLayout.HEADER_SIZE - LendingFileLayout.STAMPS_OFFSET)),
+                        LendingFileLayout.STAMPS_OFFSET);
+            }
+            long polled = System.nanoTime();
+            lender.poll();
+            at = events.revokedAt.poll();
+            assertThat(events.revoked.poll()).isSameAs(other);
+            assertThat(at[0]).as("no stamp: the moment the lender saw the revocation").isBetween(polled, at[1]);
+        }
+    }
+
+    @Test
+    void aRevocationStampIsReadOnlyForItsOwnLendingAndOnlyIfPlausible() {
+        LendingFileLayout.Geometry g = new LendingFileLayout.Geometry(4, REGION);
+        try (java.lang.foreign.Arena arena = java.lang.foreign.Arena.ofConfined()) {
+            LendingTable table = new LendingTable(arena.allocate(g.totalSize(), 64), g);
+            table.stampRevocation(1, 7, 123_456_789L);
+            assertThat(table.revocationStamp(1, 7)).isEqualTo(123_456_789L);
+            assertThat(table.revocationStamp(1, 8)).as("another epoch of the same head").isZero();
+            assertThat(table.revocationStamp(2, 7)).isZero();
+            long slot = LendingFileLayout.stampSlot(LendingFileLayout.stampKey(1, 7));
+            long epoch = 8;
+            while (LendingFileLayout.stampSlot(LendingFileLayout.stampKey(1, epoch)) != slot) {
+                epoch++;
+            }
+            table.stampRevocation(1, epoch, 5L);
+            assertThat(table.revocationStamp(1, 7)).as("its slot taken by a later lending").isZero();
+            assertThat(table.revocationStamp(1, epoch)).isEqualTo(5L);
+        }
+        long now = System.nanoTime();
+        assertThat(ShmPeerLender.plausibleStamp(now - 1_000, now)).isEqualTo(now - 1_000);
+        assertThat(ShmPeerLender.plausibleStamp(0, now)).as("no stamp").isEqualTo(now);
+        assertThat(ShmPeerLender.plausibleStamp(now + 1_000, now)).as("in this process's future: another clock").isEqualTo(now);
+        assertThat(ShmPeerLender.plausibleStamp(now - 3_600_000_000_000L, now)).as("an hour old: another clock").isEqualTo(now);
+    }
+
+    @Test
     void aBorrowerThatMissesItsDeadlineIsFencedAndItsMemoryIsReusedOnlyAfterItsAccessEnds() throws Exception {
         try (PeerAgent agent = agent(4); ShmPeerLender lender = lender()) {
             RecordedEvents events = new RecordedEvents(); // records, never acknowledges

@@ -96,10 +96,14 @@ class PeerDoorbellTest {
                 assertThat(r.enter()).isTrue();
                 stamp(r.memory(), r.lease().region(), r.lease().epoch(), 3);
                 r.exit();
+                long asked = System.nanoTime();
                 demand(2 * REGION);
                 lender.wakeAgent();
                 String revoked = events.next(EVENT_MILLIS);
                 assertThat(revoked).as("one run of two revoked, rung across processes").isIn("revoke 0", "revoke 2");
+                long[] at = events.revokedAt.poll();
+                assertThat(at[0]).as("the agent's revocation stamp, by the clock of the other process, after the demand"
+                        + " and before the revocation reached this one").isBetween(asked, at[1]);
                 LentRegion victim = revoked.equals("revoke 0") ? r : s;
                 lender.acknowledge(victim);
                 await("the agent in the other process holds the acknowledged run", () -> lender.stats().held() == 2);

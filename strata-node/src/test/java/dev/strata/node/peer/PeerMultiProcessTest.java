@@ -158,7 +158,7 @@ class PeerMultiProcessTest {
             SplittableRandom ackRandom = new SplittableRandom(11);
             lender.listen(new LenderEvents() {
                 @Override
-                public void revocationRequested(LentRegion region, long deadlineNanos) {
+                public void revocationRequested(LentRegion region, long revokedAtNanos, long deadlineNanos) {
                     events.incrementAndGet();
                     ended.add(region);
                     if (ackRandom.nextInt(4) == 0) {

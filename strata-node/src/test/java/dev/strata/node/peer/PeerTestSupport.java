@@ -106,9 +106,11 @@ final class PeerTestSupport {
     static final class RecordedEvents implements LenderEvents {
         final LinkedBlockingQueue<String> events = new LinkedBlockingQueue<>();
         final LinkedBlockingQueue<LentRegion> revoked = new LinkedBlockingQueue<>();
+        final LinkedBlockingQueue<long[]> revokedAt = new LinkedBlockingQueue<>(); // [revokedAtNanos, received], System.nanoTime
 
         @Override
-        public void revocationRequested(LentRegion region, long deadlineNanos) {
+        public void revocationRequested(LentRegion region, long revokedAtNanos, long deadlineNanos) {
+            revokedAt.add(new long[] {revokedAtNanos, System.nanoTime()});
             revoked.add(region);
             events.add("revoke " + region.lease().region());
         }
