@@ -6,6 +6,8 @@ import dev.strata.bench.peer.RevocationLatencyMeasure;
 import dev.strata.bench.peer.ShmRevocationRig;
 import dev.strata.bench.peer.WakeupMeasure;
 import dev.strata.memory.log.Log;
+import dev.strata.node.peer.PeerAgentConfig;
+import dev.strata.node.peer.ShmLenderOptions;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -30,8 +32,9 @@ public final class PeerScenario implements Scenario {
     public List<Series> series() {
         return List.copyOf(series);
     }
-    /** How often the cross-process agent ticks and its lender polls. */
-    private static final Duration SHM_INTERVAL = Duration.ofNanos(200_000);
+    /** How often the cross-process agent ticks and its lender polls: as shipped (doorbells wake both in between). */
+    private static final Duration AGENT_TICK = PeerAgentConfig.DEFAULT_TICK;
+    private static final Duration LENDER_POLL = ShmLenderOptions.defaults().pollInterval();
 
     @Override
     public String name() {
@@ -52,11 +55,11 @@ public final class PeerScenario implements Scenario {
         try (LocalRevocationRig rig = new LocalRevocationRig(64 * Sizes.MiB)) {
             figures.addAll(RevocationLatencyMeasure.figures(rig, quick ? 200 : 2000, Sizes.MiB + 4032, 4 * Sizes.MiB + 64, series));
         }
-        progress.step("revocation to callback and drain, cross-process shared-memory lender (agent JVM, tick and poll "
-                + SHM_INTERVAL.toNanos() / 1000 + " us)");
+        progress.step("revocation to callback and drain, cross-process shared-memory lender (agent JVM, tick "
+                + AGENT_TICK.toNanos() / 1000 + " us, poll " + LENDER_POLL.toNanos() / 1000 + " us)");
         Path dir = Files.isDirectory(Path.of("/dev/shm")) ? Path.of("/dev/shm") : options.workDir();
         int shmRounds = quick ? 100 : 500;
-        try (ShmRevocationRig rig = new ShmRevocationRig(dir, 8 * Sizes.MiB, 2 * Sizes.MiB, SHM_INTERVAL, SHM_INTERVAL);
+        try (ShmRevocationRig rig = new ShmRevocationRig(dir, 8 * Sizes.MiB, 2 * Sizes.MiB, AGENT_TICK, LENDER_POLL);
              WakeupMeasure wakeup = WakeupMeasure.start(dir)) {
             wakeup.sample(shmRounds / 2); // the floor, before and after the revocation rounds
             List<Figure> shm = RevocationLatencyMeasure.figures(rig, shmRounds, 2 * Sizes.MiB, 4 * Sizes.MiB, series);
@@ -65,11 +68,11 @@ public final class PeerScenario implements Scenario {
             figures.addAll(wakeup.ratios(shm, rig.label()));
             notes.add(rig.doorbells()
                     ? "cross-process revocations travel by doorbell: the rig rings the agent after writing its demand file, the "
-                            + "agent rings the lender's event thread after revoking; tick and poll (" + SHM_INTERVAL.toNanos() / 1000
-                            + " us) remain as the fallback; revoke-to-callback is timed from the agent's revocation stamp (its"
+                            + "agent rings the lender's event thread after revoking; tick and poll (" + AGENT_TICK.toNanos() / 1000
+                            + " and " + LENDER_POLL.toNanos() / 1000 + " us, the defaults) remain as the fallback; revoke-to-callback is timed from the agent's revocation stamp (its"
                             + " CLOCK_MONOTONIC reading in the lending file), the time from the rig's demand is in each p50 note"
-                    : "cross-process revocations include the agent's tick and the lender's poll, both every "
-                            + SHM_INTERVAL.toNanos() / 1000 + " us (no doorbells here): the agent reads its demand file each tick, "
+                    : "cross-process revocations include the agent's tick and the lender's poll, every "
+                            + AGENT_TICK.toNanos() / 1000 + " and " + LENDER_POLL.toNanos() / 1000 + " us (no doorbells here): the agent reads its demand file each tick, "
                             + "the lender polls its regions' states");
         }
         progress.step("KV and expert fetches through the PEER tier under availability churn");

@@ -33,6 +33,8 @@ public record PeerAgentConfig(Path file, long budget, long regionSize, DemandSig
 
     public static final Path DEFAULT_FILE = dev.strata.memory.shm.ShmFiles.userDefault("peer.lend");
     public static final long DEFAULT_REGION_SIZE = 2 * Sizes.MiB;
+    /** How often an agent ticks unless told otherwise (between ticks it sleeps on its doorbell). */
+    public static final Duration DEFAULT_TICK = Duration.ofMillis(2);
 
     public static Builder builder() {
         return new Builder();
@@ -50,7 +52,7 @@ public record PeerAgentConfig(Path file, long budget, long regionSize, DemandSig
         private long regionSize = DEFAULT_REGION_SIZE;
         private DemandSignal demand = new FixedDemand(0);
         private Duration grace = Duration.ofSeconds(1);
-        private Duration tick = Duration.ofMillis(2);
+        private Duration tick = DEFAULT_TICK;
         private boolean stampReclaimed = true;
         private InstantSource clock = InstantSource.system();
 
