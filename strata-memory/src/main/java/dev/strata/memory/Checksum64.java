@@ -31,8 +31,11 @@ import jdk.incubator.vector.VectorSpecies;
  * but which kills the whole JVM inside compiled Vector API code. The {@code ...Mapped...} variants
  * ({@link #copyFromMappedAndUpdate}, {@link #copyToMappedAndUpdate}, {@link #updateMapped}) therefore
  * touch the mapping only through {@link MemorySegment#copy} and sum the bytes on the private side,
- * in steps of {@value #MAPPED_STEP} bytes so that each step is summed while it is still in the
- * first-level cache: one pass through memory still, a little over the cost of the copy.
+ * in steps of {@value #MAPPED_STEP} bytes: each step is copied first (its reads and writes stream
+ * together, as in a plain copy) and then summed on the private side while it is still in the
+ * first-level cache: one pass through memory still, a little over the cost of the copy (summing
+ * first made the sum wait for memory and the copy wait for the sum: 0.86–0.94 of a raw copy into
+ * a pool mapping at 16 KiB and 0.91–1.00 at 256 KiB, against 0.87–1.02 and 0.99–1.07 copying first).
  *
  * <p>Only private native memory reaches the vector loop. The Vector API compiles a load or store
  * of a memory segment to vector instructions only where the compiler can tell the segment is
@@ -124,8 +127,8 @@ public final class Checksum64 {
                                             long length) {
         for (long done = 0; done < length; ) {
             long n = Math.min(MAPPED_STEP, length - done);
-            run(src, srcOffset + done, null, 0, n);
-            MemorySegment.copy(src, srcOffset + done, mapped, dstOffset + done, n);
+            MemorySegment.copy(src, srcOffset + done, mapped, dstOffset + done, n); // reads and writes streamed together
+            run(src, srcOffset + done, null, 0, n); // then sums the step while it is in the first-level cache
             done += n;
         }
         return this;
@@ -241,8 +244,8 @@ public final class Checksum64 {
         for (long done = 0; done < length; ) {
             long n = Math.min(MAPPED_STEP, length - done);
             if (vectorSafe(src)) {
-                vectorBlocks(src, so + done, null, 0, n / BLOCK, a, b);
                 MemorySegment.copy(src, so + done, dst, doff + done, n); // dst is not vector-safe here
+                vectorBlocks(src, so + done, null, 0, n / BLOCK, a, b);
             } else if (dst != null && vectorSafe(dst)) {
                 MemorySegment.copy(src, so + done, dst, doff + done, n);
                 vectorBlocks(dst, doff + done, null, 0, n / BLOCK, a, b);
