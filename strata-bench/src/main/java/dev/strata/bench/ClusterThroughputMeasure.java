@@ -44,9 +44,9 @@ import java.util.concurrent.atomic.AtomicLong;
  *   <li>baseline: {@code redis-benchmark --cluster -t set,get} with values of the size Strata
  *       stores (the block and its {@link ClusterBlockFormat#HEADER_BYTES}-byte header),
  *       {@link #CONNECTIONS} connections of pipeline depth {@link #DEPTH} (the same
- *       {@link #IN_FLIGHT} requests outstanding). It writes and reads one key per connection
- *       again and again, so its values stay in the nodes' caches, which Strata's working set does
- *       not: the baseline is the harder one. Its clock ends a test on a 250 ms tick
+ *       {@link #IN_FLIGHT} requests outstanding), its requests picking at random among as many
+ *       keys as Strata's run has blocks ({@code -r}): the same working set, spread over the
+ *       primaries by hash slot as Strata's keys are. Its clock ends a test on a 250 ms tick
  *       ({@link RedisBenchmark}), so its warm-up run (as many requests as Strata's run has
  *       blocks) sizes the measured runs: enough requests that its faster test lasts at least
  *       {@code baselineSeconds} even at the highest rate the warm-up allows, which bounds the
@@ -82,7 +82,7 @@ public final class ClusterThroughputMeasure {
 
     /** The baseline's description. */
     static String baseline(boolean put) {
-        return String.format(Locale.ROOT, "redis-benchmark --cluster %s, same value size, -P %d -c %d", put ? "SET" : "GET", DEPTH,
+        return String.format(Locale.ROOT, "redis-benchmark --cluster %s, same value size and keys, -P %d -c %d", put ? "SET" : "GET", DEPTH,
                 CONNECTIONS);
     }
 
@@ -150,7 +150,7 @@ public final class ClusterThroughputMeasure {
             Paired[] phases = Trials.pairedEach(rounds, () -> {
                 flush(seed, settings.password());
                 int n = requests[0];
-                RedisBenchmark.Rates r = redisBenchmark(seed, settings.password(), valueBytes, n);
+                RedisBenchmark.Rates r = redisBenchmark(seed, settings.password(), valueBytes, n, blocks);
                 log.printf(Locale.ROOT, "      redis-benchmark %d KiB: SET %.0f/s, GET %.0f/s (%d requests each, %.2f s and %.2f s)%n",
                         size >> 10, r.setPerSecond(), r.getPerSecond(), n, r.setSeconds(), r.getSeconds());
                 if (!sized[0]) { // the warm-up: size the measured runs
@@ -176,7 +176,7 @@ public final class ClusterThroughputMeasure {
                 double redis = f.baselineValue();
                 figures.add(f
                         .withNote(String.format(Locale.ROOT, "%.0f MB/s of block bytes against %.0f MB/s; %d blocks of %d KiB per run"
-                                        + " on distinct keys, %d requests in flight; redis-benchmark %d requests per test, its rate"
+                                        + " on distinct keys, %d requests in flight; redis-benchmark %d requests per test picking among as many keys as there are blocks, its rate"
                                         + " within %.1f%% (its 250 ms clock); 3 primaries with 1 replica each on this machine;"
                                         + " %d paired rounds", strata * size / 1e6, redis * size / 1e6, blocks, size >> 10,
                                 IN_FLIGHT, requests[0], 100 * uncertainty[0], rounds)));
@@ -284,9 +284,9 @@ public final class ClusterThroughputMeasure {
         }
     }
 
-    private static RedisBenchmark.Rates redisBenchmark(String node, String password, long valueBytes, int requests) {
+    private static RedisBenchmark.Rates redisBenchmark(String node, String password, long valueBytes, int requests, int keys) {
         try {
-            return RedisBenchmark.run(node, password, valueBytes, DEPTH, CONNECTIONS, requests);
+            return RedisBenchmark.run(node, password, valueBytes, DEPTH, CONNECTIONS, requests, keys);
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         }
