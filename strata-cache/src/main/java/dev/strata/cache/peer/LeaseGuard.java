@@ -2,6 +2,7 @@ package dev.strata.cache.peer;
 
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
+import java.util.concurrent.locks.LockSupport;
 
 /**
  * The client-side guard of one lease: counts the accesses under way and, once closed, refuses new
@@ -14,6 +15,12 @@ import java.lang.invoke.VarHandle;
  * succeed, and the count it leaves can only fall. A drain is "wait until the count is 0". A
  * JCStress test ({@code PeerGuardStress}) checks that an access that entered is always seen by a
  * closer that then waits.
+ *
+ * <p>Waking a drainer: a thread that waits for a closed guard to drain registers itself
+ * ({@link #wakeWhenDrained}) and then reads the count; the exit that takes a closed guard's count
+ * to 0 reads the registration after its atomic decrement and unparks that thread. The
+ * registration and the count are both volatile, so either the drainer's read sees 0 or the exit's
+ * read sees the drainer: no wake-up is lost (a drainer still bounds its park, as a safeguard).
  *
  * <p>Threads: any thread may enter, exit and close, concurrently; each successful {@code enter}
  * must be matched by one {@code exit}.
@@ -34,6 +41,7 @@ final class LeaseGuard {
 
     @SuppressWarnings("unused") // accessed through WORD
     private volatile long word;   // CLOSED flag | accesses in flight
+    private volatile Thread drainer; // unparked by the exit that leaves the closed guard empty; null: none
 
     /** Begins an access; false once closed. */
     boolean enter() {
@@ -55,6 +63,20 @@ final class LeaseGuard {
             WORD.getAndAdd(this, 1L);
             throw new IllegalStateException("lease guard: exit without a matching enter");
         }
+        if (before == (CLOSED | 1)) { // the last access of a closed guard: it has drained
+            Thread t = drainer;
+            if (t != null) {
+                LockSupport.unpark(t);
+            }
+        }
+    }
+
+    /**
+     * Has {@code thread} unparked by the exit that leaves this guard closed and empty. Call it
+     * before reading {@link #inFlight} to decide whether to wait (see the class note).
+     */
+    void wakeWhenDrained(Thread thread) {
+        drainer = thread;
     }
 
     /** Refuses every later enter; true if this call closed it. */

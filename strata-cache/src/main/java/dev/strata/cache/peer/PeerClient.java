@@ -48,8 +48,10 @@ import org.HdrHistogram.SynchronizedHistogram;
  * lender reports {@code peerReattached} (a restarted agent): its old leases stay ended, new ones
  * are borrowed from it again, and the re-attachments are counted per peer.
  *
- * <p>The revocation thread polls the leases it drains, so a slow access on one lease delays no
- * other; a callback that blocks does delay the ones after it (callbacks must be short). A lender's
+ * <p>The revocation thread waits for the leases it drains together: the access that leaves a
+ * revoked lease's guard empty wakes it ({@link LeaseGuard#wakeWhenDrained}), and it looks again at
+ * least every {@value #DRAIN_WAIT_NANOS} ns in case a wake-up was lost, so a slow access on one
+ * lease delays no other; a callback that blocks does delay the ones after it (callbacks must be short). A lender's
  * events wait for the callbacks of the leases that drained at once, which run on its event thread;
  * the deadlines are the lender's own (it fences a lease not acknowledged in time whatever the
  * client does), so a slow callback can only make a later lease of the same lender end FENCED
@@ -76,7 +78,7 @@ public final class PeerClient implements PeerMemory {
     private static final System.Logger LOG = System.getLogger(PeerClient.class.getName());
     /** Name of the consumer that the client's own {@link PeerMemory} methods allocate for. */
     public static final String DEFAULT_CONSUMER = "default";
-    private static final long DRAIN_POLL_NANOS = 20_000;     // revocation thread re-checks draining leases this often
+    private static final long DRAIN_WAIT_NANOS = 1_000_000;  // longest wait of the revocation thread between two looks at draining leases
     private static final int REMEMBERED_ENDS = 1 << 16;      // ended leases kept so that a late onRevoke still runs
     private static final long CLOSE_WAIT_NANOS = 5_000_000_000L;
     // Callbacks run on an event thread for longer than this (wall time: long enough that a thread
@@ -871,6 +873,7 @@ public final class PeerClient implements PeerMemory {
         }
         revocationIdle = false;
         toDrain.add(e);
+        LockSupport.unpark(revocationThread); // it may be waiting on other leases' drains, not on the queue
         return false;
     }
 
@@ -914,8 +917,7 @@ public final class PeerClient implements PeerMemory {
         List<LeaseEntry> draining = new ArrayList<>();
         while (!closed) {
             try {
-                LeaseEntry next = draining.isEmpty() ? toDrain.poll(100, TimeUnit.MILLISECONDS)
-                        : toDrain.poll(DRAIN_POLL_NANOS, TimeUnit.NANOSECONDS);
+                LeaseEntry next = draining.isEmpty() ? toDrain.poll(100, TimeUnit.MILLISECONDS) : toDrain.poll();
                 if (next != null) {
                     draining.add(next);
                     toDrain.drainTo(draining);
@@ -923,8 +925,10 @@ public final class PeerClient implements PeerMemory {
             } catch (InterruptedException ie) {
                 continue; // close() interrupts after setting closed; otherwise keep serving
             }
+            Thread self = Thread.currentThread();
             for (int i = 0; i < draining.size(); ) {
                 LeaseEntry e = draining.get(i);
+                e.guard.wakeWhenDrained(self); // before the look: an exit after it wakes this thread
                 if (e.guard.inFlight() == 0) {
                     draining.set(i, draining.getLast());
                     draining.removeLast();
@@ -938,6 +942,8 @@ public final class PeerClient implements PeerMemory {
                 if (!toDrain.isEmpty()) {
                     revocationIdle = false; // raced with a new hand-over
                 }
+            } else if (!draining.isEmpty() && toDrain.isEmpty()) {
+                LockSupport.parkNanos(this, DRAIN_WAIT_NANOS); // until a drained lease's last exit or a new hand-over
             }
         }
     }
