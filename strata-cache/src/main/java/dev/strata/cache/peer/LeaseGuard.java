@@ -2,7 +2,6 @@ package dev.strata.cache.peer;
 
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
-import java.util.concurrent.locks.LockSupport;
 
 /**
  * The client-side guard of one lease: counts the accesses under way and, once closed, refuses new
@@ -16,11 +15,12 @@ import java.util.concurrent.locks.LockSupport;
  * JCStress test ({@code PeerGuardStress}) checks that an access that entered is always seen by a
  * closer that then waits.
  *
- * <p>Waking a drainer: a thread that waits for a closed guard to drain registers itself
- * ({@link #wakeWhenDrained}) and then reads the count; the exit that takes a closed guard's count
- * to 0 reads the registration after its atomic decrement and unparks that thread. The
- * registration and the count are both volatile, so either the drainer's read sees 0 or the exit's
- * read sees the drainer: no wake-up is lost (a drainer still bounds its park, as a safeguard).
+ * <p>Acting on the drain: whoever waits for a closed guard to drain registers an action
+ * ({@link #runWhenDrained}), then reads the count; the exit that takes a closed guard's count to 0
+ * reads the registration after its atomic decrement. The registration and the count are both
+ * volatile, so either the registrant's read sees 0 or the exit's read sees the action: it is never
+ * lost. Both sides then take the action with one compare-and-set, so exactly one of them runs it:
+ * the exit (on the accessing thread) or the registrant (who was told the guard had drained).
  *
  * <p>Threads: any thread may enter, exit and close, concurrently; each successful {@code enter}
  * must be matched by one {@code exit}.
@@ -30,10 +30,12 @@ final class LeaseGuard {
     static final long COUNT = CLOSED - 1;  // mask of the in-flight count
 
     private static final VarHandle WORD;
+    private static final VarHandle ON_DRAINED;
 
     static {
         try {
             WORD = MethodHandles.lookup().findVarHandle(LeaseGuard.class, "word", long.class);
+            ON_DRAINED = MethodHandles.lookup().findVarHandle(LeaseGuard.class, "onDrained", Runnable.class);
         } catch (ReflectiveOperationException e) {
             throw new ExceptionInInitializerError(e);
         }
@@ -41,7 +43,8 @@ final class LeaseGuard {
 
     @SuppressWarnings("unused") // accessed through WORD
     private volatile long word;   // CLOSED flag | accesses in flight
-    private volatile Thread drainer; // unparked by the exit that leaves the closed guard empty; null: none
+    @SuppressWarnings("unused") // accessed through ON_DRAINED
+    private volatile Runnable onDrained; // run by the exit that leaves the closed guard empty; null: none
 
     /** Begins an access; false once closed. */
     boolean enter() {
@@ -64,19 +67,27 @@ final class LeaseGuard {
             throw new IllegalStateException("lease guard: exit without a matching enter");
         }
         if (before == (CLOSED | 1)) { // the last access of a closed guard: it has drained
-            Thread t = drainer;
-            if (t != null) {
-                LockSupport.unpark(t);
+            Runnable action = (Runnable) ON_DRAINED.getVolatile(this);
+            if (action != null && ON_DRAINED.compareAndSet(this, action, null)) {
+                action.run();
             }
         }
     }
 
     /**
-     * Has {@code thread} unparked by the exit that leaves this guard closed and empty. Call it
-     * before reading {@link #inFlight} to decide whether to wait (see the class note).
+     * On a closed guard: has {@code action} run by the exit that leaves it empty, on that exit's
+     * thread, unless it is empty already (see the class note). The action must be short and must
+     * not block: it runs at the end of an access.
+     *
+     * @return true if the last exit will run {@code action}; false if the guard has drained and the
+     *         caller must act itself ({@code action} will not run)
      */
-    void wakeWhenDrained(Thread thread) {
-        drainer = thread;
+    boolean runWhenDrained(Runnable action) {
+        ON_DRAINED.setVolatile(this, action);
+        if (inFlight() != 0) {
+            return true;
+        }
+        return !ON_DRAINED.compareAndSet(this, action, null); // lost to the exit: it runs the action
     }
 
     /** Refuses every later enter; true if this call closed it. */

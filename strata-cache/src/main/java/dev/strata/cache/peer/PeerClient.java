@@ -48,10 +48,10 @@ import org.HdrHistogram.SynchronizedHistogram;
  * lender reports {@code peerReattached} (a restarted agent): its old leases stay ended, new ones
  * are borrowed from it again, and the re-attachments are counted per peer.
  *
- * <p>The revocation thread waits for the leases it drains together: the access that leaves a
- * revoked lease's guard empty wakes it ({@link LeaseGuard#wakeWhenDrained}), and it looks again at
- * least every {@value #DRAIN_WAIT_NANOS} ns in case a wake-up was lost, so a slow access on one
- * lease delays no other; a callback that blocks does delay the ones after it (callbacks must be short). A lender's
+ * <p>A revoked lease with an access under way is handed to the revocation thread by that access:
+ * the exit that leaves its guard empty queues it ({@link LeaseGuard#runWhenDrained}) and wakes the
+ * thread, which ends it at once. No thread waits on an access, so a slow access on one lease
+ * delays no other; a callback that blocks does delay the ones after it (callbacks must be short). A lender's
  * events wait for the callbacks of the leases that drained at once, which run on its event thread;
  * the deadlines are the lender's own (it fences a lease not acknowledged in time whatever the
  * client does), so a slow callback can only make a later lease of the same lender end FENCED
@@ -78,7 +78,7 @@ public final class PeerClient implements PeerMemory {
     private static final System.Logger LOG = System.getLogger(PeerClient.class.getName());
     /** Name of the consumer that the client's own {@link PeerMemory} methods allocate for. */
     public static final String DEFAULT_CONSUMER = "default";
-    private static final long DRAIN_WAIT_NANOS = 1_000_000;  // longest wait of the revocation thread between two looks at draining leases
+    private static final long DRAIN_WAIT_NANOS = 1_000_000;  // re-look at a handed-over lease not yet drained (never expected)
     private static final int REMEMBERED_ENDS = 1 << 16;      // ended leases kept so that a late onRevoke still runs
     private static final long CLOSE_WAIT_NANOS = 5_000_000_000L;
     // Callbacks run on an event thread for longer than this (wall time: long enough that a thread
@@ -319,6 +319,7 @@ public final class PeerClient implements PeerMemory {
         boolean freed;                 // ended by free (no callbacks)
         long revokedAtNanos;           // System.nanoTime when the revocation event arrived
         long askedAtNanos;             // System.nanoTime when the lender revoked (RECLAIMED only; 0 otherwise)
+        long drainedAtNanos;           // System.nanoTime when the last access left a revoked lease (0: drained at the revocation)
 
         LeaseEntry(PeerLease lease, LentRegion region, PeerState peer, ConsumerState consumer) {
             this.lease = lease;
@@ -348,6 +349,7 @@ public final class PeerClient implements PeerMemory {
     private volatile boolean closed;
     private volatile boolean revocationIdle = true;   // the revocation thread has nothing queued or draining
     private final AtomicInteger finishingHere = new AtomicInteger(); // revocations being finished on a lender's event thread
+    private final AtomicInteger awaitingDrain = new AtomicInteger(); // revoked leases whose last access has yet to exit
     private long allocMisses;                          // guarded by lock
     private long callbackFailures;                     // guarded by lock
 
@@ -652,7 +654,7 @@ public final class PeerClient implements PeerMemory {
 
     /** True when no revocation is queued, draining or running its callbacks. */
     public boolean revocationsIdle() {
-        return revocationIdle && toDrain.isEmpty() && finishingHere.get() == 0;
+        return revocationIdle && toDrain.isEmpty() && finishingHere.get() == 0 && awaitingDrain.get() == 0;
     }
 
     /**
@@ -859,22 +861,41 @@ public final class PeerClient implements PeerMemory {
      * Under lock: OPEN -> REVOKING; closes the guard. With no access in flight once it is closed
      * (none can begin after) the lease is drained: true, and the caller, the lender's event thread,
      * finishes it itself ({@link #finishHere}) after releasing the lock, unless the peer's callbacks
-     * were slow there lately. Otherwise hands the lease to the revocation thread, which waits for
-     * the drain: false.
+     * were slow there lately (then the revocation thread does). With an access under way, the
+     * access that leaves last hands the lease to the revocation thread ({@link #drained}): false.
      */
     private boolean beginRevocation(LeaseEntry e, RevocationReason reason, long receivedNanos) {
         e.phase = LeasePhase.REVOKING;
         e.reason = reason;
         e.revokedAtNanos = receivedNanos;
         e.guard.close();
-        if (e.guard.inFlight() == 0 && receivedNanos - e.peer.finishHereFrom >= 0) {
+        if (e.guard.inFlight() != 0) {
+            awaitingDrain.incrementAndGet();
+            if (e.guard.runWhenDrained(() -> drained(e))) {
+                return false;
+            }
+            awaitingDrain.decrementAndGet(); // drained meanwhile: as if no access had been under way
+        }
+        if (receivedNanos - e.peer.finishHereFrom >= 0) {
             finishingHere.incrementAndGet();
             return true;
         }
+        handOver(e);
+        return false;
+    }
+
+    /** On the thread whose access left a revoked lease last: stamps the drain and hands the lease over. */
+    private void drained(LeaseEntry e) {
+        e.drainedAtNanos = System.nanoTime();
+        handOver(e);
+        awaitingDrain.decrementAndGet(); // after the hand-over: revocationsIdle never sees a gap
+    }
+
+    /** Queues a drained lease for the revocation thread and wakes it. */
+    private void handOver(LeaseEntry e) {
         revocationIdle = false;
         toDrain.add(e);
-        LockSupport.unpark(revocationThread); // it may be waiting on other leases' drains, not on the queue
-        return false;
+        LockSupport.unpark(revocationThread); // it may be parked on a lease that is not drained, not on the queue
     }
 
     /**
@@ -925,11 +946,9 @@ public final class PeerClient implements PeerMemory {
             } catch (InterruptedException ie) {
                 continue; // close() interrupts after setting closed; otherwise keep serving
             }
-            Thread self = Thread.currentThread();
             for (int i = 0; i < draining.size(); ) {
                 LeaseEntry e = draining.get(i);
-                e.guard.wakeWhenDrained(self); // before the look: an exit after it wakes this thread
-                if (e.guard.inFlight() == 0) {
+                if (e.guard.inFlight() == 0) { // always, for a lease handed over drained
                     draining.set(i, draining.getLast());
                     draining.removeLast();
                     finishRevocation(e);
@@ -943,7 +962,7 @@ public final class PeerClient implements PeerMemory {
                     revocationIdle = false; // raced with a new hand-over
                 }
             } else if (!draining.isEmpty() && toDrain.isEmpty()) {
-                LockSupport.parkNanos(this, DRAIN_WAIT_NANOS); // until a drained lease's last exit or a new hand-over
+                LockSupport.parkNanos(this, DRAIN_WAIT_NANOS); // until a new hand-over, or the next look
             }
         }
     }
@@ -955,7 +974,7 @@ public final class PeerClient implements PeerMemory {
      * @return nanoseconds the callbacks took; 0 if the lease had ended already
      */
     private long finishRevocation(LeaseEntry e) {
-        long drained = System.nanoTime();
+        long drained = e.drainedAtNanos != 0 ? e.drainedAtNanos : System.nanoTime();
         RevocationReason reason;
         lock.lock();
         try {

@@ -6,13 +6,12 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import java.util.SplittableRandom;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicLong;
-import java.util.concurrent.locks.LockSupport;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.Test;
 
 /**
- * The client's lease guard: counting, closing, and waking the thread that waits for a closed
- * guard to drain from the exit that empties it.
+ * The client's lease guard: counting, closing, and the action taken once when a closed guard
+ * drains, by its last exit or by the registrant.
  */
 class LeaseGuardTest {
 
@@ -33,44 +32,68 @@ class LeaseGuardTest {
     }
 
     /**
-     * Many rounds of a drainer that registers, looks and parks against an access that exits at a
-     * random moment around the look: the drainer is always woken by the exit, never left to its
-     * park's bound (a minute here, so a lost wake-up fails the round).
+     * Many rounds of a registrant against the last exit of a closed guard, the exit at a random
+     * moment around the registration: in every round exactly one of them acts, the exit by running
+     * the action or the registrant because it was told the guard had drained.
      */
     @Test
-    void theExitThatEmptiesAClosedGuardWakesTheDrainerInEveryInterleaving() throws Exception {
+    void exactlyOneOfTheRegistrantAndTheLastExitActsOnTheDrain() throws Exception {
         SplittableRandom random = new SplittableRandom(0x6EA5E);
-        long bound = TimeUnit.MINUTES.toNanos(1);
-        for (int round = 0; round < 300; round++) {
+        int byExit = 0;
+        int byRegistrant = 0;
+        for (int round = 0; round < 2000; round++) {
             LeaseGuard guard = new LeaseGuard();
             assertThat(guard.enter()).isTrue();
             guard.close();
-            CountDownLatch registered = new CountDownLatch(1);
-            AtomicLong waited = new AtomicLong(-1);
-            Thread drainer = Thread.ofPlatform().start(() -> {
-                guard.wakeWhenDrained(Thread.currentThread());
-                registered.countDown();
-                long start = System.nanoTime();
-                while (guard.inFlight() != 0) {
-                    LockSupport.parkNanos(bound);
-                    if (System.nanoTime() - start >= bound) {
-                        break;
-                    }
+            AtomicInteger ran = new AtomicInteger();
+            AtomicInteger willRun = new AtomicInteger(-1);
+            CountDownLatch start = new CountDownLatch(1);
+            long spin = random.nextLong(5_000);
+            Thread registrant = Thread.ofPlatform().start(() -> {
+                await(start);
+                for (long t = System.nanoTime(); System.nanoTime() - t < spin; ) {
+                    Thread.onSpinWait();
                 }
-                waited.set(System.nanoTime() - start);
+                willRun.set(guard.runWhenDrained(ran::incrementAndGet) ? 1 : 0);
             });
-            if (random.nextBoolean()) {
-                registered.await();
-            }
-            long spin = random.nextLong(20_000);
-            for (long t = System.nanoTime(); System.nanoTime() - t < spin; ) {
-                Thread.onSpinWait();
-            }
+            start.countDown();
             guard.exit();
-            drainer.join(TimeUnit.MINUTES.toMillis(2));
+            registrant.join(TimeUnit.SECONDS.toMillis(30));
             assertThat(guard.inFlight()).isZero();
-            assertThat(waited.get()).as("round %d: the drainer was woken by the exit, not by its park's bound", round)
-                    .isBetween(0L, bound / 2);
+            assertThat(ran.get() + (willRun.get() == 0 ? 1 : 0)).as("round %d: acted once (ran %d, told to run itself: %s)",
+                    round, ran.get(), willRun.get() == 0).isEqualTo(1);
+            if (willRun.get() == 1) {
+                byExit++;
+            } else {
+                byRegistrant++;
+            }
+        }
+        assertThat(byExit + byRegistrant).isEqualTo(2000);
+    }
+
+    @Test
+    void anOpenOrEmptyGuardTellsTheRegistrantToActItself() {
+        LeaseGuard guard = new LeaseGuard();
+        guard.close();
+        AtomicInteger ran = new AtomicInteger();
+        assertThat(guard.runWhenDrained(ran::incrementAndGet)).as("closed and empty: drained").isFalse();
+        assertThat(ran.get()).isZero();
+        LeaseGuard busy = new LeaseGuard();
+        assertThat(busy.enter()).isTrue();
+        assertThat(busy.enter()).isTrue();
+        busy.close();
+        assertThat(busy.runWhenDrained(ran::incrementAndGet)).isTrue();
+        busy.exit();
+        assertThat(ran.get()).as("not the last exit").isZero();
+        busy.exit();
+        assertThat(ran.get()).as("the last exit runs it, once").isEqualTo(1);
+    }
+
+    private static void await(CountDownLatch latch) {
+        try {
+            latch.await();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
         }
     }
 }

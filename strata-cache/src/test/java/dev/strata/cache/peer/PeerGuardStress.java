@@ -51,6 +51,42 @@ public final class PeerGuardStress {
     }
 
     /**
+     * The action on a drain: the last access of a closed guard exits while a revocation registers
+     * what to do once it has drained. r1: 1 the registrant was told the exit will act; r2: how many
+     * times the exit ran the action (read after both, by the arbiter).
+     */
+    @JCStressTest
+    @Outcome(id = "1, 1", expect = ACCEPTABLE, desc = "registered first; the last exit ran the action")
+    @Outcome(id = "0, 0", expect = ACCEPTABLE_INTERESTING, desc = "exited first; the registrant acts itself")
+    @Outcome(id = "1, 0", expect = FORBIDDEN, desc = "the drain was lost: nobody acts")
+    @Outcome(id = "0, 1", expect = FORBIDDEN, desc = "both act on the same drain")
+    @State
+    public static class GuardDrainAction {
+        final LeaseGuard guard = new LeaseGuard();
+        final java.util.concurrent.atomic.AtomicInteger ran = new java.util.concurrent.atomic.AtomicInteger();
+
+        public GuardDrainAction() {
+            guard.enter();
+            guard.close();
+        }
+
+        @Actor
+        public void registrant(II_Result r) {
+            r.r1 = guard.runWhenDrained(ran::incrementAndGet) ? 1 : 0;
+        }
+
+        @Actor
+        public void lastAccess() {
+            guard.exit();
+        }
+
+        @org.openjdk.jcstress.annotations.Arbiter
+        public void arbiter(II_Result r) {
+            r.r2 = ran.get();
+        }
+    }
+
+    /**
      * The client's guard: an access enters while a revocation closes the guard and then checks the
      * in-flight count (the drain). r1: 1 the access is in; r2: 1 the drain saw nothing in flight.
      */
