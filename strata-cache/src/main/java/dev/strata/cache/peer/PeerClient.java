@@ -36,8 +36,8 @@ import org.HdrHistogram.SynchronizedHistogram;
  * begin after), the lease has drained and the event thread itself ends the lease (accounting,
  * metrics), runs its callbacks once with {@link RevocationReason#RECLAIMED} and then
  * {@link PeerLender#acknowledge acknowledges}: the callbacks run one thread wake-up after the
- * lender's signal, not two. Otherwise it hands the lease to this client's revocation thread, which
- * waits for the guard's in-flight count to reach zero and then does the same.
+ * lender's signal, not two. Otherwise the access that leaves the lease last hands it to this
+ * client's revocation thread (below), which does the same.
  * A {@code fenced} event on a lease not yet ended turns its reason into {@link RevocationReason#FENCED}
  * (no acknowledgement: the lender already advanced the epoch); a {@code peerLost} turns every
  * lease of the peer into {@link RevocationReason#PEER_LOST}. The reason is fixed when the lease
