@@ -63,8 +63,9 @@ class RpcMultiProcessTest {
                 assertThat(local.await(r)).isEqualTo(RpcStatus.OK);
                 ChildJvm slow = ChildJvm.start(RpcClientMain.class, "slow", path.toString(), "60000");
                 slow.expect("posted", 30_000);
-                // the slow request blocks the (single) polling thread: this one waits behind it
-                local.post(EchoHandler.ECHO, 2, 0, 0, 0);
+                // in flight when the server dies whatever the polling thread takes first: a sleep of a minute
+                // (behind the slow client's, or ahead of it; an echo could be answered before the kill)
+                local.post(EchoHandler.SLEEP, 60_000, 0, 0, 0);
                 server.kill();
                 long start = System.nanoTime();
                 int status = local.await(r);
