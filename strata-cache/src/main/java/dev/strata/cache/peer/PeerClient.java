@@ -78,7 +78,6 @@ public final class PeerClient implements PeerMemory {
     private static final System.Logger LOG = System.getLogger(PeerClient.class.getName());
     /** Name of the consumer that the client's own {@link PeerMemory} methods allocate for. */
     public static final String DEFAULT_CONSUMER = "default";
-    private static final long DRAIN_WAIT_NANOS = 1_000_000;  // re-look at a handed-over lease not yet drained (never expected)
     private static final int REMEMBERED_ENDS = 1 << 16;      // ended leases kept so that a late onRevoke still runs
     private static final long CLOSE_WAIT_NANOS = 5_000_000_000L;
     // Callbacks run on an event thread for longer than this (wall time: long enough that a thread
@@ -304,7 +303,7 @@ public final class PeerClient implements PeerMemory {
         }
     }
 
-    /** One lease. {@code phase}, {@code reason}, {@code revocationAsked}, {@code revokedAtNanos} guarded by the client's lock. */
+    /** One lease. {@code phase}, {@code reason}, {@code revocationAsked}, {@code receivedAtNanos} guarded by the client's lock. */
     private static final class LeaseEntry {
         final PeerLease lease;
         final LentRegion region;
@@ -317,7 +316,7 @@ public final class PeerClient implements PeerMemory {
         RevocationReason reason;       // set when revocation begins; may turn into FENCED or PEER_LOST until ENDED
         boolean revocationAsked;       // a revocation arrived while FREEING: the free acknowledges
         boolean freed;                 // ended by free (no callbacks)
-        long revokedAtNanos;           // System.nanoTime when the revocation event arrived
+        long receivedAtNanos;          // System.nanoTime when the revocation event arrived
         long askedAtNanos;             // System.nanoTime when the lender revoked (RECLAIMED only; 0 otherwise)
         long drainedAtNanos;           // System.nanoTime when the last access left a revoked lease (0: drained at the revocation)
 
@@ -867,7 +866,7 @@ public final class PeerClient implements PeerMemory {
     private boolean beginRevocation(LeaseEntry e, RevocationReason reason, long receivedNanos) {
         e.phase = LeasePhase.REVOKING;
         e.reason = reason;
-        e.revokedAtNanos = receivedNanos;
+        e.receivedAtNanos = receivedNanos;
         e.guard.close();
         if (e.guard.inFlight() != 0) {
             awaitingDrain.incrementAndGet();
@@ -891,11 +890,10 @@ public final class PeerClient implements PeerMemory {
         awaitingDrain.decrementAndGet(); // after the hand-over: revocationsIdle never sees a gap
     }
 
-    /** Queues a drained lease for the revocation thread and wakes it. */
+    /** Queues a lease for the revocation thread; only a drained one (closed guard, nothing in flight). */
     private void handOver(LeaseEntry e) {
         revocationIdle = false;
         toDrain.add(e);
-        LockSupport.unpark(revocationThread); // it may be parked on a lease that is not drained, not on the queue
     }
 
     /**
@@ -935,34 +933,21 @@ public final class PeerClient implements PeerMemory {
 
     /** The revocation thread: drains leases handed over, then ends them, runs callbacks, acknowledges. */
     private void runRevocations() {
-        List<LeaseEntry> draining = new ArrayList<>();
         while (!closed) {
+            LeaseEntry e;
             try {
-                LeaseEntry next = draining.isEmpty() ? toDrain.poll(100, TimeUnit.MILLISECONDS) : toDrain.poll();
-                if (next != null) {
-                    draining.add(next);
-                    toDrain.drainTo(draining);
-                }
+                e = toDrain.poll(100, TimeUnit.MILLISECONDS);
             } catch (InterruptedException ie) {
                 continue; // close() interrupts after setting closed; otherwise keep serving
             }
-            for (int i = 0; i < draining.size(); ) {
-                LeaseEntry e = draining.get(i);
-                if (e.guard.inFlight() == 0) { // always, for a lease handed over drained
-                    draining.set(i, draining.getLast());
-                    draining.removeLast();
-                    finishRevocation(e);
-                } else {
-                    i++;
-                }
+            if (e != null) {
+                finishRevocation(e); // handed over drained: its guard is closed and empty (handOver)
             }
-            if (draining.isEmpty() && toDrain.isEmpty()) {
+            if (toDrain.isEmpty()) {
                 revocationIdle = true;
                 if (!toDrain.isEmpty()) {
                     revocationIdle = false; // raced with a new hand-over
                 }
-            } else if (!draining.isEmpty() && toDrain.isEmpty()) {
-                LockSupport.parkNanos(this, DRAIN_WAIT_NANOS); // until a new hand-over, or the next look
             }
         }
     }
@@ -989,7 +974,7 @@ public final class PeerClient implements PeerMemory {
         } finally {
             lock.unlock();
         }
-        e.peer.drain.recordValue(Math.max(0, drained - e.revokedAtNanos));
+        e.peer.drain.recordValue(Math.max(0, drained - e.receivedAtNanos));
         List<RevocationCallback> run;
         synchronized (e) {
             e.callbacksTaken = true;
@@ -997,7 +982,7 @@ public final class PeerClient implements PeerMemory {
             e.callbacks.clear();
         }
         long callbacksStart = System.nanoTime();
-        e.peer.callback.recordValue(Math.max(0, callbacksStart - e.revokedAtNanos));
+        e.peer.callback.recordValue(Math.max(0, callbacksStart - e.receivedAtNanos));
         if (reason == RevocationReason.RECLAIMED && e.askedAtNanos != 0) {
             e.peer.revokeToCallback.recordValue(Math.max(0, callbacksStart - e.askedAtNanos));
         }
