@@ -25,6 +25,13 @@ public interface LentRegion {
     /** The lent bytes ({@code lease().size()} long); touch only between a successful enter and its exit. */
     MemorySegment memory();
 
+    /**
+     * True once the lender took this lease back without an acknowledgement (fenced at its
+     * deadline): its state as the lender keeps it, whether or not its event has been delivered.
+     * Before the lease's revocation is acknowledged, any thread.
+     */
+    boolean takenBack();
+
     /** Ends an access begun by a successful {@link #enter}. */
     void exit();
 }

@@ -112,6 +112,12 @@ final class LocalRegion implements LentRegion {
         STATE.setVolatile(this, newEpoch << 2 | CLOSED);
     }
 
+    /** Closed under a newer epoch: before an acknowledgement, only a fence closes a lent region. */
+    @Override
+    public boolean takenBack() {
+        return currentEpoch() != lease.epoch();
+    }
+
     /** Accesses under way now (volatile read, after {@link #close}: those begun under the old epoch). */
     long inFlight() {
         return (long) IN_FLIGHT.getVolatile(this);

@@ -40,8 +40,10 @@ import org.HdrHistogram.SynchronizedHistogram;
  * client's revocation thread (below), which does the same.
  * A {@code fenced} event on a lease not yet ended turns its reason into {@link RevocationReason#FENCED}
  * (no acknowledgement: the lender already advanced the epoch); a {@code peerLost} turns every
- * lease of the peer into {@link RevocationReason#PEER_LOST}. The reason is fixed when the lease
- * ends, so callbacks never run twice: a fence that arrives after the callbacks ran (the client
+ * lease of the peer into {@link RevocationReason#PEER_LOST}. A lease the lender has fenced by the
+ * time it ends ({@link LentRegion#takenBack}) ends FENCED even if the fence's event has not
+ * arrived yet, so the reason does not depend on which thread ran first. The reason is fixed when
+ * the lease ends, so callbacks never run twice: a fence that arrives after the callbacks ran (the client
  * acknowledged too late) is only counted ({@code lateFences}). {@code free} of a lease whose
  * revocation has begun is a no-op (its callbacks still run); a revocation of a lease being freed
  * is acknowledged by the free once it drained. A lost peer is no candidate for placement until its
@@ -965,6 +967,9 @@ public final class PeerClient implements PeerMemory {
         try {
             if (e.phase != LeasePhase.REVOKING) {
                 return 0;
+            }
+            if (e.reason == RevocationReason.RECLAIMED && e.region.takenBack()) {
+                e.reason = RevocationReason.FENCED; // fenced before its event arrived: no acknowledgement
             }
             reason = e.reason;
             end(e);

@@ -400,7 +400,7 @@ class PeerClientTest {
         assertThatThrownBy(() -> client.alloc(10, ANY)).isInstanceOf(IllegalStateException.class).hasMessageContaining("closed");
     }
     /** A lender that hands the client a fresh wrapper of the region in every event, as a remote transport may. */
-    static final class WrappingLender implements PeerLender {
+    static class WrappingLender implements PeerLender {
         final LocalLender inner;
 
         record Wrapped(LentRegion region) implements LentRegion {
@@ -408,6 +408,7 @@ class PeerClientTest {
             @Override public boolean enter() { return region.enter(); }
             @Override public MemorySegment memory() { return region.memory(); }
             @Override public void exit() { region.exit(); }
+            @Override public boolean takenBack() { return region.takenBack(); }
         }
 
         WrappingLender(LocalLender inner) {
@@ -438,6 +439,51 @@ class PeerClientTest {
                 @Override public void fenced(LentRegion region) { events.fenced(new Wrapped(region)); }
                 @Override public void peerLost(int peer) { events.peerLost(peer); }
             });
+        }
+    }
+
+    /**
+     * The lender fences a lease whose access outlived its deadline, and the access ends before the
+     * fence's event reaches the client (withheld here): the lease still ends FENCED, as the lender
+     * keeps it, not RECLAIMED, and the client sends no acknowledgement.
+     */
+    @Test
+    void aLeaseFencedBeforeItsEventArrivesEndsFencedWhenItsAccessEnds() throws Exception {
+        LocalLender inner = new LocalLender(LocalLender.Config.of(0, "gpu0", 8_192).withGrace(50_000_000L));
+        PeerLender withholding = new WrappingLender(inner) {
+            @Override public void listen(LenderEvents events) {
+                inner.listen(new LenderEvents() {
+                    @Override public void revocationRequested(LentRegion region, long revokedAtNanos, long deadlineNanos) {
+                        events.revocationRequested(region, revokedAtNanos, deadlineNanos);
+                    }
+                    @Override public void fenced(LentRegion region) {
+                        // withheld: the access ends before the client hears of the fence
+                    }
+                    @Override public void peerLost(int peer) { events.peerLost(peer); }
+                });
+            }
+            @Override public LentRegion borrow(long size) { return inner.borrow(size); }
+            @Override public void acknowledge(LentRegion region) { inner.acknowledge(region); }
+        };
+        try (PeerClient client = PeerClient.builder().lender(withholding).build()) {
+            List<Ended> ended = new CopyOnWriteArrayList<>();
+            PeerLease lease = client.alloc(3_000, ANY, (l, r) -> ended.add(new Ended(l, r))).orElseThrow();
+            CountDownLatch inside = new CountDownLatch(1);
+            CountDownLatch release = new CountDownLatch(1);
+            Thread holder = Thread.ofPlatform().start(() -> client.access(lease, 0, 3_000, view -> {
+                inside.countDown();
+                await("released", 10_000, () -> release.getCount() == 0);
+            }));
+            assertThat(inside.await(5, TimeUnit.SECONDS)).isTrue();
+            inner.lendable(0);
+            await("fenced by the lender at its deadline", 5_000, () -> inner.phase(lease) != LocalLender.Phase.REVOKING
+                    && inner.phase(lease) != LocalLender.Phase.LENT);
+            release.countDown();
+            holder.join(10_000);
+            await("called back", 5_000, () -> ended.size() == 1);
+            assertThat(ended).containsExactly(new Ended(lease, RevocationReason.FENCED));
+            assertThat(client.stats().peer(0).revocations(RevocationReason.FENCED)).isEqualTo(1);
+            client.checkInvariants();
         }
     }
 

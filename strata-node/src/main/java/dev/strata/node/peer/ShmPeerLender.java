@@ -855,6 +855,16 @@ public final class ShmPeerLender implements PeerLender {
             mapping.table.exit(head, epoch);
         }
 
+        /** The head's state word is neither LENT nor REVOKING at this lending's epoch (fenced or reaped). */
+        @Override
+        public boolean takenBack() {
+            if (!mapping.arena.scope().isAlive()) {
+                return false; // its agent's file was replaced and unmapped: the lease ended with the agent (peerLost)
+            }
+            long w = mapping.table.stateWord(head);
+            return w != lentWord && w != word(REVOKING, pid, epoch);
+        }
+
         @Override
         public String toString() {
             return lease + " (" + runLength + " region" + (runLength == 1 ? "" : "s") + " of peer '" + name + "')";
