@@ -103,27 +103,9 @@ public final class ClusterBlockFormat {
      */
     static ClusterMetrics.Corruption land(MemorySegment value, ObjectKey key, long geometry, long payloadBytes,
                                           List<MemorySegment> destinations) {
-        if (value.byteSize() < HEADER_BYTES) {
-            return ClusterMetrics.Corruption.SHORT;
-        }
-        if (value.get(LONG, 0) != MAGIC) {
-            return ClusterMetrics.Corruption.MAGIC;
-        }
-        if (value.get(INT, 8) != VERSION || value.get(INT, 12) != HEADER_BYTES) {
-            return ClusterMetrics.Corruption.VERSION;
-        }
-        long length = value.get(LONG, 16);
-        if (length != value.byteSize() - HEADER_BYTES) {
-            return ClusterMetrics.Corruption.SHORT;
-        }
-        if (value.get(LONG, 24) != geometry) {
-            return ClusterMetrics.Corruption.GEOMETRY;
-        }
-        if (length != payloadBytes) {
-            return ClusterMetrics.Corruption.LENGTH;
-        }
-        if (value.get(LONG, 32) != key.high() || value.get(LONG, 40) != key.low()) {
-            return ClusterMetrics.Corruption.KEY;
+        ClusterMetrics.Corruption bad = checkHeader(value, value.byteSize(), key, geometry, payloadBytes);
+        if (bad != null) {
+            return bad;
         }
         Checksum64 sum = new Checksum64().reset();
         long at = HEADER_BYTES;
@@ -132,5 +114,44 @@ public final class ClusterBlockFormat {
             at += d.byteSize();
         }
         return sum.value() == value.get(LONG, 48) ? null : ClusterMetrics.Corruption.CHECKSUM;
+    }
+
+    /**
+     * Checks the header of a value of {@code valueBytes} bytes whose first bytes are {@code header}
+     * (at least {@link #HEADER_BYTES} of them when the value has that many) as the block {@code key}
+     * of {@code payloadBytes} bytes under {@code geometry}: every field but the checksum, which
+     * needs the payload ({@link #checksumOf}).
+     *
+     * @return null when every field matches, else the first check that failed
+     */
+    static ClusterMetrics.Corruption checkHeader(MemorySegment header, long valueBytes, ObjectKey key, long geometry, long payloadBytes) {
+        if (valueBytes < HEADER_BYTES || header.byteSize() < HEADER_BYTES) {
+            return ClusterMetrics.Corruption.SHORT;
+        }
+        if (header.get(LONG, 0) != MAGIC) {
+            return ClusterMetrics.Corruption.MAGIC;
+        }
+        if (header.get(INT, 8) != VERSION || header.get(INT, 12) != HEADER_BYTES) {
+            return ClusterMetrics.Corruption.VERSION;
+        }
+        long length = header.get(LONG, 16);
+        if (length != valueBytes - HEADER_BYTES) {
+            return ClusterMetrics.Corruption.SHORT;
+        }
+        if (header.get(LONG, 24) != geometry) {
+            return ClusterMetrics.Corruption.GEOMETRY;
+        }
+        if (length != payloadBytes) {
+            return ClusterMetrics.Corruption.LENGTH;
+        }
+        if (header.get(LONG, 32) != key.high() || header.get(LONG, 40) != key.low()) {
+            return ClusterMetrics.Corruption.KEY;
+        }
+        return null;
+    }
+
+    /** The payload checksum a header that passed {@link #checkHeader} carries. */
+    static long checksumOf(MemorySegment header) {
+        return header.get(LONG, 48);
     }
 }

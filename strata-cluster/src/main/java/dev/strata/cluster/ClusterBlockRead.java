@@ -23,8 +23,13 @@ import java.util.concurrent.atomic.AtomicInteger;
  * reply is dropped. A caller whose abandon loses waits for {@link #landed} instead: the landing
  * was under way and its outcome stands.
  *
- * <p>Threads: {@link #set} on the client's event loop; {@link #abandon} and {@link #landed} from
- * any thread.
+ * <p>{@link BlockPipeline} lands a reply from its own socket reads instead of through
+ * {@link #set}: it takes the same state with {@link #beginLanding} before it touches the
+ * destinations and ends it with {@link #finishLanding} or {@link #failLanding}.
+ *
+ * <p>Threads: {@link #set} on the client's event loop, {@link #beginLanding},
+ * {@link #finishLanding} and {@link #failLanding} on the pipeline's thread; {@link #abandon} and
+ * {@link #landed} from any thread.
  */
 final class ClusterBlockRead extends CommandOutput<String, ClusterValue, ClusterBlockRead.Outcome> {
     /**
@@ -80,6 +85,42 @@ final class ClusterBlockRead extends CommandOutput<String, ClusterValue, Cluster
         ClusterMetrics.Corruption bad = ClusterBlockFormat.land(MemorySegment.ofBuffer(bytes.duplicate()), key, geometry, payloadBytes,
                 destinations);
         return bad == null ? new Outcome(true, null, size, null) : new Outcome(false, bad, size, sha1Hex(bytes.duplicate()));
+    }
+
+    /** The block read. */
+    ObjectKey key() {
+        return key;
+    }
+
+    /** The geometry fingerprint the value must carry. */
+    long geometry() {
+        return geometry;
+    }
+
+    /** Bytes the destinations hold together: the payload the value must have. */
+    long payloadBytes() {
+        return payloadBytes;
+    }
+
+    /** Where the payload lands, in order. */
+    List<MemorySegment> destinations() {
+        return destinations;
+    }
+
+    /** Takes the read for a landing that writes into the destinations; false once it was abandoned (drop the reply). */
+    boolean beginLanding() {
+        return state.compareAndSet(WAITING, LANDING);
+    }
+
+    /** Ends a landing begun with {@link #beginLanding} (or a reply without a value) with its outcome. */
+    void finishLanding(Outcome o) {
+        output = o;
+        landed.complete(o);
+    }
+
+    /** Ends a landing begun with {@link #beginLanding} that could not complete: the destinations hold no verified block. */
+    void failLanding(Throwable cause) {
+        landed.completeExceptionally(cause);
     }
 
     /** Ends the read for its caller before a reply landed; false when the landing has begun (then see {@link #landed}). */

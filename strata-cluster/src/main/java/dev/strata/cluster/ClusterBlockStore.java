@@ -14,6 +14,7 @@ import io.lettuce.core.RedisConnectionException;
 import io.lettuce.core.RedisFuture;
 import io.lettuce.core.RedisURI;
 import io.lettuce.core.ScriptOutputType;
+import io.lettuce.core.SetArgs;
 import io.lettuce.core.SocketOptions;
 import io.lettuce.core.SslOptions;
 import io.lettuce.core.SslVerifyMode;
@@ -51,7 +52,9 @@ import java.util.concurrent.atomic.AtomicLong;
  * all hex), so that tenants, models and geometries never share a value, and keys spread over
  * every slot of the cluster. Its value is a {@link ClusterBlockFormat} header and the block's
  * bytes. A write is {@code SET NX PX ttl}: the first writer wins, a block is stored once however
- * many machines write it, is immutable once published, and expires after the TTL. Writes go
+ * many machines write it, is immutable once published, and expires after the TTL. Block reads and
+ * writes travel on {@link BlockPipeline}, Strata's own connections to the primaries, routed by the
+ * Lettuce client's slot map (with TLS, on the Lettuce client's connections). Writes go
  * through a {@link ClusterWriteQueue}: sent without waiting, pipelined, in a bounded window; when
  * ({@code tiers.cluster.write}) is at commit (write-through) or as the block leaves this machine's
  * HOST tier (write-behind, {@link #evicted}), optionally only for blocks used twice.
@@ -108,7 +111,7 @@ public final class ClusterBlockStore implements SharedBlockStore, AutoCloseable 
 
     /** An open connection to the cluster and the write window over it. */
     private record Link(StatefulRedisClusterConnection<String, ClusterValue> connection, RedisAdvancedClusterAsyncCommands<String, ClusterValue> commands,
-                        ClusterWriteQueue writes) {
+                        BlockPipeline blocks, ClusterWriteQueue writes) {
     }
 
     private ClusterBlockStore(ClusterSettings settings, String prefix, long geometry, long valueBytes, ClientResources resources,
@@ -133,9 +136,20 @@ public final class ClusterBlockStore implements SharedBlockStore, AutoCloseable 
 
     private void attach(StatefulRedisClusterConnection<String, ClusterValue> connection) {
         RedisAdvancedClusterAsyncCommands<String, ClusterValue> commands = connection.async();
-        link = new Link(connection, commands,
-                new ClusterWriteQueue(commands, metrics, settings.ttl().toMillis(), valueBytes, settings.queueBytes(), admission,
-                        this::failed));
+        long ttlMillis = settings.ttl().toMillis();
+        BlockPipeline blocks = null;
+        ClusterWriteQueue.Sender sender;
+        if (settings.tls()) { // the cluster client's connections carry TLS; blocks go through them
+            SetArgs nxPx = SetArgs.Builder.nx().px(ttlMillis);
+            sender = (k, v) -> commands.set(k, v, nxPx);
+        } else {
+            BlockPipeline b = new BlockPipeline(connection::getPartitions, () -> client.refreshPartitionsAsync(), settings.user(),
+                    settings.password(), timeoutNanos);
+            blocks = b;
+            sender = (k, v) -> b.set(k, v, ttlMillis);
+        }
+        link = new Link(connection, commands, blocks,
+                new ClusterWriteQueue(sender, metrics, valueBytes, settings.queueBytes(), admission, this::failed));
     }
 
     /** Why the cluster could not be opened. */
@@ -501,9 +515,10 @@ public final class ClusterBlockStore implements SharedBlockStore, AutoCloseable 
         final long expected = total;
         long start = System.nanoTime();
         ClusterBlockRead read = new ClusterBlockRead(key, geometry, expected, destinations);
-        RedisFuture<ClusterBlockRead.Outcome> get;
+        java.util.concurrent.CompletionStage<ClusterBlockRead.Outcome> get;
         try {
-            get = l.commands().dispatch(CommandType.GET, read, new CommandArgs<>(ClusterValueCodec.INSTANCE).addKey(keyOf(key)));
+            get = l.blocks() != null ? l.blocks().get(keyOf(key), read)
+                    : l.commands().dispatch(CommandType.GET, read, new CommandArgs<>(ClusterValueCodec.INSTANCE).addKey(keyOf(key)));
         } catch (RuntimeException e) {
             read.abandon();
             failed(kindOf(e), e, "reading block " + key);
@@ -691,6 +706,12 @@ public final class ClusterBlockStore implements SharedBlockStore, AutoCloseable 
     }
 
     static ClusterMetrics.ErrorKind kindOf(Throwable t) {
+        if (t instanceof java.util.concurrent.CompletionException && t.getCause() != null) {
+            t = t.getCause();
+        }
+        if (t instanceof BlockPipeline.RequestFailure f) {
+            return f.kind;
+        }
         String m = String.valueOf(t != null ? t.getMessage() : null);
         if (t instanceof RedisCommandTimeoutException) {
             return ClusterMetrics.ErrorKind.TIMEOUT;
@@ -746,6 +767,9 @@ public final class ClusterBlockStore implements SharedBlockStore, AutoCloseable 
             topologyEvents.dispose();
             Link l = link;
             if (l != null) {
+                if (l.blocks() != null) {
+                    l.blocks().close();
+                }
                 l.connection().close();
             }
         } catch (InterruptedException e) {

@@ -3,11 +3,9 @@ package dev.strata.cluster;
 import dev.strata.cache.ObjectKey;
 import dev.strata.cache.ObjectKind;
 import dev.strata.cache.kv.SeenTwiceAdmission;
-import io.lettuce.core.RedisFuture;
-import io.lettuce.core.SetArgs;
-import io.lettuce.core.cluster.api.async.RedisAdvancedClusterAsyncCommands;
 import dev.strata.memory.transfer.StagingPool;
 import java.lang.foreign.MemorySegment;
+import java.util.concurrent.CompletionStage;
 import java.util.function.Consumer;
 
 /**
@@ -18,9 +16,10 @@ import java.util.function.Consumer;
  * A write is admitted, then its value is built in a buffer of the window's {@link StagingPool}
  * (the block's bytes copied and checksummed in one pass, so the caller's memory is free again when
  * {@link #offer} returns) and its {@code SET NX PX ttl} is sent at once without waiting for the
- * answer: writes from any number of callers share the client's connections and go out back to
- * back, pipelined, one stream per node; the client copies the value from the buffer into the
- * command when it encodes it ({@link ClusterValueCodec}). The window is the pool: as many buffers
+ * answer ({@link Sender}): writes from any number of callers share one connection per node and go
+ * out back to back, pipelined; {@link BlockPipeline} writes the value from the buffer to the socket
+ * (with TLS, the cluster client copies it into the command when it encodes it,
+ * {@link ClusterValueCodec}). The window is the pool: as many buffers
  * of one value as the configured bytes hold (at least one), each lent from the offer until the
  * write is answered, fails or times out ({@link ClusterValue.Staged}); a write that finds no free
  * buffer is dropped and counted, never waited for: blocks in the cluster are a cache and a dropped write only costs another machine a
@@ -51,9 +50,13 @@ final class ClusterWriteQueue {
         void failed(ClusterMetrics.ErrorKind kind, Throwable cause, String what);
     }
 
-    private final RedisAdvancedClusterAsyncCommands<String, ClusterValue> commands;
+    /** Sends one write: {@code SET key value NX PX ttl}; completes with "OK", null when the key existed, or exceptionally. */
+    interface Sender {
+        CompletionStage<String> set(String clusterKey, ClusterValue.Staged value);
+    }
+
+    private final Sender sender;
     private final ClusterMetrics metrics;
-    private final SetArgs setArgs;              // NX PX ttl
     private final StagingPool window;           // buffers of one value each: the writes in flight at most
     private final SeenTwiceAdmission admission; // null: every block is written
     private final FailureReport failures;
@@ -66,11 +69,10 @@ final class ClusterWriteQueue {
      * @param valueBytes bytes of one value (a block and its header)
      * @param maxBytes   bytes of values in flight at most; the window holds at least one value
      */
-    ClusterWriteQueue(RedisAdvancedClusterAsyncCommands<String, ClusterValue> commands, ClusterMetrics metrics, long ttlMillis,
-                      long valueBytes, long maxBytes, SeenTwiceAdmission admission, FailureReport failures) {
-        this.commands = commands;
+    ClusterWriteQueue(Sender sender, ClusterMetrics metrics, long valueBytes, long maxBytes, SeenTwiceAdmission admission,
+                      FailureReport failures) {
+        this.sender = sender;
         this.metrics = metrics;
-        this.setArgs = SetArgs.Builder.nx().px(ttlMillis);
         this.window = new StagingPool("cluster-writes", (int) Math.clamp(maxBytes / valueBytes, 1, Integer.MAX_VALUE), valueBytes, 64,
                 StagingPool.Reserve.AT_CREATION); // when the store connects, not on a serving thread's first write
         this.admission = admission;
@@ -104,11 +106,11 @@ final class ClusterWriteQueue {
             queuedBlocks++;
         }
         ClusterValue.Staged value = new ClusterValue.Staged(window, buffer);
-        RedisFuture<String> answer;
+        CompletionStage<String> answer;
         long start = System.nanoTime();
         try {
             encode.accept(buffer);
-            answer = commands.set(clusterKey, value, setArgs);
+            answer = sender.set(clusterKey, value);
         } catch (RuntimeException e) {
             ClusterMetrics.ErrorKind kind = ClusterBlockStore.kindOf(e);
             metrics.countDropped(ClusterMetrics.DropReason.ERROR);
