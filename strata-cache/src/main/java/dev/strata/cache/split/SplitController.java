@@ -15,7 +15,13 @@ import dev.strata.cache.curve.MissCurve;
  *       peak.</li>
  *   <li><b>Hysteresis.</b> A target closer than the dead zone ({@code deadZone} expert slots) is
  *       ignored unless its predicted gain is a cliff ({@code cliffGain} of the current latency: a
- *       working set that just stopped fitting, which the dead zone must not pin the split on); a move is made only when the predicted gain of the target over the current split
+ *       working set that just stopped fitting, which the dead zone must not pin the split on) or
+ *       it is confirmed: the targets of the last {@code confirmBursts} bursts all lay on its side
+ *       of the split in force. The dead zone is there to ignore estimation noise, which points
+ *       one way one burst and the other the next; a target that keeps pointing the same way is
+ *       not noise, and without the confirmation a split that settled one slot short of a
+ *       stationary optimum (a rate-limited approach ends wherever the last noisy target put it)
+ *       stayed there for good. A move is made only when the predicted gain of the target over the current split
  *       is at least {@code gainGate} of the current split's predicted reuse-miss latency (on the
  *       burst's curves, first sights left out), except, in {@link Mode#STEP_RULE}, a move raising KV toward
  *       the rule's {@code peak + headroom} (warm curves cannot value headroom an admission-limited
@@ -60,22 +66,36 @@ public final class SplitController {
      *                       at least this fraction of the current reuse-miss latency (a step of a
      *                       curve, such as a KV working set that just no longer fits); use
      *                       {@code Double.POSITIVE_INFINITY} for a strict dead zone
+     * @param confirmBursts  a target inside the dead zone is still taken once the targets of this
+     *                       many consecutive bursts lay on its side of the split in force, &gt;= 1;
+     *                       use {@code Integer.MAX_VALUE} for a dead zone without confirmation
      * @param mode           how the target is computed
      */
     public record Settings(long budgetBytes, long floorBlocks, long headroomBlocks, double gainGate, int rateLimit,
-                           int deadZone, double cliffGain, Mode mode) {
-        /** Settings with a cliff gain of 0.25. */
+                           int deadZone, double cliffGain, int confirmBursts, Mode mode) {
+        /** Bursts a target inside the dead zone must persist for by default. */
+        public static final int DEFAULT_CONFIRM_BURSTS = 3;
+
+        /** Settings with a cliff gain of 0.25 and {@link #DEFAULT_CONFIRM_BURSTS}. */
         public Settings(long budgetBytes, long floorBlocks, long headroomBlocks, double gainGate, int rateLimit, int deadZone,
                         Mode mode) {
             this(budgetBytes, floorBlocks, headroomBlocks, gainGate, rateLimit, deadZone, 0.25, mode);
         }
 
+        /** Settings with {@link #DEFAULT_CONFIRM_BURSTS}. */
+        public Settings(long budgetBytes, long floorBlocks, long headroomBlocks, double gainGate, int rateLimit, int deadZone,
+                        double cliffGain, Mode mode) {
+            this(budgetBytes, floorBlocks, headroomBlocks, gainGate, rateLimit, deadZone, cliffGain, DEFAULT_CONFIRM_BURSTS,
+                    mode);
+        }
+
         public Settings {
             if (budgetBytes <= 0 || floorBlocks < 0 || headroomBlocks < 0 || !(gainGate >= 0) || rateLimit < 1
-                    || deadZone < 0 || !(cliffGain >= 0) || mode == null) {
+                    || deadZone < 0 || !(cliffGain >= 0) || confirmBursts < 1 || mode == null) {
                 throw new IllegalArgumentException("controller settings out of range: budget " + budgetBytes + ", floor "
                         + floorBlocks + ", headroom " + headroomBlocks + ", gain gate " + gainGate + ", rate limit "
-                        + rateLimit + ", dead zone " + deadZone + ", cliff gain " + cliffGain + ", mode " + mode);
+                        + rateLimit + ", dead zone " + deadZone + ", cliff gain " + cliffGain + ", confirm bursts "
+                        + confirmBursts + ", mode " + mode);
             }
         }
     }
@@ -151,6 +171,7 @@ public final class SplitController {
     private final Settings settings;
     private final MvWsaSolver solver;
     private volatile Split pending; // split to apply at the next barrier; null when none
+    private int sameSide; // consecutive bursts whose target lay on one side of the split in force: + above, - below; driving thread only
     private volatile Decision lastDecision;
     private volatile long moves; // barriers that applied a split; written by the driving thread only
     private volatile long failures; // barriers whose resize was refused; written by the driving thread only
@@ -205,6 +226,8 @@ public final class SplitController {
             return decide(Reason.RESTORE_FLOOR, target, problem.splitAt(restore), current, currentWarm, targetWarm);
         }
         int delta = target.expertCap() - k;
+        int side = Integer.signum(delta);
+        sameSide = side != 0 && Integer.signum(sameSide) == side ? sameSide + side : side;
         if (delta == 0) {
             return decide(Reason.AT_TARGET, target, null, current, currentWarm, targetWarm);
         }
@@ -215,7 +238,9 @@ public final class SplitController {
         // raises KV toward the rule's target is therefore not gated (it stays rate limited).
         boolean kvBelowRule = settings.mode() == Mode.STEP_RULE && delta < 0
                 && kvNow < Math.max(settings.floorBlocks(), view.peakKvBlocks() + settings.headroomBlocks());
-        if (!kvBelowRule && Math.abs(delta) < settings.deadZone() && gain < settings.cliffGain() * currentWarm) {
+        boolean confirmed = Math.abs(sameSide) >= settings.confirmBursts();
+        if (!kvBelowRule && Math.abs(delta) < settings.deadZone() && gain < settings.cliffGain() * currentWarm
+                && !confirmed) {
             return decide(Reason.DEAD_ZONE, target, null, current, currentWarm, targetWarm);
         }
         if (!kvBelowRule && (gain <= 0 || gain < settings.gainGate() * currentWarm)) {
@@ -303,6 +328,9 @@ public final class SplitController {
     /** Records a decision; {@code next} null holds the current split. */
     private Decision decide(Reason reason, Split target, Split next, Split current, double currentWarm, double targetWarm) {
         pending = next;
+        if (next != null) {
+            sameSide = 0; // the split in force changes: targets are counted afresh against the new one
+        }
         Decision d = new Decision(reason, target, next == null ? current : next, currentWarm, targetWarm);
         lastDecision = d;
         return d;

@@ -1,6 +1,7 @@
 package dev.strata.cache.split;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.strata.cache.curve.MissCurve;
 import dev.strata.cache.split.SplitController.Mode;
@@ -132,6 +133,61 @@ class SplitControllerTest {
     }
 
     @Test
+    void aTargetInsideTheDeadZoneThatKeepsItsSideIsTakenAndOneThatFlipsIsNot() {
+        var above = new SplitController.BurstView(expertCurve(2e5, 20), kvCurve(5e3, 30), 30, COSTS);
+        int high = MvWsaSolver.oracle(problem(above.experts(), above.kv(), 30)).expertCap();
+        int k = high - 1;
+        // a second view whose optimum lies below k: noise that points the other way
+        SplitController.BurstView below = null;
+        for (double scale = 2e5; scale > 1e3 && below == null; scale *= 0.95) {
+            var v = new SplitController.BurstView(expertCurve(scale, 20), kvCurve(5e3, 30), 30, COSTS);
+            if (MvWsaSolver.oracle(problem(v.experts(), v.kv(), 30)).expertCap() < k) {
+                below = v;
+            }
+        }
+        assertThat(below).isNotNull();
+        int low = MvWsaSolver.oracle(problem(below.experts(), below.kv(), 30)).expertCap();
+        int deadZone = k - low + 1; // both targets inside it
+        pools(k, (int) ((BUDGET - k * SLOT) / BLOCK));
+        SplitController c = new SplitController(experts, kv, new Settings(BUDGET, 20, 8, 0.0, 8, deadZone,
+                Double.POSITIVE_INFINITY, 3, Mode.ESTIMATOR), new MvWsaSolver());
+        for (int burst = 0; burst < 12; burst++) {
+            SplitController.Decision d = c.onBurst(burst % 2 == 0 ? above : below);
+            assertThat(d.reason()).as("burst %d", burst).isEqualTo(Reason.DEAD_ZONE);
+            assertThat(c.atDrainedBarrier().status()).isEqualTo(ResizeStatus.NOTHING_PENDING);
+        }
+        // the same side twice is not yet confirmed; the third time it is
+        assertThat(c.onBurst(above).reason()).isEqualTo(Reason.DEAD_ZONE);
+        assertThat(c.onBurst(above).reason()).isEqualTo(Reason.DEAD_ZONE);
+        SplitController.Decision d = c.onBurst(above);
+        assertThat(d.reason()).isEqualTo(Reason.MOVE);
+        assertThat(d.next().expertCap()).isEqualTo(high);
+        assertThat(c.atDrainedBarrier().status()).isEqualTo(ResizeStatus.APPLIED);
+        assertThat(experts.units()).isEqualTo(high);
+        assertThat(c.onBurst(above).reason()).isEqualTo(Reason.AT_TARGET);
+    }
+
+    @Test
+    void aDeadZoneWithoutConfirmationHoldsAPersistentTargetForGood() {
+        var view = new SplitController.BurstView(expertCurve(2e5, 20), kvCurve(5e3, 30), 30, COSTS);
+        int k = MvWsaSolver.oracle(problem(view.experts(), view.kv(), 30)).expertCap() - 1;
+        pools(k, (int) ((BUDGET - k * SLOT) / BLOCK));
+        SplitController strict = new SplitController(experts, kv, new Settings(BUDGET, 20, 8, 0.0, 8, 2,
+                Double.POSITIVE_INFINITY, Integer.MAX_VALUE, Mode.ESTIMATOR), new MvWsaSolver());
+        for (int burst = 0; burst < 20; burst++) {
+            assertThat(strict.onBurst(view).reason()).isEqualTo(Reason.DEAD_ZONE);
+            assertThat(strict.atDrainedBarrier().status()).isEqualTo(ResizeStatus.NOTHING_PENDING);
+        }
+        assertThat(experts.units()).isEqualTo(k);
+    }
+
+    @Test
+    void settingsRejectAConfirmationOfNoBursts() {
+        assertThatThrownBy(() -> new Settings(BUDGET, 20, 8, 0.0, 8, 2, 0.25, 0, Mode.ESTIMATOR))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("confirm bursts 0");
+    }
+
+    @Test
     void gainGateHoldsWhenThePredictedGainIsSmall() {
         var view = new SplitController.BurstView(expertCurve(2e5, 20), kvCurve(5e3, 30), 30, COSTS);
         Split oracle = MvWsaSolver.oracle(problem(view.experts(), view.kv(), 30));
@@ -218,7 +274,7 @@ class SplitControllerTest {
         int full = (int) ((BUDGET - 6 * SLOT) / BLOCK);
         pools(6, full);
         // growing experts before shrinking KV would exceed the budget for a moment: the watch sees it
-        org.assertj.core.api.Assertions.assertThatThrownBy(() -> experts.resize(16))
+        assertThatThrownBy(() -> experts.resize(16))
                 .isInstanceOf(AssertionError.class).hasMessageContaining("over the split budget");
     }
 
