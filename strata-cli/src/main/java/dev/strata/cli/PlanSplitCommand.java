@@ -32,7 +32,10 @@ import picocli.CommandLine.Option;
  * {@code strata plan-split}: the offline MV-WSA configurator. Reads a routing trace (the expert
  * stream) and a KV block trace, builds the exact LRU miss curves of both, and prints the split of
  * the pageable budget that MV-WSA chooses beside the brute-force oracle, the 50–50 split and the
- * KV-blind split, each with its predicted seconds on misses over the traces.
+ * KV-blind split, each with its predicted seconds on misses over the traces. The 50–50 and
+ * KV-blind rows are the splits as deployable, their cap lowered until KV holds the admission floor
+ * ({@link ComparisonSplits}); when a rule's own split is below the floor, a row marked {@code *}
+ * under it shows that split and what it would cost as if it ran.
  */
 @Command(name = "plan-split", mixinStandardHelpOptions = true,
         description = "Plans the split of a memory budget between expert slots and KV blocks (MV-WSA) from a routing trace and a KV block trace.")
@@ -190,9 +193,10 @@ final class PlanSplitCommand implements Callable<Integer> {
                 "experts", "KV", "predicted (s)", "vs oracle"));
         row(b, "MV-WSA", plan.chosen(), p, oracle);
         row(b, "oracle (every cap)", oracle, p, oracle);
-        row(b, "50-50", ComparisonSplits.fiftyFifty(p), p, oracle);
-        row(b, "KV-blind (Flux-prop)", ComparisonSplits.kvBlind(p), p, oracle);
-        b.append("* below the admission floor: the engine would not start or would preempt every step\n");
+        baseline(b, "50-50", ComparisonSplits.fiftyFifty(p), ComparisonSplits.fiftyFiftyIgnoringFloor(p), p, oracle);
+        baseline(b, "KV-blind (Flux-prop)", ComparisonSplits.kvBlind(p), ComparisonSplits.kvBlindIgnoringFloor(p), p, oracle);
+        b.append("50-50 and KV-blind: the rule's cap, lowered until KV holds the admission floor (the splits the oracle and\n")
+                .append("MV-WSA choose among); * below the admission floor: the engine would not start or would preempt every step\n");
         return b.toString();
     }
 
@@ -206,6 +210,14 @@ final class PlanSplitCommand implements Callable<Integer> {
             b.append(String.format(Locale.ROOT, "%10d %10d %14.3f %s%n", s.expertCap(), s.kvBlocks(), s.predictedSeconds(), marginal));
         }
         return b.toString();
+    }
+
+    /** A baseline's deployable split, and under it the rule's own split when that one is below the floor. */
+    private static void baseline(StringBuilder b, String name, Split deployable, Split proposed, SplitProblem p, Split oracle) {
+        row(b, name, deployable, p, oracle);
+        if (proposed.expertCap() != deployable.expertCap()) {
+            row(b, "  as the rule has it", proposed, p, oracle);
+        }
     }
 
     private static void row(StringBuilder b, String name, Split s, SplitProblem p, Split oracle) {

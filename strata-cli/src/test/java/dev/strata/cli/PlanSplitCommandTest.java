@@ -90,6 +90,35 @@ class PlanSplitCommandTest {
     }
 
     @Test
+    void aBaselineBelowTheFloorIsShownClampedWithTheRulesOwnSplitUnderIt() throws Exception {
+        // 35 sequences of 10 blocks: a floor of 350 blocks (8400 MiB) leaves room for 17 expert slots per layer
+        CliRun r = run("plan-split", "--routing-trace", routingTrace().toString(), "--trace", kvTrace().toString(), "--split-budget", "9GiB",
+                "--expert-bytes", "12MiB", "--kv-block-bytes", "24MiB", "--concurrency", "35", "--context-tokens", "5120");
+        assertThat(r.err()).isEmpty();
+        assertThat(r.status()).isZero();
+        assertThat(r.out()).contains("admission floor 350 blocks");
+        List<String> lines = r.out().lines().toList();
+        // both rules give experts more than 17 slots: each is shown clamped, its own split under it
+        for (String name : List.of("50-50", "KV-blind (Flux-prop)")) {
+            int at = lines.indexOf(line(r.out(), name));
+            int words = name.split(" ").length;
+            String deployable = lines.get(at);
+            String proposed = lines.get(at + 1);
+            assertThat(deployable).as(name).doesNotEndWith("*");
+            assertThat(word(deployable, words + 1)).as(name).isEqualTo(17);
+            assertThat(word(deployable, words + 2)).as(name).isGreaterThanOrEqualTo(350);
+            assertThat(proposed).as(name).startsWith("  as the rule has it").endsWith("*");
+            assertThat(word(proposed, 6)).as(name).isGreaterThan(17);
+            assertThat(word(proposed, 7)).as(name).isLessThan(350);
+        }
+    }
+
+    /** The {@code n}-th whitespace-separated word of a row (1-based), as a number. */
+    private static long word(String row, int n) {
+        return Long.parseLong(row.strip().split("\\s+")[n - 1]);
+    }
+
+    @Test
     void badInputEndsWithOneLineAndStatus2() throws Exception {
         Path routing = routingTrace();
         Path kv = kvTrace();
