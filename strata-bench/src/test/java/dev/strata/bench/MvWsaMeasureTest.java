@@ -4,11 +4,14 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.within;
 
 import dev.strata.cache.split.MissCosts;
+import dev.strata.cache.split.Split;
 import dev.strata.cache.split.SplitProblem;
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.util.List;
+import java.util.Locale;
+import org.assertj.core.data.Percentage;
 import org.junit.jupiter.api.Test;
 
 class MvWsaMeasureTest {
@@ -36,6 +39,60 @@ class MvWsaMeasureTest {
         }
         assertThat(table.toString(StandardCharsets.UTF_8)).contains("policy").contains("MV-WSA online").contains("50-50")
                 .contains("Flux-prop").contains("oracle");
+    }
+
+    @Test
+    void baselinesAreDeployableAndTheNoteKeepsTheRulesOwnSplit() {
+        int clamped = 0;
+        for (MvWsaMeasure.Workload w : MvWsaMeasure.workloads()) {
+            MvWsaMeasure.Outcome o = MvWsaMeasure.measure(w, true, 0x5EED + w.name().hashCode());
+            Split oracle = o.splits().get("oracle");
+            for (String policy : List.of("50-50", "Flux-prop")) {
+                Split deployable = o.splits().get(policy);
+                Split proposed = o.proposed().get(policy);
+                assertThat(deployable.admissible()).as("%s on %s", policy, w.name()).isTrue();
+                assertThat(deployable.kvBlocks()).isGreaterThanOrEqualTo(o.floor());
+                assertThat(deployable.predictedSeconds()).isGreaterThanOrEqualTo(oracle.predictedSeconds());
+                String note = MvWsaMeasure.splitNote(o, policy);
+                if (proposed.admissible()) {
+                    assertThat(deployable).isEqualTo(proposed);
+                    assertThat(note).doesNotContain("would not start");
+                } else {
+                    clamped++;
+                    assertThat(deployable.expertCap()).isLessThan(proposed.expertCap());
+                    assertThat(note).contains("would not start").contains("cap " + proposed.expertCap() + ", "
+                            + proposed.kvBlocks() + " KV blocks").contains(String.format(Locale.ROOT, "%.1f s",
+                            proposed.predictedSeconds()));
+                }
+            }
+            assertThat(o.splits().get("Flux-prop, floor ignored")).isEqualTo(o.proposed().get("Flux-prop"));
+        }
+        assertThat(clamped).as("some workload's KV-blind split falls below the floor").isPositive();
+    }
+
+    @Test
+    void theQuickQwen3LikeTraceHasTheMixOfTheFullOne() {
+        // the offline configurator is given the quick trace: it must be the same workload, only shorter
+        long seed = 0x5EED + "qwen3_like".hashCode();
+        SplitWorkload full = MvWsaMeasure.qwen3Like(false, seed);
+        SplitWorkload quick = MvWsaMeasure.qwen3Like(true, ~seed);
+        assertThat(quick.bursts.size()).isLessThan(full.bursts.size());
+        assertThat(kvReferencesPerExpertReference(quick)).isCloseTo(kvReferencesPerExpertReference(full),
+                Percentage.withPercentage(5));
+    }
+
+    private static double kvReferencesPerExpertReference(SplitWorkload w) {
+        long expert = 0;
+        long kv = 0;
+        for (SplitWorkload.Burst b : w.bursts) {
+            for (int[][] step : b.experts()) {
+                for (int[] layer : step) {
+                    expert += layer.length;
+                }
+            }
+            kv += b.kvBlocks().length;
+        }
+        return (double) kv / expert;
     }
 
     @Test
