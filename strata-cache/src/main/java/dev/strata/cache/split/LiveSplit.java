@@ -39,7 +39,8 @@ import java.util.function.Consumer;
  *   <li><b>Resizes.</b> Only in {@link #atBarrier}/{@link #atIdleBarrier}, which the driver calls
  *       when no forward pass runs: the controller shrinks the losing pool before growing the other
  *       and undoes the shrink when the grow is refused; it moves at most {@code rateLimit} expert
- *       slots per burst, ignores targets within the dead zone and moves gated by the predicted gain.
+ *       slots per burst, ignores targets within the dead zone until they persist, and moves gated by
+ *       the predicted gain.
  *       A KV shrink is refused while a slot to be removed holds a block a running sequence uses; it
  *       is retried at a later barrier (an idle one always succeeds).</li>
  *   <li><b>Budget.</b> The pools never hold more than {@link Settings#budgetBytes} together: the
@@ -69,7 +70,9 @@ public final class LiveSplit {
      *                       split's predicted reuse-miss latency
      * @param rateLimit      most expert slots per layer one move changes, &gt;= 1
      * @param deadZone       targets fewer than this many expert slots away are ignored (unless a
-     *                       cliff), &gt;= 0
+     *                       cliff, or on the same side of the split for
+     *                       {@link SplitController.Settings#DEFAULT_CONFIRM_BURSTS} bursts in a row),
+     *                       &gt;= 0
      * @param headroomBlocks KV blocks kept above the burst peak by the step rule, &gt;= 0
      * @param priors         miss-cost figures used until measured
      */
