@@ -18,7 +18,6 @@ import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 import java.util.ArrayDeque;
-import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.HexFormat;
 import java.util.List;
@@ -432,6 +431,9 @@ final class BlockPipeline implements AutoCloseable {
         long remaining;      // bytes of the current phase still to read (PAYLOAD, WHOLE, SKIP)
         ByteBuffer[] landing; // PAYLOAD: the destinations, as buffers
         int landingAt;       // PAYLOAD: first destination with room
+        List<MemorySegment> landingSegments; // PAYLOAD: the destinations
+        int summed;          // PAYLOAD: bytes of destination landingAt (or the one before it) already summed
+        final Checksum64 sum = new Checksum64(); // PAYLOAD: the checksum of the bytes landed so far
         ByteBuffer whole;    // WHOLE: the value, header first
         ClusterBlockRead.Outcome outcome; // the read's outcome, answered after the value's CRLF
         boolean ownsLanding; // the read was taken with beginLanding
@@ -489,7 +491,9 @@ final class BlockPipeline implements AutoCloseable {
                     connected = true;
                     lastProgress = now;
                     selection.interestOps(SelectionKey.OP_READ);
-                    backoff = MIN_BACKOFF_NANOS;
+                    if (auth == null) {
+                        backoff = MIN_BACKOFF_NANOS;
+                    }
                 }
             } catch (IOException e) {
                 broken(ClusterMetrics.ErrorKind.UNAVAILABLE, "node " + address + " refused the connection (" + e.getMessage() + ")", now,
@@ -606,6 +610,7 @@ final class BlockPipeline implements AutoCloseable {
                     return true;
                 }
                 case PAYLOAD -> {
+                    int before = landingAt;
                     while (in.hasRemaining() && remaining > 0) {
                         ByteBuffer d = landing[landingAt];
                         int n = (int) Math.min(Math.min(in.remaining(), d.remaining()), remaining);
@@ -617,7 +622,9 @@ final class BlockPipeline implements AutoCloseable {
                             landingAt++;
                         }
                     }
+                    sumLanded(before);
                     if (remaining > 0) {
+                        before = landingAt;
                         long got = channel.read(landing, landingAt, landing.length - landingAt);
                         if (got < 0) {
                             throw new IOException("the node closed the connection");
@@ -630,6 +637,7 @@ final class BlockPipeline implements AutoCloseable {
                         while (landingAt < landing.length && !landing[landingAt].hasRemaining()) {
                             landingAt++;
                         }
+                        sumLanded(before);
                         if (remaining > 0) {
                             return true;
                         }
@@ -741,6 +749,8 @@ final class BlockPipeline implements AutoCloseable {
                 case '+' -> {
                     if (r instanceof Write w) {
                         w.complete(text);
+                    } else if (r instanceof Auth) {
+                        backoff = MIN_BACKOFF_NANOS; // the node took the credentials: the next failure pauses briefly again
                     }
                     replyEnded();
                 }
@@ -831,18 +841,35 @@ final class BlockPipeline implements AutoCloseable {
             for (int i = 0; i < landing.length; i++) {
                 landing[i] = ds.get(i).asByteBuffer();
             }
+            landingSegments = ds;
             landingAt = 0;
+            summed = 0;
+            sum.reset();
             remaining = valueBytes - ClusterBlockFormat.HEADER_BYTES;
             phase = PAYLOAD;
         }
 
-        /** The payload is in the destinations: its checksum decides the outcome. */
+        /**
+         * Adds to the checksum the bytes that landed since the last call, in destinations
+         * {@code from}.. (while they are still in the processor's caches).
+         */
+        private void sumLanded(int from) {
+            for (int i = from; i < landing.length; i++) {
+                int end = landing[i].position();
+                if (end > summed) {
+                    sum.update(landingSegments.get(i), summed, end - summed);
+                }
+                if (end < landing[i].limit()) {
+                    summed = end;
+                    return;
+                }
+                summed = 0;
+            }
+        }
+
+        /** The payload is in the destinations and summed: its checksum decides the outcome. */
         private void payloadLanded() {
             Read r = (Read) inFlight.peek();
-            Checksum64 sum = new Checksum64().reset();
-            for (MemorySegment d : r.read.destinations()) {
-                sum.update(d, 0, d.byteSize());
-            }
             if (sum.value() == ClusterBlockFormat.checksumOf(MemorySegment.ofBuffer(header))) {
                 outcome = new ClusterBlockRead.Outcome(true, null, (int) valueBytes, null);
             } else {
@@ -850,6 +877,7 @@ final class BlockPipeline implements AutoCloseable {
                         sha1Hex(header, r.read.destinations()));
             }
             landing = null;
+            landingSegments = null;
             skip(2);
         }
 
@@ -998,16 +1026,5 @@ final class BlockPipeline implements AutoCloseable {
         } catch (NoSuchAlgorithmException e) {
             throw new IllegalStateException("the JDK has no SHA-1", e);
         }
-    }
-
-    /** Node addresses with a connection now, for diagnosis. */
-    List<String> connectedNodes() {
-        List<String> out = new ArrayList<>();
-        for (Node n : nodes.values()) {
-            if (n.connected) {
-                out.add(n.address);
-            }
-        }
-        return out;
     }
 }
