@@ -162,15 +162,19 @@ public final class KvBlockManager implements AutoCloseable {
     public PrefixMatch match(int[] tokens, int length) {
         poll();
         checkOpen();
-        return matchKeys(hasher.chain(tokens, length), length);
+        return matchKeys(hasher.chain(tokens, length), length, null);
     }
 
-    private PrefixMatch matchKeys(ObjectKey[] keys, int tokensLength) {
+    /** Matches {@code keys}; a block not found locally but claimable in {@code staged} (may be null) counts as on HOST. */
+    private PrefixMatch matchKeys(ObjectKey[] keys, int tokensLength, StagedBlock[] staged) {
         counters.inc(KvCounters.LOOKUPS);
         BlockLocation[] where = new BlockLocation[keys.length];
         int n = 0;
         while (n < keys.length) {
             BlockLocation l = locateLocally(keys[n]);
+            if (l == null && staged != null && staged[n] != null && staged[n].claimable()) {
+                l = BlockLocation.HOST; // its bytes are in a HOST staging buffer
+            }
             if (l == null) {
                 break;
             }
@@ -229,6 +233,14 @@ public final class KvBlockManager implements AutoCloseable {
         checkOpen();
         checkRunning(seq);
         checkLoadable(seq, match);
+        return loadInto(match, seq, null);
+    }
+
+    /**
+     * {@link #load}, taking block {@code i} from {@code staged[i]} (when not null and not refused)
+     * instead of reading it from where it is; cancels every staged block it does not take.
+     */
+    private CompletableFuture<LoadOutcome> loadInto(PrefixMatch match, KvSequence seq, StagedBlock[] staged) {
         int n = match.blocks();
         BlockLocation[] sources = new BlockLocation[n]; // [block] where it is read from
         BlockLoadFailure early = null; // a block gone between match and load
@@ -245,7 +257,8 @@ public final class KvBlockManager implements AutoCloseable {
             if (b != null) {
                 hold(b);
             } else {
-                source = currentLocation(match, i);
+                StagedBlock st = staged != null && i < staged.length ? staged[i] : null;
+                source = st != null && st.claimable() ? BlockLocation.HOST : currentLocation(match, i);
                 if (source == null) {
                     early = new BlockLoadFailure(i, key, match.location(i), "block " + key + " (block " + i
                             + ") left every tier between match and load", null);
@@ -258,12 +271,19 @@ public final class KvBlockManager implements AutoCloseable {
                     break;
                 }
                 b = newLoadingBlock(slot, key, i == 0 ? root : match.key(i - 1));
-                startLoad(b, source, KvLink.RELOAD);
+                if (st == null || !claimStaged(st, b)) {
+                    BlockLocation now = currentLocation(match, i);
+                    startLoad(b, now == null ? match.location(i) : now, KvLink.RELOAD); // gone: the load fails as a missing block
+                }
+                if (st != null) {
+                    staged[i] = null; // claimed, or refused and nothing to give back
+                }
             }
             seq.blocks.add(b);
             async |= b.loading;
             sources[i] = source;
         }
+        cancelStaged(staged);
         int acquired = seq.blocks.size();
         seq.committed = acquired;
         seq.tokens = acquired * blockTokens;
@@ -675,6 +695,8 @@ public final class KvBlockManager implements AutoCloseable {
         seq.blocks.clear();
         seq.pending = null;
         seq.preemptedKeys = null;
+        cancelStaged(seq.staged);
+        seq.staged = null;
         seq.state = KvSequence.State.RELEASED;
         sequences.remove(seq);
     }
@@ -723,7 +745,12 @@ public final class KvBlockManager implements AutoCloseable {
 
     /**
      * Resumes a preempted sequence: matches its committed blocks again and loads them (as
-     * {@link #load}); the tokens of its uncommitted tail are for the engine to recompute.
+     * {@link #load}); the tokens of its uncommitted tail are for the engine to recompute. A block
+     * staged by {@link #stageForResume} and not in a slot any more is taken from its staging
+     * buffer: copied into its slot now if the staging read has landed (a prefetch hit: the block is
+     * usable at once), or as soon as the read lands (a late prefetch); a staged block counts as
+     * found even if the store dropped its copy since. The blocks not staged are loaded from where
+     * they are; staged blocks the resume does not take are given up.
      */
     public CompletableFuture<LoadOutcome> resume(KvSequence seq) {
         poll();
@@ -733,9 +760,136 @@ public final class KvBlockManager implements AutoCloseable {
             throw new IllegalStateException("sequence " + seq.id + " is " + seq.state + ", not preempted");
         }
         ObjectKey[] keys = seq.preemptedKeys;
+        StagedBlock[] staged = seq.staged;
         seq.preemptedKeys = null;
+        seq.staged = null;
         seq.state = KvSequence.State.RUNNING;
-        return load(matchKeys(keys, keys.length * blockTokens), seq);
+        return loadInto(matchKeys(keys, keys.length * blockTokens, staged), seq, staged);
+    }
+
+    /**
+     * Stages the stored blocks of preempted sequence {@code seq} toward the device ahead of its
+     * resume: the lookahead a scheduler gives the preempted sequence it will resume next, while
+     * other sequences hold the DEVICE slots. For each committed block of the sequence that has a
+     * landed copy in the store and is not staged yet, in block order, a HOST staging buffer is
+     * borrowed and the store's top copy (HOST or DISK) read into it asynchronously: the first stage
+     * of a two-stage load ({@link KvLoadPipeline}), which needs no DEVICE slot. {@link #resume} then
+     * only copies staged blocks into their slots (HOST to DEVICE), counted as prefetch hits (or late
+     * prefetches when a read is still in flight), and loads the rest the normal way.
+     *
+     * <p>Bounded: staging holds at most {@link KvManagerConfig#resumeStagingBlocks} buffers, all
+     * sequences together, in HOST memory of its own (it never evicts or demotes store content);
+     * when they are all held, the remaining blocks are left for the resume to load. Idempotent and
+     * cheap to repeat: a scheduler may call it every step (blocks whose offload landed since are
+     * staged by the next call). Cancel-safe: a sequence released or resumed while reads are in
+     * flight gives their buffers back as they land, each exactly once; the blocks a resume takes
+     * are the store's bytes either way.
+     *
+     * <p>Threads: the scheduler thread; never waits.
+     *
+     * @return blocks whose staging this call started
+     * @throws IllegalStateException    if the manager is closed or the sequence is not preempted
+     * @throws IllegalArgumentException if the sequence is released or not this manager's
+     */
+    public int stageForResume(KvSequence seq) {
+        poll();
+        checkOpen();
+        checkOwn(seq);
+        if (seq.state != KvSequence.State.PREEMPTED) {
+            throw new IllegalStateException("sequence " + seq.id + " is " + seq.state + ", not preempted: only a preempted sequence"
+                    + " is staged for its resume");
+        }
+        ObjectKey[] keys = seq.preemptedKeys;
+        if (store == null || keys.length == 0) {
+            return 0;
+        }
+        if (seq.staged == null) {
+            seq.staged = new StagedBlock[keys.length];
+        }
+        int started = 0;
+        for (int i = 0; i < keys.length; i++) {
+            if (seq.staged[i] != null || !offloaded.contains(keys[i])) {
+                continue; // staged (or tried) already, or no landed store copy yet
+            }
+            int mask = store.tierMask(keys[i]);
+            if (mask == 0) {
+                continue;
+            }
+            java.lang.foreign.MemorySegment buffer = loads.tryBorrowResumeStaging();
+            if (buffer == null) {
+                break; // every staging buffer is held: the rest is loaded at resume
+            }
+            BlockLocation source = BlockLocation.of(storeTiers.get(Integer.numberOfTrailingZeros(mask)).kind());
+            StagedBlock st = new StagedBlock(keys[i], source, buffer);
+            seq.staged[i] = st;
+            loads.stage(st, this::applyStaged);
+            started++;
+        }
+        return started;
+    }
+
+    /** Buffers held now by blocks staged for a resume ({@link #stageForResume}), all sequences together. */
+    public int stagedBlocks() {
+        return loads.resumeStagingLent();
+    }
+
+    /** On the scheduler thread: a staging read ended. */
+    private void applyStaged(StagedBlock s, boolean ok) {
+        if (ok) {
+            counters.link(KvLink.STAGE, blockBytes);
+        } else {
+            counters.inc(KvCounters.FAILED_STAGINGS);
+        }
+    }
+
+    /**
+     * Takes staged block {@code st} for {@code b} (a loading block in its slot): fills the slot now
+     * if the read landed, else leaves the read to fill it. False if refused (the caller loads it).
+     */
+    private boolean claimStaged(StagedBlock st, DeviceBlock b) {
+        loads.claiming();
+        switch (st.claim(b)) {
+            case LANDED -> {
+                loads.unclaimed();
+                loads.fillFromStaged(st, b);
+                b.loading = false;
+                b.ready.complete(null);
+                b.byPrefetch = true;
+                b.required = true;
+                counters.inc(KvCounters.PREFETCH_HITS);
+                counters.link(KvLink.PREFETCH, blockBytes);
+                if (st.source == BlockLocation.DISK) {
+                    counters.link(KvLink.DISK_TO_HOST, blockBytes);
+                }
+                deviceSlots.sync(b);
+                return true;
+            }
+            case IN_FLIGHT -> {
+                b.inFlight++; // the read's completion lands it (applyLoad)
+                b.byPrefetch = true;
+                b.required = true;
+                counters.inc(KvCounters.PREFETCH_LATE);
+                return true;
+            }
+            default -> {
+                loads.unclaimed();
+                return false;
+            }
+        }
+    }
+
+    /** Gives up every staged block left in {@code staged} (buffers of landed reads back now, others as they land). */
+    private void cancelStaged(StagedBlock[] staged) {
+        if (staged == null) {
+            return;
+        }
+        for (int i = 0; i < staged.length; i++) {
+            StagedBlock st = staged[i];
+            if (st != null && st.cancel()) {
+                loads.giveBackStaged(st);
+            }
+            staged[i] = null;
+        }
     }
 
     // ------------------------------------------------------------------ slots and eviction
@@ -1030,6 +1184,22 @@ public final class KvBlockManager implements AutoCloseable {
         return deviceSlots.policyName();
     }
 
+    /**
+     * Blocks in DEVICE slots whose copy to the store or the shared pool is in flight now (their
+     * slots cannot be reused until it lands), as of the last applied completion; call
+     * {@link #poll()} first for a current count. Scheduler thread; scans the slots.
+     */
+    public int offloadsInFlight() {
+        int n = 0;
+        for (int s = 0; s < deviceSlots.count(); s++) {
+            DeviceBlock b = deviceSlots.owner(s);
+            if (b != null && b.inFlight > 0 && !b.loading) {
+                n++;
+            }
+        }
+        return n;
+    }
+
     /** Free DEVICE slots now. */
     public int freeSlots() {
         return deviceSlots.freeCount();
@@ -1058,6 +1228,9 @@ public final class KvBlockManager implements AutoCloseable {
         deviceSlots.checkInvariants(layout.slots());
         IdentityHashMap<DeviceBlock, Integer> holders = new IdentityHashMap<>();
         for (KvSequence seq = sequences.first(); seq != null; seq = seq.next) {
+            if (seq.state != KvSequence.State.PREEMPTED && seq.staged != null) {
+                throw new IllegalStateException("sequence " + seq.id + " is " + seq.state + " but has blocks staged for a resume");
+            }
             if (seq.state != KvSequence.State.RUNNING && !seq.blocks.isEmpty()) {
                 throw new IllegalStateException("sequence " + seq.id + " is " + seq.state + " but holds blocks");
             }
@@ -1124,6 +1297,8 @@ public final class KvBlockManager implements AutoCloseable {
                 unhold(s.blocks.get(i), PriorityClass.RECENT);
             }
             s.blocks.clear();
+            cancelStaged(s.staged);
+            s.staged = null;
             s.state = KvSequence.State.RELEASED;
             sequences.remove(s);
         }

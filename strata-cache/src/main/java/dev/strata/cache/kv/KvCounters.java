@@ -33,7 +33,8 @@ final class KvCounters {
     static final int UNEXPECTED_DROPS = DROPS + 1; // drops of keys the manager did not know (should stay 0)
     static final int OFFLOAD_REFUSED = UNEXPECTED_DROPS + 1; // offloads the store refused (no space)
     static final int SLOT_MOVES = OFFLOAD_REFUSED + 1; // cached blocks moved to another slot by a shrink of the slots
-    static final int SIZE = SLOT_MOVES + 1;
+    static final int FAILED_STAGINGS = SLOT_MOVES + 1; // staging reads for a resume that failed (the resume loads those blocks)
+    static final int SIZE = FAILED_STAGINGS + 1;
 
     private final long[] cells = new long[SIZE];
 

@@ -49,6 +49,7 @@ final class KvLoadPipeline implements AutoCloseable {
     private final TransferEngine transfers;
     private final SharedBlockStore shared; // null: no shared pool
     private final StagingPool staging; // [stagingBlocks] page-aligned block buffers for two-stage disk reads, null if none
+    private final StagingPool resumeStaging; // [resumeStagingBlocks] block buffers of blocks staged for a resume, null if none
     private final KvAsync async;
     private final Landing landing;
 
@@ -69,6 +70,10 @@ final class KvLoadPipeline implements AutoCloseable {
         }
         this.staging = hasDisk && config.twoStageDisk() && config.stagingBlocks() > 0
                 ? new StagingPool("kv-staging", config.stagingBlocks(), blockBytes, OffHeapRegion.PAGE, StagingPool.Reserve.AT_CREATION)
+                : null;
+        this.resumeStaging = store != null && config.resumeStagingBlocks() > 0
+                ? new StagingPool("kv-resume-staging", config.resumeStagingBlocks(), blockBytes, OffHeapRegion.PAGE,
+                        StagingPool.Reserve.ON_FIRST_BORROW)
                 : null;
     }
 
@@ -169,18 +174,8 @@ final class KvLoadPipeline implements AutoCloseable {
             if (bounce != null) {
                 staging.giveBack(bounce);
             }
-            KvLoadException failure = null;
-            boolean corrupt = false;
-            if (e != null) {
-                Throwable cause = e instanceof CompletionException && e.getCause() != null ? e.getCause() : e;
-                corrupt = rootCause(cause) instanceof CorruptObjectException;
-                failure = new KvLoadException(key, where, (corrupt ? "corrupt copy of block " : "reading block ") + key
-                        + " from tier '" + src.name() + "' (handle " + top.handle() + ") failed: " + rootCause(cause).getMessage(),
-                        cause);
-            } else if (!r.completed()) {
-                failure = new KvLoadException(key, where, "block " + key + " was not found in tier '" + src.name()
-                        + "' (handle " + top.handle() + "): " + r.status(), null);
-            }
+            KvLoadException failure = readFailure(key, src, top, r, e);
+            boolean corrupt = e != null && rootCause(e) instanceof CorruptObjectException;
             boolean revoked = failure != null && !corrupt && src.revocable();
             if (revoked && at + 1 < copies.size()) {
                 try {
@@ -191,18 +186,148 @@ final class KvLoadPipeline implements AutoCloseable {
                 }
             }
             final boolean remove = failure != null && !revoked;
-            async.begin(); // the unpin counts as in flight until it has run
-            async.execute(() -> {
-                try {
-                    store.unpin(key);
-                    if (remove) {
-                        store.remove(key); // a block that cannot be read is treated as missing from now on
-                    }
-                } finally {
-                    async.end();
-                }
-            });
+            unpinLater(key, remove);
             done(b, failure, remove, link, bounce != null && failure == null);
+        });
+    }
+
+    // ------------------------------------------------------------------ resume staging
+
+    /**
+     * A HOST staging buffer for one block staged ahead of a resume, or null when resume staging is
+     * off or all its buffers are held (the bound: staging never takes more). Scheduler thread.
+     */
+    MemorySegment tryBorrowResumeStaging() {
+        return resumeStaging == null ? null : resumeStaging.tryBorrow(blockBytes);
+    }
+
+    /** Buffers of blocks staged for a resume held now (any thread). */
+    int resumeStagingLent() {
+        return resumeStaging == null ? 0 : resumeStaging.lent();
+    }
+
+    /**
+     * Starts the first stage of a two-stage load before the block has a slot: reads the store's top
+     * copy of {@code s.key} into {@code s.buffer} (pinned on the I/O thread, copied by the transfer
+     * engine, unpinned after; a copy that cannot be read is removed from the store as a load
+     * would). The read ends in {@code staged.landed(s, ok)} on the scheduler thread, and fills a
+     * slot claimed meanwhile ({@link StagedBlock.Landed#FILL_TARGET}: the second stage, then that
+     * block's landing as for any load, link {@link KvLink#PREFETCH}). Scheduler thread.
+     */
+    void stage(StagedBlock s, StageLanding staged) {
+        async.begin();
+        async.execute(() -> {
+            boolean pinned = false;
+            try {
+                pinned = store.pin(s.key);
+                List<ResidencyInfo> copies = pinned ? store.residencies(s.key) : List.of();
+                if (copies.isEmpty()) {
+                    if (pinned) {
+                        store.unpin(s.key);
+                    }
+                    stageDone(s, staged, new KvLoadException(s.key, s.source, "block " + s.key + " is no longer in the store", null),
+                            false);
+                    return;
+                }
+                ResidencyInfo top = copies.get(0);
+                Tier src = storeTiers.get(top.chainIndex());
+                transfers.scatter(src, top.handle(), List.of(s.buffer)).whenComplete((r, e) -> {
+                    KvLoadException failure = readFailure(s.key, src, top, r, e);
+                    boolean corrupt = e != null && rootCause(e) instanceof CorruptObjectException;
+                    boolean remove = failure != null && (corrupt || !src.revocable()); // a revoked copy is dropped by the store
+                    unpinLater(s.key, remove);
+                    stageDone(s, staged, failure, remove);
+                });
+            } catch (RuntimeException e) {
+                if (pinned) {
+                    store.unpin(s.key);
+                }
+                stageDone(s, staged, new KvLoadException(s.key, s.source, "starting the staging of block " + s.key + " failed: " + e, e),
+                        false);
+            }
+        });
+    }
+
+    /** On an I/O or transfer thread: a staging read ended; applies its protocol step, then hands its landing over. */
+    private void stageDone(StagedBlock s, StageLanding staged, KvLoadException failure, boolean forgetStoreCopy) {
+        switch (s.landed(failure == null)) {
+            case KEEP -> {
+            }
+            case GIVE_BACK -> resumeStaging.giveBack(s.buffer);
+            case FILL_TARGET -> {
+                DeviceBlock b = s.target();
+                if (failure == null) {
+                    TierCopy.scatterView(s.buffer, segmentsOf(layout, allTokens, b.slot));
+                }
+                resumeStaging.giveBack(s.buffer);
+                done(b, failure, forgetStoreCopy, KvLink.PREFETCH, failure == null && s.source == BlockLocation.DISK);
+            }
+        }
+        async.hand(() -> staged.landed(s, failure == null));
+    }
+
+    /**
+     * The second stage for a staged block claimed after its read landed: copies the buffer into
+     * {@code b}'s slot and gives the buffer back. Scheduler thread.
+     */
+    void fillFromStaged(StagedBlock s, DeviceBlock b) {
+        TierCopy.scatterView(s.buffer, segmentsOf(layout, allTokens, b.slot));
+        resumeStaging.giveBack(s.buffer);
+    }
+
+    /**
+     * Counts the load of {@code b}, claimed from a staged block whose read is in flight, as work in
+     * flight: the read's completion lands it. Call before {@link StagedBlock#claim}; undo with
+     * {@link #unclaimed()} if the claim is refused. Scheduler thread.
+     */
+    void claiming() {
+        async.begin();
+    }
+
+    /** Undoes {@link #claiming()} for a claim that did not leave a read in flight. */
+    void unclaimed() {
+        async.end();
+    }
+
+    /** Gives back the buffer of a cancelled staged block whose read had landed. Scheduler thread. */
+    void giveBackStaged(StagedBlock s) {
+        resumeStaging.giveBack(s.buffer);
+    }
+
+    /** Applies a finished staging read on the scheduler thread. */
+    @FunctionalInterface
+    interface StageLanding {
+        void landed(StagedBlock s, boolean ok);
+    }
+
+    /** The failure of a transfer out of {@code src}, or null if it completed. */
+    private static KvLoadException readFailure(ObjectKey key, Tier src, ResidencyInfo top, TransferResult r, Throwable e) {
+        BlockLocation where = BlockLocation.of(src.kind());
+        if (e != null) {
+            Throwable cause = e instanceof CompletionException && e.getCause() != null ? e.getCause() : e;
+            boolean corrupt = rootCause(cause) instanceof CorruptObjectException;
+            return new KvLoadException(key, where, (corrupt ? "corrupt copy of block " : "reading block ") + key
+                    + " from tier '" + src.name() + "' (handle " + top.handle() + ") failed: " + rootCause(cause).getMessage(), cause);
+        }
+        if (!r.completed()) {
+            return new KvLoadException(key, where, "block " + key + " was not found in tier '" + src.name()
+                    + "' (handle " + top.handle() + "): " + r.status(), null);
+        }
+        return null;
+    }
+
+    /** Unpins {@code key} on the I/O thread (counted in flight until it has run), removing it from the store if asked. */
+    private void unpinLater(ObjectKey key, boolean remove) {
+        async.begin();
+        async.execute(() -> {
+            try {
+                store.unpin(key);
+                if (remove) {
+                    store.remove(key); // a block that cannot be read is treated as missing from now on
+                }
+            } finally {
+                async.end();
+            }
         });
     }
 
@@ -229,6 +354,9 @@ final class KvLoadPipeline implements AutoCloseable {
     public void close() {
         if (staging != null) {
             staging.close();
+        }
+        if (resumeStaging != null) {
+            resumeStaging.close();
         }
     }
 }

@@ -21,6 +21,11 @@ public final class KvManagerConfig {
     public static final int DEFAULT_DISK_LOOKAHEAD = 2;
     /** Default HOST staging blocks for two-stage disk reads (disk reads in flight at once). */
     public static final int DEFAULT_STAGING_BLOCKS = 16;
+    /**
+     * Default HOST staging blocks that resume staging ({@link KvBlockManager#stageForResume}) may
+     * hold at once, all preempted sequences together.
+     */
+    public static final int DEFAULT_RESUME_STAGING_BLOCKS = 64;
     /** Default number of write-back evictions one allocation may start. */
     public static final int DEFAULT_MAX_PENDING_EVICTIONS = 8;
 
@@ -35,10 +40,12 @@ public final class KvManagerConfig {
     private final KvDiskAdmission diskAdmission; // told of every use of a block; null for none
     private final int stagingBlocks; // blocks of HOST staging for two-stage disk reads in flight at once
     private final Durability offloadDurability; // of the blocks put into the store
+    private final int resumeStagingBlocks; // blocks of HOST staging that resume staging may hold at once, all sequences together
 
     private KvManagerConfig(String policyName, Supplier<EvictionPolicy> devicePolicy, OffloadMode offload,
             SharedPublishMode sharedPublish, int hostLookahead, int diskLookahead, boolean twoStageDisk,
-            int maxPendingEvictions, KvDiskAdmission diskAdmission, int stagingBlocks, Durability offloadDurability) {
+            int maxPendingEvictions, KvDiskAdmission diskAdmission, int stagingBlocks, Durability offloadDurability,
+            int resumeStagingBlocks) {
         this.policyName = policyName;
         this.devicePolicy = devicePolicy;
         this.offload = offload;
@@ -50,6 +57,7 @@ public final class KvManagerConfig {
         this.diskAdmission = diskAdmission;
         this.stagingBlocks = stagingBlocks;
         this.offloadDurability = offloadDurability;
+        this.resumeStagingBlocks = resumeStagingBlocks;
     }
 
     /**
@@ -59,7 +67,8 @@ public final class KvManagerConfig {
     public static KvManagerConfig defaults() {
         return new KvManagerConfig(PolicyKind.KV_DEFAULT.configName(), PolicyKind.KV_DEFAULT::create, OffloadMode.WRITE_BACK,
                 SharedPublishMode.AT_COMMIT, DEFAULT_HOST_LOOKAHEAD, DEFAULT_DISK_LOOKAHEAD, true,
-                DEFAULT_MAX_PENDING_EVICTIONS, null, DEFAULT_STAGING_BLOCKS, Durability.LOSSY);
+                DEFAULT_MAX_PENDING_EVICTIONS, null, DEFAULT_STAGING_BLOCKS, Durability.LOSSY,
+                DEFAULT_RESUME_STAGING_BLOCKS);
     }
 
     /** One of the shipped policies for the DEVICE slots (a serving process takes it from {@code kv.policy}). */
@@ -67,7 +76,7 @@ public final class KvManagerConfig {
         Objects.requireNonNull(kind, "policy kind");
         return new KvManagerConfig(kind.configName(), kind::create,
                 offload, sharedPublish, hostLookahead, diskLookahead, twoStageDisk, maxPendingEvictions, diskAdmission, stagingBlocks,
-                offloadDurability);
+                offloadDurability, resumeStagingBlocks);
     }
 
     /**
@@ -77,39 +86,39 @@ public final class KvManagerConfig {
     public KvManagerConfig devicePolicy(String name, Supplier<EvictionPolicy> factory) {
         return new KvManagerConfig(Objects.requireNonNull(name, "policy name"), Objects.requireNonNull(factory, "policy"),
                 offload, sharedPublish, hostLookahead, diskLookahead, twoStageDisk, maxPendingEvictions, diskAdmission, stagingBlocks,
-                offloadDurability);
+                offloadDurability, resumeStagingBlocks);
     }
 
     public KvManagerConfig offload(OffloadMode mode) {
         return new KvManagerConfig(policyName, devicePolicy, Objects.requireNonNull(mode, "offload mode"), sharedPublish,
-                hostLookahead, diskLookahead, twoStageDisk, maxPendingEvictions, diskAdmission, stagingBlocks, offloadDurability);
+                hostLookahead, diskLookahead, twoStageDisk, maxPendingEvictions, diskAdmission, stagingBlocks, offloadDurability, resumeStagingBlocks);
     }
 
     public KvManagerConfig sharedPublish(SharedPublishMode mode) {
         return new KvManagerConfig(policyName, devicePolicy, offload, Objects.requireNonNull(mode, "publish mode"),
-                hostLookahead, diskLookahead, twoStageDisk, maxPendingEvictions, diskAdmission, stagingBlocks, offloadDurability);
+                hostLookahead, diskLookahead, twoStageDisk, maxPendingEvictions, diskAdmission, stagingBlocks, offloadDurability, resumeStagingBlocks);
     }
 
     /** Lookahead in blocks for HOST (and POOL, shared-pool) resident blocks and for DISK resident ones. */
     public KvManagerConfig lookahead(int host, int disk) {
         return new KvManagerConfig(policyName, devicePolicy, offload, sharedPublish, host, disk, twoStageDisk,
-                maxPendingEvictions, diskAdmission, stagingBlocks, offloadDurability);
+                maxPendingEvictions, diskAdmission, stagingBlocks, offloadDurability, resumeStagingBlocks);
     }
 
     public KvManagerConfig twoStageDisk(boolean on) {
         return new KvManagerConfig(policyName, devicePolicy, offload, sharedPublish, hostLookahead, diskLookahead, on,
-                maxPendingEvictions, diskAdmission, stagingBlocks, offloadDurability);
+                maxPendingEvictions, diskAdmission, stagingBlocks, offloadDurability, resumeStagingBlocks);
     }
 
     public KvManagerConfig maxPendingEvictions(int n) {
         return new KvManagerConfig(policyName, devicePolicy, offload, sharedPublish, hostLookahead, diskLookahead,
-                twoStageDisk, n, diskAdmission, stagingBlocks, offloadDurability);
+                twoStageDisk, n, diskAdmission, stagingBlocks, offloadDurability, resumeStagingBlocks);
     }
 
     /** The disk admission filter the manager reports block uses to (install it on the store's disk tier too). */
     public KvManagerConfig diskAdmission(KvDiskAdmission filter) {
         return new KvManagerConfig(policyName, devicePolicy, offload, sharedPublish, hostLookahead, diskLookahead,
-                twoStageDisk, maxPendingEvictions, filter, stagingBlocks, offloadDurability);
+                twoStageDisk, maxPendingEvictions, filter, stagingBlocks, offloadDurability, resumeStagingBlocks);
     }
 
     /**
@@ -118,7 +127,18 @@ public final class KvManagerConfig {
      */
     public KvManagerConfig stagingBlocks(int n) {
         return new KvManagerConfig(policyName, devicePolicy, offload, sharedPublish, hostLookahead, diskLookahead,
-                twoStageDisk, maxPendingEvictions, diskAdmission, n, offloadDurability);
+                twoStageDisk, maxPendingEvictions, diskAdmission, n, offloadDurability, resumeStagingBlocks);
+    }
+
+    /**
+     * HOST staging blocks that resume staging ({@link KvBlockManager#stageForResume}) may hold at
+     * once, all preempted sequences together: the bound on the HOST memory that staged blocks of
+     * preempted sequences take ({@code n} times a block's bytes, reserved on first use, apart from
+     * the {@link #stagingBlocks} of disk reads). 0 turns resume staging off.
+     */
+    public KvManagerConfig resumeStagingBlocks(int n) {
+        return new KvManagerConfig(policyName, devicePolicy, offload, sharedPublish, hostLookahead, diskLookahead,
+                twoStageDisk, maxPendingEvictions, diskAdmission, stagingBlocks, offloadDurability, n);
     }
 
     /**
@@ -129,7 +149,8 @@ public final class KvManagerConfig {
      */
     public KvManagerConfig offloadDurability(Durability durability) {
         return new KvManagerConfig(policyName, devicePolicy, offload, sharedPublish, hostLookahead, diskLookahead,
-                twoStageDisk, maxPendingEvictions, diskAdmission, stagingBlocks, Objects.requireNonNull(durability, "durability"));
+                twoStageDisk, maxPendingEvictions, diskAdmission, stagingBlocks, Objects.requireNonNull(durability, "durability"),
+                resumeStagingBlocks);
     }
 
     /**
@@ -144,6 +165,9 @@ public final class KvManagerConfig {
         }
         if (stagingBlocks < 0) {
             throw new IllegalArgumentException("staging blocks must not be negative, got " + stagingBlocks);
+        }
+        if (resumeStagingBlocks < 0) {
+            throw new IllegalArgumentException("resume staging blocks must not be negative, got " + resumeStagingBlocks);
         }
         if (maxPendingEvictions < 1) {
             throw new IllegalArgumentException("max pending evictions must be at least 1, got " + maxPendingEvictions);
@@ -189,6 +213,11 @@ public final class KvManagerConfig {
 
     public int stagingBlocks() {
         return stagingBlocks;
+    }
+
+    /** HOST staging blocks resume staging may hold at once ({@link #resumeStagingBlocks(int)}). */
+    public int resumeStagingBlocks() {
+        return resumeStagingBlocks;
     }
 
     /** The durability of offloaded blocks (LOSSY unless configured). */

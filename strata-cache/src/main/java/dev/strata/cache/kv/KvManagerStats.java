@@ -101,6 +101,11 @@ public final class KvManagerStats {
         return c[KvCounters.OFFLOAD_REFUSED];
     }
 
+    /** Staging reads for a resume ({@link KvBlockManager#stageForResume}) that failed; the resume loaded those blocks. */
+    public long failedStagings() {
+        return c[KvCounters.FAILED_STAGINGS];
+    }
+
     /** Cached blocks a shrink of the DEVICE slots moved into a surviving slot. */
     public long slotMoves() {
         return c[KvCounters.SLOT_MOVES];

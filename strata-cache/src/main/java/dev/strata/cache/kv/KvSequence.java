@@ -32,6 +32,7 @@ public final class KvSequence {
     ObjectKey lastKey; // key of the last committed block (the hasher's root when none)
     State state = State.RUNNING;
     ObjectKey[] preemptedKeys; // keys of the committed blocks at preemption, for resume
+    StagedBlock[] staged; // [preempted block] blocks staged toward the device for the resume, null entries not staged; null if none
     PrefixMatch pending; // progressive load: the match being loaded
     int pendingNext; // progressive load: next match block not yet started
     int pendingFailedAt = -1; // progressive load: first block that could not be loaded, -1 if none
