@@ -15,6 +15,7 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.LockSupport;
 import java.util.function.DoubleSupplier;
 
 /**
@@ -28,11 +29,15 @@ import java.util.function.DoubleSupplier;
  * through to. Each round both prefill the same seeded prompt and decode {@code steps} greedy
  * tokens. Every {@code period} steps the subject's sequence is preempted (its committed blocks
  * kept in the offload tiers, its slots freed once the offloads the preemption started have
- * landed), a filler prompt of the same length runs in another
- * sequence so that the freed slots are reused and the sequence's blocks leave the device, and the
- * sequence resumes: its blocks are loaded back from HOST or DISK (the manager's loads) and its
- * last token is recomputed. The preemption and the filler are not timed; the resume is. Both sides must decode the
- * same tokens. Figure {@code kv_offload_decode_vs_resident}: tokens/s against the all-resident
+ * landed) and staged for its resume as a scheduler stages the preempted sequence it resumes next
+ * ({@link ModelRunner.Sequence#stageForResume}: the store's copies, on HOST or DISK, are read into
+ * HOST staging buffers asynchronously), a filler prompt of the same length runs in another
+ * sequence so that the freed slots are reused and the sequence's blocks leave the device (the
+ * staging reads run meanwhile; the filler's own offloads may still be in flight when the resume
+ * starts, as in a serving engine), and the sequence resumes: its staged blocks are copied into
+ * slots (prefetch hits; late ones wait for their read), the others loaded back from HOST or DISK
+ * by the manager's loads, and its last token is recomputed. The preemption, the staging call and
+ * the filler are not timed; the resume is. Both sides must decode the same tokens. Figure {@code kv_offload_decode_vs_resident}: tokens/s against the all-resident
  * side (goal ratio {@code >= 0.8}).
  *
  * <p>Confined to the calling thread.
@@ -87,19 +92,38 @@ public final class KvOffloadDecodeMeasure {
                 long loaded = s.bytes(KvLink.RELOAD) + s.bytes(KvLink.PREFETCH);
                 return Figure.paired(NAME, "tokens/s", BASELINE, p, GOAL).withNote(String.format(Locale.ROOT,
                         "%s; %d-token prompt, %d decode steps, the sequence swapped out and back every %d steps (%d swaps in all);"
-                                + " KV blocks of %d KiB, HOST KV tier %d KiB above a DISK KV tier %d KiB; loaded back %.1f MiB"
-                                + " (%d blocks found on HOST, %d on DISK; %d prefetch hits, %d late); %d paired rounds",
+                                + " KV blocks of %d KiB, HOST KV tier %d KiB above a DISK KV tier %d KiB; each preempted sequence staged"
+                                + " for its resume (%d blocks staged into HOST buffers); loaded back %.1f MiB"
+                                + " (%d blocks found on HOST, %d on DISK; %d prefetch hits, %d late, %d failed stagings); %d paired rounds",
                         ComputeMeasure.describe(base.model().config()), promptTokens, steps, period, swaps[0], blockBytes >> 10,
-                        hostBytes >> 10, diskBytes >> 10, loaded / (double) (1 << 20), s.hits(BlockLocation.HOST),
-                        s.hits(BlockLocation.DISK), s.prefetchHits(), s.prefetchLate(), rounds));
+                        hostBytes >> 10, diskBytes >> 10, s.blocks(KvLink.STAGE), loaded / (double) (1 << 20), s.hits(BlockLocation.HOST),
+                        s.hits(BlockLocation.DISK), s.prefetchHits(), s.prefetchLate(), s.failedStagings(), rounds));
             }
         }
     }
 
     /**
+     * Waits (applying completions) until no block's offload is in flight, without waiting for the
+     * staging reads, which go on and may be late at the resume.
+     */
+    private static void awaitOffloads(KvBlockManager kv) {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+        while (true) {
+            kv.poll();
+            if (kv.offloadsInFlight() == 0) {
+                return;
+            }
+            if (System.nanoTime() - deadline > 0) {
+                throw new IllegalStateException("KV offloads still in flight 60 s after the filler");
+            }
+            LockSupport.parkNanos(50_000);
+        }
+    }
+
+    /**
      * Prefills a seeded prompt and decodes {@code steps} greedy tokens; with {@code period > 0}
-     * swaps the sequence out and back every {@code period} steps (a filler sequence runs untimed in
-     * between). Returns tokens/s over the decode steps and the resumes.
+     * swaps the sequence out, stages it for its resume and swaps it back every {@code period} steps
+     * (a filler sequence runs untimed in between). Returns tokens/s over the decode steps and the resumes.
      */
     private static double decode(ModelRunner runner, KvBlockManager kv, int vocab, int promptTokens, int steps, int period, long seed, List<int[]> record,
             int[] swaps) {
@@ -117,9 +141,11 @@ public final class KvOffloadDecodeMeasure {
                     if (!kv.awaitIdle(60, TimeUnit.SECONDS)) { // the offloads the preemption started have landed, its slots are free
                         throw new IllegalStateException("KV offloads still in flight 60 s after a preemption");
                     }
+                    seq.stageForResume(); // the lookahead a scheduler gives the sequence it resumes next: reads run while the filler does
                     try (ModelRunner.Sequence filler = runner.newSequence()) { // takes the freed slots: the blocks leave the device
                         filler.prefill(ComputeMeasure.prompt(vocab, promptTokens + i, ~seed - i), false);
                     }
+                    awaitOffloads(kv); // the filler's write-through copies are its work: its slots are reusable once they land
                     untimed += System.nanoTime() - fillerStart;
                     if (seq.resume() == null) {
                         throw new IllegalStateException("the KV cache has no room to resume the swapped-out sequence");

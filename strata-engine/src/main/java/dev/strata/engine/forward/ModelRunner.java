@@ -284,8 +284,29 @@ public final class ModelRunner {
         }
 
         /**
-         * Resumes a preempted sequence: loads whatever of its committed blocks is still cached or
-         * stored, then recomputes the rest of its tokens (at least the last).
+         * Stages the preempted sequence's stored KV blocks toward the device ahead of its
+         * {@link #resume} ({@link KvBlockManager#stageForResume}): their store copies (HOST or DISK)
+         * are read into HOST staging buffers asynchronously, needing no KV slot, so a scheduler
+         * calls it for the preempted sequence it will resume next while others run; the resume then
+         * copies the staged blocks into their slots instead of reading them from the store. Bounded
+         * by the manager's resume staging buffers; may be repeated (blocks offloaded since are
+         * staged then); closing or resuming the sequence before the reads land is safe.
+         *
+         * @return blocks whose staging this call started
+         * @throws IllegalStateException if the sequence is closed or not preempted
+         */
+        public int stageForResume() {
+            if (closed || !preempted()) {
+                throw new IllegalStateException("only a preempted sequence can be staged for its resume (closed " + closed + ", "
+                        + seq.state() + ")");
+            }
+            return kv.stageForResume(seq);
+        }
+
+        /**
+         * Resumes a preempted sequence: loads whatever of its committed blocks is still cached,
+         * staged ({@link #stageForResume}) or stored, then recomputes the rest of its tokens (at
+         * least the last).
          *
          * @return the logits after its last token ({@code [vocab]}: the sequence's own array, valid
          *         until its next step), or null when the KV cache has no room for all its tokens (the
