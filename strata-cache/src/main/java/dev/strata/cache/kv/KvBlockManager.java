@@ -258,7 +258,8 @@ public final class KvBlockManager implements AutoCloseable {
                 hold(b);
             } else {
                 StagedBlock st = staged != null && i < staged.length ? staged[i] : null;
-                source = st != null && st.claimable() ? BlockLocation.HOST : currentLocation(match, i);
+                BlockLocation stored = currentLocation(match, i); // before the block below registers its key on DEVICE
+                source = stored == null && st != null && st.claimable() ? BlockLocation.HOST : stored;
                 if (source == null) {
                     early = new BlockLoadFailure(i, key, match.location(i), "block " + key + " (block " + i
                             + ") left every tier between match and load", null);
@@ -272,8 +273,7 @@ public final class KvBlockManager implements AutoCloseable {
                 }
                 b = newLoadingBlock(slot, key, i == 0 ? root : match.key(i - 1));
                 if (st == null || !claimStaged(st, b)) {
-                    BlockLocation now = currentLocation(match, i);
-                    startLoad(b, now == null ? match.location(i) : now, KvLink.RELOAD); // gone: the load fails as a missing block
+                    startLoad(b, stored == null ? match.location(i) : stored, KvLink.RELOAD); // not stored: fails as a missing block
                 }
                 if (st != null) {
                     staged[i] = null; // claimed, or refused and nothing to give back

@@ -246,6 +246,8 @@ final class KvRig implements AutoCloseable {
         }
         assertThat(MemoryAudit.liveRegions().stream().filter(r -> r.name().contains(id)).toList())
                 .as("off-heap regions of this rig still live").isEmpty();
+        assertThat(MemoryAudit.liveRegions().stream().filter(r -> r.name().contains("kv-resume-staging")).toList())
+                .as("resume staging regions still live").isEmpty();
         if (disk != null) { // the manager's own HOST staging for two-stage disk reads is released too
             assertThat(MemoryAudit.liveRegions().stream().filter(r -> r.name().contains("kv-staging")).toList())
                     .as("staging regions still live").isEmpty();
