@@ -58,7 +58,11 @@ import java.util.function.IntSupplier;
  *       ({@link AllocationStatus#NO_SPACE}), the most recently admitted running sequence (possibly
  *       itself) is preempted, by swap or by recompute ({@link PreemptionMode}), until the block is
  *       had. {@link AllocationStatus#WAIT} (offloads in flight) skips the sequence for this step.
- *       A preempted request is re-admitted like any other, ahead of new ones; a recomputed one is
+ *       A preempted request is re-admitted like any other, ahead of new ones. At the end of every
+ *       step the swapped requests that resume first ({@link Builder#resumeLookahead}, 1 by default)
+ *       have their stored KV blocks staged toward the device (HOST staging buffers filled from HOST
+ *       or DISK while the others run), so their resume copies staged blocks instead of loading
+ *       them. A recomputed one is
  *       re-prefilled from its prompt and generated tokens, whose last logits are the ones its next
  *       decode would have given, so its next token is chosen from them.</li>
  *   <li><b>Failure</b> is one request's where its work can be told apart: an exception from its
@@ -104,6 +108,7 @@ public final class Scheduler implements AutoCloseable {
     private final RoutingTraceWriter trace; // null: routing not recorded
     private final int blockTokens;
     private final boolean batchedDecode;
+    private final int resumeLookahead; // preempted requests, first in resume order, whose KV is staged ahead of their resume
     private final RoutingObserver previousObserver; // the runner's observer before the trace's was chained after it; null: none
 
     private final ConcurrentLinkedQueue<Request> inbox = new ConcurrentLinkedQueue<>();
@@ -137,6 +142,7 @@ public final class Scheduler implements AutoCloseable {
         this.trace = b.trace;
         this.blockTokens = kv.layout().geometry().blockTokens();
         this.batchedDecode = b.batchedDecode;
+        this.resumeLookahead = b.resumeLookahead;
         if (trace != null) {
             ModelConfig c = runner.config();
             int moe = ModelRunner.moeLayerCount(c);
@@ -251,6 +257,7 @@ public final class Scheduler implements AutoCloseable {
         retireCancelled();
         admit();
         decodeRunning();
+        stageNextResumes();
         peakRunning = Math.max(peakRunning, running.size());
         return !idle();
     }
@@ -432,6 +439,36 @@ public final class Scheduler implements AutoCloseable {
                 }
             }
             emit(r, logits);
+        }
+    }
+
+    /**
+     * Lookahead for the requests this scheduler resumes next: with swap preemption, the first
+     * {@link Builder#resumeLookahead} requests of the preempted queue (the order {@link #admit}
+     * resumes them in) have their stored KV blocks staged toward the device
+     * ({@link ModelRunner.Sequence#stageForResume}) while the others run, so their resume copies
+     * staged blocks instead of reading them from HOST or DISK. Repeated every step: blocks whose
+     * offload landed since are staged then; the manager bounds what staging holds. A staging call
+     * that throws fails its request alone.
+     */
+    private void stageNextResumes() {
+        if (mode != PreemptionMode.SWAP) {
+            return;
+        }
+        for (int i = 0, staged = 0; i < preempted.size() && staged < resumeLookahead; ) {
+            Request r = preempted.get(i);
+            if (r.seq == null || !r.seq.preempted()) {
+                i++;
+                continue;
+            }
+            try {
+                r.seq.stageForResume();
+            } catch (RuntimeException e) {
+                fail(r, e); // leaves the preempted queue: the next request takes index i
+                continue;
+            }
+            staged++;
+            i++;
         }
     }
 
@@ -797,6 +834,7 @@ public final class Scheduler implements AutoCloseable {
         private int[] stopTokens = new int[0];
         private RoutingTraceWriter trace;
         private boolean batchedDecode = true;
+        private int resumeLookahead = 1;
 
         private Builder(ModelRunner runner, KvBlockManager kv) {
             this.runner = Objects.requireNonNull(runner, "runner");
@@ -840,6 +878,21 @@ public final class Scheduler implements AutoCloseable {
          */
         public Builder batchedDecode(boolean batched) {
             this.batchedDecode = batched;
+            return this;
+        }
+
+        /**
+         * With swap preemption, how many preempted requests, first in the order they resume, have
+         * their KV blocks staged toward the device ahead of their resume
+         * ({@link ModelRunner.Sequence#stageForResume}); 1 by default, 0 turns staging off.
+         *
+         * @throws IllegalArgumentException if {@code requests} is negative
+         */
+        public Builder resumeLookahead(int requests) {
+            if (requests < 0) {
+                throw new IllegalArgumentException("resume lookahead must not be negative, got " + requests);
+            }
+            this.resumeLookahead = requests;
             return this;
         }
 

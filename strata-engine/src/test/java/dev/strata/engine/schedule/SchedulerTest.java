@@ -1,6 +1,7 @@
 package dev.strata.engine.schedule;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.strata.cache.TieredStore;
 import dev.strata.cache.expert.ExpertMasters;
@@ -16,6 +17,8 @@ import dev.strata.testing.Property;
 import dev.strata.memory.transfer.TransferEngine;
 import dev.strata.cache.kv.KvBlockManager;
 import dev.strata.cache.kv.KvGeometry;
+import dev.strata.cache.kv.KvLink;
+import dev.strata.cache.kv.KvManagerStats;
 import dev.strata.cache.kv.KvLayout;
 import dev.strata.cache.kv.KvSequence;
 import dev.strata.cache.kv.ModelFingerprint;
@@ -337,6 +340,66 @@ class SchedulerTest {
                 assertThat(outs[i].finishes).containsExactly(FinishReason.LENGTH);
             }
             rig.assertNothingHeld();
+        }
+    }
+
+    /**
+     * Swap preemption with the resume lookahead: the preempted request that resumes next has its
+     * blocks staged while the others run (the transfers are let land between steps, so the
+     * schedule is the same every run), its resume takes them as prefetch hits, and every output is
+     * bit-identical to running alone; without the lookahead nothing is staged and the outputs are
+     * the same.
+     */
+    @Test
+    void swappedRequestsAreStagedBeforeTheyResumeAndKeepTheirAloneOutputs() {
+        int[] lengths = {9, 6, 11, 7};
+        int[] maxNew = {9, 9, 8, 10};
+        for (int lookahead : new int[] {1, 0}) {
+            try (Rig rig = new Rig(9, 64)) {
+                Scheduler scheduler = Scheduler.builder(rig.runner, rig.kv).preemption(PreemptionMode.SWAP).resumeLookahead(lookahead)
+                        .build();
+                Output[] outs = new Output[lengths.length];
+                for (int i = 0; i < lengths.length; i++) {
+                    outs[i] = new Output();
+                    scheduler.submit(prompt(70 + i, lengths[i]), maxNew[i], outs[i]);
+                }
+                long stagedBeforeAResume = 0; // staging reads landed before a step that resumed a request
+                int guard = 0;
+                while (true) {
+                    long staged = rig.kv.stats().blocks(KvLink.STAGE);
+                    long resumes = scheduler.resumes();
+                    boolean more = scheduler.step();
+                    if (scheduler.resumes() > resumes) {
+                        stagedBeforeAResume += staged;
+                    }
+                    assertThat(rig.kv.awaitIdle(10, TimeUnit.SECONDS)).isTrue(); // offloads and staging reads land
+                    rig.kv.checkInvariants();
+                    if (!more) {
+                        break;
+                    }
+                    assertThat(++guard).as("steps").isLessThan(10_000);
+                }
+                KvManagerStats st = rig.kv.stats();
+                assertThat(scheduler.preemptions()).as("preemptions").isPositive();
+                assertThat(scheduler.resumes()).as("resumes").isPositive();
+                if (lookahead > 0) {
+                    assertThat(stagedBeforeAResume).as("blocks staged before a resume").isPositive();
+                    assertThat(st.blocks(KvLink.STAGE)).as("blocks staged").isPositive();
+                    assertThat(st.prefetchHits()).as("staged blocks a resume took").isPositive();
+                    assertThat(st.prefetchHits() + st.prefetchLate()).isLessThanOrEqualTo(st.blocks(KvLink.STAGE));
+                } else {
+                    assertThat(st.blocks(KvLink.STAGE)).as("no lookahead: nothing staged").isZero();
+                    assertThat(st.prefetchHits()).isZero();
+                }
+                assertThat(rig.kv.stagedBlocks()).as("staging buffers held at the end").isZero();
+                for (int i = 0; i < lengths.length; i++) {
+                    assertSame(outs[i], alone(prompt(70 + i, lengths[i]), maxNew[i]), "lookahead " + lookahead + " request " + i);
+                    assertThat(outs[i].finishes).containsExactly(FinishReason.LENGTH);
+                }
+                rig.assertNothingHeld();
+                assertThatThrownBy(() -> Scheduler.builder(rig.runner, rig.kv).resumeLookahead(-1))
+                        .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("-1");
+            }
         }
     }
 
