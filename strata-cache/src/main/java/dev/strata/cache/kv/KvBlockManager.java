@@ -770,8 +770,9 @@ public final class KvBlockManager implements AutoCloseable {
     /**
      * Stages the stored blocks of preempted sequence {@code seq} toward the device ahead of its
      * resume: the lookahead a scheduler gives the preempted sequence it will resume next, while
-     * other sequences hold the DEVICE slots. For each committed block of the sequence that has a
-     * landed copy in the store and is not staged yet, in block order, a HOST staging buffer is
+     * other sequences hold the DEVICE slots. For each committed block of the sequence that has left
+     * the DEVICE slots, has a landed copy in the store and is not staged yet, in block order, a HOST
+     * staging buffer is
      * borrowed and the store's top copy (HOST or DISK) read into it asynchronously: the first stage
      * of a two-stage load ({@link KvLoadPipeline}), which needs no DEVICE slot. {@link #resume} then
      * only copies staged blocks into their slots (HOST to DEVICE), counted as prefetch hits (or late
@@ -780,8 +781,8 @@ public final class KvBlockManager implements AutoCloseable {
      * <p>Bounded: staging holds at most {@link KvManagerConfig#resumeStagingBlocks} buffers, all
      * sequences together, in HOST memory of its own (it never evicts or demotes store content);
      * when they are all held, the remaining blocks are left for the resume to load. Idempotent and
-     * cheap to repeat: a scheduler may call it every step (blocks whose offload landed since are
-     * staged by the next call). Cancel-safe: a sequence released or resumed while reads are in
+     * cheap to repeat: a scheduler may call it every step (blocks whose offload landed or that
+     * were evicted since are staged by the next call). Cancel-safe: a sequence released or resumed while reads are in
      * flight gives their buffers back as they land, each exactly once; the blocks a resume takes
      * are the store's bytes either way.
      *
@@ -808,8 +809,8 @@ public final class KvBlockManager implements AutoCloseable {
         }
         int started = 0;
         for (int i = 0; i < keys.length; i++) {
-            if (seq.staged[i] != null || !offloaded.contains(keys[i])) {
-                continue; // staged (or tried) already, or no landed store copy yet
+            if (seq.staged[i] != null || !offloaded.contains(keys[i]) || deviceSlots.contains(keys[i])) {
+                continue; // staged (or tried) already, no landed store copy yet, or still on DEVICE (the resume shares it)
             }
             int mask = store.tierMask(keys[i]);
             if (mask == 0) {

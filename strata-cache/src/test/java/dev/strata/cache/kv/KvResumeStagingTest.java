@@ -193,6 +193,31 @@ class KvResumeStagingTest {
     }
 
     @Test
+    void blocksStillOnTheDeviceAreSharedNotStaged() throws Exception {
+        try (KvRig rig = new KvRig(spec(16))) {
+            KvBlockManager m = rig.manager;
+            int[] a = KvRig.tokens(50, 3 * BT);
+            KvSequence s = m.newSequence();
+            rig.extend(s, a, a.length);
+            rig.idle();
+            KvSequence holder = m.newSequence(); // shares the first two blocks, so they stay on the device
+            assertThat(m.load(m.match(a, 2 * BT), holder).get(10, TimeUnit.SECONDS).complete()).isTrue();
+            m.preempt(s);
+            rig.idle();
+            assertThat(m.stageForResume(s)).as("only the block that left the device").isEqualTo(1);
+            rig.idle();
+            assertThat(m.resume(s).get(10, TimeUnit.SECONDS).complete()).isTrue();
+            rig.idle();
+            assertThat(m.stats().prefetchHits()).isEqualTo(1);
+            assertThat(m.stagedBlocks()).isZero();
+            rig.assertCommittedBytes(s);
+            m.release(holder);
+            m.release(s);
+            m.checkInvariants();
+        }
+    }
+
+    @Test
     void misuseIsRefusedWithTheOffendingValues() throws Exception {
         try (KvRig rig = new KvRig(spec(16))) {
             KvBlockManager m = rig.manager;
