@@ -626,13 +626,9 @@ final class BlockPipeline implements AutoCloseable {
                     if (remaining > 0) {
                         before = landingAt;
                         long got = channel.read(landing, landingAt, landing.length - landingAt);
-                        if (got < 0) {
-                            throw new IOException("the node closed the connection");
-                        }
-                        if (got == 0) {
+                        if (!progressed(got, now)) {
                             return false;
                         }
-                        lastProgress = now;
                         remaining -= got;
                         while (landingAt < landing.length && !landing[landingAt].hasRemaining()) {
                             landingAt++;
@@ -670,13 +666,9 @@ final class BlockPipeline implements AutoCloseable {
                     while (remaining > 0) {
                         scratch.clear().limit((int) Math.min(scratch.capacity(), remaining));
                         int got = channel.read(scratch);
-                        if (got < 0) {
-                            throw new IOException("the node closed the connection");
-                        }
-                        if (got == 0) {
+                        if (!progressed(got, now)) {
                             return false;
                         }
-                        lastProgress = now;
                         remaining -= got;
                     }
                     replyEnded();
@@ -693,17 +685,26 @@ final class BlockPipeline implements AutoCloseable {
          */
         private int fillUp(ByteBuffer target, long now) throws IOException {
             moveFromIn(target);
-            if (target.hasRemaining()) {
-                int got = channel.read(target);
-                if (got < 0) {
-                    throw new IOException("the node closed the connection");
-                }
-                if (got == 0) {
-                    return -1;
-                }
-                lastProgress = now;
+            if (target.hasRemaining() && !progressed(channel.read(target), now)) {
+                return -1;
             }
             return target.hasRemaining() ? 0 : 1;
+        }
+
+        /**
+         * Accounts a socket read of {@code got} bytes: false when it got none now; the connection's
+         * clock moves when it got some.
+         *
+         * @throws IOException when the node closed the connection
+         */
+        private boolean progressed(long got, long now) throws IOException {
+            if (got < 0) {
+                throw new IOException("the node closed the connection");
+            }
+            if (got > 0) {
+                lastProgress = now;
+            }
+            return got > 0;
         }
 
         /** Reads into {@code in} at most {@code max} more bytes; false when nothing came. */
@@ -718,13 +719,7 @@ final class BlockPipeline implements AutoCloseable {
                 in.limit(limit);
                 in.flip();
             }
-            if (got < 0) {
-                throw new IOException("the node closed the connection");
-            }
-            if (got > 0) {
-                lastProgress = now;
-            }
-            return got > 0;
+            return progressed(got, now);
         }
 
         private int lineEnd() {
