@@ -175,7 +175,7 @@ final class KvLoadPipeline implements AutoCloseable {
                 staging.giveBack(bounce);
             }
             KvLoadException failure = readFailure(key, src, top, r, e);
-            boolean corrupt = e != null && rootCause(e) instanceof CorruptObjectException;
+            boolean corrupt = corruptCopy(e);
             boolean revoked = failure != null && !corrupt && src.revocable();
             if (revoked && at + 1 < copies.size()) {
                 try {
@@ -233,8 +233,7 @@ final class KvLoadPipeline implements AutoCloseable {
                 Tier src = storeTiers.get(top.chainIndex());
                 transfers.scatter(src, top.handle(), List.of(s.buffer)).whenComplete((r, e) -> {
                     KvLoadException failure = readFailure(s.key, src, top, r, e);
-                    boolean corrupt = e != null && rootCause(e) instanceof CorruptObjectException;
-                    boolean remove = failure != null && (corrupt || !src.revocable()); // a revoked copy is dropped by the store
+                    boolean remove = failure != null && (corruptCopy(e) || !src.revocable()); // a revoked copy is dropped by the store
                     unpinLater(s.key, remove);
                     stageDone(s, staged, failure, remove);
                 });
@@ -305,8 +304,7 @@ final class KvLoadPipeline implements AutoCloseable {
         BlockLocation where = BlockLocation.of(src.kind());
         if (e != null) {
             Throwable cause = e instanceof CompletionException && e.getCause() != null ? e.getCause() : e;
-            boolean corrupt = rootCause(cause) instanceof CorruptObjectException;
-            return new KvLoadException(key, where, (corrupt ? "corrupt copy of block " : "reading block ") + key
+            return new KvLoadException(key, where, (corruptCopy(cause) ? "corrupt copy of block " : "reading block ") + key
                     + " from tier '" + src.name() + "' (handle " + top.handle() + ") failed: " + rootCause(cause).getMessage(), cause);
         }
         if (!r.completed()) {
@@ -329,6 +327,11 @@ final class KvLoadPipeline implements AutoCloseable {
                 async.end();
             }
         });
+    }
+
+    /** Whether a transfer failed with {@code e} because the copy it read failed its checksum (null: it did not fail). */
+    private static boolean corruptCopy(Throwable e) {
+        return e != null && rootCause(e) instanceof CorruptObjectException;
     }
 
     private static Throwable rootCause(Throwable t) {
