@@ -162,6 +162,8 @@ public final class KvManagerStats {
                 .sample("strata_kv_dedups_total", dedups());
         out.family("strata_kv_failed_loads_total", PrometheusText.Type.COUNTER, "Block loads that failed")
                 .sample("strata_kv_failed_loads_total", failedLoads());
+        out.family("strata_kv_failed_stagings_total", PrometheusText.Type.COUNTER, "Resume stagings that failed (the resume loaded those blocks)")
+                .sample("strata_kv_failed_stagings_total", failedStagings());
         out.family("strata_kv_drops_total", PrometheusText.Type.COUNTER, "Offloaded blocks dropped by the store")
                 .sample("strata_kv_drops_total", drops());
         out.family("strata_kv_device_policy", PrometheusText.Type.GAUGE, "Eviction policy of the device block slots (always 1)")

@@ -490,6 +490,7 @@ class KvBlockManagerTest {
                     .contains("strata_kv_hits_total{location=\"device\"} 2")
                     .contains("strata_kv_link_bytes_total{link=\"offload\"} 0")
                     .contains("strata_kv_evictions_total{class=\"idle\"} 0")
+                    .contains("strata_kv_failed_stagings_total 0")
                     .contains("strata_kv_slots 4");
             rig.manager.release(s);
         }
