@@ -45,12 +45,16 @@ import java.util.concurrent.atomic.AtomicLong;
  *       stores (the block and its {@link ClusterBlockFormat#HEADER_BYTES}-byte header),
  *       {@link #CONNECTIONS} connections of pipeline depth {@link #DEPTH} (the same
  *       {@link #IN_FLIGHT} requests outstanding), its requests picking at random among as many
- *       keys as Strata's run has blocks ({@code -r}): the same working set, spread over the
- *       primaries by hash slot as Strata's keys are. Its clock ends a test on a 250 ms tick
- *       ({@link RedisBenchmark}), so its warm-up run (as many requests as Strata's run has
- *       blocks) sizes the measured runs: enough requests that its faster test lasts at least
- *       {@code baselineSeconds} even at the highest rate the warm-up allows, which bounds the
- *       tick's error to a few percent (given in the note).</li>
+ *       keys as Strata's run has blocks (in cluster mode its {@code -r} counts keys per primary,
+ *       so it is the blocks over the primaries): the same working set, spread over the primaries
+ *       by hash slot as Strata's keys are. Every GET must find its key, as every Strata read must:
+ *       each test runs at least {@value #REQUESTS_PER_KEY} requests per key, so that its SETs
+ *       write every key, and a run whose GETs found their key less than
+ *       {@value #LEAST_BASELINE_HIT_FRACTION} of the time fails the measure (a nil reply is
+ *       cheaper than a value and would flatter the baseline). Its clock ends a test on a 250 ms
+ *       tick ({@link RedisBenchmark}), so its warm-up run sizes the measured runs: enough requests
+ *       that its faster test lasts at least {@code baselineSeconds} even at the highest rate the
+ *       warm-up allows, which bounds the tick's error to a few percent (given in the note).</li>
  * </ul>
  * Baseline and candidate runs alternate after one warm-up run of each ({@link Trials}).
  * Figures {@code cluster_block_put_<size>} and {@code cluster_block_get_<size>} in blocks/s (one
@@ -68,6 +72,10 @@ public final class ClusterThroughputMeasure {
     /** Requests outstanding at any time, on either side. */
     static final int IN_FLIGHT = CONNECTIONS * DEPTH;
     static final String GOAL = ">= 0.8";
+    /** Requests of each redis-benchmark test per key at least: its random SETs then leave no key unwritten (e^-20 per key). */
+    static final int REQUESTS_PER_KEY = 20;
+    /** The least fraction of redis-benchmark's GETs that must find their key. */
+    static final double LEAST_BASELINE_HIT_FRACTION = 0.999;
     private static final int BLOCK_TOKENS = 16;
     private static final int SOURCES = 16; // distinct source blocks the puts cycle through
     private static final Duration TIMEOUT = Duration.ofSeconds(20); // per call: far above any healthy answer
@@ -144,18 +152,29 @@ public final class ClusterThroughputMeasure {
             MemorySegment slots = arena.allocate(size * blocks, 4096); // one destination slot per block
             slots.fill((byte) 0);
             AtomicLong run = new AtomicLong();
-            int[] requests = {blocks};     // of each redis-benchmark test: the warm-up's, then as its rates say
+            int primaries = RedisBenchmark.keyspace(seed, settings.password()).primaries();
+            int keysPerPrimary = (blocks + primaries - 1) / primaries; // redis-benchmark's -r: its keys on each primary
+            int leastRequests = REQUESTS_PER_KEY * keysPerPrimary * primaries;
+            int[] requests = {leastRequests}; // of each redis-benchmark test: the warm-up's, then as its rates say
+            double[] leastHits = {1};         // the smallest fraction of GETs that found their key in a run
             double[] uncertainty = {0};    // the largest tick error of a measured redis-benchmark run
             boolean[] sized = {false};     // the warm-up run has sized the measured ones
             Paired[] phases = Trials.pairedEach(rounds, () -> {
                 flush(seed, settings.password());
                 int n = requests[0];
-                RedisBenchmark.Rates r = redisBenchmark(seed, settings.password(), valueBytes, n, blocks);
-                log.printf(Locale.ROOT, "      redis-benchmark %d KiB: SET %.0f/s, GET %.0f/s (%d requests each, %.2f s and %.2f s)%n",
-                        size >> 10, r.setPerSecond(), r.getPerSecond(), n, r.setSeconds(), r.getSeconds());
+                RedisBenchmark.Rates r = redisBenchmark(seed, settings.password(), valueBytes, n, keysPerPrimary);
+                log.printf(Locale.ROOT, "      redis-benchmark %d KiB: SET %.0f/s, GET %.0f/s (%d requests each, %.2f s and %.2f s;"
+                                + " %.2f%% of GETs found their key)%n", size >> 10, r.setPerSecond(), r.getPerSecond(), n, r.setSeconds(),
+                        r.getSeconds(), 100 * r.getHitFraction());
+                if (r.getHitFraction() < LEAST_BASELINE_HIT_FRACTION) {
+                    throw new IllegalStateException(String.format(Locale.ROOT, "redis-benchmark's GETs found their key %.2f%% of the time"
+                                    + " (%d keys on each of %d primaries, %d requests): its GET rate would be partly a rate of nil replies",
+                            100 * r.getHitFraction(), keysPerPrimary, primaries, n));
+                }
+                leastHits[0] = Math.min(leastHits[0], r.getHitFraction());
                 if (!sized[0]) { // the warm-up: size the measured runs
                     sized[0] = true;
-                    requests[0] = (int) Math.max(blocks, Math.ceil(r.highestPerSecond(n) * baselineSeconds));
+                    requests[0] = (int) Math.max(leastRequests, Math.ceil(r.highestPerSecond(n) * baselineSeconds));
                 } else {
                     uncertainty[0] = Math.max(uncertainty[0], r.uncertainty());
                 }
@@ -176,10 +195,11 @@ public final class ClusterThroughputMeasure {
                 double redis = f.baselineValue();
                 figures.add(f
                         .withNote(String.format(Locale.ROOT, "%.0f MB/s of block bytes against %.0f MB/s; %d blocks of %d KiB per run"
-                                        + " on distinct keys, %d requests in flight; redis-benchmark %d requests per test picking among as many keys as there are blocks, its rate"
+                                        + " on distinct keys, %d requests in flight; redis-benchmark %d requests per test picking among as many keys"
+                                        + " as there are blocks (-r %d on each of %d primaries), at least %.2f%% of its GETs finding their key, its rate"
                                         + " within %.1f%% (its 250 ms clock); 3 primaries with 1 replica each on this machine;"
                                         + " %d paired rounds", strata * size / 1e6, redis * size / 1e6, blocks, size >> 10,
-                                IN_FLIGHT, requests[0], 100 * uncertainty[0], rounds)));
+                                IN_FLIGHT, requests[0], keysPerPrimary, primaries, 100 * leastHits[0], 100 * uncertainty[0], rounds)));
             }
             return figures;
         }
@@ -284,9 +304,9 @@ public final class ClusterThroughputMeasure {
         }
     }
 
-    private static RedisBenchmark.Rates redisBenchmark(String node, String password, long valueBytes, int requests, int keys) {
+    private static RedisBenchmark.Rates redisBenchmark(String node, String password, long valueBytes, int requests, int keysPerPrimary) {
         try {
-            return RedisBenchmark.run(node, password, valueBytes, DEPTH, CONNECTIONS, requests, keys);
+            return RedisBenchmark.run(node, password, valueBytes, DEPTH, CONNECTIONS, requests, keysPerPrimary);
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         }

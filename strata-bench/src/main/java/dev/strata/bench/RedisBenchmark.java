@@ -15,17 +15,22 @@ import java.util.concurrent.TimeUnit;
  * so that the cluster tier's throughput figures are ratios against Redis's own client.
  *
  * <p>The command is {@code redis-benchmark --cluster -h HOST -p PORT -d SIZE -P DEPTH -c
- * CONNECTIONS -n REQUESTS -r KEYS -t set,get --csv}: each request names one of {@code KEYS} keys
- * at random, which hash to every primary's slots as a client's distinct keys do (without
- * {@code -r} each connection would SET and GET one key of its node again and again: values that
- * stay in the node's processor caches and a spread over the primaries fixed by the connections,
- * which with 256 KiB values ran SET at 1.1 to 1.4 times and GET at 0.56 to 0.64 times the random-key
- * rates of the same cluster). The SET
- * test writes every key when {@code REQUESTS} is several times {@code KEYS}; a GET of a key never
- * set is a nil reply, cheaper than a hit, which can only favour the baseline. redis-benchmark reads its password only from
- * {@code -a} (it does not honour {@code REDISCLI_AUTH} as redis-cli does), so the password of the
- * cluster measured (a throw-away cluster on 127.0.0.1 that lives only during the run) is on its
- * command line.
+ * CONNECTIONS -n REQUESTS -r KEYS -t set,get --csv}. In cluster mode redis-benchmark gives each
+ * primary its own hash tag and each request picks one of {@code KEYS} keys at random under the tag
+ * of its connection's primary: {@code -r KEYS} names {@code KEYS} keys on every primary, the
+ * primaries times as many in all (without {@code -r} each connection would SET and GET one key of
+ * its node again and again: values that stay in the node's processor caches and a spread over the
+ * primaries fixed by the connections, which with 256 KiB values ran SET at 1.1 to 1.4 times and GET
+ * at 0.56 to 0.64 times the random-key rates of the same cluster). {@link #run} therefore takes
+ * the keys per primary.
+ *
+ * <p>A GET of a key that is not there (never set, or evicted at {@code maxmemory}) is a nil reply
+ * of five bytes, far cheaper than a value: a working set the nodes cannot hold, or a SET test too
+ * short to write every key, turns the GET rate into a rate of misses (with 256 KiB values and three
+ * times the keys a 256 MiB node holds, half the GETs missed and the rate nearly doubled). Each run
+ * therefore resets the primaries' statistics first and reports which fraction of its GETs found
+ * their key ({@link Rates#getHitFraction}), from the primaries' {@code keyspace_hits} and
+ * {@code keyspace_misses} (a SET counts in neither).
  *
  * <p>Its clock: in cluster mode redis-benchmark ends a test on its 250 ms progress timer, so the
  * duration it divides by is the true one rounded up to the next tick (a test of 300 requests that
@@ -50,8 +55,9 @@ public final class RedisBenchmark {
      *
      * @param setSeconds duration of the SET test as redis-benchmark reported it (a whole number of ticks)
      * @param getSeconds the same for GET
+     * @param getHitFraction the fraction of the GET test's requests that found their key, 0..1
      */
-    public record Rates(double setPerSecond, double getPerSecond, double setSeconds, double getSeconds) {
+    public record Rates(double setPerSecond, double getPerSecond, double setSeconds, double getSeconds, double getHitFraction) {
         /** The largest relative error of either rate from the clock's tick: half a tick over the shorter test. */
         public double uncertainty() {
             return TICK_SECONDS / 2 / Math.min(setSeconds, getSeconds);
@@ -92,23 +98,25 @@ public final class RedisBenchmark {
      * @param depth       requests pipelined per connection ({@code -P})
      * @param connections parallel connections ({@code -c})
      * @param requests    requests of each test ({@code -n})
-     * @param keys        keys the requests pick from at random ({@code -r}), at least 1
+     * @param keysPerPrimary keys on each primary the requests pick from at random ({@code -r}), at least 1
      * @throws IOException naming the command (never the password) and its output when it fails or
      *                     reports no rate
      */
-    public static Rates run(String node, String password, long valueBytes, int depth, int connections, int requests, int keys)
-            throws IOException {
-        if (keys < 1) {
-            throw new IllegalArgumentException("redis-benchmark needs at least 1 key to pick from, got " + keys);
+    public static Rates run(String node, String password, long valueBytes, int depth, int connections, int requests,
+                            int keysPerPrimary) throws IOException {
+        if (keysPerPrimary < 1) {
+            throw new IllegalArgumentException("redis-benchmark needs at least 1 key per primary to pick from, got " + keysPerPrimary);
         }
         int colon = node.lastIndexOf(':');
         List<String> cmd = new ArrayList<>(List.of(binary().toString(), "--cluster", "-h", node.substring(0, colon), "-p",
                 node.substring(colon + 1), "-d", Long.toString(valueBytes), "-P", Integer.toString(depth), "-c",
-                Integer.toString(connections), "-n", Integer.toString(requests), "-r", Integer.toString(keys), "-t", "set,get", "--csv"));
+                Integer.toString(connections), "-n", Integer.toString(requests), "-r", Integer.toString(keysPerPrimary), "-t", "set,get",
+                "--csv"));
         String shown = String.join(" ", cmd);
         if (password != null) {
             cmd.addAll(List.of("-a", password));
         }
+        callPrimaries(node, password, "CONFIG", "RESETSTAT");
         Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
         p.getOutputStream().close();
         String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
@@ -127,7 +135,63 @@ public final class RedisBenchmark {
         if (p.exitValue() != 0) {
             throw new IOException("redis-benchmark failed (exit " + p.exitValue() + ", " + shown + "): " + tail(out));
         }
-        return of(requests, parse(out, shown));
+        return of(requests, parse(out, shown), keyspace(node, password).hitFraction());
+    }
+
+    /**
+     * GETs that found their key and GETs that did not, summed over the primaries since their
+     * statistics were last reset, and how many primaries answered.
+     *
+     * @param primaries primaries whose statistics were read
+     * @param hits      their {@code keyspace_hits}
+     * @param misses    their {@code keyspace_misses}
+     */
+    public record Keyspace(int primaries, long hits, long misses) {
+        /** The fraction of lookups that found their key; 0 when there was none. */
+        public double hitFraction() {
+            return hits + misses == 0 ? 0 : (double) hits / (hits + misses);
+        }
+    }
+
+    /**
+     * The cluster's primaries and their lookups ({@code INFO stats} on every primary).
+     *
+     * @throws IOException naming the command and its output when it fails or a primary's answer lacks the counters
+     */
+    public static Keyspace keyspace(String node, String password) throws IOException {
+        return parseKeyspace(callPrimaries(node, password, "INFO", "stats"));
+    }
+
+    /**
+     * Sums {@code keyspace_hits} and {@code keyspace_misses} over the answers of
+     * {@code redis-cli --cluster call NODE INFO stats}: one block per primary, each with both counters.
+     *
+     * @throws IOException naming what is missing when no primary answered or one answered without a counter
+     */
+    static Keyspace parseKeyspace(String out) throws IOException {
+        int hitsSeen = 0;
+        int missesSeen = 0;
+        long hits = 0;
+        long misses = 0;
+        for (String line : out.split("\r?\n")) {
+            String l = line.strip();
+            try {
+                if (l.startsWith("keyspace_hits:")) {
+                    hits += Long.parseLong(l.substring("keyspace_hits:".length()));
+                    hitsSeen++;
+                } else if (l.startsWith("keyspace_misses:")) {
+                    misses += Long.parseLong(l.substring("keyspace_misses:".length()));
+                    missesSeen++;
+                }
+            } catch (NumberFormatException e) {
+                throw new IOException("a primary reported an unreadable counter '" + l + "' in INFO stats");
+            }
+        }
+        if (hitsSeen == 0 || hitsSeen != missesSeen) {
+            throw new IOException("INFO stats of the primaries gave " + hitsSeen + " keyspace_hits and " + missesSeen
+                    + " keyspace_misses counters (one of each per primary expected): " + tail(out));
+        }
+        return new Keyspace(hitsSeen, hits, misses);
     }
 
     /**
@@ -162,8 +226,21 @@ public final class RedisBenchmark {
     }
 
     private static void flushAllOnce(String node, String password) throws IOException {
+        callPrimaries(node, password, "FLUSHALL");
+    }
+
+    /**
+     * Runs one command on every primary ({@code redis-cli --cluster call NODE COMMAND...
+     * --cluster-only-masters}) and returns what redis-cli printed. The password travels in
+     * {@code REDISCLI_AUTH}, which redis-cli honours, never on its command line.
+     *
+     * @throws IOException naming the command and its output when it fails or a node refuses it
+     */
+    private static String callPrimaries(String node, String password, String... command) throws IOException {
         Path cli = binary().resolveSibling("redis-cli");
-        List<String> cmd = List.of(cli.toString(), "--cluster", "call", node, "FLUSHALL", "--cluster-only-masters");
+        List<String> cmd = new ArrayList<>(List.of(cli.toString(), "--cluster", "call", node));
+        cmd.addAll(List.of(command));
+        cmd.add("--cluster-only-masters");
         ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true);
         pb.environment().remove("REDISCLI_AUTH");
         if (password != null) {
@@ -172,18 +249,21 @@ public final class RedisBenchmark {
         Process p = pb.start();
         p.getOutputStream().close();
         String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        String shown = String.join(" ", command);
         try {
             if (!p.waitFor(60, TimeUnit.SECONDS)) {
                 p.destroyForcibly();
-                throw new IOException("redis-cli FLUSHALL did not finish within 60 s (" + String.join(" ", cmd) + ")");
+                throw new IOException("redis-cli " + shown + " did not finish within 60 s (" + String.join(" ", cmd) + ")");
             }
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw new IOException("interrupted while waiting for redis-cli", e);
         }
         if (p.exitValue() != 0 || out.contains("ERR") || out.contains("NOAUTH")) {
-            throw new IOException("emptying the cluster failed (exit " + p.exitValue() + ", " + String.join(" ", cmd) + "): " + tail(out));
+            throw new IOException("redis-cli " + shown + " on the primaries failed (exit " + p.exitValue() + ", " + String.join(" ", cmd)
+                    + "): " + tail(out));
         }
+        return out;
     }
 
     /**
@@ -222,11 +302,14 @@ public final class RedisBenchmark {
         return new double[] {set, get};
     }
 
-    /** The rates of a run of {@code requests} requests per test that printed the rates {@code printed} ({@code {set, get}}). */
-    static Rates of(int requests, double[] printed) {
+    /**
+     * The rates of a run of {@code requests} requests per test that printed the rates
+     * {@code printed} ({@code {set, get}}) and whose GETs found their key in {@code getHitFraction} of cases.
+     */
+    static Rates of(int requests, double[] printed, double getHitFraction) {
         double setSeconds = requests / printed[0];
         double getSeconds = requests / printed[1];
-        return new Rates(corrected(requests, setSeconds), corrected(requests, getSeconds), setSeconds, getSeconds);
+        return new Rates(corrected(requests, setSeconds), corrected(requests, getSeconds), setSeconds, getSeconds, getHitFraction);
     }
 
     private static String unquote(String s) {

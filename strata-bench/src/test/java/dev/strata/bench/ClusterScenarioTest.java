@@ -3,6 +3,8 @@ package dev.strata.bench;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.strata.cluster.ClusterSettings;
+import dev.strata.cluster.LocalRedisCluster;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -53,7 +55,8 @@ class ClusterScenarioTest {
         for (String size : List.of("256KiB", "1280KiB")) {
             assertThat(byName.get("cluster_block_put_" + size).unit()).isEqualTo("blocks/s");
             assertThat(byName.get("cluster_block_get_" + size).baseline()).contains("redis-benchmark").contains("-P 4 -c 4");
-            assertThat(byName.get("cluster_block_get_" + size).note()).contains("16 requests in flight").contains("MB/s");
+            assertThat(byName.get("cluster_block_get_" + size).note()).contains("16 requests in flight").contains("MB/s")
+                    .contains("on each of 3 primaries").contains("of its GETs finding their key");
         }
         assertThat(byName.get("ttft_cluster_prefix_hit_1024tok").goal()).isEqualTo("<= 0.2");
         assertThat(byName.get("ttft_cluster_prefix_hit_1024tok").note()).contains("the hit loads 1008 tokens");
@@ -82,17 +85,63 @@ class ClusterScenarioTest {
                 .isInstanceOf(IOException.class).hasMessageContaining("no SET and GET rates").hasMessageContaining("-t set,get");
     }
 
+    @Test
+    void primariesStatisticsAreSummedAndAnAnswerWithoutCountersIsAnError() throws IOException {
+        String out = """
+                >>> Calling INFO stats
+                127.0.0.1:21000: # Stats
+                keyspace_hits:7160
+                keyspace_misses:0
+                127.0.0.1:21001: # Stats
+                keyspace_hits:2855
+                keyspace_misses:2693
+                """;
+        RedisBenchmark.Keyspace k = RedisBenchmark.parseKeyspace(out);
+        assertThat(k).isEqualTo(new RedisBenchmark.Keyspace(2, 10_015, 2_693));
+        assertThat(k.hitFraction()).isCloseTo(10_015.0 / 12_708, org.assertj.core.data.Offset.offset(1e-12));
+        assertThatThrownBy(() -> RedisBenchmark.parseKeyspace(">>> Calling INFO stats\n127.0.0.1:21000: ERR\n"))
+                .isInstanceOf(IOException.class).hasMessageContaining("0 keyspace_hits");
+        assertThatThrownBy(() -> RedisBenchmark.parseKeyspace("keyspace_hits:1\nkeyspace_misses:x\n"))
+                .isInstanceOf(IOException.class).hasMessageContaining("keyspace_misses:x");
+    }
+
+    /**
+     * In cluster mode redis-benchmark's {@code -r} names keys on each primary: a working set its
+     * nodes cannot hold turns many of its GETs into nil replies, and the run says how many; keys
+     * that fit are all found.
+     */
+    @Test
+    void redisBenchmarkReportsTheShareOfItsGetsThatFoundTheirKey() throws IOException {
+        LocalRedisCluster cluster = LocalRedisCluster.create(work.resolve("rb-cluster"), 3, 0, LocalRedisCluster.freePortBase(3), true,
+                16L << 20, "allkeys-lru");
+        try {
+            cluster.start(java.time.Duration.ofSeconds(60));
+            String node = cluster.nodes().getFirst();
+            String password = ClusterSettings.of(cluster, java.time.Duration.ofSeconds(2)).password();
+            long value = 256 << 10;
+            RedisBenchmark.flushAll(node, password);
+            RedisBenchmark.Rates fits = RedisBenchmark.run(node, password, value, 4, 4, 600, 8); // 2 MiB a primary
+            assertThat(fits.getHitFraction()).isEqualTo(1.0);
+            RedisBenchmark.flushAll(node, password);
+            RedisBenchmark.Rates overflows = RedisBenchmark.run(node, password, value, 4, 4, 600, 256); // up to 64 MiB a primary
+            assertThat(overflows.getHitFraction()).isPositive().isLessThan(0.9);
+            assertThat(RedisBenchmark.keyspace(node, password).primaries()).isEqualTo(3);
+        } finally {
+            cluster.stop();
+        }
+    }
+
     /**
      * redis-benchmark in cluster mode rounds a test's duration up to its 250 ms timer: 300 requests
      * printed as 1195.22/s took 0.251 s by its clock, and between 0.001 and 0.251 s in truth.
      */
     @Test
     void redisBenchmarkRatesAreTakenAtTheMiddleOfTheTickTheirDurationWasRoundedTo() {
-        RedisBenchmark.Rates r = RedisBenchmark.of(300, new double[] {1195.22, 119521.92 / 100});
+        RedisBenchmark.Rates r = RedisBenchmark.of(300, new double[] {1195.22, 119521.92 / 100}, 1);
         assertThat(r.setSeconds()).isCloseTo(0.251, org.assertj.core.data.Offset.offset(1e-4));
         assertThat(r.setPerSecond()).isCloseTo(300 / 0.126, org.assertj.core.data.Offset.offset(1.0));
         assertThat(r.uncertainty()).isCloseTo(0.125 / 0.251, org.assertj.core.data.Offset.offset(1e-3));
-        RedisBenchmark.Rates longRun = RedisBenchmark.of(12_000, new double[] {12_000 / 4.001, 12_000 / 3.001});
+        RedisBenchmark.Rates longRun = RedisBenchmark.of(12_000, new double[] {12_000 / 4.001, 12_000 / 3.001}, 1);
         assertThat(longRun.getPerSecond()).isCloseTo(12_000 / 2.876, org.assertj.core.data.Offset.offset(1.0));
         assertThat(longRun.uncertainty()).as("half a tick against the shorter test").isCloseTo(0.125 / 3.001,
                 org.assertj.core.data.Offset.offset(1e-4));
