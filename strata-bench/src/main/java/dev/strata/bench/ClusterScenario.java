@@ -38,6 +38,13 @@ public final class ClusterScenario implements Scenario {
         return "cluster";
     }
 
+    /**
+     * {@code maxmemory} of each node in a full run, bytes: room for a few seconds of new 1.25 MiB
+     * values on one primary (the throughput measure writes at most 3 GiB to the primaries, as much
+     * again to the replicas).
+     */
+    static final long FULL_RUN_NODE_MEMORY = 2L << 30;
+
     @Override
     public String description() {
         return "cluster tier on a local Redis Cluster: block put/get vs redis-benchmark, TTFT vs cold and pool, failover recovery";
@@ -57,7 +64,8 @@ public final class ClusterScenario implements Scenario {
         progress.step("starting a local Redis Cluster (3 primaries, 1 replica each)");
         Path dir = work.resolve("cluster-" + ProcessHandle.current().pid());
         deleteTree(dir);
-        LocalRedisCluster cluster = create(dir);
+        // a full run's new-key SET test writes seconds of values without evicting: room for them
+        LocalRedisCluster cluster = quick ? create(dir) : create(dir, FULL_RUN_NODE_MEMORY);
         List<Figure> figures = new ArrayList<>();
         try {
             cluster.start(Duration.ofSeconds(60));
@@ -101,6 +109,11 @@ public final class ClusterScenario implements Scenario {
     /** Describes a cluster of 3 primaries with 1 replica each and a password in {@code dir}, on free ports; not started. */
     static LocalRedisCluster create(Path dir) {
         return LocalRedisCluster.create(dir, 3, 1, LocalRedisCluster.freePortBase(6), true);
+    }
+
+    /** As {@link #create(Path)}, each node keeping up to {@code maxmemory} bytes (LRU beyond). */
+    static LocalRedisCluster create(Path dir, long maxmemory) {
+        return LocalRedisCluster.create(dir, 3, 1, LocalRedisCluster.freePortBase(6), true, maxmemory, "allkeys-lru");
     }
 
     /** Deletes {@code dir} and everything under it; nothing when it does not exist. */

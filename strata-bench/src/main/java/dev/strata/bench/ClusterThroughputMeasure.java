@@ -32,29 +32,42 @@ import java.util.concurrent.atomic.AtomicLong;
  * <p>Each run starts from an empty cluster ({@link RedisBenchmark#flushAll}, untimed) and does a
  * put phase, then a get phase:
  * <ul>
- *   <li>candidate: {@code blocks} blocks of seeded random bytes published under distinct keys
- *       (new keys every run) through the store's API from one thread, the store's write window
- *       sized to hold {@link #IN_FLIGHT} values (a publish that finds it full waits for room,
- *       {@link ClusterBlockStore#awaitWriteRoom}, and is offered again),
- *       timed until {@link ClusterBlockStore#awaitWrites} returns; then every block read back with
- *       {@link ClusterBlockStore#readAsync} into its own slot of an off-heap arena (as an engine
- *       loads blocks into its KV slots; each value's header and checksum verified),
- *       {@link #IN_FLIGHT} reads outstanding, each answer starting the next read. A read that misses fails the measure: a miss is a
- *       cheaper request than a load and would flatter the figure;</li>
- *   <li>baseline: {@code redis-benchmark --cluster -t set,get} with values of the size Strata
- *       stores (the block and its {@link ClusterBlockFormat#HEADER_BYTES}-byte header),
- *       {@link #CONNECTIONS} connections of pipeline depth {@link #DEPTH} (the same
- *       {@link #IN_FLIGHT} requests outstanding), its requests picking at random among as many
- *       keys as Strata's run has blocks (in cluster mode its {@code -r} counts keys per primary,
- *       so it is the blocks over the primaries): the same working set, spread over the primaries
- *       by hash slot as Strata's keys are. Every GET must find its key, as every Strata read must:
- *       each test runs at least {@value #REQUESTS_PER_KEY} requests per key, so that its SETs
- *       write every key, and a run whose GETs found their key less than
- *       {@value #LEAST_BASELINE_HIT_FRACTION} of the time fails the measure (a nil reply is
- *       cheaper than a value and would flatter the baseline). Its clock ends a test on a 250 ms
- *       tick ({@link RedisBenchmark}), so its warm-up run sizes the measured runs: enough requests
- *       that its faster test lasts at least {@code baselineSeconds} even at the highest rate the
- *       warm-up allows, which bounds the tick's error to a few percent (given in the note).</li>
+ *   <li>candidate: as many blocks as the baseline's SET test writes new keys (the same work
+ *       for the nodes), of seeded random bytes, published under distinct keys (new keys every
+ *       run) through the store's API from one thread, the store's write window sized to hold
+ *       {@link #IN_FLIGHT} values (a publish that finds it full waits for room,
+ *       {@link ClusterBlockStore#awaitWriteRoom}, and is offered again), timed until
+ *       {@link ClusterBlockStore#awaitWrites} returns; then the first {@code blocks} of them read
+ *       back with {@link ClusterBlockStore#readAsync}, each into its own slot of an off-heap
+ *       arena (as an engine loads blocks into its KV slots; each value's header and checksum
+ *       verified), {@link #IN_FLIGHT} reads outstanding, each answer starting the next read. A
+ *       read that misses fails the measure: a miss is a cheaper request than a load and would
+ *       flatter the figure;</li>
+ *   <li>baseline: {@code redis-benchmark --cluster} with values of the size Strata stores (the
+ *       block and its {@link ClusterBlockFormat#HEADER_BYTES}-byte header), {@link #CONNECTIONS}
+ *       connections of pipeline depth {@link #DEPTH} (the same {@link #IN_FLIGHT} requests
+ *       outstanding), in two runs from an empty cluster each:
+ *       <ul>
+ *         <li>put: a SET test of new keys ({@link RedisBenchmark#setNewKeys}), as Strata's
+ *             puts write blocks the cluster does not hold. A SET that overwrites a key reuses
+ *             memory its node already holds and costs the node less (with 256 KiB values its
+ *             rate was 1.1 to 1.5 times that of new keys here); the run must end with every key
+ *             new and none evicted, so it writes at most {@value #NEW_KEY_MEMORY_SHARE} of a
+ *             primary's {@code maxmemory} into the primary that takes the most connections, or the
+ *             measure fails;</li>
+ *         <li>get: {@code -t set,get} with its requests picking at random among as many keys as
+ *             Strata's run has blocks (in cluster mode {@code -r} counts keys per primary, so it
+ *             is the blocks over the primaries): the same working set, spread over the primaries
+ *             by hash slot as Strata's keys are. Every GET must find its key, as every Strata read
+ *             must: the run has at least {@value #REQUESTS_PER_KEY} requests per key, so that its
+ *             SETs write every key, and a run whose GETs found their key less than
+ *             {@value #LEAST_BASELINE_HIT_FRACTION} of the time fails the measure (a nil reply is
+ *             cheaper than a value and would flatter the baseline).</li>
+ *       </ul>
+ *       Its clock ends a test on a 250 ms tick ({@link RedisBenchmark}), so its warm-up runs size
+ *       the measured ones: enough requests that each measured test lasts at least
+ *       {@code baselineSeconds} even at the highest rate the warm-up allows, which bounds the
+ *       tick's error to a few percent (given in the note).</li>
  * </ul>
  * Baseline and candidate runs alternate after one warm-up run of each ({@link Trials}).
  * Figures {@code cluster_block_put_<size>} and {@code cluster_block_get_<size>} in blocks/s (one
@@ -76,6 +89,10 @@ public final class ClusterThroughputMeasure {
     static final int REQUESTS_PER_KEY = 20;
     /** The least fraction of redis-benchmark's GETs that must find their key. */
     static final double LEAST_BASELINE_HIT_FRACTION = 0.999;
+    /** The most of the primaries' {@code maxmemory} the new-key SET test may write: the rest is the nodes' own. */
+    static final double NEW_KEY_MEMORY_SHARE = 0.75;
+    /** The memory the new-key SET test may fill on a cluster without a {@code maxmemory}, bytes per primary. */
+    private static final long UNLIMITED_NODE_BUDGET = 1L << 30;
     private static final int BLOCK_TOKENS = 16;
     private static final int SOURCES = 16; // distinct source blocks the puts cycle through
     private static final Duration TIMEOUT = Duration.ofSeconds(20); // per call: far above any healthy answer
@@ -90,8 +107,8 @@ public final class ClusterThroughputMeasure {
 
     /** The baseline's description. */
     static String baseline(boolean put) {
-        return String.format(Locale.ROOT, "redis-benchmark --cluster %s, same value size and keys, -P %d -c %d", put ? "SET" : "GET", DEPTH,
-                CONNECTIONS);
+        return String.format(Locale.ROOT, "redis-benchmark --cluster %s, same value size, -P %d -c %d",
+                put ? "SET of new keys into an emptied cluster" : "GET of a working set as large as the blocks", DEPTH, CONNECTIONS);
     }
 
     /**
@@ -152,19 +169,38 @@ public final class ClusterThroughputMeasure {
             MemorySegment slots = arena.allocate(size * blocks, 4096); // one destination slot per block
             slots.fill((byte) 0);
             AtomicLong run = new AtomicLong();
-            int primaries = RedisBenchmark.keyspace(seed, settings.password()).primaries();
+            RedisBenchmark.Keyspace layout = RedisBenchmark.keyspace(seed, settings.password());
+            int primaries = layout.primaries();
             int keysPerPrimary = (blocks + primaries - 1) / primaries; // redis-benchmark's -r: its keys on each primary
             int leastRequests = REQUESTS_PER_KEY * keysPerPrimary * primaries;
-            int[] requests = {leastRequests}; // of each redis-benchmark test: the warm-up's, then as its rates say
+            long nodeBudget = layout.maxmemory() > 0 ? layout.maxmemory() : UNLIMITED_NODE_BUDGET;
+            // redis-benchmark binds connection c to primary c % primaries: the busiest primary takes at most
+            // ceil(connections / primaries) of the connections' requests
+            double busiestShare = (double) ((CONNECTIONS + primaries - 1) / primaries) / CONNECTIONS;
+            int mostNewKeys = (int) Math.min(Integer.MAX_VALUE, (long) (NEW_KEY_MEMORY_SHARE * nodeBudget / busiestShare / valueBytes));
+            if (mostNewKeys < blocks) {
+                throw new IllegalStateException("the cluster's primaries hold " + (nodeBudget >> 20) + " MiB each: too little for a SET test"
+                        + " of " + blocks + " new values of " + valueBytes + " bytes, " + busiestShare + " of them on one primary, in "
+                        + NEW_KEY_MEMORY_SHARE + " of its memory");
+            }
+            int[] requests = {leastRequests}; // of each redis-benchmark GET run: the warm-up's, then as its rates say
+            int[] newKeys = {blocks};         // new keys of each put run, either side: the warm-up's, then as the baseline's rate says
             double[] leastHits = {1};         // the smallest fraction of GETs that found their key in a run
             double[] uncertainty = {0};    // the largest tick error of a measured redis-benchmark run
             boolean[] sized = {false};     // the warm-up run has sized the measured ones
             Paired[] phases = Trials.pairedEach(rounds, () -> {
                 flush(seed, settings.password());
+                int m = newKeys[0];
+                RedisBenchmark.NewKeys w = setNewKeys(seed, settings.password(), valueBytes, m);
+                if (w.evicted() > 0 || w.keys() < LEAST_BASELINE_HIT_FRACTION * m) {
+                    throw new IllegalStateException(String.format(Locale.ROOT, "redis-benchmark's SET of %d new keys left %d keys and evicted"
+                            + " %d: its rate would not be a rate of new keys written into free memory", m, w.keys(), w.evicted()));
+                }
+                flush(seed, settings.password());
                 int n = requests[0];
                 RedisBenchmark.Rates r = redisBenchmark(seed, settings.password(), valueBytes, n, keysPerPrimary);
-                log.printf(Locale.ROOT, "      redis-benchmark %d KiB: SET %.0f/s, GET %.0f/s (%d requests each, %.2f s and %.2f s;"
-                                + " %.2f%% of GETs found their key)%n", size >> 10, r.setPerSecond(), r.getPerSecond(), n, r.setSeconds(),
+                log.printf(Locale.ROOT, "      redis-benchmark %d KiB: SET %.0f/s of new keys (%d requests, %.2f s), GET %.0f/s (%d requests,"
+                                + " %.2f s; %.2f%% of GETs found their key)%n", size >> 10, w.perSecond(), m, w.seconds(), r.getPerSecond(), n,
                         r.getSeconds(), 100 * r.getHitFraction());
                 if (r.getHitFraction() < LEAST_BASELINE_HIT_FRACTION) {
                     throw new IllegalStateException(String.format(Locale.ROOT, "redis-benchmark's GETs found their key %.2f%% of the time"
@@ -174,15 +210,17 @@ public final class ClusterThroughputMeasure {
                 leastHits[0] = Math.min(leastHits[0], r.getHitFraction());
                 if (!sized[0]) { // the warm-up: size the measured runs
                     sized[0] = true;
-                    requests[0] = (int) Math.max(leastRequests, Math.ceil(r.highestPerSecond(n) * baselineSeconds));
+                    requests[0] = (int) Math.max(leastRequests, Math.ceil(RedisBenchmark.highest(n, r.getSeconds()) * baselineSeconds));
+                    newKeys[0] = (int) Math.min(mostNewKeys, Math.max(blocks, Math.ceil(w.highestPerSecond(m) * baselineSeconds)));
                 } else {
-                    uncertainty[0] = Math.max(uncertainty[0], r.uncertainty());
+                    uncertainty[0] = Math.max(uncertainty[0], Math.max(w.uncertainty(), RedisBenchmark.uncertainty(r.getSeconds())));
                 }
-                return new double[] {r.setPerSecond(), r.getPerSecond()};
+                return new double[] {w.perSecond(), r.getPerSecond()};
             }, () -> {
                 flush(seed, settings.password());
                 long id = run.incrementAndGet();
-                double put = blocks / seconds(() -> putAll(store, id, blocks, size, sources));
+                int m = newKeys[0]; // as many new keys as redis-benchmark's SET test of this round writes
+                double put = m / seconds(() -> putAll(store, id, m, size, sources));
                 double get = blocks / seconds(() -> getAll(store, id, blocks, size, slots));
                 log.printf(Locale.ROOT, "      strata %d KiB: put %.0f blocks/s, get %.0f blocks/s%n", size >> 10, put, get);
                 return new double[] {put, get};
@@ -194,12 +232,16 @@ public final class ClusterThroughputMeasure {
                 double strata = f.value();
                 double redis = f.baselineValue();
                 figures.add(f
-                        .withNote(String.format(Locale.ROOT, "%.0f MB/s of block bytes against %.0f MB/s; %d blocks of %d KiB per run"
-                                        + " on distinct keys, %d requests in flight; redis-benchmark %d requests per test picking among as many keys"
-                                        + " as there are blocks (-r %d on each of %d primaries), at least %.2f%% of its GETs finding their key, its rate"
+                        .withNote(String.format(Locale.ROOT, "%.0f MB/s of block bytes against %.0f MB/s; %s of %d KiB per run"
+                                        + " on distinct keys, %d requests in flight; redis-benchmark %s, its rates"
                                         + " within %.1f%% (its 250 ms clock); 3 primaries with 1 replica each on this machine;"
-                                        + " %d paired rounds", strata * size / 1e6, redis * size / 1e6, blocks, size >> 10,
-                                IN_FLIGHT, requests[0], keysPerPrimary, primaries, 100 * leastHits[0], 100 * uncertainty[0], rounds)));
+                                        + " %d paired rounds", strata * size / 1e6, redis * size / 1e6,
+                                put ? newKeys[0] + " blocks written" : blocks + " blocks read", size >> 10, IN_FLIGHT,
+                                put ? String.format(Locale.ROOT, "%d SETs of new keys per run, none evicted", newKeys[0])
+                                        : String.format(Locale.ROOT, "%d requests per test picking among as many keys as there are blocks (-r %d on"
+                                                + " each of %d primaries), at least %.2f%% of its GETs finding their key", requests[0],
+                                        keysPerPrimary, primaries, 100 * leastHits[0]),
+                                100 * uncertainty[0], rounds)));
             }
             return figures;
         }
@@ -217,11 +259,11 @@ public final class ClusterThroughputMeasure {
      * once an answer has made room, so that the window stays full and every block is written once.
      */
     private static void putAll(ClusterBlockStore store, long run, int blocks, long size, MemorySegment sources) {
-        long deadline = System.nanoTime() + TIMEOUT.toNanos();
         long publishedBefore = store.metrics().published();
         for (int i = 0; i < blocks; i++) {
             List<MemorySegment> src = List.of(sources.asSlice((i % SOURCES) * size, size));
             PublishStatus st;
+            long deadline = System.nanoTime() + TIMEOUT.toNanos(); // for this block to find room
             while ((st = store.publish(key(run, i), src)) == PublishStatus.FULL) {
                 if (System.nanoTime() > deadline || !store.awaitWriteRoom(TIMEOUT)) {
                     throw new IllegalStateException("the store's write window stayed full for " + TIMEOUT.toSeconds() + " s at block " + i
@@ -299,6 +341,14 @@ public final class ClusterThroughputMeasure {
     private static void flush(String node, String password) {
         try {
             RedisBenchmark.flushAll(node, password);
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    private static RedisBenchmark.NewKeys setNewKeys(String node, String password, long valueBytes, int requests) {
+        try {
+            return RedisBenchmark.setNewKeys(node, password, valueBytes, DEPTH, CONNECTIONS, requests);
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         }

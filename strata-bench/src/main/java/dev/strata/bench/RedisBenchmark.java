@@ -44,8 +44,8 @@ import java.util.concurrent.TimeUnit;
 public final class RedisBenchmark {
     /** The period of redis-benchmark's timer that ends a test in cluster mode, seconds. */
     static final double TICK_SECONDS = 0.25;
-    private static final int FLUSH_ATTEMPTS = 10;        // FLUSHALL calls before a node that is not ready is an error
-    private static final long FLUSH_RETRY_MILLIS = 500;  // between two of them
+    private static final int CALL_ATTEMPTS = 10;        // redis-cli calls before a node that is not ready is an error
+    private static final long CALL_RETRY_MILLIS = 500;  // between two of them
 
     private RedisBenchmark() {
     }
@@ -60,13 +60,23 @@ public final class RedisBenchmark {
     public record Rates(double setPerSecond, double getPerSecond, double setSeconds, double getSeconds, double getHitFraction) {
         /** The largest relative error of either rate from the clock's tick: half a tick over the shorter test. */
         public double uncertainty() {
-            return TICK_SECONDS / 2 / Math.min(setSeconds, getSeconds);
+            return RedisBenchmark.uncertainty(Math.min(setSeconds, getSeconds));
         }
 
         /** The highest rate either test can have had: its requests over the reported duration less a whole tick. */
         public double highestPerSecond(int requests) {
-            return requests / Math.max(TICK_SECONDS / 5, Math.min(setSeconds, getSeconds) - TICK_SECONDS);
+            return highest(requests, Math.min(setSeconds, getSeconds));
         }
+    }
+
+    /** The largest relative error from the clock's tick of a rate over a test reported to last {@code reported} seconds. */
+    static double uncertainty(double reported) {
+        return TICK_SECONDS / 2 / reported;
+    }
+
+    /** The highest rate a test of {@code requests} reported to last {@code reported} seconds can have had: a whole tick taken off. */
+    static double highest(int requests, double reported) {
+        return requests / Math.max(TICK_SECONDS / 5, reported - TICK_SECONDS);
     }
 
     /** The rate of {@code requests} over a reported duration of {@code reported} seconds, half a tick taken off. */
@@ -90,7 +100,11 @@ public final class RedisBenchmark {
     }
 
     /**
-     * Runs one benchmark of SET then GET.
+     * Runs one benchmark of SET then GET on {@code keysPerPrimary} keys of each primary, picked at
+     * random: after the SET test has written them, the GET test's rate is a rate of values read
+     * ({@link Rates#getHitFraction} says which share was). Its SET test mostly overwrites keys it
+     * wrote before, which a node does in memory it already holds: {@link #setNewKeys} measures
+     * writes of new keys.
      *
      * @param node        a seed node, {@code host:port}
      * @param password    the cluster's password, or null
@@ -107,10 +121,60 @@ public final class RedisBenchmark {
         if (keysPerPrimary < 1) {
             throw new IllegalArgumentException("redis-benchmark needs at least 1 key per primary to pick from, got " + keysPerPrimary);
         }
+        double[] printed = invoke(node, password, valueBytes, depth, connections, requests, keysPerPrimary, "set,get");
+        return of(requests, printed, keyspace(node, password).hitFraction());
+    }
+
+    /** Keys per primary a new-key SET test picks from: so many that its requests almost never name a key twice. */
+    static final int NEW_KEY_SPACE = 1_000_000_000;
+
+    /**
+     * The rate of one SET test whose requests write new keys (picked among {@value #NEW_KEY_SPACE}
+     * on each primary), as a cache tier writes blocks it has not stored before, with what the
+     * primaries held after it.
+     *
+     * @param perSecond SETs per second, corrected for the clock ({@link #corrected})
+     * @param seconds   the test's duration as redis-benchmark reported it
+     * @param keys      keys the primaries held after the test
+     * @param evicted   keys the primaries evicted during it ({@code maxmemory}): a run that evicted
+     *                  measured writes into a full node, not into free memory
+     */
+    public record NewKeys(double perSecond, double seconds, long keys, long evicted) {
+        /** The largest relative error of the rate from the clock's tick. */
+        public double uncertainty() {
+            return RedisBenchmark.uncertainty(seconds);
+        }
+
+        /** The highest rate the test of {@code requests} can have had. */
+        public double highestPerSecond(int requests) {
+            return highest(requests, seconds);
+        }
+    }
+
+    /**
+     * Runs one SET test of {@code requests} requests on new keys into the cluster as it is (empty it
+     * first with {@link #flushAll} to measure writes into free memory).
+     *
+     * @throws IOException naming the command (never the password) and its output when it fails or reports no rate
+     */
+    public static NewKeys setNewKeys(String node, String password, long valueBytes, int depth, int connections, int requests)
+            throws IOException {
+        double[] printed = invoke(node, password, valueBytes, depth, connections, requests, NEW_KEY_SPACE, "set");
+        Keyspace k = keyspace(node, password);
+        double seconds = requests / printed[0];
+        return new NewKeys(corrected(requests, seconds), seconds, k.keys(), k.evicted());
+    }
+
+    /**
+     * Resets the primaries' statistics, runs redis-benchmark's {@code tests} and returns the rates
+     * it printed, {@code {set, get}} (NaN for a test not run).
+     */
+    private static double[] invoke(String node, String password, long valueBytes, int depth, int connections, int requests,
+                                   int keysPerPrimary, String tests) throws IOException {
         int colon = node.lastIndexOf(':');
         List<String> cmd = new ArrayList<>(List.of(binary().toString(), "--cluster", "-h", node.substring(0, colon), "-p",
                 node.substring(colon + 1), "-d", Long.toString(valueBytes), "-P", Integer.toString(depth), "-c",
-                Integer.toString(connections), "-n", Integer.toString(requests), "-r", Integer.toString(keysPerPrimary), "-t", "set,get",
+                Integer.toString(connections), "-n", Integer.toString(requests), "-r", Integer.toString(keysPerPrimary), "-t", tests,
                 "--csv"));
         String shown = String.join(" ", cmd);
         if (password != null) {
@@ -135,18 +199,22 @@ public final class RedisBenchmark {
         if (p.exitValue() != 0) {
             throw new IOException("redis-benchmark failed (exit " + p.exitValue() + ", " + shown + "): " + tail(out));
         }
-        return of(requests, parse(out, shown), keyspace(node, password).hitFraction());
+        return parse(out, shown, tests.contains("get"));
     }
 
     /**
-     * GETs that found their key and GETs that did not, summed over the primaries since their
-     * statistics were last reset, and how many primaries answered.
+     * What the primaries report, summed over them: lookups since their statistics were last reset
+     * (GETs that found their key and GETs that did not), keys evicted since then, keys held now,
+     * and the smallest {@code maxmemory} among them.
      *
      * @param primaries primaries whose statistics were read
      * @param hits      their {@code keyspace_hits}
      * @param misses    their {@code keyspace_misses}
+     * @param evicted   their {@code evicted_keys}
+     * @param keys      keys in their database 0
+     * @param maxmemory the smallest {@code maxmemory} of a primary, bytes; 0 when none has a limit
      */
-    public record Keyspace(int primaries, long hits, long misses) {
+    public record Keyspace(int primaries, long hits, long misses, long evicted, long keys, long maxmemory) {
         /** The fraction of lookups that found their key; 0 when there was none. */
         public double hitFraction() {
             return hits + misses == 0 ? 0 : (double) hits / (hits + misses);
@@ -154,69 +222,92 @@ public final class RedisBenchmark {
     }
 
     /**
-     * The cluster's primaries and their lookups ({@code INFO stats} on every primary).
+     * The cluster's primaries, their lookups, evictions, keys and memory limit ({@code INFO stats
+     * keyspace memory} on every primary).
      *
      * @throws IOException naming the command and its output when it fails or a primary's answer lacks the counters
      */
     public static Keyspace keyspace(String node, String password) throws IOException {
-        return parseKeyspace(callPrimaries(node, password, "INFO", "stats"));
+        return parseKeyspace(callPrimaries(node, password, "INFO", "stats", "keyspace", "memory"));
     }
 
     /**
-     * Sums {@code keyspace_hits} and {@code keyspace_misses} over the answers of
-     * {@code redis-cli --cluster call NODE INFO stats}: one block per primary, each with both counters.
+     * Sums the counters of {@link Keyspace} over the answers of {@code redis-cli --cluster call NODE
+     * INFO stats keyspace memory}: one block per primary, each with {@code keyspace_hits},
+     * {@code keyspace_misses}, {@code evicted_keys} and {@code maxmemory}, and {@code db0:keys=N,...}
+     * when its database holds a key.
      *
      * @throws IOException naming what is missing when no primary answered or one answered without a counter
      */
     static Keyspace parseKeyspace(String out) throws IOException {
-        int hitsSeen = 0;
-        int missesSeen = 0;
-        long hits = 0;
-        long misses = 0;
+        String[] counters = {"keyspace_hits:", "keyspace_misses:", "evicted_keys:", "maxmemory:"};
+        int[] seen = new int[counters.length];
+        long[] sum = new long[counters.length];
+        long smallestLimit = Long.MAX_VALUE;
+        long keys = 0;
         for (String line : out.split("\r?\n")) {
             String l = line.strip();
             try {
-                if (l.startsWith("keyspace_hits:")) {
-                    hits += Long.parseLong(l.substring("keyspace_hits:".length()));
-                    hitsSeen++;
-                } else if (l.startsWith("keyspace_misses:")) {
-                    misses += Long.parseLong(l.substring("keyspace_misses:".length()));
-                    missesSeen++;
+                for (int c = 0; c < counters.length; c++) {
+                    if (l.startsWith(counters[c])) {
+                        long v = Long.parseLong(l.substring(counters[c].length()));
+                        sum[c] += v;
+                        seen[c]++;
+                        if (c == 3 && v > 0) {
+                            smallestLimit = Math.min(smallestLimit, v);
+                        }
+                    }
                 }
-            } catch (NumberFormatException e) {
-                throw new IOException("a primary reported an unreadable counter '" + l + "' in INFO stats");
+                if (l.startsWith("db0:keys=")) {
+                    int comma = l.indexOf(',');
+                    keys += Long.parseLong(l.substring("db0:keys=".length(), comma < 0 ? l.length() : comma));
+                }
+            } catch (NumberFormatException | StringIndexOutOfBoundsException e) {
+                throw new IOException("a primary reported an unreadable counter '" + l + "' in INFO");
             }
         }
-        if (hitsSeen == 0 || hitsSeen != missesSeen) {
-            throw new IOException("INFO stats of the primaries gave " + hitsSeen + " keyspace_hits and " + missesSeen
-                    + " keyspace_misses counters (one of each per primary expected): " + tail(out));
+        for (int c = 0; c < counters.length; c++) {
+            if (seen[c] == 0 || seen[c] != seen[0]) {
+                throw new IOException("INFO of the primaries gave " + seen[0] + " " + counters[0].replace(":", "") + " and " + seen[c] + " "
+                        + counters[c].replace(":", "") + " counters (one of each per primary expected): " + tail(out));
+            }
         }
-        return new Keyspace(hitsSeen, hits, misses);
+        return new Keyspace(seen[0], sum[0], sum[1], sum[2], keys, smallestLimit == Long.MAX_VALUE ? 0 : smallestLimit);
     }
 
     /**
      * Empties every primary of the cluster ({@code redis-cli --cluster call NODE FLUSHALL
      * --cluster-only-masters}; the replicas follow), so that each measured run starts from the
-     * same empty cluster. The password travels in {@code REDISCLI_AUTH}, which redis-cli honours.
-     * A node that cannot answer yet (a replica still loading its first copy of its primary) fails
-     * the call; it is tried again every half second, ten times at most.
+     * same empty cluster.
      *
      * @throws IOException naming the command and its output when it fails
      */
     public static void flushAll(String node, String password) throws IOException {
+        callPrimaries(node, password, "FLUSHALL");
+    }
+
+    /**
+     * Runs one command on every primary ({@code redis-cli --cluster call NODE COMMAND...
+     * --cluster-only-masters}) and returns what redis-cli printed. The password travels in
+     * {@code REDISCLI_AUTH}, which redis-cli honours, never on its command line. redis-cli first
+     * reads every node, replicas included: a node that cannot answer yet (a replica still loading
+     * its first copy of its primary) fails the call, which is tried again every half second, ten
+     * times at most.
+     *
+     * @throws IOException naming the command and its output when it fails or a node refuses it
+     */
+    private static String callPrimaries(String node, String password, String... command) throws IOException {
         for (int attempt = 1; ; attempt++) {
             try {
-                flushAllOnce(node, password);
-                return;
+                return callPrimariesOnce(node, password, command);
             } catch (IOException e) {
-                // a node that cannot answer yet (a replica still loading its first copy) fails the whole call: wait, try again
                 boolean notReady = String.valueOf(e.getMessage()).contains("Unable to load info") || String.valueOf(e.getMessage())
                         .contains("LOADING");
-                if (!notReady || attempt == FLUSH_ATTEMPTS) {
+                if (!notReady || attempt == CALL_ATTEMPTS) {
                     throw e;
                 }
                 try {
-                    Thread.sleep(FLUSH_RETRY_MILLIS);
+                    Thread.sleep(CALL_RETRY_MILLIS);
                 } catch (InterruptedException ie) {
                     Thread.currentThread().interrupt();
                     throw e;
@@ -225,18 +316,7 @@ public final class RedisBenchmark {
         }
     }
 
-    private static void flushAllOnce(String node, String password) throws IOException {
-        callPrimaries(node, password, "FLUSHALL");
-    }
-
-    /**
-     * Runs one command on every primary ({@code redis-cli --cluster call NODE COMMAND...
-     * --cluster-only-masters}) and returns what redis-cli printed. The password travels in
-     * {@code REDISCLI_AUTH}, which redis-cli honours, never on its command line.
-     *
-     * @throws IOException naming the command and its output when it fails or a node refuses it
-     */
-    private static String callPrimaries(String node, String password, String... command) throws IOException {
+    private static String callPrimariesOnce(String node, String password, String... command) throws IOException {
         Path cli = binary().resolveSibling("redis-cli");
         List<String> cmd = new ArrayList<>(List.of(cli.toString(), "--cluster", "call", node));
         cmd.addAll(List.of(command));
@@ -259,9 +339,10 @@ public final class RedisBenchmark {
             Thread.currentThread().interrupt();
             throw new IOException("interrupted while waiting for redis-cli", e);
         }
-        if (p.exitValue() != 0 || out.contains("ERR") || out.contains("NOAUTH")) {
+        String refusal = out.lines().filter(l -> l.contains("ERR") || l.contains("NOAUTH")).findFirst().orElse(null);
+        if (p.exitValue() != 0 || refusal != null) {
             throw new IOException("redis-cli " + shown + " on the primaries failed (exit " + p.exitValue() + ", " + String.join(" ", cmd)
-                    + "): " + tail(out));
+                    + "): " + (refusal != null ? refusal.strip() + "; output: " : "") + tail(out));
         }
         return out;
     }
@@ -269,11 +350,11 @@ public final class RedisBenchmark {
     /**
      * The SET and GET rates of redis-benchmark's {@code --csv} output as it printed them,
      * {@code {set, get}}: lines {@code "SET","1418.44",...} (other lines, such as the cluster's
-     * layout, are skipped).
+     * layout, are skipped). The GET rate is NaN when {@code withGet} is false.
      *
-     * @throws IOException naming the command and the output when either rate is absent
+     * @throws IOException naming the command and the output when a rate asked for is absent
      */
-    static double[] parse(String csv, String command) throws IOException {
+    static double[] parse(String csv, String command, boolean withGet) throws IOException {
         double set = Double.NaN;
         double get = Double.NaN;
         for (String line : csv.split("\r?\n")) {
@@ -296,10 +377,11 @@ public final class RedisBenchmark {
                 }
             }
         }
-        if (!(set > 0) || !(get > 0)) {
-            throw new IOException(String.format(Locale.ROOT, "redis-benchmark reported no SET and GET rates (%s): %s", command, tail(csv)));
+        if (!(set > 0) || (withGet && !(get > 0))) {
+            throw new IOException(String.format(Locale.ROOT, "redis-benchmark reported no SET%s rate (%s): %s", withGet ? " and GET" : "",
+                    command, tail(csv)));
         }
-        return new double[] {set, get};
+        return new double[] {set, withGet ? get : Double.NaN};
     }
 
     /**

@@ -80,27 +80,39 @@ class ClusterScenarioTest {
                 "SET","1418.44","7.022","0.480","5.383","11.351","26.767","477.951"
                 "GET","2012.07","3.587","0.200","2.327","7.879","21.071","91.711"
                 """;
-        assertThat(RedisBenchmark.parse(csv, "redis-benchmark")).containsExactly(1418.44, 2012.07);
-        assertThatThrownBy(() -> RedisBenchmark.parse("\"SET\",\"10.0\"\n", "redis-benchmark -t set,get"))
-                .isInstanceOf(IOException.class).hasMessageContaining("no SET and GET rates").hasMessageContaining("-t set,get");
+        assertThat(RedisBenchmark.parse(csv, "redis-benchmark", true)).containsExactly(1418.44, 2012.07);
+        assertThat(RedisBenchmark.parse("\"SET\",\"10.0\"\n", "redis-benchmark -t set", false)).containsExactly(10.0, Double.NaN);
+        assertThatThrownBy(() -> RedisBenchmark.parse("\"SET\",\"10.0\"\n", "redis-benchmark -t set,get", true))
+                .isInstanceOf(IOException.class).hasMessageContaining("no SET and GET rate").hasMessageContaining("-t set,get");
     }
 
     @Test
     void primariesStatisticsAreSummedAndAnAnswerWithoutCountersIsAnError() throws IOException {
         String out = """
-                >>> Calling INFO stats
-                127.0.0.1:21000: # Stats
-                keyspace_hits:7160
-                keyspace_misses:0
-                127.0.0.1:21001: # Stats
-                keyspace_hits:2855
-                keyspace_misses:2693
+                >>> Calling INFO stats keyspace memory
+                127.0.0.1:21000: # Memory\r
+                maxmemory:1073741824\r
+                # Stats\r
+                evicted_keys:0\r
+                keyspace_hits:7160\r
+                keyspace_misses:0\r
+                # Keyspace\r
+                db0:keys=512,expires=0,avg_ttl=0\r
+                127.0.0.1:21001: # Memory\r
+                maxmemory:268435456\r
+                # Stats\r
+                evicted_keys:1978\r
+                keyspace_hits:2855\r
+                keyspace_misses:2693\r
+                # Keyspace\r
                 """;
         RedisBenchmark.Keyspace k = RedisBenchmark.parseKeyspace(out);
-        assertThat(k).isEqualTo(new RedisBenchmark.Keyspace(2, 10_015, 2_693));
+        assertThat(k).isEqualTo(new RedisBenchmark.Keyspace(2, 10_015, 2_693, 1_978, 512, 268_435_456));
         assertThat(k.hitFraction()).isCloseTo(10_015.0 / 12_708, org.assertj.core.data.Offset.offset(1e-12));
         assertThatThrownBy(() -> RedisBenchmark.parseKeyspace(">>> Calling INFO stats\n127.0.0.1:21000: ERR\n"))
                 .isInstanceOf(IOException.class).hasMessageContaining("0 keyspace_hits");
+        assertThatThrownBy(() -> RedisBenchmark.parseKeyspace("keyspace_hits:1\nkeyspace_misses:2\nmaxmemory:0\n"))
+                .isInstanceOf(IOException.class).hasMessageContaining("1 keyspace_hits and 0 evicted_keys");
         assertThatThrownBy(() -> RedisBenchmark.parseKeyspace("keyspace_hits:1\nkeyspace_misses:x\n"))
                 .isInstanceOf(IOException.class).hasMessageContaining("keyspace_misses:x");
     }
@@ -108,7 +120,7 @@ class ClusterScenarioTest {
     /**
      * In cluster mode redis-benchmark's {@code -r} names keys on each primary: a working set its
      * nodes cannot hold turns many of its GETs into nil replies, and the run says how many; keys
-     * that fit are all found.
+     * that fit are all found. A SET test of new keys says how many keys it left and evicted.
      */
     @Test
     void redisBenchmarkReportsTheShareOfItsGetsThatFoundTheirKey() throws IOException {
@@ -126,6 +138,13 @@ class ClusterScenarioTest {
             RedisBenchmark.Rates overflows = RedisBenchmark.run(node, password, value, 4, 4, 600, 256); // up to 64 MiB a primary
             assertThat(overflows.getHitFraction()).isPositive().isLessThan(0.9);
             assertThat(RedisBenchmark.keyspace(node, password).primaries()).isEqualTo(3);
+            RedisBenchmark.flushAll(node, password);
+            RedisBenchmark.NewKeys fresh = RedisBenchmark.setNewKeys(node, password, value, 4, 4, 60); // 15 MiB in 48 MiB
+            assertThat(fresh.keys()).isEqualTo(60);
+            assertThat(fresh.evicted()).isZero();
+            RedisBenchmark.NewKeys overfull = RedisBenchmark.setNewKeys(node, password, value, 4, 4, 240); // 75 MiB more
+            assertThat(overfull.evicted()).isPositive();
+            assertThat(overfull.keys()).isLessThan(300);
         } finally {
             cluster.stop();
         }
