@@ -37,8 +37,9 @@ import java.util.concurrent.atomic.AtomicLong;
  *       run) through the store's API from one thread, the store's write window sized to hold
  *       {@link #IN_FLIGHT} values (a publish that finds it full waits for room,
  *       {@link ClusterBlockStore#awaitWriteRoom}, and is offered again), timed until
- *       {@link ClusterBlockStore#awaitWrites} returns; then the first {@code blocks} of them read
- *       back with {@link ClusterBlockStore#readAsync}, each into its own slot of an off-heap
+ *       {@link ClusterBlockStore#awaitWrites} returns; then as many reads as the baseline's GET
+ *       test makes, of the first {@code blocks} of them round and round, with
+ *       {@link ClusterBlockStore#readAsync}, each into its block's own slot of an off-heap
  *       arena (as an engine loads blocks into its KV slots; each value's header and checksum
  *       verified), {@link #IN_FLIGHT} reads outstanding, each answer starting the next read. A
  *       read that misses fails the measure: a miss is a cheaper request than a load and would
@@ -155,9 +156,8 @@ public final class ClusterThroughputMeasure {
         long valueBytes = size + ClusterBlockFormat.HEADER_BYTES;
         // written at publish, every block admitted; the write window holds IN_FLIGHT values (a publish beyond
         // it is dropped, FULL, and offered again)
-        ClusterSettings windowed = new ClusterSettings(settings.nodes(), settings.user(), settings.password(), settings.tls(),
-                settings.ttl(), settings.timeout(), settings.tenant(), StrataConfig.ClusterWrite.COMMIT, StrataConfig.ClusterAdmission.ALL,
-                IN_FLIGHT * valueBytes, settings.capacityHint());
+        ClusterSettings windowed = settings.withWrites(StrataConfig.ClusterWrite.COMMIT, StrataConfig.ClusterAdmission.ALL)
+                .withQueueBytes(IN_FLIGHT * valueBytes);
         try (Arena arena = Arena.ofShared();
              ClusterBlockStore store = ClusterBlockStore.open(windowed, ModelFingerprint.of("bench-cluster-throughput", g), g,
                      Duration.ofSeconds(30))) {
@@ -221,7 +221,8 @@ public final class ClusterThroughputMeasure {
                 long id = run.incrementAndGet();
                 int m = newKeys[0]; // as many new keys as redis-benchmark's SET test of this round writes
                 double put = m / seconds(() -> putAll(store, id, m, size, sources));
-                double get = blocks / seconds(() -> getAll(store, id, blocks, size, slots));
+                int n = requests[0]; // as many reads as redis-benchmark's GET test of this round
+                double get = n / seconds(() -> getAll(store, id, blocks, n, size, slots));
                 log.printf(Locale.ROOT, "      strata %d KiB: put %.0f blocks/s, get %.0f blocks/s%n", size >> 10, put, get);
                 return new double[] {put, get};
             });
@@ -236,7 +237,7 @@ public final class ClusterThroughputMeasure {
                                         + " on distinct keys, %d requests in flight; redis-benchmark %s, its rates"
                                         + " within %.1f%% (its 250 ms clock); 3 primaries with 1 replica each on this machine;"
                                         + " %d paired rounds", strata * size / 1e6, redis * size / 1e6,
-                                put ? newKeys[0] + " blocks written" : blocks + " blocks read", size >> 10, IN_FLIGHT,
+                                put ? newKeys[0] + " blocks written" : requests[0] + " reads of " + blocks + " blocks", size >> 10, IN_FLIGHT,
                                 put ? String.format(Locale.ROOT, "%d SETs of new keys per run, none evicted", newKeys[0])
                                         : String.format(Locale.ROOT, "%d requests per test picking among as many keys as there are blocks (-r %d on"
                                                 + " each of %d primaries), at least %.2f%% of its GETs finding their key", requests[0],
@@ -285,25 +286,27 @@ public final class ClusterThroughputMeasure {
     }
 
     /**
-     * Reads blocks 0..blocks-1 of run {@code run} into their slots with
+     * Reads {@code reads} blocks of run {@code run}, blocks 0..blocks-1 round and round (read
+     * {@code i} is block {@code i % blocks}), each into its block's slot, with
      * {@link ClusterBlockStore#readAsync}, {@link #IN_FLIGHT} outstanding: this thread starts
      * {@link #IN_FLIGHT} chains, and each read that completes starts the chain's next (as
      * redis-benchmark sends a connection's next request when an answer comes in), so that no
      * other thread stands between an answer and the next request.
      */
-    private static void getAll(ClusterBlockStore store, long run, int blocks, long size, MemorySegment slots) {
+    private static void getAll(ClusterBlockStore store, long run, int blocks, int reads, long size, MemorySegment slots) {
         AtomicInteger next = new AtomicInteger();
         AtomicInteger missed = new AtomicInteger();
-        java.util.concurrent.CountDownLatch done = new java.util.concurrent.CountDownLatch(blocks);
+        java.util.concurrent.CountDownLatch done = new java.util.concurrent.CountDownLatch(reads);
         class Chain {
             void read(int i) {
-                store.readAsync(key(run, i), List.of(slots.asSlice(i * size, size))).whenComplete((hit, error) -> {
+                int block = i % blocks;
+                store.readAsync(key(run, block), List.of(slots.asSlice(block * size, size))).whenComplete((hit, error) -> {
                     if (error != null || !Boolean.TRUE.equals(hit)) {
                         missed.incrementAndGet();
                     }
                     done.countDown();
                     int n = next.getAndIncrement();
-                    if (n < blocks) {
+                    if (n < reads) {
                         read(n);
                     }
                 });
@@ -312,14 +315,14 @@ public final class ClusterThroughputMeasure {
         Chain chain = new Chain();
         for (int c = 0; c < IN_FLIGHT; c++) {
             int n = next.getAndIncrement();
-            if (n < blocks) {
+            if (n < reads) {
                 chain.read(n);
             }
         }
         try {
-            long wait = TIMEOUT.toNanos() + blocks * TimeUnit.MILLISECONDS.toNanos(20); // 20 ms a block: far above any healthy rate
+            long wait = TIMEOUT.toNanos() + reads * TimeUnit.MILLISECONDS.toNanos(20); // 20 ms a read: far above any healthy rate
             if (!done.await(wait, TimeUnit.NANOSECONDS)) {
-                throw new IllegalStateException(done.getCount() + " of " + blocks + " reads still unanswered "
+                throw new IllegalStateException(done.getCount() + " of " + reads + " reads still unanswered "
                         + TimeUnit.NANOSECONDS.toSeconds(wait) + " s after the first was sent");
             }
         } catch (InterruptedException e) {
@@ -327,8 +330,8 @@ public final class ClusterThroughputMeasure {
             throw new IllegalStateException("interrupted while reading from the cluster", e);
         }
         if (missed.get() > 0) {
-            throw new IllegalStateException(missed.get() + " of " + blocks + " published blocks of " + (size >> 10)
-                    + " KiB were not found when read back");
+            throw new IllegalStateException(missed.get() + " of " + reads + " reads of published blocks of " + (size >> 10)
+                    + " KiB found no value");
         }
     }
 

@@ -36,12 +36,17 @@ import java.util.function.Supplier;
  * receive buffers, the client's copy into its reply buffer and the landing copy into the
  * destinations, and per request a command object, a future and a hand-off between threads: about
  * five times the processor time of the kernel's copy alone for a 256 KiB block, on processors the
- * cluster's nodes may share. Here one thread ({@code strata-cluster-blocks}) owns one connection
- * per primary and does all the input and output:
+ * cluster's nodes may share. Here one thread ({@code strata-cluster-blocks}) owns a few connections
+ * per primary ({@code tiers.cluster.connections-per-primary}, dialled as they are first needed)
+ * and does all the input and output:
  * <ul>
  *   <li><b>Routing.</b> A key's hash slot is looked up in the cluster client's topology
  *       ({@link Partitions}, refreshed by that client on its schedule, on failover and when this
- *       pipeline sees a redirect or a broken connection): the topology has one owner.</li>
+ *       pipeline sees a redirect or a broken connection): the topology has one owner. The
+ *       request goes on the owner's connection with the fewest requests queued or awaiting
+ *       replies: a primary sends a large value a slice per turn of its event loop to each
+ *       connection with replies pending, so blocks spread over several connections come back in
+ *       fewer turns than the same blocks queued on one.</li>
  *   <li><b>Writes.</b> A command's head, the staged value (its header and payload, built once by
  *       the write window) and its tail leave in one gathering write, several commands per system
  *       call; the value's buffer is retained while any of it is unwritten.</li>
@@ -95,8 +100,10 @@ final class BlockPipeline implements AutoCloseable {
     private final Selector selector;
     private final Thread thread;
     private final ConcurrentLinkedQueue<Request> submitted = new ConcurrentLinkedQueue<>();
-    private final Map<String, Node> nodes = new HashMap<>(); // "host:port" -> connection state; pipeline thread
-    private final Map<RedisClusterNode, Node> byOwner = new java.util.IdentityHashMap<>(); // the topology's node objects -> nodes; pipeline thread
+    private final int connectionsPerPrimary;        // connections opened to each primary, >= 1
+    private final Map<String, Node[]> primaries = new HashMap<>(); // "host:port" -> [connectionsPerPrimary] connections; pipeline thread
+    private final List<Node> connections = new java.util.ArrayList<>(); // every connection of primaries; pipeline thread
+    private final Map<RedisClusterNode, Node[]> byOwner = new java.util.IdentityHashMap<>(); // the topology's node objects -> connections; pipeline thread
     private final ByteBuffer scratch = ByteBuffer.allocateDirect(64 * 1024); // skipped reply bytes land here
     private long lastRefresh = System.nanoTime() - REFRESH_INTERVAL_NANOS;
     private volatile boolean closed;
@@ -104,8 +111,14 @@ final class BlockPipeline implements AutoCloseable {
     /**
      * @param user     the ACL user, or null for the default user
      * @param password the password, or null when the cluster has none
+     * @param connectionsPerPrimary connections opened to each primary, at least 1
      */
-    BlockPipeline(Supplier<Partitions> topology, Runnable refreshTopology, String user, String password, long timeoutNanos) {
+    BlockPipeline(Supplier<Partitions> topology, Runnable refreshTopology, String user, String password, long timeoutNanos,
+                  int connectionsPerPrimary) {
+        if (connectionsPerPrimary < 1) {
+            throw new IllegalArgumentException("connections per primary must be at least 1, got " + connectionsPerPrimary);
+        }
+        this.connectionsPerPrimary = connectionsPerPrimary;
         this.topology = topology;
         this.refreshTopology = refreshTopology;
         this.auth = password == null ? null : user == null ? command("AUTH", password) : command("AUTH", user, password);
@@ -200,7 +213,7 @@ final class BlockPipeline implements AutoCloseable {
                 while ((r = submitted.poll()) != null) {
                     route(r, now);
                 }
-                for (Node n : nodes.values()) {
+                for (Node n : connections) {
                     n.writeRequests(now);
                     n.expire(now);
                 }
@@ -211,7 +224,7 @@ final class BlockPipeline implements AutoCloseable {
             Log.warn("cluster", "the cluster's block connections stopped: " + e);
         } finally {
             closed = true;
-            for (Node n : nodes.values()) {
+            for (Node n : connections) {
                 n.broken(ClusterMetrics.ErrorKind.UNAVAILABLE, "the cluster store is closed", System.nanoTime(), false);
             }
             drainSubmitted("the cluster store is closed");
@@ -226,7 +239,7 @@ final class BlockPipeline implements AutoCloseable {
     /** Nanoseconds until the earliest deadline of any request, at most 100 ms. */
     private long nextDeadline(long now) {
         long wait = 100_000_000L;
-        for (Node n : nodes.values()) {
+        for (Node n : connections) {
             wait = Math.min(wait, firstDeadline(n.inFlight, now));
             wait = Math.min(wait, firstDeadline(n.unsent, now));
             if (n.hasWork()) {
@@ -253,16 +266,34 @@ final class BlockPipeline implements AutoCloseable {
             askRefresh(now);
             return;
         }
-        Node n = byOwner.get(owner);
-        if (n == null) {
+        Node[] group = byOwner.get(owner);
+        if (group == null) {
             if (byOwner.size() > 64) {
                 byOwner.clear(); // entries of topologies replaced since
             }
             String address = owner.getUri().getHost() + ":" + owner.getUri().getPort();
-            n = nodes.computeIfAbsent(address, a -> new Node(a, owner.getUri().getHost(), owner.getUri().getPort()));
-            byOwner.put(owner, n);
+            group = primaries.computeIfAbsent(address, a -> {
+                Node[] g = new Node[connectionsPerPrimary];
+                for (int i = 0; i < g.length; i++) {
+                    g[i] = new Node(a, owner.getUri().getHost(), owner.getUri().getPort());
+                    connections.add(g[i]);
+                }
+                return g;
+            });
+            byOwner.put(owner, group);
         }
-        n.accept(r, now);
+        leastLoaded(group).accept(r, now);
+    }
+
+    /** The connection of {@code group} with the fewest requests queued or awaiting replies; the first of equals. */
+    private static Node leastLoaded(Node[] group) {
+        Node best = group[0];
+        for (int i = 1; i < group.length; i++) {
+            if (group[i].load() < best.load()) {
+                best = group[i];
+            }
+        }
+        return best;
     }
 
     private RedisClusterNode primaryOf(String key) {
@@ -445,6 +476,11 @@ final class BlockPipeline implements AutoCloseable {
 
         boolean hasWork() {
             return !unsent.isEmpty() || !inFlight.isEmpty();
+        }
+
+        /** Requests queued or awaiting replies on this connection. */
+        int load() {
+            return unsent.size() + inFlight.size();
         }
 
         void accept(Request r, long now) {

@@ -144,7 +144,7 @@ public final class ClusterBlockStore implements SharedBlockStore, AutoCloseable 
             sender = (k, v) -> commands.set(k, v, nxPx);
         } else {
             BlockPipeline b = new BlockPipeline(connection::getPartitions, () -> client.refreshPartitionsAsync(), settings.user(),
-                    settings.password(), timeoutNanos);
+                    settings.password(), timeoutNanos, settings.connectionsPerPrimary());
             blocks = b;
             sender = (k, v) -> b.set(k, v, ttlMillis);
         }

@@ -28,10 +28,12 @@ import java.util.Objects;
  * @param capacityHint the cluster's memory for KV blocks as configured (a hint, exported as a metric); 0: not given
  * @param tlsFiles   what TLS trusts and presents when {@code tls}; {@link TlsFiles#DEFAULT}: the JVM's trust store, no client
  *                   certificate, full verification
+ * @param connectionsPerPrimary connections the block data path opens to each primary, 1 to
+ *                   {@link StrataConfig#MAX_CLUSTER_CONNECTIONS}
  */
 public record ClusterSettings(List<String> nodes, String user, String password, boolean tls, Duration ttl, Duration timeout,
                               String tenant, StrataConfig.ClusterWrite write, StrataConfig.ClusterAdmission admission, long queueBytes,
-                              long capacityHint, TlsFiles tlsFiles) {
+                              long capacityHint, TlsFiles tlsFiles, int connectionsPerPrimary) {
 
     /**
      * What a TLS connection trusts and presents: the files of {@code tiers.cluster.tls-ca-file},
@@ -62,11 +64,19 @@ public record ClusterSettings(List<String> nodes, String user, String password, 
         }
     }
 
-    /** Settings without TLS files: {@link TlsFiles#DEFAULT}. */
+    /** Settings without TLS files ({@link TlsFiles#DEFAULT}), with {@link StrataConfig#DEFAULT_CLUSTER_CONNECTIONS}. */
     public ClusterSettings(List<String> nodes, String user, String password, boolean tls, Duration ttl, Duration timeout,
                            String tenant, StrataConfig.ClusterWrite write, StrataConfig.ClusterAdmission admission, long queueBytes,
                            long capacityHint) {
         this(nodes, user, password, tls, ttl, timeout, tenant, write, admission, queueBytes, capacityHint, TlsFiles.DEFAULT);
+    }
+
+    /** Settings with {@link StrataConfig#DEFAULT_CLUSTER_CONNECTIONS} connections per primary. */
+    public ClusterSettings(List<String> nodes, String user, String password, boolean tls, Duration ttl, Duration timeout,
+                           String tenant, StrataConfig.ClusterWrite write, StrataConfig.ClusterAdmission admission, long queueBytes,
+                           long capacityHint, TlsFiles tlsFiles) {
+        this(nodes, user, password, tls, ttl, timeout, tenant, write, admission, queueBytes, capacityHint, tlsFiles,
+                StrataConfig.DEFAULT_CLUSTER_CONNECTIONS);
     }
 
     public ClusterSettings {
@@ -85,6 +95,10 @@ public record ClusterSettings(List<String> nodes, String user, String password, 
         Objects.requireNonNull(tenant, "tenant");
         if (nodes.isEmpty()) {
             throw new IllegalArgumentException("a cluster needs at least one seed node (host:port)");
+        }
+        if (connectionsPerPrimary < 1 || connectionsPerPrimary > StrataConfig.MAX_CLUSTER_CONNECTIONS) {
+            throw new IllegalArgumentException("connections per primary must be in [1, " + StrataConfig.MAX_CLUSTER_CONNECTIONS + "], got "
+                    + connectionsPerPrimary);
         }
     }
 
@@ -141,7 +155,8 @@ public record ClusterSettings(List<String> nodes, String user, String password, 
             }
         }
         return new ClusterSettings(t.nodes(), t.user(), password, t.tls(), Duration.ofMillis(t.ttlMillis()),
-                Duration.ofMillis(t.timeoutMillis()), t.tenant(), t.write(), t.admission(), t.queueBytes(), t.capacityHint(), tlsFiles(t));
+                Duration.ofMillis(t.timeoutMillis()), t.tenant(), t.write(), t.admission(), t.queueBytes(), t.capacityHint(), tlsFiles(t),
+                t.connectionsPerPrimary());
     }
 
     /** The checked {@code tls-*} keys of {@code t}. */
@@ -205,38 +220,43 @@ public record ClusterSettings(List<String> nodes, String user, String password, 
 
     /** These settings with another timeout. */
     public ClusterSettings withTimeout(Duration t) {
-        return new ClusterSettings(nodes, user, password, tls, ttl, t, tenant, write, admission, queueBytes, capacityHint, tlsFiles);
+        return new ClusterSettings(nodes, user, password, tls, ttl, t, tenant, write, admission, queueBytes, capacityHint, tlsFiles, connectionsPerPrimary);
     }
 
     /** These settings with another password (null: none). */
     public ClusterSettings withPassword(String p) {
-        return new ClusterSettings(nodes, user, p, tls, ttl, timeout, tenant, write, admission, queueBytes, capacityHint, tlsFiles);
+        return new ClusterSettings(nodes, user, p, tls, ttl, timeout, tenant, write, admission, queueBytes, capacityHint, tlsFiles, connectionsPerPrimary);
     }
 
     /** These settings with another tenant. */
     public ClusterSettings withTenant(String t) {
-        return new ClusterSettings(nodes, user, password, tls, ttl, timeout, t, write, admission, queueBytes, capacityHint, tlsFiles);
+        return new ClusterSettings(nodes, user, password, tls, ttl, timeout, t, write, admission, queueBytes, capacityHint, tlsFiles, connectionsPerPrimary);
     }
 
     /** These settings with another write policy and admission. */
     public ClusterSettings withWrites(StrataConfig.ClusterWrite w, StrataConfig.ClusterAdmission a) {
-        return new ClusterSettings(nodes, user, password, tls, ttl, timeout, tenant, w, a, queueBytes, capacityHint, tlsFiles);
+        return new ClusterSettings(nodes, user, password, tls, ttl, timeout, tenant, w, a, queueBytes, capacityHint, tlsFiles, connectionsPerPrimary);
     }
 
     /** These settings with another write queue bound. */
     public ClusterSettings withQueueBytes(long q) {
-        return new ClusterSettings(nodes, user, password, tls, ttl, timeout, tenant, write, admission, q, capacityHint, tlsFiles);
+        return new ClusterSettings(nodes, user, password, tls, ttl, timeout, tenant, write, admission, q, capacityHint, tlsFiles, connectionsPerPrimary);
     }
 
     /** These settings connecting with TLS that trusts and presents {@code files}. */
     public ClusterSettings withTls(TlsFiles files) {
-        return new ClusterSettings(nodes, user, password, true, ttl, timeout, tenant, write, admission, queueBytes, capacityHint, files);
+        return new ClusterSettings(nodes, user, password, true, ttl, timeout, tenant, write, admission, queueBytes, capacityHint, files, connectionsPerPrimary);
     }
 
     /** These settings connecting without TLS. */
     public ClusterSettings withoutTls() {
         return new ClusterSettings(nodes, user, password, false, ttl, timeout, tenant, write, admission, queueBytes, capacityHint,
-                TlsFiles.DEFAULT);
+                TlsFiles.DEFAULT, connectionsPerPrimary);
+    }
+
+    /** These settings with {@code n} connections per primary for blocks. */
+    public ClusterSettings withConnectionsPerPrimary(int n) {
+        return new ClusterSettings(nodes, user, password, tls, ttl, timeout, tenant, write, admission, queueBytes, capacityHint, tlsFiles, n);
     }
 
     /** {@code text} with every occurrence of the password masked: for messages built from a client's errors. */

@@ -1,6 +1,7 @@
 package dev.strata.cluster;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.strata.cache.ObjectKey;
 import dev.strata.cache.kv.KvDtype;
@@ -155,6 +156,69 @@ class BlockPipelineTest {
         assertThat(reader.read(keys(1)[0], filled((byte) 0))).as("a key never written").isFalse();
     }
 
+    /**
+     * Reads in flight to one primary go on the least loaded of its connections: a store with 3
+     * connections per primary opens two more on each primary than one with 1, and every read lands.
+     */
+    @Test
+    void readsInFlightSpreadOverTheConnectionsOfEachPrimary() throws Exception {
+        ObjectKey[] k = keys(48);
+        publish(k);
+        int one = connectionsOpenedReading(settings.withConnectionsPerPrimary(1), k);
+        int three = connectionsOpenedReading(settings.withConnectionsPerPrimary(3), k);
+        assertThat(three - one).as("connections opened by 3 per primary beyond 1 per primary").isEqualTo(2 * 3);
+        assertThatThrownBy(() -> settings.withConnectionsPerPrimary(0)).isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("got 0");
+    }
+
+    /** Opens a store with {@code s}, reads every key with all reads in flight, and returns how many connections it added to the primaries. */
+    private static int connectionsOpenedReading(ClusterSettings s, ObjectKey[] k) throws InterruptedException {
+        int before = stableClientsOnPrimaries();
+        int during;
+        try (ClusterBlockStore store = ClusterBlockStore.open(s, MODEL, GEOMETRY, Duration.ofSeconds(5))) {
+            List<CompletableFuture<Boolean>> reads = new ArrayList<>();
+            List<List<MemorySegment>> into = new ArrayList<>();
+            for (ObjectKey key : k) {
+                into.add(filled((byte) 0));
+                reads.add(store.readAsync(key, into.getLast()));
+            }
+            for (int i = 0; i < reads.size(); i++) {
+                assertThat(reads.get(i).join()).as("read %d", i).isTrue();
+                assertThat(sameBytes(into.get(i), block(k[i].low()))).as("bytes of read %d", i).isTrue();
+            }
+            during = clientsOnPrimaries();
+        }
+        assertThat(stableClientsOnPrimaries()).as("connections closed with the store").isEqualTo(before);
+        return during - before;
+    }
+
+    /** {@link #clientsOnPrimaries()} once it stopped changing (connections closed a moment ago may still be counted). */
+    private static int stableClientsOnPrimaries() throws InterruptedException {
+        int last = clientsOnPrimaries();
+        for (int i = 0; i < 50; i++) {
+            Thread.sleep(100);
+            int now = clientsOnPrimaries();
+            if (now == last) {
+                return now;
+            }
+            last = now;
+        }
+        return last;
+    }
+
+    /** Clients connected to the primaries, summed ({@code INFO clients}). */
+    private static int clientsOnPrimaries() {
+        int sum = 0;
+        for (var node : rawConnection.getPartitions()) {
+            if (node.is(io.lettuce.core.cluster.models.partitions.RedisClusterNode.NodeFlag.UPSTREAM)) {
+                String info = rawConnection.getConnection(node.getNodeId()).sync().info("clients");
+                sum += Integer.parseInt(info.lines().filter(l -> l.startsWith("connected_clients:")).findFirst().orElseThrow()
+                        .substring("connected_clients:".length()).strip());
+            }
+        }
+        return sum;
+    }
+
     @Test
     void aReadThatAPausedPrimaryDoesNotAnswerEndsAbsentAndItsLateReplyNeverTouchesTheDestinations() throws Exception {
         ObjectKey[] k = keys(12);
@@ -194,7 +258,7 @@ class BlockPipelineTest {
     @Test
     void credentialsTheClusterRefusesFailEachRequestAsAuthenticationNamingTheNodeNotThePassword() {
         String wrong = "not-the-password-" + Long.toHexString(new Random().nextLong());
-        try (BlockPipeline pipeline = new BlockPipeline(rawConnection::getPartitions, () -> { }, null, wrong, TIMEOUT.toNanos())) {
+        try (BlockPipeline pipeline = new BlockPipeline(rawConnection::getPartitions, () -> { }, null, wrong, TIMEOUT.toNanos(), 1)) {
             ObjectKey key = keys(1)[0];
             ClusterBlockRead read = new ClusterBlockRead(key, ClusterBlockFormat.geometryFingerprint(GEOMETRY), GEOMETRY.bytesPerBlock(),
                     filled((byte) 0));

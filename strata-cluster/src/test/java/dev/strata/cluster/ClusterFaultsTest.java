@@ -147,11 +147,13 @@ class ClusterFaultsTest {
 
     @Test
     void aFullClusterEvictsBlocksThatAreThenMissesAndNothingFails() throws Exception {
-        LocalRedisCluster cluster = TestClusters.start(dir.resolve("small"), 3, 0, 4L << 20); // 4 MiB per node
+        // 16 MiB per node: a node's memory also holds its clients' buffers (a 256 KiB write in flight on each of the
+        // store's connections per primary), which eviction cannot free; in a node of a few MiB they alone fill it
+        LocalRedisCluster cluster = TestClusters.start(dir.resolve("small"), 3, 0, 16L << 20);
         try (Arena arena = Arena.ofShared();
              ClusterBlockStore store = ClusterBlockStore.open(ClusterSettings.of(cluster, Duration.ofSeconds(2)),
                      ModelFingerprint.of("maxmemory", LARGE), LARGE, Duration.ofSeconds(5))) {
-            ObjectKey[] k = keys(96, new Random().nextLong() >>> 8); // 24 MiB of blocks into 12 MiB of nodes
+            ObjectKey[] k = keys(288, new Random().nextLong() >>> 8); // 72 MiB of blocks into 48 MiB of nodes
             for (int i = 0; i < k.length; i++) {
                 store.publish(k[i], block(arena, LARGE, 7000 + i));
                 if (i % 8 == 7) {

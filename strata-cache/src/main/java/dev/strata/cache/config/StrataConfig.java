@@ -105,14 +105,20 @@ public record StrataConfig(DeviceTier device, PeerTier peer, HostTier host, Pool
      * @param tlsKeyFile    PEM private key (PKCS#8, unencrypted) of {@code tlsCertFile}; null: none
      * @param tlsVerify     how the nodes' certificates are checked; the combinations are validated where
      *                      the files are read (strata-cluster's ClusterSettings)
+     * @param connectionsPerPrimary connections the block data path opens to each primary, 1 to
+     *                      {@value #MAX_CLUSTER_CONNECTIONS}; a request goes on the least loaded one
      */
     public record ClusterTier(List<String> nodes, String user, String passwordEnv, Path passwordFile, boolean tls,
                               long ttlMillis, long timeoutMillis, String tenant, ClusterWrite write, ClusterAdmission admission,
                               long queueBytes, long capacityHint, Path tlsCaFile, Path tlsCertFile, Path tlsKeyFile,
-                              ClusterTlsVerify tlsVerify) {
+                              ClusterTlsVerify tlsVerify, int connectionsPerPrimary) {
         public ClusterTier {
             nodes = List.copyOf(nodes);
             java.util.Objects.requireNonNull(tlsVerify, "tlsVerify");
+            if (connectionsPerPrimary < 1 || connectionsPerPrimary > MAX_CLUSTER_CONNECTIONS) {
+                throw new ConfigException("tiers.cluster.connections-per-primary: " + connectionsPerPrimary + " is outside [1, "
+                        + MAX_CLUSTER_CONNECTIONS + "]");
+            }
         }
 
         /** A tier without TLS files: the JVM's trust store and full verification when {@code tls}. */
@@ -120,9 +126,19 @@ public record StrataConfig(DeviceTier device, PeerTier peer, HostTier host, Pool
                            long ttlMillis, long timeoutMillis, String tenant, ClusterWrite write, ClusterAdmission admission,
                            long queueBytes, long capacityHint) {
             this(nodes, user, passwordEnv, passwordFile, tls, ttlMillis, timeoutMillis, tenant, write, admission, queueBytes, capacityHint,
-                    null, null, null, ClusterTlsVerify.FULL);
+                    null, null, null, ClusterTlsVerify.FULL, DEFAULT_CLUSTER_CONNECTIONS);
         }
     }
+
+    /**
+     * The {@code tiers.cluster.connections-per-primary} when none is given. A primary sends a
+     * large value a slice per turn of its event loop to each connection with replies pending:
+     * blocks in flight spread over several connections per primary are sent in fewer turns than
+     * the same blocks queued on one.
+     */
+    public static final int DEFAULT_CLUSTER_CONNECTIONS = 4;
+    /** The most {@code tiers.cluster.connections-per-primary}. */
+    public static final int MAX_CLUSTER_CONNECTIONS = 64;
 
     /** How the nodes' TLS certificates are checked ({@code tiers.cluster.tls-verify}). */
     public enum ClusterTlsVerify {
@@ -329,7 +345,7 @@ public record StrataConfig(DeviceTier device, PeerTier peer, HostTier host, Pool
             return null;
         }
         c.allowOnly("nodes", "user", "password-env", "password-file", "tls", "ttl", "timeout", "tenant", "write", "admission",
-                "write-queue", "capacity", "tls-ca-file", "tls-cert-file", "tls-key-file", "tls-verify");
+                "write-queue", "capacity", "tls-ca-file", "tls-cert-file", "tls-key-file", "tls-verify", "connections-per-primary");
         List<String> nodes = c.list("nodes");
         if (nodes.isEmpty()) {
             throw new ConfigException("tiers.cluster.nodes is required: the cluster's seed nodes as host:port (e.g. [10.0.0.5:7000])");
@@ -359,7 +375,8 @@ public record StrataConfig(DeviceTier device, PeerTier peer, HostTier host, Pool
                 c.millis("timeout", DEFAULT_CLUSTER_TIMEOUT_MILLIS, 1, 600_000), tenant,
                 c.choice("write", ClusterWrite.class, ClusterWrite.COMMIT), c.choice("admission", ClusterAdmission.class, ClusterAdmission.ALL),
                 queueBytes(c), c.size("capacity", 0), optionalPath(c, "tls-ca-file"), optionalPath(c, "tls-cert-file"),
-                optionalPath(c, "tls-key-file"), c.choice("tls-verify", ClusterTlsVerify.class, ClusterTlsVerify.FULL));
+                optionalPath(c, "tls-key-file"), c.choice("tls-verify", ClusterTlsVerify.class, ClusterTlsVerify.FULL),
+                c.integer("connections-per-primary", DEFAULT_CLUSTER_CONNECTIONS, 1, MAX_CLUSTER_CONNECTIONS));
     }
 
     private static Path optionalPath(ConfigNode c, String name) {

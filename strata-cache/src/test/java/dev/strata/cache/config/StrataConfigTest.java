@@ -178,6 +178,9 @@ class StrataConfigTest {
         assertThat(behind.cluster().write()).isEqualTo(StrataConfig.ClusterWrite.EVICTION);
         assertThat(behind.cluster().admission()).isEqualTo(StrataConfig.ClusterAdmission.SEEN_TWICE);
         assertThat(behind.cluster().queueBytes()).isEqualTo(8L << 20);
+        assertThat(c.cluster().connectionsPerPrimary()).isEqualTo(StrataConfig.DEFAULT_CLUSTER_CONNECTIONS);
+        assertThat(ConfigLoader.load(yaml("tiers: { cluster: { nodes: [a:1], connections-per-primary: 2 } }\n"), List.of(), null)
+                .cluster().connectionsPerPrimary()).isEqualTo(2);
         assertThat(c.store().chain()).containsExactly(TierKind.HOST);
         assertThat(c.onlyTiers(java.util.Set.of(TierKind.HOST)).cluster()).isEqualTo(c.cluster());
         assertThat(StrataConfig.defaults().cluster()).isNull();
@@ -195,6 +198,10 @@ class StrataConfigTest {
                 .isInstanceOf(ConfigException.class).hasMessageContaining("tiers.cluster.write").hasMessageContaining("'later'");
         assertThatThrownBy(() -> ConfigLoader.load(yaml("tiers: { cluster: { nodes: [a:1], write-queue: 4KiB } }\n"), List.of(), null))
                 .isInstanceOf(ConfigException.class).hasMessageContaining("tiers.cluster.write-queue").hasMessageContaining("4096");
+        assertThatThrownBy(() -> ConfigLoader.load(yaml("tiers: { cluster: { nodes: [a:1], connections-per-primary: 0 } }\n"), List.of(), null))
+                .isInstanceOf(ConfigException.class).hasMessageContaining("tiers.cluster.connections-per-primary").hasMessageContaining("0");
+        assertThatThrownBy(() -> ConfigLoader.load(yaml("tiers: { cluster: { nodes: [a:1], connections-per-primary: 65 } }\n"), List.of(),
+                null)).isInstanceOf(ConfigException.class).hasMessageContaining("tiers.cluster.connections-per-primary").hasMessageContaining("65");
         assertThatThrownBy(() -> ConfigLoader.load(yaml("tiers: { cluster: { nodes: [a:1], tenant: 'a b' } }\n"), List.of(), null))
                 .isInstanceOf(ConfigException.class).hasMessageContaining("tiers.cluster.tenant").hasMessageContaining("'a b'");
         assertThatThrownBy(() -> ConfigLoader.load(yaml("tiers: { cluster: { nodes: [a:1], password: x } }\n"), List.of(), null))
