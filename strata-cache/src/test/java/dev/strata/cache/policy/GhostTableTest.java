@@ -1,0 +1,116 @@
+package dev.strata.cache.policy;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.util.ArrayDeque;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.SplittableRandom;
+import org.junit.jupiter.api.Test;
+
+/**
+ * {@link GhostTable} against a plain model of what it promises: per segment a FIFO of at most
+ * {@code limit} ring positions (a taken ghost leaves its position until it is the oldest), each
+ * hash a ghost of at most one segment, the newest eviction winning. Hashes are drawn from a small
+ * set full of colliding home slots (k and k << 32 share one), so probe runs wrap around the table
+ * and backward-shift deletion moves entries; the table's own invariants are checked after every
+ * operation.
+ */
+class GhostTableTest {
+    private static final long TAKEN = Long.MIN_VALUE; // a model ring position whose ghost was taken
+
+    /** The model: the rings as deques of hashes (TAKEN for a taken one), and which segment holds each hash. */
+    private static final class Model {
+        final ArrayDeque<Long>[] rings = newRings();
+        final Map<Long, Integer> segmentOf = new HashMap<>();
+
+        @SuppressWarnings("unchecked")
+        private static ArrayDeque<Long>[] newRings() {
+            return new ArrayDeque[] {new ArrayDeque<Long>(), new ArrayDeque<Long>()};
+        }
+
+        void record(long hash, int segment, int limit) {
+            long h = hash == 0 ? 1 : hash;
+            take(h);
+            while (rings[segment].size() >= Math.max(1, limit)) {
+                long oldest = rings[segment].pollFirst();
+                if (oldest != TAKEN) {
+                    segmentOf.remove(oldest);
+                }
+            }
+            rings[segment].addLast(h);
+            segmentOf.put(h, segment);
+        }
+
+        int take(long hash) {
+            long h = hash == 0 ? 1 : hash;
+            Integer seg = segmentOf.remove(h);
+            if (seg == null) {
+                return GhostTable.NONE;
+            }
+            // the only live position of h in its ring: mark it taken
+            var it = rings[seg].descendingIterator();
+            ArrayDeque<Long> rebuilt = new ArrayDeque<>();
+            boolean marked = false;
+            while (it.hasNext()) {
+                long v = it.next();
+                if (!marked && v == h) {
+                    v = TAKEN;
+                    marked = true;
+                }
+                rebuilt.addFirst(v);
+            }
+            rings[seg] = rebuilt;
+            return seg;
+        }
+
+        int count(int segment) {
+            int n = 0;
+            for (long v : rings[segment]) {
+                if (v != TAKEN) {
+                    n++;
+                }
+            }
+            return n;
+        }
+    }
+
+    @Test
+    void recordsAndTakesAsTheModelDoesThroughGrowthCollisionsAndForgetting() {
+        for (long seed = 1; seed <= 20; seed++) {
+            SplittableRandom random = new SplittableRandom(seed);
+            long[] pool = new long[96];
+            for (int i = 0; i < pool.length; i++) {
+                long k = random.nextInt(40);
+                pool[i] = switch (i % 3) {
+                    case 0 -> k;             // small hashes, 0 among them (taken as 1)
+                    case 1 -> k << 32;        // the same home slot as k
+                    default -> random.nextLong();
+                };
+            }
+            GhostTable table = new GhostTable();
+            Model model = new Model();
+            int limit = 1;
+            for (int op = 0; op < 4000; op++) {
+                if (op % 400 == 0) {
+                    limit = 1 + random.nextInt(op < 2000 ? 8 + op / 20 : 8); // grows (ring and table grow), then shrinks
+                }
+                long hash = pool[random.nextInt(pool.length)];
+                if (random.nextInt(3) == 0) {
+                    assertThat(table.take(hash)).as("seed %d op %d: take %d", seed, op, hash).isEqualTo(model.take(hash));
+                } else {
+                    int segment = random.nextInt(2);
+                    table.record(hash, segment, limit);
+                    model.record(hash, segment, limit);
+                }
+                table.check();
+                assertThat(table.count(0)).as("seed %d op %d: ghosts of segment 0", seed, op).isEqualTo(model.count(0));
+                assertThat(table.count(1)).as("seed %d op %d: ghosts of segment 1", seed, op).isEqualTo(model.count(1));
+            }
+            for (long hash : pool) { // every ghost the model remembers is found once, in its segment
+                assertThat(table.take(hash)).as("seed %d: final take %d", seed, hash).isEqualTo(model.take(hash));
+            }
+            assertThat(table.count(0) + table.count(1)).isZero();
+        }
+    }
+}
