@@ -181,25 +181,38 @@ public final class RedisBenchmark {
             cmd.addAll(List.of("-a", password));
         }
         callPrimaries(node, password, "CONFIG", "RESETSTAT");
-        Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
+        ToolRun run = runTool(new ProcessBuilder(cmd), "redis-benchmark", shown, 300);
+        String out = password == null ? run.output() : run.output().replace(password, "****");
+        if (run.exit() != 0) {
+            throw new IOException("redis-benchmark failed (exit " + run.exit() + ", " + shown + "): " + tail(out));
+        }
+        return parse(out, shown, tests.contains("get"));
+    }
+
+    /** The exit status and the output (standard error included) of a tool that ran to its end. */
+    private record ToolRun(int exit, String output) {
+    }
+
+    /**
+     * Runs {@code pb}'s command to its end, at most {@code seconds}, its standard error joined to
+     * its output; {@code name} and {@code shown} (the command without secrets) name it in errors.
+     *
+     * @throws IOException when it cannot start, outlives {@code seconds} (it is killed) or the wait is interrupted
+     */
+    private static ToolRun runTool(ProcessBuilder pb, String name, String shown, long seconds) throws IOException {
+        Process p = pb.redirectErrorStream(true).start();
         p.getOutputStream().close();
         String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
         try {
-            if (!p.waitFor(300, TimeUnit.SECONDS)) {
+            if (!p.waitFor(seconds, TimeUnit.SECONDS)) {
                 p.destroyForcibly();
-                throw new IOException("redis-benchmark did not finish within 300 s (" + shown + ")");
+                throw new IOException(name + " did not finish within " + seconds + " s (" + shown + ")");
             }
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-            throw new IOException("interrupted while waiting for redis-benchmark", e);
+            throw new IOException("interrupted while waiting for " + name, e);
         }
-        if (password != null) {
-            out = out.replace(password, "****");
-        }
-        if (p.exitValue() != 0) {
-            throw new IOException("redis-benchmark failed (exit " + p.exitValue() + ", " + shown + "): " + tail(out));
-        }
-        return parse(out, shown, tests.contains("get"));
+        return new ToolRun(p.exitValue(), out);
     }
 
     /**
@@ -321,27 +334,17 @@ public final class RedisBenchmark {
         List<String> cmd = new ArrayList<>(List.of(cli.toString(), "--cluster", "call", node));
         cmd.addAll(List.of(command));
         cmd.add("--cluster-only-masters");
-        ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true);
+        ProcessBuilder pb = new ProcessBuilder(cmd);
         pb.environment().remove("REDISCLI_AUTH");
         if (password != null) {
             pb.environment().put("REDISCLI_AUTH", password);
         }
-        Process p = pb.start();
-        p.getOutputStream().close();
-        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
         String shown = String.join(" ", command);
-        try {
-            if (!p.waitFor(60, TimeUnit.SECONDS)) {
-                p.destroyForcibly();
-                throw new IOException("redis-cli " + shown + " did not finish within 60 s (" + String.join(" ", cmd) + ")");
-            }
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new IOException("interrupted while waiting for redis-cli", e);
-        }
+        ToolRun run = runTool(pb, "redis-cli " + shown, String.join(" ", cmd), 60);
+        String out = run.output();
         String refusal = out.lines().filter(l -> l.contains("ERR") || l.contains("NOAUTH")).findFirst().orElse(null);
-        if (p.exitValue() != 0 || refusal != null) {
-            throw new IOException("redis-cli " + shown + " on the primaries failed (exit " + p.exitValue() + ", " + String.join(" ", cmd)
+        if (run.exit() != 0 || refusal != null) {
+            throw new IOException("redis-cli " + shown + " on the primaries failed (exit " + run.exit() + ", " + String.join(" ", cmd)
                     + "): " + (refusal != null ? refusal.strip() + "; output: " : "") + tail(out));
         }
         return out;

@@ -115,10 +115,6 @@ public record StrataConfig(DeviceTier device, PeerTier peer, HostTier host, Pool
         public ClusterTier {
             nodes = List.copyOf(nodes);
             java.util.Objects.requireNonNull(tlsVerify, "tlsVerify");
-            if (connectionsPerPrimary < 1 || connectionsPerPrimary > MAX_CLUSTER_CONNECTIONS) {
-                throw new ConfigException("tiers.cluster.connections-per-primary: " + connectionsPerPrimary + " is outside [1, "
-                        + MAX_CLUSTER_CONNECTIONS + "]");
-            }
         }
 
         /** A tier without TLS files: the JVM's trust store and full verification when {@code tls}. */

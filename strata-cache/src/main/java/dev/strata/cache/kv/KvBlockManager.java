@@ -453,15 +453,11 @@ public final class KvBlockManager implements AutoCloseable {
     /** On the scheduler thread: the load of {@code b} finished. */
     private void applyLoad(DeviceBlock b, KvLoadException failure, boolean forgetStoreCopy, KvLink link, boolean twoStage) {
         b.inFlight--;
-        b.loading = false;
         if (failure == null) {
-            counters.link(link, blockBytes);
-            if (twoStage) {
-                counters.link(KvLink.DISK_TO_HOST, blockBytes);
-            }
-            deviceSlots.sync(b);
+            landed(b, link, twoStage);
             return;
         }
+        b.loading = false;
         counters.inc(KvCounters.FAILED_LOADS);
         if (forgetStoreCopy) {
             offloaded.remove(b.key);
@@ -481,6 +477,16 @@ public final class KvBlockManager implements AutoCloseable {
             }
         }
         maybeFree(b);
+    }
+
+    /** Block {@code b}'s bytes are in its slot, brought over {@code link} (and from DISK through a HOST buffer when {@code twoStage}). */
+    private void landed(DeviceBlock b, KvLink link, boolean twoStage) {
+        b.loading = false;
+        counters.link(link, blockBytes);
+        if (twoStage) {
+            counters.link(KvLink.DISK_TO_HOST, blockBytes);
+        }
+        deviceSlots.sync(b);
     }
 
     /** Drops blocks {@code [from, end)} from {@code seq}'s table. */
@@ -853,16 +859,11 @@ public final class KvBlockManager implements AutoCloseable {
             case LANDED -> {
                 loads.unclaimed();
                 loads.fillFromStaged(st, b);
-                b.loading = false;
-                b.ready.complete(null);
                 b.byPrefetch = true;
                 b.required = true;
                 counters.inc(KvCounters.PREFETCH_HITS);
-                counters.link(KvLink.PREFETCH, blockBytes);
-                if (st.source == BlockLocation.DISK) {
-                    counters.link(KvLink.DISK_TO_HOST, blockBytes);
-                }
-                deviceSlots.sync(b);
+                landed(b, KvLink.PREFETCH, st.source == BlockLocation.DISK);
+                b.ready.complete(null);
                 return true;
             }
             case IN_FLIGHT -> {

@@ -256,9 +256,10 @@ final class KvLoadPipeline implements AutoCloseable {
             case FILL_TARGET -> {
                 DeviceBlock b = s.target();
                 if (failure == null) {
-                    TierCopy.scatterView(s.buffer, segmentsOf(layout, allTokens, b.slot));
+                    fillFromStaged(s, b);
+                } else {
+                    resumeStaging.giveBack(s.buffer);
                 }
-                resumeStaging.giveBack(s.buffer);
                 done(b, failure, forgetStoreCopy, KvLink.PREFETCH, failure == null && s.source == BlockLocation.DISK);
             }
         }
@@ -266,8 +267,9 @@ final class KvLoadPipeline implements AutoCloseable {
     }
 
     /**
-     * The second stage for a staged block claimed after its read landed: copies the buffer into
-     * {@code b}'s slot and gives the buffer back. Scheduler thread.
+     * The second stage of a staged block: copies the buffer into {@code b}'s slot and gives the
+     * buffer back. On the scheduler thread for a block claimed after its read landed, on the read's
+     * completing thread for one claimed while it was in flight.
      */
     void fillFromStaged(StagedBlock s, DeviceBlock b) {
         TierCopy.scatterView(s.buffer, segmentsOf(layout, allTokens, b.slot));
