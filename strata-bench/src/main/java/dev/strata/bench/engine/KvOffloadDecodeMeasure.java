@@ -23,21 +23,27 @@ import java.util.function.DoubleSupplier;
  * decodes, against the same decoding with all its KV resident: the overhead of KV offloading as a
  * serving engine with HOST and DISK KV tiers pays it.
  *
- * <p>Two {@link ServeEngine}s open the same model: the baseline with no offload tier, the subject
- * with a HOST KV tier above a DISK KV tier ({@link ServeEngine.Options.Builder#hostKv},
+ * <p>Two {@link ServeEngine}s open the same model: the baseline with no offload tier and KV slots
+ * for the sequence and a second one of the same length, the subject with slots for one sequence
+ * and a HOST KV tier above a DISK KV tier ({@link ServeEngine.Options.Builder#hostKv},
  * {@link ServeEngine.Options.Builder#diskKv}), which its KV manager writes committed blocks
  * through to. Each round both prefill the same seeded prompt and decode {@code steps} greedy
- * tokens. Every {@code period} steps the subject's sequence is preempted (its committed blocks
+ * tokens, and every {@code period} steps both run a filler prompt of the same length in another
+ * sequence, untimed: the other request a serving engine runs meanwhile. The baseline keeps its
+ * sequence's KV resident beside the filler's; the subject's sequence is preempted first (its committed blocks
  * kept in the offload tiers, its slots freed once the offloads the preemption started have
  * landed) and staged for its resume as a scheduler stages the preempted sequence it resumes next
  * ({@link ModelRunner.Sequence#stageForResume}: the store's copies, on HOST or DISK, are read into
  * HOST staging buffers asynchronously), a filler prompt of the same length runs in another
  * sequence so that the freed slots are reused and the sequence's blocks leave the device (the
  * staging reads run meanwhile; the filler's own offloads may still be in flight when the resume
- * starts, as in a serving engine), and the sequence resumes: its staged blocks are copied into
- * slots (prefetch hits; late ones wait for their read), the others loaded back from HOST or DISK
- * by the manager's loads, and its last token is recomputed. The preemption, the staging call and
- * the filler are not timed; the resume is. Both sides must decode the same tokens. Figure {@code kv_offload_decode_vs_resident}: tokens/s against the all-resident
+ * starts, as in a serving engine), and the sequence resumes as a scheduler resumes a decoding
+ * sequence ({@link ModelRunner.Sequence#resumeForDecode}): its staged blocks are copied into slots
+ * (prefetch hits; late ones wait for their read), the others loaded back from HOST or DISK by the
+ * manager's loads, and the tokens whose KV did not come back are computed with its next token.
+ * The preemption, the staging call and the filler are not timed; the resume is. So both sides do
+ * the same work but for the offload and its resume, and the filler's effect on the processor's
+ * caches falls on both. Both sides must decode the same tokens. Figure {@code kv_offload_decode_vs_resident}: tokens/s against the all-resident
  * side (goal ratio {@code >= 0.8}).
  *
  * <p>Confined to the calling thread.
@@ -45,7 +51,7 @@ import java.util.function.DoubleSupplier;
 public final class KvOffloadDecodeMeasure {
     public static final String NAME = "kv_offload_decode_vs_resident";
     public static final String GOAL = ">= 0.8";
-    public static final String BASELINE = "the same decoding with all KV resident (no offload tier)";
+    public static final String BASELINE = "the same decoding and filler requests with all KV resident (no offload tier)";
     private static final int BLOCK_TOKENS = 16;
 
     private KvOffloadDecodeMeasure() {
@@ -63,8 +69,9 @@ public final class KvOffloadDecodeMeasure {
         }
         int seqBlocks = (promptTokens + steps) / BLOCK_TOKENS + 2;
         int kvBlocks = seqBlocks + 2; // one sequence and little more: the filler takes the slots a preempted sequence freed
-        ServeEngine.Options resident = ServeEngine.Options.builder().threads(threads).blockTokens(BLOCK_TOKENS).kvBlocks(kvBlocks)
-                .conclude();
+        ServeEngine.Options resident = ServeEngine.Options.builder().threads(threads).blockTokens(BLOCK_TOKENS)
+                .kvBlocks(2 * seqBlocks + 2).conclude(); // the sequence stays resident beside the filler
+
         try (ServeEngine base = new ServeEngine(dir, resident)) {
             long blockBytes = ModelRunner.kvGeometry(base.model().config(), BLOCK_TOKENS).bytesPerBlock();
             long hostBytes = blockBytes * seqBlocks / 2; // half a sequence on HOST: the rest goes on to DISK
@@ -77,10 +84,10 @@ public final class KvOffloadDecodeMeasure {
                 List<int[]> tieredTokens = new ArrayList<>();
                 int[] roundOf = {0, 0};
                 int[] swaps = {0};
-                DoubleSupplier baseRun = () -> decode(base.runner(), base.kv(), vocab, promptTokens, steps, 0, 31_000 + roundOf[0]++, baseTokens,
-                        null);
-                DoubleSupplier tieredRun = () -> decode(tiered.runner(), tiered.kv(), vocab, promptTokens, steps, period, 31_000 + roundOf[1]++,
-                        tieredTokens, swaps);
+                DoubleSupplier baseRun = () -> decode(base.runner(), base.kv(), vocab, promptTokens, steps, period, false,
+                        31_000 + roundOf[0]++, baseTokens, null);
+                DoubleSupplier tieredRun = () -> decode(tiered.runner(), tiered.kv(), vocab, promptTokens, steps, period, true,
+                        31_000 + roundOf[1]++, tieredTokens, swaps);
                 Paired p = Trials.paired(rounds, baseRun, tieredRun);
                 for (int i = 0; i < baseTokens.size(); i++) {
                     if (!Arrays.equals(baseTokens.get(i), tieredTokens.get(i))) {
@@ -121,12 +128,13 @@ public final class KvOffloadDecodeMeasure {
     }
 
     /**
-     * Prefills a seeded prompt and decodes {@code steps} greedy tokens; with {@code period > 0}
-     * swaps the sequence out, stages it for its resume and swaps it back every {@code period} steps
-     * (a filler sequence runs untimed in between). Returns tokens/s over the decode steps and the resumes.
+     * Prefills a seeded prompt and decodes {@code steps} greedy tokens; every {@code period} steps a
+     * filler sequence runs untimed, and with {@code swap} the sequence is swapped out before it,
+     * staged for its resume and swapped back after it. Returns tokens/s over the decode steps and
+     * the resumes.
      */
-    private static double decode(ModelRunner runner, KvBlockManager kv, int vocab, int promptTokens, int steps, int period, long seed, List<int[]> record,
-            int[] swaps) {
+    private static double decode(ModelRunner runner, KvBlockManager kv, int vocab, int promptTokens, int steps, int period, boolean swap,
+            long seed, List<int[]> record, int[] swaps) {
         int[] prompt = ComputeMeasure.prompt(vocab, promptTokens, seed);
         int[] out = new int[steps];
         long untimed = 0;
@@ -135,22 +143,28 @@ public final class KvOffloadDecodeMeasure {
             long start = System.nanoTime();
             for (int i = 0; i < steps; i++) {
                 float[] logits;
-                if (period > 0 && i > 0 && i % period == 0) {
+                if (i > 0 && i % period == 0) {
                     long fillerStart = System.nanoTime();
-                    seq.preempt();
-                    if (!kv.awaitIdle(60, TimeUnit.SECONDS)) { // the offloads the preemption started have landed, its slots are free
-                        throw new IllegalStateException("KV offloads still in flight 60 s after a preemption");
+                    if (swap) {
+                        seq.preempt();
+                        if (!kv.awaitIdle(60, TimeUnit.SECONDS)) { // the offloads the preemption started have landed, its slots are free
+                            throw new IllegalStateException("KV offloads still in flight 60 s after a preemption");
+                        }
+                        seq.stageForResume(); // the lookahead a scheduler gives the sequence it resumes next: reads run while the filler does
                     }
-                    seq.stageForResume(); // the lookahead a scheduler gives the sequence it resumes next: reads run while the filler does
-                    try (ModelRunner.Sequence filler = runner.newSequence()) { // takes the freed slots: the blocks leave the device
+                    try (ModelRunner.Sequence filler = runner.newSequence()) { // with a swap, takes the freed slots: the blocks leave the device
                         filler.prefill(ComputeMeasure.prompt(vocab, promptTokens + i, ~seed - i), false);
                     }
-                    awaitOffloads(kv); // the filler's write-through copies are its work: its slots are reusable once they land
-                    untimed += System.nanoTime() - fillerStart;
-                    if (seq.resume() == null) {
-                        throw new IllegalStateException("the KV cache has no room to resume the swapped-out sequence");
+                    if (swap) {
+                        awaitOffloads(kv); // the filler's write-through copies are its work: its slots are reusable once they land
                     }
-                    swaps[0]++;
+                    untimed += System.nanoTime() - fillerStart;
+                    if (swap) {
+                        if (!seq.resumeForDecode()) {
+                            throw new IllegalStateException("the KV cache has no room to resume the swapped-out sequence");
+                        }
+                        swaps[0]++;
+                    }
                 }
                 logits = seq.decode(token);
                 token = EngineInstance.argmax(logits);

@@ -236,6 +236,7 @@ public final class ModelRunner {
         private final float[] logits = new float[c.vocabSize()]; // [vocab] after the last computed token
         private int[] tokens = new int[64]; // tokens so far, [0, length)
         private int length;
+        private int computed; // tokens whose KV is in the sequence's slots, [0, computed): length, except after resumeForDecode until the next decode
         private int reused; // prompt tokens whose KV came from the cache
         private boolean closed;
 
@@ -316,15 +317,53 @@ public final class ModelRunner {
             if (closed || !preempted()) {
                 throw new IllegalStateException("sequence " + seq.id() + " is not preempted (" + seq.state() + ")");
             }
-            kv.resume(seq).join();
-            kv.poll();
-            int loaded = Math.min(seq.tokens(), length - 1); // tokens whose KV came back; the last is always computed
-            if (kv.allocateTo(seq, Math.max(length, seq.tokens())) != AllocationStatus.ALLOCATED) {
-                kv.preempt(seq);
+            int loaded = Math.min(loadForResume(), length - 1); // the last is always computed: its logits are returned
+            if (loaded < 0) {
                 return null;
             }
             step(loaded, length - loaded, false);
             return logits;
+        }
+
+        /**
+         * Resumes a preempted sequence whose next token is already chosen (a decoding sequence: the
+         * logits after its last token were used before the preemption): loads whatever of its
+         * committed blocks is still cached, staged ({@link #stageForResume}) or stored, and computes
+         * nothing. The tokens whose KV did not come back (at least the tail after its last full
+         * block, unless the sequence ends on a block boundary) are computed by its next
+         * {@link #decode} or {@link ModelRunner#decodeBatch}, in the same pass as the new token. So
+         * a resume costs no forward pass of its own, where {@link #resume} spends one to recompute
+         * logits the caller already had.
+         *
+         * @return false when the KV cache has no room for all its tokens (the sequence is then
+         *         preempted again, holding nothing)
+         */
+        public boolean resumeForDecode() {
+            if (closed || !preempted()) {
+                throw new IllegalStateException("sequence " + seq.id() + " is not preempted (" + seq.state() + ")");
+            }
+            int loaded = loadForResume();
+            if (loaded < 0) {
+                return false;
+            }
+            computed = Math.min(loaded, length);
+            return true;
+        }
+
+        /**
+         * Loads the preempted sequence's blocks back and gives it slots for all its tokens; returns
+         * the tokens whose KV came back, or -1 when there was no room (the sequence is preempted
+         * again, holding nothing).
+         */
+        private int loadForResume() {
+            kv.resume(seq).join();
+            kv.poll();
+            int loaded = seq.tokens(); // whole committed blocks
+            if (kv.allocateTo(seq, Math.max(length, seq.tokens())) != AllocationStatus.ALLOCATED) {
+                kv.preempt(seq);
+                return -1;
+            }
+            return loaded;
         }
 
         /** Prompt tokens whose KV the prefill loaded from cached blocks instead of computing. */
@@ -408,7 +447,7 @@ public final class ModelRunner {
             checkToken(token);
             append(token);
             try {
-                step(length - 1, 1, false);
+                step(computed, length - computed, false); // one token, more after resumeForDecode
             } catch (RuntimeException | Error e) {
                 length--; // the token was not decoded: the sequence is as before the call
                 throw e;
@@ -455,6 +494,7 @@ public final class ModelRunner {
                 batch.clear();
             }
             kv.commit(seq, tokens, start + n);
+            computed = start + n;
             return every;
         }
 
@@ -543,7 +583,7 @@ public final class ModelRunner {
                 Sequence s = sequences.get(i);
                 s.append(tokens[i]);
                 appended++;
-                s.addTo(batch, s.length - 1, 1);
+                s.addTo(batch, s.computed, s.length - s.computed); // one token, more after resumeForDecode
                 batchLogits[i] = s.logits;
             }
             if (count > 0) {
@@ -552,6 +592,7 @@ public final class ModelRunner {
             for (int i = 0; i < count; i++) {
                 Sequence s = sequences.get(i);
                 kv.commit(s.seq, s.tokens, s.length);
+                s.computed = s.length;
             }
         } catch (RuntimeException | Error e) {
             for (int i = 0; i < appended; i++) {

@@ -62,7 +62,10 @@ import java.util.function.IntSupplier;
  *       step the swapped requests that resume first ({@link Builder#resumeLookahead}, 1 by default)
  *       have their stored KV blocks staged toward the device (HOST staging buffers filled from HOST
  *       or DISK while the others run), so their resume copies staged blocks instead of loading
- *       them. A recomputed one is
+ *       them. A swapped request's resume only loads its KV back ({@link ModelRunner.Sequence#resumeForDecode}):
+ *       its next token is already chosen, so the tokens whose KV did not come back (the tail after
+ *       its last full block) are computed by its next decode, in the same pass as that token. A
+ *       recomputed one is
  *       re-prefilled from its prompt and generated tokens, whose last logits are the ones its next
  *       decode would have given, so its next token is chosen from them.</li>
  *   <li><b>Failure</b> is one request's where its work can be told apart: an exception from its
@@ -77,9 +80,10 @@ import java.util.function.IntSupplier;
  *       work fails, each fails on its own with its sequence closed. Only what belongs to no request
  *       (the routing trace's writes, the KV manager's own polling) is thrown from {@link #step};
  *       the scheduler is then to be {@link #close closed}, which closes every sequence.</li>
- *   <li><b>Routing</b>: with a {@link RoutingTraceWriter}, every forward call (prefill, decode or
- *       resume) becomes one trace step of its tokens' routed experts (prefill phase for prefills
- *       and resumes, decode for decodes: a batched decode is one step of the batch's tokens, in
+ *   <li><b>Routing</b>: with a {@link RoutingTraceWriter}, every forward call (prefill or decode)
+ *       becomes one trace step of its tokens' routed experts (prefill phase for prefills, decode for
+ *       decodes, whose tokens include those a resumed sequence computes with its first decode after
+ *       the resume; a batched decode is one step of the batch's tokens, in
  *       admission order; a batched decode that failed records nothing, and the one-by-one calls that
  *       follow it a step each); a request start precedes a request's first prefill, and a burst
  *       start begins every scheduler step that runs anything.</li>
@@ -375,15 +379,16 @@ public final class Scheduler implements AutoCloseable {
                 return;
             }
             if (resuming && r.seq != null) {
-                openBurst();
-                float[] logits;
+                // its next token is chosen: the resume loads its KV back and computes nothing; the
+                // tokens whose KV did not come back are computed with that token in its next decode
+                boolean resumed;
                 try {
-                    logits = forward(RoutingPhase.PREFILL, () -> r.seq.resume());
-                } catch (RunFailed e) {
-                    fail(r, e.getCause()); // its sequence is closed; the next in line is tried
+                    resumed = r.seq.resumeForDecode();
+                } catch (RuntimeException e) {
+                    fail(r, e); // its sequence is closed; the next in line is tried
                     continue;
                 }
-                if (logits == null) {
+                if (!resumed) {
                     return; // the cache could not hold it after all; it stays first among the preempted
                 }
                 preempted.remove(0);

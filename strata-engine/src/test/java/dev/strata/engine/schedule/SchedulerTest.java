@@ -344,6 +344,58 @@ class SchedulerTest {
     }
 
     /**
+     * A decoding sequence swapped out and resumed with
+     * {@link ModelRunner.Sequence#resumeForDecode}: the resume runs no forward pass; its next decode
+     * computes, with the new token, the tokens whose KV did not come back (the partial tail when the
+     * store brought its full blocks back from HOST, every token when there is no store); every logit
+     * after it is bit-identical to decoding alone. {@link ModelRunner.Sequence#resume} instead
+     * recomputes the last token and returns the logits the sequence had before the swap.
+     */
+    @ParameterizedTest
+    @ValueSource(booleans = {false, true})
+    void aSequenceResumedForDecodeComputesWhatDidNotComeBackWithItsNextToken(boolean withStore) {
+        int[] prompt = prompt(808, 11);
+        int steps = 6;
+        Output want = alone(prompt, steps);
+        try (Rig rig = withStore ? new Rig(8, 64) : new Rig(8)) {
+            int[] computed = {0}; // tokens the forward passes computed: routed in the first MoE layer
+            rig.runner.routingObserver((layer, token, ids) -> {
+                if (layer == 0) {
+                    computed[0]++;
+                }
+            });
+            try (ModelRunner.Sequence s = rig.runner.newSequence()) {
+                s.prefill(prompt, false);
+                s.decode(want.tokens.get(0));
+                s.decode(want.tokens.get(1)); // 13 tokens: three full blocks of 4 and a tail of 1
+                s.preempt(); // its committed blocks leave the device: offloaded to HOST, or dropped without a store
+                assertThat(rig.kv.awaitIdle(10, TimeUnit.SECONDS)).isTrue();
+                assertThat(s.blockCount()).isZero();
+                long hostHits = withStore ? rig.kv.stats().hits(BlockLocation.HOST) : 0;
+                computed[0] = 0;
+                assertThat(s.resumeForDecode()).isTrue();
+                assertThat(computed[0]).as("tokens the resume computed").isZero();
+                if (withStore) {
+                    assertThat(rig.kv.stats().hits(BlockLocation.HOST) - hostHits).as("blocks loaded back from HOST").isEqualTo(3);
+                }
+                float[] logits = s.decode(want.tokens.get(2));
+                assertThat(computed[0]).as("tokens the first decode after the resume computed").isEqualTo(withStore ? 1 + 1 : 13 + 1);
+                assertThat(logits).as("logits after the resume").containsExactly(want.logits.get(3));
+                for (int i = 3; i < steps - 1; i++) {
+                    computed[0] = 0;
+                    logits = s.decode(want.tokens.get(i));
+                    assertThat(computed[0]).as("tokens decode %d computed", i).isEqualTo(1);
+                    assertThat(logits).as("logits of decode %d", i).containsExactly(want.logits.get(i + 1));
+                }
+                s.preempt();
+                assertThat(rig.kv.awaitIdle(10, TimeUnit.SECONDS)).isTrue();
+                assertThat(s.resume()).as("logits resume() recomputes").containsExactly(want.logits.get(steps - 1));
+            }
+            rig.assertNothingHeld();
+        }
+    }
+
+    /**
      * Swap preemption with the resume lookahead: the preempted request that resumes next has its
      * blocks staged while the others run (the transfers are let land between steps, so the
      * schedule is the same every run), its resume takes them as prefetch hits, and every output is
