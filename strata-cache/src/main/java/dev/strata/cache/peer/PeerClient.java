@@ -13,6 +13,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.LongAdder;
 import java.util.concurrent.locks.LockSupport;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Consumer;
@@ -80,6 +81,11 @@ public final class PeerClient implements PeerMemory {
     private static final System.Logger LOG = System.getLogger(PeerClient.class.getName());
     /** Name of the consumer that the client's own {@link PeerMemory} methods allocate for. */
     public static final String DEFAULT_CONSUMER = "default";
+    /**
+     * Bytes a {@link #read} or {@link #write} moves between two looks at its lease's guard (256 KiB,
+     * about 10–40 µs of copying in host memory): the longest a revocation waits for a copy under way.
+     */
+    public static final long COPY_STEP_BYTES = 256 << 10;
     private static final int REMEMBERED_ENDS = 1 << 16;      // ended leases kept so that a late onRevoke still runs
     private static final long CLOSE_WAIT_NANOS = 5_000_000_000L;
     // Callbacks run on an event thread for longer than this (wall time: long enough that a thread
@@ -353,6 +359,7 @@ public final class PeerClient implements PeerMemory {
     private final AtomicInteger awaitingDrain = new AtomicInteger(); // revoked leases whose last access has yet to exit
     private long allocMisses;                          // guarded by lock
     private long callbackFailures;                     // guarded by lock
+    private final LongAdder abandonedCopies = new LongAdder(); // copies stopped between steps by their lease's revocation; any thread
 
     private PeerClient(Builder b) {
         if (b.lenders.isEmpty()) {
@@ -516,6 +523,12 @@ public final class PeerClient implements PeerMemory {
     /**
      * Copies between {@code local} and the lent region at {@code offset}, inside both guards (the
      * lease's, then the lender's region's); false when either refuses.
+     *
+     * <p>The copy moves {@link #COPY_STEP_BYTES} at a time and looks at the lease's guard between
+     * steps: once the lease's revocation has begun, the copy stops and returns false (counted in
+     * {@link PeerClientStats#abandonedCopies}), so a revocation waits for at most one step of an
+     * access under way, not for the whole object. A read that stops leaves {@code local} partly
+     * written; a write, the lent region, which the lender takes back anyway.
      */
     private boolean copy(PeerLease lease, long offset, MemorySegment local, boolean toPeer) {
         long length = local.byteSize();
@@ -530,10 +543,19 @@ public final class PeerClient implements PeerMemory {
                 return false;
             }
             try {
-                if (toPeer) {
-                    MemorySegment.copy(local, 0, r.memory(), offset, length);
-                } else {
-                    MemorySegment.copy(r.memory(), offset, local, 0, length);
+                MemorySegment lent = r.memory();
+                for (long done = 0; done < length; ) {
+                    long n = Math.min(COPY_STEP_BYTES, length - done);
+                    if (toPeer) {
+                        MemorySegment.copy(local, done, lent, offset + done, n);
+                    } else {
+                        MemorySegment.copy(lent, offset + done, local, done, n);
+                    }
+                    done += n;
+                    if (done < length && !e.guard.isOpen()) {
+                        abandonedCopies.increment(); // its revocation began: the lease goes back now
+                        return false;
+                    }
                 }
             } finally {
                 r.exit();
@@ -711,7 +733,7 @@ public final class PeerClient implements PeerMemory {
                 cs.add(new PeerClientStats.Consumer(c.name, c.limits.maxBytes(), c.borrowedBytes, c.leaseCount, c.allocs,
                         c.refusedBytes, c.refusedRate, c.misses));
             }
-            return new PeerClientStats(ps, cs, allocMisses, callbackFailures);
+            return new PeerClientStats(ps, cs, allocMisses, callbackFailures, abandonedCopies.sum());
         } finally {
             lock.unlock();
         }

@@ -14,8 +14,11 @@ import java.util.Locale;
  * @param consumers        one entry per consumer, in registration order
  * @param allocMisses      allocations no peer could serve (no candidate, or every borrow refused)
  * @param callbackFailures revocation callbacks that threw (logged and otherwise ignored)
+ * @param abandonedCopies  reads and writes that stopped part-way because their lease's revocation
+ *                         began ({@link PeerClient#COPY_STEP_BYTES}); each returned false
  */
-public record PeerClientStats(List<Peer> peers, List<Consumer> consumers, long allocMisses, long callbackFailures) {
+public record PeerClientStats(List<Peer> peers, List<Consumer> consumers, long allocMisses, long callbackFailures,
+                              long abandonedCopies) {
 
     public PeerClientStats {
         peers = List.copyOf(peers);
@@ -149,6 +152,9 @@ public record PeerClientStats(List<Peer> peers, List<Consumer> consumers, long a
                 .sample("strata_peer_alloc_misses_total", allocMisses);
         out.family("strata_peer_callback_failures_total", PrometheusText.Type.COUNTER, "Revocation callbacks that threw")
                 .sample("strata_peer_callback_failures_total", callbackFailures);
+        out.family("strata_peer_copies_abandoned_total", PrometheusText.Type.COUNTER,
+                "Reads and writes of a lease stopped part-way because its revocation began")
+                .sample("strata_peer_copies_abandoned_total", abandonedCopies);
         consumerFamily(out, "strata_peer_consumer_borrowed_bytes", PrometheusText.Type.GAUGE, "Bytes the consumer holds on peers",
                 Consumer::borrowedBytes);
         consumerFamily(out, "strata_peer_consumer_max_bytes", PrometheusText.Type.GAUGE, "The consumer's byte cap",

@@ -123,6 +123,77 @@ class PeerClientTest {
         }
     }
 
+    /**
+     * A read or write of four steps ({@link PeerClient#COPY_STEP_BYTES}) under way when its lease's
+     * revocation begins: the lender revokes while the copy is between its first and second step
+     * (from inside the region's {@code memory()}, which the copy calls once before it starts), so
+     * the copy stops after that step and returns false, is counted, and the revocation ends without
+     * waiting for the rest of it. Before copies looked at the guard between steps, the whole copy
+     * ran and returned true.
+     */
+    @org.junit.jupiter.params.ParameterizedTest
+    @org.junit.jupiter.params.provider.ValueSource(booleans = {false, true})
+    void aCopyUnderWayWhenItsLeaseIsRevokedStopsAtItsNextStep(boolean write) throws Exception {
+        int step = (int) PeerClient.COPY_STEP_BYTES;
+        LocalLender inner = new LocalLender(LocalLender.Config.of(0, "gpu0", 4L * step).withGrace(10_000_000_000L));
+        AtomicBoolean revokeOnAccess = new AtomicBoolean();
+        java.util.concurrent.atomic.AtomicReference<PeerClient> clientRef = new java.util.concurrent.atomic.AtomicReference<>();
+        record Hooked(LentRegion r, Runnable onMemory) implements LentRegion {
+            @Override public PeerLease lease() { return r.lease(); }
+            @Override public boolean enter() { return r.enter(); }
+            @Override public void exit() { r.exit(); }
+            @Override public boolean takenBack() { return r.takenBack(); }
+            @Override public MemorySegment memory() {
+                onMemory.run();
+                return r.memory();
+            }
+        }
+        PeerLender lender = new WrappingLender(inner) {
+            @Override
+            public LentRegion borrow(long size) {
+                LentRegion r = inner.borrow(size);
+                return r == null ? null : new Hooked(r, () -> {
+                    if (revokeOnAccess.getAndSet(false)) { // the copy has entered both guards and not begun
+                        inner.lendable(0);
+                        await("revoking", 5_000, () -> clientRef.get().revoking(r.lease()));
+                    }
+                });
+            }
+
+            @Override
+            public void giveBack(LentRegion region) {
+                super.giveBack(region instanceof Hooked h ? h.r() : region);
+            }
+
+            @Override
+            public void acknowledge(LentRegion region) {
+                super.acknowledge(region instanceof Hooked h ? h.r() : region);
+            }
+        };
+        try (PeerClient client = PeerClient.of(List.of(lender), "best_fit")) {
+            clientRef.set(client);
+            List<Ended> ended = new CopyOnWriteArrayList<>();
+            PeerLease lease = client.alloc(4L * step, ANY, (l, r) -> ended.add(new Ended(l, r))).orElseThrow();
+            byte[] data = PeerTesting.random(new SplittableRandom(9), 4 * step);
+            assertThat(client.write(lease, 0, PeerTesting.segment(data))).isTrue();
+            byte[] local = write ? PeerTesting.random(new SplittableRandom(10), 4 * step) : new byte[4 * step];
+            revokeOnAccess.set(true);
+            boolean done = write ? client.write(lease, 0, MemorySegment.ofArray(local)) : client.read(lease, 0, MemorySegment.ofArray(local));
+            assertThat(done).as("a copy its lease's revocation caught part-way").isFalse();
+            assertThat(client.stats().abandonedCopies()).isEqualTo(1);
+            assertThat(client.stats().toPrometheus()).contains("strata_peer_copies_abandoned_total 1");
+            if (!write) {
+                assertThat(java.util.Arrays.copyOf(local, step)).as("the first step was copied").isEqualTo(java.util.Arrays.copyOf(data, step));
+                assertThat(java.util.Arrays.copyOfRange(local, step, 4 * step)).as("nothing after it").containsOnly((byte) 0);
+            }
+            await("callback", 5_000, () -> ended.size() == 1);
+            assertThat(ended).containsExactly(new Ended(lease, RevocationReason.RECLAIMED));
+            await("released", 5_000, () -> inner.phase(lease) == LocalLender.Phase.RELEASED);
+            assertThat(inner.stats().fences()).isZero();
+            client.checkInvariants();
+        }
+    }
+
     @Test
     void aClientWhoseAccessOutlivesTheDeadlineIsFencedAndTheMemoryWaitsForTheAccess() throws Exception {
         LocalLender lender = new LocalLender(LocalLender.Config.of(0, "gpu0", 8_192).withGrace(20_000_000L));
