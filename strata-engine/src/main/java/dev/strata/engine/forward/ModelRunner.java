@@ -436,7 +436,9 @@ public final class ModelRunner {
 
         /**
          * Appends {@code token} and returns the logits after it ({@code [vocab]}: the sequence's own
-         * array, overwritten by its next step; copy it to keep it). A call that throws appends
+         * array, overwritten by its next step; copy it to keep it). The first decode after
+         * {@link #resumeForDecode} also computes the tokens whose KV did not come back, in the same
+         * pass. A call that throws appends
          * nothing (see {@link #decodeBatch} on what a failed pass leaves), so the same token may be
          * decoded again.
          */
@@ -531,7 +533,9 @@ public final class ModelRunner {
      * Decodes one token for each of several sequences in one forward pass: appends {@code tokens[i]}
      * to {@code sequences.get(i)} and returns the logits after it ({@code [batch][vocab]}: the outer
      * array is the runner's, each row the sequence's own logits array, all valid until the next
-     * call; copy what must be kept). Every
+     * call; copy what must be kept). A sequence resumed with {@link Sequence#resumeForDecode} and
+     * not decoded since brings the tokens its resume did not load as well, as one span of rows
+     * ending with its new token. Every
      * weight matrix is read once for the whole batch (a matmul over the batch's rows; MoE experts
      * over the tokens routed to them, in the token groups of the pager's plan), while attention runs
      * per sequence over its own paged KV. Each sequence's logits are bit-identical to its own

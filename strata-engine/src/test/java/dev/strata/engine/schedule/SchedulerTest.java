@@ -378,9 +378,22 @@ class SchedulerTest {
                 if (withStore) {
                     assertThat(rig.kv.stats().hits(BlockLocation.HOST) - hostHits).as("blocks loaded back from HOST").isEqualTo(3);
                 }
-                float[] logits = s.decode(want.tokens.get(2));
-                assertThat(computed[0]).as("tokens the first decode after the resume computed").isEqualTo(withStore ? 1 + 1 : 13 + 1);
-                assertThat(logits).as("logits after the resume").containsExactly(want.logits.get(3));
+                // the first decode after the resume, batched with another sequence: its span is the
+                // tokens that did not come back and its new token
+                int[] otherPrompt = prompt(909, 5);
+                Output otherWant = alone(otherPrompt, 2);
+                try (ModelRunner.Sequence other = rig.runner.newSequence()) {
+                    other.prefill(otherPrompt, false);
+                    other.reserve(otherPrompt.length + 1);
+                    s.reserve(s.length() + 1);
+                    computed[0] = 0;
+                    float[][] out = rig.runner.decodeBatch(List.of(s, other), new int[] {want.tokens.get(2), otherWant.tokens.get(0)});
+                    assertThat(computed[0]).as("tokens the first (batched) decode after the resume computed")
+                            .isEqualTo((withStore ? 1 + 1 : 13 + 1) + 1);
+                    assertThat(out[0]).as("logits after the resume").containsExactly(want.logits.get(3));
+                    assertThat(out[1]).as("logits of the sequence batched with it").containsExactly(otherWant.logits.get(1));
+                }
+                float[] logits;
                 for (int i = 3; i < steps - 1; i++) {
                     computed[0] = 0;
                     logits = s.decode(want.tokens.get(i));
