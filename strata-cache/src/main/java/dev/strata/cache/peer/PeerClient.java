@@ -51,11 +51,14 @@ import org.HdrHistogram.SynchronizedHistogram;
  * lender reports {@code peerReattached} (a restarted agent): its old leases stay ended, new ones
  * are borrowed from it again, and the re-attachments are counted per peer.
  *
- * <p>A revoked lease with an access under way is handed to the revocation thread by that access:
- * the exit that leaves its guard empty queues it ({@link LeaseGuard#runWhenDrained}) and wakes the
- * thread, which ends it at once. No thread waits on an access, so a slow access on one lease
- * delays no other; a callback that blocks does delay the ones after it (callbacks must be short). A lender's
- * events wait for the callbacks of the leases that drained at once, which run on its event thread;
+ * <p>A lease revoked with an access under way: a read or write stops at its next step once the
+ * revocation has begun ({@link #COPY_STEP_BYTES}), so the lender's event thread waits for it a
+ * little ({@link Builder#drainWaitNanos}, 100 µs by default) and, if it drains, ends the lease
+ * itself. An access still under way after that hands the lease to the revocation thread: the exit
+ * that leaves its guard empty queues it ({@link LeaseGuard#runWhenDrained}) and wakes the thread,
+ * which ends it at once. No thread waits on an access for longer than that brief wait, so a slow
+ * access on one lease delays no other; a callback that blocks does delay the ones after it (callbacks must be short). A lender's
+ * events wait for the callbacks of the leases that drained at once or within that wait, which run on its event thread;
  * the deadlines are the lender's own (it fences a lease not acknowledged in time whatever the
  * client does), so a slow callback can only make a later lease of the same lender end FENCED
  * rather than RECLAIMED. To keep that to one event, callbacks that take longer than 10 ms on an
@@ -73,7 +76,8 @@ import org.HdrHistogram.SynchronizedHistogram;
  *
  * <p>Threads: every method may be called from any thread. One lock guards placement and the
  * accounting; accesses take no lock. Callbacks run on the lender's event thread when the lease
- * drained at once, otherwise on the client's revocation thread, never under the client's lock,
+ * drained at once or within the drain wait of a reclaim, otherwise on the client's revocation
+ * thread, never under the client's lock,
  * and a callback registered after the lease ended runs on the thread that registers it. Do not
  * free a lease from inside an access of the same lease (the free would wait for itself).
  */
@@ -97,12 +101,23 @@ public final class PeerClient implements PeerMemory {
 
     private enum LeasePhase { OPEN, FREEING, REVOKING, ENDED }
 
+    /** What the thread that began a revocation does next, outside the lock. */
+    private enum AfterBegin {
+        FINISH_HERE,      // drained at once: end it here
+        AWAIT_DRAIN_HERE, // copies under way: wait for them here, briefly (see drainWaitNanos)
+        NOTHING           // the access that leaves last, or the revocation thread, ends it
+    }
+
+    /** Default of {@link Builder#drainWaitNanos}: a few copy steps ({@link #COPY_STEP_BYTES}). */
+    public static final long DEFAULT_DRAIN_WAIT_NANOS = 100_000;
+
     /** Builds a client; {@link #lenders} is required. */
     public static final class Builder {
         private final List<PeerLender> lenders = new ArrayList<>();
         private PlacementPolicy policy = PlacementPolicy.bestFit();
         private LongSupplier clock = System::nanoTime;
         private long revocationHalfLifeNanos = TimeUnit.SECONDS.toNanos(60);
+        private long drainWaitNanos = DEFAULT_DRAIN_WAIT_NANOS;
 
         private Builder() {
         }
@@ -140,6 +155,21 @@ public final class PeerClient implements PeerMemory {
                 throw new IllegalArgumentException("revocation half-life must be positive, got " + nanos + " ns");
             }
             this.revocationHalfLifeNanos = nanos;
+            return this;
+        }
+
+        /**
+         * How long a lender's event thread waits for the accesses under way on a lease it revokes
+         * before it leaves the lease to them ({@value #DEFAULT_DRAIN_WAIT_NANOS} ns by default; 0:
+         * never waits). A read or write stops at its next step once the revocation has begun, so
+         * the wait is usually a step; a lease that drains within it ends on the event thread, with
+         * no hand-off to the revocation thread.
+         */
+        public Builder drainWaitNanos(long nanos) {
+            if (nanos < 0) {
+                throw new IllegalArgumentException("drain wait must not be negative, got " + nanos + " ns");
+            }
+            this.drainWaitNanos = nanos;
             return this;
         }
 
@@ -188,7 +218,8 @@ public final class PeerClient implements PeerMemory {
         public void revocationRequested(LentRegion region, long revokedAtNanos, long deadlineNanos) {
             long received = System.nanoTime();
             boolean ackNow = false;
-            LeaseEntry here = null; // drained at once: finished on this thread
+            LeaseEntry here = null; // ended on this thread: drained at once, or (awaitHere) once its copies stop
+            boolean awaitHere = false;
             lock.lock();
             try {
                 LeaseEntry e = leases.get(region.lease()); // by lease (peer, region, epoch): a lender may pass another instance
@@ -198,7 +229,9 @@ public final class PeerClient implements PeerMemory {
                     switch (e.phase) {
                         case OPEN -> {
                             e.askedAtNanos = Math.min(revokedAtNanos, received);
-                            here = beginRevocation(e, RevocationReason.RECLAIMED, received) ? e : null;
+                            AfterBegin next = beginRevocation(e, RevocationReason.RECLAIMED, received, drainWaitNanos > 0);
+                            here = next == AfterBegin.NOTHING ? null : e;
+                            awaitHere = next == AfterBegin.AWAIT_DRAIN_HERE;
                         }
                         case FREEING -> e.revocationAsked = true;
                         case REVOKING, ENDED -> {
@@ -210,6 +243,8 @@ public final class PeerClient implements PeerMemory {
             }
             if (ackNow) {
                 lender.acknowledge(region);
+            } else if (awaitHere) {
+                awaitDrainHere(here);
             } else if (here != null) {
                 finishHere(here);
             }
@@ -230,7 +265,7 @@ public final class PeerClient implements PeerMemory {
                     return;
                 }
                 switch (e.phase) {
-                    case OPEN -> here = beginRevocation(e, RevocationReason.FENCED, received) ? e : null;
+                    case OPEN -> here = beginRevocation(e, RevocationReason.FENCED, received, false) == AfterBegin.FINISH_HERE ? e : null;
                     case REVOKING -> {
                         if (e.reason == RevocationReason.RECLAIMED) {
                             e.reason = RevocationReason.FENCED;
@@ -260,7 +295,7 @@ public final class PeerClient implements PeerMemory {
                     }
                     switch (e.phase) {
                         case OPEN -> {
-                            if (beginRevocation(e, RevocationReason.PEER_LOST, received)) {
+                            if (beginRevocation(e, RevocationReason.PEER_LOST, received, false) == AfterBegin.FINISH_HERE) {
                                 here.add(e);
                             }
                         }
@@ -360,6 +395,7 @@ public final class PeerClient implements PeerMemory {
     private long allocMisses;                          // guarded by lock
     private long callbackFailures;                     // guarded by lock
     private final LongAdder abandonedCopies = new LongAdder(); // copies stopped between steps by their lease's revocation; any thread
+    private final long drainWaitNanos;                 // how long an event thread waits for a revoked lease's accesses
 
     private PeerClient(Builder b) {
         if (b.lenders.isEmpty()) {
@@ -368,6 +404,7 @@ public final class PeerClient implements PeerMemory {
         this.policy = b.policy;
         this.clock = b.clock;
         this.revocationHalfLifeNanos = b.revocationHalfLifeNanos;
+        this.drainWaitNanos = b.drainWaitNanos;
         long now = clock.getAsLong();
         List<PeerState> list = new ArrayList<>();
         for (PeerLender l : b.lenders) {
@@ -882,29 +919,60 @@ public final class PeerClient implements PeerMemory {
 
     /**
      * Under lock: OPEN -> REVOKING; closes the guard. With no access in flight once it is closed
-     * (none can begin after) the lease is drained: true, and the caller, the lender's event thread,
-     * finishes it itself ({@link #finishHere}) after releasing the lock, unless the peer's callbacks
-     * were slow there lately (then the revocation thread does). With an access under way, the
-     * access that leaves last hands the lease to the revocation thread ({@link #drained}): false.
+     * (none can begin after) the lease is drained: FINISH_HERE, and the caller, the lender's event
+     * thread, finishes it itself ({@link #finishHere}) after releasing the lock, unless the peer's
+     * callbacks were slow there lately (then the revocation thread does: NOTHING). With an access
+     * under way and {@code mayAwait} (and the peer not penalised), AWAIT_DRAIN_HERE: the caller
+     * waits for it briefly outside the lock ({@link #awaitDrainHere}). Otherwise the access that
+     * leaves last hands the lease to the revocation thread ({@link #drained}): NOTHING.
      */
-    private boolean beginRevocation(LeaseEntry e, RevocationReason reason, long receivedNanos) {
+    private AfterBegin beginRevocation(LeaseEntry e, RevocationReason reason, long receivedNanos, boolean mayAwait) {
         e.phase = LeasePhase.REVOKING;
         e.reason = reason;
         e.receivedAtNanos = receivedNanos;
         e.guard.close();
+        boolean hereAllowed = receivedNanos - e.peer.finishHereFrom >= 0;
         if (e.guard.inFlight() != 0) {
+            if (mayAwait && hereAllowed) {
+                finishingHere.incrementAndGet(); // this thread holds it until it drains or is handed on
+                return AfterBegin.AWAIT_DRAIN_HERE;
+            }
             awaitingDrain.incrementAndGet();
             if (e.guard.runWhenDrained(() -> drained(e))) {
-                return false;
+                return AfterBegin.NOTHING;
             }
             awaitingDrain.decrementAndGet(); // drained meanwhile: as if no access had been under way
         }
-        if (receivedNanos - e.peer.finishHereFrom >= 0) {
+        if (hereAllowed) {
             finishingHere.incrementAndGet();
-            return true;
+            return AfterBegin.FINISH_HERE;
         }
         handOver(e);
-        return false;
+        return AfterBegin.NOTHING;
+    }
+
+    /**
+     * On the lender's event thread, outside the lock, for a lease {@link #beginRevocation} left with
+     * accesses under way: waits up to {@link #drainWaitNanos} for them (a copy stops at its next
+     * step), then finishes the revocation here, with no hand-off; an access still under way after
+     * that is left to hand the lease to the revocation thread when it leaves, as without the wait.
+     */
+    private void awaitDrainHere(LeaseEntry e) {
+        long deadline = System.nanoTime() + drainWaitNanos;
+        while (e.guard.inFlight() != 0) {
+            if (System.nanoTime() - deadline > 0) {
+                awaitingDrain.incrementAndGet();
+                if (e.guard.runWhenDrained(() -> drained(e))) {
+                    finishingHere.decrementAndGet(); // after awaitingDrain rose: revocationsIdle never sees a gap
+                    return;
+                }
+                awaitingDrain.decrementAndGet(); // drained meanwhile
+                break;
+            }
+            Thread.onSpinWait();
+        }
+        e.drainedAtNanos = System.nanoTime();
+        finishHere(e);
     }
 
     /** On the thread whose access left a revoked lease last: stamps the drain and hands the lease over. */

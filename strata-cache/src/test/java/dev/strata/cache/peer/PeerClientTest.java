@@ -642,6 +642,44 @@ class PeerClientTest {
         }
     }
 
+    /**
+     * A lease revoked while an access is under way that ends once the revocation has begun (as a
+     * copy does at its next step): with a drain wait the lender's event thread waits for it and
+     * ends the lease itself, with no hand-off; with none (0) the access hands it to the
+     * revocation thread. A negative wait is refused with the value.
+     */
+    @org.junit.jupiter.params.ParameterizedTest
+    @org.junit.jupiter.params.provider.ValueSource(longs = {0, 5_000_000_000L})
+    void aLeaseWhoseAccessEndsWithinTheDrainWaitEndsOnTheLendersEventThread(long drainWaitNanos) throws Exception {
+        LocalLender lender = new LocalLender(LocalLender.Config.of(0, "gpu0", 16 * 1024).withGrace(10_000_000_000L));
+        try (PeerClient client = PeerClient.builder().lender(lender).policy("best_fit").drainWaitNanos(drainWaitNanos).build()) {
+            List<String> threads = new CopyOnWriteArrayList<>();
+            List<Ended> ended = new CopyOnWriteArrayList<>();
+            PeerLease lease = client.alloc(4_000, ANY, (l, r) -> {
+                threads.add(Thread.currentThread().getName());
+                ended.add(new Ended(l, r));
+            }).orElseThrow();
+            CountDownLatch inside = new CountDownLatch(1);
+            Thread holder = Thread.ofPlatform().start(() -> client.access(lease, 0, 4_000, view -> {
+                inside.countDown();
+                await("revoking", 5_000, () -> client.revoking(lease)); // ends once the revocation has begun
+            }));
+            assertThat(inside.await(5, TimeUnit.SECONDS)).isTrue();
+            lender.lendable(0);
+            holder.join(10_000);
+            await("revoked", 5_000, () -> ended.size() == 1);
+            assertThat(ended).containsExactly(new Ended(lease, RevocationReason.RECLAIMED));
+            assertThat(threads).as("the thread that ended the lease")
+                    .containsExactly(drainWaitNanos > 0 ? "strata-peer-gpu0-events" : "strata-peer-client-revocations");
+            await("acknowledged", 5_000, () -> lender.phase(lease) == LocalLender.Phase.RELEASED);
+            await("idle", 5_000, client::revocationsIdle);
+            assertThat(client.stats().peer(0).drainCount()).isEqualTo(1);
+            client.checkInvariants();
+        }
+        assertThatThrownBy(() -> PeerClient.builder().drainWaitNanos(-1)).isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("-1 ns");
+    }
+
     @Test
     void aRevocationRacingAnAccessThatEndsCallsBackOnceWithItsReasonAndNeverWhileTheAccessIsUnderWay() throws Exception {
         LocalLender lender = new LocalLender(LocalLender.Config.of(0, "gpu0", 16 * 1024).withGrace(10_000_000_000L));
