@@ -969,7 +969,7 @@ public final class PeerClient implements PeerMemory {
                 awaitingDrain.decrementAndGet(); // drained meanwhile
                 break;
             }
-            Thread.onSpinWait();
+            Thread.yield(); // the access to wait for may need this core to reach its next step
         }
         e.drainedAtNanos = System.nanoTime();
         finishHere(e);
