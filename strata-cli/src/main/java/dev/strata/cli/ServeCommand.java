@@ -71,9 +71,10 @@ public final class ServeCommand implements Callable<Integer> {
 
     /**
      * A client over one shared-memory lender per lending file (peer ids in order), each looking at
-     * its path every {@code reattachMillis} for an agent restarted there.
+     * its path every {@code reattachMillis} for an agent restarted there; a revocation's event
+     * thread waits up to {@code drainWaitMicros} for the copies under way.
      */
-    private static PeerClient openPeers(List<Path> files, long reattachMillis, String policy) {
+    private static PeerClient openPeers(List<Path> files, long reattachMillis, long drainWaitMicros, String policy) {
         List<ShmPeerLender> lenders = new ArrayList<>();
         try {
             for (int i = 0; i < files.size(); i++) {
@@ -85,7 +86,7 @@ public final class ServeCommand implements Callable<Integer> {
                 lenders.add(ShmPeerLender.open(file, i, ShmLenderOptions.defaults().withName(file.getFileName().toString())
                         .withReattachInterval(Duration.ofMillis(reattachMillis))));
             }
-            return PeerClient.of(lenders, policy);
+            return PeerClient.builder().lenders(lenders).policy(policy).drainWaitNanos(drainWaitMicros * 1000).build();
         } catch (RuntimeException | Error e) {
             lenders.forEach(ShmPeerLender::close);
             throw e;
@@ -146,7 +147,7 @@ public final class ServeCommand implements Callable<Integer> {
         int expertCap = p.experts().deviceSlots();
         long peerExpertBytes = !peerFiles.isEmpty() && expertCap > 0 ? p.experts().peerBytes() : 0;
         long splitBudget = splitBudget(c);
-        PeerClient peers = peerFiles.isEmpty() ? null : openPeers(peerFiles, p.peers().reattachMillis(), c.peer() != null ? c.peer().policy() : "best-fit");
+        PeerClient peers = peerFiles.isEmpty() ? null : openPeers(peerFiles, p.peers().reattachMillis(), p.peers().drainWaitMicros(), c.peer() != null ? c.peer().policy() : "best-fit");
         List<AutoCloseable> opened = new ArrayList<>(); // closed in reverse on failure
         if (peers != null) {
             opened.add(peers);

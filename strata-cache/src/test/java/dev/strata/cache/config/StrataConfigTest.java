@@ -148,6 +148,11 @@ class StrataConfigTest {
                 .conclude(64 * Sizes.GiB).process().peers();
         assertThat(defaults.files()).containsExactly(Path.of("/dev/shm/a.lend"));
         assertThat(defaults.reattachMillis()).isEqualTo(1000);
+        assertThat(defaults.drainWaitMicros()).isEqualTo(100);
+        assertThat(ConfigLoader.load(yaml("peers: { drain-wait-us: 0 }\n"), List.of(), null).conclude(64 * Sizes.GiB)
+                .process().peers().drainWaitMicros()).isZero();
+        assertThatThrownBy(() -> ConfigLoader.load(yaml("peers: { drain-wait-us: -5 }\n"), List.of(), null).conclude(64 * Sizes.GiB))
+                .isInstanceOf(ConfigException.class).hasMessageContaining("peers.drain-wait-us").hasMessageContaining("-5 is outside");
         assertThat(ConfigLoader.load(yaml("peers: { reattach-ms: 250 }\n"), List.of(), null).conclude(64 * Sizes.GiB)
                 .process().peers().reattachMillis()).isEqualTo(250);
         assertThatThrownBy(() -> ConfigLoader.load(yaml("peers: { reattach-ms: 0 }\n"), List.of(), null).conclude(64 * Sizes.GiB))
