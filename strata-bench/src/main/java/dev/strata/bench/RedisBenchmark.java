@@ -254,6 +254,7 @@ public final class RedisBenchmark {
      */
     static Keyspace parseKeyspace(String out) throws IOException {
         String[] counters = {"keyspace_hits:", "keyspace_misses:", "evicted_keys:", "maxmemory:"};
+        int maxmemory = 3; // its index in counters: summed for the check, its smallest non-zero value kept
         int[] seen = new int[counters.length];
         long[] sum = new long[counters.length];
         long smallestLimit = Long.MAX_VALUE;
@@ -266,7 +267,7 @@ public final class RedisBenchmark {
                         long v = Long.parseLong(l.substring(counters[c].length()));
                         sum[c] += v;
                         seen[c]++;
-                        if (c == 3 && v > 0) {
+                        if (c == maxmemory && v > 0) {
                             smallestLimit = Math.min(smallestLimit, v);
                         }
                     }

@@ -111,13 +111,10 @@ final class BlockPipeline implements AutoCloseable {
     /**
      * @param user     the ACL user, or null for the default user
      * @param password the password, or null when the cluster has none
-     * @param connectionsPerPrimary connections opened to each primary, at least 1
+     * @param connectionsPerPrimary connections opened to each primary, at least 1 (checked by {@link ClusterSettings})
      */
     BlockPipeline(Supplier<Partitions> topology, Runnable refreshTopology, String user, String password, long timeoutNanos,
                   int connectionsPerPrimary) {
-        if (connectionsPerPrimary < 1) {
-            throw new IllegalArgumentException("connections per primary must be at least 1, got " + connectionsPerPrimary);
-        }
         this.connectionsPerPrimary = connectionsPerPrimary;
         this.topology = topology;
         this.refreshTopology = refreshTopology;

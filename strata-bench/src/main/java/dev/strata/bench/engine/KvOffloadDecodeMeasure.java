@@ -71,7 +71,6 @@ public final class KvOffloadDecodeMeasure {
         int kvBlocks = seqBlocks + 2; // one sequence and little more: the filler takes the slots a preempted sequence freed
         ServeEngine.Options resident = ServeEngine.Options.builder().threads(threads).blockTokens(BLOCK_TOKENS)
                 .kvBlocks(2 * seqBlocks + 2).conclude(); // the sequence stays resident beside the filler
-
         try (ServeEngine base = new ServeEngine(dir, resident)) {
             long blockBytes = ModelRunner.kvGeometry(base.model().config(), BLOCK_TOKENS).bytesPerBlock();
             long hostBytes = blockBytes * seqBlocks / 2; // half a sequence on HOST: the rest goes on to DISK

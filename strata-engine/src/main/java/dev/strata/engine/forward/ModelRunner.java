@@ -314,9 +314,6 @@ public final class ModelRunner {
          *         sequence is then preempted again, holding nothing)
          */
         public float[] resume() {
-            if (closed || !preempted()) {
-                throw new IllegalStateException("sequence " + seq.id() + " is not preempted (" + seq.state() + ")");
-            }
             int loaded = Math.min(loadForResume(), length - 1); // the last is always computed: its logits are returned
             if (loaded < 0) {
                 return null;
@@ -339,9 +336,6 @@ public final class ModelRunner {
          *         preempted again, holding nothing)
          */
         public boolean resumeForDecode() {
-            if (closed || !preempted()) {
-                throw new IllegalStateException("sequence " + seq.id() + " is not preempted (" + seq.state() + ")");
-            }
             int loaded = loadForResume();
             if (loaded < 0) {
                 return false;
@@ -354,8 +348,13 @@ public final class ModelRunner {
          * Loads the preempted sequence's blocks back and gives it slots for all its tokens; returns
          * the tokens whose KV came back, or -1 when there was no room (the sequence is preempted
          * again, holding nothing).
+         *
+         * @throws IllegalStateException if the sequence is closed or not preempted
          */
         private int loadForResume() {
+            if (closed || !preempted()) {
+                throw new IllegalStateException("sequence " + seq.id() + " is not preempted (" + seq.state() + ")");
+            }
             kv.resume(seq).join();
             kv.poll();
             int loaded = seq.tokens(); // whole committed blocks
