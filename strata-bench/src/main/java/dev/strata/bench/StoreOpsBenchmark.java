@@ -35,8 +35,10 @@ final class StoreOpsBenchmark {
                 .warmupTime(TimeValue.milliseconds(quick ? 400 : 1000))
                 .measurementIterations(quick ? 3 : 5)
                 .measurementTime(TimeValue.milliseconds(quick ? 400 : 1000))
+                // the fork inherits this JVM's options first; its own heap follows them and wins: fixed and
+                // pre-touched, so that no iteration pays the first touch of heap pages committed mid-run
                 .jvmArgsAppend("--enable-native-access=ALL-UNNAMED", "--add-modules", "jdk.incubator.vector",
-                        "-XX:+UseParallelGC", "-Xmx1g")
+                        "-XX:+UseParallelGC", "-Xms1g", "-Xmx1g", "-Xmn512m", "-XX:+AlwaysPreTouch")
                 .shouldFailOnError(true)
                 .output(log.toString())
                 .build();
