@@ -346,6 +346,60 @@ class TransferEngineTest {
         }
     }
 
+    /**
+     * A link's latency percentiles are those of all its transfers, whichever worker ran them and
+     * whether they came alone or in a batch: each worker keeps its own histogram and a snapshot
+     * merges them. Latency is submission to completion, the result's queued plus run time.
+     */
+    @Test
+    void linkLatencyCoversEveryTransferOfBatchesAndSingleCopiesOnEveryWorker() throws Exception {
+        SplittableRandom random = new SplittableRandom(11);
+        HostTier host = track(HostTier.create("host", 8L << 20));
+        DeviceTier device = track(DeviceTier.cpu("device", 8L << 20));
+        try (TransferEngine engine = new TransferEngine(TransferEngine.Settings.defaults().withMemoryLinkWorkers(3))) {
+            List<Long> latencies = new ArrayList<>();
+            for (int round = 0; round < 3; round++) {
+                List<Transfer> batch = new ArrayList<>();
+                List<CompletableFuture<TransferResult>> singles = new ArrayList<>();
+                for (int i = 0; i < 48; i++) {
+                    long len = random.nextLong(1, 20_000);
+                    long s = host.allocate(len);
+                    host.write(s, randomBytes(len, random));
+                    long d = device.allocate(len);
+                    if (i % 4 == 0) {
+                        singles.add(engine.copy(host, s, device, d, len)); // spread over the link's workers
+                    } else {
+                        batch.add(Transfer.copy(host, s, device, d, len));
+                    }
+                }
+                BatchResult result = engine.submitBatch(batch).get(30, TimeUnit.SECONDS);
+                for (TransferResult r : result.results()) {
+                    assertThat(r.status()).isEqualTo(TransferStatus.COMPLETED);
+                    latencies.add(r.nanosQueued() + r.nanosRun());
+                }
+                for (CompletableFuture<TransferResult> f : singles) {
+                    TransferResult r = done(f);
+                    assertThat(r.status()).isEqualTo(TransferStatus.COMPLETED);
+                    latencies.add(r.nanosQueued() + r.nanosRun());
+                }
+                if (round == 1) {
+                    stats(engine, "host->device"); // a snapshot in between: the next one still covers everything
+                }
+            }
+            latencies.sort(null);
+            int n = latencies.size();
+            LinkStats s = stats(engine, "host->device");
+            assertThat(s.completed()).isEqualTo(n);
+            long max = latencies.get(n - 1);
+            // the histogram keeps three significant digits: a value reads back within 0.1% above it
+            assertThat(s.maxNanos()).isBetween(max, max + max / 500 + 1);
+            long lowerMedian = latencies.get((n + 1) / 2 - 1);
+            assertThat(s.p50Nanos()).isBetween(lowerMedian, latencies.get(n / 2) + latencies.get(n / 2) / 500 + 1);
+            long p99 = latencies.get((int) Math.ceil(0.99 * n) - 1);
+            assertThat(s.p99Nanos()).isBetween(p99, p99 + p99 / 500 + 1);
+        }
+    }
+
     @Test
     void severalSubmittingThreadsAllCompleteByteExact() throws Exception {
         HostTier host = track(HostTier.create("host", 32L << 20));
