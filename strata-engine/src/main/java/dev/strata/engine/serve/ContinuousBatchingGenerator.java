@@ -69,8 +69,10 @@ import java.util.concurrent.atomic.AtomicInteger;
  *       would fault the process), and every later request is refused with it; the worker lives on.</li>
  *   <li><b>Metrics</b>: TTFT (submission to first token) and time per output token per request;
  *       after every step the scheduler's running, preempted and decode counters go to
- *       {@link ServeMetrics}; the KV manager's stats are snapshotted on the worker after every
- *       step in which a request ended, every {@value #REFRESH_STEPS} steps, when the scheduler
+ *       {@link ServeMetrics}; the KV manager's stats are snapshotted on the worker when a request
+ *       ends, before its sink hears of it (so a client that reads {@code /metrics} once its reply
+ *       has ended finds that request's KV counters there), after every step in which a request
+ *       ended, every {@value #REFRESH_STEPS} steps, when the scheduler
  *       goes idle, and once more when the KV transfers the last requests started (write-through
  *       offloads, publishes into a shared pool) have ended: while they are in flight the idle
  *       worker applies their completions every {@value #SETTLE_POLL_MILLIS} ms, so an idle
@@ -280,7 +282,7 @@ public final class ContinuousBatchingGenerator implements Generator {
                         busy = false;
                         settling = true;
                         splitBarrier(s, true);
-                        kvStats = engine.kv().stats();
+                        refreshKvStats();
                         publishGauges(s);
                     }
                     if (settling) { // offloads and publishes of the last requests end after them: apply them, then refresh
@@ -288,7 +290,7 @@ public final class ContinuousBatchingGenerator implements Generator {
                             engine.kv().poll();
                             if (engine.kv().transfersIdle()) {
                                 settling = false;
-                                kvStats = engine.kv().stats();
+                                refreshKvStats();
                             }
                         } catch (RuntimeException e) { // no request runs to fail: the worker lives on, the next step meets it
                             settling = false;
@@ -317,7 +319,7 @@ public final class ContinuousBatchingGenerator implements Generator {
                 publishGauges(scheduler);
                 if (++steps % REFRESH_STEPS == 0 || statsStale) {
                     statsStale = false;
-                    kvStats = engine.kv().stats();
+                    refreshKvStats();
                 }
             }
         } finally {
@@ -397,6 +399,11 @@ public final class ContinuousBatchingGenerator implements Generator {
             error.addSuppressed(suppressed);
         }
         scheduler = newScheduler();
+        refreshKvStats();
+    }
+
+    /** Snapshots the KV manager's stats for the metrics. Worker only (it owns the manager). */
+    private void refreshKvStats() {
         kvStats = engine.kv().stats();
     }
 
@@ -413,7 +420,7 @@ public final class ContinuousBatchingGenerator implements Generator {
                 j.finishUnstarted(FinishReason.CANCELLED);
             }
         }
-        kvStats = engine.kv().stats();
+        refreshKvStats();
         if (routingTrace != null) {
             routingTrace.close(); // after the scheduler: every step it recorded is in the file
         }
@@ -544,6 +551,7 @@ public final class ContinuousBatchingGenerator implements Generator {
             if (done) {
                 return;
             }
+            refreshKvStats(); // before the sink: whoever reads the metrics once the reply has ended finds this request in them
             leaveQueue();
             done = true;
             int generated = checker.generated();
@@ -570,6 +578,9 @@ public final class ContinuousBatchingGenerator implements Generator {
         @Override
         public void failed(long request, RuntimeException error) {
             statsStale = true;
+            if (!done) {
+                refreshKvStats(); // before the sink, as for a request that finished
+            }
             fail(error);
         }
 

@@ -123,6 +123,48 @@ class GeneratorIdleStatsTest {
         }
     }
 
+    /**
+     * A request's KV counters are in the metrics by the time its reply ends: the sink reads them in
+     * its {@code finished} call, which is when a server completes the HTTP response, so a client
+     * that scrapes {@code /metrics} right after its reply finds the request there. Before, the
+     * snapshot was refreshed only after the step in which the request ended, and a scrape in
+     * between saw the counters from before the request.
+     */
+    @Test
+    void aRequestsKvCountersAreInTheMetricsWhenItsReplyEnds() throws Exception {
+        Path model = dir.resolve("dense-counters");
+        ModelSynthesizer.write(SynthSpec.small(ModelFamily.LLAMA, 12), model, (d, t, b, tb) -> { });
+        try (ServeEngine engine = new ServeEngine(model, ServeEngine.Options.builder().blockTokens(4).kvBlocks(64).conclude());
+             ContinuousBatchingGenerator generator = new ContinuousBatchingGenerator(engine, new ServeMetrics())) {
+            for (int request = 1; request <= 3; request++) {
+                int[] prompt = new SplittableRandom(100 + request).ints(41, 10, 200).toArray(); // 10 full blocks, none shared
+                CompletableFuture<String> atFinish = new CompletableFuture<>();
+                generator.submit(GenerationRequest.greedy(prompt, 2), new TextSink() {
+                    @Override
+                    public void text(String delta) {
+                    }
+
+                    @Override
+                    public void finished(FinishReason reason, int promptTokens, int completionTokens) {
+                        PrometheusText out = new PrometheusText();
+                        generator.writeEngineMetrics(out);
+                        atFinish.complete(out.toString());
+                    }
+
+                    @Override
+                    public void failed(RuntimeException error) {
+                        atFinish.completeExceptionally(error);
+                    }
+                });
+                String text = atFinish.get(60, TimeUnit.SECONDS);
+                assertThat(sample(text, "strata_kv_commits_total")).as("blocks committed by %d requests", request)
+                        .isGreaterThanOrEqualTo(10.0 * request);
+                assertThat(sample(text, "strata_kv_misses_total")).as("prompt blocks computed by %d requests", request)
+                        .isEqualTo(10.0 * request);
+            }
+        }
+    }
+
     private static double sample(String text, String series) {
         Matcher m = Pattern.compile("(?m)^" + Pattern.quote(series) + " (\\S+)$").matcher(text);
         assertThat(m.find()).as("%s in%n%s", series, text).isTrue();
