@@ -133,7 +133,7 @@ public final class ClusterThroughputMeasure {
     public static List<Figure> figures(ClusterSettings settings, boolean quick, PrintStream log) {
         long workingSet = quick ? 8 * Sizes.MiB : 384 * Sizes.MiB; // bytes of blocks per run (a third per primary), at least minBlocks blocks
         int minBlocks = quick ? 32 : 128;
-        int rounds = quick ? 1 : 9; // nine: the median's 95% interval is then narrower than the range (Trials.interval)
+        int rounds = quick ? 1 : Trials.FULL_ROUNDS;
         double baselineSeconds = quick ? 1 : 3; // the shortest a measured redis-benchmark test may last
         List<Figure> out = new ArrayList<>();
         for (long size : BLOCK_SIZES) {

@@ -42,7 +42,7 @@ public final class KvBlockOpsMeasure {
     /** Measures both figures; {@code quick} uses fewer keys and rounds. */
     public static List<Figure> figures(boolean quick) {
         int keys = quick ? 8192 : 65536;
-        int rounds = quick ? 3 : 9; // nine: the spread is the median's 95% interval, not the range
+        int rounds = quick ? 3 : Trials.FULL_ROUNDS;
         int passes = quick ? 4 : 8; // passes over the key set per measurement
         KvGeometry geometry = KvGeometry.of(2, 2, 8, KvDtype.FP16);
         int bt = geometry.blockTokens();

@@ -76,7 +76,7 @@ public final class PoolLoadMeasure {
      */
     public static List<Figure> figures(boolean quick) {
         long workingSet = quick ? 48 * Sizes.MiB : 192 * Sizes.MiB; // bytes of blocks per size
-        int rounds = quick ? 3 : 9; // nine: the spread is the median's 95% interval, not the range
+        int rounds = quick ? 3 : Trials.FULL_ROUNDS;
         Progress progress = new Progress(Log.stream("bench"), BLOCK_SIZES.length);
         List<Figure> figures = new ArrayList<>();
         for (long size : BLOCK_SIZES) {

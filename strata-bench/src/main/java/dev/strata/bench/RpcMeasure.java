@@ -70,7 +70,7 @@ public final class RpcMeasure {
     /** Sizes of one run. */
     private record Plan(int rounds, int pingPongs, int rpcCalls, int tcpRoundTrips, int batchedRequests, int timedCalls) {
         static Plan of(boolean quick) {
-            return quick ? new Plan(3, 5_000, 5_000, 300, 50_000, 2_000) : new Plan(9, 100_000, 100_000, 10_000, 1_000_000, 50_000);
+            return quick ? new Plan(3, 5_000, 5_000, 300, 50_000, 2_000) : new Plan(Trials.FULL_ROUNDS, 100_000, 100_000, 10_000, 1_000_000, 50_000);
         }
     }
 

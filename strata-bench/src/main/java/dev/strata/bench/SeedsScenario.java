@@ -141,7 +141,7 @@ public final class SeedsScenario implements Scenario {
         Path dense = SyntheticModels.prepare(models.ttftDense(), "ttft-dense", work, log);
         String vllmDecode = "vLLM's KV offload to CPU/SSD with lookahead prefetch: decode throughput offloaded against all KV resident";
         rows.add(new Row("vLLM", vllmDecode, measured(() -> KvOffloadDecodeMeasure.measure(dense, work.resolve("seeds-kv-disk"), threads,
-                quick ? 128 : 512, quick ? 32 : 384, quick ? 16 : 32, quick ? 2 : 9), KvOffloadDecodeMeasure.NAME, "tokens/s",
+                quick ? 128 : 512, quick ? 32 : 384, quick ? 16 : 32, quick ? 2 : Trials.FULL_ROUNDS), KvOffloadDecodeMeasure.NAME, "tokens/s",
                 KvOffloadDecodeMeasure.BASELINE, KvOffloadDecodeMeasure.GOAL, vllmDecode)));
 
         progress.step("Beluga: cross-instance prefix hit in the pool against recompute (measured)");

@@ -22,6 +22,13 @@ public final class Trials {
     /** Coverage aimed at by {@link #interval}. */
     public static final double COVERAGE = 0.95;
 
+    /**
+     * Rounds of a full run: the fewest for which {@link #interval} is the median's confidence
+     * interval {@code [x(2), x(8)]} rather than the whole range, so one slow round does not set a
+     * bound of the spread.
+     */
+    public static final int FULL_ROUNDS = 9;
+
     private Trials() {
     }
 

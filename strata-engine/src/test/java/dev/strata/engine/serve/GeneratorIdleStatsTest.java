@@ -17,6 +17,7 @@ import java.util.SplittableRandom;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Function;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
@@ -88,21 +89,7 @@ class GeneratorIdleStatsTest {
              ContinuousBatchingGenerator generator = new ContinuousBatchingGenerator(engine, new ServeMetrics())) {
             int[] prompt = new SplittableRandom(3).ints(41, 10, 200).toArray(); // 10 full blocks
             CompletableFuture<FinishReason> done = new CompletableFuture<>();
-            generator.submit(GenerationRequest.greedy(prompt, 2), new TextSink() {
-                @Override
-                public void text(String delta) {
-                }
-
-                @Override
-                public void finished(FinishReason reason, int promptTokens, int completionTokens) {
-                    done.complete(reason);
-                }
-
-                @Override
-                public void failed(RuntimeException error) {
-                    done.completeExceptionally(error);
-                }
-            });
+            generator.submit(GenerationRequest.greedy(prompt, 2), completing(done, reason -> reason));
             assertThat(done.get(60, TimeUnit.SECONDS)).isEqualTo(FinishReason.LENGTH);
             long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
             double commits;
@@ -139,23 +126,11 @@ class GeneratorIdleStatsTest {
             for (int request = 1; request <= 3; request++) {
                 int[] prompt = new SplittableRandom(100 + request).ints(41, 10, 200).toArray(); // 10 full blocks, none shared
                 CompletableFuture<String> atFinish = new CompletableFuture<>();
-                generator.submit(GenerationRequest.greedy(prompt, 2), new TextSink() {
-                    @Override
-                    public void text(String delta) {
-                    }
-
-                    @Override
-                    public void finished(FinishReason reason, int promptTokens, int completionTokens) {
-                        PrometheusText out = new PrometheusText();
-                        generator.writeEngineMetrics(out);
-                        atFinish.complete(out.toString());
-                    }
-
-                    @Override
-                    public void failed(RuntimeException error) {
-                        atFinish.completeExceptionally(error);
-                    }
-                });
+                generator.submit(GenerationRequest.greedy(prompt, 2), completing(atFinish, reason -> {
+                    PrometheusText out = new PrometheusText(); // read in the sink's finished call, on the worker
+                    generator.writeEngineMetrics(out);
+                    return out.toString();
+                }));
                 String text = atFinish.get(60, TimeUnit.SECONDS);
                 assertThat(sample(text, "strata_kv_commits_total")).as("blocks committed by %d requests", request)
                         .isGreaterThanOrEqualTo(10.0 * request);
@@ -163,6 +138,25 @@ class GeneratorIdleStatsTest {
                         .isEqualTo(10.0 * request);
             }
         }
+    }
+
+    /** A sink that ignores the text and completes {@code result} with {@code atFinish} of the finish reason, or with the failure. */
+    private static <T> TextSink completing(CompletableFuture<T> result, Function<FinishReason, T> atFinish) {
+        return new TextSink() {
+            @Override
+            public void text(String delta) {
+            }
+
+            @Override
+            public void finished(FinishReason reason, int promptTokens, int completionTokens) {
+                result.complete(atFinish.apply(reason));
+            }
+
+            @Override
+            public void failed(RuntimeException error) {
+                result.completeExceptionally(error);
+            }
+        };
     }
 
     private static double sample(String text, String series) {
