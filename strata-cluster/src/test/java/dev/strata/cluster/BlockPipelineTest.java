@@ -19,8 +19,12 @@ import java.lang.foreign.ValueLayout;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
+import java.util.Map;
 import java.util.Random;
+import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.TimeUnit;
@@ -158,65 +162,81 @@ class BlockPipelineTest {
 
     /**
      * Reads in flight to one primary go on the least loaded of its connections: a store with 3
-     * connections per primary opens two more on each primary than one with 1, and every read lands.
+     * connections per primary dials three on each primary, one with 1 dials one, every read lands,
+     * and closing the store closes them all.
      */
     @Test
     void readsInFlightSpreadOverTheConnectionsOfEachPrimary() throws Exception {
         ObjectKey[] k = keys(48);
         publish(k);
-        int one = connectionsOpenedReading(settings.withConnectionsPerPrimary(1), k);
-        int three = connectionsOpenedReading(settings.withConnectionsPerPrimary(3), k);
-        assertThat(three - one).as("connections opened by 3 per primary beyond 1 per primary").isEqualTo(2 * 3);
+        int primaries = cluster.primaryCount();
+        assertThat(connectionsOpenedReading(settings.withConnectionsPerPrimary(1), k)).as("connections dialled, 1 per primary")
+                .isEqualTo(primaries);
+        assertThat(connectionsOpenedReading(settings.withConnectionsPerPrimary(3), k)).as("connections dialled, 3 per primary")
+                .isEqualTo(3 * primaries);
         assertThatThrownBy(() -> settings.withConnectionsPerPrimary(0)).isInstanceOf(IllegalArgumentException.class)
                 .hasMessageContaining("got 0");
     }
 
-    /** Opens a store with {@code s}, reads every key with all reads in flight, and returns how many connections it added to the primaries. */
+    /**
+     * Opens a store with {@code s}, reads every key with all reads in flight, and returns how many
+     * block connections it opened to the primaries: the clients that were not there before and
+     * whose last command is a GET. The other clients of the cluster come and go meanwhile (each
+     * store's cluster client refreshes the topology on connections of its own every few seconds),
+     * so they are told apart by identity, never counted in a sum.
+     */
     private static int connectionsOpenedReading(ClusterSettings s, ObjectKey[] k) throws InterruptedException {
-        int before = stableClientsOnPrimaries();
-        int during;
+        Set<String> before = clientsOnPrimaries().keySet();
+        List<List<MemorySegment>> into = new ArrayList<>();
+        for (int i = 0; i < k.length; i++) {
+            into.add(filled((byte) 0)); // every destination first, so that the reads go out together
+        }
+        Set<String> opened = new HashSet<>();
         try (ClusterBlockStore store = ClusterBlockStore.open(s, MODEL, GEOMETRY, Duration.ofSeconds(5))) {
             List<CompletableFuture<Boolean>> reads = new ArrayList<>();
-            List<List<MemorySegment>> into = new ArrayList<>();
-            for (ObjectKey key : k) {
-                into.add(filled((byte) 0));
-                reads.add(store.readAsync(key, into.getLast()));
+            for (int i = 0; i < k.length; i++) {
+                reads.add(store.readAsync(k[i], into.get(i)));
             }
             for (int i = 0; i < reads.size(); i++) {
                 assertThat(reads.get(i).join()).as("read %d", i).isTrue();
                 assertThat(sameBytes(into.get(i), block(k[i].low()))).as("bytes of read %d", i).isTrue();
             }
-            during = clientsOnPrimaries();
+            clientsOnPrimaries().forEach((client, lastCommand) -> {
+                if (!before.contains(client) && lastCommand.equals("get")) {
+                    opened.add(client);
+                }
+            });
         }
-        assertThat(stableClientsOnPrimaries()).as("connections closed with the store").isEqualTo(before);
-        return during - before;
+        Set<String> left = new HashSet<>(opened);
+        for (int i = 0; i < 50 && !left.isEmpty(); i++) {
+            Thread.sleep(100); // the server sees a closed connection a moment later
+            left.retainAll(clientsOnPrimaries().keySet());
+        }
+        assertThat(left).as("block connections still open after the store closed").isEmpty();
+        return opened.size();
     }
 
-    /** {@link #clientsOnPrimaries()} once it stopped changing (connections closed a moment ago may still be counted). */
-    private static int stableClientsOnPrimaries() throws InterruptedException {
-        int last = clientsOnPrimaries();
-        for (int i = 0; i < 50; i++) {
-            Thread.sleep(100);
-            int now = clientsOnPrimaries();
-            if (now == last) {
-                return now;
-            }
-            last = now;
-        }
-        return last;
-    }
-
-    /** Clients connected to the primaries, summed ({@code INFO clients}). */
-    private static int clientsOnPrimaries() {
-        int sum = 0;
+    /** Every client connected to the primaries ({@code CLIENT LIST}): "node id/client id" -> the client's last command. */
+    private static Map<String, String> clientsOnPrimaries() {
+        Map<String, String> clients = new HashMap<>();
         for (var node : rawConnection.getPartitions()) {
             if (node.is(io.lettuce.core.cluster.models.partitions.RedisClusterNode.NodeFlag.UPSTREAM)) {
-                String info = rawConnection.getConnection(node.getNodeId()).sync().info("clients");
-                sum += Integer.parseInt(info.lines().filter(l -> l.startsWith("connected_clients:")).findFirst().orElseThrow()
-                        .substring("connected_clients:".length()).strip());
+                for (String line : rawConnection.getConnection(node.getNodeId()).sync().clientList().lines().toList()) {
+                    clients.put(node.getNodeId() + "/" + field(line, "id"), field(line, "cmd"));
+                }
             }
         }
-        return sum;
+        return clients;
+    }
+
+    /** The value of {@code name} in one line of {@code CLIENT LIST} ("id=7 addr=... cmd=get ..."). */
+    private static String field(String clientLine, String name) {
+        for (String f : clientLine.split(" ")) {
+            if (f.startsWith(name + "=")) {
+                return f.substring(name.length() + 1);
+            }
+        }
+        throw new AssertionError("no " + name + " in the client line '" + clientLine + "'");
     }
 
     @Test
