@@ -21,13 +21,13 @@ class MvWsaMeasureTest {
         ByteArrayOutputStream table = new ByteArrayOutputStream();
         List<Figure> figures = MvWsaMeasure.figures(true, new PrintStream(table, true, StandardCharsets.UTF_8));
         assertThat(figures).extracting(Figure::name).containsExactlyInAnyOrder(
-                "mvwsa_online_vs_oracle_expert_heavy", "mvwsa_offline_vs_oracle_expert_heavy",
+                "mvwsa_online_vs_oracle_expert_heavy", "mvwsa_cold_online_vs_oracle_expert_heavy", "mvwsa_offline_vs_oracle_expert_heavy",
                 "mvwsa_online_vs_fifty_fifty_expert_heavy", "mvwsa_online_vs_kv_blind_expert_heavy",
-                "mvwsa_online_vs_oracle_kv_heavy", "mvwsa_offline_vs_oracle_kv_heavy",
+                "mvwsa_online_vs_oracle_kv_heavy", "mvwsa_cold_online_vs_oracle_kv_heavy", "mvwsa_offline_vs_oracle_kv_heavy",
                 "mvwsa_online_vs_fifty_fifty_kv_heavy", "mvwsa_online_vs_kv_blind_kv_heavy",
-                "mvwsa_online_vs_oracle_shifting", "mvwsa_offline_vs_oracle_shifting",
+                "mvwsa_online_vs_oracle_shifting", "mvwsa_cold_online_vs_oracle_shifting", "mvwsa_offline_vs_oracle_shifting",
                 "mvwsa_online_vs_fifty_fifty_shifting", "mvwsa_online_vs_kv_blind_shifting",
-                "mvwsa_online_vs_oracle_qwen3_like", "mvwsa_offline_vs_oracle_qwen3_like",
+                "mvwsa_online_vs_oracle_qwen3_like", "mvwsa_cold_online_vs_oracle_qwen3_like", "mvwsa_offline_vs_oracle_qwen3_like",
                 "mvwsa_online_vs_fifty_fifty_qwen3_like", "mvwsa_online_vs_kv_blind_qwen3_like");
         for (Figure f : figures) {
             assertThat(f.unit()).isEqualTo("s");
@@ -36,6 +36,19 @@ class MvWsaMeasureTest {
             assertThat(f.ratio()).isCloseTo(f.value() / f.baselineValue(), within(1e-12));
             assertThat(f.goal()).isIn("<= 1.05", "<= 1.0");
             assertThat(f.baseline()).isNotBlank();
+        }
+        for (Figure f : figures) {
+            if (f.name().startsWith("mvwsa_online_vs_oracle_")) {
+                // as deployed: from the configurator's split, chosen on a shorter trace of the same workload
+                String workload = f.name().substring("mvwsa_online_vs_oracle_".length());
+                Figure offline = figures.stream().filter(g -> g.name().equals("mvwsa_offline_vs_oracle_" + workload)).findFirst()
+                        .orElseThrow();
+                String offlineCap = offline.note().substring(offline.note().indexOf("cap ")).split(",")[0];
+                assertThat(f.note()).as(f.name()).contains("started at the offline configurator's split (" + offlineCap + ")");
+            }
+            if (f.name().startsWith("mvwsa_cold_online_vs_oracle_")) {
+                assertThat(f.note()).as(f.name()).contains("started at the 50-50 split (cap ");
+            }
         }
         assertThat(table.toString(StandardCharsets.UTF_8)).contains("policy").contains("MV-WSA online").contains("50-50")
                 .contains("Flux-prop").contains("oracle");

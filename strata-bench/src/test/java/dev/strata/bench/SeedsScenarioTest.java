@@ -26,7 +26,7 @@ class SeedsScenarioTest {
     private static final List<String> MODELLED = List.of("vllm_kv_bytes_per_block_per_gpu", "vllm_kv_blocks_gpu", "vllm_kv_blocks_cpu",
             "vllm_kv_blocks_ssd", "vllm_kv_sequences_gpu", "vllm_kv_sequences_cpu", "vllm_kv_sequences_ssd",
             "vllm_transfer_budget_per_decode_step_cpu", "vllm_transfer_budget_per_decode_step_ssd",
-            "mvwsa_online_vs_oracle_qwen3_like", "mvwsa_offline_vs_oracle_qwen3_like", "mvwsa_online_vs_fifty_fifty_qwen3_like",
+            "mvwsa_online_vs_oracle_qwen3_like", "mvwsa_cold_online_vs_oracle_qwen3_like", "mvwsa_offline_vs_oracle_qwen3_like", "mvwsa_online_vs_fifty_fifty_qwen3_like",
             "mvwsa_online_vs_kv_blind_qwen3_like", "harvest_expert_fetch_peer_vs_host_25pct", "harvest_kv_fetch_peer_vs_host_25pct",
             "harvest_expert_fetch_peer_vs_host_50pct", "harvest_kv_fetch_peer_vs_host_50pct", "harvest_expert_fetch_peer_vs_host_100pct",
             "harvest_kv_fetch_peer_vs_host_100pct");
