@@ -28,12 +28,20 @@ public record Goal(boolean greater, double threshold, boolean onValue) {
         return meets(onValue ? value : ratio);
     }
 
-    /** Whether {@code x}, a quantity this goal judges, meets it; NaN never does. */
+    /**
+     * Relative slack at the threshold: a quantity equal to it but for rounding meets it. Two
+     * deterministic simulations that cost the same seconds, summed in another order, give a ratio
+     * a few units in the last place away from 1 on either side; a tie must not turn on that.
+     */
+    static final double ROUNDING = 1e-9;
+
+    /** Whether {@code x}, a quantity this goal judges, meets it (within {@link #ROUNDING}); NaN never does. */
     public boolean meets(double x) {
         if (Double.isNaN(x)) {
             return false;
         }
-        return greater ? x >= threshold : x <= threshold;
+        double slack = Math.abs(threshold) * ROUNDING;
+        return greater ? x >= threshold - slack : x <= threshold + slack;
     }
 
     /**

@@ -19,6 +19,16 @@ class GoalTest {
     }
 
     @Test
+    void aTieThatRoundingPutsPastTheThresholdMeetsItAndNothingMore() {
+        assertThat(Goal.parse("<= 1.0").meets(Math.nextUp(Math.nextUp(1.0)))).as("a tie, two ulps over").isTrue();
+        assertThat(Goal.parse(">= 0.9").meets(Math.nextDown(0.9))).as("a tie, one ulp under").isTrue();
+        assertThat(Goal.parse(">= 5000000 ops/s").meets(4_999_999.999)).as("a rounding error of the value").isTrue();
+        assertThat(Goal.parse("<= 1.0").meets(1.000001)).as("a millionth over").isFalse();
+        assertThat(Goal.parse(">= 0.9").meets(0.8999999)).isFalse();
+        assertThat(Goal.parse(">= 5000000 ops/s").meets(4_999_990)).isFalse();
+    }
+
+    @Test
     void anAtLeastGoalIsInconclusiveWhenTheSpreadStraddlesIt() {
         Goal g = Goal.parse(">= 0.9");
         assertThat(g.judge(0.92, 1.0, 1.1)).isEqualTo(Verdict.MET);
