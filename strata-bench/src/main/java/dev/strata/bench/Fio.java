@@ -24,6 +24,8 @@ import java.util.concurrent.TimeUnit;
  */
 public final class Fio {
     private static final ObjectMapper JSON = new ObjectMapper();
+    private static final String FILE = "strata-fio.dat";                 // the plain jobs' file
+    private static final String VERIFIED_FILE = "strata-fio-verified.dat"; // the verifying read's file, with a hash per block
 
     private Fio() {
     }
@@ -96,10 +98,45 @@ public final class Fio {
      */
     public static double bandwidth(String fio, Path directory, long fileBytes, long blockBytes, int inFlight, boolean write)
             throws IOException {
-        List<String> cmd = new ArrayList<>(List.of(fio, "--name=strata-baseline", "--directory=" + directory,
-                "--filename=strata-fio.dat", "--size=" + fileBytes, "--bs=" + blockBytes, "--rw=" + (write ? "write" : "read"),
-                "--direct=1", "--ioengine=libaio", "--iodepth=" + inFlight, "--numjobs=1", "--invalidate=1",
-                "--output-format=json"));
+        List<String> cmd = job(fio, directory, FILE, fileBytes, blockBytes, inFlight, write ? "write" : "read");
+        cmd.add("--invalidate=1");
+        return bytesPerSecond(cmd, write ? "write" : "read");
+    }
+
+    /**
+     * Measures sequential direct-I/O reads that verify every block, as a DISK read verifies its
+     * object's checksum: fio lays the file out with an xxhash in each {@code blockBytes} block,
+     * then reads it back checking each one ({@code --verify_only}), {@code inFlight} outstanding.
+     * Only the verifying read is timed.
+     *
+     * @return bytes per second of the verifying read
+     * @throws IOException if fio fails or a block does not verify, with its output
+     */
+    public static double verifiedReadBandwidth(String fio, Path directory, long fileBytes, long blockBytes, int inFlight)
+            throws IOException {
+        List<String> layout = job(fio, directory, VERIFIED_FILE, fileBytes, blockBytes, inFlight, "write");
+        layout.addAll(List.of("--verify=xxhash", "--do_verify=0"));
+        bytesPerSecond(layout, "write");
+        return verifyingRead(fio, directory, fileBytes, blockBytes, inFlight);
+    }
+
+    /** The timed half of {@link #verifiedReadBandwidth}: reads the laid-out file, checking every block's hash. */
+    static double verifyingRead(String fio, Path directory, long fileBytes, long blockBytes, int inFlight) throws IOException {
+        List<String> read = job(fio, directory, VERIFIED_FILE, fileBytes, blockBytes, inFlight, "write");
+        read.addAll(List.of("--verify=xxhash", "--verify_only=1", "--invalidate=1"));
+        return bytesPerSecond(read, "read");
+    }
+
+    /** The common part of a job: one job, direct I/O through libaio, {@code inFlight} deep, JSON output. */
+    private static List<String> job(String fio, Path directory, String file, long fileBytes, long blockBytes, int inFlight,
+                                    String rw) {
+        return new ArrayList<>(List.of(fio, "--name=strata-baseline", "--directory=" + directory, "--filename=" + file,
+                "--size=" + fileBytes, "--bs=" + blockBytes, "--rw=" + rw, "--direct=1", "--ioengine=libaio",
+                "--iodepth=" + inFlight, "--numjobs=1", "--output-format=json"));
+    }
+
+    /** Runs fio and returns the bandwidth of its first job's {@code side} ("read" or "write"). */
+    private static double bytesPerSecond(List<String> cmd, String side) throws IOException {
         Process p = new ProcessBuilder(cmd).redirectErrorStream(false).start();
         byte[] out = p.getInputStream().readAllBytes();
         String err = new String(p.getErrorStream().readAllBytes(), StandardCharsets.UTF_8);
@@ -111,7 +148,7 @@ public final class Fio {
             Thread.currentThread().interrupt();
             throw new IOException("interrupted while waiting for fio", e);
         }
-        JsonNode job = JSON.readTree(out).path("jobs").path(0).path(write ? "write" : "read");
+        JsonNode job = JSON.readTree(out).path("jobs").path(0).path(side);
         double bw = job.path("bw_bytes").asDouble(Double.NaN);
         if (!(bw > 0)) {
             throw new IOException("fio reported no bandwidth: " + new String(out, StandardCharsets.UTF_8).lines().limit(20).toList());
@@ -119,12 +156,13 @@ public final class Fio {
         return bw;
     }
 
-    /** Removes the file fio laid out. */
+    /** Removes the files fio laid out. */
     public static void cleanUp(Path directory) {
         try {
-            Files.deleteIfExists(directory.resolve("strata-fio.dat"));
+            Files.deleteIfExists(directory.resolve(FILE));
+            Files.deleteIfExists(directory.resolve(VERIFIED_FILE));
         } catch (IOException e) {
-            Log.warn("bench", String.format(Locale.ROOT, "could not remove %s: %s", directory.resolve("strata-fio.dat"), e.getMessage()));
+            Log.warn("bench", String.format(Locale.ROOT, "could not remove fio's files in %s: %s", directory, e.getMessage()));
         }
     }
 }
