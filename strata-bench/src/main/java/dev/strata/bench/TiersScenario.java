@@ -33,7 +33,9 @@ import java.util.SplittableRandom;
  *       contiguous block in HOST or POOL) and scatter back, against a raw copy of the same bytes
  *       (goal ≥ 0.85×).</li>
  *   <li>DISK writes and reads at 256 KiB and 2 MiB with 4 requests in flight, against {@code fio}
- *       with direct I/O and the same request size and depth on the same file system (goal ≥ 0.9×).</li>
+ *       with direct I/O and the same request size and depth on the same file system (goal ≥ 0.9×);
+ *       the reads also against fio checking a hash in every block as it reads, the same work as the
+ *       tier's checksum verification (information).</li>
  *   <li>Object-store put/get/evict of small objects on one thread (JMH), goal ≥ 5 M ops/s.</li>
  * </ul>
  *
