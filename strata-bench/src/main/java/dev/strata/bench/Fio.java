@@ -115,7 +115,7 @@ public final class Fio {
     public static double verifiedReadBandwidth(String fio, Path directory, long fileBytes, long blockBytes, int inFlight)
             throws IOException {
         List<String> layout = job(fio, directory, VERIFIED_FILE, fileBytes, blockBytes, inFlight, "write");
-        layout.addAll(List.of("--verify=xxhash", "--do_verify=0"));
+        layout.addAll(List.of("--verify=xxhash", "--do_verify=0", "--verify_state_save=0"));
         bytesPerSecond(layout, "write");
         return verifyingRead(fio, directory, fileBytes, blockBytes, inFlight);
     }
@@ -123,7 +123,7 @@ public final class Fio {
     /** The timed half of {@link #verifiedReadBandwidth}: reads the laid-out file, checking every block's hash. */
     static double verifyingRead(String fio, Path directory, long fileBytes, long blockBytes, int inFlight) throws IOException {
         List<String> read = job(fio, directory, VERIFIED_FILE, fileBytes, blockBytes, inFlight, "write");
-        read.addAll(List.of("--verify=xxhash", "--verify_only=1", "--invalidate=1"));
+        read.addAll(List.of("--verify=xxhash", "--verify_only=1", "--verify_state_save=0", "--invalidate=1"));
         return bytesPerSecond(read, "read");
     }
 

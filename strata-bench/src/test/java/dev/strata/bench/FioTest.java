@@ -5,9 +5,11 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import dev.strata.memory.Sizes;
+import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Optional;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -37,10 +39,12 @@ class FioTest {
         assertThat(Fio.verifyingRead(fio.get(), dir, file, block, 4)).as("the laid-out file verifies again").isPositive();
         // the layout put a hash in every block: zeros over the second block must fail the verifying read
         byte[] bytes = Files.readAllBytes(verified);
-        java.util.Arrays.fill(bytes, (int) block, (int) (2 * block), (byte) 0);
+        Arrays.fill(bytes, (int) block, (int) (2 * block), (byte) 0);
         Files.write(verified, bytes);
-        assertThatThrownBy(() -> Fio.verifyingRead(fio.get(), dir, file, block, 4)).isInstanceOf(java.io.IOException.class)
+        assertThatThrownBy(() -> Fio.verifyingRead(fio.get(), dir, file, block, 4)).isInstanceOf(IOException.class)
                 .hasMessageContaining("fio failed");
+        assertThat(Path.of("local-strata-baseline-0-verify.state")).as("no verify state left in the working directory")
+                .doesNotExist();
         Fio.cleanUp(dir);
         assertThat(plain).doesNotExist();
         assertThat(verified).doesNotExist();
