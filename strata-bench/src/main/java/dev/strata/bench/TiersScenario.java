@@ -311,19 +311,26 @@ public final class TiersScenario implements Scenario {
         }
     }
 
+    private static double fioBandwidth(String fio, Path dir, long total, long size, boolean write) {
+        return gbPerSecond(() -> Fio.bandwidth(fio, dir, total, size, 4, write));
+    }
+
     private static double fioVerifiedBandwidth(String fio, Path dir, long total, long size) {
+        return gbPerSecond(() -> Fio.verifiedReadBandwidth(fio, dir, total, size, 4));
+    }
+
+    /** A fio run's bytes per second, in GB/s, for a paired round (which takes no checked exceptions). */
+    private static double gbPerSecond(FioRun run) {
         try {
-            return Fio.verifiedReadBandwidth(fio, dir, total, size, 4) / 1e9;
+            return run.bytesPerSecond() / 1e9;
         } catch (java.io.IOException e) {
             throw new java.io.UncheckedIOException(e);
         }
     }
 
-    private static double fioBandwidth(String fio, Path dir, long total, long size, boolean write) {
-        try {
-            return Fio.bandwidth(fio, dir, total, size, 4, write) / 1e9;
-        } catch (java.io.IOException e) {
-            throw new java.io.UncheckedIOException(e);
-        }
+    /** One fio measurement. */
+    @FunctionalInterface
+    private interface FioRun {
+        double bytesPerSecond() throws java.io.IOException;
     }
 }
