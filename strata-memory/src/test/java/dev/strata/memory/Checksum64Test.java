@@ -28,6 +28,34 @@ class Checksum64Test {
         });
     }
 
+    /**
+     * Both vector widths (one 512-bit vector per 64-byte block, or two 256-bit ones) give the
+     * reference value, summing alone and fused into a copy, whichever width this machine prefers.
+     */
+    @Test
+    void bothVectorWidthsMatchTheScalarReference() {
+        try (Arena arena = Arena.ofConfined()) {
+            Property.forAll("checksum-widths", 60, r -> {
+                int n = r.nextInt(0, 20_000);
+                byte[] data = randomBytes(r, n);
+                MemorySegment src = arena.allocate(n + 16, 64).asSlice(r.nextInt(0, 16), n);
+                MemorySegment.copy(data, 0, src, ValueLayout.JAVA_BYTE, 0, n);
+                long expected = Checksum64.referenceValue(data);
+                for (boolean wholeBlocks : new boolean[] {false, true}) {
+                    assertThat(new Checksum64(wholeBlocks).update(src, 0, n).value())
+                            .as("sum, n=%d, whole-block vectors %s", n, wholeBlocks).isEqualTo(expected);
+                    MemorySegment dst = arena.allocate(Math.max(n, 1), 64).asSlice(0, n);
+                    long half = r.nextLong(0, n + 1);
+                    Checksum64 c = new Checksum64(wholeBlocks);
+                    c.copyAndUpdate(src, 0, dst, 0, half).copyAndUpdate(src, half, dst, half, n - half);
+                    assertThat(dst.toArray(ValueLayout.JAVA_BYTE)).as("copy, n=%d", n).isEqualTo(data);
+                    assertThat(c.value()).as("copy and sum, n=%d, whole-block vectors %s", n, wholeBlocks)
+                            .isEqualTo(expected);
+                }
+            });
+        }
+    }
+
     @Test
     void valueDoesNotDependOnHowTheBytesAreSplit() {
         Property.forAll("checksum-streaming", 200, r -> {
