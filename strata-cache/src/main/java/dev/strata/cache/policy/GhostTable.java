@@ -8,8 +8,9 @@ import java.util.Arrays;
  * (linear probing, backward-shift deletion) from hash to the segment and ring position that hold
  * it, so that "was this key evicted lately, and from which segment?" is O(1).
  *
- * <p>A ghost is 24 bytes (hash and position in the ring, hash, position and segment in the table);
- * there is no per-entry object. Arrays grow (doubling) only while {@code limit} grows, i.e. while
+ * <p>A ghost is 24 bytes (hash and position in the ring; hash, and position and segment packed in
+ * one word, side by side in the table, so a probe reads one cache line, not one per array); there
+ * is no per-entry object. Arrays grow (doubling) only while {@code limit} grows, i.e. while
  * the tier fills up; after that nothing is allocated. A hash collision can at worst make a key
  * look like a ghost it is not, which only nudges the adaptation once.
  *
@@ -25,9 +26,7 @@ final class GhostTable {
     private final long[] head = new long[2]; // [segment] sequence number of the next entry
     private final long[] tail = new long[2]; // [segment] sequence number of the oldest entry
     private final int[] live = new int[2]; // [segment] entries still in the table
-    private long[] keys = new long[64]; // open addressing; 0 = empty slot
-    private long[] seqs = new long[64]; // [slot] ring sequence number of the entry
-    private byte[] segs = new byte[64]; // [slot] segment of the entry
+    private long[] table = new long[2 * 64]; // [2 * slot] key hash (0 = empty slot), [2 * slot + 1] ring sequence << 1 | segment
     private int used; // occupied slots
 
     /** Ghosts of {@code segment} that are still recorded. */
@@ -52,17 +51,16 @@ final class GhostTable {
         }
         long seq = head[segment]++;
         r[(int) (seq & (r.length - 1))] = h;
-        if (2 * (used + 1) > keys.length) {
-            rehash(keys.length * 2);
+        if (2 * (used + 1) > slots()) {
+            rehash(slots() * 2);
         }
-        int mask = keys.length - 1;
+        int mask = slots() - 1;
         int i = slot(h, mask);
-        while (keys[i] != 0) {
+        while (table[2 * i] != 0) {
             i = (i + 1) & mask;
         }
-        keys[i] = h;
-        seqs[i] = seq;
-        segs[i] = (byte) segment;
+        table[2 * i] = h;
+        table[2 * i + 1] = seq << 1 | segment;
         used++;
         live[segment]++;
     }
@@ -70,12 +68,12 @@ final class GhostTable {
     /** If {@code hash} is a ghost, forgets it and returns its segment; else {@link #NONE}. */
     int take(long hash) {
         long h = nonZero(hash);
-        int mask = keys.length - 1;
-        for (int i = slot(h, mask); keys[i] != 0; i = (i + 1) & mask) {
-            if (keys[i] == h) {
-                int seg = segs[i];
+        int mask = slots() - 1;
+        for (int i = slot(h, mask); table[2 * i] != 0; i = (i + 1) & mask) {
+            if (table[2 * i] == h) {
+                int seg = (int) (table[2 * i + 1] & 1);
                 long[] r = ring[seg];
-                r[(int) (seqs[i] & (r.length - 1))] = 0;
+                r[(int) ((table[2 * i + 1] >>> 1) & (r.length - 1))] = 0;
                 delete(i);
                 live[seg]--;
                 return seg;
@@ -97,9 +95,10 @@ final class GhostTable {
         if (h == 0) {
             return; // already taken
         }
-        int mask = keys.length - 1;
-        for (int i = slot(h, mask); keys[i] != 0; i = (i + 1) & mask) {
-            if (keys[i] == h && segs[i] == segment && seqs[i] == seq) {
+        int mask = slots() - 1;
+        long position = seq << 1 | segment;
+        for (int i = slot(h, mask); table[2 * i] != 0; i = (i + 1) & mask) {
+            if (table[2 * i] == h && table[2 * i + 1] == position) {
                 delete(i);
                 live[segment]--;
                 return;
@@ -109,25 +108,24 @@ final class GhostTable {
 
     /** Backward-shift deletion of slot {@code i}: keeps every probe run unbroken, no tombstones. */
     private void delete(int i) {
-        int mask = keys.length - 1;
+        int mask = slots() - 1;
         int hole = i;
         int j = i;
         while (true) {
             j = (j + 1) & mask;
-            if (keys[j] == 0) {
+            if (table[2 * j] == 0) {
                 break;
             }
-            int home = slot(keys[j], mask);
+            int home = slot(table[2 * j], mask);
             // move j into the hole unless its home lies cyclically in (hole, j]
             boolean stays = hole <= j ? (home > hole && home <= j) : (home > hole || home <= j);
             if (!stays) {
-                keys[hole] = keys[j];
-                seqs[hole] = seqs[j];
-                segs[hole] = segs[j];
+                table[2 * hole] = table[2 * j];
+                table[2 * hole + 1] = table[2 * j + 1];
                 hole = j;
             }
         }
-        keys[hole] = 0;
+        table[2 * hole] = 0;
         used--;
     }
 
@@ -141,24 +139,24 @@ final class GhostTable {
     }
 
     private void rehash(int capacity) {
-        long[] k = keys;
-        long[] q = seqs;
-        byte[] g = segs;
-        keys = new long[capacity];
-        seqs = new long[capacity];
-        segs = new byte[capacity];
+        long[] old = table;
+        table = new long[2 * capacity];
         int mask = capacity - 1;
-        for (int s = 0; s < k.length; s++) {
-            if (k[s] != 0) {
-                int i = slot(k[s], mask);
-                while (keys[i] != 0) {
+        for (int s = 0; s < old.length; s += 2) {
+            if (old[s] != 0) {
+                int i = slot(old[s], mask);
+                while (table[2 * i] != 0) {
                     i = (i + 1) & mask;
                 }
-                keys[i] = k[s];
-                seqs[i] = q[s];
-                segs[i] = g[s];
+                table[2 * i] = old[s];
+                table[2 * i + 1] = old[s + 1];
             }
         }
+    }
+
+    /** Slots in the table (a power of two). */
+    private int slots() {
+        return table.length >>> 1;
     }
 
     private static int slot(long h, int mask) {
@@ -173,16 +171,18 @@ final class GhostTable {
     void check() {
         int[] counted = new int[2];
         int occupied = 0;
-        for (int s = 0; s < keys.length; s++) {
-            if (keys[s] == 0) {
+        for (int s = 0; s < slots(); s++) {
+            long key = table[2 * s];
+            if (key == 0) {
                 continue;
             }
             occupied++;
-            int seg = segs[s];
+            int seg = (int) (table[2 * s + 1] & 1);
+            long seq = table[2 * s + 1] >>> 1;
             counted[seg]++;
             long[] r = ring[seg];
-            if (seqs[s] < tail[seg] || seqs[s] >= head[seg] || r[(int) (seqs[s] & (r.length - 1))] != keys[s]) {
-                throw new IllegalStateException("ghost " + keys[s] + " names ring position " + seqs[s] + " of segment " + seg
+            if (seq < tail[seg] || seq >= head[seg] || r[(int) (seq & (r.length - 1))] != key) {
+                throw new IllegalStateException("ghost " + key + " names ring position " + seq + " of segment " + seg
                         + ", which does not hold it");
             }
         }
