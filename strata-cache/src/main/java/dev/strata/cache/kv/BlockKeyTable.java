@@ -7,8 +7,9 @@ import dev.strata.cache.ObjectKey;
  * with linear probing over parallel arrays (the key's two halves side by side, the block beside),
  * sized once for the number of slots so it never resizes, with backward-shift deletion (no
  * tombstones). A lookup touches one run of the key array, where a {@code HashMap} would chase a
- * table entry, a node and a key object. Each block records its position and its key's hash, so
- * removal needs no probe and shifting needs no rehash.
+ * table entry, a node and a key object. Each block records its position, so removal needs no
+ * probe; the shift after it hashes the keys in the array rather than reading each following
+ * block, which would be a cache miss per entry looked at.
  *
  * <p>Invariant: every key is at the first free-or-matching position of its probe run, so a lookup
  * stops at the first empty entry. Capacity is at least twice the most entries it can hold, so
@@ -136,7 +137,8 @@ final class BlockKeyTable {
             if (b == null) {
                 break;
             }
-            int home = (int) b.keyHash & mask; // the block caches its key's hash
+            // the home from the key beside it: the block itself is read only if it moves
+            int home = (int) ObjectKey.hash64(keys[2 * i], keys[2 * i + 1]) & mask;
             // move the entry at i into the hole if its home is not in (hole, i] (cyclically)
             boolean stays = hole <= i ? (home > hole && home <= i) : (home > hole || home <= i);
             if (!stays) {
