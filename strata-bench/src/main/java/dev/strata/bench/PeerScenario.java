@@ -58,7 +58,7 @@ public final class PeerScenario implements Scenario {
         progress.step("revocation to callback and drain, cross-process shared-memory lender (agent JVM, tick "
                 + AGENT_TICK.toNanos() / 1000 + " us, poll " + LENDER_POLL.toNanos() / 1000 + " us)");
         Path dir = Files.isDirectory(Path.of("/dev/shm")) ? Path.of("/dev/shm") : options.workDir();
-        int shmRounds = quick ? 100 : 500;
+        int shmRounds = quick ? 100 : 900; // a full run: nine paired blocks of a hundred
         try (ShmRevocationRig rig = new ShmRevocationRig(dir, 8 * Sizes.MiB, 2 * Sizes.MiB, AGENT_TICK, LENDER_POLL);
              WakeupMeasure wakeup = WakeupMeasure.start(dir)) {
             wakeup.sample(shmRounds / 2); // the floor, before and after the revocation rounds

@@ -66,7 +66,7 @@ public final class TiersScenario implements Scenario {
     @Override
     public List<Figure> run(Options options, List<String> notes) throws Exception {
         long workingSet = options.quick() ? 64 * Sizes.MiB : 256 * Sizes.MiB; // bytes per tier per size
-        int rounds = options.quick() ? 3 : 5;
+        int rounds = options.quick() ? 3 : Trials.FULL_ROUNDS;
         List<Figure> figures = new ArrayList<>();
         Progress progress = new Progress(Log.stream("bench"), 4);
         Files.createDirectories(options.workDir());
@@ -259,7 +259,7 @@ public final class TiersScenario implements Scenario {
     private static void diskFigures(TransferEngine engine, HostTier host, Options options, List<String> notes,
                                     List<Figure> figures) throws Exception {
         long total = options.quick() ? 256 * Sizes.MiB : Sizes.GiB; // bytes per measurement
-        int rounds = options.quick() ? 1 : 3;
+        int rounds = options.quick() ? 1 : Trials.FULL_ROUNDS;
         Path dir = options.workDir();
         var fio = Fio.ensureInstalled(options.allowInstall(), notes);
         try (DiskTier disk = DiskTier.open(DiskTierOptions.in(dir.resolve("disk-tier"), total + 16 * Sizes.MiB)

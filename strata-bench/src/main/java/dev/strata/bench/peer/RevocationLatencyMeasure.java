@@ -4,6 +4,7 @@ import dev.strata.bench.Figure;
 import dev.strata.bench.Paired;
 import dev.strata.bench.Sample;
 import dev.strata.bench.Series;
+import dev.strata.bench.Trials;
 import dev.strata.cache.Durability;
 import dev.strata.cache.peer.LeaseHints;
 import dev.strata.cache.peer.PeerClientStats;
@@ -65,14 +66,15 @@ public final class RevocationLatencyMeasure {
 
     /**
      * Figures for one rig; {@code rounds} revocations of each kind, measured in paired blocks
-     * (between 1 and 5, of about ten revocations or more each): a block of hand-offs and a block of
+     * (between 1 and {@link Trials#FULL_ROUNDS}, of about ten revocations or more each: with nine,
+     * a full run's spread is the median's confidence interval, not the whole range): a block of hand-offs and a block of
      * idle revocations back to back, in alternating order, and the reads under way timed in the
      * same block as the in-flight revocations; each block's percentiles make one pair. Adds the
      * latency distributions (CDFs over all blocks) to {@code plots}.
      */
     public static List<Figure> figures(RevocationRig rig, int rounds, long leaseBytes, long readBytes, List<Series> plots)
             throws InterruptedException {
-        int blocks = Math.clamp(rounds / 10, 1, 5);
+        int blocks = Math.clamp(rounds / 10, 1, Trials.FULL_ROUNDS);
         Histogram handoffAll = new Histogram(3);
         Histogram idle = new Histogram(3);
         Histogram fromDemand = new Histogram(3); // ns, the rig asking the lender for its memory -> the callback, idle leases
