@@ -8,14 +8,22 @@ import java.util.Arrays;
  * (linear probing, backward-shift deletion) from hash to the segment and ring position that hold
  * it, so that "was this key evicted lately, and from which segment?" is O(1).
  *
+ * <p>Forgetting is lazy: when a ring drops its oldest ghost, the table entry is left in place and
+ * is <em>stale</em> from then on (its ring position is behind the ring's tail), so a record costs
+ * one probe of the table, not a second one for the ghost it pushes out, whose slot is a cache miss
+ * by then. A take or record that meets the stale entry of its own hash deletes it; when the table
+ * would pass half full, stale entries are dropped in one pass (at the same size while live ghosts
+ * fill a quarter of it or less, else doubling), which costs a few sequential reads per record.
+ *
  * <p>A ghost is 24 bytes (hash and position in the ring; hash, and position and segment packed in
  * one word, side by side in the table, so a probe reads one cache line, not one per array); there
  * is no per-entry object. Arrays grow (doubling) only while {@code limit} grows, i.e. while
  * the tier fills up; after that nothing is allocated. A hash collision can at worst make a key
  * look like a ghost it is not, which only nudges the adaptation once.
  *
- * <p>Invariants: every table entry names a live ring position holding the same hash; each ring
- * holds at most {@code limit} entries; a hash is in the table at most once (the newest eviction).
+ * <p>Invariants: every table entry that is not stale names a ring position holding the same hash,
+ * and every hash a ring holds has such an entry; each ring holds at most {@code limit} entries; a
+ * hash is in the table at most once (the newest eviction, or a stale entry).
  *
  * <p>Threads: not thread-safe; guarded by the owning policy's lock.
  */
@@ -25,9 +33,9 @@ final class GhostTable {
     private final long[][] ring = {new long[16], new long[16]}; // [segment][seq & mask] key hash (0: gone)
     private final long[] head = new long[2]; // [segment] sequence number of the next entry
     private final long[] tail = new long[2]; // [segment] sequence number of the oldest entry
-    private final int[] live = new int[2]; // [segment] entries still in the table
+    private final int[] live = new int[2]; // [segment] ghosts recorded and neither taken nor forgotten
     private long[] table = new long[2 * 64]; // [2 * slot] key hash (0 = empty slot), [2 * slot + 1] ring sequence << 1 | segment
-    private int used; // occupied slots
+    private int used; // occupied slots, stale entries included
 
     /** Ghosts of {@code segment} that are still recorded. */
     int count(int segment) {
@@ -52,7 +60,8 @@ final class GhostTable {
         long seq = head[segment]++;
         r[(int) (seq & (r.length - 1))] = h;
         if (2 * (used + 1) > slots()) {
-            rehash(slots() * 2);
+            // drop the stale entries; double unless live ghosts fill a quarter of the table or less
+            rehash(4 * (live[0] + live[1] + 1) <= slots() ? slots() : slots() * 2);
         }
         int mask = slots() - 1;
         int i = slot(h, mask);
@@ -72,8 +81,13 @@ final class GhostTable {
         for (int i = slot(h, mask); table[2 * i] != 0; i = (i + 1) & mask) {
             if (table[2 * i] == h) {
                 int seg = (int) (table[2 * i + 1] & 1);
+                long seq = table[2 * i + 1] >>> 1;
+                if (seq < tail[seg]) { // stale: forgotten already
+                    delete(i);
+                    return NONE;
+                }
                 long[] r = ring[seg];
-                r[(int) ((table[2 * i + 1] >>> 1) & (r.length - 1))] = 0;
+                r[(int) (seq & (r.length - 1))] = 0;
                 delete(i);
                 live[seg]--;
                 return seg;
@@ -86,24 +100,15 @@ final class GhostTable {
         take(h);
     }
 
+    /** Drops the oldest ghost of {@code segment} from its ring; its table entry, if any, is stale from now on. */
     private void forgetOldest(int segment) {
         long[] r = ring[segment];
         long seq = tail[segment]++;
         int at = (int) (seq & (r.length - 1));
-        long h = r[at];
-        r[at] = 0;
-        if (h == 0) {
-            return; // already taken
-        }
-        int mask = slots() - 1;
-        long position = seq << 1 | segment;
-        for (int i = slot(h, mask); table[2 * i] != 0; i = (i + 1) & mask) {
-            if (table[2 * i] == h && table[2 * i + 1] == position) {
-                delete(i);
-                live[segment]--;
-                return;
-            }
-        }
+        if (r[at] != 0) {
+            r[at] = 0;
+            live[segment]--;
+        } // else taken already: its entry was deleted then
     }
 
     /** Backward-shift deletion of slot {@code i}: keeps every probe run unbroken, no tombstones. */
@@ -142,20 +147,27 @@ final class GhostTable {
         long[] old = table;
         table = new long[2 * capacity];
         int mask = capacity - 1;
+        used = 0;
         for (int s = 0; s < old.length; s += 2) {
-            if (old[s] != 0) {
+            if (old[s] != 0 && !stale(old[s + 1])) {
                 int i = slot(old[s], mask);
                 while (table[2 * i] != 0) {
                     i = (i + 1) & mask;
                 }
                 table[2 * i] = old[s];
                 table[2 * i + 1] = old[s + 1];
+                used++;
             }
         }
     }
 
-    /** Slots in the table (a power of two). */
-    private int slots() {
+    /** Whether a table entry's packed position is behind its ring's tail (forgotten). */
+    private boolean stale(long position) {
+        return position >>> 1 < tail[(int) (position & 1)];
+    }
+
+    /** Slots in the table (a power of two); package-private for tests. */
+    int slots() {
         return table.length >>> 1;
     }
 
@@ -171,24 +183,41 @@ final class GhostTable {
     void check() {
         int[] counted = new int[2];
         int occupied = 0;
+        java.util.Set<Long> hashes = new java.util.HashSet<>();
         for (int s = 0; s < slots(); s++) {
             long key = table[2 * s];
             if (key == 0) {
                 continue;
             }
             occupied++;
+            if (!hashes.add(key)) {
+                throw new IllegalStateException("ghost " + key + " is in the table twice");
+            }
+            if (stale(table[2 * s + 1])) {
+                continue;
+            }
             int seg = (int) (table[2 * s + 1] & 1);
             long seq = table[2 * s + 1] >>> 1;
             counted[seg]++;
             long[] r = ring[seg];
-            if (seq < tail[seg] || seq >= head[seg] || r[(int) (seq & (r.length - 1))] != key) {
+            if (seq >= head[seg] || r[(int) (seq & (r.length - 1))] != key) {
                 throw new IllegalStateException("ghost " + key + " names ring position " + seq + " of segment " + seg
                         + ", which does not hold it");
             }
         }
-        if (occupied != used || !Arrays.equals(counted, live)) {
+        int[] inRings = new int[2];
+        for (int seg = 0; seg < 2; seg++) {
+            long[] r = ring[seg];
+            for (long q = tail[seg]; q < head[seg]; q++) {
+                if (r[(int) (q & (r.length - 1))] != 0) {
+                    inRings[seg]++;
+                }
+            }
+        }
+        if (occupied != used || !Arrays.equals(counted, live) || !Arrays.equals(inRings, live)) {
             throw new IllegalStateException("ghost counts drifted: table " + occupied + "/" + used + ", segments "
-                    + Arrays.toString(counted) + " vs " + Arrays.toString(live));
+                    + Arrays.toString(counted) + " in the table and " + Arrays.toString(inRings) + " in the rings vs "
+                    + Arrays.toString(live));
         }
     }
 }

@@ -113,4 +113,27 @@ class GhostTableTest {
             assertThat(table.count(0) + table.count(1)).isZero();
         }
     }
+
+    /**
+     * Forgotten ghosts leave stale entries behind (forgetting is lazy), which the table drops
+     * when it would pass half full: a million evictions through a limit of 100 keep it at a few
+     * hundred slots, and every ghost still remembered is found.
+     */
+    @Test
+    void staleEntriesAreDroppedSoTheTableStaysBoundedByTheLimit() {
+        GhostTable table = new GhostTable();
+        int limit = 100;
+        for (long k = 1; k <= 1_000_000; k++) {
+            table.record(k * 0x9E3779B97F4A7C15L, (int) (k & 1), limit);
+        }
+        table.check();
+        assertThat(table.slots()).as("slots after a million evictions through 2 x %d ghosts", limit).isLessThanOrEqualTo(8 * 2 * limit); // at most 8 slots per ghost remembered
+        assertThat(table.count(0)).isEqualTo(limit);
+        assertThat(table.count(1)).isEqualTo(limit);
+        for (long k = 1_000_000; k > 1_000_000 - 2 * limit; k--) {
+            assertThat(table.take(k * 0x9E3779B97F4A7C15L)).as("ghost %d", k).isEqualTo((int) (k & 1));
+        }
+        assertThat(table.take((1_000_000 - 2 * limit) * 0x9E3779B97F4A7C15L)).as("forgotten").isEqualTo(GhostTable.NONE);
+        table.check();
+    }
 }
