@@ -18,6 +18,14 @@ class Checksum64Test {
         return data;
     }
 
+    /** {@code data} in native memory starting 0 to 15 bytes past a 64-byte boundary. */
+    private static MemorySegment nativeCopyAtOddAddress(Arena arena, java.util.SplittableRandom r, byte[] data) {
+        int n = data.length;
+        MemorySegment src = arena.allocate(n + 16, 64).asSlice(r.nextInt(0, 16), n);
+        MemorySegment.copy(data, 0, src, ValueLayout.JAVA_BYTE, 0, n);
+        return src;
+    }
+
     @Test
     void vectorPathMatchesScalarReferenceAtOddSizes() {
         Property.forAll("checksum-vs-reference", 200, r -> {
@@ -38,8 +46,7 @@ class Checksum64Test {
             Property.forAll("checksum-widths", 60, r -> {
                 int n = r.nextInt(0, 20_000);
                 byte[] data = randomBytes(r, n);
-                MemorySegment src = arena.allocate(n + 16, 64).asSlice(r.nextInt(0, 16), n);
-                MemorySegment.copy(data, 0, src, ValueLayout.JAVA_BYTE, 0, n);
+                MemorySegment src = nativeCopyAtOddAddress(arena, r, data);
                 long expected = Checksum64.referenceValue(data);
                 for (boolean wholeBlocks : new boolean[] {false, true}) {
                     assertThat(new Checksum64(wholeBlocks).update(src, 0, n).value())
@@ -79,8 +86,7 @@ class Checksum64Test {
             Property.forAll("checksum-copy", 100, r -> {
                 int n = r.nextInt(1, 70_000);
                 byte[] data = randomBytes(r, n);
-                MemorySegment src = arena.allocate(n + 16, 64).asSlice(r.nextInt(0, 16), n);
-                MemorySegment.copy(data, 0, src, ValueLayout.JAVA_BYTE, 0, n);
+                MemorySegment src = nativeCopyAtOddAddress(arena, r, data);
                 MemorySegment dst = arena.allocate(n + 8, 64).asSlice(r.nextInt(0, 8), n);
                 Checksum64 c = new Checksum64();
                 long half = r.nextLong(0, n + 1);
@@ -134,8 +140,7 @@ class Checksum64Test {
             Property.forAll("checksum-mapped", 60, r -> {
                 int n = r.nextInt(1, 3 * Checksum64.MAPPED_STEP + 1000);
                 byte[] data = randomBytes(r, n);
-                MemorySegment src = arena.allocate(n + 16, 64).asSlice(r.nextInt(0, 16), n);
-                MemorySegment.copy(data, 0, src, ValueLayout.JAVA_BYTE, 0, n);
+                MemorySegment src = nativeCopyAtOddAddress(arena, r, data);
                 MemorySegment mapped = arena.allocate(n + 8, 64).asSlice(r.nextInt(0, 8), n);
                 MemorySegment back = arena.allocate(n, 64);
                 long half = r.nextLong(0, n + 1);
