@@ -15,9 +15,10 @@ import java.util.Arrays;
  * would pass half full, stale entries are dropped in one pass (at the same size while live ghosts
  * fill a quarter of it or less, else doubling), which costs a few sequential reads per record.
  *
- * <p>A ghost is 24 bytes (hash and position in the ring; hash, and position and segment packed in
- * one word, side by side in the table, so a probe reads one cache line, not one per array); there
- * is no per-entry object. Arrays grow (doubling) only while {@code limit} grows, i.e. while
+ * <p>A ghost is its hash in a ring and a table slot of 16 bytes (hash, and position and segment
+ * packed in one word, side by side, so a probe reads one cache line, not one per array); with
+ * stale entries the table holds 2 to 8 slots per ghost remembered. There is no per-entry object.
+ * Arrays grow (doubling) only while {@code limit} grows, i.e. while
  * the tier fills up; after that nothing is allocated. A hash collision can at worst make a key
  * look like a ghost it is not, which only nudges the adaptation once.
  *
