@@ -156,11 +156,19 @@ public final class PoolChild {
     }
 
     private static int slowWrite(PoolTier pool, long size, PrintStream out) {
+        // The large run first: this process's next-fit cursor starts at a chunk that depends on its
+        // pid, and a small object placed first near the middle of a pool little more than twice
+        // the large one would leave no free run long enough for it (nor for the parent's
+        // allocation of the same size after the reclaim). Allocated first, the large run starts
+        // at the cursor or at chunk 0, and the small object lands right after it.
+        long h = pool.allocate(size);
+        if (h == Allocator.FULL) {
+            throw new IllegalStateException("no run of " + size + " bytes in an empty pool of " + pool.capacity() + " bytes");
+        }
         byte[] small = bytes(42, 1001);
         long h0 = pool.allocate(small.length);
         pool.write(h0, MemorySegment.ofArray(small));
         out.println("published " + h0 + " " + small.length + " 42");
-        long h = pool.allocate(size);
         out.println("writing " + h);
         out.flush();
         byte[] piece = bytes(7, 64 * 1024);
