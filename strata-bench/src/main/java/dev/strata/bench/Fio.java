@@ -114,10 +114,19 @@ public final class Fio {
      */
     public static double verifiedReadBandwidth(String fio, Path directory, long fileBytes, long blockBytes, int inFlight)
             throws IOException {
+        layOutVerified(fio, directory, fileBytes, blockBytes, inFlight);
+        return verifyingRead(fio, directory, fileBytes, blockBytes, inFlight);
+    }
+
+    /**
+     * The untimed half of {@link #verifiedReadBandwidth}: writes the file with an xxhash in every
+     * {@code blockBytes} block. Once is enough for any number of {@link #verifyingRead}s of the
+     * same size and block.
+     */
+    static void layOutVerified(String fio, Path directory, long fileBytes, long blockBytes, int inFlight) throws IOException {
         List<String> layout = job(fio, directory, VERIFIED_FILE, fileBytes, blockBytes, inFlight, "write");
         layout.addAll(List.of("--verify=xxhash", "--do_verify=0", "--verify_state_save=0"));
         bytesPerSecond(layout, "write");
-        return verifyingRead(fio, directory, fileBytes, blockBytes, inFlight);
     }
 
     /** The timed half of {@link #verifiedReadBandwidth}: reads the laid-out file, checking every block's hash. */
