@@ -50,7 +50,16 @@ public final class TraceReplayMeasure {
 
     /** The shipped Mooncake trace under {@code repositoryRoot}, or null when it is not there. */
     public static Path mooncakeTrace(Path repositoryRoot) {
-        Path p = repositoryRoot.resolve(MooncakeTraceReader.SHIPPED_TRACE).normalize();
+        return shipped(repositoryRoot, MooncakeTraceReader.SHIPPED_TRACE);
+    }
+
+    /** The shipped Mooncake conversation trace under {@code repositoryRoot}, or null when it is not there. */
+    public static Path conversationTrace(Path repositoryRoot) {
+        return shipped(repositoryRoot, MooncakeTraceReader.SHIPPED_CONVERSATION_TRACE);
+    }
+
+    private static Path shipped(Path repositoryRoot, Path relative) {
+        Path p = repositoryRoot.resolve(relative).normalize();
         return Files.isRegularFile(p) ? p : null;
     }
 

@@ -23,6 +23,9 @@ class KvScenarioTest {
         assertThat(shipped).isRegularFile();
         assertThat(KvScenario.trace(null, CHECKOUT)).isEqualTo(shipped);
         assertThat(KvScenario.trace(null, dir)).as("a checkout without the trace").isNull();
+        assertThat(TraceReplayMeasure.conversationTrace(CHECKOUT)).isEqualTo(CHECKOUT.resolve(MooncakeTraceReader.SHIPPED_CONVERSATION_TRACE))
+                .isRegularFile();
+        assertThat(TraceReplayMeasure.conversationTrace(dir)).isNull();
     }
 
     @Test

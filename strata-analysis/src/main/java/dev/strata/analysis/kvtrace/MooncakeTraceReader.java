@@ -33,6 +33,8 @@ public final class MooncakeTraceReader implements Closeable {
     public static final int MOONCAKE_BLOCK_TOKENS = 512;
     /** The Mooncake trace shipped with Strata (see its README), relative to the repository root. */
     public static final Path SHIPPED_TRACE = Path.of("traces", "mooncake", "synthetic_trace.jsonl");
+    /** The Mooncake conversation trace shipped with Strata (see its README), relative to the repository root. */
+    public static final Path SHIPPED_CONVERSATION_TRACE = Path.of("traces", "mooncake", "conversation_trace.jsonl");
 
     private static final ObjectMapper JSON = new ObjectMapper();
 
