@@ -53,8 +53,8 @@ import org.HdrHistogram.SynchronizedHistogram;
  *
  * <p>A lease revoked with an access under way: a read or write stops at its next step once the
  * revocation has begun ({@link #COPY_STEP_BYTES}), so the lender's event thread waits for it a
- * little ({@link Builder#drainWaitNanos}, 100 µs by default) and, if it drains, ends the lease
- * itself. An access still under way after that hands the lease to the revocation thread: the exit
+ * little ({@link Builder#drainWaitNanos}, 100 µs by default; parked, woken by the access that leaves
+ * last) and, if it drains, ends the lease itself. An access still under way after that hands the lease to the revocation thread: the exit
  * that leaves its guard empty queues it ({@link LeaseGuard#runWhenDrained}) and wakes the thread,
  * which ends it at once. No thread waits on an access for longer than that brief wait, so a slow
  * access on one lease delays no other; a callback that blocks does delay the ones after it (callbacks must be short). A lender's
@@ -98,6 +98,10 @@ public final class PeerClient implements PeerMemory {
     private static final long SLOW_CALLBACKS_NANOS = 10_000_000;
     // ... send the peer's revocations to the revocation thread for this long.
     private static final long SLOW_CALLBACKS_PENALTY_NANOS = 1_000_000_000L;
+    private static final int DRAIN_WAITING = 0; // awaitDrainHere: the event thread waits for the last access
+    private static final int DRAIN_DONE = 1;    // the last access left within the wait: the event thread finishes
+    private static final int DRAIN_GAVE_UP = 2; // the wait ended first: the last access hands the lease over
+    private static final long DRAIN_SPIN_NANOS = 20_000; // awaitDrainHere spins this long before it parks
 
     private enum LeasePhase { OPEN, FREEING, REVOKING, ENDED }
 
@@ -955,23 +959,50 @@ public final class PeerClient implements PeerMemory {
      * On the lender's event thread, outside the lock, for a lease {@link #beginRevocation} left with
      * accesses under way: waits up to {@link #drainWaitNanos} for them (a copy stops at its next
      * step), then finishes the revocation here, with no hand-off; an access still under way after
-     * that is left to hand the lease to the revocation thread when it leaves, as without the wait.
+     * that hands the lease to the revocation thread when it leaves, as without the wait.
+     *
+     * <p>The thread spins for {@value #DRAIN_SPIN_NANOS} ns (most drains end within microseconds),
+     * then parks, and the access that leaves last wakes it. Polling with
+     * {@code Thread.yield()} would give the core away for a whole scheduler slice (milliseconds)
+     * whenever another thread is runnable there: a fair scheduler that honours a yield moves the
+     * yielding thread behind the others. Who finishes is settled by one compare-and-set
+     * on {@code state}: the leaving access (DRAINED: it wakes this thread) or this thread at its
+     * deadline (GAVE_UP: the access hands the lease over when it leaves).
      */
     private void awaitDrainHere(LeaseEntry e) {
         long deadline = System.nanoTime() + drainWaitNanos;
-        while (e.guard.inFlight() != 0) {
-            if (System.nanoTime() - deadline > 0) {
-                awaitingDrain.incrementAndGet();
-                if (e.guard.runWhenDrained(() -> drained(e))) {
-                    finishingHere.decrementAndGet(); // after awaitingDrain rose: revocationsIdle never sees a gap
-                    return;
-                }
-                awaitingDrain.decrementAndGet(); // drained meanwhile
-                break;
+        Thread waiter = Thread.currentThread();
+        AtomicInteger state = new AtomicInteger(DRAIN_WAITING);
+        awaitingDrain.incrementAndGet(); // before the last access can hand the lease over
+        boolean registered = e.guard.runWhenDrained(() -> {
+            e.drainedAtNanos = System.nanoTime(); // published to the waiter by the compare-and-set, to the revocation thread by its queue
+            if (state.compareAndSet(DRAIN_WAITING, DRAIN_DONE)) {
+                LockSupport.unpark(waiter);
+            } else { // the waiter gave up
+                handOver(e);
+                awaitingDrain.decrementAndGet(); // after the hand-over: revocationsIdle never sees a gap
             }
-            Thread.yield(); // the access to wait for may need this core to reach its next step
+        });
+        if (registered) {
+            long spinUntil = Math.min(deadline, System.nanoTime() + DRAIN_SPIN_NANOS);
+            while (state.get() == DRAIN_WAITING && System.nanoTime() - spinUntil < 0) {
+                Thread.onSpinWait(); // most drains end within microseconds: no wake-up for them
+            }
+            while (state.get() == DRAIN_WAITING) {
+                long left = deadline - System.nanoTime();
+                if (left <= 0) {
+                    if (state.compareAndSet(DRAIN_WAITING, DRAIN_GAVE_UP)) {
+                        finishingHere.decrementAndGet(); // after awaitingDrain rose: revocationsIdle never sees a gap
+                        return;
+                    }
+                    break; // drained meanwhile
+                }
+                LockSupport.parkNanos(left); // a spurious return looks again
+            }
+        } else {
+            e.drainedAtNanos = System.nanoTime(); // drained before the registration: the action will not run
         }
-        e.drainedAtNanos = System.nanoTime();
+        awaitingDrain.decrementAndGet();
         finishHere(e);
     }
 
