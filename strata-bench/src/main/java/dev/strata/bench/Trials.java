@@ -1,5 +1,7 @@
 package dev.strata.bench;
 
+import java.lang.management.CompilationMXBean;
+import java.lang.management.ManagementFactory;
 import java.util.Arrays;
 import java.util.function.DoubleSupplier;
 import java.util.function.Supplier;
@@ -92,6 +94,43 @@ public final class Trials {
             v[i] = run.getAsDouble();
         }
         return new Sample(v);
+    }
+
+    /**
+     * Warms up a measure made of many short steps (a revocation, a request) until the JIT has
+     * compiled what they run: {@code step} runs in batches of {@code batch}, at least one batch, and
+     * stops after a batch during which the JVM spent no time compiling, or once {@code maxNanos}
+     * have passed. A fixed count of warm-up steps does not do: a path that runs a few hundred times
+     * a second reaches its last compilations seconds in, and on two cores a compiler thread at work
+     * takes a core from the threads measured. Returns the steps run.
+     *
+     * @throws IllegalArgumentException if {@code batch < 1}
+     */
+    public static <E extends Exception> int warmUntilCompiled(int batch, long maxNanos, Step<E> step) throws E {
+        if (batch < 1) {
+            throw new IllegalArgumentException("warm-up batch must be at least 1, got " + batch);
+        }
+        CompilationMXBean jit = ManagementFactory.getCompilationMXBean();
+        boolean timed = jit != null && jit.isCompilationTimeMonitoringSupported();
+        long deadline = System.nanoTime() + maxNanos;
+        int steps = 0;
+        while (true) {
+            long compiledBefore = timed ? jit.getTotalCompilationTime() : 0; // ms
+            for (int i = 0; i < batch; i++) {
+                step.run();
+            }
+            steps += batch;
+            if (!timed || jit.getTotalCompilationTime() == compiledBefore || System.nanoTime() - deadline > 0) {
+                return steps;
+            }
+        }
+    }
+
+    /** One step of a measure, which may throw {@code E}. */
+    @FunctionalInterface
+    public interface Step<E extends Exception> {
+        /** Runs the step once. */
+        void run() throws E;
     }
 
     /** The median of {@code values} (mean of the middle two for an even count); NaN when empty. */

@@ -121,4 +121,27 @@ class TrialsTest {
         assertThat(s.median()).isEqualTo(2);
         assertThat(s.interval()).containsExactly(1, 3);
     }
+
+    @Test
+    void aWarmUpRunsWholeBatchesUntilABatchCompilesNothingOrItsTimeIsUp() {
+        int[] steps = {0};
+        assertThat(Trials.warmUntilCompiled(7, 0, () -> steps[0]++)).as("no time: one batch").isEqualTo(7);
+        assertThat(steps[0]).isEqualTo(7);
+        steps[0] = 0;
+        long start = System.nanoTime();
+        int ran = Trials.warmUntilCompiled(5, 2_000_000_000L, () -> steps[0]++);
+        assertThat(ran).isEqualTo(steps[0]).isPositive();
+        assertThat(ran % 5).as("whole batches").isZero();
+        assertThat(System.nanoTime() - start).as("stops by its deadline, a batch later at most").isLessThan(3_000_000_000L);
+        assertThatThrownBy(() -> Trials.warmUntilCompiled(0, 0, () -> { })).isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("got 0");
+    }
+
+    @Test
+    void aWarmUpPassesOnWhatItsStepThrows() {
+        java.io.IOException boom = new java.io.IOException("step failed");
+        assertThatThrownBy(() -> Trials.warmUntilCompiled(3, 0, () -> {
+            throw boom;
+        })).isSameAs(boom);
+    }
 }

@@ -55,6 +55,8 @@ import org.HdrHistogram.Recorder;
 public final class RevocationLatencyMeasure {
     private static final long TIMEOUT_NANOS = TimeUnit.SECONDS.toNanos(5);
     private static final long AWAIT_PARK_NANOS = 10_000_000; // longest park while waiting for a callback
+    private static final long WAIT_STEP_NANOS = 20_000; // park between looks at the reader's progress
+    private static final long WARM_UP_NANOS = TimeUnit.SECONDS.toNanos(10); // longest warm-up of a run of 500 rounds or more
 
     private RevocationLatencyMeasure() {
     }
@@ -90,9 +92,9 @@ public final class RevocationLatencyMeasure {
             for (long o = 0; o + 8 <= readBytes; o += 8) {
                 fill.set(ValueLayout.JAVA_LONG_UNALIGNED, o, r.nextLong());
             }
-            for (int i = 0; i < rounds / 10; i++) { // the first tenth warms up
-                revokeIdle(rig, leaseBytes, fill, new Histogram(3));
-            }
+            // a tenth of the rounds warms up, and in a full run more, until the JIT has compiled the revocation path
+            Trials.warmUntilCompiled(Math.max(1, rounds / 10), warmUpNanos(rounds), () -> revokeIdle(rig, leaseBytes, fill,
+                    new Histogram(3)));
             for (int b = 0; b < blocks; b++) {
                 int n = blockSize(rounds, blocks, b);
                 Histogram h = null;
@@ -116,6 +118,8 @@ public final class RevocationLatencyMeasure {
             Reader reader = new Reader(rig, arena.allocate(readBytes, 64), readRecorder);
             Thread t = Thread.ofPlatform().name("strata-bench-peer-reader").daemon().start(reader);
             try {
+                Trials.warmUntilCompiled(Math.max(1, rounds / 10), warmUpNanos(rounds), // the reads and the drain
+                        () -> revokeInFlight(rig, readBytes, fill, reader, r));
                 readRecorder.getIntervalHistogram(); // reset
                 for (int b = 0; b < blocks; b++) {
                     Histogram block = new Histogram(3);
@@ -174,6 +178,14 @@ public final class RevocationLatencyMeasure {
 
     private static String micros(Histogram h, double percentile) {
         return String.format(java.util.Locale.ROOT, "%.1f", h.getValueAtPercentile(percentile) / 1e3);
+    }
+
+    /**
+     * How long a warm-up of {@code rounds} revocations may go on until the JIT has compiled their
+     * path: up to {@link #WARM_UP_NANOS} for a run of 500 or more, one batch for a smaller (quick) one.
+     */
+    private static long warmUpNanos(int rounds) {
+        return rounds >= 500 ? WARM_UP_NANOS : 0;
     }
 
     /** Revocations in block {@code b} of {@code blocks}: an even share, the last block taking the rest. */
@@ -236,12 +248,10 @@ public final class RevocationLatencyMeasure {
             if (System.nanoTime() > deadline) {
                 throw new IllegalStateException(rig.label() + ": reads of " + lease + " did not succeed within 5 s");
             }
-            Thread.onSpinWait();
+            LockSupport.parkNanos(WAIT_STEP_NANOS);
         }
-        long delay = System.nanoTime() + r.nextLong(0, Math.max(1, reader.lastReadNanos));
-        while (System.nanoTime() < delay) {
-            Thread.onSpinWait();
-        }
+        // then a random point of a read (the reader reads back to back, so one is under way whenever the park ends)
+        LockSupport.parkNanos(r.nextLong(1, Math.max(2, reader.lastReadNanos)));
         rig.takeBack();
         long at = awaitNonZero(calledAt, rig.label() + ": no revocation callback for " + lease + " with a read in flight");
         long revoked = revokedAt(rig, lease);
