@@ -47,6 +47,9 @@ import java.util.concurrent.TimeUnit;
  * <p>Threads: one thread at a time per directory.
  */
 public final class LocalRedisCluster {
+    private static final int BUS_PORT_OFFSET = 10_000; // a node's cluster bus port is its port + this (Redis's default)
+    private static final int LOWEST_PORT_BASE = 10_000; // freePortBase picks no lower
+
     /** The one host every node binds to. */
     public static final String HOST = "127.0.0.1";
     private static final String LAYOUT = "cluster.properties";
@@ -204,19 +207,37 @@ public final class LocalRedisCluster {
 
     /**
      * A port base at which {@code nodes} consecutive ports and their cluster bus ports (+10000) are
-     * free on {@link #HOST} now, picked at random in [20000, 50000) (free now is no promise for
-     * later: a caller that loses the race fails at start and may try again).
+     * free on {@link #HOST} now, picked at random below the kernel's ephemeral port range
+     * ({@code net.ipv4.ip_local_port_range}, from 10000 to where both sets of ports end under it).
+     * Outgoing connections (redis-cli's, the clients') take their local ports from that range, so a
+     * port found free inside it could be taken by one before the node binds it. Free now is still no
+     * promise for later: a caller that loses a race with another process fails at start, naming the
+     * node, and may try again.
      *
      * @throws IllegalStateException if none is found in 50 tries
      */
     public static int freePortBase(int nodes) {
+        int highest = ephemeralPortsStart() - BUS_PORT_OFFSET - nodes; // the highest base whose bus ports stay below the range
+        boolean below = highest > LOWEST_PORT_BASE + 1_000;
         for (int attempt = 0; attempt < 50; attempt++) {
-            int base = 20_000 + java.util.concurrent.ThreadLocalRandom.current().nextInt(0, 30_000);
-            if (portsFree(base, nodes) && portsFree(base + 10_000, nodes)) {
+            int base = below ? LOWEST_PORT_BASE + java.util.concurrent.ThreadLocalRandom.current().nextInt(0, highest - LOWEST_PORT_BASE)
+                    : 20_000 + java.util.concurrent.ThreadLocalRandom.current().nextInt(0, 30_000);
+            if (portsFree(base, nodes) && portsFree(base + BUS_PORT_OFFSET, nodes)) {
                 return base;
             }
         }
         throw new IllegalStateException("found no " + nodes + " free consecutive ports (and their cluster bus ports) for a local Redis Cluster");
+    }
+
+    /** The first port of the kernel's ephemeral range ({@code /proc/sys/net/ipv4/ip_local_port_range}); 32768 where unreadable. */
+    static int ephemeralPortsStart() {
+        try {
+            // read as lines: Files.readString returned only the first byte of this procfs file (JDK 25)
+            String range = Files.readAllLines(Path.of("/proc/sys/net/ipv4/ip_local_port_range")).getFirst().trim();
+            return Integer.parseInt(range.split("\\s+")[0]);
+        } catch (IOException | RuntimeException e) {
+            return 32_768;
+        }
     }
 
     private static boolean portsFree(int base, int count) {
@@ -291,6 +312,7 @@ public final class LocalRedisCluster {
         Path server = binary("redis-server");
         Path cli = binary("redis-cli");
         long deadline = System.nanoTime() + wait.toNanos();
+        java.util.Map<Integer, Process> launched = new java.util.LinkedHashMap<>(); // port -> the node this call started
         boolean fresh = true;
         if (tls != Tls.OFF) {
             LocalCertificates.ensure(dir.resolve(TLS_DIR));
@@ -307,11 +329,12 @@ public final class LocalRedisCluster {
                 }
                 Path conf = nodeDir.resolve("redis.conf");
                 writePrivate(conf, config(port, nodeDir));
-                new ProcessBuilder(server.toString(), conf.toString()).directory(nodeDir.toFile())
-                        .redirectErrorStream(true).redirectOutput(nodeDir.resolve("redis.out").toFile()).start();
+                Files.deleteIfExists(nodeDir.resolve("redis.pid")); // written again once this node has bound its port
+                launched.put(port, new ProcessBuilder(server.toString(), conf.toString()).directory(nodeDir.toFile())
+                        .redirectErrorStream(true).redirectOutput(nodeDir.resolve("redis.out").toFile()).start());
             }
             for (int port : ports()) {
-                awaitListening(port, deadline);
+                awaitListening(port, launched.get(port), deadline);
             }
             if (fresh) {
                 List<String> cmd = cli(cli, "--cluster", "create");
@@ -479,11 +502,30 @@ public final class LocalRedisCluster {
         return c.toString();
     }
 
-    private void awaitListening(int port, long deadline) {
+    /**
+     * Waits until {@code port} accepts connections and, for a node this call started ({@code node},
+     * else null), until that node has written its pid file, which Redis does once it has bound its
+     * port: another process listening on the port does not pass for the node. A node that exits
+     * first (its port was taken) fails the start, naming the port, with the end of its log.
+     */
+    private void awaitListening(int port, Process node, long deadline) {
+        Path pidFile = dir.resolve("node-" + port).resolve("redis.pid");
         while (true) {
+            if (node != null && !node.isAlive()) {
+                throw new IllegalStateException("redis-server for " + HOST + ":" + port + " exited (exit " + node.exitValue()
+                        + ") before the cluster formed; its log " + dir.resolve("node-" + port).resolve("redis.log") + " ends: "
+                        + logTail(port));
+            }
             try (Socket s = new Socket()) {
                 s.connect(new InetSocketAddress(HOST, port), 200);
-                return;
+                if (node == null || Files.isRegularFile(pidFile)) {
+                    return;
+                }
+                if (System.nanoTime() > deadline) {
+                    throw new IllegalStateException("a process listens on " + HOST + ":" + port + " but redis-server there wrote no pid"
+                            + " file " + pidFile + "; its log ends: " + logTail(port));
+                }
+                sleep(20);
             } catch (IOException e) {
                 if (System.nanoTime() > deadline) {
                     throw new IllegalStateException("redis-server on " + HOST + ":" + port + " did not start listening; its log "

@@ -1,0 +1,49 @@
+package dev.strata.cluster;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import java.net.InetAddress;
+import java.net.ServerSocket;
+import java.nio.file.Path;
+import java.time.Duration;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * Ports of a local cluster: they are picked below the kernel's ephemeral range, where no outgoing
+ * connection can take one between the check and the node's bind; and a node whose port another
+ * process holds fails the start at once, naming the port, rather than passing for a node because
+ * something answers there.
+ */
+class LocalRedisClusterPortsTest {
+    @TempDir
+    Path dir;
+
+    @Test
+    void portsArePickedBelowTheEphemeralRange() {
+        int start = LocalRedisCluster.ephemeralPortsStart();
+        for (int i = 0; i < 20; i++) {
+            int base = LocalRedisCluster.freePortBase(6);
+            assertThat(base).isGreaterThanOrEqualTo(10_000);
+            assertThat(base + 10_000 + 6).as("the last bus port, against the ephemeral range starting at %d", start)
+                    .isLessThanOrEqualTo(start);
+        }
+    }
+
+    @Test
+    void aNodeWhosePortIsTakenFailsTheStartNamingThePort() throws Exception {
+        int base = LocalRedisCluster.freePortBase(3);
+        try (ServerSocket taken = new ServerSocket(base, 1, InetAddress.getByName(LocalRedisCluster.HOST))) {
+            LocalRedisCluster cluster = LocalRedisCluster.create(dir, 3, 0, base, true, LocalRedisCluster.DEFAULT_MAXMEMORY,
+                    "allkeys-lru");
+            try {
+                assertThatThrownBy(() -> cluster.start(Duration.ofSeconds(30))).isInstanceOf(IllegalStateException.class)
+                        .hasMessageContaining("redis-server for " + LocalRedisCluster.HOST + ":" + base + " exited")
+                        .hasMessageContaining("Address already in use");
+            } finally {
+                cluster.stop();
+            }
+        }
+    }
+}
