@@ -36,6 +36,9 @@ import java.util.SplittableRandom;
  *       with direct I/O and the same request size and depth on the same file system (goal ≥ 0.9×);
  *       the reads also against fio checking a hash in every block as it reads, the same work as the
  *       tier's checksum verification (information).</li>
+ *   <li>Where the machine has a CUDA device: its host link, host to device and back from
+ *       page-locked and pageable memory at the same block sizes, against the host link the models
+ *       assume ({@link CudaLinkMeasure}; information).</li>
  *   <li>Object-store put/get/evict of small objects on one thread (JMH), goal ≥ 5 M ops/s.</li>
  * </ul>
  *
@@ -60,7 +63,7 @@ public final class TiersScenario implements Scenario {
 
     @Override
     public String description() {
-        return "tier-to-tier block copies, KV gather/scatter, DISK against fio, object-store operations";
+        return "tier-to-tier block copies, KV gather/scatter, DISK against fio, a CUDA device's host link, object-store operations";
     }
 
     @Override
@@ -68,7 +71,7 @@ public final class TiersScenario implements Scenario {
         long workingSet = options.quick() ? 64 * Sizes.MiB : 256 * Sizes.MiB; // bytes per tier per size
         int rounds = options.quick() ? 3 : Trials.FULL_ROUNDS;
         List<Figure> figures = new ArrayList<>();
-        Progress progress = new Progress(Log.stream("bench"), 4);
+        Progress progress = new Progress(Log.stream("bench"), 5);
         Files.createDirectories(options.workDir());
         Path poolFile = Path.of("/dev/shm", "strata-bench-" + ProcessHandle.current().pid() + ".pool");
         long tierBytes = workingSet + 8 * Sizes.MiB;
@@ -88,6 +91,8 @@ public final class TiersScenario implements Scenario {
             progress.step("DISK at 256 KiB and 2 MiB, 4 in flight, against fio");
             diskFigures(engine, host, options, notes, figures);
         }
+        progress.step("the host link of a CUDA device, where this machine has one");
+        figures.addAll(CudaLinkMeasure.figures(options.quick(), notes));
         Path jmhLog = options.workDir().resolve("store-jmh.log");
         progress.step("object store put/get/evict (JMH, forked JVMs; its log: " + jmhLog + ")");
         figures.addAll(StoreOpsBenchmark.figures(options.quick(), jmhLog));
