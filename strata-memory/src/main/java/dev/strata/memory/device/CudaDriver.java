@@ -148,20 +148,12 @@ public final class CudaDriver {
 
     /** Releases a retain of device {@code ordinal}'s primary context. */
     public void releasePrimaryContext(int ordinal) {
-        try {
-            check("cuDevicePrimaryCtxRelease", (int) cuDevicePrimaryCtxRelease.invokeExact(device(ordinal)));
-        } catch (Throwable t) {
-            throw rethrow(t);
-        }
+        call("cuDevicePrimaryCtxRelease", () -> (int) cuDevicePrimaryCtxRelease.invokeExact(device(ordinal)));
     }
 
     /** Makes {@code context} current on the calling thread. */
     public void makeCurrent(MemorySegment context) {
-        try {
-            check("cuCtxSetCurrent", (int) cuCtxSetCurrent.invokeExact(context));
-        } catch (Throwable t) {
-            throw rethrow(t);
-        }
+        call("cuCtxSetCurrent", () -> (int) cuCtxSetCurrent.invokeExact(context));
     }
 
     /**
@@ -169,11 +161,7 @@ public final class CudaDriver {
      * bytes are staged, before they reach the device.
      */
     public void synchronize() {
-        try {
-            check("cuCtxSynchronize", (int) cuCtxSynchronize.invokeExact());
-        } catch (Throwable t) {
-            throw rethrow(t);
-        }
+        call("cuCtxSynchronize", () -> (int) cuCtxSynchronize.invokeExact());
     }
 
     /** Allocates {@code bytes} of device memory in the current context; returns the device pointer. */
@@ -189,11 +177,7 @@ public final class CudaDriver {
 
     /** Frees device memory from {@link #allocateDevice}. */
     public void freeDevice(long devicePointer) {
-        try {
-            check("cuMemFree", (int) cuMemFree.invokeExact(devicePointer));
-        } catch (Throwable t) {
-            throw rethrow(t);
-        }
+        call("cuMemFree", () -> (int) cuMemFree.invokeExact(devicePointer));
     }
 
     /** Allocates {@code bytes} of page-locked host memory in the current context, which copies move at full link speed. */
@@ -209,29 +193,17 @@ public final class CudaDriver {
 
     /** Frees page-locked host memory from {@link #allocatePinnedHost}. */
     public void freePinnedHost(MemorySegment host) {
-        try {
-            check("cuMemFreeHost", (int) cuMemFreeHost.invokeExact(host));
-        } catch (Throwable t) {
-            throw rethrow(t);
-        }
+        call("cuMemFreeHost", () -> (int) cuMemFreeHost.invokeExact(host));
     }
 
     /** Copies all of {@code src} (host memory) to {@code dst} (a device pointer); returns when done. */
     public void copyHostToDevice(MemorySegment src, long dst) {
-        try {
-            check("cuMemcpyHtoD(" + src.byteSize() + " bytes)", (int) cuMemcpyHtoD.invokeExact(dst, src, src.byteSize()));
-        } catch (Throwable t) {
-            throw rethrow(t);
-        }
+        call("cuMemcpyHtoD", () -> (int) cuMemcpyHtoD.invokeExact(dst, src, src.byteSize()));
     }
 
     /** Fills all of {@code dst} (host memory) from {@code src} (a device pointer); returns when done. */
     public void copyDeviceToHost(long src, MemorySegment dst) {
-        try {
-            check("cuMemcpyDtoH(" + dst.byteSize() + " bytes)", (int) cuMemcpyDtoH.invokeExact(dst, src, dst.byteSize()));
-        } catch (Throwable t) {
-            throw rethrow(t);
-        }
+        call("cuMemcpyDtoH", () -> (int) cuMemcpyDtoH.invokeExact(dst, src, dst.byteSize()));
     }
 
     private int device(int ordinal) throws Throwable {
@@ -240,6 +212,23 @@ public final class CudaDriver {
             check("cuDeviceGet(" + ordinal + ")", (int) cuDeviceGet.invokeExact(dev, ordinal));
             return dev.get(ValueLayout.JAVA_INT, 0);
         }
+    }
+
+    /** Makes one driver call that returns a {@code CUresult}; throws {@link CudaException} naming {@code name} unless it succeeded. */
+    private void call(String name, DriverCall c) {
+        int result;
+        try {
+            result = c.invoke();
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+        check(name, result);
+    }
+
+    /** One downcall returning its {@code CUresult}. */
+    @FunctionalInterface
+    private interface DriverCall {
+        int invoke() throws Throwable;
     }
 
     private void check(String call, int result) {
