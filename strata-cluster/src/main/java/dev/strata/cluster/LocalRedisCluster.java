@@ -301,7 +301,7 @@ public final class LocalRedisCluster {
 
     /**
      * Starts every node that is not running and waits until the cluster reports
-     * {@code cluster_state:ok} on every node.
+     * {@code cluster_state:ok} on every node. A start that fails stops the nodes it started.
      *
      * @param wait the longest to wait for the nodes and the cluster
      * @throws IllegalStateException naming the binary and the install command when
@@ -348,7 +348,11 @@ public final class LocalRedisCluster {
             awaitClusterOk(deadline);
             return this;
         } catch (IOException e) {
+            launched.values().forEach(Process::destroy); // a failed start leaves no node of its own running
             throw new UncheckedIOException("cannot start the cluster in " + dir + ": " + e.getMessage(), e);
+        } catch (RuntimeException e) {
+            launched.values().forEach(Process::destroy);
+            throw e;
         }
     }
 

@@ -41,9 +41,25 @@ class LocalRedisClusterPortsTest {
                 assertThatThrownBy(() -> cluster.start(Duration.ofSeconds(30))).isInstanceOf(IllegalStateException.class)
                         .hasMessageContaining("redis-server for " + LocalRedisCluster.HOST + ":" + base + " exited")
                         .hasMessageContaining("Address already in use");
+                for (int port = base + 1; port < base + 3; port++) { // the failed start stopped the nodes it had started
+                    long until = System.nanoTime() + 10_000_000_000L;
+                    while (accepts(port)) {
+                        assertThat(System.nanoTime()).as("node on port %d still running", port).isLessThan(until);
+                        Thread.sleep(50);
+                    }
+                }
             } finally {
                 cluster.stop();
             }
+        }
+    }
+
+    private static boolean accepts(int port) {
+        try (java.net.Socket s = new java.net.Socket()) {
+            s.connect(new java.net.InetSocketAddress(LocalRedisCluster.HOST, port), 200);
+            return true;
+        } catch (java.io.IOException e) {
+            return false;
         }
     }
 }
