@@ -53,9 +53,9 @@ import org.HdrHistogram.SynchronizedHistogram;
  *
  * <p>A lease revoked with an access under way: a read or write stops at its next step once the
  * revocation has begun ({@link #COPY_STEP_BYTES}), so the lender's event thread waits for it a
- * little ({@link Builder#drainWaitNanos}, 100 µs by default; parked, woken by the access that leaves
- * last) and, if it drains, ends the lease itself. An access still under way after that hands the lease to the revocation thread: the exit
- * that leaves its guard empty queues it ({@link LeaseGuard#runWhenDrained}) and wakes the thread,
+ * little ({@link Builder#drainWaitNanos}, 100 µs by default; parked, woken by the access that
+ * leaves last) and, if it drains, ends the lease itself. An access still under way after that
+ * hands the lease to the revocation thread: the exit that leaves its guard empty queues it ({@link LeaseGuard#runWhenDrained}) and wakes the thread,
  * which ends it at once. No thread waits on an access for longer than that brief wait, so a slow
  * access on one lease delays no other; a callback that blocks does delay the ones after it (callbacks must be short). A lender's
  * events wait for the callbacks of the leases that drained at once or within that wait, which run on its event thread;
@@ -966,8 +966,8 @@ public final class PeerClient implements PeerMemory {
      * {@code Thread.yield()} would give the core away for a whole scheduler slice (milliseconds)
      * whenever another thread is runnable there: a fair scheduler that honours a yield moves the
      * yielding thread behind the others. Who finishes is settled by one compare-and-set
-     * on {@code state}: the leaving access (DRAINED: it wakes this thread) or this thread at its
-     * deadline (GAVE_UP: the access hands the lease over when it leaves).
+     * on {@code state}: the leaving access ({@link #DRAIN_DONE}: it wakes this thread) or this
+     * thread at its deadline ({@link #DRAIN_GAVE_UP}: the access hands the lease over when it leaves).
      */
     private void awaitDrainHere(LeaseEntry e) {
         long deadline = System.nanoTime() + drainWaitNanos;
