@@ -34,7 +34,7 @@ class LocalRedisClusterPortsTest {
     @Test
     void aNodeWhosePortIsTakenFailsTheStartNamingThePort() throws Exception {
         int base = LocalRedisCluster.freePortBase(3);
-        try (ServerSocket taken = new ServerSocket(base, 1, InetAddress.getByName(LocalRedisCluster.HOST))) {
+        try (ServerSocket _ = new ServerSocket(base, 1, InetAddress.getByName(LocalRedisCluster.HOST))) { // holds the first node's port
             LocalRedisCluster cluster = LocalRedisCluster.create(dir, 3, 0, base, true, LocalRedisCluster.DEFAULT_MAXMEMORY,
                     "allkeys-lru");
             try {
