@@ -291,7 +291,6 @@ public final class Checksum64 {
     }
 
     /** The hot loop: sums {@code blocks} 64-byte blocks, copying them when {@code dst != null}; private native memory only. */
-    /** Sums (and copies, when {@code dst} is not null) whole blocks of private native memory. */
     private void vectorBlocks(MemorySegment src, long so, MemorySegment dst, long doff, long blocks) {
         if (wholeBlocks) {
             wholeVectorBlocks(src, so, dst, doff, blocks, a, b);

@@ -81,12 +81,12 @@ final class GhostTable {
         int mask = slots() - 1;
         for (int i = slot(h, mask); table[2 * i] != 0; i = (i + 1) & mask) {
             if (table[2 * i] == h) {
-                int seg = (int) (table[2 * i + 1] & 1);
-                long seq = table[2 * i + 1] >>> 1;
-                if (seq < tail[seg]) { // stale: forgotten already
+                if (stale(table[2 * i + 1])) { // forgotten already
                     delete(i);
                     return NONE;
                 }
+                int seg = (int) (table[2 * i + 1] & 1);
+                long seq = table[2 * i + 1] >>> 1;
                 long[] r = ring[seg];
                 r[(int) (seq & (r.length - 1))] = 0;
                 delete(i);

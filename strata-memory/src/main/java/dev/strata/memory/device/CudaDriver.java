@@ -98,57 +98,51 @@ public final class CudaDriver {
         } catch (java.util.NoSuchElementException e) {
             return new Unavailable(LIBRARY + " lacks a call Strata binds: " + e.getMessage());
         }
-        try {
-            d.check("cuInit", (int) d.cuInit.invokeExact(0));
-            try (Arena a = Arena.ofConfined()) {
-                MemorySegment count = a.allocate(ValueLayout.JAVA_INT);
-                d.check("cuDeviceGetCount", (int) d.cuDeviceGetCount.invokeExact(count));
-                int n = count.get(ValueLayout.JAVA_INT, 0);
-                return n > 0 ? new Available(d, n) : new Unavailable(LIBRARY + " reports no CUDA device");
-            }
+        try (Arena a = Arena.ofConfined()) {
+            d.call("cuInit", () -> (int) d.cuInit.invokeExact(0));
+            MemorySegment count = a.allocate(ValueLayout.JAVA_INT);
+            d.call("cuDeviceGetCount", () -> (int) d.cuDeviceGetCount.invokeExact(count));
+            int n = count.get(ValueLayout.JAVA_INT, 0);
+            return n > 0 ? new Available(d, n) : new Unavailable(LIBRARY + " reports no CUDA device");
         } catch (CudaException e) {
             return new Unavailable(e.getMessage());
-        } catch (Throwable t) {
-            throw rethrow(t);
         }
     }
 
     /** The name of device {@code ordinal}, e.g. "NVIDIA H100 80GB HBM3". */
     public String deviceName(int ordinal) {
+        int device = device(ordinal);
         try (Arena a = Arena.ofConfined()) {
             MemorySegment name = a.allocate(256);
-            check("cuDeviceGetName", (int) cuDeviceGetName.invokeExact(name, 256, device(ordinal)));
+            call("cuDeviceGetName", () -> (int) cuDeviceGetName.invokeExact(name, 256, device));
             return name.getString(0, StandardCharsets.UTF_8);
-        } catch (Throwable t) {
-            throw rethrow(t);
         }
     }
 
     /** Bytes of memory on device {@code ordinal}. */
     public long deviceMemoryBytes(int ordinal) {
+        int device = device(ordinal);
         try (Arena a = Arena.ofConfined()) {
             MemorySegment bytes = a.allocate(SIZE);
-            check("cuDeviceTotalMem", (int) cuDeviceTotalMem.invokeExact(bytes, device(ordinal)));
+            call("cuDeviceTotalMem", () -> (int) cuDeviceTotalMem.invokeExact(bytes, device));
             return bytes.get(SIZE, 0);
-        } catch (Throwable t) {
-            throw rethrow(t);
         }
     }
 
     /** Retains device {@code ordinal}'s primary context; pair with {@link #releasePrimaryContext}. */
     public MemorySegment retainPrimaryContext(int ordinal) {
+        int device = device(ordinal);
         try (Arena a = Arena.ofConfined()) {
             MemorySegment ctx = a.allocate(ValueLayout.ADDRESS);
-            check("cuDevicePrimaryCtxRetain", (int) cuDevicePrimaryCtxRetain.invokeExact(ctx, device(ordinal)));
+            call("cuDevicePrimaryCtxRetain", () -> (int) cuDevicePrimaryCtxRetain.invokeExact(ctx, device));
             return ctx.get(ValueLayout.ADDRESS, 0);
-        } catch (Throwable t) {
-            throw rethrow(t);
         }
     }
 
     /** Releases a retain of device {@code ordinal}'s primary context. */
     public void releasePrimaryContext(int ordinal) {
-        call("cuDevicePrimaryCtxRelease", () -> (int) cuDevicePrimaryCtxRelease.invokeExact(device(ordinal)));
+        int device = device(ordinal);
+        call("cuDevicePrimaryCtxRelease", () -> (int) cuDevicePrimaryCtxRelease.invokeExact(device));
     }
 
     /** Makes {@code context} current on the calling thread. */
@@ -168,10 +162,8 @@ public final class CudaDriver {
     public long allocateDevice(long bytes) {
         try (Arena a = Arena.ofConfined()) {
             MemorySegment ptr = a.allocate(SIZE);
-            check("cuMemAlloc(" + bytes + " bytes)", (int) cuMemAlloc.invokeExact(ptr, bytes));
+            call("cuMemAlloc(" + bytes + " bytes)", () -> (int) cuMemAlloc.invokeExact(ptr, bytes));
             return ptr.get(SIZE, 0);
-        } catch (Throwable t) {
-            throw rethrow(t);
         }
     }
 
@@ -184,10 +176,8 @@ public final class CudaDriver {
     public MemorySegment allocatePinnedHost(long bytes) {
         try (Arena a = Arena.ofConfined()) {
             MemorySegment ptr = a.allocate(ValueLayout.ADDRESS);
-            check("cuMemHostAlloc(" + bytes + " bytes)", (int) cuMemHostAlloc.invokeExact(ptr, bytes, 0));
+            call("cuMemHostAlloc(" + bytes + " bytes)", () -> (int) cuMemHostAlloc.invokeExact(ptr, bytes, 0));
             return ptr.get(ValueLayout.ADDRESS, 0).reinterpret(bytes);
-        } catch (Throwable t) {
-            throw rethrow(t);
         }
     }
 
@@ -206,10 +196,10 @@ public final class CudaDriver {
         call("cuMemcpyDtoH", () -> (int) cuMemcpyDtoH.invokeExact(dst, src, dst.byteSize()));
     }
 
-    private int device(int ordinal) throws Throwable {
+    private int device(int ordinal) {
         try (Arena a = Arena.ofConfined()) {
             MemorySegment dev = a.allocate(ValueLayout.JAVA_INT);
-            check("cuDeviceGet(" + ordinal + ")", (int) cuDeviceGet.invokeExact(dev, ordinal));
+            call("cuDeviceGet(" + ordinal + ")", () -> (int) cuDeviceGet.invokeExact(dev, ordinal));
             return dev.get(ValueLayout.JAVA_INT, 0);
         }
     }
@@ -219,22 +209,20 @@ public final class CudaDriver {
         int result;
         try {
             result = c.invoke();
+        } catch (RuntimeException | Error e) {
+            throw e;
         } catch (Throwable t) {
-            throw rethrow(t);
+            throw new IllegalStateException("CUDA driver call " + name + " failed", t);
         }
-        check(name, result);
+        if (result != 0) {
+            throw new CudaException(name + " failed: " + errorName(result) + " (" + result + ")");
+        }
     }
 
     /** One downcall returning its {@code CUresult}. */
     @FunctionalInterface
     private interface DriverCall {
         int invoke() throws Throwable;
-    }
-
-    private void check(String call, int result) {
-        if (result != 0) {
-            throw new CudaException(call + " failed: " + errorName(result) + " (" + result + ")");
-        }
     }
 
     private String errorName(int result) {
@@ -251,16 +239,6 @@ public final class CudaDriver {
 
     private static MethodHandle bind(SymbolLookup lib, String name, ValueLayout result, ValueLayout... args) {
         return LINKER.downcallHandle(lib.findOrThrow(name), FunctionDescriptor.of(result, args));
-    }
-
-    private static RuntimeException rethrow(Throwable t) {
-        if (t instanceof RuntimeException r) {
-            throw r;
-        }
-        if (t instanceof Error e) {
-            throw e;
-        }
-        throw new IllegalStateException("CUDA driver call failed", t);
     }
 
     /** A CUDA driver call returned an error; the message names the call and the driver's error name. */
