@@ -12,7 +12,8 @@ import com.fasterxml.jackson.annotation.JsonPropertyOrder;
  * {@code value}, the baseline's median as {@code baselineValue}, and the <em>median of the
  * per-pair ratios</em> as {@code ratio} (not {@code value / baselineValue}). The spread fields hold
  * {@link Trials#interval} of the per-round values and ratios: min to max for up to eight rounds,
- * the order-statistic 95% confidence interval of the median beyond. The verdict judges the spread
+ * the order-statistic 95% confidence interval of the median beyond (97.5% for rounds measured
+ * further at a second look, {@link Trials#pairedUntilDecided}). The verdict judges the spread
  * of the quantity the goal names ({@link Goal#judge}): a spread straddling the goal is
  * {@link Verdict#INCONCLUSIVE}.
  *
@@ -72,10 +73,10 @@ public record Figure(
     /**
      * A figure measured in paired rounds ({@link Trials#paired}): value and baseline are the
      * sides' medians, the ratio the median of the pair ratios; judged on the spread of the ratio
-     * or, when the goal names a unit, of the value.
+     * or, when the goal names a unit, of the value. The spreads are at {@link Paired#coverage()}.
      */
     public static Figure paired(String name, String unit, String baseline, Paired p, String goal) {
-        double[] vi = p.subjectSample().interval();
+        double[] vi = p.subjectInterval();
         double[] ri = p.ratioInterval();
         return judged(name, p.subjectSample().median(), vi, unit, baseline, p.baselineSample().median(), p.ratio(), ri,
                 p.rounds(), goal);

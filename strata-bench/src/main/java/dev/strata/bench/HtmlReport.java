@@ -45,7 +45,8 @@ final class HtmlReport {
         noise(h, r.noise());
         h.append("<h2>Ratios to the baselines</h2>");
         h.append("<p class=\"muted\">Each bar runs from the baseline (1×) to the median of the per-round ratios; the whisker is"
-                + " their spread (min to max for up to eight rounds, else the 95% confidence interval of the median); the black"
+                + " their spread (min to max for up to eight rounds, else the 95% confidence interval of the median, 97.5% for"
+                + " a figure measured on after a first look left it undecided); the black"
                 + " line is the goal (for a goal on the value, drawn at the goal divided by the baseline). Hover a row for"
                 + " details.</p>");
         ratioChart(h, r);

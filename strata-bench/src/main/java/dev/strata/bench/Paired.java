@@ -7,19 +7,27 @@ import java.util.function.DoubleUnaryOperator;
  * A subject measured against its baseline in paired rounds ({@link Trials#paired}): round
  * {@code i} measured {@code baseline[i]} and {@code subject[i]} back to back, on the same data
  * and threads. The figure's ratio is the median of the per-pair ratios
- * {@code subject[i] / baseline[i]}; its spread is {@link Trials#interval} of those ratios.
+ * {@code subject[i] / baseline[i]}; its spread is {@link Trials#interval} of those ratios, at
+ * {@link Trials#COVERAGE}, or at {@link Trials#SECOND_LOOK_COVERAGE} for rounds measured further
+ * because the first ones left the verdict open ({@link Trials#pairedUntilDecided}).
  *
  * <p>Immutable once built (the arrays are copied in and out); any thread.
  *
  * @param baseline the baseline's value in each round, in the figure's unit
  * @param subject  the subject's value in each round, same unit, same length
+ * @param looks    how many times the rounds were judged while they were measured: 1, or 2 when a
+ *                 second look added rounds
  */
-public record Paired(double[] baseline, double[] subject) {
+public record Paired(double[] baseline, double[] subject, int looks) {
 
     /**
-     * @throws IllegalArgumentException if the sides differ in length or hold no round
+     * @throws IllegalArgumentException if the sides differ in length or hold no round, or looks is
+     *                                  not 1 or 2
      */
     public Paired {
+        if (looks != 1 && looks != 2) {
+            throw new IllegalArgumentException("paired rounds are judged at one or two looks, got " + looks);
+        }
         if (baseline.length != subject.length) {
             throw new IllegalArgumentException("paired rounds need as many baseline values as subject values, got "
                     + baseline.length + " and " + subject.length);
@@ -29,6 +37,11 @@ public record Paired(double[] baseline, double[] subject) {
         }
         baseline = baseline.clone();
         subject = subject.clone();
+    }
+
+    /** Rounds judged once, at the end. */
+    public Paired(double[] baseline, double[] subject) {
+        this(baseline, subject, 1);
     }
 
     /** Rounds paired by the caller, who ran them back to back; {@code baseline[i]} pairs with {@code subject[i]}. */
@@ -65,9 +78,32 @@ public record Paired(double[] baseline, double[] subject) {
         return Trials.median(Arrays.stream(ratios()).filter(x -> !Double.isNaN(x)).toArray());
     }
 
-    /** The spread of the pair ratios, {@code [low, high]} ({@link Trials#interval}). */
+    /** The coverage of this figure's spreads: {@link Trials#COVERAGE} at one look, {@link Trials#SECOND_LOOK_COVERAGE} at two. */
+    public double coverage() {
+        return looks == 1 ? Trials.COVERAGE : Trials.SECOND_LOOK_COVERAGE;
+    }
+
+    /** The spread of the pair ratios, {@code [low, high]} ({@link Trials#interval} at {@link #coverage()}). */
     public double[] ratioInterval() {
-        return Trials.interval(ratios());
+        return Trials.interval(ratios(), coverage());
+    }
+
+    /** The spread of the subject's values, {@code [low, high]} ({@link Trials#interval} at {@link #coverage()}). */
+    public double[] subjectInterval() {
+        return Trials.interval(subject, coverage());
+    }
+
+    /**
+     * The verdict on these rounds against {@code goal}, as {@link Figure#paired} gives it: on the
+     * spread of the ratio, or of the subject's value when the goal names a unit.
+     */
+    public Verdict judge(Goal goal) {
+        if (goal.onValue()) {
+            double[] vi = subjectInterval();
+            return goal.judge(vi[0], subjectSample().median(), vi[1]);
+        }
+        double[] ri = ratioInterval();
+        return goal.judge(ri[0], ratio(), ri[1]);
     }
 
     /** The subject's values as a {@link Sample}. */
@@ -82,26 +118,27 @@ public record Paired(double[] baseline, double[] subject) {
 
     /** Both sides through {@code f} (a change of unit, e.g. nanoseconds per call to calls per second). */
     public Paired map(DoubleUnaryOperator f) {
-        return new Paired(Arrays.stream(baseline).map(f).toArray(), Arrays.stream(subject).map(f).toArray());
+        return new Paired(Arrays.stream(baseline).map(f).toArray(), Arrays.stream(subject).map(f).toArray(), looks);
     }
 
     /** The baseline through {@code f} (a bound derived from what the baseline measured), the subject as it is. */
     public Paired mapBaseline(DoubleUnaryOperator f) {
-        return new Paired(Arrays.stream(baseline).map(f).toArray(), subject);
+        return new Paired(Arrays.stream(baseline).map(f).toArray(), subject, looks);
     }
 
     @Override
     public boolean equals(Object o) {
-        return o instanceof Paired p && Arrays.equals(baseline, p.baseline) && Arrays.equals(subject, p.subject);
+        return o instanceof Paired p && Arrays.equals(baseline, p.baseline) && Arrays.equals(subject, p.subject)
+                && looks == p.looks;
     }
 
     @Override
     public int hashCode() {
-        return 31 * Arrays.hashCode(baseline) + Arrays.hashCode(subject);
+        return 31 * (31 * Arrays.hashCode(baseline) + Arrays.hashCode(subject)) + looks;
     }
 
     @Override
     public String toString() {
-        return "Paired[baseline=" + Arrays.toString(baseline) + ", subject=" + Arrays.toString(subject) + "]";
+        return "Paired[baseline=" + Arrays.toString(baseline) + ", subject=" + Arrays.toString(subject) + ", looks=" + looks + "]";
     }
 }

@@ -77,12 +77,13 @@ public final class PoolLoadMeasure {
     public static List<Figure> figures(boolean quick) {
         long workingSet = quick ? 48 * Sizes.MiB : 192 * Sizes.MiB; // bytes of blocks per size
         int rounds = quick ? 3 : Trials.FULL_ROUNDS;
+        int maxRounds = quick ? rounds : Trials.SECOND_LOOK_ROUNDS; // rounds of a figure still undecided after `rounds`
         Progress progress = new Progress(Log.stream("bench"), BLOCK_SIZES.length);
         List<Figure> figures = new ArrayList<>();
         for (long size : BLOCK_SIZES) {
             progress.step("pool block load, " + Sizes.format(size) + " blocks published by another process");
             try {
-                figures.add(measure(size, (int) (workingSet / size), rounds));
+                figures.add(measure(size, (int) (workingSet / size), rounds, maxRounds));
             } catch (RuntimeException | IOException | InterruptedException e) {
                 if (e instanceof InterruptedException) {
                     Thread.currentThread().interrupt();
@@ -93,7 +94,7 @@ public final class PoolLoadMeasure {
         return figures;
     }
 
-    private static Figure measure(long size, int blocks, int rounds) throws IOException, InterruptedException {
+    private static Figure measure(long size, int blocks, int rounds, int maxRounds) throws IOException, InterruptedException {
         String name = "bench-load-" + ProcessHandle.current().pid() + "-" + (size / Sizes.KiB);
         Path path = Path.of("/dev/shm", "strata-" + name + ".pool");
         long capacity = Sizes.alignUp(size, PoolConfig.DEFAULT_CHUNK_SIZE) * (blocks + 2);
@@ -150,10 +151,10 @@ public final class PoolLoadMeasure {
                 raw.getAsDouble();
                 throughIndex.getAsDouble();
             }
-            Paired gbs = Trials.paired(rounds, raw, throughIndex);
+            Paired gbs = Trials.pairedUntilDecided(rounds, maxRounds, GOAL, raw, throughIndex);
             return Figure.paired(figureName(size), "GB/s", BASELINE, gbs, GOAL)
                     .withNote(blocks + " blocks published by another JVM (pid " + childPid + "); acquire, copy with "
-                            + "Checksum64 verification into its own slot of an off-heap arena, release; " + rounds + " paired rounds");
+                            + "Checksum64 verification into its own slot of an off-heap arena, release; " + gbs.rounds() + " paired rounds");
         } finally {
             Files.deleteIfExists(path);
         }

@@ -63,15 +63,26 @@ public final class RpcMeasure {
     private static final int ECHO = 1;
     private static final int TCP_MESSAGE = 64;
     static final String CDF_PLOT = "round trip between two processes (CDF)";
+    private static final String PING_PONG_GOAL = "<= 0.05"; // the shared-memory floor against loopback TCP
+    private static final String RPC_GOAL = "<= 3"; // an RPC round trip against the raw ping-pong
+    private static final String VS_TCP_GOAL = ">= 50"; // RPC round trips per second against TCP's
+    private static final String BATCHED_GOAL = ">= 5e6 requests/s";
 
     private RpcMeasure() {
     }
 
-    /** Sizes of one run. */
-    private record Plan(int rounds, int pingPongs, int rpcCalls, int tcpRoundTrips, int batchedRequests, int timedCalls) {
+    /** Sizes of one run; {@code maxRounds}: rounds of a figure still undecided after {@code rounds} ({@link Trials#pairedUntilDecided}). */
+    private record Plan(int rounds, int maxRounds, int pingPongs, int rpcCalls, int tcpRoundTrips, int batchedRequests,
+                        int timedCalls) {
         static Plan of(boolean quick) {
-            return quick ? new Plan(3, 5_000, 5_000, 300, 50_000, 2_000) : new Plan(Trials.FULL_ROUNDS, 100_000, 100_000, 10_000, 1_000_000, 50_000);
+            return quick ? new Plan(3, 3, 5_000, 5_000, 300, 50_000, 2_000)
+                    : new Plan(Trials.FULL_ROUNDS, Trials.SECOND_LOOK_ROUNDS, 100_000, 100_000, 10_000, 1_000_000, 50_000);
         }
+    }
+
+    /** A time per round trip, ns, as round trips per second. */
+    private static double perSecond(double nanos) {
+        return 1e9 / nanos;
     }
 
     /**
@@ -105,34 +116,36 @@ public final class RpcMeasure {
                         + " paired rounds each)");
                 byte[] message = new byte[TCP_MESSAGE];
                 new java.util.SplittableRandom(7).nextBytes(message);
-                Paired tcpVsRaw = Trials.paired(plan.rounds(),
+                Paired tcpVsRaw = Trials.pairedUntilDecided(plan.rounds(), plan.maxRounds(), PING_PONG_GOAL,
                         () -> tcpRoundTripNanos(socket, message, plan.tcpRoundTrips()),
                         () -> pingPongNanos(flag, pingSeq, plan.pingPongs()));
-                Paired rawVsRpc = Trials.paired(plan.rounds(),
+                Paired rawVsRpc = Trials.pairedUntilDecided(plan.rounds(), plan.maxRounds(), RPC_GOAL,
                         () -> pingPongNanos(flag, pingSeq, plan.pingPongs()),
                         () -> rpcRoundTripNanos(client, response, plan.rpcCalls()));
 
                 progress.step("loopback TCP 64-byte round trips against RPC round trips");
-                Paired tcpVsRpc = Trials.paired(plan.rounds(),
+                Goal againstTcp = Goal.parse(VS_TCP_GOAL);
+                Paired tcpVsRpc = Trials.pairedUntilDecided(plan.rounds(), plan.maxRounds(),
+                        p -> p.map(RpcMeasure::perSecond).judge(againstTcp),
                         () -> tcpRoundTripNanos(socket, message, plan.tcpRoundTrips()),
                         () -> rpcRoundTripNanos(client, response, plan.rpcCalls()));
 
                 progress.step("batched RPC throughput (ring of " + client.capacity() + ") against one call at a time");
-                Paired batched = Trials.paired(plan.rounds(),
+                Paired batched = Trials.pairedUntilDecided(plan.rounds(), plan.maxRounds(), BATCHED_GOAL,
                         () -> 1e9 / rpcRoundTripNanos(client, response, plan.rpcCalls() / 4),
                         () -> batchedRate(client, response, plan.batchedRequests()));
 
-                String machine = " (2 JVMs on this machine; " + plan.rounds() + " paired rounds, each a mean over its calls)";
-                figures.add(Figure.paired("shm_ping_pong_round_trip", "ns", "loopback TCP 64-byte round trip", tcpVsRaw, "<= 0.05")
+                String machine = " (2 JVMs on this machine; each round a mean over its calls)";
+                figures.add(Figure.paired("shm_ping_pong_round_trip", "ns", "loopback TCP 64-byte round trip", tcpVsRaw, PING_PONG_GOAL)
                         .withNote("raw flag bounced through a /dev/shm mapping with release stores, acquire loads; " + machine));
-                figures.add(Figure.paired("rpc_round_trip", "ns", "raw /dev/shm flag ping-pong between two JVMs", rawVsRpc, "<= 3")
+                figures.add(Figure.paired("rpc_round_trip", "ns", "raw /dev/shm flag ping-pong between two JVMs", rawVsRpc, RPC_GOAL)
                         .withNote("one request of opcode + 4 longs and its response through an RPC slot" + machine));
                 Figure perSecond = Figure.paired("rpc_vs_tcp_round_trip", "round trips/s", "loopback TCP 64-byte round trip",
-                        tcpVsRpc.map(ns -> 1e9 / ns), ">= 50");
+                        tcpVsRpc.map(RpcMeasure::perSecond), VS_TCP_GOAL);
                 figures.add(perSecond.withNote("RPC " + round(1e9 / perSecond.value()) + " ns vs TCP "
                         + round(1e9 / perSecond.baselineValue()) + " ns per round trip (medians)" + machine));
                 figures.add(Figure.paired("rpc_batched_throughput", "requests/s", "unbatched RPC (one call at a time)",
-                        batched, ">= 5e6 requests/s")
+                        batched, BATCHED_GOAL)
                         .withNote("one client keeps " + client.capacity() + " requests in flight; one server thread" + machine));
                 progress.step("latency distributions: " + plan.timedCalls() + " round trips of each kind, each timed");
                 Histogram rpcTimes = new Histogram(3);

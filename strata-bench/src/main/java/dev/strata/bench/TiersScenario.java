@@ -48,6 +48,11 @@ public final class TiersScenario implements Scenario {
 
     private static final long[] BLOCK_SIZES = {16 * Sizes.KiB, 256 * Sizes.KiB, 2 * Sizes.MiB};
     private static final long BATCH_BYTES = 16 * Sizes.MiB; // bytes per engine batch (at most 256 transfers) in memory figures
+    private static final String COPY_GOAL = ">= 0.9";
+    private static final String GATHER_GOAL = ">= 0.85";
+    private static final String DISK_GOAL = ">= 0.9";
+    /** Rounds of an undecided DISK figure after its second look: each DISK round moves a GiB twice, so 18 rather than 27. */
+    private static final int DISK_SECOND_LOOK_ROUNDS = 2 * Trials.FULL_ROUNDS;
 
     private final List<Series> series = new ArrayList<>(); // throughput against block size, filled by run
 
@@ -70,6 +75,7 @@ public final class TiersScenario implements Scenario {
     public List<Figure> run(Options options, List<String> notes) throws Exception {
         long workingSet = options.quick() ? 64 * Sizes.MiB : 256 * Sizes.MiB; // bytes per tier per size
         int rounds = options.quick() ? 3 : Trials.FULL_ROUNDS;
+        int maxRounds = options.quick() ? rounds : Trials.SECOND_LOOK_ROUNDS; // rounds of a figure still undecided after `rounds`
         List<Figure> figures = new ArrayList<>();
         Progress progress = new Progress(Log.stream("bench"), 5);
         Files.createDirectories(options.workDir());
@@ -82,9 +88,9 @@ public final class TiersScenario implements Scenario {
              TransferEngine engine = new TransferEngine()) {
             try {
                 progress.step("block copies HOST/DEVICE/POOL at 16 KiB, 256 KiB, 2 MiB (" + rounds + " paired rounds each)");
-                copyFigures(engine, host, device, pool, workingSet, rounds, figures, series);
+                copyFigures(engine, host, device, pool, workingSet, rounds, maxRounds, figures, series);
                 progress.step("KV gather and scatter (128 x 20 KiB, 64 x 16 KiB)");
-                gatherScatterFigures(engine, host, device, pool, workingSet, rounds, figures);
+                gatherScatterFigures(engine, host, device, pool, workingSet, rounds, maxRounds, figures);
             } finally {
                 pool.destroy();
             }
@@ -134,7 +140,7 @@ public final class TiersScenario implements Scenario {
     }
 
     private static void copyFigures(TransferEngine engine, HostTier host, DeviceTier device, PoolTier pool,
-                                    long workingSet, int rounds, List<Figure> figures, List<Series> series) {
+                                    long workingSet, int rounds, int maxRounds, List<Figure> figures, List<Series> series) {
         Tier[] tiers = {host, device, pool};
         double[][][] engineGBps = new double[tiers.length][tiers.length][BLOCK_SIZES.length]; // [src][dst][size] medians
         double[][][] rawGBps = new double[tiers.length][tiers.length][BLOCK_SIZES.length];
@@ -162,11 +168,11 @@ public final class TiersScenario implements Scenario {
                     Tier dst = tiers[d];
                     long[] sh = handles[s];
                     long[] dh = handles[d];
-                    Paired m = Trials.paired(rounds,
+                    Paired m = Trials.pairedUntilDecided(rounds, maxRounds, COPY_GOAL,
                             () -> CopyMeasure.raw(src, sh, dst, dh, size),
                             () -> CopyMeasure.batched(engine, src, sh, dst, dh, size, BATCH_BYTES));
                     Figure f = Figure.paired(src.name() + "_to_" + dst.name() + "_copy_" + label(size), "GB/s",
-                            "raw MemorySegment.copy", m, ">= 0.9").withNote("submitBatch, 16 MiB or 256 transfers a batch, 2 in flight");
+                            "raw MemorySegment.copy", m, COPY_GOAL).withNote("submitBatch, 16 MiB or 256 transfers a batch, 2 in flight");
                     figures.add(f);
                     engineGBps[s][d][sizeIndex] = f.value();
                     rawGBps[s][d][sizeIndex] = f.baselineValue();
@@ -190,7 +196,7 @@ public final class TiersScenario implements Scenario {
     }
 
     private static void gatherScatterFigures(TransferEngine engine, HostTier host, DeviceTier device, PoolTier pool,
-                                             long workingSet, int rounds, List<Figure> figures) {
+                                             long workingSet, int rounds, int maxRounds, List<Figure> figures) {
         int[][] shapes = {{128, 20 * 1024}, {64, 16 * 1024}}; // chunks per block x bytes per chunk
         for (int[] shape : shapes) {
             int chunks = shape[0];
@@ -215,16 +221,16 @@ public final class TiersScenario implements Scenario {
             String shapeName = chunks + "x" + (chunk / 1024) + "KiB";
             for (Tier dst : new Tier[] {host, pool}) {
                 long[] handles = allocate(dst, blocks, blockBytes);
-                Paired g = Trials.paired(rounds,
+                Paired g = Trials.pairedUntilDecided(rounds, maxRounds, GATHER_GOAL,
                         () -> rawContiguous(cache, dst, handles, blockBytes, true),
                         () -> gather(engine, layouts, dst, handles));
                 figures.add(Figure.paired("kv_gather_" + shapeName + "_device_to_" + dst.name(), "GB/s",
-                        "raw copy of the same bytes (contiguous)", g, ">= 0.85"));
-                Paired s = Trials.paired(rounds,
+                        "raw copy of the same bytes (contiguous)", g, GATHER_GOAL));
+                Paired s = Trials.pairedUntilDecided(rounds, maxRounds, GATHER_GOAL,
                         () -> rawContiguous(cache, dst, handles, blockBytes, false),
                         () -> scatter(engine, layouts, dst, handles));
                 figures.add(Figure.paired("kv_scatter_" + shapeName + "_" + dst.name() + "_to_device", "GB/s",
-                        "raw copy of the same bytes (contiguous)", s, ">= 0.85"));
+                        "raw copy of the same bytes (contiguous)", s, GATHER_GOAL));
                 freeAll(dst, handles);
             }
             device.free(kv);
@@ -265,6 +271,7 @@ public final class TiersScenario implements Scenario {
                                     List<Figure> figures) throws Exception {
         long total = options.quick() ? 256 * Sizes.MiB : Sizes.GiB; // bytes per measurement
         int rounds = options.quick() ? 1 : Trials.FULL_ROUNDS;
+        int maxRounds = options.quick() ? rounds : DISK_SECOND_LOOK_ROUNDS;
         Path dir = options.workDir();
         var fio = Fio.ensureInstalled(options.allowInstall(), notes);
         try (DiskTier disk = DiskTier.open(DiskTierOptions.in(dir.resolve("disk-tier"), total + 16 * Sizes.MiB)
@@ -293,11 +300,11 @@ public final class TiersScenario implements Scenario {
                                 .withNote("fio not available: no baseline"));
                         continue;
                     }
-                    Paired m = Trials.paired(rounds,
+                    Paired m = Trials.pairedUntilDecided(rounds, maxRounds, DISK_GOAL,
                             () -> fioBandwidth(fio.get(), dir, total, size, write),
                             () -> write ? CopyMeasure.engine(engine, host, src, disk, diskHandles, size, 16)
                                     : CopyMeasure.engine(engine, disk, diskHandles, host, src, size, 16));
-                    figures.add(Figure.paired(name, "GB/s", "fio direct=1 libaio iodepth=4", m, ">= 0.9")
+                    figures.add(Figure.paired(name, "GB/s", "fio direct=1 libaio iodepth=4", m, DISK_GOAL)
                             .withNote(disk.ioMode() == IoMode.DIRECT ? "" : "buffered fallback"));
                     if (!write) {
                         // the same work on both sides: fio checking a hash in every block, as each DISK read checks its checksum;

@@ -4,6 +4,7 @@ import java.lang.management.CompilationMXBean;
 import java.lang.management.ManagementFactory;
 import java.util.Arrays;
 import java.util.function.DoubleSupplier;
+import java.util.function.Function;
 import java.util.function.Supplier;
 
 /**
@@ -18,6 +19,15 @@ import java.util.function.Supplier;
  * <p>A figure without a baseline measured per round (a goal on an absolute value, a bound computed
  * once) is measured with {@link #sample}: warm-up, then {@code rounds} measured runs ({@link Sample}).
  *
+ * <p>Second look ({@link #pairedUntilDecided}). A figure whose true ratio lies a little off its goal
+ * is judged inconclusive in one run and met or missed in the next, as its spread from nine rounds
+ * happens to reach the goal or not. Where more rounds are cheap, such a figure is measured further:
+ * when the spread after the first rounds straddles the goal, the same alternation goes on to a
+ * larger count, and the figure is judged once more on all of its rounds, at the stricter coverage
+ * {@link #SECOND_LOOK_COVERAGE}. The two looks together keep the chance of a wrong verdict within
+ * that of one look at {@link #COVERAGE} plus one at the second look's, and a figure that sits on its
+ * goal stays inconclusive.
+ *
  * <p>Stateless; any thread (the suppliers run on the calling thread).
  */
 public final class Trials {
@@ -30,6 +40,20 @@ public final class Trials {
      * bound of the spread.
      */
     public static final int FULL_ROUNDS = 9;
+
+    /**
+     * Coverage of the interval a figure is judged on at its second look ({@link #pairedUntilDecided}):
+     * half the first look's chance of a miss, so that the two looks together miss at most
+     * {@code (1 - COVERAGE) * 1.5} of the time.
+     */
+    public static final double SECOND_LOOK_COVERAGE = 1 - (1 - COVERAGE) / 2;
+
+    /**
+     * Rounds of a full run's figure after a second look, where a round is cheap (a sweep through
+     * memory): three times {@link #FULL_ROUNDS}, which narrows the median's interval at
+     * {@link #SECOND_LOOK_COVERAGE} to the 8th to 20th of 27 values.
+     */
+    public static final int SECOND_LOOK_ROUNDS = 3 * FULL_ROUNDS;
 
     private Trials() {
     }
@@ -56,12 +80,77 @@ public final class Trials {
      */
     public static Paired[] pairedEach(int rounds, Supplier<double[]> baseline, Supplier<double[]> subject) {
         requireRounds(rounds);
+        int n = warmUp(baseline, subject);
+        double[][][] runs = new double[2][n][rounds]; // [side: 0 baseline, 1 subject][quantity][round]
+        runRounds(0, rounds, baseline, subject, runs);
+        Paired[] out = new Paired[n];
+        for (int q = 0; q < n; q++) {
+            out[q] = new Paired(runs[0][q], runs[1][q]);
+        }
+        return out;
+    }
+
+    /**
+     * As {@link #paired}, with a second look: after {@code rounds} rounds the figure is judged
+     * against {@code goal} (on the ratio, or on the subject's value when the goal names a unit, as
+     * {@link Figure#paired} judges it); if it is inconclusive, rounds go on, alternating as before,
+     * until there are {@code maxRounds}, and the result is judged on all of them at
+     * {@link #SECOND_LOOK_COVERAGE} ({@link Paired#looks()} is 2). With {@code maxRounds == rounds}
+     * this is {@link #paired}.
+     *
+     * @throws IllegalArgumentException if {@code rounds < 1}, {@code maxRounds < rounds}, or the
+     *                                  goal cannot be parsed
+     */
+    public static Paired pairedUntilDecided(int rounds, int maxRounds, String goal, DoubleSupplier baseline,
+                                            DoubleSupplier subject) {
+        Goal g = Goal.parse(goal);
+        return pairedUntilDecided(rounds, maxRounds, p -> p.judge(g), baseline, subject);
+    }
+
+    /**
+     * As {@link #pairedUntilDecided(int, int, String, DoubleSupplier, DoubleSupplier)}, for a figure
+     * judged on something derived from the rounds (a change of unit, say): {@code verdict} gives the
+     * figure's verdict on rounds measured so far.
+     *
+     * @throws IllegalArgumentException if {@code rounds < 1} or {@code maxRounds < rounds}
+     */
+    public static Paired pairedUntilDecided(int rounds, int maxRounds, Function<Paired, Verdict> verdict,
+                                            DoubleSupplier baseline, DoubleSupplier subject) {
+        requireRounds(rounds);
+        if (maxRounds < rounds) {
+            throw new IllegalArgumentException("a second look cannot have fewer rounds than the first: " + maxRounds
+                    + " rounds after " + rounds);
+        }
+        Supplier<double[]> b = () -> new double[] {baseline.getAsDouble()};
+        Supplier<double[]> s = () -> new double[] {subject.getAsDouble()};
+        warmUp(b, s);
+        double[][][] runs = new double[2][1][maxRounds];
+        runRounds(0, rounds, b, s, runs);
+        Paired first = new Paired(Arrays.copyOf(runs[0][0], rounds), Arrays.copyOf(runs[1][0], rounds));
+        if (maxRounds == rounds || verdict.apply(first) != Verdict.INCONCLUSIVE) {
+            return first;
+        }
+        runRounds(rounds, maxRounds, b, s, runs);
+        return new Paired(runs[0][0], runs[1][0], 2);
+    }
+
+    /** Runs each side once unmeasured; returns how many quantities a run measures. */
+    private static int warmUp(Supplier<double[]> baseline, Supplier<double[]> subject) {
         int n = baseline.get().length;
         if (subject.get().length != n) {
             throw new IllegalStateException("baseline and subject measure different numbers of quantities");
         }
-        double[][][] runs = new double[2][n][rounds]; // [side: 0 baseline, 1 subject][quantity][round]
-        for (int i = 0; i < rounds; i++) {
+        return n;
+    }
+
+    /**
+     * Rounds {@code from} to {@code to - 1} into {@code runs[side][quantity][round]}: round {@code i}
+     * runs the baseline first when {@code i} is even, the subject first when odd.
+     */
+    private static void runRounds(int from, int to, Supplier<double[]> baseline, Supplier<double[]> subject,
+                                  double[][][] runs) {
+        int n = runs[0].length;
+        for (int i = from; i < to; i++) {
             boolean baselineFirst = i % 2 == 0;
             for (int k = 0; k < 2; k++) {
                 int side = (k == 0) == baselineFirst ? 0 : 1;
@@ -74,11 +163,6 @@ public final class Trials {
                 }
             }
         }
-        Paired[] out = new Paired[n];
-        for (int q = 0; q < n; q++) {
-            out[q] = new Paired(runs[0][q], runs[1][q]);
-        }
-        return out;
     }
 
     /**
@@ -154,13 +238,26 @@ public final class Trials {
      * @return {@code [low, high]}
      */
     public static double[] interval(double[] values) {
+        return interval(values, COVERAGE);
+    }
+
+    /**
+     * As {@link #interval(double[])}, at {@code coverage} (the whole range when no order
+     * statistics reach it).
+     *
+     * @throws IllegalArgumentException if {@code coverage} is not in (0, 1)
+     */
+    public static double[] interval(double[] values, double coverage) {
+        if (!(coverage > 0 && coverage < 1)) {
+            throw new IllegalArgumentException("coverage must lie strictly between 0 and 1, got " + coverage);
+        }
         double[] s = Arrays.stream(values).filter(v -> !Double.isNaN(v)).sorted().toArray();
         int n = s.length;
         if (n == 0) {
             return new double[] {Double.NaN, Double.NaN};
         }
         int k = 1;
-        while (k + 1 <= (n + 1) / 2 && 1 - 2 * binomialBelow(n, k + 1) >= COVERAGE) {
+        while (k + 1 <= (n + 1) / 2 && 1 - 2 * binomialBelow(n, k + 1) >= coverage) {
             k++;
         }
         return new double[] {s[k - 1], s[n - k]};

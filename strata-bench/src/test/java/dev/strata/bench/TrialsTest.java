@@ -74,6 +74,102 @@ class TrialsTest {
         assertThat(Trials.interval(new double[] {Double.NaN, 2, 1})).containsExactly(1, 2);
     }
 
+    /** A supplier returning {@code first} for its warm-up and first rounds, then {@code rest}, counting its calls. */
+    private static DoubleSupplier phases(int[] calls, int firstCalls, double[] first, double rest) {
+        return () -> {
+            int i = calls[0]++;
+            return i < firstCalls ? first[i % first.length] : rest;
+        };
+    }
+
+    @Test
+    void anUndecidedFigureIsMeasuredOnAndJudgedAgainAtTheStricterCoverage() {
+        int[] b = {0};
+        int[] s = {0};
+        // warm-up and 9 rounds alternate 0.85 and 0.95 (spread 0.85-0.95 straddles 0.9), then 0.85 only
+        Paired p = Trials.pairedUntilDecided(9, 27, ">= 0.9", () -> {
+            b[0]++;
+            return 1;
+        }, phases(s, 10, new double[] {0.85, 0.95}, 0.85));
+        assertThat(b[0]).as("one warm-up and 27 rounds").isEqualTo(28);
+        assertThat(s[0]).isEqualTo(28);
+        assertThat(p.rounds()).isEqualTo(27);
+        assertThat(p.looks()).isEqualTo(2);
+        assertThat(p.coverage()).isEqualTo(Trials.SECOND_LOOK_COVERAGE);
+        // 23 rounds at 0.85, 4 at 0.95: the 8th to 20th of 27 are all 0.85
+        assertThat(p.ratioInterval()).containsExactly(0.85, 0.85);
+        Figure f = Figure.paired("x", "GB/s", "raw", p, ">= 0.9");
+        assertThat(f.verdict()).isEqualTo(Verdict.MISSED);
+        assertThat(f.rounds()).isEqualTo(27);
+        // the first nine alone were inconclusive
+        Paired first = Paired.of(java.util.Arrays.copyOf(p.baseline(), 9), java.util.Arrays.copyOf(p.subject(), 9));
+        assertThat(Figure.paired("x", "GB/s", "raw", first, ">= 0.9").verdict()).isEqualTo(Verdict.INCONCLUSIVE);
+    }
+
+    @Test
+    void theSecondLookKeepsAlternatingWhichSideGoesFirst() {
+        List<String> log = new ArrayList<>();
+        double[] straddling = {1, 0.5, 1.5, 0.5, 1.5};
+        Trials.pairedUntilDecided(2, 4, ">= 1", recording("b", log, 1, 1, 1, 1, 1), recording("s", log, straddling));
+        assertThat(log).containsExactly("b0", "s0", "b1", "s1", "s2", "b2", // warm-up, rounds 0 and 1
+                "b3", "s3", "s4", "b4"); // rounds 2 and 3, after the first look
+    }
+
+    @Test
+    void aDecidedFigureStopsAfterItsFirstRounds() {
+        int[] s = {0};
+        Paired p = Trials.pairedUntilDecided(9, 27, ">= 0.9", () -> 1, phases(s, 100, new double[] {0.95, 0.97}, 0));
+        assertThat(s[0]).isEqualTo(10);
+        assertThat(p.rounds()).isEqualTo(9);
+        assertThat(p.looks()).isEqualTo(1);
+        assertThat(Figure.paired("x", "GB/s", "raw", p, ">= 0.9").verdict()).isEqualTo(Verdict.MET);
+        int[] t = {0};
+        Paired missed = Trials.pairedUntilDecided(9, 27, ">= 0.9", () -> 1, phases(t, 100, new double[] {0.5}, 0));
+        assertThat(missed.rounds()).isEqualTo(9);
+        int[] u = {0};
+        Paired noSecondLook = Trials.pairedUntilDecided(9, 9, ">= 0.9", () -> 1, phases(u, 100, new double[] {0.85, 0.95}, 0));
+        assertThat(noSecondLook.rounds()).isEqualTo(9);
+        assertThat(noSecondLook.looks()).isEqualTo(1);
+    }
+
+    @Test
+    void aFigureOnItsGoalStaysInconclusiveAfterItsSecondLook() {
+        int[] s = {0};
+        Paired p = Trials.pairedUntilDecided(9, 27, ">= 0.9", () -> 1, phases(s, 100, new double[] {0.85, 0.95}, 0));
+        assertThat(p.rounds()).isEqualTo(27);
+        assertThat(Figure.paired("x", "GB/s", "raw", p, ">= 0.9").verdict()).isEqualTo(Verdict.INCONCLUSIVE);
+    }
+
+    @Test
+    void aGoalOnTheValueIsJudgedOnTheSubjectsSpread() {
+        int[] s = {0};
+        // the ratio to the baseline is 1 throughout; the value's spread decides
+        Paired p = Trials.pairedUntilDecided(9, 27, ">= 5 ops/s", () -> 5, phases(s, 10, new double[] {4, 6}, 6));
+        assertThat(p.rounds()).isEqualTo(27);
+        assertThat(p.subjectInterval()).containsExactly(6, 6);
+        assertThat(p.judge(Goal.parse(">= 5 ops/s"))).isEqualTo(Verdict.MET);
+        assertThat(Figure.paired("x", "ops/s", "map", p, ">= 5 ops/s").verdict()).isEqualTo(Verdict.MET);
+    }
+
+    @Test
+    void theSecondLooksIntervalIsTheWiderOrderStatisticInterval() {
+        double[] values = new double[27];
+        for (int i = 0; i < 27; i++) {
+            values[i] = 26 - i; // 0..26
+        }
+        // n = 27 at 97.5%: k = 8 (1 - 2 P(B <= 7) = 0.9808), k = 9 only 0.9478; the 8th to 20th value
+        assertThat(Trials.interval(values, Trials.SECOND_LOOK_COVERAGE)).containsExactly(7, 19);
+        double[] eighteen = java.util.Arrays.copyOf(values, 18); // 26..9
+        // n = 18: k = 5 at 95% (0.9691), but only k = 4 at 97.5% (0.9925; k = 5 falls short)
+        assertThat(Trials.interval(eighteen)).containsExactly(13, 22);
+        assertThat(Trials.interval(eighteen, Trials.SECOND_LOOK_COVERAGE)).containsExactly(12, 23);
+        assertThat(Trials.SECOND_LOOK_COVERAGE).isEqualTo(0.975, org.assertj.core.api.Assertions.within(1e-12));
+        Paired twoLooks = new Paired(new double[] {100, 200}, new double[] {50, 50}, 2);
+        assertThat(twoLooks.map(x -> 1e9 / x).looks()).as("a change of unit keeps the looks").isEqualTo(2);
+        assertThat(twoLooks.mapBaseline(x -> x / 2).looks()).isEqualTo(2);
+        assertThat(twoLooks).isNotEqualTo(Paired.of(new double[] {100, 200}, new double[] {50, 50}));
+    }
+
     @Test
     void severalQuantitiesPerRunArePairedEach() {
         List<String> log = new ArrayList<>();
@@ -100,6 +196,12 @@ class TrialsTest {
         assertThatThrownBy(() -> Paired.of(new double[] {1}, new double[] {1, 2})).hasMessageContaining("got 1 and 2");
         assertThatThrownBy(() -> Trials.pairedEach(1, () -> new double[] {1}, () -> new double[] {1, 2}))
                 .hasMessageContaining("different numbers of quantities");
+        assertThatThrownBy(() -> Trials.pairedUntilDecided(9, 8, ">= 0.9", () -> 1, () -> 1))
+                .hasMessageContaining("8 rounds after 9");
+        assertThatThrownBy(() -> Trials.pairedUntilDecided(9, 27, "at least 0.9", () -> 1, () -> 1))
+                .hasMessageContaining("not a goal: 'at least 0.9'");
+        assertThatThrownBy(() -> Trials.interval(new double[] {1}, 1.0)).hasMessageContaining("got 1.0");
+        assertThatThrownBy(() -> new Paired(new double[] {1}, new double[] {1}, 3)).hasMessageContaining("got 3");
     }
 
     @Test
