@@ -13,9 +13,10 @@ import picocli.CommandLine.Parameters;
 
 /**
  * {@code strata bench <scenario>}: runs a benchmark scenario and writes its report;
- * {@code strata bench all} runs every scenario in sequence and writes an index of their verdicts.
+ * {@code strata bench all} runs every scenario in sequence and writes an index of their verdicts;
+ * {@code strata bench compare} sets runs' reports side by side ({@link BenchCompareCommand}).
  */
-@Command(name = "bench", mixinStandardHelpOptions = true,
+@Command(name = "bench", mixinStandardHelpOptions = true, subcommands = BenchCompareCommand.class,
         description = {"Runs a benchmark scenario: prints a table and writes bench-results/<scenario>.json and .html.",
                 "Every ratio is the median of paired rounds against its baseline, with its spread; a figure whose spread",
                 "straddles its goal is inconclusive. 'all' runs every scenario and writes bench-results/index.html.",
@@ -26,12 +27,13 @@ import picocli.CommandLine.Parameters;
                 "disk-resident experts against static streaming),",
                 "peer (revocation-to-callback and drain latency, KV and expert fetches served from peers under churn),",
                 "cluster (cluster block store throughput against Redis, failover recovery),",
-                "seeds (published results of vLLM offload, Beluga, WiSP and Harvest beside Strata's measured or modelled figure)."})
+                "seeds (published results of vLLM offload, Beluga, WiSP and Harvest beside Strata's measured or modelled figure).",
+                "'bench compare RUN.json RUN.json...' sets runs of one scenario side by side: which figures kept their verdict."})
 final class BenchCommand implements Callable<Integer> {
 
-    @Parameters(index = "0", paramLabel = "SCENARIO", description = "the scenario to run, or all: ${COMPLETION-CANDIDATES}",
-            completionCandidates = ScenarioNames.class)
-    String scenario;
+    @Parameters(index = "0", arity = "0..1", paramLabel = "SCENARIO",
+            description = "the scenario to run, or all: ${COMPLETION-CANDIDATES}", completionCandidates = ScenarioNames.class)
+    String scenario; // optional only so that 'bench compare' parses; call() requires it
 
     @Option(names = "--quick", description = "a reduced run that checks every figure can be measured; its figures are not judged")
     boolean quick;
@@ -53,6 +55,9 @@ final class BenchCommand implements Callable<Integer> {
     @Option(names = "--strict", description = "exit with status 1 when a figure misses its goal (or, with all, a scenario fails)")
     boolean strict;
 
+    @picocli.CommandLine.Spec
+    picocli.CommandLine.Model.CommandSpec spec;
+
     /** The scenario name that runs them all. */
     static final String ALL = "all";
 
@@ -67,6 +72,10 @@ final class BenchCommand implements Callable<Integer> {
 
     @Override
     public Integer call() throws Exception {
+        if (scenario == null) {
+            throw new picocli.CommandLine.ParameterException(spec.commandLine(),
+                    "Missing required parameter: 'SCENARIO' (one of " + String.join(", ", new ScenarioNames()) + ")");
+        }
         Scenario.Options options = new Scenario.Options(quick, workDir, !noInstall, trace);
         if (ALL.equals(scenario)) {
             List<BenchRunner.Outcome> outcomes = BenchRunner.runAll(options, out, System.out);

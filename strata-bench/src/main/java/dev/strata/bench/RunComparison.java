@@ -1,0 +1,200 @@
+package dev.strata.bench;
+
+import java.io.IOException;
+import java.io.PrintStream;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Objects;
+
+/**
+ * Several full runs of one scenario side by side: each figure's judged quantity, spread and
+ * verdict in every run, and whether the figure kept one verdict in all of them. A verdict must
+ * survive a second run; this is how a reader checks that it did ({@code strata bench compare}).
+ *
+ * <p>A row shows what its goal judges: the ratio to the baseline, or the value when the goal
+ * names a unit. Rounds are shown where a figure was measured on after a first look
+ * ({@link Trials#pairedUntilDecided}). A figure missing from some run, or not judged in one, has
+ * not kept its verdict.
+ *
+ * <p>Immutable; any thread.
+ *
+ * @param scenario the scenario the runs are of
+ * @param runs     a label per run (its file), in the order given
+ * @param rows     one per figure, in the order figures first appear across the runs
+ */
+public record RunComparison(String scenario, List<String> runs, List<Row> rows) {
+
+    /**
+     * One figure across the runs.
+     *
+     * @param name    the figure's name
+     * @param goal    its goal (as the first run that has it states it)
+     * @param figures the figure in each run, in run order; null where a run lacks it
+     */
+    public record Row(String name, String goal, List<Figure> figures) {
+        /** Immutable copy; nulls kept (a run without the figure). */
+        public Row {
+            figures = java.util.Collections.unmodifiableList(new ArrayList<>(figures));
+        }
+
+        /** True if every run has the figure, judged, with the same verdict. */
+        public boolean kept() {
+            Verdict first = figures.get(0) == null ? null : figures.get(0).verdict();
+            if (first == null || first == Verdict.NOT_JUDGED) {
+                return false;
+            }
+            return figures.stream().allMatch(f -> f != null && f.verdict() == first);
+        }
+    }
+
+    /** Immutable copies. */
+    public RunComparison {
+        runs = List.copyOf(runs);
+        rows = List.copyOf(rows);
+    }
+
+    /**
+     * Compares full runs of one scenario.
+     *
+     * @param labels  a label per report (e.g. its file name), same order
+     * @param reports at least two full (not quick) reports of the same scenario
+     * @throws IllegalArgumentException naming the label and the problem: fewer than two reports, a
+     *                                  quick run (its figures are not judged), or reports of
+     *                                  different scenarios
+     */
+    public static RunComparison of(List<String> labels, List<BenchReport> reports) {
+        if (labels.size() != reports.size()) {
+            throw new IllegalArgumentException(labels.size() + " labels for " + reports.size() + " reports");
+        }
+        if (reports.size() < 2) {
+            throw new IllegalArgumentException("comparing runs needs at least two reports, got " + reports.size());
+        }
+        String scenario = reports.get(0).scenario();
+        for (int i = 0; i < reports.size(); i++) {
+            BenchReport r = reports.get(i);
+            if (r.quick()) {
+                throw new IllegalArgumentException(labels.get(i) + " is a quick run of '" + r.scenario()
+                        + "': its figures are not judged, so it has no verdicts to compare");
+            }
+            if (!Objects.equals(r.scenario(), scenario)) {
+                throw new IllegalArgumentException(labels.get(i) + " is a run of '" + r.scenario() + "', "
+                        + labels.get(0) + " of '" + scenario + "': compare runs of one scenario");
+            }
+        }
+        Map<String, Figure[]> byName = new LinkedHashMap<>(); // figure name -> [run] the figure, null if absent
+        for (int i = 0; i < reports.size(); i++) {
+            for (Figure f : reports.get(i).figures()) {
+                byName.computeIfAbsent(f.name(), k -> new Figure[reports.size()])[i] = f;
+            }
+        }
+        List<Row> rows = new ArrayList<>(byName.size());
+        for (Map.Entry<String, Figure[]> e : byName.entrySet()) {
+            String goal = java.util.Arrays.stream(e.getValue()).filter(Objects::nonNull).findFirst().orElseThrow().goal();
+            rows.add(new Row(e.getKey(), goal, java.util.Arrays.asList(e.getValue())));
+        }
+        return new RunComparison(scenario, labels, rows);
+    }
+
+    /**
+     * Reads the reports written by {@link ReportWriter#write} and compares them.
+     *
+     * @throws IOException              when a file cannot be read or is not a report (the message names it)
+     * @throws IllegalArgumentException as {@link #of}
+     */
+    public static RunComparison read(List<Path> files) throws IOException {
+        List<BenchReport> reports = new ArrayList<>(files.size());
+        List<String> labels = new ArrayList<>(files.size());
+        for (Path p : files) {
+            try {
+                reports.add(ReportWriter.read(p));
+            } catch (IOException e) {
+                throw new IOException(p + " is not a readable benchmark report: " + e.getMessage(), e);
+            }
+            labels.add(p.toString());
+        }
+        return of(labels, reports);
+    }
+
+    /** Figures that kept one verdict in every run. */
+    public long kept() {
+        return rows.stream().filter(Row::kept).count();
+    }
+
+    /** E.g. {@code tiers, 3 runs: 33 of 35 figures kept one verdict; changed: a, b}. */
+    public String summary() {
+        List<String> changed = rows.stream().filter(r -> !r.kept()).map(Row::name).toList();
+        return scenario + ", " + runs.size() + " runs: " + kept() + " of " + rows.size() + " figures kept one verdict"
+                + (changed.isEmpty() ? "" : "; changed: " + String.join(", ", changed));
+    }
+
+    /** One cell: the judged quantity, its spread and the verdict, with the rounds after a second look; a dash when absent. */
+    static String cell(Figure f) {
+        if (f == null) {
+            return "—";
+        }
+        boolean onValue = Goal.parse(f.goal()).onValue();
+        double x = onValue ? f.value() : f.ratio();
+        double low = onValue ? f.valueLow() : f.ratioLow();
+        double high = onValue ? f.valueHigh() : f.ratioHigh();
+        String spread = Double.isNaN(low) || Double.isNaN(high) || (low == x && high == x) ? ""
+                : " (" + num(low) + "–" + num(high) + ")";
+        String rounds = f.rounds() > Trials.FULL_ROUNDS ? ", " + f.rounds() + " rounds" : "";
+        return num(x) + spread + " " + f.verdict().label() + rounds;
+    }
+
+    private static String num(double v) {
+        if (Double.isNaN(v)) {
+            return "-";
+        }
+        return Math.abs(v) >= 1e5 ? String.format(Locale.ROOT, "%.3g", v) : String.format(Locale.ROOT, "%.3f", v);
+    }
+
+    /** Prints the rows ({@code changedOnly}: those that did not keep one verdict) as an aligned table, then the summary. */
+    public void printTable(PrintStream out, boolean changedOnly) {
+        int width = Math.max(6, rows.stream().mapToInt(r -> r.name().length()).max().orElse(6));
+        for (int i = 0; i < runs.size(); i++) {
+            out.printf(Locale.ROOT, "run %d: %s%n", i + 1, runs.get(i));
+        }
+        StringBuilder head = new StringBuilder(String.format(Locale.ROOT, "%-" + width + "s", "figure"));
+        for (int i = 0; i < runs.size(); i++) {
+            head.append(String.format(Locale.ROOT, "  %-42s", "run " + (i + 1)));
+        }
+        out.println(head.append("  goal").toString().stripTrailing());
+        for (Row r : rows) {
+            if (changedOnly && r.kept()) {
+                continue;
+            }
+            StringBuilder line = new StringBuilder(String.format(Locale.ROOT, "%-" + width + "s", r.name()));
+            for (Figure f : r.figures()) {
+                line.append(String.format(Locale.ROOT, "  %-42s", cell(f)));
+            }
+            out.println(line.append("  ").append(r.goal()).append(r.kept() ? "" : "  (changed)"));
+        }
+        out.println(summary());
+    }
+
+    /** The rows ({@code changedOnly}: those that did not keep one verdict) as a Markdown table, as docs/BENCHMARKS.md shows runs. */
+    public String markdown(boolean changedOnly) {
+        StringBuilder md = new StringBuilder("| figure |");
+        for (int i = 0; i < runs.size(); i++) {
+            md.append(" run ").append(i + 1).append(" |");
+        }
+        md.append(" goal |\n|---|");
+        md.append("---|".repeat(runs.size())).append("---|\n");
+        for (Row r : rows) {
+            if (changedOnly && r.kept()) {
+                continue;
+            }
+            md.append("| `").append(r.name()).append("` |");
+            for (Figure f : r.figures()) {
+                md.append(' ').append(cell(f)).append(" |");
+            }
+            md.append(' ').append(r.goal().replace(">=", "≥").replace("<=", "≤")).append(" |\n");
+        }
+        return md.toString();
+    }
+}
