@@ -1,10 +1,13 @@
 package dev.strata.bench;
 
 import com.fasterxml.jackson.core.JsonGenerator;
+import com.fasterxml.jackson.core.JsonParser;
+import com.fasterxml.jackson.databind.DeserializationContext;
 import com.fasterxml.jackson.databind.JsonSerializer;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.SerializationFeature;
 import com.fasterxml.jackson.databind.SerializerProvider;
+import com.fasterxml.jackson.databind.deser.std.StdDeserializer;
 import com.fasterxml.jackson.databind.module.SimpleModule;
 import java.io.IOException;
 import java.io.PrintStream;
@@ -16,7 +19,7 @@ import java.util.Locale;
 
 /**
  * Writes a {@link BenchReport} three ways: a table on the console, {@code <scenario>.json} in the
- * shared shape (NaN written as {@code null}), and {@code <scenario>.html} ({@link HtmlReport}: the
+ * shared shape (NaN written as {@code null}, and read back as NaN), and {@code <scenario>.html} ({@link HtmlReport}: the
  * ratio chart with goals and spreads, the plots, the table); and the index of a {@code bench all} run.
  *
  * <p>Stateless apart from its Jackson mapper, which is thread-safe; any thread.
@@ -26,7 +29,27 @@ public final class ReportWriter {
     private static final ObjectMapper JSON = new ObjectMapper()
             .enable(SerializationFeature.INDENT_OUTPUT)
             .registerModule(new SimpleModule().addSerializer(Double.class, new FiniteOrNull())
-                    .addSerializer(double.class, new FiniteOrNull()));
+                    .addSerializer(double.class, new FiniteOrNull())
+                    .addDeserializer(Double.class, new NullAsNaN()).addDeserializer(double.class, new NullAsNaN()));
+
+    /** Reads a number, and {@code null} (what {@link FiniteOrNull} writes for NaN) as NaN rather than 0. */
+    private static final class NullAsNaN extends StdDeserializer<Double> {
+        private static final long serialVersionUID = 1L;
+
+        NullAsNaN() {
+            super(Double.class);
+        }
+
+        @Override
+        public Double deserialize(JsonParser p, DeserializationContext ctxt) throws IOException {
+            return p.getValueAsDouble(Double.NaN);
+        }
+
+        @Override
+        public Double getNullValue(DeserializationContext ctxt) {
+            return Double.NaN;
+        }
+    }
 
     private static final class FiniteOrNull extends JsonSerializer<Double> {
         @Override

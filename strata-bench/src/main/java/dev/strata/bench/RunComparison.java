@@ -17,8 +17,8 @@ import java.util.Objects;
  *
  * <p>A row shows what its goal judges: the ratio to the baseline, or the value when the goal
  * names a unit. Rounds are shown where a figure was measured on after a first look
- * ({@link Trials#pairedUntilDecided}). A figure missing from some run, or not judged in one, has
- * not kept its verdict.
+ * ({@link Trials#pairedUntilDecided}). A figure missing from some run, or measured in one and not
+ * in another, has not kept its verdict.
  *
  * <p>Immutable; any thread.
  *
@@ -41,13 +41,10 @@ public record RunComparison(String scenario, List<String> runs, List<Row> rows) 
             figures = java.util.Collections.unmodifiableList(new ArrayList<>(figures));
         }
 
-        /** True if every run has the figure, judged, with the same verdict. */
+        /** True if every run has the figure, with the same verdict (a figure no run could measure keeps {@code not judged}). */
         public boolean kept() {
-            Verdict first = figures.get(0) == null ? null : figures.get(0).verdict();
-            if (first == null || first == Verdict.NOT_JUDGED) {
-                return false;
-            }
-            return figures.stream().allMatch(f -> f != null && f.verdict() == first);
+            Figure first = figures.get(0);
+            return first != null && figures.stream().allMatch(f -> f != null && f.verdict() == first.verdict());
         }
     }
 

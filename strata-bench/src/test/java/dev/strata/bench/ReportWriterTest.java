@@ -70,6 +70,10 @@ class ReportWriterTest {
         BenchReport back = ReportWriter.read(json);
         assertThat(back.figures()).extracting(Figure::verdict).containsExactly(Verdict.MET, Verdict.INCONCLUSIVE,
                 Verdict.MISSED, Verdict.NOT_JUDGED);
+        Figure notMeasured = back.figures().get(3);
+        assertThat(notMeasured.value()).as("null in the JSON reads back as NaN, not 0").isNaN();
+        assertThat(notMeasured.ratio()).isNaN();
+        assertThat(back.figures().get(0).value()).isEqualTo(report().figures().get(0).value());
         assertThat(back.series()).hasSize(3);
         assertThat(back.noise()).hasSize(1);
     }

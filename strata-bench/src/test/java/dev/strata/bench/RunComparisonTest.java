@@ -35,14 +35,16 @@ class RunComparisonTest {
 
     @Test
     void aFigureKeepsItsVerdictOnlyWhenEveryRunJudgedItTheSame() {
+        Figure unmeasured = Figure.missing("e", "GB/s", "fio", ">= 0.9", "fio absent");
         BenchReport one = run("tiers", false, copy("a", nine(0.95, 0.97)), copy("b", nine(0.85, 0.95)), copy("c", nine(0.5, 0.6)),
-                Figure.exact("d", 3, "ops/s", "none", Double.NaN, ">= 2 ops/s"));
-        BenchReport two = run("tiers", false, copy("a", nine(0.93, 0.99)), copy("b", nine(0.8, 0.85)), copy("c", nine(0.5, 0.6)));
+                Figure.exact("d", 3, "ops/s", "none", Double.NaN, ">= 2 ops/s"), unmeasured, copy("f", nine(0.5, 0.6)));
+        BenchReport two = run("tiers", false, copy("a", nine(0.93, 0.99)), copy("b", nine(0.8, 0.85)), copy("c", nine(0.5, 0.6)),
+                unmeasured, Figure.missing("f", "GB/s", "raw", ">= 0.9", "not measured: the pool could not be created"));
         RunComparison c = RunComparison.of(List.of("r1", "r2"), List.of(one, two));
-        assertThat(c.rows()).extracting(RunComparison.Row::name).containsExactly("a", "b", "c", "d");
-        assertThat(c.rows()).extracting(RunComparison.Row::kept).containsExactly(true, false, true, false);
-        assertThat(c.kept()).isEqualTo(2);
-        assertThat(c.summary()).isEqualTo("tiers, 2 runs: 2 of 4 figures kept one verdict; changed: b, d");
+        assertThat(c.rows()).extracting(RunComparison.Row::name).containsExactly("a", "b", "c", "d", "e", "f");
+        assertThat(c.rows()).extracting(RunComparison.Row::kept).containsExactly(true, false, true, false, true, false);
+        assertThat(c.kept()).isEqualTo(3);
+        assertThat(c.summary()).isEqualTo("tiers, 2 runs: 3 of 6 figures kept one verdict; changed: b, d, f");
         assertThat(c.rows().get(3).figures().get(1)).as("d is missing from the second run").isNull();
     }
 
@@ -60,6 +62,7 @@ class RunComparisonTest {
                 ">= 5000000 ops/s");
         assertThat(RunComparison.cell(onValue)).isEqualTo("4.30e+06 (4.20e+06–4.40e+06) missed");
         assertThat(RunComparison.cell(null)).isEqualTo("—");
+        assertThat(RunComparison.cell(Figure.missing("e", "GB/s", "fio", ">= 0.9", "fio absent"))).isEqualTo("- not judged");
     }
 
     @Test
