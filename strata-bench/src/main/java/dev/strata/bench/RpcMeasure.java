@@ -113,7 +113,8 @@ public final class RpcMeasure {
                 List<Figure> figures = new ArrayList<>();
 
                 progress.step("raw /dev/shm ping-pong against loopback TCP and RPC round trips (" + plan.rounds()
-                        + " paired rounds each)");
+                        + " paired rounds each" + (plan.maxRounds() > plan.rounds() ? ", " + plan.maxRounds()
+                        + " for a figure they leave undecided)" : ")"));
                 byte[] message = new byte[TCP_MESSAGE];
                 new java.util.SplittableRandom(7).nextBytes(message);
                 Paired tcpVsRaw = Trials.pairedUntilDecided(plan.rounds(), plan.maxRounds(), PING_PONG_GOAL,

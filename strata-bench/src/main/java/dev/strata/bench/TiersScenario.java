@@ -87,7 +87,8 @@ public final class TiersScenario implements Scenario {
                      .mode(PoolConfig.Mode.CREATE).conclude());
              TransferEngine engine = new TransferEngine()) {
             try {
-                progress.step("block copies HOST/DEVICE/POOL at 16 KiB, 256 KiB, 2 MiB (" + rounds + " paired rounds each)");
+                progress.step("block copies HOST/DEVICE/POOL at 16 KiB, 256 KiB, 2 MiB (" + rounds + " paired rounds each"
+                        + (maxRounds > rounds ? ", " + maxRounds + " for a figure they leave undecided)" : ")"));
                 copyFigures(engine, host, device, pool, workingSet, rounds, maxRounds, figures, series);
                 progress.step("KV gather and scatter (128 x 20 KiB, 64 x 16 KiB)");
                 gatherScatterFigures(engine, host, device, pool, workingSet, rounds, maxRounds, figures);
