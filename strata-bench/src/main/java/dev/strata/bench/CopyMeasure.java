@@ -16,10 +16,11 @@ import java.util.concurrent.CompletableFuture;
  * {@link MemorySegment#copy} of the same bytes between the same places, in GB/s.
  *
  * <p>Both sides copy the same set of objects in the same order. The engine side is measured two
- * ways: {@link #batched} hands the engine batches (as a block manager does: the blocks of a
- * sequence at once) with two batches in flight and one wait per batch; {@link #engine} submits
- * every copy as its own request with up to {@code window} outstanding, which keeps several
- * requests in flight on links with several workers (DISK). Confined to the calling thread.
+ * ways: {@link #batched} hands the engine batches ({@link TransferEngine#submitBatch}: many
+ * objects at once, such as the blocks of a sequence) with two batches in flight and one wait per
+ * batch; {@link #engine} submits every copy as its own request with up to {@code window}
+ * outstanding, which keeps several requests in flight on links with several workers (DISK), as
+ * the KV block manager's load pipeline submits each block it loads. Confined to the calling thread.
  */
 final class CopyMeasure {
     private CopyMeasure() {
