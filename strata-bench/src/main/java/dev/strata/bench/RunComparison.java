@@ -16,8 +16,9 @@ import java.util.Objects;
  * survive a second run; this is how a reader checks that it did ({@code strata bench compare}).
  *
  * <p>A row shows what its goal judges: the ratio to the baseline, or the value when the goal
- * names a unit. Rounds are shown where a figure was measured on after a first look
- * ({@link Trials#pairedUntilDecided}). A figure missing from some run, or measured in one and not
+ * names a unit. Rounds are shown where a figure has more than {@link Trials#FULL_ROUNDS}: it was
+ * measured on after a first look ({@link Trials#pairedUntilDecided}), or its measure counts many
+ * short rounds. A figure missing from some run, or measured in one and not
  * in another, has not kept its verdict.
  *
  * <p>Immutable; any thread.
@@ -128,7 +129,7 @@ public record RunComparison(String scenario, List<String> runs, List<Row> rows) 
                 + (changed.isEmpty() ? "" : "; changed: " + String.join(", ", changed));
     }
 
-    /** One cell: the judged quantity, its spread and the verdict, with the rounds after a second look; a dash when absent. */
+    /** One cell: the judged quantity, its spread and the verdict, with the rounds when more than {@link Trials#FULL_ROUNDS}; a dash when absent. */
     static String cell(Figure f) {
         if (f == null) {
             return "—";
