@@ -124,7 +124,7 @@ public record Figure(
     private static Figure judged(String name, double value, double[] valueSpread, String unit, String baseline,
                                  double baselineValue, double ratio, double[] ratioSpread, int rounds, String goal) {
         Goal g = Goal.parse(goal);
-        Verdict v = g.onValue() ? g.judge(valueSpread[0], value, valueSpread[1]) : g.judge(ratioSpread[0], ratio, ratioSpread[1]);
+        Verdict v = g.judge(value, valueSpread, ratio, ratioSpread);
         return new Figure(name, value, unit, baseline, baselineValue, ratio, goal, v == Verdict.MET, "",
                 valueSpread[0], valueSpread[1], ratioSpread[0], ratioSpread[1], rounds, v);
     }

@@ -64,4 +64,12 @@ public record Goal(boolean greater, double threshold, boolean onValue) {
         }
         return Verdict.INCONCLUSIVE;
     }
+
+    /**
+     * The verdict on a figure: on its value and the value's spread {@code [low, high]} when this
+     * goal names a unit, else on its ratio and the ratio's spread.
+     */
+    public Verdict judge(double value, double[] valueSpread, double ratio, double[] ratioSpread) {
+        return onValue ? judge(valueSpread[0], value, valueSpread[1]) : judge(ratioSpread[0], ratio, ratioSpread[1]);
+    }
 }

@@ -98,12 +98,7 @@ public record Paired(double[] baseline, double[] subject, int looks) {
      * spread of the ratio, or of the subject's value when the goal names a unit.
      */
     public Verdict judge(Goal goal) {
-        if (goal.onValue()) {
-            double[] vi = subjectInterval();
-            return goal.judge(vi[0], subjectSample().median(), vi[1]);
-        }
-        double[] ri = ratioInterval();
-        return goal.judge(ri[0], ratio(), ri[1]);
+        return goal.judge(subjectSample().median(), subjectInterval(), ratio(), ratioInterval());
     }
 
     /** The subject's values as a {@link Sample}. */

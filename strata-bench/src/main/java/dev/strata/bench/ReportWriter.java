@@ -95,7 +95,8 @@ public final class ReportWriter {
         return "[" + num(low) + ", " + num(high) + "]";
     }
 
-    private static String num(double v) {
+    /** A number as the reports print it: three decimals, three significant digits from a million up, {@code -} for NaN. */
+    static String num(double v) {
         if (Double.isNaN(v)) {
             return "-";
         }

@@ -139,16 +139,14 @@ public record RunComparison(String scenario, List<String> runs, List<Row> rows) 
         double low = onValue ? f.valueLow() : f.ratioLow();
         double high = onValue ? f.valueHigh() : f.ratioHigh();
         String spread = Double.isNaN(low) || Double.isNaN(high) || (low == x && high == x) ? ""
-                : " (" + num(low) + "–" + num(high) + ")";
+                : " (" + ReportWriter.num(low) + "–" + ReportWriter.num(high) + ")";
         String rounds = f.rounds() > Trials.FULL_ROUNDS ? ", " + f.rounds() + " rounds" : "";
-        return num(x) + spread + " " + f.verdict().label() + rounds;
+        return ReportWriter.num(x) + spread + " " + f.verdict().label() + rounds;
     }
 
-    private static String num(double v) {
-        if (Double.isNaN(v)) {
-            return "-";
-        }
-        return Math.abs(v) >= 1e5 ? String.format(Locale.ROOT, "%.3g", v) : String.format(Locale.ROOT, "%.3f", v);
+    /** The rows a table shows: all, or ({@code changedOnly}) those that did not keep one verdict. */
+    private List<Row> shown(boolean changedOnly) {
+        return changedOnly ? rows.stream().filter(r -> !r.kept()).toList() : rows;
     }
 
     /** Prints the rows ({@code changedOnly}: those that did not keep one verdict) as an aligned table, then the summary. */
@@ -162,10 +160,7 @@ public record RunComparison(String scenario, List<String> runs, List<Row> rows) 
             head.append(String.format(Locale.ROOT, "  %-42s", "run " + (i + 1)));
         }
         out.println(head.append("  goal").toString().stripTrailing());
-        for (Row r : rows) {
-            if (changedOnly && r.kept()) {
-                continue;
-            }
+        for (Row r : shown(changedOnly)) {
             StringBuilder line = new StringBuilder(String.format(Locale.ROOT, "%-" + width + "s", r.name()));
             for (Figure f : r.figures()) {
                 line.append(String.format(Locale.ROOT, "  %-42s", cell(f)));
@@ -183,10 +178,7 @@ public record RunComparison(String scenario, List<String> runs, List<Row> rows) 
         }
         md.append(" goal |\n|---|");
         md.append("---|".repeat(runs.size())).append("---|\n");
-        for (Row r : rows) {
-            if (changedOnly && r.kept()) {
-                continue;
-            }
+        for (Row r : shown(changedOnly)) {
             md.append("| `").append(r.name()).append("` |");
             for (Figure f : r.figures()) {
                 md.append(' ').append(cell(f)).append(" |");
