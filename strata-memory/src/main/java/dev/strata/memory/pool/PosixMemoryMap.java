@@ -2,6 +2,7 @@ package dev.strata.memory.pool;
 
 import static dev.strata.memory.posix.Libc.*;
 
+import dev.strata.memory.posix.Libc;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.Linker;
@@ -99,27 +100,12 @@ final class PosixMemoryMap {
                 }
             }
             long address = base.address();
-            MemorySegment whole = base.reinterpret(totalSize, arena, ignored -> unmap(address, totalSize));
+            MemorySegment whole = base.reinterpret(totalSize, arena, ignored -> Libc.unmap(address, totalSize));
             return readOnly ? whole.asReadOnly() : whole;
         } catch (IOException | RuntimeException | Error e) {
             throw e;
         } catch (Throwable t) {
             throw new IllegalStateException("native call failed", t);
-        }
-    }
-
-    private static void unmap(long address, long size) {
-        try (Arena scratch = Arena.ofConfined()) {
-            MemorySegment state = scratch.allocate(CALL_STATE);
-            int rc = (int) MUNMAP.invokeExact(state, MemorySegment.ofAddress(address), size);
-            if (rc != 0) {
-                throw new IllegalStateException("munmap(0x" + Long.toHexString(address) + ", " + size
-                        + ") failed: errno " + errno(state));
-            }
-        } catch (RuntimeException | Error e) {
-            throw e;
-        } catch (Throwable t) {
-            throw new IllegalStateException("munmap failed", t);
         }
     }
 

@@ -1,5 +1,6 @@
 package dev.strata.memory.posix;
 
+import java.lang.foreign.Arena;
 import java.lang.foreign.FunctionDescriptor;
 import java.lang.foreign.Linker;
 import java.lang.foreign.MemoryLayout;
@@ -39,6 +40,9 @@ public final class Libc {
     public static final int MAP_ANONYMOUS = 0x20;
     public static final int MAP_NORESERVE = 0x4000;
 
+    /** {@code madvise} advice: back the range with transparent huge pages where the kernel allows them. */
+    public static final int MADV_HUGEPAGE = 14;
+
     /** {@code posix_fadvise} advice: the range will not be read again; drop its clean page-cache pages. */
     public static final int POSIX_FADV_DONTNEED = 4;
 
@@ -74,6 +78,9 @@ public final class Libc {
     /** {@code int munmap(void *addr, size_t length)}. */
     public static final MethodHandle MUNMAP = bind("munmap",
             FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.JAVA_LONG));
+    /** {@code int madvise(void *addr, size_t length, int advice)}. */
+    public static final MethodHandle MADVISE = bind("madvise",
+            FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.JAVA_LONG, ValueLayout.JAVA_INT));
     /** {@code int open(const char *path, int flags, ...)}: variadic, the mode is the first variadic argument. */
     public static final MethodHandle OPEN = LINKER.downcallHandle(LINKER.defaultLookup().findOrThrow("open"),
             FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.JAVA_INT, ValueLayout.JAVA_INT),
@@ -117,6 +124,28 @@ public final class Libc {
 
     private static MethodHandle bind(String name, FunctionDescriptor descriptor) {
         return LINKER.downcallHandle(LINKER.defaultLookup().findOrThrow(name), descriptor, CAPTURE_ERRNO);
+    }
+
+    /**
+     * Unmaps {@code size} bytes at {@code address} (a whole mapping this process made), as the
+     * clean-up of the segment that owned them.
+     *
+     * @throws IllegalStateException naming the range and the errno if {@code munmap(2)} fails
+     */
+    @SuppressWarnings("restricted")
+    public static void unmap(long address, long size) {
+        try (Arena scratch = Arena.ofConfined()) {
+            MemorySegment state = scratch.allocate(CALL_STATE);
+            int rc = (int) MUNMAP.invokeExact(state, MemorySegment.ofAddress(address), size);
+            if (rc != 0) {
+                throw new IllegalStateException("munmap(0x" + Long.toHexString(address) + ", " + size
+                        + ") failed: errno " + errno(state));
+            }
+        } catch (RuntimeException | Error e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new IllegalStateException("munmap failed", t);
+        }
     }
 
     /** The errno a call captured into {@code state} (a {@link #CALL_STATE} segment). */

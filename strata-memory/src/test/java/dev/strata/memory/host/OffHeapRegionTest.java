@@ -2,12 +2,20 @@ package dev.strata.memory.host;
 
 import org.junit.jupiter.api.Test;
 
+import java.io.IOException;
+import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 class OffHeapRegionTest {
+
+    private static final Path THP_SETTING = Path.of("/sys/kernel/mm/transparent_hugepage/enabled");
 
     @Test
     void smallRegionsArePageAlignedAndLargeOnesHugePageAligned() {
@@ -22,6 +30,44 @@ class OffHeapRegionTest {
                 assertThat(small.segment().get(ValueLayout.JAVA_BYTE, p)).as("pre-touch leaves zero").isZero();
             }
         }
+    }
+
+    @Test
+    void largeRegionsAskForTransparentHugePagesBeforeTheirFirstTouch() throws IOException {
+        assumeTrue(Files.exists(THP_SETTING), "this kernel has no transparent huge pages");
+        try (OffHeapRegion large = OffHeapRegion.allocate("large-thp", OffHeapRegion.HUGE_THRESHOLD + 12_345, true);
+             OffHeapRegion small = OffHeapRegion.allocate("small-thp", 1 << 20, true)) {
+            assertThat(large.hugePagesAdvised()).isTrue();
+            assertThat(small.hugePagesAdvised()).isFalse();
+            assertThat(large.byteSize()).isEqualTo(OffHeapRegion.HUGE_THRESHOLD + 12_345);
+            assertThat(large.segment().address() % OffHeapRegion.HUGE_PAGE).isZero();
+            // the kernel records the advice on the mapping itself: VmFlags "hg" in /proc/self/smaps
+            assertThat(vmFlagsAt(large.segment().address())).contains("hg");
+            assertThat(vmFlagsAt(large.segment().address() + large.byteSize() - 1)).contains("hg");
+            MemorySegment m = large.segment();
+            for (long p = 0; p < m.byteSize(); p += OffHeapRegion.HUGE_PAGE / 2) {
+                assertThat(m.get(ValueLayout.JAVA_BYTE, p)).as("pre-touch leaves zero").isZero();
+            }
+            m.set(ValueLayout.JAVA_BYTE, m.byteSize() - 1, (byte) 7);
+            assertThat(m.get(ValueLayout.JAVA_BYTE, m.byteSize() - 1)).isEqualTo((byte) 7);
+        }
+    }
+
+    /** The VmFlags of the mapping of this process that contains {@code address}. */
+    private static List<String> vmFlagsAt(long address) throws IOException {
+        boolean inside = false;
+        for (String line : Files.readAllLines(Path.of("/proc/self/smaps"))) {
+            int dash = line.indexOf('-');
+            int space = line.indexOf(' ');
+            if (dash > 0 && space > dash && line.substring(0, dash).chars().allMatch(c -> Character.digit(c, 16) >= 0)) {
+                long from = Long.parseUnsignedLong(line.substring(0, dash), 16);
+                long to = Long.parseUnsignedLong(line.substring(dash + 1, space), 16);
+                inside = Long.compareUnsigned(address, from) >= 0 && Long.compareUnsigned(address, to) < 0;
+            } else if (inside && line.startsWith("VmFlags:")) {
+                return List.of(line.substring("VmFlags:".length()).trim().split("\\s+"));
+            }
+        }
+        throw new AssertionError("no mapping of this process contains 0x" + Long.toHexString(address));
     }
 
     @Test
