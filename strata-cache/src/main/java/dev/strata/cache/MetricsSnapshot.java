@@ -1,6 +1,7 @@
 package dev.strata.cache;
 
 import dev.strata.memory.TierStats;
+import dev.strata.memory.host.MemoryAudit;
 import dev.strata.memory.metrics.MemoryMetrics;
 import dev.strata.memory.metrics.PrometheusText;
 import dev.strata.memory.transfer.LinkStats;
@@ -9,20 +10,22 @@ import java.util.Locale;
 
 /**
  * Everything Strata measures at one moment: each tier's occupancy and measured performance, each
- * link's traffic and latency, and the object store's per-tier hits, misses, evictions, demotions
- * and bytes moved. {@link #toPrometheus()} renders it in the Prometheus text format.
+ * link's traffic and latency, the object store's per-tier hits, misses, evictions, demotions
+ * and bytes moved, and the process's off-heap regions with their huge pages. {@link #toPrometheus()} renders it in the Prometheus text format.
  *
  * <p>Immutable; any thread.
  *
  * @param tiers the tiers, in the order they were opened
  * @param links the transfer engine's links
  * @param store the object store's counters, or null when no store runs
+ * @param regions the process's off-heap regions and their huge pages when the snapshot was taken
  */
-public record MetricsSnapshot(List<TierStats> tiers, List<LinkStats> links, StoreStats store) {
+public record MetricsSnapshot(List<TierStats> tiers, List<LinkStats> links, StoreStats store, MemoryAudit.Usage regions) {
 
     public MetricsSnapshot {
         tiers = List.copyOf(tiers);
         links = List.copyOf(links);
+        java.util.Objects.requireNonNull(regions, "regions");
     }
 
     /** The snapshot in Prometheus text exposition format. */
@@ -32,9 +35,10 @@ public record MetricsSnapshot(List<TierStats> tiers, List<LinkStats> links, Stor
         return out.toString();
     }
 
-    /** Adds the tier, link and store families to {@code out}. */
+    /** Adds the tier, region, link and store families to {@code out}. */
     public void writeTo(PrometheusText out) {
         MemoryMetrics.write(out, tiers);
+        MemoryMetrics.writeRegions(out, regions);
         MemoryMetrics.writeLinks(out, links);
         if (store != null) {
             writeStore(out, store);

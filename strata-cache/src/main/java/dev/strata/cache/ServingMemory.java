@@ -22,6 +22,7 @@ import dev.strata.cache.peer.PeerTierMetrics;
 import dev.strata.cache.policy.PolicyKind;
 import dev.strata.cache.split.LiveSplit;
 import dev.strata.cache.split.SplitDevice;
+import dev.strata.memory.host.MemoryAudit;
 import dev.strata.memory.Sizes;
 import dev.strata.memory.Tier;
 import dev.strata.memory.TierKind;
@@ -448,7 +449,7 @@ public final class ServingMemory implements AutoCloseable {
         if (parts.shared != null && parts.shared.tier() != null) {
             tiers.add(parts.shared.tier().stats());
         }
-        new MetricsSnapshot(tiers, o == null ? List.of() : o.links(), o == null ? null : o.store()).writeTo(out);
+        new MetricsSnapshot(tiers, o == null ? List.of() : o.links(), o == null ? null : o.store(), MemoryAudit.usage()).writeTo(out);
         if (parts.shared != null) {
             parts.shared.health().writeTo(out); // strata_tier_failed and its counters for the shared pool
             parts.shared.writeMetrics(out); // the store's own families (a cluster's strata_cluster_*)

@@ -165,7 +165,7 @@ public final class TieredMemory implements AutoCloseable {
         for (Tier t : tiers.values()) {
             stats.add(t.stats());
         }
-        return new MetricsSnapshot(stats, engine.linkStats(), store.stats());
+        return new MetricsSnapshot(stats, engine.linkStats(), store.stats(), MemoryAudit.usage());
     }
 
     /**

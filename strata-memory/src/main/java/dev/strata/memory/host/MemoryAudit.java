@@ -24,10 +24,22 @@ public final class MemoryAudit {
      * @param name            the region's name
      * @param bytes           bytes reserved
      * @param createdAtNanos  {@link System#nanoTime()} at creation
+     * @param hugePagesAdvised the region asked the kernel for transparent huge pages and the kernel took the advice
      */
-    public record LiveRegion(long id, String name, long bytes, long createdAtNanos) {
+    public record LiveRegion(long id, String name, long bytes, long createdAtNanos, boolean hugePagesAdvised) {
     }
 
+    /**
+     * The process's off-heap regions at one moment, for metrics.
+     *
+     * @param regionBytes          bytes of live regions
+     * @param hugePageAdvisedBytes of those, bytes of regions advised for transparent huge pages
+     * @param anonHugePageBytes    anonymous memory of the process the kernel backs with huge pages, bytes; -1 if unreported
+     */
+    public record Usage(long regionBytes, long hugePageAdvisedBytes, long anonHugePageBytes) {
+    }
+
+    private static final java.nio.file.Path SMAPS_ROLLUP = java.nio.file.Path.of("/proc/self/smaps_rollup");
     private static final ConcurrentHashMap<Long, LiveRegion> LIVE = new ConcurrentHashMap<>();
     private static final AtomicLong NEXT_ID = new AtomicLong(1);
 
@@ -51,9 +63,9 @@ public final class MemoryAudit {
     }
 
     /** Registers a region; returns its id for {@link #unregister}. */
-    static long register(String name, long bytes) {
+    static long register(String name, long bytes, boolean hugePagesAdvised) {
         long id = NEXT_ID.getAndIncrement();
-        LIVE.put(id, new LiveRegion(id, name, bytes, System.nanoTime()));
+        LIVE.put(id, new LiveRegion(id, name, bytes, System.nanoTime(), hugePagesAdvised));
         return id;
     }
 
@@ -78,6 +90,41 @@ public final class MemoryAudit {
             sum += r.bytes();
         }
         return sum;
+    }
+
+    /** Bytes held by live regions that asked for transparent huge pages (and whose advice the kernel took). */
+    public static long hugePageAdvisedBytes() {
+        long sum = 0;
+        for (LiveRegion r : LIVE.values()) {
+            if (r.hugePagesAdvised()) {
+                sum += r.bytes();
+            }
+        }
+        return sum;
+    }
+
+    /**
+     * Bytes of this process's anonymous memory that the kernel backs with transparent huge pages
+     * ({@code AnonHugePages} of {@code /proc/self/smaps_rollup}: the regions and anything else of
+     * the process, the Java heap included), or -1 where the kernel does not report it.
+     */
+    public static long processAnonHugePageBytes() {
+        try {
+            for (String line : java.nio.file.Files.readAllLines(SMAPS_ROLLUP)) {
+                if (line.startsWith("AnonHugePages:")) {
+                    String[] parts = line.substring("AnonHugePages:".length()).trim().split("\\s+");
+                    return Long.parseLong(parts[0]) * 1024; // the kernel reports kB
+                }
+            }
+        } catch (java.io.IOException | RuntimeException e) {
+            return -1;
+        }
+        return -1;
+    }
+
+    /** The live regions' bytes and huge-page state now. */
+    public static Usage usage() {
+        return new Usage(liveBytes(), hugePageAdvisedBytes(), processAnonHugePageBytes());
     }
 
     /** A human-readable leak report: one line per live region, or a line saying none is live. */

@@ -68,7 +68,7 @@ public final class OffHeapRegion implements AutoCloseable {
                 segment.set(ValueLayout.JAVA_BYTE, p, (byte) 0);
             }
         }
-        this.auditId = MemoryAudit.register(name, bytes);
+        this.auditId = MemoryAudit.register(name, bytes, hugePagesAdvised);
     }
 
     /**

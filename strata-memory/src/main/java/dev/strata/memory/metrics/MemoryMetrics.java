@@ -1,6 +1,7 @@
 package dev.strata.memory.metrics;
 
 import dev.strata.memory.TierStats;
+import dev.strata.memory.host.MemoryAudit;
 import dev.strata.memory.transfer.LinkStats;
 import java.util.Collection;
 import java.util.Locale;
@@ -33,6 +34,27 @@ public final class MemoryMetrics {
         gauge(out, tiers, "strata_tier_write_bandwidth_bytes_per_second", "Measured write bandwidth (decayed average)", TierStats::writeBytesPerSec);
         gauge(out, tiers, "strata_tier_read_latency_seconds", "Measured latency of one read (decayed average)", s -> s.readLatencyNanos() / 1e9);
         gauge(out, tiers, "strata_tier_write_latency_seconds", "Measured latency of one write (decayed average)", s -> s.writeLatencyNanos() / 1e9);
+    }
+
+    /**
+     * Appends the families of the process's off-heap regions, as {@code regions} saw them: {@code strata_memory_region_bytes} (live
+     * regions, every tier's and staging pool's), {@code strata_memory_huge_page_advised_bytes} (of
+     * those, the ones advised for transparent huge pages) and, where the kernel reports it,
+     * {@code strata_memory_anon_huge_page_bytes} (what the kernel actually backs with huge pages,
+     * process-wide). Advised bytes well above backed bytes mean the kernel found no huge pages to
+     * give (its setting is {@code never}, or memory is fragmented).
+     */
+    public static void writeRegions(PrometheusText out, MemoryAudit.Usage regions) {
+        out.family("strata_memory_region_bytes", PrometheusText.Type.GAUGE, "Bytes of live off-heap regions")
+                .sample("strata_memory_region_bytes", regions.regionBytes());
+        out.family("strata_memory_huge_page_advised_bytes", PrometheusText.Type.GAUGE,
+                        "Bytes of live off-heap regions advised for transparent huge pages")
+                .sample("strata_memory_huge_page_advised_bytes", regions.hugePageAdvisedBytes());
+        if (regions.anonHugePageBytes() >= 0) {
+            out.family("strata_memory_anon_huge_page_bytes", PrometheusText.Type.GAUGE,
+                            "Anonymous memory of the process backed by transparent huge pages (the kernel's AnonHugePages)")
+                    .sample("strata_memory_anon_huge_page_bytes", regions.anonHugePageBytes());
+        }
     }
 
     /** Appends the families of every link in {@code links} to {@code out}. */
