@@ -22,15 +22,17 @@ import dev.strata.cache.peer.PeerTierMetrics;
 import dev.strata.cache.policy.PolicyKind;
 import dev.strata.cache.split.LiveSplit;
 import dev.strata.cache.split.SplitDevice;
-import dev.strata.memory.host.MemoryAudit;
 import dev.strata.memory.Sizes;
 import dev.strata.memory.Tier;
 import dev.strata.memory.TierKind;
 import dev.strata.memory.TierStats;
 import dev.strata.memory.device.DeviceTier;
 import dev.strata.memory.host.HostTier;
+import dev.strata.memory.host.MemoryAudit;
+import dev.strata.memory.host.OffHeapRegion;
 import dev.strata.memory.metrics.PrometheusText;
 import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.EnumSet;
@@ -283,8 +285,9 @@ public final class ServingMemory implements AutoCloseable {
                 layout = splitDevice.layout();
             } else {
                 arena = Arena.ofShared();
-                layout = StridedKvLayout.blockMajor(b.geometry, b.kvBlocks,
-                        arena.allocate(StridedKvLayout.blockMajorBytes(b.geometry, b.kvBlocks), 64));
+                MemorySegment kv = OffHeapRegion.reserve(StridedKvLayout.blockMajorBytes(b.geometry, b.kvBlocks), 64, arena);
+                OffHeapRegion.preTouch(kv); // page faults at start-up, not on a request
+                layout = StridedKvLayout.blockMajor(b.geometry, b.kvBlocks, kv);
             }
             KvBlockManager.Builder kvb = KvBlockManager.builder(layout, b.hasher);
             KvManagerConfig settings = KvManagerConfig.defaults().devicePolicy(b.kvPolicy);

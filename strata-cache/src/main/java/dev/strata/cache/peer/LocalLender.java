@@ -1,6 +1,7 @@
 package dev.strata.cache.peer;
 
 import dev.strata.memory.alloc.BestFitAllocator;
+import dev.strata.memory.host.OffHeapRegion;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayDeque;
@@ -170,11 +171,12 @@ public final class LocalLender implements PeerLender {
     private long fences;
     private long lateAcknowledgements;
 
-    /** Allocates the arena (zeroed, so touched once here) and starts the event and agent threads. */
+    /** Reserves the budget (zeroed, touched once here, on huge pages where the kernel gives them) and starts the event and agent threads. */
     public LocalLender(Config config) {
         this.config = config;
         this.arena = Arena.ofShared();
-        this.memory = arena.allocate(config.budgetBytes(), Math.max(config.alignment(), 4096));
+        this.memory = OffHeapRegion.reserve(config.budgetBytes(), Math.max(config.alignment(), OffHeapRegion.PAGE), arena);
+        OffHeapRegion.preTouch(memory);
         this.allocator = new BestFitAllocator(config.budgetBytes(), config.alignment());
         this.rule = new LendingRule(config.budgetBytes(), 1);
         this.eventThread = Thread.ofPlatform().daemon().name("strata-peer-" + config.name() + "-events").unstarted(this::deliverEvents);

@@ -3,6 +3,7 @@ package dev.strata.engine.model;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.strata.memory.host.OffHeapRegion;
 import dev.strata.memory.Sizes;
 import dev.strata.memory.log.Log;
 import dev.strata.memory.posix.UncachedRead;
@@ -149,7 +150,7 @@ public final class SafetensorsFile {
                 }
             }
             if (load == WeightLoad.COPY && copied.size() == entries.size()) { // the whole data area, in one read
-                MemorySegment area = arena.allocate(size - dataStart, COPY_ALIGNMENT);
+                MemorySegment area = OffHeapRegion.reserve(size - dataStart, COPY_ALIGNMENT, arena);
                 UncachedRead.into(path, dataStart, area);
                 for (Entry e : copied) {
                     data.put(e.name(), area.asSlice(e.fileOffset() - dataStart, e.byteSize()).asReadOnly());
@@ -159,7 +160,7 @@ public final class SafetensorsFile {
                 for (Entry e : copied) {
                     total += Sizes.alignUp(e.byteSize(), TENSOR_ALIGNMENT);
                 }
-                MemorySegment area = arena.allocate(total, COPY_ALIGNMENT);
+                MemorySegment area = OffHeapRegion.reserve(total, COPY_ALIGNMENT, arena);
                 List<UncachedRead.Part> parts = new ArrayList<>();
                 long at = 0;
                 for (Entry e : copied) {

@@ -63,10 +63,7 @@ public final class OffHeapRegion implements AutoCloseable {
         }
         this.hugePagesAdvised = advised[0];
         if (preTouch) {
-            for (long p = 0; p < bytes; p += PAGE) {
-                segment.set(ValueLayout.JAVA_BYTE, p, (byte) 1);
-                segment.set(ValueLayout.JAVA_BYTE, p, (byte) 0);
-            }
+            preTouch(segment);
         }
         this.auditId = MemoryAudit.register(name, bytes, hugePagesAdvised);
     }
@@ -101,6 +98,34 @@ public final class OffHeapRegion implements AutoCloseable {
             throw e;
         } catch (Throwable t) {
             throw new IllegalStateException("mmap failed: " + t, t);
+        }
+    }
+
+    /**
+     * Reserves {@code bytes} of zeroed off-heap memory owned by {@code arena} (freed when it
+     * closes), for memory whose lifetime an arena of its owner already governs (model weights, a
+     * KV area, a lender's budget): from {@link #HUGE_THRESHOLD} bytes on, mapped and advised for
+     * transparent huge pages as a region's memory is; below, {@link Arena#allocate}. Not
+     * registered in {@link MemoryAudit}. The memory is not touched; see {@link #preTouch}.
+     *
+     * @param alignment a power of two (memory aligned beyond {@link #HUGE_PAGE} comes from {@link Arena#allocate})
+     */
+    public static MemorySegment reserve(long bytes, long alignment, Arena arena) {
+        if (bytes <= 0) {
+            throw new IllegalArgumentException("reserved size must be positive, got " + bytes);
+        }
+        if (alignment <= 0 || Long.bitCount(alignment) != 1) {
+            throw new IllegalArgumentException("alignment must be a power of two, got " + alignment);
+        }
+        return bytes >= HUGE_THRESHOLD && alignment <= HUGE_PAGE ? mapForHugePages(bytes, arena, new boolean[1])
+                : arena.allocate(bytes, alignment);
+    }
+
+    /** Faults in every page of {@code segment} now (writes a non-zero byte, then zero, per 4 KiB). */
+    public static void preTouch(MemorySegment segment) {
+        for (long p = 0; p < segment.byteSize(); p += PAGE) {
+            segment.set(ValueLayout.JAVA_BYTE, p, (byte) 1);
+            segment.set(ValueLayout.JAVA_BYTE, p, (byte) 0);
         }
     }
 

@@ -3,6 +3,7 @@ package dev.strata.memory.host;
 import org.junit.jupiter.api.Test;
 
 import java.io.IOException;
+import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.file.Files;
@@ -51,6 +52,28 @@ class OffHeapRegionTest {
             m.set(ValueLayout.JAVA_BYTE, m.byteSize() - 1, (byte) 7);
             assertThat(m.get(ValueLayout.JAVA_BYTE, m.byteSize() - 1)).isEqualTo((byte) 7);
         }
+    }
+
+    @Test
+    void memoryReservedInACallersArenaGetsHugePagesTooAndGoesWithTheArena() throws IOException {
+        assumeTrue(Files.exists(THP_SETTING), "this kernel has no transparent huge pages");
+        MemorySegment large;
+        MemorySegment small;
+        try (Arena arena = Arena.ofShared()) {
+            large = OffHeapRegion.reserve(OffHeapRegion.HUGE_THRESHOLD, 4096, arena);
+            small = OffHeapRegion.reserve(100_000, 64, arena);
+            assertThat(large.byteSize()).isEqualTo(OffHeapRegion.HUGE_THRESHOLD);
+            assertThat(large.address() % OffHeapRegion.HUGE_PAGE).isZero();
+            assertThat(vmFlagsAt(large.address())).contains("hg");
+            assertThat(small.address() % 64).isZero();
+            OffHeapRegion.preTouch(large);
+            assertThat(large.get(ValueLayout.JAVA_BYTE, large.byteSize() - 1)).isZero();
+            assertThat(small.get(ValueLayout.JAVA_BYTE, 99_999)).isZero();
+        }
+        MemorySegment freed = large;
+        assertThatThrownBy(() -> freed.get(ValueLayout.JAVA_BYTE, 0)).isInstanceOf(IllegalStateException.class);
+        assertThatThrownBy(() -> OffHeapRegion.reserve(1 << 20, 3, Arena.global())).hasMessageContaining("3");
+        assertThatThrownBy(() -> OffHeapRegion.reserve(0, 64, Arena.global())).hasMessageContaining("0");
     }
 
     /** The VmFlags of the mapping of this process that contains {@code address}. */
