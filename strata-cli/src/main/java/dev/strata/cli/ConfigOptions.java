@@ -29,11 +29,14 @@ final class ConfigOptions {
     /**
      * The configuration from the command's {@code defaults}, the file, {@code STRATA_SET},
      * {@code --set} and the command's shorthand flags ({@code shorthands}, applied last), checked
-     * as a whole.
+     * as a whole; its process-wide memory settings ({@code memory.huge-pages}) are applied.
      */
     StrataConfig load(List<String> defaults, Shorthands shorthands) {
         try {
-            return ConfigLoader.load(defaults, file, settings, System.getenv(ConfigLoader.ENV_SETTINGS), shorthands.settings()).conclude();
+            StrataConfig config = ConfigLoader.load(defaults, file, settings, System.getenv(ConfigLoader.ENV_SETTINGS),
+                    shorthands.settings()).conclude();
+            config.memory().apply(); // process-wide, before any tier reserves its memory
+            return config;
         } catch (dev.strata.cache.config.ConfigException e) {
             throw shorthands.explain(e);
         }

@@ -142,6 +142,7 @@ final class InspectCommand implements Runnable {
             } else {
                 System.out.println("tiers: none");
             }
+            System.out.println("memory: { huge-pages: " + name(c.memory().hugePages()) + " }");
             System.out.print(describeServe(c));
             System.out.println("configuration is valid");
             return 0;

@@ -20,7 +20,24 @@ class StrataCommandTest {
         CliRun r = run("inspect", "config", "--set", "tiers.host.capacity=64MiB", "--set", "tiers.device.capacity=16MiB");
         assertThat(r.status()).isZero();
         assertThat(r.out()).contains("host:   { capacity: 64MiB, allocator: best-fit }")
-                .contains("chain: [device, host]").contains("configuration is valid");
+                .contains("chain: [device, host]").contains("memory: { huge-pages: advise }").contains("configuration is valid");
+    }
+
+    @Test
+    void theHugePagesSettingIsShownAndAppliedToTheProcess() {
+        try {
+            CliRun r = run("inspect", "config", "--set", "memory.huge-pages=off");
+            assertThat(r.status()).as(r.err()).isZero();
+            assertThat(r.out()).contains("memory: { huge-pages: off }");
+            assertThat(dev.strata.memory.host.OffHeapRegion.hugePages()).isEqualTo(dev.strata.memory.host.OffHeapRegion.HugePages.OFF);
+            CliRun bad = run("inspect", "config", "--set", "memory.huge-pages=sometimes");
+            assertThat(bad.status()).isEqualTo(2);
+            assertThat(bad.err().strip()).isEqualTo("strata: memory.huge-pages: unknown value 'sometimes' (expected advise or off)");
+            assertThat(run("inspect", "config").status()).isZero();
+            assertThat(dev.strata.memory.host.OffHeapRegion.hugePages()).isEqualTo(dev.strata.memory.host.OffHeapRegion.HugePages.ADVISE);
+        } finally {
+            dev.strata.memory.host.OffHeapRegion.hugePages(dev.strata.memory.host.OffHeapRegion.HugePages.ADVISE);
+        }
     }
 
     @Test

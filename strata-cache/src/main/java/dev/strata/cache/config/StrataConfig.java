@@ -4,6 +4,7 @@ import dev.strata.cache.Durability;
 import dev.strata.cache.peer.PlacementPolicy;
 import dev.strata.cache.policy.PolicyKind;
 import dev.strata.memory.Sizes;
+import dev.strata.memory.host.OffHeapRegion;
 import dev.strata.memory.TierKind;
 import java.lang.management.ManagementFactory;
 import java.nio.file.Path;
@@ -43,6 +44,8 @@ import java.util.Map;
  * transfer:
  *   memory-link-workers: 1
  *   disk-link-workers: 4
+ * memory:
+ *   huge-pages: advise                              # or off
  * </pre>
  *
  * @param device   the DEVICE tier, or null when absent
@@ -55,10 +58,11 @@ import java.util.Map;
  *                 through the store's chain
  * @param store    the object store's settings
  * @param transfer the transfer engine's settings
+ * @param memory   the process's off-heap memory settings
  * @param process  the settings of the long-running processes (server, node, agent, split): see {@link ProcessConfig}
  */
 public record StrataConfig(DeviceTier device, PeerTier peer, HostTier host, PoolTier pool, DiskTier disk, ClusterTier cluster,
-                           Store store, Transfer transfer, ProcessConfig process) {
+                           Store store, Transfer transfer, Memory memory, ProcessConfig process) {
 
     /** The interleaving unit of a pool striped over several files, in bytes. */
     public static final long POOL_STRIPE = 2 * Sizes.MiB;
@@ -246,6 +250,22 @@ public record StrataConfig(DeviceTier device, PeerTier peer, HostTier host, Pool
     public record Transfer(int memoryLinkWorkers, int diskLinkWorkers, long stagingBytes) {
     }
 
+    /**
+     * @param hugePages whether off-heap regions of {@link OffHeapRegion#HUGE_THRESHOLD} bytes or more
+     *                  ask the kernel for transparent huge pages ({@code memory.huge-pages})
+     */
+    public record Memory(OffHeapRegion.HugePages hugePages) {
+
+        public Memory {
+            java.util.Objects.requireNonNull(hugePages, "hugePages");
+        }
+
+        /** Applies the settings to this process's off-heap regions reserved from now on. */
+        public void apply() {
+            OffHeapRegion.hugePages(hugePages);
+        }
+    }
+
     /** The configuration used when no file and no setting is given: HOST 1 GiB and nothing else. */
     public static StrataConfig defaults() {
         return ConfigLoader.load(null, List.of(), null);
@@ -253,7 +273,7 @@ public record StrataConfig(DeviceTier device, PeerTier peer, HostTier host, Pool
 
     /** Reads the tree; unknown keys are rejected by name. */
     static StrataConfig read(ConfigNode root) {
-        root.allowOnly("tiers", "store", "transfer", "model", "server", "kv", "experts", "node", "peers", "agent", "split");
+        root.allowOnly("tiers", "store", "transfer", "memory", "model", "server", "kv", "experts", "node", "peers", "agent", "split");
         ConfigNode tiers = root.child("tiers");
         ClusterTier cluster = null;
         DeviceTier device = null;
@@ -332,7 +352,28 @@ public record StrataConfig(DeviceTier device, PeerTier peer, HostTier host, Pool
         Transfer transfer = t == null ? new Transfer(1, 4, DEFAULT_STAGING)
                 : new Transfer(t.integer("memory-link-workers", 1, 1, 64), t.integer("disk-link-workers", 4, 1, 256),
                 positive(t.size("staging", DEFAULT_STAGING), "transfer.staging"));
-        return new StrataConfig(device, peer, host, pool, disk, cluster, store, transfer, ProcessConfig.read(root));
+        ConfigNode m = root.child("memory");
+        if (m != null) {
+            m.allowOnly("huge-pages");
+        }
+        Memory memory = new Memory(readHugePages(m));
+        return new StrataConfig(device, peer, host, pool, disk, cluster, store, transfer, memory, ProcessConfig.read(root));
+    }
+
+    /**
+     * Reads {@code memory.huge-pages}: {@code advise} or {@code off}, and YAML's {@code true} and
+     * {@code false} for them (YAML reads an unquoted {@code off} as {@code false}).
+     */
+    private static OffHeapRegion.HugePages readHugePages(ConfigNode m) {
+        String v = m == null ? null : m.text("huge-pages", null);
+        if (v == null) {
+            return OffHeapRegion.HugePages.ADVISE;
+        }
+        return switch (v.trim().toLowerCase(java.util.Locale.ROOT)) {
+            case "advise", "true" -> OffHeapRegion.HugePages.ADVISE;
+            case "off", "false" -> OffHeapRegion.HugePages.OFF;
+            default -> throw new ConfigException("memory.huge-pages: unknown value '" + v + "' (expected advise or off)");
+        };
     }
 
     /** Reads {@code tiers.cluster}; null when the section is absent. */
@@ -545,7 +586,7 @@ public record StrataConfig(DeviceTier device, PeerTier peer, HostTier host, Pool
         return new StrataConfig(kinds.contains(TierKind.DEVICE) ? device : null, kinds.contains(TierKind.PEER) ? peer : null,
                 kinds.contains(TierKind.HOST) ? host : null, kinds.contains(TierKind.POOL) ? pool : null,
                 kinds.contains(TierKind.DISK) ? disk : null, cluster, new Store(chain, policies, store.promotion, store.promoteAfter),
-                transfer, process);
+                transfer, memory, process);
     }
 
     private boolean configured(TierKind k) {

@@ -6,6 +6,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import dev.strata.cache.policy.PolicyKind;
 import dev.strata.memory.Sizes;
 import dev.strata.memory.TierKind;
+import dev.strata.memory.host.OffHeapRegion;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
@@ -243,5 +244,23 @@ class StrataConfigTest {
                 .hasMessageContaining("adaptive-reach");
         assertThatThrownBy(() -> ConfigLoader.load(yaml("kv: { polcy: lru }\n"), List.of(), null))
                 .isInstanceOf(ConfigException.class).hasMessageContaining("'kv.polcy'");
+    }
+
+    @Test
+    void hugePagesAreAdvisedUnlessTheConfigurationTurnsThemOff() throws Exception {
+        assertThat(StrataConfig.defaults().memory().hugePages()).isEqualTo(OffHeapRegion.HugePages.ADVISE);
+        assertThat(ConfigLoader.load(yaml("memory: { huge-pages: off }\n"), List.of(), null).memory().hugePages())
+                .isEqualTo(OffHeapRegion.HugePages.OFF);
+        assertThat(ConfigLoader.load(yaml("memory: { huge-pages: off }\n"), List.of("memory.huge-pages=advise"), null)
+                .memory().hugePages()).isEqualTo(OffHeapRegion.HugePages.ADVISE);
+        assertThatThrownBy(() -> ConfigLoader.load(null, List.of("memory.huge-pages=always"), null))
+                .isInstanceOf(ConfigException.class)
+                .hasMessage("memory.huge-pages: unknown value 'always' (expected advise or off)");
+        assertThat(ConfigLoader.load(yaml("memory: { huge-pages: false }\n"), List.of(), null).memory().hugePages())
+                .isEqualTo(OffHeapRegion.HugePages.OFF);
+        assertThat(ConfigLoader.load(null, List.of("memory.huge-pages=off"), null).memory().hugePages())
+                .isEqualTo(OffHeapRegion.HugePages.OFF);
+        assertThatThrownBy(() -> ConfigLoader.load(yaml("memory: { hugepages: off }\n"), List.of(), null))
+                .isInstanceOf(ConfigException.class).hasMessageContaining("'memory.hugepages'");
     }
 }

@@ -14,7 +14,8 @@ import java.util.concurrent.atomic.AtomicBoolean;
  *
  * <p>Alignment: {@value #PAGE} bytes, or {@value #HUGE_PAGE} bytes for regions of at least
  * {@value #HUGE_THRESHOLD} bytes. A large region is its own private anonymous mapping
- * ({@code mmap(2)}), advised with {@code MADV_HUGEPAGE} before its first touch, so that
+ * ({@code mmap(2)}), advised with {@code MADV_HUGEPAGE} before its first touch (unless
+ * {@link #hugePages(HugePages)} is {@link HugePages#OFF}: {@code memory.huge-pages}), so that
  * transparent huge pages back it where the kernel allows them: with the kernel's setting at
  * {@code madvise} (a common default) only advised memory gets them, and memory from
  * {@link Arena#allocate} is written (zeroed) before it could be advised. Huge pages take a copy of
@@ -37,6 +38,16 @@ public final class OffHeapRegion implements AutoCloseable {
     public static final long HUGE_PAGE = 2L << 20;
     /** Regions at least this large (bytes) are aligned to {@link #HUGE_PAGE}. */
     public static final long HUGE_THRESHOLD = 4L << 20;
+
+    /** Whether large regions ask for transparent huge pages. */
+    public enum HugePages {
+        /** Regions of {@link #HUGE_THRESHOLD} bytes or more are advised {@code MADV_HUGEPAGE} (the default). */
+        ADVISE,
+        /** No advice: regions stay on whatever the kernel's own setting gives unadvised memory. */
+        OFF
+    }
+
+    private static volatile HugePages hugePages = HugePages.ADVISE; // for regions reserved from now on
 
     private final String name;
     private final Arena arena;
@@ -70,8 +81,8 @@ public final class OffHeapRegion implements AutoCloseable {
 
     /**
      * Maps {@code bytes} of private anonymous (zeroed) memory starting on a {@link #HUGE_PAGE}
-     * boundary, advised with {@code MADV_HUGEPAGE}; closing {@code arena} unmaps it. Sets
-     * {@code advised[0]} when the kernel took the advice.
+     * boundary, advised with {@code MADV_HUGEPAGE} unless the setting is {@link HugePages#OFF};
+     * closing {@code arena} unmaps it. Sets {@code advised[0]} when the kernel took the advice.
      */
     @SuppressWarnings("restricted") // mmap and madvise on a range this method maps itself
     private static MemorySegment mapForHugePages(long bytes, Arena arena, boolean[] advised) {
@@ -87,8 +98,10 @@ public final class OffHeapRegion implements AutoCloseable {
             long start = (mapped + HUGE_PAGE - 1) & -HUGE_PAGE;
             try {
                 long advisedBytes = (bytes + PAGE - 1) & -PAGE;
-                int rc = (int) Libc.MADVISE.invokeExact(state, MemorySegment.ofAddress(start), advisedBytes, Libc.MADV_HUGEPAGE);
-                advised[0] = rc == 0; // EINVAL: a kernel built without transparent huge pages; base pages serve
+                if (hugePages == HugePages.ADVISE) {
+                    int rc = (int) Libc.MADVISE.invokeExact(state, MemorySegment.ofAddress(start), advisedBytes, Libc.MADV_HUGEPAGE);
+                    advised[0] = rc == 0; // EINVAL: a kernel built without transparent huge pages; base pages serve
+                }
                 return MemorySegment.ofAddress(start).reinterpret(bytes, arena, ignored -> Libc.unmap(mapped, span));
             } catch (Throwable t) {
                 Libc.unmap(mapped, span);
@@ -99,6 +112,19 @@ public final class OffHeapRegion implements AutoCloseable {
         } catch (Throwable t) {
             throw new IllegalStateException("mmap failed: " + t, t);
         }
+    }
+
+    /**
+     * Sets whether regions reserved from now on ask for transparent huge pages (process-wide, as
+     * {@code memory.huge-pages} configures it; regions already reserved keep theirs). Any thread.
+     */
+    public static void hugePages(HugePages setting) {
+        hugePages = java.util.Objects.requireNonNull(setting, "huge pages setting");
+    }
+
+    /** The current {@link #hugePages(HugePages)} setting. */
+    public static HugePages hugePages() {
+        return hugePages;
     }
 
     /**

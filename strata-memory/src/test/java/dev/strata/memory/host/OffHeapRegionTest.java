@@ -76,6 +76,20 @@ class OffHeapRegionTest {
         assertThatThrownBy(() -> OffHeapRegion.reserve(0, 64, Arena.global())).hasMessageContaining("0");
     }
 
+    @Test
+    void withHugePagesOffLargeRegionsAskForNothing() throws IOException {
+        OffHeapRegion.HugePages before = OffHeapRegion.hugePages();
+        OffHeapRegion.hugePages(OffHeapRegion.HugePages.OFF);
+        try (OffHeapRegion large = OffHeapRegion.allocate("large-no-thp", OffHeapRegion.HUGE_THRESHOLD, true)) {
+            assertThat(large.hugePagesAdvised()).isFalse();
+            assertThat(large.segment().address() % OffHeapRegion.HUGE_PAGE).isZero();
+            assertThat(vmFlagsAt(large.segment().address())).doesNotContain("hg");
+            assertThat(MemoryAudit.liveRegions()).anyMatch(r -> r.name().equals("large-no-thp") && !r.hugePagesAdvised());
+        } finally {
+            OffHeapRegion.hugePages(before);
+        }
+    }
+
     /** The VmFlags of the mapping of this process that contains {@code address}. */
     private static List<String> vmFlagsAt(long address) throws IOException {
         boolean inside = false;
