@@ -8,6 +8,8 @@ import dev.strata.memory.disk.DiskTier;
 import dev.strata.memory.disk.DiskTierOptions;
 import dev.strata.memory.disk.IoMode;
 import dev.strata.memory.host.HostTier;
+import dev.strata.memory.host.MemoryAudit;
+import dev.strata.memory.host.OffHeapRegion;
 import dev.strata.memory.log.Log;
 import dev.strata.memory.pool.PoolConfig;
 import dev.strata.memory.pool.PoolTier;
@@ -35,7 +37,8 @@ import java.util.SplittableRandom;
  *   <li>DISK writes and reads at 256 KiB and 2 MiB with 4 requests in flight, against {@code fio}
  *       with direct I/O and the same request size and depth on the same file system (goal ≥ 0.9×);
  *       the reads also against fio checking a hash in every block as it reads, the same work as the
- *       tier's checksum verification (information).</li>
+ *       tier's checksum verification (information), and against the same reads into a HOST tier
+ *       reserved without huge pages (information: what huge pages give the reads).</li>
  *   <li>Where the machine has a CUDA device: its host link, host to device and back from
  *       page-locked and pageable memory at the same block sizes, against the host link the models
  *       assume ({@link CudaLinkMeasure}; information).</li>
@@ -276,7 +279,8 @@ public final class TiersScenario implements Scenario {
         Path dir = options.workDir();
         var fio = Fio.ensureInstalled(options.allowInstall(), notes);
         try (DiskTier disk = DiskTier.open(DiskTierOptions.in(dir.resolve("disk-tier"), total + 16 * Sizes.MiB)
-                .name("disk").deleteOnClose(true))) {
+                .name("disk").deleteOnClose(true));
+             HostTier basePages = basePagesLike(host)) {
             if (disk.ioMode() != IoMode.DIRECT) {
                 notes.add("the DISK tier fell back to buffered I/O in " + dir + " (" + disk.ioModeReason()
                         + "): disk figures are not direct-I/O figures");
@@ -318,11 +322,48 @@ public final class TiersScenario implements Scenario {
                                 + " object's checksum; the goal is on the plain fio figure above"));
                     }
                 }
+                hugePagesFigure(engine, disk, diskHandles, host, src, basePages, size, rounds, figures);
                 freeAll(disk, diskHandles);
                 freeAll(host, hostHandles);
             }
         } finally {
             Fio.cleanUp(dir);
+        }
+    }
+
+    /**
+     * {@code disk_read_<size>_qd4_huge_vs_base_pages} (information): the same DISK reads into the
+     * scenario's HOST tier, whose region asked for huge pages, against reads into a HOST tier
+     * reserved with {@code memory.huge-pages: off}, in alternating rounds.
+     */
+    private static void hugePagesFigure(TransferEngine engine, DiskTier disk, long[] diskHandles, HostTier host, long[] dst,
+                                        HostTier basePages, long size, int rounds, List<Figure> figures) {
+        int n = (int) Math.min(diskHandles.length, basePages.available() / size / 2);
+        long[] baseHandles = allocate(basePages, n, size);
+        long[] baseDst = new long[diskHandles.length];
+        for (int i = 0; i < baseDst.length; i++) {
+            baseDst[i] = baseHandles[i % n];
+        }
+        try {
+            Paired p = Trials.paired(rounds, () -> CopyMeasure.engine(engine, disk, diskHandles, basePages, baseDst, size, 16),
+                    () -> CopyMeasure.engine(engine, disk, diskHandles, host, dst, size, 16));
+            figures.add(Figure.paired("disk_read_" + label(size) + "_qd4_huge_vs_base_pages", "GB/s",
+                    "the same reads into HOST memory reserved with memory.huge-pages: off", p, ">= 0")
+                    .withNote("information: what huge pages under the HOST tier give DISK reads (the kernel backed "
+                            + Sizes.format(Math.max(MemoryAudit.processAnonHugePageBytes(), 0)) + " of this process with huge pages)"));
+        } finally {
+            freeAll(basePages, baseHandles);
+        }
+    }
+
+    /** A HOST tier like {@code host} whose region asks for no huge pages ({@code memory.huge-pages: off}). */
+    private static HostTier basePagesLike(HostTier host) {
+        OffHeapRegion.HugePages setting = OffHeapRegion.hugePages();
+        OffHeapRegion.hugePages(OffHeapRegion.HugePages.OFF);
+        try {
+            return HostTier.create("host-base-pages", host.capacity());
+        } finally {
+            OffHeapRegion.hugePages(setting);
         }
     }
 
