@@ -18,8 +18,9 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * {@link #hugePages(HugePages)} is {@link HugePages#OFF}: {@code memory.huge-pages}), so that
  * transparent huge pages back it where the kernel allows them: with the kernel's setting at
  * {@code madvise} (a common default) only advised memory gets them, and memory from
- * {@link Arena#allocate} is written (zeroed) before it could be advised. Huge pages take a copy of
- * scattered 16 KiB objects a page-table walk per 2 MiB instead of per 4 KiB. The kernel's setting
+ * {@link Arena#allocate} is written (zeroed) before it could be advised. On huge pages one TLB
+ * entry covers 2 MiB instead of 4 KiB, and a direct DISK transfer of up to 2 MiB into a region is
+ * one physically contiguous range whatever the kernel's free memory looks like. The kernel's setting
  * {@code never} still rules; a kernel without huge pages leaves the region on base pages
  * ({@link #hugePagesAdvised()} false). With pre-touch, every page is written once at creation (a
  * non-zero byte, then zero) so that page faults are paid at start-up and not on the first copy.
