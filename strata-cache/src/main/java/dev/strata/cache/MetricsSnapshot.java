@@ -10,8 +10,9 @@ import java.util.Locale;
 
 /**
  * Everything Strata measures at one moment: each tier's occupancy and measured performance, each
- * link's traffic and latency, the object store's per-tier hits, misses, evictions, demotions
- * and bytes moved, and the process's off-heap regions with their huge pages. {@link #toPrometheus()} renders it in the Prometheus text format.
+ * link's traffic and latency, the object store's per-tier hits, misses, evictions, demotions and
+ * bytes moved, and the process's off-heap regions with their huge pages. {@link #toPrometheus()}
+ * renders it in the Prometheus text format.
  *
  * <p>Immutable; any thread.
  *

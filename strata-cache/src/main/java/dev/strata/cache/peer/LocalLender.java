@@ -171,7 +171,10 @@ public final class LocalLender implements PeerLender {
     private long fences;
     private long lateAcknowledgements;
 
-    /** Reserves the budget (zeroed, touched once here, on huge pages where the kernel gives them) and starts the event and agent threads. */
+    /**
+     * Reserves the budget (zeroed, touched once here, on huge pages where the kernel gives them) and
+     * starts the event and agent threads.
+     */
     public LocalLender(Config config) {
         this.config = config;
         this.arena = Arena.ofShared();

@@ -37,8 +37,9 @@ public final class MemoryMetrics {
     }
 
     /**
-     * Appends the families of the process's off-heap regions, as {@code regions} saw them: {@code strata_memory_region_bytes} (live
-     * regions, every tier's and staging pool's), {@code strata_memory_huge_page_advised_bytes} (of
+     * Appends the families of the process's off-heap regions, as {@code regions} saw them:
+     * {@code strata_memory_region_bytes} (live regions, every tier's and staging pool's),
+     * {@code strata_memory_huge_page_advised_bytes} (of
      * those, the ones advised for transparent huge pages) and, where the kernel reports it,
      * {@code strata_memory_anon_huge_page_bytes} (what the kernel actually backs with huge pages,
      * process-wide). Advised bytes well above backed bytes mean the kernel found no huge pages to
