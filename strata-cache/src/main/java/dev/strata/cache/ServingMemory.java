@@ -285,8 +285,8 @@ public final class ServingMemory implements AutoCloseable {
                 layout = splitDevice.layout();
             } else {
                 arena = Arena.ofShared();
-                MemorySegment kv = OffHeapRegion.reserve(StridedKvLayout.blockMajorBytes(b.geometry, b.kvBlocks), 64, arena);
-                OffHeapRegion.preTouch(kv); // page faults at start-up, not on a request
+                // pre-touched: page faults at start-up, not on a request
+                MemorySegment kv = OffHeapRegion.reserve(StridedKvLayout.blockMajorBytes(b.geometry, b.kvBlocks), 64, arena, true);
                 layout = StridedKvLayout.blockMajor(b.geometry, b.kvBlocks, kv);
             }
             KvBlockManager.Builder kvb = KvBlockManager.builder(layout, b.hasher);
@@ -452,7 +452,8 @@ public final class ServingMemory implements AutoCloseable {
         if (parts.shared != null && parts.shared.tier() != null) {
             tiers.add(parts.shared.tier().stats());
         }
-        new MetricsSnapshot(tiers, o == null ? List.of() : o.links(), o == null ? null : o.store(), MemoryAudit.usage()).writeTo(out);
+        new MetricsSnapshot(tiers, o == null ? List.of() : o.links(), o == null ? null : o.store(),
+                o == null ? MemoryAudit.usage() : o.regions()).writeTo(out);
         if (parts.shared != null) {
             parts.shared.health().writeTo(out); // strata_tier_failed and its counters for the shared pool
             parts.shared.writeMetrics(out); // the store's own families (a cluster's strata_cluster_*)

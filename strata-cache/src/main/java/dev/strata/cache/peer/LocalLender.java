@@ -178,8 +178,7 @@ public final class LocalLender implements PeerLender {
     public LocalLender(Config config) {
         this.config = config;
         this.arena = Arena.ofShared();
-        this.memory = OffHeapRegion.reserve(config.budgetBytes(), Math.max(config.alignment(), OffHeapRegion.PAGE), arena);
-        OffHeapRegion.preTouch(memory);
+        this.memory = OffHeapRegion.reserve(config.budgetBytes(), Math.max(config.alignment(), OffHeapRegion.PAGE), arena, true);
         this.allocator = new BestFitAllocator(config.budgetBytes(), config.alignment());
         this.rule = new LendingRule(config.budgetBytes(), 1);
         this.eventThread = Thread.ofPlatform().daemon().name("strata-peer-" + config.name() + "-events").unstarted(this::deliverEvents);

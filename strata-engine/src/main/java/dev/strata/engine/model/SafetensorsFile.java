@@ -150,7 +150,7 @@ public final class SafetensorsFile {
                 }
             }
             if (load == WeightLoad.COPY && copied.size() == entries.size()) { // the whole data area, in one read
-                MemorySegment area = OffHeapRegion.reserve(size - dataStart, COPY_ALIGNMENT, arena);
+                MemorySegment area = OffHeapRegion.reserve(size - dataStart, COPY_ALIGNMENT, arena, false);
                 UncachedRead.into(path, dataStart, area);
                 for (Entry e : copied) {
                     data.put(e.name(), area.asSlice(e.fileOffset() - dataStart, e.byteSize()).asReadOnly());
@@ -160,7 +160,7 @@ public final class SafetensorsFile {
                 for (Entry e : copied) {
                     total += Sizes.alignUp(e.byteSize(), TENSOR_ALIGNMENT);
                 }
-                MemorySegment area = OffHeapRegion.reserve(total, COPY_ALIGNMENT, arena);
+                MemorySegment area = OffHeapRegion.reserve(total, COPY_ALIGNMENT, arena, false);
                 List<UncachedRead.Part> parts = new ArrayList<>();
                 long at = 0;
                 for (Entry e : copied) {

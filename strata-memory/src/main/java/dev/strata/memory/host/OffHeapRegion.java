@@ -65,28 +65,33 @@ public final class OffHeapRegion implements AutoCloseable {
         this.name = name;
         this.alignment = bytes >= HUGE_THRESHOLD ? HUGE_PAGE : PAGE;
         this.arena = Arena.ofShared();
-        boolean[] advised = new boolean[1];
+        Mapping m;
         try {
-            this.segment = alignment == HUGE_PAGE ? mapForHugePages(bytes, arena, advised) : arena.allocate(bytes, alignment);
+            m = alignment == HUGE_PAGE ? mapForHugePages(bytes, arena) : new Mapping(arena.allocate(bytes, alignment), false);
         } catch (OutOfMemoryError | IllegalArgumentException | IllegalStateException e) {
             arena.close();
             throw new IllegalStateException("cannot reserve " + bytes + " bytes (" + Sizes.format(bytes)
                     + ") for region '" + name + "': " + e.getMessage(), e);
         }
-        this.hugePagesAdvised = advised[0];
+        this.segment = m.segment();
+        this.hugePagesAdvised = m.hugePagesAdvised();
         if (preTouch) {
             preTouch(segment);
         }
         this.auditId = MemoryAudit.register(name, bytes, hugePagesAdvised);
     }
 
+    /** Reserved memory, and whether the kernel took the advice to back it with huge pages. */
+    private record Mapping(MemorySegment segment, boolean hugePagesAdvised) {
+    }
+
     /**
      * Maps {@code bytes} of private anonymous (zeroed) memory starting on a {@link #HUGE_PAGE}
      * boundary, advised with {@code MADV_HUGEPAGE} unless the setting is {@link HugePages#OFF};
-     * closing {@code arena} unmaps it. Sets {@code advised[0]} when the kernel took the advice.
+     * closing {@code arena} unmaps it.
      */
     @SuppressWarnings("restricted") // mmap and madvise on a range this method maps itself
-    private static MemorySegment mapForHugePages(long bytes, Arena arena, boolean[] advised) {
+    private static Mapping mapForHugePages(long bytes, Arena arena) {
         long span = bytes + HUGE_PAGE; // room to start on a huge-page boundary
         try (Arena scratch = Arena.ofConfined()) {
             MemorySegment state = scratch.allocate(Libc.CALL_STATE);
@@ -99,11 +104,13 @@ public final class OffHeapRegion implements AutoCloseable {
             long start = (mapped + HUGE_PAGE - 1) & -HUGE_PAGE;
             try {
                 long advisedBytes = (bytes + PAGE - 1) & -PAGE;
+                boolean advised = false;
                 if (hugePages == HugePages.ADVISE) {
                     int rc = (int) Libc.MADVISE.invokeExact(state, MemorySegment.ofAddress(start), advisedBytes, Libc.MADV_HUGEPAGE);
-                    advised[0] = rc == 0; // EINVAL: a kernel built without transparent huge pages; base pages serve
+                    advised = rc == 0; // EINVAL: a kernel built without transparent huge pages; base pages serve
                 }
-                return MemorySegment.ofAddress(start).reinterpret(bytes, arena, ignored -> Libc.unmap(mapped, span));
+                return new Mapping(MemorySegment.ofAddress(start).reinterpret(bytes, arena, ignored -> Libc.unmap(mapped, span)),
+                        advised);
             } catch (Throwable t) {
                 Libc.unmap(mapped, span);
                 throw t;
@@ -132,24 +139,31 @@ public final class OffHeapRegion implements AutoCloseable {
      * Reserves {@code bytes} of zeroed off-heap memory owned by {@code arena} (freed when it
      * closes), for memory whose lifetime an arena of its owner already governs (model weights, a
      * KV area, a lender's budget): from {@link #HUGE_THRESHOLD} bytes on, mapped and advised for
-     * transparent huge pages as a region's memory is; below, {@link Arena#allocate}. Not
-     * registered in {@link MemoryAudit}. The memory is not touched; see {@link #preTouch}.
+     * transparent huge pages as a region's memory is; below, {@link Arena#allocate}, whose zeroing
+     * touches every page. Not registered in {@link MemoryAudit}.
      *
      * @param alignment a power of two (memory aligned beyond {@link #HUGE_PAGE} comes from {@link Arena#allocate})
+     * @param preTouch  fault in every page now (page faults at start-up rather than on first use)
      */
-    public static MemorySegment reserve(long bytes, long alignment, Arena arena) {
+    public static MemorySegment reserve(long bytes, long alignment, Arena arena, boolean preTouch) {
         if (bytes <= 0) {
             throw new IllegalArgumentException("reserved size must be positive, got " + bytes);
         }
         if (alignment <= 0 || Long.bitCount(alignment) != 1) {
             throw new IllegalArgumentException("alignment must be a power of two, got " + alignment);
         }
-        return bytes >= HUGE_THRESHOLD && alignment <= HUGE_PAGE ? mapForHugePages(bytes, arena, new boolean[1])
-                : arena.allocate(bytes, alignment);
+        if (bytes < HUGE_THRESHOLD || alignment > HUGE_PAGE) {
+            return arena.allocate(bytes, alignment);
+        }
+        MemorySegment mapped = mapForHugePages(bytes, arena).segment();
+        if (preTouch) {
+            preTouch(mapped);
+        }
+        return mapped;
     }
 
     /** Faults in every page of {@code segment} now (writes a non-zero byte, then zero, per 4 KiB). */
-    public static void preTouch(MemorySegment segment) {
+    private static void preTouch(MemorySegment segment) {
         for (long p = 0; p < segment.byteSize(); p += PAGE) {
             segment.set(ValueLayout.JAVA_BYTE, p, (byte) 1);
             segment.set(ValueLayout.JAVA_BYTE, p, (byte) 0);

@@ -60,20 +60,19 @@ class OffHeapRegionTest {
         MemorySegment large;
         MemorySegment small;
         try (Arena arena = Arena.ofShared()) {
-            large = OffHeapRegion.reserve(OffHeapRegion.HUGE_THRESHOLD, 4096, arena);
-            small = OffHeapRegion.reserve(100_000, 64, arena);
+            large = OffHeapRegion.reserve(OffHeapRegion.HUGE_THRESHOLD, 4096, arena, true);
+            small = OffHeapRegion.reserve(100_000, 64, arena, false);
             assertThat(large.byteSize()).isEqualTo(OffHeapRegion.HUGE_THRESHOLD);
             assertThat(large.address() % OffHeapRegion.HUGE_PAGE).isZero();
             assertThat(vmFlagsAt(large.address())).contains("hg");
             assertThat(small.address() % 64).isZero();
-            OffHeapRegion.preTouch(large);
             assertThat(large.get(ValueLayout.JAVA_BYTE, large.byteSize() - 1)).isZero();
             assertThat(small.get(ValueLayout.JAVA_BYTE, 99_999)).isZero();
         }
         MemorySegment freed = large;
         assertThatThrownBy(() -> freed.get(ValueLayout.JAVA_BYTE, 0)).isInstanceOf(IllegalStateException.class);
-        assertThatThrownBy(() -> OffHeapRegion.reserve(1 << 20, 3, Arena.global())).hasMessageContaining("3");
-        assertThatThrownBy(() -> OffHeapRegion.reserve(0, 64, Arena.global())).hasMessageContaining("0");
+        assertThatThrownBy(() -> OffHeapRegion.reserve(1 << 20, 3, Arena.global(), false)).hasMessageContaining("3");
+        assertThatThrownBy(() -> OffHeapRegion.reserve(0, 64, Arena.global(), false)).hasMessageContaining("0");
     }
 
     @Test
