@@ -31,7 +31,6 @@ import dev.strata.memory.host.HostTier;
 import dev.strata.memory.host.MemoryAudit;
 import dev.strata.memory.host.OffHeapRegion;
 import dev.strata.memory.metrics.PrometheusText;
-import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -261,7 +260,7 @@ public final class ServingMemory implements AutoCloseable {
      * are the caller's and are only referenced.
      */
     private static final class Opened {
-        Arena arena; // the block-major KV arena (kvBlocks × bytesPerBlock); null under a split
+        OffHeapRegion kvArea; // the block-major KV arena (kvBlocks × bytesPerBlock); null under a split
         SplitDevice splitDevice; // null without a split
         TieredMemory offload; // null without offload
         KvBlockManager kv;
@@ -284,10 +283,10 @@ public final class ServingMemory implements AutoCloseable {
                 splitDevice = SplitDevice.open(b.geometry, b.kvBlocks, x.image().bytes(), x.moeLayers(), x.slotsPerLayer(), b.split);
                 layout = splitDevice.layout();
             } else {
-                arena = Arena.ofShared();
-                // pre-touched: page faults at start-up, not on a request
-                MemorySegment kv = OffHeapRegion.reserve(StridedKvLayout.blockMajorBytes(b.geometry, b.kvBlocks), 64, arena, true);
-                layout = StridedKvLayout.blockMajor(b.geometry, b.kvBlocks, kv);
+                // a region: pre-touched (page faults at start-up, not on a request), audited, and anonymous
+                // memory that offload gathers and scatters may stream to and from
+                kvArea = OffHeapRegion.allocate("kv-area", StridedKvLayout.blockMajorBytes(b.geometry, b.kvBlocks), true);
+                layout = StridedKvLayout.blockMajor(b.geometry, b.kvBlocks, kvArea.segment());
             }
             KvBlockManager.Builder kvb = KvBlockManager.builder(layout, b.hasher);
             KvManagerConfig settings = KvManagerConfig.defaults().devicePolicy(b.kvPolicy);
@@ -383,8 +382,8 @@ public final class ServingMemory implements AutoCloseable {
             if (offload != null) {
                 offload.close();
             }
-            if (arena != null) {
-                arena.close();
+            if (kvArea != null) {
+                kvArea.close();
             }
         }
 

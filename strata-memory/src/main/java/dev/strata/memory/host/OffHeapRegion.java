@@ -2,6 +2,7 @@ package dev.strata.memory.host;
 
 import dev.strata.memory.Sizes;
 import dev.strata.memory.posix.Libc;
+import dev.strata.memory.transfer.NonTemporalCopy;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -25,7 +26,8 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * ({@link #hugePagesAdvised()} false). With pre-touch, every page is written once at creation (a
  * non-zero byte, then zero) so that page faults are paid at start-up and not on the first copy.
  *
- * <p>Registered in {@link MemoryAudit} from creation until {@link #close()}.
+ * <p>Registered in {@link MemoryAudit} from creation until {@link #close()}, and for as long as
+ * anonymous memory with {@link NonTemporalCopy}, whose streaming copies it may take part in.
  *
  * <p>Threads: {@link #segment()} may be used from any thread while the region is open;
  * {@link #close()} may be called from any thread, frees the memory once and later calls do
@@ -79,6 +81,7 @@ public final class OffHeapRegion implements AutoCloseable {
             preTouch(segment);
         }
         this.auditId = MemoryAudit.register(name, bytes, hugePagesAdvised);
+        NonTemporalCopy.registerAnonymous(arena.scope()); // private anonymous memory: nothing can truncate it
     }
 
     /** Reserved memory, and whether the kernel took the advice to back it with huge pages. */
@@ -217,6 +220,7 @@ public final class OffHeapRegion implements AutoCloseable {
     @Override
     public void close() {
         if (closed.compareAndSet(false, true)) {
+            NonTemporalCopy.unregisterAnonymous(arena.scope());
             arena.close();
             MemoryAudit.unregister(auditId);
         }

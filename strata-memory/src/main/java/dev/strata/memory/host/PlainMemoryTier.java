@@ -5,6 +5,7 @@ import dev.strata.memory.Tier;
 import dev.strata.memory.TierKind;
 import dev.strata.memory.TierMeter;
 import dev.strata.memory.TierStats;
+import dev.strata.memory.transfer.NonTemporalCopy;
 
 import java.lang.foreign.MemorySegment;
 import java.util.List;
@@ -12,11 +13,13 @@ import java.util.List;
 /**
  * The mechanics shared by tiers whose objects are plain bytes in this process's address space
  * (HOST, and DEVICE on the CPU backend): an {@link Allocator} carves one memory segment, a handle
- * is an allocation's offset in it, and reads and writes are {@link MemorySegment#copy} calls.
+ * is an allocation's offset in it, and reads and writes are plain memory copies.
  *
  * <p>Checks on every data call: the handle must be a live allocation and the length must fit its
  * {@link #allocationSize}; otherwise {@link IllegalArgumentException} names the tier, the handle
- * and the lengths. {@link #read} and {@link #scatterRead} of a handle that is not allocated return
+ * and the lengths. Copies of {@link NonTemporalCopy#MIN_BYTES} or more between this memory and
+ * other anonymous memory use streaming stores ({@link NonTemporalCopy}). {@link #read} and
+ * {@link #scatterRead} of a handle that is not allocated return
  * {@code false} (the object is not there, an expected outcome); every allocated handle reads
  * {@code true}, whatever was written to it. Every read and write is recorded in the tier's
  * {@link TierMeter}.
@@ -144,7 +147,7 @@ public class PlainMemoryTier implements Tier {
         long length = src.byteSize();
         checkFits("write", handle, size, length);
         long start = meter.startWrite();
-        MemorySegment.copy(src, 0, memory, handle, length);
+        NonTemporalCopy.copy(src, 0, memory, handle, length);
         meter.writeDone(length, start);
     }
 
@@ -155,13 +158,7 @@ public class PlainMemoryTier implements Tier {
         long total = totalBytes(parts);
         checkFits("gather write", handle, size, total);
         long start = meter.startWrite();
-        long at = handle;
-        for (int i = 0, n = parts.size(); i < n; i++) {
-            MemorySegment part = parts.get(i);
-            long len = part.byteSize();
-            MemorySegment.copy(part, 0, memory, at, len);
-            at += len;
-        }
+        NonTemporalCopy.gather(parts, memory.asSlice(handle, total));
         meter.writeDone(total, start);
     }
 
@@ -175,7 +172,7 @@ public class PlainMemoryTier implements Tier {
         long length = dst.byteSize();
         checkFits("read", handle, size, length);
         long start = meter.startRead();
-        MemorySegment.copy(memory, handle, dst, 0, length);
+        NonTemporalCopy.copy(memory, handle, dst, 0, length);
         meter.readDone(length, start);
         return true;
     }
@@ -190,13 +187,7 @@ public class PlainMemoryTier implements Tier {
         long total = totalBytes(parts);
         checkFits("scatter read", handle, size, total);
         long start = meter.startRead();
-        long at = handle;
-        for (int i = 0, n = parts.size(); i < n; i++) {
-            MemorySegment part = parts.get(i);
-            long len = part.byteSize();
-            MemorySegment.copy(memory, at, part, 0, len);
-            at += len;
-        }
+        NonTemporalCopy.scatter(memory.asSlice(handle, total), parts);
         meter.readDone(total, start);
         return true;
     }

@@ -34,6 +34,7 @@ public final class Libc {
     public static final int PROT_NONE = 0;
     public static final int PROT_READ = 1;
     public static final int PROT_WRITE = 2;
+    public static final int PROT_EXEC = 4;
     public static final int MAP_SHARED = 0x01;
     public static final int MAP_PRIVATE = 0x02;
     public static final int MAP_FIXED = 0x10;
@@ -80,6 +81,9 @@ public final class Libc {
             FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.JAVA_LONG));
     /** {@code int madvise(void *addr, size_t length, int advice)}. */
     public static final MethodHandle MADVISE = bind("madvise",
+            FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.JAVA_LONG, ValueLayout.JAVA_INT));
+    /** {@code int mprotect(void *addr, size_t length, int prot)}. */
+    public static final MethodHandle MPROTECT = bind("mprotect",
             FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.JAVA_LONG, ValueLayout.JAVA_INT));
     /** {@code int open(const char *path, int flags, ...)}: variadic, the mode is the first variadic argument. */
     public static final MethodHandle OPEN = LINKER.downcallHandle(LINKER.defaultLookup().findOrThrow("open"),

@@ -129,7 +129,7 @@ public final class TierCopy {
                     if (from == null) {
                         return NOT_FOUND;
                     }
-                    MemorySegment.copy(from, 0, dst.segment(dstHandle, 0, length), 0, length);
+                    NonTemporalCopy.copy(from, 0, dst.segment(dstHandle, 0, length), 0, length);
                 } else if (!src.read(srcHandle, dst.segment(dstHandle, 0, length))) {
                     return NOT_FOUND;
                 }
@@ -184,33 +184,20 @@ public final class TierCopy {
 
     /**
      * Copies the concatenation of {@code parts} into {@code into} (plain memory on both sides; the
-     * gather of a transfer into a plain tier's view), and returns the bytes copied.
+     * gather of a transfer into a plain tier's view), and returns the bytes copied; with streaming
+     * stores where {@link NonTemporalCopy} allows them.
      */
     public static long gatherView(List<MemorySegment> parts, MemorySegment into) {
-        long at = 0;
-        for (int i = 0, n = parts.size(); i < n; i++) {
-            MemorySegment part = parts.get(i);
-            long len = part.byteSize();
-            MemorySegment.copy(part, 0, into, at, len);
-            at += len;
-        }
-        return at;
+        return NonTemporalCopy.gather(parts, into);
     }
 
     /**
      * Spreads the bytes of {@code from}, in order, over {@code parts} (plain memory on both sides;
      * the scatter of a transfer out of a plain tier's view or a bounce buffer), and returns the
-     * bytes copied.
+     * bytes copied; with streaming stores where {@link NonTemporalCopy} allows them.
      */
     public static long scatterView(MemorySegment from, List<MemorySegment> parts) {
-        long at = 0;
-        for (int i = 0, n = parts.size(); i < n; i++) {
-            MemorySegment part = parts.get(i);
-            long len = part.byteSize();
-            MemorySegment.copy(from, at, part, 0, len);
-            at += len;
-        }
-        return at;
+        return NonTemporalCopy.scatter(from, parts);
     }
 
     /**

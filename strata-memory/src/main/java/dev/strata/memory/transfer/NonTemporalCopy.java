@@ -1,0 +1,403 @@
+package dev.strata.memory.transfer;
+
+import dev.strata.memory.posix.Libc;
+
+import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.FunctionDescriptor;
+import java.lang.foreign.Linker;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.lang.invoke.MethodHandle;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Locale;
+import java.util.Objects;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.LongAdder;
+
+/**
+ * Copies between memory Strata mapped anonymously with non-temporal (streaming) stores: whole
+ * cache lines go to memory without being read first and without filling the cache with bytes
+ * that an offload copy will not read again soon.
+ *
+ * <p>Design note. The JDK has no non-temporal store. {@link MemorySegment#copy} takes the JVM's
+ * own non-temporal path only for a single copy of at least 2.5 MiB, so a transfer made of pieces
+ * (a KV block gathered from 128 layer tensors of 20 KiB each) never reaches it and runs at about
+ * two thirds of the contiguous copy of the same bytes: every destination line is read from memory
+ * before it is written. This class therefore carries its own copy loop, ten x86-64 AVX2
+ * instructions ({@link #ROUTINE}, listed there), placed at class initialisation in a page it maps
+ * read-write, fills, and then maps read-execute (never both), and called through a critical
+ * downcall. The routine is checked against {@link MemorySegment#copy} before first use; where
+ * anything is missing (another architecture, no AVX2, a kernel or policy that refuses executable
+ * memory, a failed check) every call takes {@link MemorySegment#copy} and
+ * {@link #unavailableReason()} says why.
+ *
+ * <p>Which memory. A fault in native code ends the JVM, where {@link MemorySegment#copy} turns it
+ * into an {@link InternalError} that a tier reports: a file mapping faults when another process
+ * truncates the file (a POOL, a mapped model). So the streaming path is taken only when every
+ * segment of a call belongs to a scope registered with {@link #registerAnonymous} (the arenas of
+ * {@code OffHeapRegion}s: HOST tiers, the DEVICE tier's CPU backend, staging pools, the serving
+ * KV area), the call moves at least {@link #MIN_BYTES}, and the source and destination do not
+ * overlap; everything else is {@link MemorySegment#copy}. The segments are passed to the downcall
+ * as segments, so their arenas cannot be closed under a copy in flight.
+ *
+ * <p>Ordering. Non-temporal stores are weakly ordered: each public method ends with an
+ * {@code SFENCE}, so the bytes are visible to any thread that later learns of the copy through
+ * the usual happens-before edges (a future, a lock, a volatile write).
+ *
+ * <p>Threads: every method may be called from any thread; the routine keeps no state.
+ */
+public final class NonTemporalCopy {
+
+    /** Whether copies may take the streaming path ({@code memory.non-temporal-copies}). */
+    public enum Mode {
+        /** Streaming stores where the routine is available and the memory qualifies (the default). */
+        AUTO,
+        /** Always {@link MemorySegment#copy}. */
+        OFF
+    }
+
+    /** Calls moving fewer bytes than this (in all) take {@link MemorySegment#copy}. */
+    public static final long MIN_BYTES = 16 * 1024;
+
+    private static final long LINE = 64; // bytes: the routine's destination starts on a cache line
+    private static final long STEP = 128; // bytes moved by one pass of the routine's loop
+
+    /**
+     * The routine, System V calling convention: {@code stream(rdi = dst, rsi = src, rdx = length)}
+     * with {@code length} a positive multiple of {@link #STEP} and {@code dst} 32-byte aligned;
+     * then, at {@link #FENCE_OFFSET}, {@code fence()}.
+     * <pre>
+     * loop: vmovdqu  ymm0, [rsi]        ; four unaligned 32-byte loads
+     *       vmovdqu  ymm1, [rsi + 32]
+     *       vmovdqu  ymm2, [rsi + 64]
+     *       vmovdqu  ymm3, [rsi + 96]
+     *       vmovntdq [rdi], ymm0        ; four aligned non-temporal stores
+     *       vmovntdq [rdi + 32], ymm1
+     *       vmovntdq [rdi + 64], ymm2
+     *       vmovntdq [rdi + 96], ymm3
+     *       sub      rsi, -128
+     *       sub      rdi, -128
+     *       add      rdx, -128
+     *       jnz      loop
+     *       vzeroupper
+     *       ret
+     * fence: sfence
+     *       ret
+     * </pre>
+     */
+    private static final byte[] ROUTINE = {
+        (byte) 0xC5, (byte) 0xFE, 0x6F, 0x06,
+        (byte) 0xC5, (byte) 0xFE, 0x6F, 0x4E, 0x20,
+        (byte) 0xC5, (byte) 0xFE, 0x6F, 0x56, 0x40,
+        (byte) 0xC5, (byte) 0xFE, 0x6F, 0x5E, 0x60,
+        (byte) 0xC5, (byte) 0xFD, (byte) 0xE7, 0x07,
+        (byte) 0xC5, (byte) 0xFD, (byte) 0xE7, 0x4F, 0x20,
+        (byte) 0xC5, (byte) 0xFD, (byte) 0xE7, 0x57, 0x40,
+        (byte) 0xC5, (byte) 0xFD, (byte) 0xE7, 0x5F, 0x60,
+        0x48, (byte) 0x83, (byte) 0xEE, (byte) 0x80,
+        0x48, (byte) 0x83, (byte) 0xEF, (byte) 0x80,
+        0x48, (byte) 0x83, (byte) 0xC2, (byte) 0x80,
+        0x75, (byte) 0xCC, // back 52 bytes, to loop
+        (byte) 0xC5, (byte) 0xF8, 0x77,
+        (byte) 0xC3,
+        0x0F, (byte) 0xAE, (byte) 0xF8, // fence
+        (byte) 0xC3,
+    };
+    private static final int FENCE_OFFSET = 56;
+    private static final long CODE_PAGE = 4096;
+
+    private static final MethodHandle STREAM; // (dst, src, length) -> void; null when unavailable
+    private static final MethodHandle FENCE; // () -> void; null when unavailable
+    private static final String UNAVAILABLE; // why the routine is not used, or null
+    private static final Set<MemorySegment.Scope> ANONYMOUS = ConcurrentHashMap.newKeySet();
+    private static final LongAdder STREAMED = new LongAdder(); // bytes moved by the routine
+    private static volatile Mode mode = Mode.AUTO;
+
+    static {
+        MethodHandle[] handles = new MethodHandle[2];
+        String reason;
+        try {
+            reason = install(handles);
+        } catch (Throwable t) {
+            reason = "the copy routine could not be installed: " + t;
+        }
+        STREAM = reason == null ? handles[0] : null;
+        FENCE = reason == null ? handles[1] : null;
+        UNAVAILABLE = reason;
+    }
+
+    private NonTemporalCopy() {
+    }
+
+    /** Maps and checks the routine; returns why it cannot be used, or null with {@code handles} set. */
+    @SuppressWarnings("restricted") // mmap, mprotect and a downcall into a page this method fills itself
+    private static String install(MethodHandle[] handles) throws Throwable {
+        String arch = System.getProperty("os.arch");
+        if (!System.getProperty("os.name", "").toLowerCase(Locale.ROOT).startsWith("linux")
+                || !("amd64".equals(arch) || "x86_64".equals(arch))) {
+            return "not x86-64 Linux (" + System.getProperty("os.name") + ", " + arch + ")";
+        }
+        if (!cpuHasAvx2()) {
+            return "the processor has no AVX2 (no 'avx2' in /proc/cpuinfo)";
+        }
+        MemorySegment page;
+        try (Arena scratch = Arena.ofConfined()) {
+            MemorySegment state = scratch.allocate(Libc.CALL_STATE);
+            page = (MemorySegment) Libc.MMAP.invokeExact(state, MemorySegment.NULL, CODE_PAGE,
+                    Libc.PROT_READ | Libc.PROT_WRITE, Libc.MAP_PRIVATE | Libc.MAP_ANONYMOUS, -1, 0L);
+            if (page.address() == -1L) {
+                return "mmap of the code page failed: " + Libc.describe(Libc.errno(state));
+            }
+            page = page.reinterpret(CODE_PAGE);
+            MemorySegment.copy(MemorySegment.ofArray(ROUTINE), 0, page, 0, ROUTINE.length);
+            int rc = (int) Libc.MPROTECT.invokeExact(state, page, CODE_PAGE, Libc.PROT_READ | Libc.PROT_EXEC);
+            if (rc != 0) {
+                String why = Libc.describe(Libc.errno(state));
+                Libc.unmap(page.address(), CODE_PAGE);
+                return "executable memory was refused (mprotect: " + why + ")";
+            }
+        }
+        // The page lives as long as the process: the handles below call into it.
+        Linker linker = Linker.nativeLinker();
+        handles[0] = linker.downcallHandle(page, FunctionDescriptor.ofVoid(ValueLayout.ADDRESS, ValueLayout.ADDRESS,
+                ValueLayout.JAVA_LONG), Linker.Option.critical(false));
+        handles[1] = linker.downcallHandle(page.asSlice(FENCE_OFFSET), FunctionDescriptor.ofVoid(), Linker.Option.critical(false));
+        return selfCheck(handles[0], handles[1]);
+    }
+
+    private static boolean cpuHasAvx2() {
+        try {
+            for (String line : Files.readAllLines(Path.of("/proc/cpuinfo"))) {
+                if (line.startsWith("flags")) {
+                    return (" " + line.substring(line.indexOf(':') + 1) + " ").contains(" avx2 ");
+                }
+            }
+        } catch (IOException | RuntimeException e) {
+            return false;
+        }
+        return false;
+    }
+
+    /** Runs the routine on a pattern and compares with {@link MemorySegment#copy}; null if they agree. */
+    private static String selfCheck(MethodHandle stream, MethodHandle fence) throws Throwable {
+        long body = 4 * STEP;
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment src = arena.allocate(body + 64, 64);
+            MemorySegment dst = arena.allocate(body + 2 * LINE, 64);
+            for (long i = 0; i < src.byteSize(); i++) {
+                src.set(ValueLayout.JAVA_BYTE, i, (byte) (i * 131 + 7));
+            }
+            dst.fill((byte) 0x5A);
+            stream.invokeExact(dst.asSlice(LINE, body), src.asSlice(3, body), body); // unaligned source
+            fence.invokeExact();
+            if (MemorySegment.mismatch(src, 3, 3 + body, dst, LINE, LINE + body) != -1
+                    || dst.get(ValueLayout.JAVA_BYTE, LINE - 1) != 0x5A || dst.get(ValueLayout.JAVA_BYTE, LINE + body) != 0x5A) {
+                return "the copy routine failed its check against MemorySegment.copy";
+            }
+        }
+        return null;
+    }
+
+    // ------------------------------------------------------------------ settings and state
+
+    /** Sets whether copies may take the streaming path (process-wide; {@code memory.non-temporal-copies}). */
+    public static void mode(Mode setting) {
+        mode = Objects.requireNonNull(setting, "non-temporal copies setting");
+    }
+
+    /** The current {@link #mode(Mode)} setting. */
+    public static Mode mode() {
+        return mode;
+    }
+
+    /** True when the routine is installed and the setting is {@link Mode#AUTO}. */
+    public static boolean available() {
+        return STREAM != null && mode == Mode.AUTO;
+    }
+
+    /** Why the routine is not installed on this machine, or null where it is. */
+    public static String unavailableReason() {
+        return UNAVAILABLE;
+    }
+
+    /** Bytes moved with streaming stores since the process started. */
+    public static long bytesStreamed() {
+        return STREAMED.sum();
+    }
+
+    /**
+     * Declares that every segment of {@code scope} is private anonymous memory of this process (no
+     * file behind it, so no access can fault once it is mapped): copies from and into it may
+     * stream. The owner calls {@link #unregisterAnonymous} before it closes the arena.
+     */
+    public static void registerAnonymous(MemorySegment.Scope scope) {
+        ANONYMOUS.add(Objects.requireNonNull(scope, "scope"));
+    }
+
+    /** Withdraws {@link #registerAnonymous}. */
+    public static void unregisterAnonymous(MemorySegment.Scope scope) {
+        ANONYMOUS.remove(scope);
+    }
+
+    /** True if {@code segment} is native memory of a registered anonymous scope. */
+    public static boolean qualifies(MemorySegment segment) {
+        return segment.isNative() && ANONYMOUS.contains(segment.scope());
+    }
+
+    // ------------------------------------------------------------------ copies
+
+    /**
+     * Copies {@code length} bytes from {@code src} at {@code srcOffset} to {@code dst} at
+     * {@code dstOffset}, as {@link MemorySegment#copy} does (same bounds checks and exceptions),
+     * with streaming stores when both segments qualify and {@code length >= MIN_BYTES}.
+     */
+    public static void copy(MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, long length) {
+        if (length < MIN_BYTES || !available() || !qualifies(src) || !qualifies(dst)) {
+            MemorySegment.copy(src, srcOffset, dst, dstOffset, length);
+            return;
+        }
+        try {
+            stream(src.asSlice(srcOffset, length), dst.asSlice(dstOffset, length));
+        } finally {
+            fence();
+        }
+        STREAMED.add(length);
+    }
+
+    /**
+     * Copies the concatenation of {@code parts} into {@code into} from its start; returns the bytes
+     * copied. Streams when every segment qualifies and the parts hold at least {@link #MIN_BYTES}.
+     *
+     * @throws IndexOutOfBoundsException if the parts do not fit {@code into} (nothing is copied)
+     */
+    public static long gather(List<MemorySegment> parts, MemorySegment into) {
+        boolean streaming = streams(parts, into, "gather");
+        long at = 0;
+        try {
+            for (int i = 0, n = parts.size(); i < n; i++) {
+                MemorySegment part = parts.get(i);
+                long len = part.byteSize();
+                if (streaming) {
+                    stream(part, into.asSlice(at, len));
+                } else {
+                    MemorySegment.copy(part, 0, into, at, len);
+                }
+                at += len;
+            }
+        } finally {
+            if (streaming) {
+                fence();
+            }
+        }
+        if (streaming) {
+            STREAMED.add(at);
+        }
+        return at;
+    }
+
+    /**
+     * Copies {@code from}, from its start, into {@code parts} in order; returns the bytes copied.
+     * Streams when every segment qualifies and the parts hold at least {@link #MIN_BYTES}.
+     *
+     * @throws IndexOutOfBoundsException if the parts are longer than {@code from} (nothing is copied)
+     */
+    public static long scatter(MemorySegment from, List<MemorySegment> parts) {
+        boolean streaming = streams(parts, from, "scatter");
+        long at = 0;
+        try {
+            for (int i = 0, n = parts.size(); i < n; i++) {
+                MemorySegment part = parts.get(i);
+                long len = part.byteSize();
+                if (streaming) {
+                    stream(from.asSlice(at, len), part);
+                } else {
+                    MemorySegment.copy(from, at, part, 0, len);
+                }
+                at += len;
+            }
+        } finally {
+            if (streaming) {
+                fence();
+            }
+        }
+        if (streaming) {
+            STREAMED.add(at);
+        }
+        return at;
+    }
+
+    /**
+     * Whether a gather or scatter between {@code parts} and {@code whole} takes the streaming path.
+     *
+     * @throws IndexOutOfBoundsException if the parts hold more bytes than {@code whole} (nothing is copied)
+     */
+    private static boolean streams(List<MemorySegment> parts, MemorySegment whole, String operation) {
+        boolean qualified = available() && qualifies(whole);
+        long total = 0;
+        MemorySegment.Scope checked = whole.scope();
+        for (int i = 0, n = parts.size(); i < n; i++) {
+            MemorySegment part = parts.get(i);
+            MemorySegment.Scope scope = part.scope();
+            if (qualified && scope != checked) { // parts usually share one scope: look it up once
+                qualified = qualifies(part);
+                checked = scope;
+            }
+            total += part.byteSize();
+        }
+        if (total > whole.byteSize()) {
+            throw new IndexOutOfBoundsException(operation + " of " + parts.size() + " parts (" + total
+                    + " bytes) does not fit a segment of " + whole.byteSize() + " bytes");
+        }
+        return qualified && total >= MIN_BYTES;
+    }
+
+    /**
+     * Copies {@code src} into {@code dst} (same length): the bytes up to {@code dst}'s first cache
+     * line and those after the last whole {@link #STEP} with {@link MemorySegment#copy}, the rest
+     * with the routine. Overlapping ranges take {@link MemorySegment#copy} whole. No fence.
+     */
+    private static void stream(MemorySegment src, MemorySegment dst) {
+        long length = dst.byteSize();
+        long s = src.address();
+        long d = dst.address();
+        if (src.byteSize() != length) {
+            throw new IllegalArgumentException("stream of " + src.byteSize() + " bytes into " + length);
+        }
+        if (s < d + length && d < s + length) {
+            MemorySegment.copy(src, 0, dst, 0, length);
+            return;
+        }
+        long head = Math.min((-d) & (LINE - 1), length);
+        long body = (length - head) & -STEP;
+        if (head > 0) {
+            MemorySegment.copy(src, 0, dst, 0, head);
+        }
+        if (body > 0) {
+            try {
+                STREAM.invokeExact(dst.asSlice(head, body), src.asSlice(head, body), body);
+            } catch (RuntimeException | Error e) {
+                throw e;
+            } catch (Throwable t) {
+                throw new IllegalStateException("non-temporal copy failed", t);
+            }
+        }
+        long done = head + body;
+        if (done < length) {
+            MemorySegment.copy(src, done, dst, done, length - done);
+        }
+    }
+
+    private static void fence() {
+        try {
+            FENCE.invokeExact();
+        } catch (RuntimeException | Error e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new IllegalStateException("store fence failed", t);
+        }
+    }
+}

@@ -1,0 +1,208 @@
+package dev.strata.memory.transfer;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import dev.strata.memory.host.OffHeapRegion;
+import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.SplittableRandom;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The streaming copy routine against {@link MemorySegment#copy}: every alignment and length
+ * copies the same bytes and nothing outside the range, gathers and scatters of odd pieces too;
+ * memory that is not registered anonymous memory, short copies, overlapping ranges and the
+ * {@code off} setting take the plain copy; the routine is installed wherever the processor has
+ * AVX2 on x86-64 Linux.
+ */
+class NonTemporalCopyTest {
+
+    private static final long SPAN = 1 << 20; // bytes of each test region
+    private static final long GUARD = 4096; // untouched bytes checked around each destination range
+
+    private OffHeapRegion source;
+    private OffHeapRegion target;
+
+    @BeforeEach
+    void setUp() {
+        source = OffHeapRegion.allocate("nt-source", SPAN, false);
+        target = OffHeapRegion.allocate("nt-target", SPAN, false);
+        fill(source.segment(), 17);
+    }
+
+    @AfterEach
+    void tearDown() {
+        NonTemporalCopy.mode(NonTemporalCopy.Mode.AUTO);
+        source.close();
+        target.close();
+    }
+
+    @Test
+    void theRoutineIsInstalledOnX8664LinuxWithAvx2() throws IOException {
+        boolean x86Linux = System.getProperty("os.name").toLowerCase(Locale.ROOT).startsWith("linux")
+                && List.of("amd64", "x86_64").contains(System.getProperty("os.arch"));
+        boolean avx2 = x86Linux && Files.readAllLines(Path.of("/proc/cpuinfo")).stream()
+                .filter(l -> l.startsWith("flags")).findFirst()
+                .map(l -> (" " + l.substring(l.indexOf(':') + 1) + " ").contains(" avx2 ")).orElse(false);
+        if (avx2) {
+            assertThat(NonTemporalCopy.unavailableReason()).isNull();
+            assertThat(NonTemporalCopy.available()).isTrue();
+        } else {
+            assertThat(NonTemporalCopy.unavailableReason()).isNotBlank();
+            assertThat(NonTemporalCopy.available()).isFalse();
+        }
+    }
+
+    @Test
+    void regionsQualifyUntilClosedAndOtherMemoryNever() {
+        assertThat(NonTemporalCopy.qualifies(source.segment())).isTrue();
+        assertThat(NonTemporalCopy.qualifies(source.segment().asSlice(100, 200))).isTrue();
+        try (Arena arena = Arena.ofConfined()) {
+            assertThat(NonTemporalCopy.qualifies(arena.allocate(64))).isFalse();
+        }
+        assertThat(NonTemporalCopy.qualifies(MemorySegment.ofArray(new byte[64]))).isFalse();
+        MemorySegment view = target.segment();
+        target.close();
+        assertThat(NonTemporalCopy.qualifies(view)).isFalse();
+        target = OffHeapRegion.allocate("nt-target", SPAN, false);
+    }
+
+    @Test
+    void everyAlignmentAndLengthCopiesTheSameBytesAndNothingElse() {
+        SplittableRandom random = new SplittableRandom(42);
+        long[] lengths = {NonTemporalCopy.MIN_BYTES - 1, NonTemporalCopy.MIN_BYTES, NonTemporalCopy.MIN_BYTES + 1,
+            20 * 1024, 20 * 1024 + 37, 64 * 1024 - 1, 256 * 1024 + 5, 300_001};
+        for (long length : lengths) {
+            for (int trial = 0; trial < 6; trial++) {
+                long from = random.nextLong(0, 200);
+                long to = GUARD + random.nextLong(0, 200);
+                target.segment().fill((byte) 0x5A);
+                long before = NonTemporalCopy.bytesStreamed();
+                NonTemporalCopy.copy(source.segment(), from, target.segment(), to, length);
+                assertCopied(from, to, length);
+                long streamed = NonTemporalCopy.bytesStreamed() - before;
+                assertThat(streamed).as("bytes streamed for a copy of %d bytes", length)
+                        .isEqualTo(NonTemporalCopy.available() && length >= NonTemporalCopy.MIN_BYTES ? length : 0);
+            }
+        }
+    }
+
+    @Test
+    void gathersAndScattersOfOddPiecesRoundTrip() {
+        SplittableRandom random = new SplittableRandom(7);
+        List<MemorySegment> parts = new ArrayList<>();
+        long at = 0;
+        long total = 0;
+        while (total < 400_000) { // pieces from 1 byte to 40 KiB, at odd places in the source
+            long len = random.nextLong(1, 40 * 1024);
+            at += random.nextLong(0, 300);
+            parts.add(source.segment().asSlice(at, len));
+            at += len;
+            total += len;
+        }
+        target.segment().fill((byte) 0x5A);
+        long before = NonTemporalCopy.bytesStreamed();
+        MemorySegment whole = target.segment().asSlice(GUARD + 3, total);
+        assertThat(NonTemporalCopy.gather(parts, whole)).isEqualTo(total);
+        long offset = 0;
+        for (MemorySegment part : parts) {
+            assertThat(MemorySegment.mismatch(part, 0, part.byteSize(), whole, offset, offset + part.byteSize())).isEqualTo(-1);
+            offset += part.byteSize();
+        }
+        assertThat(target.segment().get(ValueLayout.JAVA_BYTE, GUARD + 2)).isEqualTo((byte) 0x5A);
+        assertThat(target.segment().get(ValueLayout.JAVA_BYTE, GUARD + 3 + total)).isEqualTo((byte) 0x5A);
+
+        // scatter the gathered bytes over fresh pieces of the target's upper half
+        List<MemorySegment> back = new ArrayList<>();
+        long place = SPAN / 2;
+        for (MemorySegment part : parts) {
+            back.add(target.segment().asSlice(place, part.byteSize()));
+            place += part.byteSize() + 11;
+        }
+        assertThat(NonTemporalCopy.scatter(whole, back)).isEqualTo(total);
+        for (int i = 0; i < parts.size(); i++) {
+            assertThat(parts.get(i).mismatch(back.get(i))).as("piece %d", i).isEqualTo(-1);
+        }
+        assertThat(NonTemporalCopy.bytesStreamed() - before).isEqualTo(NonTemporalCopy.available() ? 2 * total : 0);
+    }
+
+    @Test
+    void memoryOutsideRegisteredRegionsTakesThePlainCopy() {
+        long before = NonTemporalCopy.bytesStreamed();
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment other = arena.allocate(256 * 1024);
+            NonTemporalCopy.copy(source.segment(), 5, other, 0, other.byteSize());
+            assertThat(MemorySegment.mismatch(source.segment(), 5, 5 + other.byteSize(), other, 0, other.byteSize())).isEqualTo(-1);
+            byte[] heap = new byte[100_000];
+            NonTemporalCopy.copy(source.segment(), 0, MemorySegment.ofArray(heap), 0, heap.length);
+            assertThat(MemorySegment.mismatch(source.segment(), 0, heap.length, MemorySegment.ofArray(heap), 0, heap.length))
+                    .isEqualTo(-1);
+            NonTemporalCopy.gather(List.of(other.asSlice(0, 100_000), other.asSlice(100_000, 100_000)),
+                    target.segment().asSlice(0, 200_000));
+            assertThat(MemorySegment.mismatch(other, 0, 200_000, target.segment(), 0, 200_000)).isEqualTo(-1);
+        }
+        assertThat(NonTemporalCopy.bytesStreamed()).isEqualTo(before);
+    }
+
+    @Test
+    void overlappingRangesCopyAsMemorySegmentCopyDoes() {
+        MemorySegment s = source.segment();
+        byte[] expected = new byte[(int) SPAN];
+        MemorySegment e = MemorySegment.ofArray(expected);
+        MemorySegment.copy(s, 0, e, 0, SPAN);
+        MemorySegment.copy(e, 1000, e, 1100, 300_000); // forward overlap, the hard direction
+        NonTemporalCopy.copy(s, 1000, s, 1100, 300_000);
+        assertThat(s.mismatch(e)).isEqualTo(-1);
+    }
+
+    @Test
+    void offSettingTakesThePlainCopy() {
+        NonTemporalCopy.mode(NonTemporalCopy.Mode.OFF);
+        assertThat(NonTemporalCopy.available()).isFalse();
+        target.segment().fill((byte) 0x5A);
+        long before = NonTemporalCopy.bytesStreamed();
+        NonTemporalCopy.copy(source.segment(), 0, target.segment(), GUARD, 200_000);
+        assertCopied(0, GUARD, 200_000);
+        assertThat(NonTemporalCopy.bytesStreamed()).isEqualTo(before);
+    }
+
+    @Test
+    void outOfBoundsCopiesAreRefusedBeforeAnyByteMoves() {
+        target.segment().fill((byte) 0x5A);
+        assertThatThrownBy(() -> NonTemporalCopy.copy(source.segment(), SPAN - 100_000, target.segment(), 0, 100_001))
+                .isInstanceOf(IndexOutOfBoundsException.class);
+        assertThatThrownBy(() -> NonTemporalCopy.gather(List.of(source.segment().asSlice(0, 600_000),
+                source.segment().asSlice(0, 600_000)), target.segment().asSlice(0, SPAN - 1)))
+                .isInstanceOf(IndexOutOfBoundsException.class);
+        assertThat(target.segment().get(ValueLayout.JAVA_BYTE, 0)).isEqualTo((byte) 0x5A);
+    }
+
+    private void assertCopied(long from, long to, long length) {
+        MemorySegment s = source.segment();
+        MemorySegment t = target.segment();
+        assertThat(MemorySegment.mismatch(s, from, from + length, t, to, to + length)).isEqualTo(-1);
+        for (long i = to - GUARD; i < to; i++) {
+            assertThat(t.get(ValueLayout.JAVA_BYTE, i)).as("byte %d before the range", i).isEqualTo((byte) 0x5A);
+        }
+        for (long i = to + length; i < Math.min(to + length + GUARD, SPAN); i++) {
+            assertThat(t.get(ValueLayout.JAVA_BYTE, i)).as("byte %d after the range", i).isEqualTo((byte) 0x5A);
+        }
+    }
+
+    private static void fill(MemorySegment segment, long seed) {
+        SplittableRandom random = new SplittableRandom(seed);
+        for (long i = 0; i < segment.byteSize(); i += 8) {
+            segment.set(ValueLayout.JAVA_LONG_UNALIGNED, i, random.nextLong());
+        }
+    }
+}
