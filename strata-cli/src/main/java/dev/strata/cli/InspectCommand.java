@@ -142,7 +142,10 @@ final class InspectCommand implements Runnable {
             } else {
                 System.out.println("tiers: none");
             }
-            System.out.println("memory: { huge-pages: " + name(c.memory().hugePages()) + " }");
+            String missing = dev.strata.memory.transfer.NonTemporalCopy.unavailableReason();
+            System.out.println("memory: { huge-pages: " + name(c.memory().hugePages()) + ", non-temporal-copies: "
+                    + name(c.memory().nonTemporalCopies()) + " }"
+                    + (missing == null ? "" : "  # streaming copies unavailable here: " + missing));
             System.out.print(describeServe(c));
             System.out.println("configuration is valid");
             return 0;

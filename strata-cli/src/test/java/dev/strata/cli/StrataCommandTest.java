@@ -2,6 +2,7 @@ package dev.strata.cli;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.strata.memory.transfer.NonTemporalCopy;
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
 import java.io.PrintWriter;
@@ -20,7 +21,7 @@ class StrataCommandTest {
         CliRun r = run("inspect", "config", "--set", "tiers.host.capacity=64MiB", "--set", "tiers.device.capacity=16MiB");
         assertThat(r.status()).isZero();
         assertThat(r.out()).contains("host:   { capacity: 64MiB, allocator: best-fit }")
-                .contains("chain: [device, host]").contains("memory: { huge-pages: advise }").contains("configuration is valid");
+                .contains("chain: [device, host]").contains("memory: { huge-pages: advise, non-temporal-copies: auto }").contains("configuration is valid");
     }
 
     @Test
@@ -28,7 +29,7 @@ class StrataCommandTest {
         try {
             CliRun r = run("inspect", "config", "--set", "memory.huge-pages=off");
             assertThat(r.status()).as(r.err()).isZero();
-            assertThat(r.out()).contains("memory: { huge-pages: off }");
+            assertThat(r.out()).contains("memory: { huge-pages: off, non-temporal-copies: auto }");
             assertThat(dev.strata.memory.host.OffHeapRegion.hugePages()).isEqualTo(dev.strata.memory.host.OffHeapRegion.HugePages.OFF);
             CliRun bad = run("inspect", "config", "--set", "memory.huge-pages=sometimes");
             assertThat(bad.status()).isEqualTo(2);
@@ -37,6 +38,24 @@ class StrataCommandTest {
             assertThat(dev.strata.memory.host.OffHeapRegion.hugePages()).isEqualTo(dev.strata.memory.host.OffHeapRegion.HugePages.ADVISE);
         } finally {
             dev.strata.memory.host.OffHeapRegion.hugePages(dev.strata.memory.host.OffHeapRegion.HugePages.ADVISE);
+        }
+    }
+
+    @Test
+    void theNonTemporalCopiesSettingIsShownAndAppliedToTheProcess() {
+        try {
+            CliRun r = run("inspect", "config", "--set", "memory.non-temporal-copies=off");
+            assertThat(r.status()).as(r.err()).isZero();
+            assertThat(r.out()).contains("memory: { huge-pages: advise, non-temporal-copies: off }");
+            assertThat(NonTemporalCopy.mode()).isEqualTo(NonTemporalCopy.Mode.OFF);
+            CliRun bad = run("inspect", "config", "--set", "memory.non-temporal-copies=always");
+            assertThat(bad.status()).isEqualTo(2);
+            assertThat(bad.err().strip())
+                    .isEqualTo("strata: memory.non-temporal-copies: unknown value 'always' (expected auto or off)");
+            assertThat(run("inspect", "config").status()).isZero();
+            assertThat(NonTemporalCopy.mode()).isEqualTo(NonTemporalCopy.Mode.AUTO);
+        } finally {
+            NonTemporalCopy.mode(NonTemporalCopy.Mode.AUTO);
         }
     }
 

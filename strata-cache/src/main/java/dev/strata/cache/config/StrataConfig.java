@@ -6,6 +6,7 @@ import dev.strata.cache.policy.PolicyKind;
 import dev.strata.memory.Sizes;
 import dev.strata.memory.TierKind;
 import dev.strata.memory.host.OffHeapRegion;
+import dev.strata.memory.transfer.NonTemporalCopy;
 import java.lang.management.ManagementFactory;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -46,6 +47,7 @@ import java.util.Map;
  *   disk-link-workers: 4
  * memory:
  *   huge-pages: advise                              # or off
+ *   non-temporal-copies: auto                       # or off
  * </pre>
  *
  * @param device   the DEVICE tier, or null when absent
@@ -251,18 +253,22 @@ public record StrataConfig(DeviceTier device, PeerTier peer, HostTier host, Pool
     }
 
     /**
-     * @param hugePages whether off-heap regions of {@link OffHeapRegion#HUGE_THRESHOLD} bytes or more
-     *                  ask the kernel for transparent huge pages ({@code memory.huge-pages})
+     * @param hugePages         whether off-heap regions of {@link OffHeapRegion#HUGE_THRESHOLD} bytes or
+     *                          more ask the kernel for transparent huge pages ({@code memory.huge-pages})
+     * @param nonTemporalCopies whether copies between anonymous memory may use streaming stores
+     *                          ({@code memory.non-temporal-copies}; see {@link NonTemporalCopy})
      */
-    public record Memory(OffHeapRegion.HugePages hugePages) {
+    public record Memory(OffHeapRegion.HugePages hugePages, NonTemporalCopy.Mode nonTemporalCopies) {
 
         public Memory {
             java.util.Objects.requireNonNull(hugePages, "hugePages");
+            java.util.Objects.requireNonNull(nonTemporalCopies, "nonTemporalCopies");
         }
 
-        /** Applies the settings to this process's off-heap regions reserved from now on. */
+        /** Applies the settings to this process: regions reserved from now on, copies from now on. */
         public void apply() {
             OffHeapRegion.hugePages(hugePages);
+            NonTemporalCopy.mode(nonTemporalCopies);
         }
     }
 
@@ -354,9 +360,9 @@ public record StrataConfig(DeviceTier device, PeerTier peer, HostTier host, Pool
                 positive(t.size("staging", DEFAULT_STAGING), "transfer.staging"));
         ConfigNode m = root.child("memory");
         if (m != null) {
-            m.allowOnly("huge-pages");
+            m.allowOnly("huge-pages", "non-temporal-copies");
         }
-        Memory memory = new Memory(readHugePages(m));
+        Memory memory = new Memory(readHugePages(m), readNonTemporalCopies(m));
         return new StrataConfig(device, peer, host, pool, disk, cluster, store, transfer, memory, ProcessConfig.read(root));
     }
 
@@ -373,6 +379,22 @@ public record StrataConfig(DeviceTier device, PeerTier peer, HostTier host, Pool
             case "advise", "true" -> OffHeapRegion.HugePages.ADVISE;
             case "off", "false" -> OffHeapRegion.HugePages.OFF;
             default -> throw new ConfigException("memory.huge-pages: unknown value '" + v + "' (expected advise or off)");
+        };
+    }
+
+    /**
+     * Reads {@code memory.non-temporal-copies}: {@code auto} or {@code off} (YAML's {@code false}
+     * for an unquoted {@code off}).
+     */
+    private static NonTemporalCopy.Mode readNonTemporalCopies(ConfigNode m) {
+        String v = m == null ? null : m.text("non-temporal-copies", null);
+        if (v == null) {
+            return NonTemporalCopy.Mode.AUTO;
+        }
+        return switch (v.trim().toLowerCase(java.util.Locale.ROOT)) {
+            case "auto" -> NonTemporalCopy.Mode.AUTO;
+            case "off", "false" -> NonTemporalCopy.Mode.OFF;
+            default -> throw new ConfigException("memory.non-temporal-copies: unknown value '" + v + "' (expected auto or off)");
         };
     }
 

@@ -7,6 +7,7 @@ import dev.strata.cache.policy.PolicyKind;
 import dev.strata.memory.Sizes;
 import dev.strata.memory.TierKind;
 import dev.strata.memory.host.OffHeapRegion;
+import dev.strata.memory.transfer.NonTemporalCopy;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
@@ -262,5 +263,19 @@ class StrataConfigTest {
                 .isEqualTo(OffHeapRegion.HugePages.OFF);
         assertThatThrownBy(() -> ConfigLoader.load(yaml("memory: { hugepages: off }\n"), List.of(), null))
                 .isInstanceOf(ConfigException.class).hasMessageContaining("'memory.hugepages'");
+    }
+
+    @Test
+    void nonTemporalCopiesAreAutomaticUnlessTheConfigurationTurnsThemOff() throws Exception {
+        assertThat(StrataConfig.defaults().memory().nonTemporalCopies()).isEqualTo(NonTemporalCopy.Mode.AUTO);
+        assertThat(ConfigLoader.load(yaml("memory: { non-temporal-copies: off }\n"), List.of(), null).memory()
+                .nonTemporalCopies()).isEqualTo(NonTemporalCopy.Mode.OFF);
+        assertThat(ConfigLoader.load(yaml("memory: { non-temporal-copies: off }\n"), List.of("memory.non-temporal-copies=auto"),
+                null).memory().nonTemporalCopies()).isEqualTo(NonTemporalCopy.Mode.AUTO);
+        assertThat(ConfigLoader.load(yaml("memory: { non-temporal-copies: false }\n"), List.of(), null).memory()
+                .nonTemporalCopies()).isEqualTo(NonTemporalCopy.Mode.OFF);
+        assertThatThrownBy(() -> ConfigLoader.load(null, List.of("memory.non-temporal-copies=always"), null))
+                .isInstanceOf(ConfigException.class)
+                .hasMessage("memory.non-temporal-copies: unknown value 'always' (expected auto or off)");
     }
 }

@@ -1,5 +1,7 @@
 package dev.strata.memory.host;
 
+import dev.strata.memory.transfer.NonTemporalCopy;
+
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
@@ -35,8 +37,9 @@ public final class MemoryAudit {
      * @param regionBytes          bytes of live regions
      * @param hugePageAdvisedBytes of those, bytes of regions advised for transparent huge pages
      * @param anonHugePageBytes    anonymous memory of the process the kernel backs with huge pages, bytes; -1 if unreported
+     * @param streamedBytes        bytes copied with streaming stores since the process started ({@link NonTemporalCopy})
      */
-    public record Usage(long regionBytes, long hugePageAdvisedBytes, long anonHugePageBytes) {
+    public record Usage(long regionBytes, long hugePageAdvisedBytes, long anonHugePageBytes, long streamedBytes) {
     }
 
     private static final java.nio.file.Path SMAPS_ROLLUP = java.nio.file.Path.of("/proc/self/smaps_rollup");
@@ -122,9 +125,9 @@ public final class MemoryAudit {
         return -1;
     }
 
-    /** The live regions' bytes and huge-page state now. */
+    /** The live regions' bytes and huge-page state now, and the bytes streamed between them so far. */
     public static Usage usage() {
-        return new Usage(liveBytes(), hugePageAdvisedBytes(), processAnonHugePageBytes());
+        return new Usage(liveBytes(), hugePageAdvisedBytes(), processAnonHugePageBytes(), NonTemporalCopy.bytesStreamed());
     }
 
     /** A human-readable leak report: one line per live region, or a line saying none is live. */

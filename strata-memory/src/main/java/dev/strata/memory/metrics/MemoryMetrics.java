@@ -43,7 +43,9 @@ public final class MemoryMetrics {
      * those, the ones advised for transparent huge pages) and, where the kernel reports it,
      * {@code strata_memory_anon_huge_page_bytes} (what the kernel actually backs with huge pages,
      * process-wide). Advised bytes well above backed bytes mean the kernel found no huge pages to
-     * give (its setting is {@code never}, or memory is fragmented).
+     * give (its setting is {@code never}, or memory is fragmented). Then the counter
+     * {@code strata_memory_non_temporal_copy_bytes_total}: bytes copied between regions with
+     * streaming stores ({@code memory.non-temporal-copies}).
      */
     public static void writeRegions(PrometheusText out, MemoryAudit.Usage regions) {
         out.family("strata_memory_region_bytes", PrometheusText.Type.GAUGE, "Bytes of live off-heap regions")
@@ -56,6 +58,9 @@ public final class MemoryMetrics {
                             "Anonymous memory of the process backed by transparent huge pages (the kernel's AnonHugePages)")
                     .sample("strata_memory_anon_huge_page_bytes", regions.anonHugePageBytes());
         }
+        out.family("strata_memory_non_temporal_copy_bytes_total", PrometheusText.Type.COUNTER,
+                        "Bytes copied between off-heap regions with non-temporal (streaming) stores")
+                .sample("strata_memory_non_temporal_copy_bytes_total", regions.streamedBytes());
     }
 
     /** Appends the families of every link in {@code links} to {@code out}. */

@@ -2,6 +2,7 @@ package dev.strata.memory.metrics;
 
 import dev.strata.memory.host.MemoryAudit;
 import dev.strata.memory.host.OffHeapRegion;
+import dev.strata.memory.transfer.NonTemporalCopy;
 import org.junit.jupiter.api.Test;
 
 import java.nio.file.Files;
@@ -39,6 +40,17 @@ class MemoryMetricsRegionsTest {
                 assertThat(samples.get("strata_memory_anon_huge_page_bytes")).isEqualTo((double) during.anonHugePageBytes());
             }
             assertThat(out.toString()).contains("# TYPE strata_memory_region_bytes gauge");
+
+            // a copy between two regions streams, and the counter says how many bytes did
+            NonTemporalCopy.copy(region.segment(), 0, small.segment(), 0, small.byteSize());
+            MemoryAudit.Usage after = MemoryAudit.usage();
+            assertThat(after.streamedBytes() - during.streamedBytes())
+                    .isEqualTo(NonTemporalCopy.available() ? small.byteSize() : 0);
+            PrometheusText again = new PrometheusText();
+            MemoryMetrics.writeRegions(again, after);
+            assertThat(samples(again.toString()).get("strata_memory_non_temporal_copy_bytes_total"))
+                    .isEqualTo((double) after.streamedBytes());
+            assertThat(again.toString()).contains("# TYPE strata_memory_non_temporal_copy_bytes_total counter");
         }
         assertThat(MemoryAudit.liveRegions()).noneMatch(r -> r.name().startsWith("metrics-"));
     }
