@@ -358,7 +358,8 @@ public final class NonTemporalCopy {
     /**
      * Copies {@code src} into {@code dst} (same length): the bytes up to {@code dst}'s first cache
      * line and those after the last whole {@link #STEP} with {@link MemorySegment#copy}, the rest
-     * with the routine. Overlapping ranges take {@link MemorySegment#copy} whole. No fence.
+     * with the routine. Overlapping ranges and a read-only destination take {@link MemorySegment#copy}
+     * whole. No fence.
      */
     private static void stream(MemorySegment src, MemorySegment dst) {
         long length = dst.byteSize();
@@ -367,8 +368,8 @@ public final class NonTemporalCopy {
         if (src.byteSize() != length) {
             throw new IllegalArgumentException("stream of " + src.byteSize() + " bytes into " + length);
         }
-        if (s < d + length && d < s + length) {
-            MemorySegment.copy(src, 0, dst, 0, length);
+        if ((s < d + length && d < s + length) || dst.isReadOnly()) {
+            MemorySegment.copy(src, 0, dst, 0, length); // moves overlapping bytes right; refuses a read-only destination
             return;
         }
         long head = Math.min((-d) & (LINE - 1), length);

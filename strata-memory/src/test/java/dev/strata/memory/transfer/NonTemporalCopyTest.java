@@ -177,13 +177,19 @@ class NonTemporalCopyTest {
     }
 
     @Test
-    void outOfBoundsCopiesAreRefusedBeforeAnyByteMoves() {
+    void outOfBoundsAndReadOnlyCopiesAreRefusedBeforeAnyByteMoves() {
         target.segment().fill((byte) 0x5A);
         assertThatThrownBy(() -> NonTemporalCopy.copy(source.segment(), SPAN - 100_000, target.segment(), 0, 100_001))
                 .isInstanceOf(IndexOutOfBoundsException.class);
         assertThatThrownBy(() -> NonTemporalCopy.gather(List.of(source.segment().asSlice(0, 600_000),
                 source.segment().asSlice(0, 600_000)), target.segment().asSlice(0, SPAN - 1)))
                 .isInstanceOf(IndexOutOfBoundsException.class);
+        assertThat(target.segment().get(ValueLayout.JAVA_BYTE, 0)).isEqualTo((byte) 0x5A);
+        MemorySegment readOnly = target.segment().asReadOnly(); // same region, so it qualifies
+        assertThatThrownBy(() -> NonTemporalCopy.copy(source.segment(), 0, readOnly, 0, 100_000))
+                .isInstanceOf(IllegalArgumentException.class);
+        assertThatThrownBy(() -> NonTemporalCopy.gather(List.of(source.segment().asSlice(0, 100_000)), readOnly))
+                .isInstanceOf(IllegalArgumentException.class);
         assertThat(target.segment().get(ValueLayout.JAVA_BYTE, 0)).isEqualTo((byte) 0x5A);
     }
 
