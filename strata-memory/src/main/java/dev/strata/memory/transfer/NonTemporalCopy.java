@@ -25,9 +25,9 @@ import java.util.concurrent.atomic.LongAdder;
  *
  * <p>Design note. The JDK has no non-temporal store. {@link MemorySegment#copy} takes the JVM's
  * own non-temporal path only for a single copy of at least 2.5 MiB, so a transfer made of pieces
- * (a KV block gathered from 128 layer tensors of 20 KiB each) never reaches it and runs at about
- * two thirds of the contiguous copy of the same bytes: every destination line is read from memory
- * before it is written. This class therefore carries its own copy loop, ten x86-64 AVX2
+ * (a KV block gathered from 128 layer tensors of 20 KiB each) never reaches it and ran at half to
+ * two thirds of one contiguous copy of the same bytes: every destination line is read from memory
+ * before it is written. This class therefore carries its own copy loop, twelve x86-64 AVX2
  * instructions ({@link #ROUTINE}, listed there), placed at class initialisation in a page it maps
  * read-write, fills, and then maps read-execute (never both), and called through a critical
  * downcall. The routine is checked against {@link MemorySegment#copy} before first use; where
@@ -275,28 +275,7 @@ public final class NonTemporalCopy {
      * @throws IndexOutOfBoundsException if the parts do not fit {@code into} (nothing is copied)
      */
     public static long gather(List<MemorySegment> parts, MemorySegment into) {
-        boolean streaming = streams(parts, into, "gather");
-        long at = 0;
-        try {
-            for (int i = 0, n = parts.size(); i < n; i++) {
-                MemorySegment part = parts.get(i);
-                long len = part.byteSize();
-                if (streaming) {
-                    stream(part, into.asSlice(at, len));
-                } else {
-                    MemorySegment.copy(part, 0, into, at, len);
-                }
-                at += len;
-            }
-        } finally {
-            if (streaming) {
-                fence();
-            }
-        }
-        if (streaming) {
-            STREAMED.add(at);
-        }
-        return at;
+        return moveParts(parts, into, true);
     }
 
     /**
@@ -306,16 +285,24 @@ public final class NonTemporalCopy {
      * @throws IndexOutOfBoundsException if the parts are longer than {@code from} (nothing is copied)
      */
     public static long scatter(MemorySegment from, List<MemorySegment> parts) {
-        boolean streaming = streams(parts, from, "scatter");
+        return moveParts(parts, from, false);
+    }
+
+    /** A gather of {@code parts} into {@code whole} or, if {@code !gather}, a scatter of {@code whole} over them. */
+    private static long moveParts(List<MemorySegment> parts, MemorySegment whole, boolean gather) {
+        boolean streaming = streams(parts, whole, gather ? "gather" : "scatter");
         long at = 0;
         try {
             for (int i = 0, n = parts.size(); i < n; i++) {
                 MemorySegment part = parts.get(i);
                 long len = part.byteSize();
                 if (streaming) {
-                    stream(from.asSlice(at, len), part);
+                    MemorySegment span = whole.asSlice(at, len);
+                    stream(gather ? part : span, gather ? span : part);
+                } else if (gather) {
+                    MemorySegment.copy(part, 0, whole, at, len);
                 } else {
-                    MemorySegment.copy(from, at, part, 0, len);
+                    MemorySegment.copy(whole, at, part, 0, len);
                 }
                 at += len;
             }
