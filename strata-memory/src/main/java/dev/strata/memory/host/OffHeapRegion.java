@@ -141,9 +141,10 @@ public final class OffHeapRegion implements AutoCloseable {
     /**
      * Reserves {@code bytes} of zeroed off-heap memory owned by {@code arena} (freed when it
      * closes), for memory whose lifetime an arena of its owner already governs (model weights, a
-     * KV area, a lender's budget): from {@link #HUGE_THRESHOLD} bytes on, mapped and advised for
+     * lender's budget): from {@link #HUGE_THRESHOLD} bytes on, mapped and advised for
      * transparent huge pages as a region's memory is; below, {@link Arena#allocate}, whose zeroing
-     * touches every page. Not registered in {@link MemoryAudit}.
+     * touches every page. Not registered in {@link MemoryAudit}, and copies never stream from or
+     * into it ({@link NonTemporalCopy} does not know it is anonymous).
      *
      * @param alignment a power of two (memory aligned beyond {@link #HUGE_PAGE} comes from {@link Arena#allocate})
      * @param preTouch  fault in every page now (page faults at start-up rather than on first use)
