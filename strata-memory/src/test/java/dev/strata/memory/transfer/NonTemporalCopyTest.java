@@ -29,6 +29,7 @@ class NonTemporalCopyTest {
 
     private static final long SPAN = 1 << 20; // bytes of each test region
     private static final long GUARD = 4096; // untouched bytes checked around each destination range
+    private static final long EDGES = 63 + 127; // most bytes of one copy left to MemorySegment.copy at its two ends
 
     private OffHeapRegion source;
     private OffHeapRegion target;
@@ -91,8 +92,13 @@ class NonTemporalCopyTest {
                 NonTemporalCopy.copy(source.segment(), from, target.segment(), to, length);
                 assertCopied(from, to, length);
                 long streamed = NonTemporalCopy.bytesStreamed() - before;
-                assertThat(streamed).as("bytes streamed for a copy of %d bytes", length)
-                        .isEqualTo(NonTemporalCopy.available() && length >= NonTemporalCopy.MIN_BYTES ? length : 0);
+                if (NonTemporalCopy.available() && length >= NonTemporalCopy.MIN_BYTES) {
+                    // all but the bytes before the first destination line and after the last whole pass
+                    assertThat(streamed).as("bytes streamed for a copy of %d bytes", length)
+                            .isBetween(length - EDGES, length);
+                } else {
+                    assertThat(streamed).as("bytes streamed for a copy of %d bytes", length).isZero();
+                }
             }
         }
     }
@@ -133,7 +139,12 @@ class NonTemporalCopyTest {
         for (int i = 0; i < parts.size(); i++) {
             assertThat(parts.get(i).mismatch(back.get(i))).as("piece %d", i).isEqualTo(-1);
         }
-        assertThat(NonTemporalCopy.bytesStreamed() - before).isEqualTo(NonTemporalCopy.available() ? 2 * total : 0);
+        long streamed = NonTemporalCopy.bytesStreamed() - before;
+        if (NonTemporalCopy.available()) {
+            assertThat(streamed).isBetween(2 * (total - EDGES * parts.size()), 2 * total);
+        } else {
+            assertThat(streamed).isZero();
+        }
     }
 
     @Test
@@ -152,6 +163,25 @@ class NonTemporalCopyTest {
             assertThat(MemorySegment.mismatch(other, 0, 200_000, target.segment(), 0, 200_000)).isEqualTo(-1);
         }
         assertThat(NonTemporalCopy.bytesStreamed()).isEqualTo(before);
+    }
+
+    @Test
+    void copiesFromTwoAndAHalfMebibytesAreLeftToTheJvm() {
+        long length = NonTemporalCopy.JVM_STREAMING_BYTES + 4096;
+        try (OffHeapRegion from = OffHeapRegion.allocate("nt-large-source", length, false);
+             OffHeapRegion to = OffHeapRegion.allocate("nt-large-target", length, false)) {
+            fill(from.segment(), 3);
+            long before = NonTemporalCopy.bytesStreamed();
+            NonTemporalCopy.copy(from.segment(), 0, to.segment(), 0, length);
+            assertThat(from.segment().mismatch(to.segment())).isEqualTo(-1);
+            assertThat(NonTemporalCopy.bytesStreamed()).isEqualTo(before);
+            // in a gather, the long piece is the JVM's and the short one streams
+            to.segment().fill((byte) 0);
+            NonTemporalCopy.gather(List.of(from.segment().asSlice(0, NonTemporalCopy.JVM_STREAMING_BYTES),
+                    from.segment().asSlice(NonTemporalCopy.JVM_STREAMING_BYTES, 4096)), to.segment());
+            assertThat(from.segment().mismatch(to.segment())).isEqualTo(-1);
+            assertThat(NonTemporalCopy.bytesStreamed() - before).isEqualTo(NonTemporalCopy.available() ? 4096 : 0);
+        }
     }
 
     @Test
