@@ -51,6 +51,7 @@ public final class OffHeapRegion implements AutoCloseable {
     }
 
     private static volatile HugePages hugePages = HugePages.ADVISE; // for regions reserved from now on
+    private static final long CLOSE_WAIT_NANOS = 5_000_000_000L; // longest close() waits for a copy in flight
 
     private final String name;
     private final Arena arena;
@@ -217,13 +218,40 @@ public final class OffHeapRegion implements AutoCloseable {
         return !closed.get();
     }
 
-    /** Frees the memory (once; later calls return at once). */
+    /**
+     * Frees the memory (once; later calls return at once), after any streaming copy in flight on
+     * it has returned.
+     *
+     * @throws IllegalStateException if the memory is still held by a call after five seconds
+     */
     @Override
     public void close() {
         if (closed.compareAndSet(false, true)) {
             NonTemporalCopy.unregisterAnonymous(arena.scope());
-            arena.close();
+            closeArena();
             MemoryAudit.unregister(auditId);
+        }
+    }
+
+    /**
+     * Closes the arena, waiting out a streaming copy in flight: {@link NonTemporalCopy} passes the
+     * region's segments to its downcall, which holds the arena open for the length of one call
+     * (microseconds to a few milliseconds), and closing meanwhile throws. Copies that start after
+     * the close fail as any access to closed memory does.
+     */
+    private void closeArena() {
+        long deadline = System.nanoTime() + CLOSE_WAIT_NANOS;
+        while (true) {
+            try {
+                arena.close();
+                return;
+            } catch (IllegalStateException busy) {
+                if (System.nanoTime() - deadline > 0) {
+                    throw new IllegalStateException("region '" + name + "' is still in use after "
+                            + CLOSE_WAIT_NANOS / 1_000_000 + " ms: " + busy.getMessage(), busy);
+                }
+                java.util.concurrent.locks.LockSupport.parkNanos(50_000);
+            }
         }
     }
 

@@ -185,6 +185,32 @@ class NonTemporalCopyTest {
     }
 
     @Test
+    void closingARegionWaitsOutACopyInFlightAndLaterCopiesFail() throws Exception {
+        for (int trial = 0; trial < 20; trial++) {
+            OffHeapRegion busy = OffHeapRegion.allocate("nt-busy", SPAN, false);
+            java.util.concurrent.CountDownLatch copying = new java.util.concurrent.CountDownLatch(1);
+            java.util.concurrent.atomic.AtomicReference<Throwable> ended = new java.util.concurrent.atomic.AtomicReference<>();
+            Thread copier = new Thread(() -> {
+                try {
+                    while (true) { // copies back to back until the region is gone
+                        NonTemporalCopy.copy(source.segment(), 0, busy.segment(), 0, SPAN);
+                        copying.countDown();
+                    }
+                } catch (Throwable t) {
+                    ended.set(t);
+                }
+            });
+            copier.start();
+            copying.await();
+            busy.close(); // must not throw while a copy holds the memory
+            copier.join(10_000);
+            assertThat(copier.isAlive()).isFalse();
+            assertThat(ended.get()).isInstanceOf(IllegalStateException.class);
+            assertThat(busy.isOpen()).isFalse();
+        }
+    }
+
+    @Test
     void overlappingRangesCopyAsMemorySegmentCopyDoes() {
         MemorySegment s = source.segment();
         byte[] expected = new byte[(int) SPAN];
