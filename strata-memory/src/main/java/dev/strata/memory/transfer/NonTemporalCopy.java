@@ -41,8 +41,10 @@ import java.util.concurrent.atomic.LongAdder;
  * segment of a call belongs to a scope registered with {@link #registerAnonymous} (the arenas of
  * {@code OffHeapRegion}s: HOST tiers, the DEVICE tier's CPU backend, staging pools, the serving
  * KV area), the call moves at least {@link #MIN_BYTES}, and the source and destination do not
- * overlap; everything else is {@link MemorySegment#copy}. The segments are passed to the downcall
- * as segments, so their arenas cannot be closed under a copy in flight.
+ * overlap; everything else is {@link MemorySegment#copy}, and so is each piece of
+ * {@link #JVM_STREAMING_BYTES} or more, for which the JVM's own copy is faster. The segments are
+ * passed to the downcall as segments, so their arenas cannot be closed under a copy in flight
+ * ({@code OffHeapRegion.close} waits for the call to return).
  *
  * <p>Ordering. Non-temporal stores are weakly ordered: each public method ends with an
  * {@code SFENCE}, so the bytes are visible to any thread that later learns of the copy through
