@@ -44,7 +44,10 @@ import java.util.concurrent.atomic.LongAdder;
  * overlap; everything else is {@link MemorySegment#copy}, and so is each piece of
  * {@link #JVM_STREAMING_BYTES} or more, for which the JVM's own copy is faster. The segments are
  * passed to the downcall as segments, so their arenas cannot be closed under a copy in flight
- * ({@code OffHeapRegion.close} waits for the call to return).
+ * ({@code OffHeapRegion.close} waits for the call to return). A critical downcall holds off the
+ * JVM's safepoints (a collection's start, among others) for its length: one call moves less than
+ * {@link #JVM_STREAMING_BYTES}, about 0.3 ms at this loop's speed, and a gather makes one call
+ * per piece.
  *
  * <p>Ordering. Non-temporal stores are weakly ordered: each public method ends with an
  * {@code SFENCE}, so the bytes are visible to any thread that later learns of the copy through
