@@ -211,6 +211,44 @@ class NonTemporalCopyTest {
     }
 
     @Test
+    void anotherThreadThatLearnsOfACopySeesAllItsBytes() throws Exception {
+        // the writer streams a fresh pattern, then hands the round over through a queue (a
+        // happens-before edge); the reader must see every byte of it, which the store fence at
+        // the end of each call guarantees for the weakly ordered non-temporal stores
+        long length = 256 * 1024;
+        java.util.concurrent.SynchronousQueue<Integer> handOff = new java.util.concurrent.SynchronousQueue<>();
+        java.util.concurrent.SynchronousQueue<Integer> checked = new java.util.concurrent.SynchronousQueue<>();
+        java.util.concurrent.atomic.AtomicReference<String> wrong = new java.util.concurrent.atomic.AtomicReference<>();
+        Thread reader = new Thread(() -> {
+            try {
+                for (int round = 0; round < 200; round++) {
+                    int pattern = handOff.take();
+                    MemorySegment t = target.segment();
+                    for (long i = 0; i < length; i += 8) {
+                        if (t.get(ValueLayout.JAVA_LONG_UNALIGNED, i) != pattern * 0x0101_0101_0101_0101L) {
+                            wrong.compareAndSet(null, "round " + round + ": byte " + i + " is stale");
+                            break;
+                        }
+                    }
+                    checked.put(round);
+                }
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        });
+        reader.start();
+        for (int round = 0; round < 200; round++) {
+            int pattern = round + 1; // 1 to 200, a different byte every round
+            source.segment().asSlice(0, length).fill((byte) pattern);
+            NonTemporalCopy.copy(source.segment(), 0, target.segment(), 0, length);
+            handOff.put(pattern);
+            assertThat(checked.take()).isEqualTo(round);
+        }
+        reader.join(10_000);
+        assertThat(wrong.get()).isNull();
+    }
+
+    @Test
     void overlappingRangesCopyAsMemorySegmentCopyDoes() {
         MemorySegment s = source.segment();
         byte[] expected = new byte[(int) SPAN];
