@@ -29,7 +29,8 @@ final class ConfigOptions {
     /**
      * The configuration from the command's {@code defaults}, the file, {@code STRATA_SET},
      * {@code --set} and the command's shorthand flags ({@code shorthands}, applied last), checked
-     * as a whole; its process-wide memory settings ({@code memory.huge-pages}) are applied.
+     * as a whole; its process-wide memory settings ({@code memory.huge-pages},
+     * {@code memory.non-temporal-copies}) are applied.
      */
     StrataConfig load(List<String> defaults, Shorthands shorthands) {
         try {

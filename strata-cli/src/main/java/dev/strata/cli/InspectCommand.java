@@ -4,6 +4,7 @@ import dev.strata.cache.config.ProcessConfig;
 import dev.strata.cache.config.StrataConfig;
 import dev.strata.memory.pool.PoolHeader;
 import dev.strata.memory.pool.PoolInspector;
+import dev.strata.memory.transfer.NonTemporalCopy;
 import dev.strata.node.index.IndexStats;
 import dev.strata.node.index.PoolIndexInspector;
 import java.nio.file.Path;
@@ -142,7 +143,7 @@ final class InspectCommand implements Runnable {
             } else {
                 System.out.println("tiers: none");
             }
-            String missing = dev.strata.memory.transfer.NonTemporalCopy.unavailableReason();
+            String missing = NonTemporalCopy.unavailableReason();
             System.out.println("memory: { huge-pages: " + name(c.memory().hugePages()) + ", non-temporal-copies: "
                     + name(c.memory().nonTemporalCopies()) + " }"
                     + (missing == null ? "" : "  # streaming copies unavailable here: " + missing));

@@ -371,15 +371,9 @@ public record StrataConfig(DeviceTier device, PeerTier peer, HostTier host, Pool
      * {@code false} for them (YAML reads an unquoted {@code off} as {@code false}).
      */
     private static OffHeapRegion.HugePages readHugePages(ConfigNode m) {
-        String v = m == null ? null : m.text("huge-pages", null);
-        if (v == null) {
-            return OffHeapRegion.HugePages.ADVISE;
-        }
-        return switch (v.trim().toLowerCase(java.util.Locale.ROOT)) {
-            case "advise", "true" -> OffHeapRegion.HugePages.ADVISE;
-            case "off", "false" -> OffHeapRegion.HugePages.OFF;
-            default -> throw new ConfigException("memory.huge-pages: unknown value '" + v + "' (expected advise or off)");
-        };
+        return readMemorySetting(m, "huge-pages", OffHeapRegion.HugePages.ADVISE,
+                Map.of("advise", OffHeapRegion.HugePages.ADVISE, "true", OffHeapRegion.HugePages.ADVISE,
+                        "off", OffHeapRegion.HugePages.OFF, "false", OffHeapRegion.HugePages.OFF), "advise or off");
     }
 
     /**
@@ -387,15 +381,26 @@ public record StrataConfig(DeviceTier device, PeerTier peer, HostTier host, Pool
      * for an unquoted {@code off}).
      */
     private static NonTemporalCopy.Mode readNonTemporalCopies(ConfigNode m) {
-        String v = m == null ? null : m.text("non-temporal-copies", null);
+        return readMemorySetting(m, "non-temporal-copies", NonTemporalCopy.Mode.AUTO,
+                Map.of("auto", NonTemporalCopy.Mode.AUTO, "off", NonTemporalCopy.Mode.OFF, "false", NonTemporalCopy.Mode.OFF),
+                "auto or off");
+    }
+
+    /**
+     * The value of {@code memory.<key>} looked up (trimmed, any case) in {@code values}, or
+     * {@code fallback} when the section or key is absent; any other text fails naming the key,
+     * the text and {@code expected}.
+     */
+    private static <E> E readMemorySetting(ConfigNode m, String key, E fallback, Map<String, E> values, String expected) {
+        String v = m == null ? null : m.text(key, null);
         if (v == null) {
-            return NonTemporalCopy.Mode.AUTO;
+            return fallback;
         }
-        return switch (v.trim().toLowerCase(java.util.Locale.ROOT)) {
-            case "auto" -> NonTemporalCopy.Mode.AUTO;
-            case "off", "false" -> NonTemporalCopy.Mode.OFF;
-            default -> throw new ConfigException("memory.non-temporal-copies: unknown value '" + v + "' (expected auto or off)");
-        };
+        E value = values.get(v.trim().toLowerCase(java.util.Locale.ROOT));
+        if (value == null) {
+            throw new ConfigException("memory." + key + ": unknown value '" + v + "' (expected " + expected + ")");
+        }
+        return value;
     }
 
     /** Reads {@code tiers.cluster}; null when the section is absent. */
