@@ -146,7 +146,8 @@ final class InspectCommand implements Runnable {
             String missing = NonTemporalCopy.unavailableReason();
             System.out.println("memory: { huge-pages: " + name(c.memory().hugePages()) + ", non-temporal-copies: "
                     + name(c.memory().nonTemporalCopies()) + " }"
-                    + (missing == null ? "" : "  # streaming copies unavailable here: " + missing));
+                    + (missing == null ? "  # streaming copies: " + NonTemporalCopy.routine()
+                    : "  # streaming copies unavailable here: " + missing));
             System.out.print(describeServe(c));
             System.out.println("configuration is valid");
             return 0;

@@ -2,6 +2,7 @@ package dev.strata.memory.transfer;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import dev.strata.memory.host.OffHeapRegion;
 import java.io.IOException;
@@ -23,13 +24,14 @@ import org.junit.jupiter.api.Test;
  * copies the same bytes and nothing outside the range, gathers and scatters of odd pieces too;
  * memory that is not registered anonymous memory, short copies, overlapping ranges and the
  * {@code off} setting take the plain copy; the routine is installed wherever the processor has
- * AVX2 on x86-64 Linux.
+ * AVX2 on x86-64 Linux, and its AVX-512 loop wherever the kernel lists AVX-512; each of the two
+ * loops installed here copies every alignment and length exactly.
  */
 class NonTemporalCopyTest {
 
     private static final long SPAN = 1 << 20; // bytes of each test region
     private static final long GUARD = 4096; // untouched bytes checked around each destination range
-    private static final long EDGES = 63 + 127; // most bytes of one copy left to MemorySegment.copy at its two ends
+    private static final long EDGES = 63 + NonTemporalCopy.passBytes() - 1; // most bytes of one copy left to MemorySegment.copy at its two ends
 
     private OffHeapRegion source;
     private OffHeapRegion target;
@@ -50,14 +52,14 @@ class NonTemporalCopyTest {
 
     @Test
     void theRoutineIsInstalledOnX8664LinuxWithAvx2() throws IOException {
-        boolean x86Linux = System.getProperty("os.name").toLowerCase(Locale.ROOT).startsWith("linux")
-                && List.of("amd64", "x86_64").contains(System.getProperty("os.arch"));
-        boolean avx2 = x86Linux && Files.readAllLines(Path.of("/proc/cpuinfo")).stream()
-                .filter(l -> l.startsWith("flags")).findFirst()
-                .map(l -> (" " + l.substring(l.indexOf(':') + 1) + " ").contains(" avx2 ")).orElse(false);
+        boolean avx2 = cpuFlag("avx2");
         if (avx2) {
             assertThat(NonTemporalCopy.unavailableReason()).isNull();
             assertThat(NonTemporalCopy.available()).isTrue();
+            boolean avx512 = cpuFlag("avx512f");
+            assertThat(NonTemporalCopy.hasWideLoop()).as("AVX-512 loop installed").isEqualTo(avx512);
+            assertThat(NonTemporalCopy.routine()).startsWith(avx512 ? "AVX-512" : "AVX2");
+            assertThat(NonTemporalCopy.passBytes()).isEqualTo(avx512 ? 256 : 128);
         } else {
             assertThat(NonTemporalCopy.unavailableReason()).isNotBlank();
             assertThat(NonTemporalCopy.available()).isFalse();
@@ -76,6 +78,36 @@ class NonTemporalCopyTest {
         target.close();
         assertThat(NonTemporalCopy.qualifies(view)).isFalse();
         target = OffHeapRegion.allocate("nt-target", SPAN, false);
+    }
+
+    /** True on x86-64 Linux where /proc/cpuinfo lists {@code flag} for the processor. */
+    private static boolean cpuFlag(String flag) throws IOException {
+        boolean x86Linux = System.getProperty("os.name").toLowerCase(Locale.ROOT).startsWith("linux")
+                && List.of("amd64", "x86_64").contains(System.getProperty("os.arch"));
+        return x86Linux && Files.readAllLines(Path.of("/proc/cpuinfo")).stream()
+                .filter(l -> l.startsWith("flags")).findFirst()
+                .map(l -> (" " + l.substring(l.indexOf(':') + 1) + " ").contains(" " + flag + " ")).orElse(false);
+    }
+
+    @Test
+    void eachInstalledLoopCopiesEveryAlignmentAndLengthExactly() throws IOException {
+        assumeTrue(cpuFlag("avx2"), "no AVX2 loop on this machine");
+        SplittableRandom random = new SplittableRandom(11);
+        for (boolean wide : NonTemporalCopy.hasWideLoop() ? new boolean[] {false, true} : new boolean[] {false}) {
+            long pass = wide ? 256 : 128;
+            for (long length : new long[] {1, 63, pass, pass + 1, 4 * pass - 1, 16 * 1024, 20 * 1024 + 37, 99_999}) {
+                for (int trial = 0; trial < 8; trial++) {
+                    long from = random.nextLong(0, 200);
+                    long to = GUARD + random.nextLong(0, 200);
+                    target.segment().fill((byte) 0x5A);
+                    long moved = NonTemporalCopy.copyWithLoop(wide, source.segment().asSlice(from, length),
+                            target.segment().asSlice(to, length));
+                    assertCopied(from, to, length);
+                    assertThat(moved).as("bytes the %s loop moved of %d", wide ? "AVX-512" : "AVX2", length)
+                            .isBetween(Math.max(0, length - 63 - (pass - 1)), length);
+                }
+            }
+        }
     }
 
     @Test
