@@ -55,6 +55,12 @@ public final class TiersScenario implements Scenario {
     private static final String GATHER_GOAL = ">= 0.85";
     private static final String DISK_GOAL = ">= 0.9";
     /** Rounds of an undecided DISK figure after its second look: each DISK round moves a GiB twice, so 18 rather than 27. */
+    /**
+     * Longest warm-up of one memory figure's engine side, ns: it runs until a run passes without
+     * the JIT compiling anything (a gather calls its per-piece code 6,528 times a run, and one
+     * warm-up run left the first measured rounds in code compiled for profiling).
+     */
+    private static final long WARM_UP_NANOS = 3_000_000_000L;
     private static final int DISK_SECOND_LOOK_ROUNDS = 2 * Trials.FULL_ROUNDS;
 
     private final List<Series> series = new ArrayList<>(); // throughput against block size, filled by run
@@ -92,9 +98,10 @@ public final class TiersScenario implements Scenario {
             try {
                 progress.step("block copies HOST/DEVICE/POOL at 16 KiB, 256 KiB, 2 MiB (" + rounds + " paired rounds each"
                         + (maxRounds > rounds ? ", " + maxRounds + " for a figure they leave undecided)" : ")"));
-                copyFigures(engine, host, device, pool, workingSet, rounds, maxRounds, figures, series);
+                long warmUp = options.quick() ? 0 : WARM_UP_NANOS; // quick runs: one warm-up run
+                copyFigures(engine, host, device, pool, workingSet, rounds, maxRounds, warmUp, figures, series);
                 progress.step("KV gather and scatter (128 x 20 KiB, 64 x 16 KiB)");
-                gatherScatterFigures(engine, host, device, pool, workingSet, rounds, maxRounds, figures);
+                gatherScatterFigures(engine, host, device, pool, workingSet, rounds, maxRounds, warmUp, figures);
             } finally {
                 pool.destroy();
             }
@@ -144,7 +151,8 @@ public final class TiersScenario implements Scenario {
     }
 
     private static void copyFigures(TransferEngine engine, HostTier host, DeviceTier device, PoolTier pool,
-                                    long workingSet, int rounds, int maxRounds, List<Figure> figures, List<Series> series) {
+                                    long workingSet, int rounds, int maxRounds, long warmUpNanos, List<Figure> figures,
+                                    List<Series> series) {
         Tier[] tiers = {host, device, pool};
         double[][][] engineGBps = new double[tiers.length][tiers.length][BLOCK_SIZES.length]; // [src][dst][size] medians
         double[][][] rawGBps = new double[tiers.length][tiers.length][BLOCK_SIZES.length];
@@ -172,6 +180,7 @@ public final class TiersScenario implements Scenario {
                     Tier dst = tiers[d];
                     long[] sh = handles[s];
                     long[] dh = handles[d];
+                    Trials.warmUntilCompiled(1, warmUpNanos, () -> CopyMeasure.batched(engine, src, sh, dst, dh, size, BATCH_BYTES));
                     Paired m = Trials.pairedUntilDecided(rounds, maxRounds, COPY_GOAL,
                             () -> CopyMeasure.raw(src, sh, dst, dh, size),
                             () -> CopyMeasure.batched(engine, src, sh, dst, dh, size, BATCH_BYTES));
@@ -200,7 +209,8 @@ public final class TiersScenario implements Scenario {
     }
 
     private static void gatherScatterFigures(TransferEngine engine, HostTier host, DeviceTier device, PoolTier pool,
-                                             long workingSet, int rounds, int maxRounds, List<Figure> figures) {
+                                             long workingSet, int rounds, int maxRounds, long warmUpNanos,
+                                             List<Figure> figures) {
         int[][] shapes = {{128, 20 * 1024}, {64, 16 * 1024}}; // chunks per block x bytes per chunk
         for (int[] shape : shapes) {
             int chunks = shape[0];
@@ -225,11 +235,13 @@ public final class TiersScenario implements Scenario {
             String shapeName = chunks + "x" + (chunk / 1024) + "KiB";
             for (Tier dst : new Tier[] {host, pool}) {
                 long[] handles = allocate(dst, blocks, blockBytes);
+                Trials.warmUntilCompiled(1, warmUpNanos, () -> gather(engine, layouts, dst, handles));
                 Paired g = Trials.pairedUntilDecided(rounds, maxRounds, GATHER_GOAL,
                         () -> rawContiguous(cache, dst, handles, blockBytes, true),
                         () -> gather(engine, layouts, dst, handles));
                 figures.add(Figure.paired("kv_gather_" + shapeName + "_device_to_" + dst.name(), "GB/s",
                         "raw copy of the same bytes (contiguous)", g, GATHER_GOAL));
+                Trials.warmUntilCompiled(1, warmUpNanos, () -> scatter(engine, layouts, dst, handles));
                 Paired s = Trials.pairedUntilDecided(rounds, maxRounds, GATHER_GOAL,
                         () -> rawContiguous(cache, dst, handles, blockBytes, false),
                         () -> scatter(engine, layouts, dst, handles));
