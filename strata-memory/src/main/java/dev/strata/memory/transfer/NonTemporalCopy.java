@@ -34,7 +34,7 @@ import java.util.concurrent.atomic.LongAdder;
  * {@value #PREFETCH_DISTANCE} bytes ahead into the second-level cache, continuing into the next
  * piece of a gather rather than past the end of the current one (a KV block's 20 KiB layer pieces
  * lie megabytes apart; the hardware prefetcher starts over at each, and measured on a gather of
- * 128 × 20 KiB pieces the prefetching loop moved 10.9–11.5 GB/s where the same loop without it
+ * 128 × 20 KiB pieces the prefetching loop moved 10.9–11.6 GB/s where the same loop without it
  * moved 9.3–9.7 and the JVM's copy of one contiguous block of the same size 12.5–13.3). The
  * code is placed at class initialisation in a page this class maps read-write, fills, and then
  * maps read-execute (never both), and called through a critical downcall. The loop is checked
