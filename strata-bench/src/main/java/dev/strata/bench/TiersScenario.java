@@ -54,13 +54,13 @@ public final class TiersScenario implements Scenario {
     private static final String COPY_GOAL = ">= 0.9";
     private static final String GATHER_GOAL = ">= 0.85";
     private static final String DISK_GOAL = ">= 0.9";
-    /** Rounds of an undecided DISK figure after its second look: each DISK round moves a GiB twice, so 18 rather than 27. */
     /**
      * Longest warm-up of one memory figure's engine side, ns: it runs until a run passes without
-     * the JIT compiling anything (a gather calls its per-piece code 6,528 times a run, and one
-     * warm-up run left the first measured rounds in code compiled for profiling).
+     * the JIT compiling anything (a gather runs its per-piece code 6,528 times a run; in a probe of
+     * the engine's gather, the first rounds after a single warm-up run were the slowest).
      */
     private static final long WARM_UP_NANOS = 3_000_000_000L;
+    /** Rounds of an undecided DISK figure after its second look: each DISK round moves a GiB twice, so 18 rather than 27. */
     private static final int DISK_SECOND_LOOK_ROUNDS = 2 * Trials.FULL_ROUNDS;
 
     private final List<Series> series = new ArrayList<>(); // throughput against block size, filled by run
