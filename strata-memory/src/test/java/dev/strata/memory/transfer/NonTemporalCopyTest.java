@@ -111,6 +111,72 @@ class NonTemporalCopyTest {
     }
 
     @Test
+    void aGatherOfWholePassesFromOneRegionStreamsEveryByteAndRoundTrips() {
+        // KV-block shaped: pieces of whole 256-byte passes, far apart in one region, into a line-aligned whole
+        List<MemorySegment> parts = new ArrayList<>();
+        long total = 0;
+        for (int i = 0; i < 24; i++) {
+            long len = 256L * (1 + i % 5) * 4; // 1 KiB to 5 KiB
+            parts.add(source.segment().asSlice(SPAN - (i + 1) * 40_000L + 64L * i, len));
+            total += len;
+        }
+        target.segment().fill((byte) 0x5A);
+        MemorySegment whole = target.segment().asSlice(GUARD, total);
+        long before = NonTemporalCopy.bytesStreamed();
+        assertThat(NonTemporalCopy.gather(parts, whole)).isEqualTo(total);
+        long offset = 0;
+        for (MemorySegment part : parts) {
+            assertThat(MemorySegment.mismatch(part, 0, part.byteSize(), whole, offset, offset + part.byteSize())).isEqualTo(-1);
+            offset += part.byteSize();
+        }
+        assertThat(target.segment().get(ValueLayout.JAVA_BYTE, GUARD - 1)).isEqualTo((byte) 0x5A);
+        assertThat(target.segment().get(ValueLayout.JAVA_BYTE, GUARD + total)).isEqualTo((byte) 0x5A);
+        // and back, over line-aligned pieces of the target's upper half
+        List<MemorySegment> back = new ArrayList<>();
+        long place = SPAN / 2;
+        for (MemorySegment part : parts) {
+            back.add(target.segment().asSlice(place, part.byteSize()));
+            place += part.byteSize() + 4096;
+        }
+        assertThat(NonTemporalCopy.scatter(whole, back)).isEqualTo(total);
+        for (int i = 0; i < parts.size(); i++) {
+            assertThat(parts.get(i).mismatch(back.get(i))).as("piece %d", i).isEqualTo(-1);
+            assertThat(target.segment().get(ValueLayout.JAVA_BYTE, back.get(i).address() - target.segment().address()
+                    + back.get(i).byteSize())).as("byte after piece %d", i).isEqualTo((byte) 0x5A);
+        }
+        long streamed = NonTemporalCopy.bytesStreamed() - before;
+        if (NonTemporalCopy.hasWideLoop()) {
+            assertThat(streamed).as("the table loop streams every byte of both").isEqualTo(2 * total);
+        } else if (NonTemporalCopy.available()) {
+            assertThat(streamed).isBetween(2 * (total - EDGES * parts.size()), 2 * total);
+        } else {
+            assertThat(streamed).isZero();
+        }
+    }
+
+    @Test
+    void aGatherFromTwoRegionsCopiesTheSameBytes() {
+        try (OffHeapRegion other = OffHeapRegion.allocate("nt-other", SPAN, false)) {
+            fill(other.segment(), 99);
+            List<MemorySegment> parts = new ArrayList<>();
+            long total = 0;
+            for (int i = 0; i < 16; i++) {
+                MemorySegment from = i % 2 == 0 ? source.segment() : other.segment();
+                parts.add(from.asSlice(i * 50_000L, 2048));
+                total += 2048;
+            }
+            target.segment().fill((byte) 0x5A);
+            MemorySegment whole = target.segment().asSlice(GUARD, total);
+            assertThat(NonTemporalCopy.gather(parts, whole)).isEqualTo(total);
+            for (int i = 0; i < parts.size(); i++) {
+                assertThat(MemorySegment.mismatch(parts.get(i), 0, 2048, whole, i * 2048L, (i + 1) * 2048L))
+                        .as("piece %d", i).isEqualTo(-1);
+            }
+            assertThat(target.segment().get(ValueLayout.JAVA_BYTE, GUARD + total)).isEqualTo((byte) 0x5A);
+        }
+    }
+
+    @Test
     void everyAlignmentAndLengthCopiesTheSameBytesAndNothingElse() {
         SplittableRandom random = new SplittableRandom(42);
         long[] lengths = {NonTemporalCopy.MIN_BYTES - 1, NonTemporalCopy.MIN_BYTES, NonTemporalCopy.MIN_BYTES + 1,
