@@ -155,6 +155,34 @@ class NonTemporalCopyTest {
     }
 
     @Test
+    void aGatherLongerThanOneTableCallIsCopiedWhole() {
+        long piece = 160 * 1024;
+        int pieces = (int) (NonTemporalCopy.TABLE_CALL_BYTES / piece) * 2 + 3; // three calls of the table loop
+        long total = piece * pieces;
+        try (OffHeapRegion from = OffHeapRegion.allocate("nt-big-source", 2 * total, false);
+             OffHeapRegion to = OffHeapRegion.allocate("nt-big-target", total + 2 * GUARD, false)) {
+            fill(from.segment(), 5);
+            List<MemorySegment> parts = new ArrayList<>();
+            for (int i = 0; i < pieces; i++) { // every other piece-sized span, last first
+                parts.add(from.segment().asSlice((2L * (pieces - 1 - i)) * piece + 128, piece));
+            }
+            to.segment().fill((byte) 0x5A);
+            MemorySegment whole = to.segment().asSlice(GUARD, total);
+            long before = NonTemporalCopy.bytesStreamed();
+            assertThat(NonTemporalCopy.gather(parts, whole)).isEqualTo(total);
+            for (int i = 0; i < pieces; i++) {
+                assertThat(MemorySegment.mismatch(parts.get(i), 0, piece, whole, i * piece, (i + 1) * piece))
+                        .as("piece %d", i).isEqualTo(-1);
+            }
+            assertThat(to.segment().get(ValueLayout.JAVA_BYTE, GUARD - 1)).isEqualTo((byte) 0x5A);
+            assertThat(to.segment().get(ValueLayout.JAVA_BYTE, GUARD + total)).isEqualTo((byte) 0x5A);
+            if (NonTemporalCopy.hasWideLoop()) {
+                assertThat(NonTemporalCopy.bytesStreamed() - before).isEqualTo(total);
+            }
+        }
+    }
+
+    @Test
     void aGatherFromTwoRegionsCopiesTheSameBytes() {
         try (OffHeapRegion other = OffHeapRegion.allocate("nt-other", SPAN, false)) {
             fill(other.segment(), 99);
