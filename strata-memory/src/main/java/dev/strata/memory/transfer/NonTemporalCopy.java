@@ -554,7 +554,8 @@ public final class NonTemporalCopy {
     }
 
     /**
-     * A gather or scatter in one call of the table loop, with a fence; returns the bytes moved, or
+     * A gather or scatter through the table loop, one call per {@link #TABLE_CALL_BYTES} of pieces,
+     * then a fence; returns the bytes moved, or
      * -1 without moving anything when the call does not fit the table loop: fewer than two parts,
      * parts from more than one arena, a part that is not a whole number of the loop's passes or is
      * {@link #JVM_STREAMING_BYTES} or longer, a destination piece that does not start on a cache
