@@ -92,11 +92,9 @@ public final class NonTemporalCopy {
     static final long PREFETCH_DISTANCE = 6 * 1024;
 
     /**
-     * The code page: two copy loops and a fence, System V calling convention. Each loop is
-     * {@code stream(rdi = dst, rsi = src, rdx = length, rcx = next)}, {@code length} a positive
-     * multiple of its pass and {@code dst} 64-byte aligned; {@code next} is where the source
-     * continues after this piece (the next piece of a gather), which only the AVX-512 loop reads,
-     * as a prefetch address (a prefetch never faults). At {@link #AVX2_OFFSET}, 128 bytes a pass:
+     * The code page: two copy loops and a fence, System V calling convention. At
+     * {@link #AVX2_OFFSET}, {@code stream(rdi = dst, rsi = src, rdx = length)}, {@code length} a
+     * positive multiple of 128 and {@code dst} 32-byte aligned, 128 bytes a pass:
      * <pre>
      * loop: vmovdqu  ymm0, [rsi]        ; four unaligned 32-byte loads
      *       vmovdqu  ymm1, [rsi + 32]
@@ -113,50 +111,43 @@ public final class NonTemporalCopy {
      *       vzeroupper
      *       ret
      * </pre>
-     * At {@link #FENCE_OFFSET}, {@code fence()}: {@code sfence; ret}. At {@link #AVX512_OFFSET},
-     * 256 bytes a pass:
-     * <pre>
-     *       lea        r8, [rsi + rdx]     ; end of this piece's source
-     * loop: lea        rax, [rsi + 6144]   ; the prefetch address, PREFETCH_DISTANCE ahead...
-     *       mov        r9, rax
-     *       sub        r9, r8
-     *       add        r9, rcx             ; ...or as far into the next piece
-     *       cmp        rax, r8
-     *       cmovae     rax, r9             ; past this piece's end: into the next
-     *       prefetcht2 [rax]               ; four lines into the second-level cache
-     *       prefetcht2 [rax + 64]
-     *       prefetcht2 [rax + 128]
-     *       prefetcht2 [rax + 192]
-     *       vmovdqu64  zmm0, [rsi]         ; four unaligned 64-byte loads
-     *       vmovdqu64  zmm1, [rsi + 64]
-     *       vmovdqu64  zmm2, [rsi + 128]
-     *       vmovdqu64  zmm3, [rsi + 192]
-     *       vmovntdq   [rdi], zmm0         ; four aligned non-temporal stores
-     *       vmovntdq   [rdi + 64], zmm1
-     *       vmovntdq   [rdi + 128], zmm2
-     *       vmovntdq   [rdi + 192], zmm3
-     *       add        rsi, 256
-     *       add        rdi, 256
-     *       sub        rdx, 256
-     *       jnz        loop
-     *       vzeroupper
-     *       ret
-     * </pre>
-     * At {@link #TABLE_OFFSET}, the AVX-512 loop over a table of pieces, {@code table(rdi = table,
-     * rsi = count, rdx, rcx)}: {@code count >= 1} entries of {@link #TABLE_ENTRY} bytes (source
-     * address, destination address, length: a positive multiple of 256 bytes, the destination
-     * 64-byte aligned); {@code rdx} and {@code rcx} carry the segments whose memory the pieces
-     * are in, only so that the downcall keeps their arenas open (the code never reads them):
+     * At {@link #FENCE_OFFSET}, {@code fence()}: {@code sfence; ret}. At {@link #TABLE_OFFSET},
+     * the AVX-512 loop, over a table of pieces: {@code table(rdi = table, rsi = count, rdx, rcx)},
+     * {@code count >= 1} entries of {@link #TABLE_ENTRY} bytes (source address, destination
+     * address, length: a positive multiple of 256, the destination 64-byte aligned); {@code rdx}
+     * and {@code rcx} carry the segments whose memory the pieces are in, only so that the downcall
+     * keeps their arenas open (the code never reads them). 256 bytes a pass, each prefetching the
+     * source {@link #PREFETCH_DISTANCE} bytes ahead into the second-level cache, and near a
+     * piece's end as far into the next entry's source (a prefetch never faults):
      * <pre>
      * piece: mov        r10, [rdi]          ; source
      *        mov        r11, [rdi + 8]      ; destination
      *        mov        rdx, [rdi + 16]     ; length
-     *        mov        rcx, r10            ; the source continues at the next entry's source...
+     *        mov        rcx, r10            ; where the source goes on: the next entry's...
      *        cmp        rsi, 1
-     *        je         last                ; ...unless this is the last entry
+     *        je         last                ; ...or, after the last, this one's start
      *        mov        rcx, [rdi + 24]
-     * last:  lea        r8, [r10 + rdx]
-     * pass:  (the AVX-512 loop's pass above, on r10 and r11 for rsi and rdi)
+     * last:  lea        r8, [r10 + rdx]     ; end of this piece's source
+     * pass:  lea        rax, [r10 + 6144]   ; the prefetch address, PREFETCH_DISTANCE ahead...
+     *        mov        r9, rax
+     *        sub        r9, r8
+     *        add        r9, rcx             ; ...or as far past where the source goes on
+     *        cmp        rax, r8
+     *        cmovae     rax, r9
+     *        prefetcht2 [rax]               ; four lines into the second-level cache
+     *        prefetcht2 [rax + 64]
+     *        prefetcht2 [rax + 128]
+     *        prefetcht2 [rax + 192]
+     *        vmovdqu64  zmm0, [r10]         ; four unaligned 64-byte loads
+     *        vmovdqu64  zmm1, [r10 + 64]
+     *        vmovdqu64  zmm2, [r10 + 128]
+     *        vmovdqu64  zmm3, [r10 + 192]
+     *        vmovntdq   [r11], zmm0         ; four aligned non-temporal stores
+     *        vmovntdq   [r11 + 64], zmm1
+     *        vmovntdq   [r11 + 128], zmm2
+     *        vmovntdq   [r11 + 192], zmm3
+     *        add        r10, 256
+     *        add        r11, 256
      *        sub        rdx, 256
      *        jnz        pass
      *        add        rdi, 24
@@ -165,10 +156,11 @@ public final class NonTemporalCopy {
      *        vzeroupper
      *        ret
      * </pre>
-     * One call moves a whole gather or scatter: a downcall that passes segments takes and gives
-     * back their arenas with an atomic instruction on each side of the call, and the one after a
-     * loop of non-temporal stores waits for all of them to reach memory, so a call per piece made
-     * every piece wait for its stores (a quarter of a 128-piece gather's time, measured).
+     * A whole gather or scatter goes to one call (or one per {@link #TABLE_CALL_BYTES}), a single
+     * copy to a call with one entry: a downcall that passes segments takes and gives back their
+     * arenas with an atomic instruction on each side of the call, and the one after a loop of
+     * non-temporal stores waits for all of them to reach memory, so a call per piece made every
+     * piece wait for its stores (a quarter of a 128-piece gather's time, measured).
      */
     private static final byte[] CODE = {
         // AVX2_OFFSET
@@ -188,32 +180,6 @@ public final class NonTemporalCopy {
         (byte) 0xC3,
         // FENCE_OFFSET
         0x0F, (byte) 0xAE, (byte) 0xF8,
-        (byte) 0xC3,
-        // AVX512_OFFSET
-        0x4C, (byte) 0x8D, 0x04, 0x16,
-        0x48, (byte) 0x8D, (byte) 0x86, 0x00, 0x18, 0x00, 0x00, // 0x1800 = PREFETCH_DISTANCE
-        0x49, (byte) 0x89, (byte) 0xC1,
-        0x4D, 0x29, (byte) 0xC1,
-        0x49, 0x01, (byte) 0xC9,
-        0x4C, 0x39, (byte) 0xC0,
-        0x49, 0x0F, 0x43, (byte) 0xC1,
-        0x0F, 0x18, 0x18,
-        0x0F, 0x18, 0x58, 0x40,
-        0x0F, 0x18, (byte) 0x98, (byte) 0x80, 0x00, 0x00, 0x00,
-        0x0F, 0x18, (byte) 0x98, (byte) 0xC0, 0x00, 0x00, 0x00,
-        0x62, (byte) 0xF1, (byte) 0xFE, 0x48, 0x6F, 0x06,
-        0x62, (byte) 0xF1, (byte) 0xFE, 0x48, 0x6F, 0x4E, 0x01,
-        0x62, (byte) 0xF1, (byte) 0xFE, 0x48, 0x6F, 0x56, 0x02,
-        0x62, (byte) 0xF1, (byte) 0xFE, 0x48, 0x6F, 0x5E, 0x03,
-        0x62, (byte) 0xF1, 0x7D, 0x48, (byte) 0xE7, 0x07,
-        0x62, (byte) 0xF1, 0x7D, 0x48, (byte) 0xE7, 0x4F, 0x01,
-        0x62, (byte) 0xF1, 0x7D, 0x48, (byte) 0xE7, 0x57, 0x02,
-        0x62, (byte) 0xF1, 0x7D, 0x48, (byte) 0xE7, 0x5F, 0x03,
-        0x48, (byte) 0x81, (byte) 0xC6, 0x00, 0x01, 0x00, 0x00,
-        0x48, (byte) 0x81, (byte) 0xC7, 0x00, 0x01, 0x00, 0x00,
-        0x48, (byte) 0x81, (byte) 0xEA, 0x00, 0x01, 0x00, 0x00,
-        0x0F, (byte) 0x85, (byte) 0x83, (byte) 0xFF, (byte) 0xFF, (byte) 0xFF, // back 125 bytes, to loop
-        (byte) 0xC5, (byte) 0xF8, 0x77,
         (byte) 0xC3,
         // TABLE_OFFSET
         0x4C, (byte) 0x8B, 0x17,
@@ -256,17 +222,14 @@ public final class NonTemporalCopy {
     private static final long WIDE_PASS = 256; // bytes moved by one pass of the AVX-512 loop
     private static final int AVX2_OFFSET = 0;
     private static final int FENCE_OFFSET = 56;
-    private static final int AVX512_OFFSET = 60;
-    private static final int TABLE_OFFSET = 193;
+    private static final int TABLE_OFFSET = 60;
     private static final long TABLE_ENTRY = 24; // bytes per piece in a table: source address, destination address, length
     /** Most bytes one call of the table loop moves (more pieces take more calls): a critical call holds off safepoints. */
     static final long TABLE_CALL_BYTES = 4L << 20;
     private static final long CODE_PAGE = 4096;
 
-    private static final MethodHandle AVX2_LOOP; // (dst, src, length, next) -> void; null when unavailable
-    private static final MethodHandle AVX512_LOOP; // the same, null where the processor has no AVX-512 (or it failed its check)
-    private static final MethodHandle TABLE_LOOP; // (table, count, anchor, anchor) -> void; with AVX512_LOOP, else null
-    private static final MethodHandle STREAM; // the loop in use: AVX512_LOOP where there is one, else AVX2_LOOP
+    private static final MethodHandle AVX2_LOOP; // (dst, src, length) -> void; null when unavailable
+    private static final MethodHandle TABLE_LOOP; // (table, count, anchor, anchor) -> void; the AVX-512 loop, null where the processor has no AVX-512 (or it failed its check)
     private static final MethodHandle FENCE; // () -> void; null when unavailable
     private static final long STEP; // bytes moved by one pass of the loop in use
     private static final String ROUTINE; // the loop in use, named; null when unavailable
@@ -278,7 +241,7 @@ public final class NonTemporalCopy {
     private static volatile Mode mode = Mode.AUTO;
 
     static {
-        MethodHandle[] handles = new MethodHandle[4];
+        MethodHandle[] handles = new MethodHandle[3];
         String[] wideReason = new String[1];
         String reason;
         try {
@@ -288,11 +251,9 @@ public final class NonTemporalCopy {
         }
         AVX2_LOOP = reason == null ? handles[0] : null;
         FENCE = reason == null ? handles[1] : null;
-        AVX512_LOOP = reason == null ? handles[2] : null;
-        TABLE_LOOP = AVX512_LOOP == null ? null : handles[3];
-        STREAM = AVX512_LOOP != null ? AVX512_LOOP : AVX2_LOOP;
-        STEP = AVX512_LOOP != null ? WIDE_PASS : NARROW_PASS;
-        ROUTINE = reason != null ? null : AVX512_LOOP != null
+        TABLE_LOOP = reason == null ? handles[2] : null;
+        STEP = TABLE_LOOP != null ? WIDE_PASS : NARROW_PASS;
+        ROUTINE = reason != null ? null : TABLE_LOOP != null
                 ? "AVX-512, " + WIDE_PASS + " bytes a pass, prefetching " + PREFETCH_DISTANCE / 1024 + " KiB ahead"
                 : "AVX2, " + NARROW_PASS + " bytes a pass" + (wideReason[0] == null ? "" : " (" + wideReason[0] + ")");
         UNAVAILABLE = reason;
@@ -303,8 +264,8 @@ public final class NonTemporalCopy {
 
     /**
      * Maps and checks the code; returns why it cannot be used, or null with {@code handles} set:
-     * the AVX2 loop, the fence, and the AVX-512 loop and its table loop, or null for both
-     * ({@code wideReason[0]} then says why, where the processor has AVX-512).
+     * the AVX2 loop, the fence, and the AVX-512 (table) loop or null ({@code wideReason[0]} then
+     * says why, where the processor has AVX-512).
      */
     @SuppressWarnings("restricted") // mmap, mprotect and a downcall into a page this method fills itself
     private static String install(MethodHandle[] handles, String[] wideReason) throws Throwable {
@@ -337,24 +298,19 @@ public final class NonTemporalCopy {
         // The page lives as long as the process: the handles below call into it.
         Linker linker = Linker.nativeLinker();
         FunctionDescriptor loop = FunctionDescriptor.ofVoid(ValueLayout.ADDRESS, ValueLayout.ADDRESS,
-                ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG);
+                ValueLayout.JAVA_LONG);
         handles[0] = linker.downcallHandle(page.asSlice(AVX2_OFFSET), loop, Linker.Option.critical(false));
         handles[1] = linker.downcallHandle(page.asSlice(FENCE_OFFSET), FunctionDescriptor.ofVoid(), Linker.Option.critical(false));
-        String failed = selfCheck(handles[0], handles[1], NARROW_PASS);
+        String failed = selfCheck(handles[0], handles[1]);
         if (failed != null) {
             return failed;
         }
         if (flags.contains("avx512f")) { // the kernel lists it only where it saves the 512-bit registers
-            MethodHandle wide = linker.downcallHandle(page.asSlice(AVX512_OFFSET), loop, Linker.Option.critical(false));
             MethodHandle table = linker.downcallHandle(page.asSlice(TABLE_OFFSET), FunctionDescriptor.ofVoid(
                     ValueLayout.ADDRESS, ValueLayout.JAVA_LONG, ValueLayout.ADDRESS, ValueLayout.ADDRESS),
                     Linker.Option.critical(false));
-            wideReason[0] = selfCheck(wide, handles[1], WIDE_PASS);
-            if (wideReason[0] == null) {
-                wideReason[0] = selfCheckTable(table, handles[1]);
-            }
-            handles[2] = wideReason[0] == null ? wide : null;
-            handles[3] = wideReason[0] == null ? table : null;
+            wideReason[0] = selfCheckTable(table, handles[1]);
+            handles[2] = wideReason[0] == null ? table : null;
         }
         return null;
     }
@@ -373,9 +329,9 @@ public final class NonTemporalCopy {
         return Set.of();
     }
 
-    /** Runs the loop on a pattern and compares with {@link MemorySegment#copy}; null if they agree. */
-    private static String selfCheck(MethodHandle stream, MethodHandle fence, long step) throws Throwable {
-        long body = 4 * step;
+    /** Runs the AVX2 loop on a pattern and compares with {@link MemorySegment#copy}; null if they agree. */
+    private static String selfCheck(MethodHandle stream, MethodHandle fence) throws Throwable {
+        long body = 4 * NARROW_PASS;
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment src = arena.allocate(body + 64, 64);
             MemorySegment dst = arena.allocate(body + 2 * LINE, 64);
@@ -383,17 +339,17 @@ public final class NonTemporalCopy {
                 src.set(ValueLayout.JAVA_BYTE, i, (byte) (i * 131 + 7));
             }
             dst.fill((byte) 0x5A);
-            stream.invokeExact(dst.asSlice(LINE, body), src.asSlice(3, body), body, src.address()); // unaligned source
+            stream.invokeExact(dst.asSlice(LINE, body), src.asSlice(3, body), body); // unaligned source
             fence.invokeExact();
             if (MemorySegment.mismatch(src, 3, 3 + body, dst, LINE, LINE + body) != -1
                     || dst.get(ValueLayout.JAVA_BYTE, LINE - 1) != 0x5A || dst.get(ValueLayout.JAVA_BYTE, LINE + body) != 0x5A) {
-                return "the " + (step == WIDE_PASS ? "AVX-512" : "AVX2") + " copy loop failed its check against MemorySegment.copy";
+                return "the AVX2 copy loop failed its check against MemorySegment.copy";
             }
         }
         return null;
     }
 
-    /** Runs the table loop on two pieces of a pattern and compares with {@link MemorySegment#copy}; null if they agree. */
+    /** Runs the AVX-512 loop on a table of two pieces of a pattern and compares with {@link MemorySegment#copy}; null if they agree. */
     private static String selfCheckTable(MethodHandle table, MethodHandle fence) throws Throwable {
         long piece = 2 * WIDE_PASS;
         try (Arena arena = Arena.ofConfined()) {
@@ -416,7 +372,7 @@ public final class NonTemporalCopy {
             if (MemorySegment.mismatch(src, piece + 1, 2 * piece + 1, dst, LINE, LINE + piece) != -1
                     || MemorySegment.mismatch(src, 3 * piece - 1, 4 * piece - 1, dst, LINE + piece, LINE + 2 * piece) != -1
                     || dst.get(ValueLayout.JAVA_BYTE, LINE - 1) != 0x5A || dst.get(ValueLayout.JAVA_BYTE, LINE + 2 * piece) != 0x5A) {
-                return "the AVX-512 table loop failed its check against MemorySegment.copy";
+                return "the AVX-512 copy loop failed its check against MemorySegment.copy";
             }
         }
         return null;
@@ -436,7 +392,7 @@ public final class NonTemporalCopy {
 
     /** True when the routine is installed and the setting is {@link Mode#AUTO}. */
     public static boolean available() {
-        return STREAM != null && mode == Mode.AUTO;
+        return AVX2_LOOP != null && mode == Mode.AUTO;
     }
 
     /** The copy loop in use on this machine, described, or null where none is installed. */
@@ -487,8 +443,7 @@ public final class NonTemporalCopy {
         }
         long streamed;
         try {
-            MemorySegment from = src.asSlice(srcOffset, length);
-            streamed = stream(from, dst.asSlice(dstOffset, length), from.address());
+            streamed = stream(src.asSlice(srcOffset, length), dst.asSlice(dstOffset, length));
         } finally {
             fence();
         }
@@ -533,10 +488,7 @@ public final class NonTemporalCopy {
                 long len = part.byteSize();
                 if (streaming) {
                     MemorySegment span = whole.asSlice(at, len);
-                    boolean last = i == n - 1;
-                    // the source continues in the next part of a gather, right after the span of a scatter
-                    long next = gather ? (last ? part : parts.get(i + 1)).address() : span.address() + (last ? 0 : len);
-                    streamed += stream(gather ? part : span, gather ? span : part, next);
+                    streamed += stream(gather ? part : span, gather ? span : part);
                 } else if (gather) {
                     MemorySegment.copy(part, 0, whole, at, len);
                 } else {
@@ -653,21 +605,18 @@ public final class NonTemporalCopy {
     /**
      * Copies {@code src} into {@code dst} (same length): the bytes up to {@code dst}'s first cache
      * line and those after the last whole pass of the loop ({@link #STEP}) with
-     * {@link MemorySegment#copy}, the rest with the loop. Overlapping ranges, a read-only
+     * {@link MemorySegment#copy}, the rest with the loop in use. Overlapping ranges, a read-only
      * destination and copies of {@link #JVM_STREAMING_BYTES} or more take
      * {@link MemorySegment#copy} whole. No fence.
      *
-     * @param nextSource the address the source continues at after {@code src} (the next piece of
-     *                   a gather; {@code src}'s own start when nothing follows): the loop's
-     *                   prefetches run on there instead of past {@code src}'s end
-     * @return the bytes the routine moved
+     * @return the bytes the loop moved
      */
-    private static long stream(MemorySegment src, MemorySegment dst, long nextSource) {
-        return stream(STREAM, STEP, src, dst, nextSource);
+    private static long stream(MemorySegment src, MemorySegment dst) {
+        return stream(TABLE_LOOP != null, src, dst);
     }
 
-    /** {@link #stream(MemorySegment, MemorySegment, long)} with {@code loop}, which moves {@code step} bytes a pass. */
-    private static long stream(MethodHandle loop, long step, MemorySegment src, MemorySegment dst, long nextSource) {
+    /** {@link #stream(MemorySegment, MemorySegment)} with the AVX-512 loop if {@code wide}, else the AVX2 loop. */
+    private static long stream(boolean wide, MemorySegment src, MemorySegment dst) {
         long length = dst.byteSize();
         long s = src.address();
         long d = dst.address();
@@ -680,13 +629,21 @@ public final class NonTemporalCopy {
             return 0;
         }
         long head = Math.min((-d) & (LINE - 1), length);
-        long body = (length - head) & -step;
+        long body = (length - head) & -(wide ? WIDE_PASS : NARROW_PASS);
         if (head > 0) {
             MemorySegment.copy(src, 0, dst, 0, head);
         }
         if (body > 0) {
             try {
-                loop.invokeExact(dst.asSlice(head, body), src.asSlice(head, body), body, nextSource);
+                if (wide) {
+                    MemorySegment table = tableScratch(1);
+                    table.setAtIndex(ValueLayout.JAVA_LONG, 0, s + head);
+                    table.setAtIndex(ValueLayout.JAVA_LONG, 1, d + head);
+                    table.setAtIndex(ValueLayout.JAVA_LONG, 2, body);
+                    TABLE_LOOP.invokeExact(table, 1L, src, dst);
+                } else {
+                    AVX2_LOOP.invokeExact(dst.asSlice(head, body), src.asSlice(head, body), body);
+                }
             } catch (RuntimeException | Error e) {
                 throw e;
             } catch (Throwable t) {
@@ -714,12 +671,11 @@ public final class NonTemporalCopy {
      * @throws IllegalStateException if that loop is not installed here
      */
     static long copyWithLoop(boolean wide, MemorySegment src, MemorySegment dst) {
-        MethodHandle loop = wide ? AVX512_LOOP : AVX2_LOOP;
-        if (loop == null) {
+        if ((wide ? TABLE_LOOP : AVX2_LOOP) == null) {
             throw new IllegalStateException((wide ? "the AVX-512" : "the AVX2") + " loop is not installed here");
         }
         try {
-            return stream(loop, wide ? WIDE_PASS : NARROW_PASS, src, dst, src.address());
+            return stream(wide, src, dst);
         } finally {
             fence();
         }
@@ -727,7 +683,7 @@ public final class NonTemporalCopy {
 
     /** True if the AVX-512 loop is installed here. For tests. */
     static boolean hasWideLoop() {
-        return AVX512_LOOP != null;
+        return TABLE_LOOP != null;
     }
 
     private static void fence() {

@@ -131,19 +131,7 @@ class NonTemporalCopyTest {
         }
         assertThat(target.segment().get(ValueLayout.JAVA_BYTE, GUARD - 1)).isEqualTo((byte) 0x5A);
         assertThat(target.segment().get(ValueLayout.JAVA_BYTE, GUARD + total)).isEqualTo((byte) 0x5A);
-        // and back, over line-aligned pieces of the target's upper half
-        List<MemorySegment> back = new ArrayList<>();
-        long place = SPAN / 2;
-        for (MemorySegment part : parts) {
-            back.add(target.segment().asSlice(place, part.byteSize()));
-            place += part.byteSize() + 4096;
-        }
-        assertThat(NonTemporalCopy.scatter(whole, back)).isEqualTo(total);
-        for (int i = 0; i < parts.size(); i++) {
-            assertThat(parts.get(i).mismatch(back.get(i))).as("piece %d", i).isEqualTo(-1);
-            assertThat(target.segment().get(ValueLayout.JAVA_BYTE, back.get(i).address() - target.segment().address()
-                    + back.get(i).byteSize())).as("byte after piece %d", i).isEqualTo((byte) 0x5A);
-        }
+        scatterBack(whole, parts, total, 4096); // over line-aligned pieces of the target's upper half
         long streamed = NonTemporalCopy.bytesStreamed() - before;
         if (NonTemporalCopy.hasWideLoop()) {
             assertThat(streamed).as("the table loop streams every byte of both").isEqualTo(2 * total);
@@ -254,17 +242,7 @@ class NonTemporalCopyTest {
         assertThat(target.segment().get(ValueLayout.JAVA_BYTE, GUARD + 2)).isEqualTo((byte) 0x5A);
         assertThat(target.segment().get(ValueLayout.JAVA_BYTE, GUARD + 3 + total)).isEqualTo((byte) 0x5A);
 
-        // scatter the gathered bytes over fresh pieces of the target's upper half
-        List<MemorySegment> back = new ArrayList<>();
-        long place = SPAN / 2;
-        for (MemorySegment part : parts) {
-            back.add(target.segment().asSlice(place, part.byteSize()));
-            place += part.byteSize() + 11;
-        }
-        assertThat(NonTemporalCopy.scatter(whole, back)).isEqualTo(total);
-        for (int i = 0; i < parts.size(); i++) {
-            assertThat(parts.get(i).mismatch(back.get(i))).as("piece %d", i).isEqualTo(-1);
-        }
+        scatterBack(whole, parts, total, 11); // over fresh, unaligned pieces of the target's upper half
         long streamed = NonTemporalCopy.bytesStreamed() - before;
         if (NonTemporalCopy.available()) {
             assertThat(streamed).isBetween(2 * (total - EDGES * parts.size()), 2 * total);
@@ -411,6 +389,26 @@ class NonTemporalCopyTest {
         assertThatThrownBy(() -> NonTemporalCopy.gather(List.of(source.segment().asSlice(0, 100_000)), readOnly))
                 .isInstanceOf(IllegalArgumentException.class);
         assertThat(target.segment().get(ValueLayout.JAVA_BYTE, 0)).isEqualTo((byte) 0x5A);
+    }
+
+    /**
+     * Scatters {@code whole} ({@code total} bytes gathered from {@code parts}) over pieces of the
+     * target's upper half, {@code gap} bytes apart, and checks each equals its part and the byte
+     * after it is untouched.
+     */
+    private void scatterBack(MemorySegment whole, List<MemorySegment> parts, long total, long gap) {
+        List<MemorySegment> back = new ArrayList<>();
+        long place = SPAN / 2;
+        for (MemorySegment part : parts) {
+            back.add(target.segment().asSlice(place, part.byteSize()));
+            place += part.byteSize() + gap;
+        }
+        assertThat(NonTemporalCopy.scatter(whole, back)).isEqualTo(total);
+        for (int i = 0; i < parts.size(); i++) {
+            assertThat(parts.get(i).mismatch(back.get(i))).as("piece %d", i).isEqualTo(-1);
+            assertThat(target.segment().get(ValueLayout.JAVA_BYTE, back.get(i).address() - target.segment().address()
+                    + back.get(i).byteSize())).as("byte after piece %d", i).isEqualTo((byte) 0x5A);
+        }
     }
 
     private void assertCopied(long from, long to, long length) {
