@@ -237,7 +237,6 @@ public final class NonTemporalCopy {
     private static final MethodHandle AVX2_LOOP; // (dst, src, length) -> void; null when unavailable
     private static final MethodHandle TABLE_LOOP; // (table, count, anchor, anchor) -> void; the AVX-512 loop, null where the processor has no AVX-512 (or it failed its check)
     private static final MethodHandle FENCE; // () -> void; null when unavailable
-    private static final long STEP; // bytes moved by one pass of the loop in use
     private static final String ROUTINE; // the loop in use, named; null when unavailable
     private static final String UNAVAILABLE; // why the loop is not used, or null
     private static final Set<MemorySegment.Scope> ANONYMOUS = ConcurrentHashMap.newKeySet();
@@ -258,7 +257,6 @@ public final class NonTemporalCopy {
         AVX2_LOOP = reason == null ? handles[0] : null;
         FENCE = reason == null ? handles[1] : null;
         TABLE_LOOP = reason == null ? handles[2] : null;
-        STEP = TABLE_LOOP != null ? WIDE_PASS : NARROW_PASS;
         ROUTINE = reason != null ? null : TABLE_LOOP != null
                 ? "AVX-512, " + WIDE_PASS + " bytes a pass, prefetching " + PREFETCH_DISTANCE / 1024 + " KiB ahead"
                 : "AVX2, " + NARROW_PASS + " bytes a pass" + (wideReason[0] == null ? "" : " (" + wideReason[0] + ")");
@@ -610,7 +608,7 @@ public final class NonTemporalCopy {
 
     /**
      * Copies {@code src} into {@code dst} (same length): the bytes up to {@code dst}'s first cache
-     * line and those after the last whole pass of the loop ({@link #STEP}) with
+     * line and those after the last whole pass of the loop ({@link #passBytes}) with
      * {@link MemorySegment#copy}, the rest with the loop in use. Overlapping ranges, a read-only
      * destination and copies of {@link #JVM_STREAMING_BYTES} or more take
      * {@link MemorySegment#copy} whole. No fence.
@@ -665,7 +663,7 @@ public final class NonTemporalCopy {
 
     /** Bytes one pass of the loop in use moves; the copy's last bytes short of a pass go through {@link MemorySegment#copy}. For tests. */
     static long passBytes() {
-        return STEP;
+        return TABLE_LOOP != null ? WIDE_PASS : NARROW_PASS;
     }
 
     /**
