@@ -1,9 +1,11 @@
 package dev.strata.memory;
 
+import dev.strata.memory.transfer.NonTemporalCopy;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.ByteOrder;
+import java.util.List;
 import jdk.incubator.vector.LongVector;
 import jdk.incubator.vector.VectorSpecies;
 
@@ -36,6 +38,10 @@ import jdk.incubator.vector.VectorSpecies;
  * first-level cache: one pass through memory still, a little over the cost of the copy (summing
  * first made the sum wait for memory and the copy wait for the sum: 0.86–0.94 of a raw copy into
  * a pool mapping at 16 KiB and 0.91–1.00 at 256 KiB, against 0.87–1.02 and 0.99–1.07 copying first).
+ * Where {@link NonTemporalCopy} guards file mappings (x86-64 with AVX-512, see its class note),
+ * {@link #copyPartsToMappedAndUpdate} and {@link #copyMappedToPartsAndUpdate} hand parts of whole
+ * 256-byte passes to its streaming loop instead, which sums the bytes from the registers it copies
+ * them through; a fault there is an {@link InternalError} in the same words.
  *
  * <p>Only private native memory reaches the vector loop. The Vector API compiles a load or store
  * of a memory segment to vector instructions only where the compiler can tell the segment is
@@ -161,6 +167,57 @@ public final class Checksum64 {
             done += n;
         }
         return this;
+    }
+
+    /**
+     * Copies the concatenation of {@code parts} into the file mapping {@code mapped} at
+     * {@code dstOffset} and adds them to the checksum, in one pass: where
+     * {@link NonTemporalCopy#gatherSummed} takes the parts (private native memory of one arena,
+     * whole 256-byte passes, on a machine whose AVX-512 loop guards file mappings) with
+     * streaming stores that sum as they copy, else part by part as {@link #copyToMappedAndUpdate}.
+     * A fault on the mapping is an {@link InternalError} either way (see the class note).
+     */
+    public Checksum64 copyPartsToMappedAndUpdate(List<MemorySegment> parts, MemorySegment mapped, long dstOffset) {
+        long total = streamed(parts, mapped, dstOffset, true);
+        for (int i = 0, n = parts.size(); total < 0 && i < n; i++) {
+            MemorySegment p = parts.get(i);
+            copyToMappedAndUpdate(p, 0, mapped, dstOffset, p.byteSize());
+            dstOffset += p.byteSize();
+        }
+        return this;
+    }
+
+    /**
+     * Copies bytes of the file mapping {@code mapped} from {@code srcOffset} into {@code parts} in
+     * order and adds them to the checksum, in one pass, as {@link #copyPartsToMappedAndUpdate}
+     * does the other way ({@link NonTemporalCopy#scatterSummed}, else part by part as
+     * {@link #copyFromMappedAndUpdate}).
+     */
+    public Checksum64 copyMappedToPartsAndUpdate(MemorySegment mapped, long srcOffset, List<MemorySegment> parts) {
+        long total = streamed(parts, mapped, srcOffset, false);
+        for (int i = 0, n = parts.size(); total < 0 && i < n; i++) {
+            MemorySegment p = parts.get(i);
+            copyFromMappedAndUpdate(mapped, srcOffset, p, 0, p.byteSize());
+            srcOffset += p.byteSize();
+        }
+        return this;
+    }
+
+    /**
+     * Moves {@code parts} to ({@code gather}) or from {@code mapped} at {@code offset} with the
+     * summing streaming loop and adds them to the checksum; returns the bytes moved, or -1 with
+     * nothing moved where that loop does not take them (or a block is incomplete).
+     */
+    private long streamed(List<MemorySegment> parts, MemorySegment mapped, long offset, boolean gather) {
+        if (carryLength != 0 || offset < 0 || offset > mapped.byteSize()) {
+            return -1;
+        }
+        MemorySegment span = mapped.asSlice(offset);
+        long moved = gather ? NonTemporalCopy.gatherSummed(parts, span, a, b) : NonTemporalCopy.scatterSummed(span, parts, a, b);
+        if (moved > 0) {
+            totalLength += moved;
+        }
+        return moved;
     }
 
     /**

@@ -16,9 +16,10 @@ import java.util.List;
  *   <li><b>Write</b>: the allocation's descriptor is WRITING and owned by the writer (a PUBLISHED
  *       object being rewritten is first CASed to WRITING with a new generation, which readers in
  *       flight will notice). The writer copies the payload and computes its
- *       {@link Checksum64} in the same pass ({@link Checksum64#copyToMappedAndUpdate}, one trip
- *       through memory, the mapping touched only by {@link java.lang.foreign.MemorySegment#copy} so
- *       that a fault on it is an {@link InternalError} rather than the end of the JVM; a payload
+ *       {@link Checksum64} in the same pass ({@link Checksum64#copyPartsToMappedAndUpdate}, one trip
+ *       through memory, the mapping touched only by {@link java.lang.foreign.MemorySegment#copy} or
+ *       the guarded streaming loop, so that a fault on it is an {@link InternalError} rather than
+ *       the end of the JVM; a payload
  *       placed through a zero-copy view is checksummed in place instead, through
  *       {@link Checksum64#updateMapped}),
  *       stores length and checksum with plain stores, then CASes WRITING -&gt; PUBLISHED. The CAS is the release
@@ -26,7 +27,7 @@ import java.util.List;
  *       or reclaimed meanwhile, which is reported.</li>
  *   <li><b>Read</b> (a seqlock): acquire-load the state word; anything but PUBLISHED is "no
  *       object" ({@code false}). Load length and checksum, copy the payload out while checksumming
- *       it (one pass, {@link Checksum64#copyFromMappedAndUpdate}), then
+ *       it (one pass, {@link Checksum64#copyMappedToPartsAndUpdate}), then
  *       {@link VarHandle#loadLoadFence()} and load the state word again: if it changed (freed,
  *       reused, rewritten: every such change bumps the generation) the copy may be torn and the
  *       read returns {@code false}. Otherwise the checksum of the copy is compared with the stored one: a mismatch
@@ -62,12 +63,7 @@ final class PublishProtocol {
             total += p.byteSize();
         }
         long writing = beginWrite(handle, head, total);
-        Checksum64 checksum = CHECKSUM.get().reset();
-        long at = handle;
-        for (MemorySegment p : parts) {
-            checksum.copyToMappedAndUpdate(p, 0, data, at, p.byteSize());
-            at += p.byteSize();
-        }
+        Checksum64 checksum = CHECKSUM.get().reset().copyPartsToMappedAndUpdate(parts, data, handle);
         finishWrite(handle, head, writing, total, checksum.value());
     }
 
@@ -160,12 +156,7 @@ final class PublishProtocol {
             throw new IllegalArgumentException("destination of " + wanted + " bytes does not match object of "
                     + length + " bytes at handle " + handle + " in tier '" + tierName + "'");
         }
-        Checksum64 checksum = CHECKSUM.get().reset();
-        long at = handle;
-        for (MemorySegment p : parts) {
-            checksum.copyFromMappedAndUpdate(data, at, p, 0, p.byteSize());
-            at += p.byteSize();
-        }
+        Checksum64 checksum = CHECKSUM.get().reset().copyMappedToPartsAndUpdate(data, handle, parts);
         VarHandle.loadLoadFence();
         if (descriptors.stateAcquire(head) != before) {
             return false;

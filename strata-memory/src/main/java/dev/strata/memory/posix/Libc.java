@@ -85,6 +85,9 @@ public final class Libc {
     /** {@code int mprotect(void *addr, size_t length, int prot)}. */
     public static final MethodHandle MPROTECT = bind("mprotect",
             FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.JAVA_LONG, ValueLayout.JAVA_INT));
+    /** {@code int sigaction(int signal, const struct sigaction *act, struct sigaction *oldact)}. */
+    public static final MethodHandle SIGACTION = bind("sigaction",
+            FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.ADDRESS));
     /** {@code int open(const char *path, int flags, ...)}: variadic, the mode is the first variadic argument. */
     public static final MethodHandle OPEN = LINKER.downcallHandle(LINKER.defaultLookup().findOrThrow("open"),
             FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.JAVA_INT, ValueLayout.JAVA_INT),

@@ -64,6 +64,21 @@ import java.util.concurrent.atomic.LongAdder;
  * from one arena, destination pieces on cache lines), one call per {@link #TABLE_CALL_BYTES} of
  * pieces, about 0.35 ms at that loop's speed.
  *
+ * <p>File mappings. Where the AVX-512 loop is installed, this class also installs a guard: a
+ * SIGBUS handler, in the code page, placed in front of the JVM's own. A fault whose instruction
+ * is in the table loop resumes at a recovery that returns 1 from the call, and the Java side
+ * throws an {@link InternalError} in the words of the JDK's copy ({@link #FAULT_MESSAGE}), which a
+ * tier reports as it reports the JDK's; every other SIGBUS goes, with the same arguments, to the
+ * handler the JVM installed (which turns a fault in its own copies into an {@link InternalError}
+ * and otherwise ends the process, as before). So a copy into or out of a POOL's file mapping
+ * streams too ({@link #gatherSummed}, {@link #scatterSummed}), summing the bytes for the POOL's
+ * checksum in the same pass: without it, every write of a KV block into the pool read each
+ * destination line first, and a 128-piece gather into the pool ran at 0.63–0.73 of one
+ * contiguous copy. The guard relies on the JVM keeping its SIGBUS handler installed as it does
+ * (a handler installed after this class's would take the faults, and the JVM's check of its
+ * handlers, under {@code -Xcheck:jni}, reports this one as modified); where the JVM's handler
+ * cannot be chained, file mappings keep {@link MemorySegment#copy} and {@link #routine()} says so.
+ *
  * <p>Ordering. Non-temporal stores are weakly ordered: each public method ends with an
  * {@code SFENCE}, so the bytes are visible to any thread that later learns of the copy through
  * the usual happens-before edges (a future, a lock, a volatile write).
@@ -98,7 +113,7 @@ public final class NonTemporalCopy {
     static final long PREFETCH_DISTANCE = 6 * 1024;
 
     /**
-     * The code page: two copy loops and a fence, System V calling convention. At
+     * The code page: two copy loops, a fence and a fault guard, System V calling convention. At
      * {@link #AVX2_OFFSET}, {@code stream(rdi = dst, rsi = src, rdx = length)}, {@code length} a
      * positive multiple of 128 and {@code dst} 32-byte aligned, 128 bytes a pass:
      * <pre>
@@ -118,14 +133,19 @@ public final class NonTemporalCopy {
      *       ret
      * </pre>
      * At {@link #FENCE_OFFSET}, {@code fence()}: {@code sfence; ret}. At {@link #TABLE_OFFSET},
-     * the AVX-512 loop, over a table of pieces: {@code table(rdi = table, rsi = count, rdx, rcx)},
+     * the AVX-512 loop, over a table of pieces: {@code int table(rdi = table, rsi = count, rdx, rcx)},
      * {@code count >= 1} entries of {@link #TABLE_ENTRY} bytes (source address, destination
-     * address, length: a positive multiple of 256, the destination 64-byte aligned); {@code rdx}
-     * and {@code rcx} carry the segments whose memory the pieces are in, only so that the downcall
-     * keeps their arenas open (the code never reads them). 256 bytes a pass, each prefetching the
-     * source {@link #PREFETCH_DISTANCE} bytes ahead into the second-level cache, and near a
-     * piece's end as far into the next entry's source (a prefetch never faults):
+     * address, length: a positive multiple of 256, the destination 64-byte aligned) followed by
+     * the {@link #SUMS} bytes of a {@link dev.strata.memory.Checksum64}'s running sums, to which the loop adds every
+     * byte it moves; {@code rdx} and {@code rcx} carry the segments whose memory the pieces are
+     * in, only so that the downcall keeps their arenas open (the code never reads them). 256 bytes
+     * a pass, each prefetching the source {@link #PREFETCH_DISTANCE} bytes ahead into the
+     * second-level cache, and near a piece's end as far into the next entry's source (a prefetch
+     * never faults). It returns 0:
      * <pre>
+     *        imul       rax, rsi, 24        ; the sums follow the last entry:
+     *        vmovdqu64  zmm4, [rdi + rax]   ;   eight word sums (a)
+     *        vmovdqu64  zmm5, [rdi + rax + 64] ; and eight sums of a (b)
      * piece: mov        r10, [rdi]          ; source
      *        mov        r11, [rdi + 8]      ; destination
      *        mov        rdx, [rdi + 16]     ; length
@@ -152,6 +172,14 @@ public final class NonTemporalCopy {
      *        vmovntdq   [r11 + 64], zmm1
      *        vmovntdq   [r11 + 128], zmm2
      *        vmovntdq   [r11 + 192], zmm3
+     *        vpaddq     zmm4, zmm4, zmm0    ; each 64-byte block: a += words; b += a
+     *        vpaddq     zmm5, zmm5, zmm4
+     *        vpaddq     zmm4, zmm4, zmm1
+     *        vpaddq     zmm5, zmm5, zmm4
+     *        vpaddq     zmm4, zmm4, zmm2
+     *        vpaddq     zmm5, zmm5, zmm4
+     *        vpaddq     zmm4, zmm4, zmm3
+     *        vpaddq     zmm5, zmm5, zmm4
      *        add        r10, 256
      *        add        r11, 256
      *        sub        rdx, 256
@@ -159,14 +187,37 @@ public final class NonTemporalCopy {
      *        add        rdi, 24
      *        dec        rsi
      *        jnz        piece
+     *        vmovdqu64  [rdi], zmm4         ; rdi is now where the sums are
+     *        vmovdqu64  [rdi + 64], zmm5
+     *        xor        eax, eax
      *        vzeroupper
      *        ret
+     * </pre>
+     * At {@link #RECOVER_OFFSET}, where the guard resumes a table call whose load or store
+     * faulted: {@code mov eax, 1; vzeroupper; ret} (the loop keeps nothing on the stack, so this
+     * returns 1 to the loop's caller). At {@link #GUARD_OFFSET}, the SIGBUS handler
+     * {@code guard(rdi = signal, rsi = siginfo, rdx = ucontext)}: a fault whose instruction
+     * pointer (at byte 168 of the context on x86-64 Linux) is in the table loop goes on at the
+     * recovery; any other goes to the handler that was installed before, whose address is at
+     * {@link #PREVIOUS_OFFSET}, with the same arguments:
+     * <pre>
+     *        mov        rax, [rdx + 168]    ; where the fault happened
+     *        lea        rcx, [rip + table]
+     *        cmp        rax, rcx
+     *        jb         chain
+     *        lea        rcx, [rip + recover]
+     *        cmp        rax, rcx
+     *        jae        chain
+     *        mov        [rdx + 168], rcx    ; resume at the recovery
+     *        ret
+     * chain: jmp        [rip + previous]
      * </pre>
      * A whole gather or scatter goes to one call (or one per {@link #TABLE_CALL_BYTES}), a single
      * copy to a call with one entry: a downcall that passes segments takes and gives back their
      * arenas with an atomic instruction on each side of the call, and the one after a loop of
      * non-temporal stores waits for all of them to reach memory, so a call per piece made every
-     * piece wait for its stores (a quarter of a 128-piece gather's time, measured).
+     * piece wait for its stores (a quarter of a 128-piece gather's time, measured). Summing costs
+     * the loop no time it would not wait for memory anyway (eight adds on a 256-byte pass).
      */
     private static final byte[] CODE = {
         // AVX2_OFFSET
@@ -188,12 +239,15 @@ public final class NonTemporalCopy {
         0x0F, (byte) 0xAE, (byte) 0xF8,
         (byte) 0xC3,
         // TABLE_OFFSET
+        0x48, 0x6B, (byte) 0xC6, 0x18,
+        0x62, (byte) 0xF1, (byte) 0xFE, 0x48, 0x6F, 0x24, 0x07,
+        0x62, (byte) 0xF1, (byte) 0xFE, 0x48, 0x6F, 0x6C, 0x07, 0x01,
         0x4C, (byte) 0x8B, 0x17,
         0x4C, (byte) 0x8B, 0x5F, 0x08,
         0x48, (byte) 0x8B, 0x57, 0x10,
         0x4C, (byte) 0x89, (byte) 0xD1,
         0x48, (byte) 0x83, (byte) 0xFE, 0x01,
-        0x74, 0x04,
+        0x74, 0x04, // to last
         0x48, (byte) 0x8B, 0x4F, 0x18,
         0x4D, (byte) 0x8D, 0x04, 0x12,
         0x49, (byte) 0x8D, (byte) 0x82, 0x00, 0x18, 0x00, 0x00,
@@ -214,52 +268,99 @@ public final class NonTemporalCopy {
         0x62, (byte) 0xD1, 0x7D, 0x48, (byte) 0xE7, 0x4B, 0x01,
         0x62, (byte) 0xD1, 0x7D, 0x48, (byte) 0xE7, 0x53, 0x02,
         0x62, (byte) 0xD1, 0x7D, 0x48, (byte) 0xE7, 0x5B, 0x03,
+        0x62, (byte) 0xF1, (byte) 0xDD, 0x48, (byte) 0xD4, (byte) 0xE0,
+        0x62, (byte) 0xF1, (byte) 0xD5, 0x48, (byte) 0xD4, (byte) 0xEC,
+        0x62, (byte) 0xF1, (byte) 0xDD, 0x48, (byte) 0xD4, (byte) 0xE1,
+        0x62, (byte) 0xF1, (byte) 0xD5, 0x48, (byte) 0xD4, (byte) 0xEC,
+        0x62, (byte) 0xF1, (byte) 0xDD, 0x48, (byte) 0xD4, (byte) 0xE2,
+        0x62, (byte) 0xF1, (byte) 0xD5, 0x48, (byte) 0xD4, (byte) 0xEC,
+        0x62, (byte) 0xF1, (byte) 0xDD, 0x48, (byte) 0xD4, (byte) 0xE3,
+        0x62, (byte) 0xF1, (byte) 0xD5, 0x48, (byte) 0xD4, (byte) 0xEC,
         0x49, (byte) 0x81, (byte) 0xC2, 0x00, 0x01, 0x00, 0x00,
         0x49, (byte) 0x81, (byte) 0xC3, 0x00, 0x01, 0x00, 0x00,
         0x48, (byte) 0x81, (byte) 0xEA, 0x00, 0x01, 0x00, 0x00,
-        0x0F, (byte) 0x85, (byte) 0x83, (byte) 0xFF, (byte) 0xFF, (byte) 0xFF, // back 125 bytes, to pass
+        0x0F, (byte) 0x85, 0x53, (byte) 0xFF, (byte) 0xFF, (byte) 0xFF, // back 173 bytes, to pass
         0x48, (byte) 0x83, (byte) 0xC7, 0x18,
         0x48, (byte) 0xFF, (byte) 0xCE,
-        0x0F, (byte) 0x85, 0x5A, (byte) 0xFF, (byte) 0xFF, (byte) 0xFF, // back 166 bytes, to piece
+        0x0F, (byte) 0x85, 0x2A, (byte) 0xFF, (byte) 0xFF, (byte) 0xFF, // back 214 bytes, to piece
+        0x62, (byte) 0xF1, (byte) 0xFE, 0x48, 0x7F, 0x27,
+        0x62, (byte) 0xF1, (byte) 0xFE, 0x48, 0x7F, 0x6F, 0x01,
+        0x31, (byte) 0xC0,
         (byte) 0xC5, (byte) 0xF8, 0x77,
         (byte) 0xC3,
+        // RECOVER_OFFSET
+        (byte) 0xB8, 0x01, 0x00, 0x00, 0x00,
+        (byte) 0xC5, (byte) 0xF8, 0x77,
+        (byte) 0xC3,
+        // GUARD_OFFSET
+        0x48, (byte) 0x8B, (byte) 0x82, (byte) 0xA8, 0x00, 0x00, 0x00,
+        0x48, (byte) 0x8D, 0x0D, (byte) 0xED, (byte) 0xFE, (byte) 0xFF, (byte) 0xFF,
+        0x48, 0x39, (byte) 0xC8,
+        0x72, 0x14, // to chain
+        0x48, (byte) 0x8D, 0x0D, (byte) 0xDD, (byte) 0xFF, (byte) 0xFF, (byte) 0xFF,
+        0x48, 0x39, (byte) 0xC8,
+        0x73, 0x08, // to chain
+        0x48, (byte) 0x89, (byte) 0x8A, (byte) 0xA8, 0x00, 0x00, 0x00,
+        (byte) 0xC3,
+        (byte) 0xFF, 0x25, 0x02, 0x00, 0x00, 0x00,
+        0x66, (byte) 0x90, // two bytes of padding: the slot is 8-byte aligned
+        // PREVIOUS_OFFSET
+        0, 0, 0, 0, 0, 0, 0, 0, // the previous SIGBUS handler's address, written at install
     };
     private static final long NARROW_PASS = 128; // bytes moved by one pass of the AVX2 loop
     private static final long WIDE_PASS = 256; // bytes moved by one pass of the AVX-512 loop
     private static final int AVX2_OFFSET = 0;
     private static final int FENCE_OFFSET = 56;
     private static final int TABLE_OFFSET = 60;
+    private static final int RECOVER_OFFSET = 312;
+    private static final int GUARD_OFFSET = 321;
+    private static final int PREVIOUS_OFFSET = 368;
+    /** Bytes after a table's entries: the sums a Checksum64 keeps, eight 64-bit word sums then eight sums of those. */
+    private static final long SUMS = 128;
+    private static final int SUM_WORDS = 8; // longs in each of the two sums
+    private static final int SIGBUS = 7; // x86-64 Linux
+    private static final int SA_SIGINFO = 4;
+    private static final long SIGACTION_BYTES = 152; // struct sigaction, x86-64 Linux: handler 8, mask 128, flags 4 (+4), restorer 8
+    private static final long SIGACTION_FLAGS = 136; // offset of the flags
+    /** What a fault under the guard throws: the words the JDK uses for a fault in an unsafe copy, which tiers recognise. */
+    static final String FAULT_MESSAGE = "a fault occurred in an unsafe memory access operation: a streaming copy met a page"
+            + " that its file no longer backs";
     private static final long TABLE_ENTRY = 24; // bytes per piece in a table: source address, destination address, length
     /** Most bytes one call of the table loop moves (more pieces take more calls): a critical call holds off safepoints. */
     static final long TABLE_CALL_BYTES = 4L << 20;
     private static final long CODE_PAGE = 4096;
 
     private static final MethodHandle AVX2_LOOP; // (dst, src, length) -> void; null when unavailable
-    private static final MethodHandle TABLE_LOOP; // (table, count, anchor, anchor) -> void; the AVX-512 loop, null where the processor has no AVX-512 (or it failed its check)
+    private static final MethodHandle TABLE_LOOP; // (table, count, anchor, anchor) -> 0, or 1 after a fault the guard caught; the AVX-512 loop, null where the processor has no AVX-512 (or it failed its check)
+    private static final boolean GUARDED; // the SIGBUS guard is installed: the table loop may touch file mappings
+    private static final String UNGUARDED; // why the guard is not installed (where the table loop is), or null
     private static final MethodHandle FENCE; // () -> void; null when unavailable
     private static final String ROUTINE; // the loop in use, named; null when unavailable
     private static final String UNAVAILABLE; // why the loop is not used, or null
     private static final Set<MemorySegment.Scope> ANONYMOUS = ConcurrentHashMap.newKeySet();
     private static final LongAdder STREAMED = new LongAdder(); // bytes moved by the routine
     private static final ThreadLocal<MemorySegment> TABLE = // per thread: [entries * TABLE_ENTRY] the table loop's pieces
-            ThreadLocal.withInitial(() -> Arena.ofAuto().allocate(256 * TABLE_ENTRY, 8));
+            ThreadLocal.withInitial(() -> Arena.ofAuto().allocate(256 * TABLE_ENTRY + SUMS, 8));
     private static volatile Mode mode = Mode.AUTO;
 
     static {
         MethodHandle[] handles = new MethodHandle[3];
-        String[] wideReason = new String[1];
+        String[] reasons = new String[2]; // why not the AVX-512 loop; why not the guard
         String reason;
         try {
-            reason = install(handles, wideReason);
+            reason = install(handles, reasons);
         } catch (Throwable t) {
             reason = "the copy routine could not be installed: " + t;
         }
         AVX2_LOOP = reason == null ? handles[0] : null;
         FENCE = reason == null ? handles[1] : null;
         TABLE_LOOP = reason == null ? handles[2] : null;
+        GUARDED = TABLE_LOOP != null && reasons[1] == null;
+        UNGUARDED = TABLE_LOOP == null ? null : reasons[1];
         ROUTINE = reason != null ? null : TABLE_LOOP != null
                 ? "AVX-512, " + WIDE_PASS + " bytes a pass, prefetching " + PREFETCH_DISTANCE / 1024 + " KiB ahead"
-                : "AVX2, " + NARROW_PASS + " bytes a pass" + (wideReason[0] == null ? "" : " (" + wideReason[0] + ")");
+                        + (GUARDED ? ", into file mappings too (faults guarded)" : ", not into file mappings (" + UNGUARDED + ")")
+                : "AVX2, " + NARROW_PASS + " bytes a pass" + (reasons[0] == null ? "" : " (" + reasons[0] + ")");
         UNAVAILABLE = reason;
     }
 
@@ -268,11 +369,12 @@ public final class NonTemporalCopy {
 
     /**
      * Maps and checks the code; returns why it cannot be used, or null with {@code handles} set:
-     * the AVX2 loop, the fence, and the AVX-512 (table) loop or null ({@code wideReason[0]} then
-     * says why, where the processor has AVX-512).
+     * the AVX2 loop, the fence, and the AVX-512 (table) loop or null ({@code reasons[0]} then
+     * says why, where the processor has AVX-512). With the table loop, installs the SIGBUS guard
+     * in front of the handler the JVM installed, or says in {@code reasons[1]} why not.
      */
-    @SuppressWarnings("restricted") // mmap, mprotect and a downcall into a page this method fills itself
-    private static String install(MethodHandle[] handles, String[] wideReason) throws Throwable {
+    @SuppressWarnings("restricted") // mmap, mprotect, sigaction and downcalls into a page this method fills itself
+    private static String install(MethodHandle[] handles, String[] reasons) throws Throwable {
         String arch = System.getProperty("os.arch");
         if (!System.getProperty("os.name", "").toLowerCase(Locale.ROOT).startsWith("linux")
                 || !("amd64".equals(arch) || "x86_64".equals(arch))) {
@@ -282,39 +384,53 @@ public final class NonTemporalCopy {
         if (!flags.contains("avx2")) {
             return "the processor has no AVX2 (no 'avx2' in /proc/cpuinfo)";
         }
-        MemorySegment page;
         try (Arena scratch = Arena.ofConfined()) {
             MemorySegment state = scratch.allocate(Libc.CALL_STATE);
-            page = (MemorySegment) Libc.MMAP.invokeExact(state, MemorySegment.NULL, CODE_PAGE,
+            MemorySegment previous = scratch.allocate(SIGACTION_BYTES, 8);
+            int got = (int) Libc.SIGACTION.invokeExact(state, SIGBUS, MemorySegment.NULL, previous);
+            long previousHandler = previous.get(ValueLayout.JAVA_LONG, 0);
+            reasons[1] = got != 0 ? "sigaction: " + Libc.describe(Libc.errno(state))
+                    : (previous.get(ValueLayout.JAVA_INT, SIGACTION_FLAGS) & SA_SIGINFO) == 0 || previousHandler == 0 || previousHandler == 1
+                    ? "no SIGBUS handler of the JVM to hand other faults to" : null;
+            MemorySegment page = (MemorySegment) Libc.MMAP.invokeExact(state, MemorySegment.NULL, CODE_PAGE,
                     Libc.PROT_READ | Libc.PROT_WRITE, Libc.MAP_PRIVATE | Libc.MAP_ANONYMOUS, -1, 0L);
             if (page.address() == -1L) {
                 return "mmap of the code page failed: " + Libc.describe(Libc.errno(state));
             }
             page = page.reinterpret(CODE_PAGE);
             MemorySegment.copy(MemorySegment.ofArray(CODE), 0, page, 0, CODE.length);
+            page.set(ValueLayout.JAVA_LONG, PREVIOUS_OFFSET, previousHandler); // where the guard sends other faults
             int rc = (int) Libc.MPROTECT.invokeExact(state, page, CODE_PAGE, Libc.PROT_READ | Libc.PROT_EXEC);
             if (rc != 0) {
                 String why = Libc.describe(Libc.errno(state));
                 Libc.unmap(page.address(), CODE_PAGE);
                 return "executable memory was refused (mprotect: " + why + ")";
             }
-        }
-        // The page lives as long as the process: the handles below call into it.
-        Linker linker = Linker.nativeLinker();
-        FunctionDescriptor loop = FunctionDescriptor.ofVoid(ValueLayout.ADDRESS, ValueLayout.ADDRESS,
-                ValueLayout.JAVA_LONG);
-        handles[0] = linker.downcallHandle(page.asSlice(AVX2_OFFSET), loop, Linker.Option.critical(false));
-        handles[1] = linker.downcallHandle(page.asSlice(FENCE_OFFSET), FunctionDescriptor.ofVoid(), Linker.Option.critical(false));
-        String failed = selfCheck(handles[0], handles[1]);
-        if (failed != null) {
-            return failed;
-        }
-        if (flags.contains("avx512f")) { // the kernel lists it only where it saves the 512-bit registers
-            MethodHandle table = linker.downcallHandle(page.asSlice(TABLE_OFFSET), FunctionDescriptor.ofVoid(
+            // The page lives as long as the process: the handles below and the guard call into it.
+            Linker linker = Linker.nativeLinker();
+            FunctionDescriptor loop = FunctionDescriptor.ofVoid(ValueLayout.ADDRESS, ValueLayout.ADDRESS,
+                    ValueLayout.JAVA_LONG);
+            handles[0] = linker.downcallHandle(page.asSlice(AVX2_OFFSET), loop, Linker.Option.critical(false));
+            handles[1] = linker.downcallHandle(page.asSlice(FENCE_OFFSET), FunctionDescriptor.ofVoid(), Linker.Option.critical(false));
+            String failed = selfCheck(handles[0], handles[1]);
+            if (failed != null) {
+                return failed;
+            }
+            if (!flags.contains("avx512f")) { // the kernel lists it only where it saves the 512-bit registers
+                return null;
+            }
+            MethodHandle table = linker.downcallHandle(page.asSlice(TABLE_OFFSET), FunctionDescriptor.of(ValueLayout.JAVA_INT,
                     ValueLayout.ADDRESS, ValueLayout.JAVA_LONG, ValueLayout.ADDRESS, ValueLayout.ADDRESS),
                     Linker.Option.critical(false));
-            wideReason[0] = selfCheckTable(table, handles[1]);
-            handles[2] = wideReason[0] == null ? table : null;
+            reasons[0] = selfCheckTable(table, handles[1]);
+            handles[2] = reasons[0] == null ? table : null;
+            if (handles[2] != null && reasons[1] == null) {
+                MemorySegment guard = scratch.allocate(SIGACTION_BYTES, 8).copyFrom(previous); // same mask and flags
+                guard.set(ValueLayout.JAVA_LONG, 0, page.address() + GUARD_OFFSET);
+                if ((int) Libc.SIGACTION.invokeExact(state, SIGBUS, guard, MemorySegment.NULL) != 0) {
+                    reasons[1] = "sigaction: " + Libc.describe(Libc.errno(state));
+                }
+            }
         }
         return null;
     }
@@ -353,13 +469,16 @@ public final class NonTemporalCopy {
         return null;
     }
 
-    /** Runs the AVX-512 loop on a table of two pieces of a pattern and compares with {@link MemorySegment#copy}; null if they agree. */
+    /**
+     * Runs the AVX-512 loop on a table of two pieces of a pattern and compares with
+     * {@link MemorySegment#copy} and with the sums computed here; null if they agree.
+     */
     private static String selfCheckTable(MethodHandle table, MethodHandle fence) throws Throwable {
         long piece = 2 * WIDE_PASS;
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment src = arena.allocate(4 * piece, 64);
             MemorySegment dst = arena.allocate(2 * piece + 2 * LINE, 64);
-            MemorySegment entries = arena.allocate(2 * TABLE_ENTRY, 8);
+            MemorySegment entries = arena.allocate(2 * TABLE_ENTRY + SUMS, 8);
             for (long i = 0; i < src.byteSize(); i++) {
                 src.set(ValueLayout.JAVA_BYTE, i, (byte) (i * 37 + 5));
             }
@@ -371,9 +490,25 @@ public final class NonTemporalCopy {
             entries.setAtIndex(ValueLayout.JAVA_LONG, 3, src.address() + 3 * piece - 1);
             entries.setAtIndex(ValueLayout.JAVA_LONG, 4, dst.address() + LINE + piece);
             entries.setAtIndex(ValueLayout.JAVA_LONG, 5, piece);
-            table.invokeExact(entries, 2L, src, dst);
+            long[] sums = new long[2 * SUM_WORDS]; // a then b, from values of their own
+            for (int j = 0; j < sums.length; j++) {
+                sums[j] = 0x0123_4567_89AB_CDEFL * (j + 1);
+                entries.setAtIndex(ValueLayout.JAVA_LONG, 6 + j, sums[j]);
+            }
+            int status = (int) table.invokeExact(entries, 2L, src, dst);
             fence.invokeExact();
-            if (MemorySegment.mismatch(src, piece + 1, 2 * piece + 1, dst, LINE, LINE + piece) != -1
+            for (long block = 0; block < 2 * piece; block += 64) { // the moved bytes, summed as the loop should
+                for (int j = 0; j < SUM_WORDS; j++) {
+                    sums[j] += dst.get(ValueLayout.JAVA_LONG_UNALIGNED, LINE + block + 8L * j);
+                    sums[SUM_WORDS + j] += sums[j];
+                }
+            }
+            for (int j = 0; j < sums.length; j++) {
+                if (entries.getAtIndex(ValueLayout.JAVA_LONG, 6 + j) != sums[j]) {
+                    status = 2;
+                }
+            }
+            if (status != 0 || MemorySegment.mismatch(src, piece + 1, 2 * piece + 1, dst, LINE, LINE + piece) != -1
                     || MemorySegment.mismatch(src, 3 * piece - 1, 4 * piece - 1, dst, LINE + piece, LINE + 2 * piece) != -1
                     || dst.get(ValueLayout.JAVA_BYTE, LINE - 1) != 0x5A || dst.get(ValueLayout.JAVA_BYTE, LINE + 2 * piece) != 0x5A) {
                 return "the AVX-512 copy loop failed its check against MemorySegment.copy";
@@ -402,6 +537,14 @@ public final class NonTemporalCopy {
     /** The copy loop in use on this machine, described, or null where none is installed. */
     public static String routine() {
         return ROUTINE;
+    }
+
+    /**
+     * True if the SIGBUS guard is installed in front of the JVM's handler, so that the AVX-512
+     * loop may read and write file mappings ({@link #gatherSummed}, {@link #scatterSummed}).
+     */
+    public static boolean guardsMappings() {
+        return GUARDED;
     }
 
     /** Why the routine is not installed on this machine, or null where it is. */
@@ -510,56 +653,138 @@ public final class NonTemporalCopy {
     }
 
     /**
-     * A gather or scatter through the table loop, one call per {@link #TABLE_CALL_BYTES} of pieces,
-     * then a fence; returns the bytes moved, or
+     * A gather or scatter through the table loop ({@link #runTable}); returns the bytes moved, or
      * -1 without moving anything when the call does not fit the table loop: fewer than two parts,
-     * parts from more than one arena, a part that is not a whole number of the loop's passes or is
-     * {@link #JVM_STREAMING_BYTES} or longer, a destination piece that does not start on a cache
-     * line or is read-only, or a part that overlaps {@code whole}.
+     * or parts the loop cannot take ({@link #fitsTable}) or of {@link #JVM_STREAMING_BYTES} or more.
      */
     private static long streamTable(List<MemorySegment> parts, MemorySegment whole, boolean gather) {
-        int n = parts.size();
-        if (n < 2 || (gather && whole.isReadOnly())) {
+        long total = parts.size() < 2 ? -1 : fitsTable(parts, whole, gather, JVM_STREAMING_BYTES);
+        if (total >= 0) {
+            runTable(parts, whole, gather, null, null);
+        }
+        return total;
+    }
+
+    /**
+     * Copies the concatenation of {@code parts} into the file mapping {@code mapped} from its
+     * start, and adds the bytes to the running sums of a {@code Checksum64} ({@code a} and
+     * {@code b}, eight words each, updated in place), in one pass of the AVX-512 loop under the
+     * fault guard, then a fence. Returns the bytes copied, or -1 without copying or summing
+     * anything when the call does not qualify: no guarded loop here, the setting
+     * {@link Mode#OFF}, fewer than {@link #MIN_BYTES}, parts that are not native memory of one
+     * arena, not whole 256-byte passes or overlap {@code mapped}, destination pieces off a cache
+     * line, or more bytes than {@code mapped} holds. The caller then copies another way.
+     *
+     * @throws InternalError if a page of a segment faulted (the file behind a mapping was
+     *                       truncated): the {@link #FAULT_MESSAGE} words of the JDK's own copy; bytes before the
+     *                       fault may have been copied, and the sums are not to be used
+     */
+    public static long gatherSummed(List<MemorySegment> parts, MemorySegment mapped, long[] a, long[] b) {
+        return moveSummed(parts, mapped, true, a, b);
+    }
+
+    /**
+     * Copies the file mapping {@code mapped}, from its start, into {@code parts} in order, and adds
+     * the bytes to the running sums {@code a} and {@code b}, as {@link #gatherSummed} does the
+     * other way (same conditions, result and faults).
+     */
+    public static long scatterSummed(MemorySegment mapped, List<MemorySegment> parts, long[] a, long[] b) {
+        return moveSummed(parts, mapped, false, a, b);
+    }
+
+    private static long moveSummed(List<MemorySegment> parts, MemorySegment mapped, boolean gather, long[] a, long[] b) {
+        if (a.length != SUM_WORDS || b.length != SUM_WORDS) {
+            throw new IllegalArgumentException("sums of " + a.length + " and " + b.length + " words, not " + SUM_WORDS);
+        }
+        if (!GUARDED || mode != Mode.AUTO || parts.isEmpty() || !mapped.isNative() || !parts.get(0).isNative()) {
+            return -1;
+        }
+        long total = fitsTable(parts, mapped, gather, Long.MAX_VALUE);
+        if (total < MIN_BYTES || total > mapped.byteSize()) {
+            return -1;
+        }
+        runTable(parts, mapped, gather, a, b);
+        STREAMED.add(total);
+        return total;
+    }
+
+    /**
+     * The bytes in {@code parts} if the table loop can move them to or from {@code whole}, else
+     * -1: every part of the first part's arena, a positive whole number of the loop's passes and
+     * shorter than {@code pieceLimit}, not overlapping {@code whole}; every destination piece on a
+     * cache line and writable.
+     */
+    private static long fitsTable(List<MemorySegment> parts, MemorySegment whole, boolean gather, long pieceLimit) {
+        if (gather && whole.isReadOnly()) {
             return -1;
         }
         MemorySegment.Scope scope = parts.get(0).scope();
         long w = whole.address();
         long total = 0;
-        for (int i = 0; i < n; i++) {
+        for (int i = 0, n = parts.size(); i < n; i++) {
             MemorySegment part = parts.get(i);
             long len = part.byteSize();
             long p = part.address();
             long dst = gather ? w + total : p;
-            if (part.scope() != scope || len == 0 || len % WIDE_PASS != 0 || len >= JVM_STREAMING_BYTES
+            if (part.scope() != scope || len == 0 || len % WIDE_PASS != 0 || len >= pieceLimit
                     || (dst & (LINE - 1)) != 0 || (!gather && part.isReadOnly())
                     || (p < w + whole.byteSize() && w < p + len)) {
                 return -1;
             }
             total += len;
         }
-        MemorySegment table = tableScratch(n);
-        long at = 0;
+        return total;
+    }
+
+    /**
+     * Moves {@code parts} (checked by {@link #fitsTable}) into {@code whole} from its start, or
+     * the reverse if {@code !gather}, through the table loop: entries of at most
+     * {@link #TABLE_CALL_BYTES}, one call per {@link #TABLE_CALL_BYTES}, then a fence. Adds the
+     * bytes to the sums {@code a} and {@code b} unless they are null.
+     *
+     * @throws InternalError if a load or store faulted and the guard resumed the loop at its recovery
+     */
+    private static void runTable(List<MemorySegment> parts, MemorySegment whole, boolean gather, long[] a, long[] b) {
+        int n = parts.size();
+        MemorySegment table = tableScratch(n); // a call's entries: its parts, the first and last perhaps in part
+        long w = whole.address();
+        long at = 0; // bytes of whole moved
+        int status = 0;
         try {
-            for (int first = 0; first < n; ) { // calls of at most TABLE_CALL_BYTES (or one piece)
+            int next = 0; // the part the next entry starts in
+            long into = 0; // bytes of that part already in an entry
+            while (next < n && status == 0) {
+                MemorySegment anchor = parts.get(next);
                 int count = 0;
                 long bytes = 0;
-                while (first + count < n) {
-                    long len = parts.get(first + count).byteSize();
-                    if (count > 0 && bytes + len > TABLE_CALL_BYTES) {
-                        break;
-                    }
-                    long p = parts.get(first + count).address();
+                while (next < n && bytes < TABLE_CALL_BYTES) {
+                    MemorySegment part = parts.get(next);
+                    long len = Math.min(part.byteSize() - into, TABLE_CALL_BYTES - bytes);
+                    long p = part.address() + into;
                     long entry = 3L * count;
                     table.setAtIndex(ValueLayout.JAVA_LONG, entry, gather ? p : w + at);
                     table.setAtIndex(ValueLayout.JAVA_LONG, entry + 1, gather ? w + at : p);
                     table.setAtIndex(ValueLayout.JAVA_LONG, entry + 2, len);
-                    at += len;
-                    bytes += len;
                     count++;
+                    bytes += len;
+                    at += len;
+                    into += len;
+                    if (into == part.byteSize()) {
+                        next++;
+                        into = 0;
+                    }
                 }
-                // the parts' and the whole's segments ride along so that their arenas stay open for the call
-                TABLE_LOOP.invokeExact(table, (long) count, parts.get(first), whole);
-                first += count;
+                long sums = count * TABLE_ENTRY;
+                if (a != null) {
+                    MemorySegment.copy(a, 0, table, ValueLayout.JAVA_LONG, sums, SUM_WORDS);
+                    MemorySegment.copy(b, 0, table, ValueLayout.JAVA_LONG, sums + SUMS / 2, SUM_WORDS);
+                }
+                // the first part's and the whole's segments ride along so that their arenas stay open for the call
+                status = (int) TABLE_LOOP.invokeExact(table, (long) count, anchor, whole);
+                if (a != null && status == 0) {
+                    MemorySegment.copy(table, ValueLayout.JAVA_LONG, sums, a, 0, SUM_WORDS);
+                    MemorySegment.copy(table, ValueLayout.JAVA_LONG, sums + SUMS / 2, b, 0, SUM_WORDS);
+                }
             }
         } catch (RuntimeException | Error e) {
             throw e;
@@ -568,14 +793,17 @@ public final class NonTemporalCopy {
         } finally {
             fence();
         }
-        return total;
+        if (status != 0) {
+            throw new InternalError(FAULT_MESSAGE + " (" + (gather ? "gather of " : "scatter into ") + n + " parts)");
+        }
     }
 
-    /** The calling thread's table of at least {@code entries} entries (native; it grows, never shrinks). */
+    /** The calling thread's table of at least {@code entries} entries and the sums after them (native; it grows, never shrinks). */
     private static MemorySegment tableScratch(int entries) {
         MemorySegment table = TABLE.get();
-        if (table.byteSize() < entries * TABLE_ENTRY) {
-            table = Arena.ofAuto().allocate(Math.max(entries, 2L * table.byteSize() / TABLE_ENTRY) * TABLE_ENTRY, 8);
+        if (table.byteSize() < entries * TABLE_ENTRY + SUMS) {
+            long room = Math.max(entries, 2L * table.byteSize() / TABLE_ENTRY);
+            table = Arena.ofAuto().allocate(room * TABLE_ENTRY + SUMS, 8);
             TABLE.set(table);
         }
         return table;
@@ -644,7 +872,9 @@ public final class NonTemporalCopy {
                     table.setAtIndex(ValueLayout.JAVA_LONG, 0, s + head);
                     table.setAtIndex(ValueLayout.JAVA_LONG, 1, d + head);
                     table.setAtIndex(ValueLayout.JAVA_LONG, 2, body);
-                    TABLE_LOOP.invokeExact(table, 1L, src, dst);
+                    if ((int) TABLE_LOOP.invokeExact(table, 1L, src, dst) != 0) {
+                        throw new InternalError(FAULT_MESSAGE + " (copy of " + body + " bytes)");
+                    }
                 } else {
                     AVX2_LOOP.invokeExact(dst.asSlice(head, body), src.asSlice(head, body), body);
                 }

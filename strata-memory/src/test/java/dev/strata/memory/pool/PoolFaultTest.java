@@ -3,17 +3,23 @@ package dev.strata.memory.pool;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import dev.strata.memory.Sizes;
 import dev.strata.memory.TierIoException;
+import dev.strata.memory.transfer.NonTemporalCopy;
 import java.io.IOException;
+import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.nio.channels.FileChannel;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.SplittableRandom;
 import org.junit.jupiter.api.Test;
 
@@ -79,6 +85,61 @@ class PoolFaultTest {
             assertThatThrownBy(() -> pool.write(pool.allocate(4096), MemorySegment.ofArray(new byte[4096])))
                     .as("a faulted tier refuses without touching its mapping").isInstanceOf(TierIoException.class);
             assertThatThrownBy(pool::stats).isInstanceOf(TierIoException.class);
+            assertTimeoutPreemptively(Duration.ofSeconds(20), pool::close);
+        }
+    }
+
+    @Test
+    void aTruncatedPoolFileUnderTheStreamingLoopIsTheSameFaultAndTheProcessLives() throws Exception {
+        assumeTrue(NonTemporalCopy.guardsMappings(), "no guarded streaming loop on this machine");
+        try (PoolFiles files = new PoolFiles("streamed", 1); Arena arena = Arena.ofShared()) {
+            PoolTier pool = PoolTier.open(files.config().capacity(8 * MiB).chunkSize(64 * 1024)
+                    .heartbeatInterval(Duration.ofMillis(20)).conclude());
+            // a KV block as layer pieces of whole 256-byte passes in private memory: the streaming loop's case
+            List<MemorySegment> pieces = new ArrayList<>();
+            List<MemorySegment> back = new ArrayList<>();
+            SplittableRandom random = new SplittableRandom(11);
+            for (int i = 0; i < 8; i++) {
+                MemorySegment piece = arena.allocate(20 * 1024, 64);
+                MemorySegment.copy(PoolTierTest.randomBytes(random, 20 * 1024), 0, piece, ValueLayout.JAVA_BYTE, 0, 20 * 1024);
+                pieces.add(piece);
+                back.add(arena.allocate(20 * 1024, 64));
+            }
+            long handle = pool.allocate(8 * 20 * 1024);
+            long streamed = NonTemporalCopy.bytesStreamed();
+            for (int i = 0; i < 60; i++) {
+                pool.gatherWrite(handle, pieces);
+                assertThat(pool.scatterRead(handle, back)).isTrue();
+            }
+            assertThat(NonTemporalCopy.bytesStreamed() - streamed).as("the pool's copies streamed")
+                    .isGreaterThanOrEqualTo(60L * 2 * 8 * 20 * 1024);
+            for (int i = 0; i < pieces.size(); i++) {
+                assertThat(back.get(i).mismatch(pieces.get(i))).as("piece %d read back", i).isEqualTo(-1);
+            }
+
+            truncate(files.paths.getFirst(), 0);
+
+            assertThatThrownBy(() -> pool.scatterRead(handle, back)).isInstanceOf(TierIoException.class)
+                    .hasMessageContaining(files.paths.getFirst().toString()).hasMessageContaining("truncated");
+            assertThat(pool.fault()).isNotNull();
+            assertThatThrownBy(() -> pool.gatherWrite(handle, pieces)).isInstanceOf(TierIoException.class);
+            assertTimeoutPreemptively(Duration.ofSeconds(20), pool::close);
+        }
+    }
+
+    @Test
+    void aTruncatedPoolFileFaultsTheStreamingWriteToo() throws Exception {
+        assumeTrue(NonTemporalCopy.guardsMappings(), "no guarded streaming loop on this machine");
+        try (PoolFiles files = new PoolFiles("streamedwrite", 1); Arena arena = Arena.ofShared()) {
+            PoolTier pool = PoolTier.open(files.config().capacity(8 * MiB).chunkSize(64 * 1024)
+                    .heartbeatInterval(Duration.ofHours(1)).conclude());
+            long handle = pool.allocate(1 << 20);
+            MemorySegment block = arena.allocate(1 << 20, 64);
+            pool.write(handle, block);
+            truncate(files.paths.getFirst(), 64 * 1024); // the tables stay, the data area goes
+            assertThatThrownBy(() -> pool.write(handle, block)).isInstanceOf(TierIoException.class)
+                    .hasMessageContaining("truncated");
+            assertThat(pool.fault()).isNotNull();
             assertTimeoutPreemptively(Duration.ofSeconds(20), pool::close);
         }
     }

@@ -9,8 +9,10 @@ import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
@@ -18,6 +20,7 @@ import java.util.SplittableRandom;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 /**
  * The streaming copy routine against {@link MemorySegment#copy}: every alignment and length
@@ -389,6 +392,45 @@ class NonTemporalCopyTest {
         assertThatThrownBy(() -> NonTemporalCopy.gather(List.of(source.segment().asSlice(0, 100_000)), readOnly))
                 .isInstanceOf(IllegalArgumentException.class);
         assertThat(target.segment().get(ValueLayout.JAVA_BYTE, 0)).isEqualTo((byte) 0x5A);
+    }
+
+    @Test
+    void theGuardIsInstalledWithTheAvx512Loop() {
+        assertThat(NonTemporalCopy.guardsMappings()).as(String.valueOf(NonTemporalCopy.routine()))
+                .isEqualTo(NonTemporalCopy.hasWideLoop());
+        if (NonTemporalCopy.guardsMappings()) {
+            assertThat(NonTemporalCopy.routine()).contains("into file mappings too");
+        }
+    }
+
+    @Test
+    void aTruncatedFileUnderTheLoopIsAnInternalErrorAndTheJvmsOwnFaultsStillReachTheJvm(@TempDir Path dir) throws IOException {
+        assumeTrue(NonTemporalCopy.guardsMappings(), "no guarded AVX-512 loop on this machine");
+        long size = 1 << 20;
+        Path file = dir.resolve("truncated");
+        try (Arena arena = Arena.ofShared();
+             FileChannel channel = FileChannel.open(file, StandardOpenOption.CREATE, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
+            MemorySegment mapped = channel.map(FileChannel.MapMode.READ_WRITE, 0, size, arena);
+            List<MemorySegment> parts = List.of(source.segment().asSlice(0, 64 * 1024), source.segment().asSlice(256 * 1024, 64 * 1024));
+            long[] a = new long[8];
+            long[] b = new long[8];
+            assertThat(NonTemporalCopy.gatherSummed(parts, mapped, a, b)).as("streamed while the file is whole").isEqualTo(128 * 1024);
+            assertThat(mapped.asSlice(0, 64 * 1024).mismatch(parts.get(0))).isEqualTo(-1);
+
+            channel.truncate(4096); // every page of the mapping after the first is gone
+
+            assertThatThrownBy(() -> NonTemporalCopy.gatherSummed(parts, mapped, a, b)).isInstanceOf(InternalError.class)
+                    .hasMessageContaining("fault occurred in an unsafe memory access").hasMessageContaining("gather");
+            assertThatThrownBy(() -> NonTemporalCopy.scatterSummed(mapped, parts, a, b)).isInstanceOf(InternalError.class)
+                    .hasMessageContaining("fault occurred in an unsafe memory access").hasMessageContaining("scatter");
+            // a fault outside the loop goes on to the JVM's handler, which reports its own copy's fault as before
+            assertThatThrownBy(() -> MemorySegment.copy(source.segment(), 0, mapped, 8192, 4096)).isInstanceOf(InternalError.class)
+                    .hasMessageContaining("fault occurred in an unsafe memory access");
+            assertThatThrownBy(() -> mapped.get(ValueLayout.JAVA_LONG, size - 8)).isInstanceOf(InternalError.class);
+            // and the loop still copies where nothing faults
+            NonTemporalCopy.copy(source.segment(), 0, target.segment(), 0, SPAN / 2);
+            assertThat(MemorySegment.mismatch(source.segment(), 0, SPAN / 2, target.segment(), 0, SPAN / 2)).isEqualTo(-1);
+        }
     }
 
     /**

@@ -115,12 +115,8 @@ public final class PoolSharedBlockStore implements SharedBlockStore {
         boolean published = false;
         try {
             MemorySegment data = tier.dataArea();
-            Checksum64 checksum = CHECKSUM.get().reset();
-            long at = handle;
-            for (MemorySegment s : sources) {
-                checksum.copyToMappedAndUpdate(s, 0, data, at, s.byteSize()); // a fault is an InternalError, never a crash
-                at += s.byteSize();
-            }
+            // a fault is an InternalError, never a crash
+            Checksum64 checksum = CHECKSUM.get().reset().copyPartsToMappedAndUpdate(sources, data, handle);
             published = index.publish(key.high(), key.low(), length, checksum.value()) == BlockIndex.OK;
             if (!published) {
                 throw new IllegalStateException("block " + key + ": the reservation in the block index of pool '"
