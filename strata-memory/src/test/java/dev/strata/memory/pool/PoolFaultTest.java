@@ -2,6 +2,7 @@ package dev.strata.memory.pool;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.assertj.core.api.Assertions.catchThrowable;
 import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
@@ -21,7 +22,10 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.SplittableRandom;
+import org.assertj.core.api.ThrowableAssert.ThrowingCallable;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * A pool's space is reserved when it is created (a file system without room is refused at once,
@@ -79,18 +83,14 @@ class PoolFaultTest {
 
             truncate(files.paths.getFirst(), 0); // the whole file, tables included, is gone under the mapping
 
-            assertThatThrownBy(() -> pool.read(handle, back)).isInstanceOf(TierIoException.class)
-                    .hasMessageContaining(files.paths.getFirst().toString()).hasMessageContaining("truncated");
-            assertThat(pool.fault()).isNotNull();
-            assertThatThrownBy(() -> pool.write(pool.allocate(4096), MemorySegment.ofArray(new byte[4096])))
-                    .as("a faulted tier refuses without touching its mapping").isInstanceOf(TierIoException.class);
-            assertThatThrownBy(pool::stats).isInstanceOf(TierIoException.class);
-            assertTimeoutPreemptively(Duration.ofSeconds(20), pool::close);
+            assertFaultedThenClosed(pool, files.paths.getFirst(), () -> pool.read(handle, back),
+                    () -> pool.write(pool.allocate(4096), MemorySegment.ofArray(new byte[4096])), pool::stats);
         }
     }
 
-    @Test
-    void aTruncatedPoolFileUnderTheStreamingLoopIsTheSameFaultAndTheProcessLives() throws Exception {
+    @ParameterizedTest(name = "the first access after the truncation: {0}")
+    @ValueSource(strings = {"scatter read", "gather write"})
+    void aTruncatedPoolFileUnderTheStreamingLoopIsTheSameFaultAndTheProcessLives(String first) throws Exception {
         assumeTrue(NonTemporalCopy.guardsMappings(), "no guarded streaming loop on this machine");
         try (PoolFiles files = new PoolFiles("streamed", 1); Arena arena = Arena.ofShared()) {
             PoolTier pool = PoolTier.open(files.config().capacity(8 * MiB).chunkSize(64 * 1024)
@@ -117,30 +117,21 @@ class PoolFaultTest {
                 assertThat(back.get(i).mismatch(pieces.get(i))).as("piece %d read back", i).isEqualTo(-1);
             }
 
-            truncate(files.paths.getFirst(), 0);
+            // the tables stay, and the block's first page (the handle is its offset in the data area):
+            // the fault is the loop's, part way through the block
+            long dataOffset;
+            try (FileChannel ch = FileChannel.open(files.paths.getFirst(), StandardOpenOption.READ)) {
+                java.nio.ByteBuffer word = java.nio.ByteBuffer.allocate(8).order(java.nio.ByteOrder.nativeOrder());
+                ch.read(word, PoolHeader.DATA_OFFSET_OFFSET);
+                dataOffset = word.getLong(0);
+            }
+            truncate(files.paths.getFirst(), dataOffset + handle + 4096);
 
-            assertThatThrownBy(() -> pool.scatterRead(handle, back)).isInstanceOf(TierIoException.class)
-                    .hasMessageContaining(files.paths.getFirst().toString()).hasMessageContaining("truncated");
-            assertThat(pool.fault()).isNotNull();
-            assertThatThrownBy(() -> pool.gatherWrite(handle, pieces)).isInstanceOf(TierIoException.class);
-            assertTimeoutPreemptively(Duration.ofSeconds(20), pool::close);
-        }
-    }
-
-    @Test
-    void aTruncatedPoolFileFaultsTheStreamingWriteToo() throws Exception {
-        assumeTrue(NonTemporalCopy.guardsMappings(), "no guarded streaming loop on this machine");
-        try (PoolFiles files = new PoolFiles("streamedwrite", 1); Arena arena = Arena.ofShared()) {
-            PoolTier pool = PoolTier.open(files.config().capacity(8 * MiB).chunkSize(64 * 1024)
-                    .heartbeatInterval(Duration.ofHours(1)).conclude());
-            long handle = pool.allocate(1 << 20);
-            MemorySegment block = arena.allocate(1 << 20, 64);
-            pool.write(handle, block);
-            truncate(files.paths.getFirst(), 64 * 1024); // the tables stay, the data area goes
-            assertThatThrownBy(() -> pool.write(handle, block)).isInstanceOf(TierIoException.class)
-                    .hasMessageContaining("truncated");
-            assertThat(pool.fault()).isNotNull();
-            assertTimeoutPreemptively(Duration.ofSeconds(20), pool::close);
+            ThrowingCallable read = () -> pool.scatterRead(handle, back);
+            ThrowingCallable write = () -> pool.gatherWrite(handle, pieces);
+            boolean readFirst = first.equals("scatter read");
+            Throwable fault = assertFaultedThenClosed(pool, files.paths.getFirst(), readFirst ? read : write, readFirst ? write : read);
+            assertThat(fault).rootCause().as("the fault the guard caught in the loop").hasMessageContaining("a streaming copy met a page");
         }
     }
 
@@ -177,6 +168,23 @@ class PoolFaultTest {
             assertThatThrownBy(() -> pool.allocate(4096)).isInstanceOf(TierIoException.class);
             assertTimeoutPreemptively(Duration.ofSeconds(20), pool::close);
         }
+    }
+
+    /**
+     * Asserts that {@code faulting}, the first access after {@code file} was truncated, fails with
+     * the tier's fault naming the file, that the tier is marked faulted and refuses {@code later}
+     * without touching its mapping, and that it still closes within bounded time; returns the fault.
+     */
+    private static Throwable assertFaultedThenClosed(PoolTier pool, Path file, ThrowingCallable faulting, ThrowingCallable... later) {
+        Throwable fault = catchThrowable(faulting);
+        assertThat(fault).isInstanceOf(TierIoException.class)
+                .hasMessageContaining(file.toString()).hasMessageContaining("truncated");
+        assertThat(pool.fault()).isNotNull();
+        for (ThrowingCallable call : later) {
+            assertThatThrownBy(call).as("a faulted tier refuses without touching its mapping").isInstanceOf(TierIoException.class);
+        }
+        assertTimeoutPreemptively(Duration.ofSeconds(20), pool::close);
+        return fault;
     }
 
     private static void truncate(Path path, long size) throws IOException {
