@@ -196,11 +196,14 @@ public final class NonTemporalCopy {
      * At {@link #RECOVER_OFFSET}, where the guard resumes a table call whose load or store
      * faulted: {@code mov eax, 1; vzeroupper; ret} (the loop keeps nothing on the stack, so this
      * returns 1 to the loop's caller). At {@link #GUARD_OFFSET}, the SIGBUS handler
-     * {@code guard(rdi = signal, rsi = siginfo, rdx = ucontext)}: a fault whose instruction
-     * pointer (at byte 168 of the context on x86-64 Linux) is in the table loop goes on at the
-     * recovery; any other goes to the handler that was installed before, whose address is at
-     * {@link #PREVIOUS_OFFSET}, with the same arguments:
+     * {@code guard(rdi = signal, rsi = siginfo, rdx = ucontext)}: a fault (raised by the kernel,
+     * not sent by a process) whose instruction pointer (at byte 168 of the context on x86-64
+     * Linux) is in the table loop goes on at the recovery; any other signal goes, with the same
+     * arguments, to the handler that was installed before, whose address is at
+     * {@link #PREVIOUS_OFFSET}:
      * <pre>
+     *        cmp        dword [rsi + 8], 0  ; si_code: a signal sent by a process (0 or less) is not a fault
+     *        jle        chain
      *        mov        rax, [rdx + 168]    ; where the fault happened
      *        lea        rcx, [rip + table]
      *        cmp        rax, rcx
@@ -293,17 +296,19 @@ public final class NonTemporalCopy {
         (byte) 0xC5, (byte) 0xF8, 0x77,
         (byte) 0xC3,
         // GUARD_OFFSET
+        (byte) 0x83, 0x7E, 0x08, 0x00,
+        0x7E, 0x27, // to chain
         0x48, (byte) 0x8B, (byte) 0x82, (byte) 0xA8, 0x00, 0x00, 0x00,
-        0x48, (byte) 0x8D, 0x0D, (byte) 0xED, (byte) 0xFE, (byte) 0xFF, (byte) 0xFF,
+        0x48, (byte) 0x8D, 0x0D, (byte) 0xE7, (byte) 0xFE, (byte) 0xFF, (byte) 0xFF,
         0x48, 0x39, (byte) 0xC8,
         0x72, 0x14, // to chain
-        0x48, (byte) 0x8D, 0x0D, (byte) 0xDD, (byte) 0xFF, (byte) 0xFF, (byte) 0xFF,
+        0x48, (byte) 0x8D, 0x0D, (byte) 0xD7, (byte) 0xFF, (byte) 0xFF, (byte) 0xFF,
         0x48, 0x39, (byte) 0xC8,
         0x73, 0x08, // to chain
         0x48, (byte) 0x89, (byte) 0x8A, (byte) 0xA8, 0x00, 0x00, 0x00,
         (byte) 0xC3,
-        (byte) 0xFF, 0x25, 0x02, 0x00, 0x00, 0x00,
-        0x66, (byte) 0x90, // two bytes of padding: the slot is 8-byte aligned
+        (byte) 0xFF, 0x25, 0x04, 0x00, 0x00, 0x00,
+        0x0F, 0x1F, 0x40, 0x00, // four bytes of padding: the slot is 8-byte aligned
         // PREVIOUS_OFFSET
         0, 0, 0, 0, 0, 0, 0, 0, // the previous SIGBUS handler's address, written at install
     };
@@ -314,7 +319,7 @@ public final class NonTemporalCopy {
     private static final int TABLE_OFFSET = 60;
     private static final int RECOVER_OFFSET = 312;
     private static final int GUARD_OFFSET = 321;
-    private static final int PREVIOUS_OFFSET = 368;
+    private static final int PREVIOUS_OFFSET = 376;
     /** Bytes after a table's entries: the sums a Checksum64 keeps, eight 64-bit word sums then eight sums of those. */
     private static final long SUMS = 128;
     private static final int SUM_WORDS = 8; // longs in each of the two sums
