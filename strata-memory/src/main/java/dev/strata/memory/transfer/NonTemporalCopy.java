@@ -20,9 +20,10 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.LongAdder;
 
 /**
- * Copies between memory Strata mapped anonymously with non-temporal (streaming) stores: whole
- * cache lines go to memory without being read first and without filling the cache with bytes
- * that an offload copy will not read again soon.
+ * Copies between memory Strata mapped anonymously, and where a fault guard is installed to and
+ * from a POOL's file mapping, with non-temporal (streaming) stores: whole cache lines go to
+ * memory without being read first and without filling the cache with bytes that an offload copy
+ * will not read again soon.
  *
  * <p>Design note. The JDK has no non-temporal store. {@link MemorySegment#copy} takes the JVM's
  * own non-temporal path only for a single copy of at least 2.5 MiB, so a transfer made of pieces
@@ -46,12 +47,13 @@ import java.util.concurrent.atomic.LongAdder;
  * every call takes {@link MemorySegment#copy} and {@link #unavailableReason()} says why;
  * {@link #routine()} names the loop in use.
  *
- * <p>Which memory. A fault in native code ends the JVM, where {@link MemorySegment#copy} turns it
- * into an {@link InternalError} that a tier reports: a file mapping faults when another process
- * truncates the file (a POOL, a mapped model). So the streaming path is taken only when every
- * segment of a call belongs to a scope registered with {@link #registerAnonymous} (the arenas of
- * {@code OffHeapRegion}s: HOST tiers, the DEVICE tier's CPU backend, staging pools, the serving
- * KV area), the call moves at least {@link #MIN_BYTES}, and the source and destination do not
+ * <p>Which memory. A fault in native code ends the JVM (unless the guard described under "File
+ * mappings" catches it), where {@link MemorySegment#copy} turns it into an {@link InternalError}
+ * that a tier reports: a file mapping faults when another process truncates the file (a POOL, a
+ * mapped model). So {@link #copy}, {@link #gather} and {@link #scatter} take the streaming path
+ * only when every segment of a call belongs to a scope registered with {@link #registerAnonymous}
+ * (the arenas of {@code OffHeapRegion}s: HOST tiers, the DEVICE tier's CPU backend, staging
+ * pools, the serving KV area), the call moves at least {@link #MIN_BYTES}, and the source and destination do not
  * overlap; everything else is {@link MemorySegment#copy}, and so is each piece of
  * {@link #JVM_STREAMING_BYTES} or more, for which the JVM's own copy is faster. The segments are
  * passed to the downcall as segments, so their arenas cannot be closed under a copy in flight
@@ -136,10 +138,10 @@ public final class NonTemporalCopy {
      * the AVX-512 loop, over a table of pieces: {@code int table(rdi = table, rsi = count, rdx, rcx)},
      * {@code count >= 1} entries of {@link #TABLE_ENTRY} bytes (source address, destination
      * address, length: a positive multiple of 256, the destination 64-byte aligned) followed by
-     * the {@link #SUMS} bytes of a {@link dev.strata.memory.Checksum64}'s running sums, to which the loop adds every
-     * byte it moves; {@code rdx} and {@code rcx} carry the segments whose memory the pieces are
-     * in, only so that the downcall keeps their arenas open (the code never reads them). 256 bytes
-     * a pass, each prefetching the source {@link #PREFETCH_DISTANCE} bytes ahead into the
+     * the {@link #SUMS} bytes of a {@link dev.strata.memory.Checksum64}'s running sums, to which
+     * the loop adds every byte it moves; {@code rdx} and {@code rcx} carry the segments whose
+     * memory the pieces are in, only so that the downcall keeps their arenas open (the code never
+     * reads them). 256 bytes a pass, each prefetching the source {@link #PREFETCH_DISTANCE} bytes ahead into the
      * second-level cache, and near a piece's end as far into the next entry's source (a prefetch
      * never faults). It returns 0:
      * <pre>
@@ -219,8 +221,9 @@ public final class NonTemporalCopy {
      * copy to a call with one entry: a downcall that passes segments takes and gives back their
      * arenas with an atomic instruction on each side of the call, and the one after a loop of
      * non-temporal stores waits for all of them to reach memory, so a call per piece made every
-     * piece wait for its stores (a quarter of a 128-piece gather's time, measured). Summing costs
-     * the loop no time it would not wait for memory anyway (eight adds on a 256-byte pass).
+     * piece wait for its stores (a quarter of a 128-piece gather's time, measured). Summing adds
+     * eight vector adds to a 256-byte pass, which waits on memory anyway: the HOST gathers moved
+     * as fast with it (BENCHMARKS.md, "Streaming into the pool").
      */
     private static final byte[] CODE = {
         // AVX2_OFFSET
