@@ -38,9 +38,9 @@ import jdk.incubator.vector.VectorSpecies;
  * first-level cache: one pass through memory still, a little over the cost of the copy (summing
  * first made the sum wait for memory and the copy wait for the sum: 0.86–0.94 of a raw copy into
  * a pool mapping at 16 KiB and 0.91–1.00 at 256 KiB, against 0.87–1.02 and 0.99–1.07 copying first).
- * Where {@link NonTemporalCopy} guards file mappings (x86-64 with AVX-512, see its class note),
+ * Where {@link NonTemporalCopy} guards file mappings (x86-64 with AVX2, see its class note),
  * {@link #copyPartsToMappedAndUpdate} and {@link #copyMappedToPartsAndUpdate} hand parts of whole
- * 256-byte passes to its streaming loop instead, which sums the bytes from the registers it copies
+ * passes of its loop to that streaming loop instead, which sums the bytes from the registers it copies
  * them through; a fault there is an {@link InternalError} in the same words.
  *
  * <p>Only private native memory reaches the vector loop. The Vector API compiles a load or store
@@ -173,7 +173,7 @@ public final class Checksum64 {
      * Copies the concatenation of {@code parts} into the file mapping {@code mapped} at
      * {@code dstOffset} and adds them to the checksum, in one pass: where
      * {@link NonTemporalCopy#gatherSummed} takes the parts (private native memory of one arena,
-     * whole 256-byte passes, on a machine whose AVX-512 loop guards file mappings) with
+     * whole passes of its loop, on a machine whose loop guards file mappings) with
      * streaming stores that sum as they copy, else part by part as {@link #copyToMappedAndUpdate}.
      * A fault on the mapping is an {@link InternalError} either way (see the class note).
      */

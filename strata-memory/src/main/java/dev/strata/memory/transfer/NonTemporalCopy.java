@@ -30,19 +30,19 @@ import java.util.concurrent.atomic.LongAdder;
  * (a KV block gathered from 128 layer tensors of 20 KiB each) never reaches it and ran at half to
  * two thirds of one contiguous copy of the same bytes: every destination line is read from memory
  * before it is written. This class therefore carries its own copy loops ({@link #CODE}, listed
- * there): one of x86-64 AVX2 instructions, 128 bytes a pass, and where the processor has
- * AVX-512 one of 64-byte loads and stores, 256 bytes a pass, that also prefetches the source
- * {@value #PREFETCH_DISTANCE} bytes ahead into the second-level cache, continuing into the next
- * piece of a gather rather than past the end of the current one (a KV block's 20 KiB layer pieces
- * lie megabytes apart; the hardware prefetcher starts over at each, and measured on a gather of
- * 128 × 20 KiB pieces the prefetching loop moved 10.9–11.6 GB/s where the same loop without it
- * moved 9.3–9.7 and the JVM's copy of one contiguous block of the same size 12.5–13.3). The
- * AVX-512 loop reads its pieces from a table, so that a whole gather is one call: the arena
- * release after each downcall is an atomic instruction that waits for the call's streaming
- * stores, and with a call per piece that wait took a quarter of a gather's time. The
+ * there): one of x86-64 AVX2 instructions, 32-byte loads and stores, 128 bytes a pass, and
+ * where the processor has AVX-512 one of 64-byte loads and stores, 256 bytes a pass. Each
+ * prefetches the source {@value #PREFETCH_DISTANCE} bytes ahead into the second-level cache,
+ * continuing into the next piece of a gather rather than past the end of the current one (a KV
+ * block's 20 KiB layer pieces lie megabytes apart; the hardware prefetcher starts over at each,
+ * and measured on a gather of 128 × 20 KiB pieces the prefetching AVX-512 loop moved 10.9–11.6
+ * GB/s where the same loop without it moved 9.3–9.7 and the JVM's copy of one contiguous block of
+ * the same size 12.5–13.3). Each reads its pieces from a table, so that a whole gather is one
+ * call: the arena release after each downcall is an atomic instruction that waits for the call's
+ * streaming stores, and with a call per piece that wait took a quarter of a gather's time. The
  * code is placed at class initialisation in a page this class maps read-write, fills, and then
- * maps read-execute (never both), and called through a critical downcall. The loop is checked
- * against {@link MemorySegment#copy} before first use; where anything is missing (another
+ * maps read-execute (never both), and called through a critical downcall. Each loop is checked
+ * against {@link MemorySegment#copy} before first use, and the widest that passes is used; where anything is missing (another
  * architecture, no AVX2, a kernel or policy that refuses executable memory, a failed check)
  * every call takes {@link MemorySegment#copy} and {@link #unavailableReason()} says why;
  * {@link #routine()} names the loop in use.
@@ -62,13 +62,13 @@ import java.util.concurrent.atomic.LongAdder;
  * piece's arena. A critical downcall holds off the
  * JVM's safepoints (a collection's start, among others) for its length: a copy call moves less
  * than {@link #JVM_STREAMING_BYTES}, about 0.3 ms at the AVX2 loop's speed; a gather or scatter
- * makes one call per piece, or, where the AVX-512 table loop takes it (pieces of whole passes
- * from one arena, destination pieces on cache lines), one call per {@link #TABLE_CALL_BYTES} of
- * pieces, about 0.35 ms at that loop's speed.
+ * makes one call per piece, or, where the table takes it (pieces of whole passes from one arena,
+ * destination pieces on cache lines), one call per {@link #TABLE_CALL_BYTES} of pieces, about
+ * 0.35 ms at the AVX-512 loop's speed.
  *
- * <p>File mappings. Where the AVX-512 loop is installed, this class also installs a guard: a
- * SIGBUS handler, in the code page, placed in front of the JVM's own. A fault whose instruction
- * is in the table loop resumes at a recovery that returns 1 from the call, and the Java side
+ * <p>File mappings. Where a loop is installed, this class also installs a guard: a SIGBUS
+ * handler, in the code page, placed in front of the JVM's own. A fault whose instruction is in
+ * either loop resumes at a recovery that returns 1 from the call, and the Java side
  * throws an {@link InternalError} in the words of the JDK's copy ({@link #FAULT_MESSAGE}), which a
  * tier reports as it reports the JDK's; every other SIGBUS goes, with the same arguments, to the
  * handler the JVM installed (which turns a fault in its own copies into an {@link InternalError}
@@ -111,39 +111,22 @@ public final class NonTemporalCopy {
     public static final long JVM_STREAMING_BYTES = 5L << 19;
 
     private static final long LINE = 64; // bytes: the loop's destination starts on a cache line
-    /** Bytes ahead of the loads that the AVX-512 loop prefetches the source (into the second-level cache). */
+    /** Bytes ahead of the loads that the loops prefetch the source (into the second-level cache). */
     static final long PREFETCH_DISTANCE = 6 * 1024;
 
     /**
-     * The code page: two copy loops, a fence and a fault guard, System V calling convention. At
-     * {@link #AVX2_OFFSET}, {@code stream(rdi = dst, rsi = src, rdx = length)}, {@code length} a
-     * positive multiple of 128 and {@code dst} 32-byte aligned, 128 bytes a pass:
-     * <pre>
-     * loop: vmovdqu  ymm0, [rsi]        ; four unaligned 32-byte loads
-     *       vmovdqu  ymm1, [rsi + 32]
-     *       vmovdqu  ymm2, [rsi + 64]
-     *       vmovdqu  ymm3, [rsi + 96]
-     *       vmovntdq [rdi], ymm0        ; four aligned non-temporal stores
-     *       vmovntdq [rdi + 32], ymm1
-     *       vmovntdq [rdi + 64], ymm2
-     *       vmovntdq [rdi + 96], ymm3
-     *       sub      rsi, -128
-     *       sub      rdi, -128
-     *       add      rdx, -128
-     *       jnz      loop
-     *       vzeroupper
-     *       ret
-     * </pre>
-     * At {@link #FENCE_OFFSET}, {@code fence()}: {@code sfence; ret}. At {@link #TABLE_OFFSET},
-     * the AVX-512 loop, over a table of pieces: {@code int table(rdi = table, rsi = count, rdx, rcx)},
-     * {@code count >= 1} entries of {@link #TABLE_ENTRY} bytes (source address, destination
-     * address, length: a positive multiple of 256, the destination 64-byte aligned) followed by
-     * the {@link #SUMS} bytes of a {@link dev.strata.memory.Checksum64}'s running sums, to which
-     * the loop adds every byte it moves; {@code rdx} and {@code rcx} carry the segments whose
-     * memory the pieces are in, only so that the downcall keeps their arenas open (the code never
-     * reads them). 256 bytes a pass, each prefetching the source {@link #PREFETCH_DISTANCE} bytes ahead into the
+     * The code page: a fence, two copy loops over a table of pieces and a fault guard, System V
+     * calling convention. At {@link #FENCE_OFFSET}, {@code fence()}: {@code sfence; ret}.
+     *
+     * <p>The loops: {@code int loop(rdi = table, rsi = count, rdx, rcx)}, {@code count >= 1}
+     * entries of {@link #TABLE_ENTRY} bytes (source address, destination address, length: a
+     * positive multiple of the loop's pass, the destination 64-byte aligned) followed by the
+     * {@link #SUMS} bytes of a {@link dev.strata.memory.Checksum64}'s running sums, to which the
+     * loop adds every byte it moves; {@code rdx} and {@code rcx} carry the segments whose memory
+     * the pieces are in, only so that the downcall keeps their arenas open (the code never reads
+     * them). Each pass prefetches the source {@link #PREFETCH_DISTANCE} bytes ahead into the
      * second-level cache, and near a piece's end as far into the next entry's source (a prefetch
-     * never faults). It returns 0:
+     * never faults). Both return 0. At {@link #WIDE_OFFSET}, the AVX-512 loop, 256 bytes a pass:
      * <pre>
      *        imul       rax, rsi, 24        ; the sums follow the last entry:
      *        vmovdqu64  zmm4, [rdi + rax]   ;   eight word sums (a)
@@ -195,22 +178,64 @@ public final class NonTemporalCopy {
      *        vzeroupper
      *        ret
      * </pre>
-     * At {@link #RECOVER_OFFSET}, where the guard resumes a table call whose load or store
-     * faulted: {@code mov eax, 1; vzeroupper; ret} (the loop keeps nothing on the stack, so this
-     * returns 1 to the loop's caller). At {@link #GUARD_OFFSET}, the SIGBUS handler
+     * At {@link #NARROW_OFFSET}, the AVX2 loop, the same with 32-byte registers, 128 bytes (two
+     * blocks) a pass, each block's sums in two halves:
+     * <pre>
+     *        imul       rax, rsi, 24
+     *        vmovdqu    ymm4, [rdi + rax]      ; a, words 0-3
+     *        vmovdqu    ymm5, [rdi + rax + 32] ; a, words 4-7
+     *        vmovdqu    ymm6, [rdi + rax + 64] ; b, words 0-3
+     *        vmovdqu    ymm7, [rdi + rax + 96] ; b, words 4-7
+     * piece: (as above, to the prefetch address in rax)
+     *        prefetcht2 [rax]               ; two lines
+     *        prefetcht2 [rax + 64]
+     *        vmovdqu    ymm0, [r10]         ; four unaligned 32-byte loads
+     *        vmovdqu    ymm1, [r10 + 32]
+     *        vmovdqu    ymm2, [r10 + 64]
+     *        vmovdqu    ymm3, [r10 + 96]
+     *        vmovntdq   [r11], ymm0         ; four aligned non-temporal stores
+     *        vmovntdq   [r11 + 32], ymm1
+     *        vmovntdq   [r11 + 64], ymm2
+     *        vmovntdq   [r11 + 96], ymm3
+     *        vpaddq     ymm4, ymm4, ymm0    ; first block: a += words
+     *        vpaddq     ymm5, ymm5, ymm1
+     *        vpaddq     ymm6, ymm6, ymm4    ;              b += a
+     *        vpaddq     ymm7, ymm7, ymm5
+     *        vpaddq     ymm4, ymm4, ymm2    ; second block
+     *        vpaddq     ymm5, ymm5, ymm3
+     *        vpaddq     ymm6, ymm6, ymm4
+     *        vpaddq     ymm7, ymm7, ymm5
+     *        sub        r10, -128
+     *        sub        r11, -128
+     *        add        rdx, -128
+     *        jnz        pass
+     *        add        rdi, 24
+     *        dec        rsi
+     *        jnz        piece
+     *        vmovdqu    [rdi], ymm4
+     *        vmovdqu    [rdi + 32], ymm5
+     *        vmovdqu    [rdi + 64], ymm6
+     *        vmovdqu    [rdi + 96], ymm7
+     *        xor        eax, eax
+     *        vzeroupper
+     *        ret
+     * </pre>
+     * At {@link #RECOVER_OFFSET}, where the guard resumes a call whose load or store faulted:
+     * {@code mov eax, 1; vzeroupper; ret} (the loops keep nothing on the stack, so this returns 1
+     * to the loop's caller). At {@link #GUARD_OFFSET}, the SIGBUS handler
      * {@code guard(rdi = signal, rsi = siginfo, rdx = ucontext)}: a fault (raised by the kernel,
      * not sent by a process) whose instruction pointer (at byte 168 of the context on x86-64
-     * Linux) is in the table loop goes on at the recovery; any other signal goes, with the same
+     * Linux) is in either loop goes on at the recovery; any other signal goes, with the same
      * arguments, to the handler that was installed before, whose address is at
      * {@link #PREVIOUS_OFFSET}:
      * <pre>
      *        cmp        dword [rsi + 8], 0  ; si_code: a signal sent by a process (0 or less) is not a fault
      *        jle        chain
      *        mov        rax, [rdx + 168]    ; where the fault happened
-     *        lea        rcx, [rip + table]
+     *        lea        rcx, [rip + narrow] ; the first loop...
      *        cmp        rax, rcx
      *        jb         chain
-     *        lea        rcx, [rip + recover]
+     *        lea        rcx, [rip + recover] ; ...to the end of the second
      *        cmp        rax, rcx
      *        jae        chain
      *        mov        [rdx + 168], rcx    ; resume at the recovery
@@ -222,29 +247,66 @@ public final class NonTemporalCopy {
      * arenas with an atomic instruction on each side of the call, and the one after a loop of
      * non-temporal stores waits for all of them to reach memory, so a call per piece made every
      * piece wait for its stores (a quarter of a 128-piece gather's time, measured). Summing adds
-     * eight vector adds to a 256-byte pass, which waits on memory anyway: the HOST gathers moved
-     * as fast with it (BENCHMARKS.md, "Streaming into the pool").
+     * eight vector adds to a pass, which waits on memory anyway: the HOST gathers moved as fast
+     * with it (BENCHMARKS.md, "Streaming into the pool").
      */
     private static final byte[] CODE = {
-        // AVX2_OFFSET
-        (byte) 0xC5, (byte) 0xFE, 0x6F, 0x06,
-        (byte) 0xC5, (byte) 0xFE, 0x6F, 0x4E, 0x20,
-        (byte) 0xC5, (byte) 0xFE, 0x6F, 0x56, 0x40,
-        (byte) 0xC5, (byte) 0xFE, 0x6F, 0x5E, 0x60,
-        (byte) 0xC5, (byte) 0xFD, (byte) 0xE7, 0x07,
-        (byte) 0xC5, (byte) 0xFD, (byte) 0xE7, 0x4F, 0x20,
-        (byte) 0xC5, (byte) 0xFD, (byte) 0xE7, 0x57, 0x40,
-        (byte) 0xC5, (byte) 0xFD, (byte) 0xE7, 0x5F, 0x60,
-        0x48, (byte) 0x83, (byte) 0xEE, (byte) 0x80,
-        0x48, (byte) 0x83, (byte) 0xEF, (byte) 0x80,
-        0x48, (byte) 0x83, (byte) 0xC2, (byte) 0x80,
-        0x75, (byte) 0xCC, // back 52 bytes, to loop
-        (byte) 0xC5, (byte) 0xF8, 0x77,
-        (byte) 0xC3,
         // FENCE_OFFSET
         0x0F, (byte) 0xAE, (byte) 0xF8,
         (byte) 0xC3,
-        // TABLE_OFFSET
+        // NARROW_OFFSET
+        0x48, 0x6B, (byte) 0xC6, 0x18,
+        (byte) 0xC5, (byte) 0xFE, 0x6F, 0x24, 0x07,
+        (byte) 0xC5, (byte) 0xFE, 0x6F, 0x6C, 0x07, 0x20,
+        (byte) 0xC5, (byte) 0xFE, 0x6F, 0x74, 0x07, 0x40,
+        (byte) 0xC5, (byte) 0xFE, 0x6F, 0x7C, 0x07, 0x60,
+        0x4C, (byte) 0x8B, 0x17,
+        0x4C, (byte) 0x8B, 0x5F, 0x08,
+        0x48, (byte) 0x8B, 0x57, 0x10,
+        0x4C, (byte) 0x89, (byte) 0xD1,
+        0x48, (byte) 0x83, (byte) 0xFE, 0x01,
+        0x74, 0x04, // to last
+        0x48, (byte) 0x8B, 0x4F, 0x18,
+        0x4D, (byte) 0x8D, 0x04, 0x12,
+        0x49, (byte) 0x8D, (byte) 0x82, 0x00, 0x18, 0x00, 0x00,
+        0x49, (byte) 0x89, (byte) 0xC1,
+        0x4D, 0x29, (byte) 0xC1,
+        0x49, 0x01, (byte) 0xC9,
+        0x4C, 0x39, (byte) 0xC0,
+        0x49, 0x0F, 0x43, (byte) 0xC1,
+        0x0F, 0x18, 0x18,
+        0x0F, 0x18, 0x58, 0x40,
+        (byte) 0xC4, (byte) 0xC1, 0x7E, 0x6F, 0x02,
+        (byte) 0xC4, (byte) 0xC1, 0x7E, 0x6F, 0x4A, 0x20,
+        (byte) 0xC4, (byte) 0xC1, 0x7E, 0x6F, 0x52, 0x40,
+        (byte) 0xC4, (byte) 0xC1, 0x7E, 0x6F, 0x5A, 0x60,
+        (byte) 0xC4, (byte) 0xC1, 0x7D, (byte) 0xE7, 0x03,
+        (byte) 0xC4, (byte) 0xC1, 0x7D, (byte) 0xE7, 0x4B, 0x20,
+        (byte) 0xC4, (byte) 0xC1, 0x7D, (byte) 0xE7, 0x53, 0x40,
+        (byte) 0xC4, (byte) 0xC1, 0x7D, (byte) 0xE7, 0x5B, 0x60,
+        (byte) 0xC5, (byte) 0xDD, (byte) 0xD4, (byte) 0xE0,
+        (byte) 0xC5, (byte) 0xD5, (byte) 0xD4, (byte) 0xE9,
+        (byte) 0xC5, (byte) 0xCD, (byte) 0xD4, (byte) 0xF4,
+        (byte) 0xC5, (byte) 0xC5, (byte) 0xD4, (byte) 0xFD,
+        (byte) 0xC5, (byte) 0xDD, (byte) 0xD4, (byte) 0xE2,
+        (byte) 0xC5, (byte) 0xD5, (byte) 0xD4, (byte) 0xEB,
+        (byte) 0xC5, (byte) 0xCD, (byte) 0xD4, (byte) 0xF4,
+        (byte) 0xC5, (byte) 0xC5, (byte) 0xD4, (byte) 0xFD,
+        0x49, (byte) 0x83, (byte) 0xEA, (byte) 0x80,
+        0x49, (byte) 0x83, (byte) 0xEB, (byte) 0x80,
+        0x48, (byte) 0x83, (byte) 0xC2, (byte) 0x80,
+        0x75, (byte) 0x86, // back 122 bytes, to pass
+        0x48, (byte) 0x83, (byte) 0xC7, 0x18,
+        0x48, (byte) 0xFF, (byte) 0xCE,
+        0x0F, (byte) 0x85, 0x5D, (byte) 0xFF, (byte) 0xFF, (byte) 0xFF, // back 163 bytes, to piece
+        (byte) 0xC5, (byte) 0xFE, 0x7F, 0x27,
+        (byte) 0xC5, (byte) 0xFE, 0x7F, 0x6F, 0x20,
+        (byte) 0xC5, (byte) 0xFE, 0x7F, 0x77, 0x40,
+        (byte) 0xC5, (byte) 0xFE, 0x7F, 0x7F, 0x60,
+        0x31, (byte) 0xC0,
+        (byte) 0xC5, (byte) 0xF8, 0x77,
+        (byte) 0xC3,
+        // WIDE_OFFSET
         0x48, 0x6B, (byte) 0xC6, 0x18,
         0x62, (byte) 0xF1, (byte) 0xFE, 0x48, 0x6F, 0x24, 0x07,
         0x62, (byte) 0xF1, (byte) 0xFE, 0x48, 0x6F, 0x6C, 0x07, 0x01,
@@ -302,7 +364,7 @@ public final class NonTemporalCopy {
         (byte) 0x83, 0x7E, 0x08, 0x00,
         0x7E, 0x27, // to chain
         0x48, (byte) 0x8B, (byte) 0x82, (byte) 0xA8, 0x00, 0x00, 0x00,
-        0x48, (byte) 0x8D, 0x0D, (byte) 0xE7, (byte) 0xFE, (byte) 0xFF, (byte) 0xFF,
+        0x48, (byte) 0x8D, 0x0D, 0x10, (byte) 0xFE, (byte) 0xFF, (byte) 0xFF,
         0x48, 0x39, (byte) 0xC8,
         0x72, 0x14, // to chain
         0x48, (byte) 0x8D, 0x0D, (byte) 0xD7, (byte) 0xFF, (byte) 0xFF, (byte) 0xFF,
@@ -310,19 +372,19 @@ public final class NonTemporalCopy {
         0x73, 0x08, // to chain
         0x48, (byte) 0x89, (byte) 0x8A, (byte) 0xA8, 0x00, 0x00, 0x00,
         (byte) 0xC3,
-        (byte) 0xFF, 0x25, 0x04, 0x00, 0x00, 0x00,
-        0x0F, 0x1F, 0x40, 0x00, // four bytes of padding: the slot is 8-byte aligned
+        (byte) 0xFF, 0x25, 0x05, 0x00, 0x00, 0x00,
+        0x0F, 0x1F, 0x44, 0x00, 0x00, // five bytes of padding: the slot is 8-byte aligned
         // PREVIOUS_OFFSET
         0, 0, 0, 0, 0, 0, 0, 0, // the previous SIGBUS handler's address, written at install
     };
     private static final long NARROW_PASS = 128; // bytes moved by one pass of the AVX2 loop
     private static final long WIDE_PASS = 256; // bytes moved by one pass of the AVX-512 loop
-    private static final int AVX2_OFFSET = 0;
-    private static final int FENCE_OFFSET = 56;
-    private static final int TABLE_OFFSET = 60;
-    private static final int RECOVER_OFFSET = 312;
-    private static final int GUARD_OFFSET = 321;
-    private static final int PREVIOUS_OFFSET = 376;
+    private static final int FENCE_OFFSET = 0;
+    private static final int NARROW_OFFSET = 4;
+    private static final int WIDE_OFFSET = 219;
+    private static final int RECOVER_OFFSET = 471;
+    private static final int GUARD_OFFSET = 480;
+    private static final int PREVIOUS_OFFSET = 536;
     /** Bytes after a table's entries: the sums a Checksum64 keeps, eight 64-bit word sums then eight sums of those. */
     private static final long SUMS = 128;
     private static final int SUM_WORDS = 8; // longs in each of the two sums
@@ -334,20 +396,22 @@ public final class NonTemporalCopy {
     static final String FAULT_MESSAGE = "a fault occurred in an unsafe memory access operation: a streaming copy met a page"
             + " that its file no longer backs";
     private static final long TABLE_ENTRY = 24; // bytes per piece in a table: source address, destination address, length
-    /** Most bytes one call of the table loop moves (more pieces take more calls): a critical call holds off safepoints. */
+    /** Most bytes one call of a loop moves (more pieces take more calls): a critical call holds off safepoints. */
     static final long TABLE_CALL_BYTES = 4L << 20;
     private static final long CODE_PAGE = 4096;
 
-    private static final MethodHandle AVX2_LOOP; // (dst, src, length) -> void; null when unavailable
-    private static final MethodHandle TABLE_LOOP; // (table, count, anchor, anchor) -> 0, or 1 after a fault the guard caught; the AVX-512 loop, null where the processor has no AVX-512 (or it failed its check)
-    private static final boolean GUARDED; // the SIGBUS guard is installed: the table loop may touch file mappings
-    private static final String UNGUARDED; // why the guard is not installed (where the table loop is), or null
+    // the loops: (table, count, anchor, anchor) -> 0, or 1 after a fault the guard caught
+    private static final MethodHandle NARROW_LOOP; // the AVX2 loop; null when unavailable
+    private static final MethodHandle WIDE_LOOP; // the AVX-512 loop; null where the processor has no AVX-512 (or it failed its check)
+    private static final MethodHandle LOOP; // the loop in use: the AVX-512 loop where installed, else the AVX2 loop, else null
+    private static final boolean GUARDED; // the SIGBUS guard is installed: the loops may touch file mappings
+    private static final String UNGUARDED; // why the guard is not installed (where a loop is), or null
     private static final MethodHandle FENCE; // () -> void; null when unavailable
     private static final String ROUTINE; // the loop in use, named; null when unavailable
     private static final String UNAVAILABLE; // why the loop is not used, or null
     private static final Set<MemorySegment.Scope> ANONYMOUS = ConcurrentHashMap.newKeySet();
     private static final LongAdder STREAMED = new LongAdder(); // bytes moved by the routine
-    private static final ThreadLocal<MemorySegment> TABLE = // per thread: [entries * TABLE_ENTRY] the table loop's pieces
+    private static final ThreadLocal<MemorySegment> TABLE = // per thread: [entries * TABLE_ENTRY + SUMS] a loop's pieces, then sums
             ThreadLocal.withInitial(() -> Arena.ofAuto().allocate(256 * TABLE_ENTRY + SUMS, 8));
     private static volatile Mode mode = Mode.AUTO;
 
@@ -360,15 +424,16 @@ public final class NonTemporalCopy {
         } catch (Throwable t) {
             reason = "the copy routine could not be installed: " + t;
         }
-        AVX2_LOOP = reason == null ? handles[0] : null;
+        NARROW_LOOP = reason == null ? handles[0] : null;
         FENCE = reason == null ? handles[1] : null;
-        TABLE_LOOP = reason == null ? handles[2] : null;
-        GUARDED = TABLE_LOOP != null && reasons[1] == null;
-        UNGUARDED = TABLE_LOOP == null ? null : reasons[1];
-        ROUTINE = reason != null ? null : TABLE_LOOP != null
-                ? "AVX-512, " + WIDE_PASS + " bytes a pass, prefetching " + PREFETCH_DISTANCE / 1024 + " KiB ahead"
-                        + (GUARDED ? ", into file mappings too (faults guarded)" : ", not into file mappings (" + UNGUARDED + ")")
-                : "AVX2, " + NARROW_PASS + " bytes a pass" + (reasons[0] == null ? "" : " (" + reasons[0] + ")");
+        WIDE_LOOP = reason == null ? handles[2] : null;
+        LOOP = WIDE_LOOP != null ? WIDE_LOOP : NARROW_LOOP;
+        GUARDED = LOOP != null && reasons[1] == null;
+        UNGUARDED = LOOP == null ? null : reasons[1];
+        ROUTINE = LOOP == null ? null : (WIDE_LOOP != null ? "AVX-512, " + WIDE_PASS : "AVX2, " + NARROW_PASS)
+                + " bytes a pass, prefetching " + PREFETCH_DISTANCE / 1024 + " KiB ahead"
+                + (GUARDED ? ", into file mappings too (faults guarded)" : ", not into file mappings (" + UNGUARDED + ")")
+                + (reasons[0] == null ? "" : " (" + reasons[0] + ")");
         UNAVAILABLE = reason;
     }
 
@@ -377,9 +442,9 @@ public final class NonTemporalCopy {
 
     /**
      * Maps and checks the code; returns why it cannot be used, or null with {@code handles} set:
-     * the AVX2 loop, the fence, and the AVX-512 (table) loop or null ({@code reasons[0]} then
-     * says why, where the processor has AVX-512). With the table loop, installs the SIGBUS guard
-     * in front of the handler the JVM installed, or says in {@code reasons[1]} why not.
+     * the AVX2 loop, the fence, and the AVX-512 loop or null ({@code reasons[0]} then says why,
+     * where the processor has AVX-512). Installs the SIGBUS guard in front of the handler the JVM
+     * installed, or says in {@code reasons[1]} why not.
      */
     @SuppressWarnings("restricted") // mmap, mprotect, sigaction and downcalls into a page this method fills itself
     private static String install(MethodHandle[] handles, String[] reasons) throws Throwable {
@@ -416,23 +481,21 @@ public final class NonTemporalCopy {
             }
             // The page lives as long as the process: the handles below and the guard call into it.
             Linker linker = Linker.nativeLinker();
-            FunctionDescriptor loop = FunctionDescriptor.ofVoid(ValueLayout.ADDRESS, ValueLayout.ADDRESS,
-                    ValueLayout.JAVA_LONG);
-            handles[0] = linker.downcallHandle(page.asSlice(AVX2_OFFSET), loop, Linker.Option.critical(false));
+            FunctionDescriptor loop = FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.JAVA_LONG,
+                    ValueLayout.ADDRESS, ValueLayout.ADDRESS);
+            handles[0] = linker.downcallHandle(page.asSlice(NARROW_OFFSET), loop, Linker.Option.critical(false));
             handles[1] = linker.downcallHandle(page.asSlice(FENCE_OFFSET), FunctionDescriptor.ofVoid(), Linker.Option.critical(false));
-            String failed = selfCheck(handles[0], handles[1]);
+            String failed = selfCheck(handles[0], NARROW_PASS, handles[1]);
             if (failed != null) {
-                return failed;
+                return "the AVX2 " + failed;
             }
-            if (!flags.contains("avx512f")) { // the kernel lists it only where it saves the 512-bit registers
-                return null;
+            if (flags.contains("avx512f")) { // the kernel lists it only where it saves the 512-bit registers
+                MethodHandle wide = linker.downcallHandle(page.asSlice(WIDE_OFFSET), loop, Linker.Option.critical(false));
+                failed = selfCheck(wide, WIDE_PASS, handles[1]);
+                reasons[0] = failed == null ? null : "the AVX-512 " + failed;
+                handles[2] = failed == null ? wide : null;
             }
-            MethodHandle table = linker.downcallHandle(page.asSlice(TABLE_OFFSET), FunctionDescriptor.of(ValueLayout.JAVA_INT,
-                    ValueLayout.ADDRESS, ValueLayout.JAVA_LONG, ValueLayout.ADDRESS, ValueLayout.ADDRESS),
-                    Linker.Option.critical(false));
-            reasons[0] = selfCheckTable(table, handles[1]);
-            handles[2] = reasons[0] == null ? table : null;
-            if (handles[2] != null && reasons[1] == null) {
+            if (reasons[1] == null) {
                 MemorySegment guard = scratch.allocate(SIGACTION_BYTES, 8).copyFrom(previous); // same mask and flags
                 guard.set(ValueLayout.JAVA_LONG, 0, page.address() + GUARD_OFFSET);
                 if ((int) Libc.SIGACTION.invokeExact(state, SIGBUS, guard, MemorySegment.NULL) != 0) {
@@ -457,32 +520,12 @@ public final class NonTemporalCopy {
         return Set.of();
     }
 
-    /** Runs the AVX2 loop on a pattern and compares with {@link MemorySegment#copy}; null if they agree. */
-    private static String selfCheck(MethodHandle stream, MethodHandle fence) throws Throwable {
-        long body = 4 * NARROW_PASS;
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment src = arena.allocate(body + 64, 64);
-            MemorySegment dst = arena.allocate(body + 2 * LINE, 64);
-            for (long i = 0; i < src.byteSize(); i++) {
-                src.set(ValueLayout.JAVA_BYTE, i, (byte) (i * 131 + 7));
-            }
-            dst.fill((byte) 0x5A);
-            stream.invokeExact(dst.asSlice(LINE, body), src.asSlice(3, body), body); // unaligned source
-            fence.invokeExact();
-            if (MemorySegment.mismatch(src, 3, 3 + body, dst, LINE, LINE + body) != -1
-                    || dst.get(ValueLayout.JAVA_BYTE, LINE - 1) != 0x5A || dst.get(ValueLayout.JAVA_BYTE, LINE + body) != 0x5A) {
-                return "the AVX2 copy loop failed its check against MemorySegment.copy";
-            }
-        }
-        return null;
-    }
-
     /**
-     * Runs the AVX-512 loop on a table of two pieces of a pattern and compares with
-     * {@link MemorySegment#copy} and with the sums computed here; null if they agree.
+     * Runs a loop of {@code pass} bytes a pass on a table of two pieces of a pattern and compares
+     * with {@link MemorySegment#copy} and with the sums computed here; null if they agree.
      */
-    private static String selfCheckTable(MethodHandle table, MethodHandle fence) throws Throwable {
-        long piece = 2 * WIDE_PASS;
+    private static String selfCheck(MethodHandle table, long pass, MethodHandle fence) throws Throwable {
+        long piece = 2 * pass;
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment src = arena.allocate(4 * piece, 64);
             MemorySegment dst = arena.allocate(2 * piece + 2 * LINE, 64);
@@ -519,7 +562,7 @@ public final class NonTemporalCopy {
             if (status != 0 || MemorySegment.mismatch(src, piece + 1, 2 * piece + 1, dst, LINE, LINE + piece) != -1
                     || MemorySegment.mismatch(src, 3 * piece - 1, 4 * piece - 1, dst, LINE + piece, LINE + 2 * piece) != -1
                     || dst.get(ValueLayout.JAVA_BYTE, LINE - 1) != 0x5A || dst.get(ValueLayout.JAVA_BYTE, LINE + 2 * piece) != 0x5A) {
-                return "the AVX-512 copy loop failed its check against MemorySegment.copy";
+                return "copy loop failed its check against MemorySegment.copy";
             }
         }
         return null;
@@ -539,7 +582,7 @@ public final class NonTemporalCopy {
 
     /** True when the routine is installed and the setting is {@link Mode#AUTO}. */
     public static boolean available() {
-        return AVX2_LOOP != null && mode == Mode.AUTO;
+        return LOOP != null && mode == Mode.AUTO;
     }
 
     /** The copy loop in use on this machine, described, or null where none is installed. */
@@ -628,7 +671,7 @@ public final class NonTemporalCopy {
     /** A gather of {@code parts} into {@code whole} or, if {@code !gather}, a scatter of {@code whole} over them. */
     private static long moveParts(List<MemorySegment> parts, MemorySegment whole, boolean gather) {
         boolean streaming = streams(parts, whole, gather ? "gather" : "scatter");
-        if (streaming && TABLE_LOOP != null) {
+        if (streaming) {
             long moved = streamTable(parts, whole, gather);
             if (moved >= 0) {
                 STREAMED.add(moved);
@@ -661,14 +704,14 @@ public final class NonTemporalCopy {
     }
 
     /**
-     * A gather or scatter through the table loop ({@link #runTable}); returns the bytes moved, or
-     * -1 without moving anything when the call does not fit the table loop: fewer than two parts,
+     * A gather or scatter through the loop in use ({@link #runTable}); returns the bytes moved, or
+     * -1 without moving anything when the call does not fit a table: fewer than two parts,
      * or parts the loop cannot take ({@link #fitsTable}) or of {@link #JVM_STREAMING_BYTES} or more.
      */
     private static long streamTable(List<MemorySegment> parts, MemorySegment whole, boolean gather) {
-        long total = parts.size() < 2 ? -1 : fitsTable(parts, whole, gather, JVM_STREAMING_BYTES);
+        long total = parts.size() < 2 ? -1 : fitsTable(parts, whole, gather, JVM_STREAMING_BYTES, passBytes());
         if (total >= 0) {
-            runTable(parts, whole, gather, null, null);
+            runTable(LOOP, parts, whole, gather, null, null);
         }
         return total;
     }
@@ -676,19 +719,20 @@ public final class NonTemporalCopy {
     /**
      * Copies the concatenation of {@code parts} into the file mapping {@code mapped} from its
      * start, and adds the bytes to the running sums of a {@code Checksum64} ({@code a} and
-     * {@code b}, eight words each, updated in place), in one pass of the AVX-512 loop under the
+     * {@code b}, eight words each, updated in place), in one pass of the loop in use under the
      * fault guard, then a fence. Returns the bytes copied, or -1 without copying or summing
      * anything when the call does not qualify: no guarded loop here, the setting
      * {@link Mode#OFF}, fewer than {@link #MIN_BYTES}, parts that are not native memory of one
-     * arena, not whole 256-byte passes or overlap {@code mapped}, destination pieces off a cache
-     * line, or more bytes than {@code mapped} holds. The caller then copies another way.
+     * arena, not whole passes of the loop ({@link #passBytes}) or overlap {@code mapped},
+     * destination pieces off a cache line, or more bytes than {@code mapped} holds. The caller
+     * then copies another way.
      *
      * @throws InternalError if a page of a segment faulted (the file behind a mapping was
      *                       truncated): the {@link #FAULT_MESSAGE} words of the JDK's own copy; bytes before the
      *                       fault may have been copied, and the sums are not to be used
      */
     public static long gatherSummed(List<MemorySegment> parts, MemorySegment mapped, long[] a, long[] b) {
-        return moveSummed(parts, mapped, true, a, b);
+        return moveSummed(LOOP, parts, mapped, true, a, b);
     }
 
     /**
@@ -697,32 +741,34 @@ public final class NonTemporalCopy {
      * other way (same conditions, result and faults).
      */
     public static long scatterSummed(MemorySegment mapped, List<MemorySegment> parts, long[] a, long[] b) {
-        return moveSummed(parts, mapped, false, a, b);
+        return moveSummed(LOOP, parts, mapped, false, a, b);
     }
 
-    private static long moveSummed(List<MemorySegment> parts, MemorySegment mapped, boolean gather, long[] a, long[] b) {
+    private static long moveSummed(MethodHandle loop, List<MemorySegment> parts, MemorySegment mapped, boolean gather,
+                                   long[] a, long[] b) {
         if (a.length != SUM_WORDS || b.length != SUM_WORDS) {
             throw new IllegalArgumentException("sums of " + a.length + " and " + b.length + " words, not " + SUM_WORDS);
         }
         if (!GUARDED || mode != Mode.AUTO || parts.isEmpty() || !mapped.isNative() || !parts.get(0).isNative()) {
             return -1;
         }
-        long total = fitsTable(parts, mapped, gather, Long.MAX_VALUE);
+        long total = fitsTable(parts, mapped, gather, Long.MAX_VALUE, passOf(loop));
         if (total < MIN_BYTES || total > mapped.byteSize()) {
             return -1;
         }
-        runTable(parts, mapped, gather, a, b);
+        runTable(loop, parts, mapped, gather, a, b);
         STREAMED.add(total);
         return total;
     }
 
     /**
-     * The bytes in {@code parts} if the table loop can move them to or from {@code whole}, else
-     * -1: every part of the first part's arena, a positive whole number of the loop's passes and
-     * shorter than {@code pieceLimit}, not overlapping {@code whole}; every destination piece on a
-     * cache line and writable.
+     * The bytes in {@code parts} if a loop of {@code pass} bytes a pass can move them to or from
+     * {@code whole}, else -1: every part of the first part's arena, a positive whole number of
+     * passes and shorter than {@code pieceLimit}, not overlapping {@code whole}; every destination
+     * piece on a cache line and writable.
      */
-    private static long fitsTable(List<MemorySegment> parts, MemorySegment whole, boolean gather, long pieceLimit) {
+    private static long fitsTable(List<MemorySegment> parts, MemorySegment whole, boolean gather, long pieceLimit,
+                                  long pass) {
         if (gather && whole.isReadOnly()) {
             return -1;
         }
@@ -734,7 +780,7 @@ public final class NonTemporalCopy {
             long len = part.byteSize();
             long p = part.address();
             long dst = gather ? w + total : p;
-            if (part.scope() != scope || len == 0 || len % WIDE_PASS != 0 || len >= pieceLimit
+            if (part.scope() != scope || len == 0 || len % pass != 0 || len >= pieceLimit
                     || (dst & (LINE - 1)) != 0 || (!gather && part.isReadOnly())
                     || (p < w + whole.byteSize() && w < p + len)) {
                 return -1;
@@ -746,13 +792,14 @@ public final class NonTemporalCopy {
 
     /**
      * Moves {@code parts} (checked by {@link #fitsTable}) into {@code whole} from its start, or
-     * the reverse if {@code !gather}, through the table loop: entries of at most
+     * the reverse if {@code !gather}, through {@code loop}: entries of at most
      * {@link #TABLE_CALL_BYTES}, one call per {@link #TABLE_CALL_BYTES}, then a fence. Adds the
      * bytes to the sums {@code a} and {@code b} unless they are null.
      *
      * @throws InternalError if a load or store faulted and the guard resumed the loop at its recovery
      */
-    private static void runTable(List<MemorySegment> parts, MemorySegment whole, boolean gather, long[] a, long[] b) {
+    private static void runTable(MethodHandle loop, List<MemorySegment> parts, MemorySegment whole, boolean gather,
+                                 long[] a, long[] b) {
         int n = parts.size();
         MemorySegment table = tableScratch(n); // a call's entries: its parts, the first and last perhaps in part
         long w = whole.address();
@@ -788,7 +835,7 @@ public final class NonTemporalCopy {
                     MemorySegment.copy(b, 0, table, ValueLayout.JAVA_LONG, sums + SUMS / 2, SUM_WORDS);
                 }
                 // the first part's and the whole's segments ride along so that their arenas stay open for the call
-                status = (int) TABLE_LOOP.invokeExact(table, (long) count, anchor, whole);
+                status = (int) loop.invokeExact(table, (long) count, anchor, whole);
                 if (a != null && status == 0) {
                     MemorySegment.copy(table, ValueLayout.JAVA_LONG, sums, a, 0, SUM_WORDS);
                     MemorySegment.copy(table, ValueLayout.JAVA_LONG, sums + SUMS / 2, b, 0, SUM_WORDS);
@@ -852,11 +899,11 @@ public final class NonTemporalCopy {
      * @return the bytes the loop moved
      */
     private static long stream(MemorySegment src, MemorySegment dst) {
-        return stream(TABLE_LOOP != null, src, dst);
+        return stream(LOOP, src, dst);
     }
 
-    /** {@link #stream(MemorySegment, MemorySegment)} with the AVX-512 loop if {@code wide}, else the AVX2 loop. */
-    private static long stream(boolean wide, MemorySegment src, MemorySegment dst) {
+    /** {@link #stream(MemorySegment, MemorySegment)} with {@code loop}. */
+    private static long stream(MethodHandle loop, MemorySegment src, MemorySegment dst) {
         long length = dst.byteSize();
         long s = src.address();
         long d = dst.address();
@@ -869,27 +916,25 @@ public final class NonTemporalCopy {
             return 0;
         }
         long head = Math.min((-d) & (LINE - 1), length);
-        long body = (length - head) & -(wide ? WIDE_PASS : NARROW_PASS);
+        long body = (length - head) & -passOf(loop);
         if (head > 0) {
             MemorySegment.copy(src, 0, dst, 0, head);
         }
         if (body > 0) {
+            MemorySegment table = tableScratch(1);
+            table.setAtIndex(ValueLayout.JAVA_LONG, 0, s + head);
+            table.setAtIndex(ValueLayout.JAVA_LONG, 1, d + head);
+            table.setAtIndex(ValueLayout.JAVA_LONG, 2, body);
+            int status;
             try {
-                if (wide) {
-                    MemorySegment table = tableScratch(1);
-                    table.setAtIndex(ValueLayout.JAVA_LONG, 0, s + head);
-                    table.setAtIndex(ValueLayout.JAVA_LONG, 1, d + head);
-                    table.setAtIndex(ValueLayout.JAVA_LONG, 2, body);
-                    if ((int) TABLE_LOOP.invokeExact(table, 1L, src, dst) != 0) {
-                        throw new InternalError(FAULT_MESSAGE + " (copy of " + body + " bytes)");
-                    }
-                } else {
-                    AVX2_LOOP.invokeExact(dst.asSlice(head, body), src.asSlice(head, body), body);
-                }
+                status = (int) loop.invokeExact(table, 1L, src, dst);
             } catch (RuntimeException | Error e) {
                 throw e;
             } catch (Throwable t) {
                 throw new IllegalStateException("non-temporal copy failed", t);
+            }
+            if (status != 0) {
+                throw new InternalError(FAULT_MESSAGE + " (copy of " + body + " bytes)");
             }
         }
         long done = head + body;
@@ -899,9 +944,23 @@ public final class NonTemporalCopy {
         return body;
     }
 
+    /** Bytes one pass of {@code loop} moves. */
+    private static long passOf(MethodHandle loop) {
+        return loop == WIDE_LOOP ? WIDE_PASS : NARROW_PASS;
+    }
+
     /** Bytes one pass of the loop in use moves; the copy's last bytes short of a pass go through {@link MemorySegment#copy}. For tests. */
     static long passBytes() {
-        return TABLE_LOOP != null ? WIDE_PASS : NARROW_PASS;
+        return passOf(LOOP);
+    }
+
+    /** The AVX-512 loop if {@code wide}, else the AVX2 loop. @throws IllegalStateException if it is not installed here */
+    private static MethodHandle loop(boolean wide) {
+        MethodHandle loop = wide ? WIDE_LOOP : NARROW_LOOP;
+        if (loop == null) {
+            throw new IllegalStateException((wide ? "the AVX-512" : "the AVX2") + " loop is not installed here");
+        }
+        return loop;
     }
 
     /**
@@ -913,19 +972,28 @@ public final class NonTemporalCopy {
      * @throws IllegalStateException if that loop is not installed here
      */
     static long copyWithLoop(boolean wide, MemorySegment src, MemorySegment dst) {
-        if ((wide ? TABLE_LOOP : AVX2_LOOP) == null) {
-            throw new IllegalStateException((wide ? "the AVX-512" : "the AVX2") + " loop is not installed here");
-        }
+        MethodHandle loop = loop(wide);
         try {
-            return stream(wide, src, dst);
+            return stream(loop, src, dst);
         } finally {
             fence();
         }
     }
 
+    /**
+     * {@link #gatherSummed} ({@code gather}) or {@link #scatterSummed} with the AVX-512 loop if
+     * {@code wide} else the AVX2 loop, whichever loop is in use. For tests.
+     *
+     * @throws IllegalStateException if that loop is not installed here
+     */
+    static long moveSummedWithLoop(boolean wide, List<MemorySegment> parts, MemorySegment mapped, boolean gather,
+                                   long[] a, long[] b) {
+        return moveSummed(loop(wide), parts, mapped, gather, a, b);
+    }
+
     /** True if the AVX-512 loop is installed here. For tests. */
     static boolean hasWideLoop() {
-        return TABLE_LOOP != null;
+        return WIDE_LOOP != null;
     }
 
     private static void fence() {
