@@ -6,6 +6,7 @@ import dev.strata.memory.TierIoException;
 import dev.strata.memory.TierKind;
 import dev.strata.memory.TierMeter;
 import dev.strata.memory.TierStats;
+import dev.strata.memory.posix.Libc;
 import dev.strata.memory.shm.ProcessLiveness;
 import dev.strata.memory.shm.ShmFiles;
 import dev.strata.memory.shm.ShmFormatException;
@@ -60,7 +61,10 @@ import java.util.function.LongSupplier;
  * {@link #scatterRead}, {@link #publish}), {@link #used}, {@link #stats} and the heartbeat turn it
  * into a {@link TierIoException} and mark the tier {@link #fault() faulted}; so does
  * {@link #recordFault} for callers that copy
- * through {@link #dataArea} or {@link #rootRegion} themselves. A faulted tier never touches its
+ * through {@link #dataArea} or {@link #rootRegion} themselves. The JDK throws a fault that
+ * compiled code meets at the thread's next safepoint poll, which can come after the access's
+ * method has returned; each of those try blocks therefore ends with
+ * {@link Libc#deliverPendingFaults}, so that the fault is thrown inside it. A faulted tier never touches its
  * mapping again: every later call fails at once with the fault's {@link TierIoException}, and
  * {@link #close} only unmaps (the process slot is left to the other processes' reclaim).
  *
@@ -349,6 +353,7 @@ public final class PoolTier implements Tier {
                     lastSweep = now;
                     reclaimDead();
                 }
+                Libc.deliverPendingFaults();
             } catch (IllegalStateException closed) {
                 if (!open) {
                     return; // the mapping was closed under us
@@ -414,7 +419,9 @@ public final class PoolTier implements Tier {
     public long used() {
         checkUsable();
         try {
-            return allocator.used();
+            long used = allocator.used();
+            Libc.deliverPendingFaults();
+            return used;
         } catch (InternalError e) {
             throw faultOf(e);
         }
@@ -489,6 +496,7 @@ public final class PoolTier implements Tier {
         long start = meter.startWrite();
         try {
             protocol.write(handle, parts);
+            Libc.deliverPendingFaults();
         } catch (InternalError e) {
             throw faultOf(e);
         }
@@ -508,6 +516,7 @@ public final class PoolTier implements Tier {
         long start = System.nanoTime();
         try {
             protocol.publishInPlace(handle, length);
+            Libc.deliverPendingFaults();
         } catch (InternalError e) {
             throw faultOf(e);
         }
@@ -526,6 +535,7 @@ public final class PoolTier implements Tier {
         boolean ok;
         try {
             ok = protocol.read(handle, parts);
+            Libc.deliverPendingFaults();
         } catch (InternalError e) {
             throw faultOf(e);
         }
@@ -551,6 +561,7 @@ public final class PoolTier implements Tier {
         long start = System.nanoTime();
         try {
             protocol.publishInPlace(handle, length, checksum);
+            Libc.deliverPendingFaults();
         } catch (InternalError e) {
             throw faultOf(e);
         }
@@ -652,7 +663,9 @@ public final class PoolTier implements Tier {
     public TierStats stats() {
         checkUsable();
         try { // read by metrics threads, which may be the first to meet a truncated header
-            return meter.snapshot(name(), kind(), capacity(), allocator.used(), allocator.allocationCount());
+            TierStats stats = meter.snapshot(name(), kind(), capacity(), allocator.used(), allocator.allocationCount());
+            Libc.deliverPendingFaults();
+            return stats;
         } catch (InternalError e) {
             throw faultOf(e);
         }
@@ -710,6 +723,7 @@ public final class PoolTier implements Tier {
                 allocator.reclaimSlot(slot);
                 processes.release(slot, pid);
             }
+            Libc.deliverPendingFaults();
         } catch (InternalError e) {
             if (!isMappingFault(e)) {
                 throw e;

@@ -88,6 +88,9 @@ public final class Libc {
     /** {@code int sigaction(int signal, const struct sigaction *act, struct sigaction *oldact)}. */
     public static final MethodHandle SIGACTION = bind("sigaction",
             FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.ADDRESS));
+    /** {@code int getpagesize(void)}: no system call; a native call made for its return ({@link #deliverPendingFaults}). */
+    private static final MethodHandle GETPAGESIZE = LINKER.downcallHandle(LINKER.defaultLookup().findOrThrow("getpagesize"),
+            FunctionDescriptor.of(ValueLayout.JAVA_INT));
     /** {@code int open(const char *path, int flags, ...)}: variadic, the mode is the first variadic argument. */
     public static final MethodHandle OPEN = LINKER.downcallHandle(LINKER.defaultLookup().findOrThrow("open"),
             FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.JAVA_INT, ValueLayout.JAVA_INT),
@@ -131,6 +134,26 @@ public final class Libc {
 
     private static MethodHandle bind(String name, FunctionDescriptor descriptor) {
         return LINKER.downcallHandle(LINKER.defaultLookup().findOrThrow(name), descriptor, CAPTURE_ERRNO);
+    }
+
+    /**
+     * Throws here a fault on a file mapping that this thread met earlier and the JDK has not
+     * thrown yet. The JDK reports a fault (SIGBUS) that compiled Java code meets on a mapped page
+     * at the thread's next safepoint poll, and that poll may come after the method that made the
+     * access has returned, outside the try block meant to catch it; the return from a native call
+     * is such a poll. So a caller that catches mapping faults calls this as the last statement of
+     * its try block: a pending fault is thrown inside the block, as the {@link InternalError} the
+     * access would have thrown. Costs one native call (getpagesize, which makes no system call).
+     * Any thread.
+     */
+    public static void deliverPendingFaults() {
+        try {
+            int unused = (int) GETPAGESIZE.invokeExact();
+        } catch (RuntimeException | Error e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new IllegalStateException("getpagesize failed", t);
+        }
     }
 
     /**

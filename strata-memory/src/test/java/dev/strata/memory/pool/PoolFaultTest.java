@@ -136,6 +136,21 @@ class PoolFaultTest {
     }
 
     @Test
+    void aFaultThatCompiledCodeMeetsIsThrownInsideTheTierNotAfterIt() throws Exception {
+        try (PoolFiles files = new PoolFiles("compiled", 1)) {
+            PoolTier pool = PoolTier.open(files.config().capacity(8 * MiB).heartbeatInterval(Duration.ofHours(1)).conclude());
+            long sum = 0;
+            for (int i = 0; i < 200_000; i++) { // compiled: the JDK then throws a fault at the next safepoint poll
+                sum += pool.used();
+            }
+            assertThat(sum).isZero();
+            truncate(files.paths.getFirst(), 0);
+            // not an InternalError thrown here, after the call returned: the tier's own fault, from inside it
+            assertFaultedThenClosed(pool, files.paths.getFirst(), pool::used, pool::stats);
+        }
+    }
+
+    @Test
     void metricsThatMeetATruncatedHeaderFirstGetTheFaultNotAnInternalError() throws Exception {
         try (PoolFiles files = new PoolFiles("statsfirst", 1)) {
             PoolTier pool = PoolTier.open(files.config().capacity(8 * MiB).heartbeatInterval(Duration.ofHours(1)).conclude());

@@ -4,6 +4,7 @@ import dev.strata.cache.ObjectKey;
 import dev.strata.cache.kv.SharedBlockStore;
 import dev.strata.memory.pool.PoolConfig;
 import dev.strata.memory.pool.PoolTier;
+import dev.strata.memory.posix.Libc;
 import dev.strata.node.index.BlockIndex;
 import dev.strata.node.index.BlockIndexConfig;
 import dev.strata.node.index.PoolBlockIndex;
@@ -176,6 +177,7 @@ public final class NodeAccess implements AutoCloseable {
             if (mode == Mode.DAEMON || pool.fault() == null) {
                 index.close();
             }
+            Libc.deliverPendingFaults();
         } catch (InternalError e) {
             if (!PoolTier.isMappingFault(e)) {
                 throw e;

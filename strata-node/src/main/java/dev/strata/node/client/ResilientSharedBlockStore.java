@@ -6,6 +6,7 @@ import dev.strata.cache.kv.SharedPoolHealth;
 import dev.strata.memory.TierIoException;
 import dev.strata.memory.log.Log;
 import dev.strata.memory.pool.PoolTier;
+import dev.strata.memory.posix.Libc;
 import dev.strata.node.index.IndexIdentityException;
 import dev.strata.node.index.PoolSharedBlockStore;
 import java.lang.foreign.MemorySegment;
@@ -74,7 +75,9 @@ public final class ResilientSharedBlockStore implements SharedBlockStore {
             return 0;
         }
         try {
-            return store.matchPrefix(keys, from, count);
+            int matched = store.matchPrefix(keys, from, count);
+            Libc.deliverPendingFaults(); // a fault the JDK has not thrown yet is thrown here, not in the caller
+            return matched;
         } catch (RuntimeException | Error e) {
             lost(e);
             return 0;
@@ -87,7 +90,9 @@ public final class ResilientSharedBlockStore implements SharedBlockStore {
             return false;
         }
         try {
-            return store.read(key, destinations);
+            boolean found = store.read(key, destinations);
+            Libc.deliverPendingFaults();
+            return found;
         } catch (RuntimeException | Error e) {
             lost(e);
             return false;
@@ -100,7 +105,9 @@ public final class ResilientSharedBlockStore implements SharedBlockStore {
             return PublishStatus.UNAVAILABLE;
         }
         try {
-            return store.publish(key, sources);
+            PublishStatus status = store.publish(key, sources);
+            Libc.deliverPendingFaults();
+            return status;
         } catch (RuntimeException | Error e) {
             lost(e);
             return PublishStatus.UNAVAILABLE;
@@ -117,6 +124,7 @@ public final class ResilientSharedBlockStore implements SharedBlockStore {
         }
         try {
             store.index().stats(); // attaches again to a daemon serving the rpc path, or throws
+            Libc.deliverPendingFaults();
         } catch (RuntimeException | Error e) {
             lost(e);
             return false;
