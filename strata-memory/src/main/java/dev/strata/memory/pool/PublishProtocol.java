@@ -2,6 +2,7 @@ package dev.strata.memory.pool;
 
 import dev.strata.memory.Checksum64;
 import dev.strata.memory.CorruptObjectException;
+import dev.strata.memory.posix.Libc;
 import java.lang.foreign.MemorySegment;
 import java.lang.invoke.VarHandle;
 import java.util.List;
@@ -94,9 +95,9 @@ final class PublishProtocol {
             long writing;
             if (s == ObjectDescriptorTable.WRITING) {
                 if (ObjectDescriptorTable.owner(w) != me) {
-                    throw new IllegalStateException("handle " + handle + " in tier '" + tierName
+                    throw afterPendingFaults(new IllegalStateException("handle " + handle + " in tier '" + tierName
                             + "' is being written by process slot " + ObjectDescriptorTable.owner(w)
-                            + ", not by this process (slot " + me + ")");
+                            + ", not by this process (slot " + me + ")"));
                 }
                 writing = w;
             } else if (s == ObjectDescriptorTable.PUBLISHED) {
@@ -106,13 +107,13 @@ final class PublishProtocol {
                     continue;
                 }
             } else {
-                throw new IllegalStateException("handle " + handle + " is not allocated in tier '" + tierName
-                        + "' (descriptor " + ObjectDescriptorTable.describe(w) + ")");
+                throw afterPendingFaults(new IllegalStateException("handle " + handle + " is not allocated in tier '" + tierName
+                        + "' (descriptor " + ObjectDescriptorTable.describe(w) + ")"));
             }
             long room = descriptors.runChunks(head) * allocator.alignment();
             if (length > room) {
-                throw new IllegalArgumentException("object of " + length + " bytes does not fit allocation "
-                        + handle + " of " + room + " bytes in tier '" + tierName + "'");
+                throw afterPendingFaults(new IllegalArgumentException("object of " + length + " bytes does not fit allocation "
+                        + handle + " of " + room + " bytes in tier '" + tierName + "'"));
             }
             return writing;
         }
@@ -123,9 +124,9 @@ final class PublishProtocol {
         long published = ObjectDescriptorTable.word(ObjectDescriptorTable.PUBLISHED,
                 ObjectDescriptorTable.owner(writing), ObjectDescriptorTable.generation(writing));
         if (!descriptors.compareAndSetState(head, writing, published)) {
-            throw new IllegalStateException("handle " + handle + " in tier '" + tierName
+            throw afterPendingFaults(new IllegalStateException("handle " + handle + " in tier '" + tierName
                     + "' was freed or reclaimed while being written (descriptor now "
-                    + ObjectDescriptorTable.describe(descriptors.stateAcquire(head)) + ")");
+                    + ObjectDescriptorTable.describe(descriptors.stateAcquire(head)) + ")"));
         }
     }
 
@@ -153,8 +154,8 @@ final class PublishProtocol {
             if (descriptors.stateAcquire(head) != before) {
                 return false;
             }
-            throw new IllegalArgumentException("destination of " + wanted + " bytes does not match object of "
-                    + length + " bytes at handle " + handle + " in tier '" + tierName + "'");
+            throw afterPendingFaults(new IllegalArgumentException("destination of " + wanted + " bytes does not match object of "
+                    + length + " bytes at handle " + handle + " in tier '" + tierName + "'"));
         }
         Checksum64 checksum = CHECKSUM.get().reset().copyMappedToPartsAndUpdate(data, handle, parts);
         VarHandle.loadLoadFence();
@@ -163,9 +164,19 @@ final class PublishProtocol {
         }
         long actual = checksum.value();
         if (actual != stored) {
-            throw new CorruptObjectException(tierName, handle, length, stored, actual);
+            throw afterPendingFaults(new CorruptObjectException(tierName, handle, length, stored, actual));
         }
         return true;
+    }
+
+    /**
+     * {@code failure}, to throw, unless an access to the mapping before it faulted and the JDK has
+     * not thrown that yet (see {@link Libc#deliverPendingFaults}): then that fault is thrown here,
+     * since the values that led to {@code failure} may be the garbage a faulted load returns.
+     */
+    private static RuntimeException afterPendingFaults(RuntimeException failure) {
+        Libc.deliverPendingFaults();
+        return failure;
     }
 
     /** True if a published object is at {@code handle} now. */

@@ -119,13 +119,7 @@ class PoolFaultTest {
 
             // the tables stay, and the block's first page (the handle is its offset in the data area):
             // the fault is the loop's, part way through the block
-            long dataOffset;
-            try (FileChannel ch = FileChannel.open(files.paths.getFirst(), StandardOpenOption.READ)) {
-                java.nio.ByteBuffer word = java.nio.ByteBuffer.allocate(8).order(java.nio.ByteOrder.nativeOrder());
-                ch.read(word, PoolHeader.DATA_OFFSET_OFFSET);
-                dataOffset = word.getLong(0);
-            }
-            truncate(files.paths.getFirst(), dataOffset + handle + 4096);
+            truncate(files.paths.getFirst(), dataOffset(files.paths.getFirst()) + handle + 4096);
 
             ThrowingCallable read = () -> pool.scatterRead(handle, back);
             ThrowingCallable write = () -> pool.gatherWrite(handle, pieces);
@@ -147,6 +141,23 @@ class PoolFaultTest {
             truncate(files.paths.getFirst(), 0);
             // not an InternalError thrown here, after the call returned: the tier's own fault, from inside it
             assertFaultedThenClosed(pool, files.paths.getFirst(), pool::used, pool::stats);
+        }
+    }
+
+    @Test
+    void aTruncationMetPartWayThroughACompiledReadIsTheFaultNotACorruptObject() throws Exception {
+        try (PoolFiles files = new PoolFiles("midread", 1)) {
+            PoolTier pool = PoolTier.open(files.config().capacity(8 * MiB).chunkSize(64 * 1024)
+                    .heartbeatInterval(Duration.ofHours(1)).conclude());
+            byte[] bytes = PoolTierTest.randomBytes(new SplittableRandom(3), 200_000); // heap parts: the stepped copy
+            long handle = pool.allocate(bytes.length);
+            pool.write(handle, MemorySegment.ofArray(bytes));
+            MemorySegment back = MemorySegment.ofArray(new byte[bytes.length]);
+            for (int i = 0; i < 3_000; i++) { // compiled: a fault in the copy is thrown at a later safepoint poll
+                assertThat(pool.read(handle, back)).isTrue();
+            }
+            truncate(files.paths.getFirst(), dataOffset(files.paths.getFirst()) + handle + 4096); // tables and a page stay
+            assertFaultedThenClosed(pool, files.paths.getFirst(), () -> pool.read(handle, back), pool::stats);
         }
     }
 
@@ -200,6 +211,15 @@ class PoolFaultTest {
         }
         assertTimeoutPreemptively(Duration.ofSeconds(20), pool::close);
         return fault;
+    }
+
+    /** The offset of the data area in the pool file at {@code path}, as its header records it. */
+    private static long dataOffset(Path path) throws IOException {
+        try (FileChannel ch = FileChannel.open(path, StandardOpenOption.READ)) {
+            java.nio.ByteBuffer word = java.nio.ByteBuffer.allocate(8).order(java.nio.ByteOrder.nativeOrder());
+            ch.read(word, PoolHeader.DATA_OFFSET_OFFSET);
+            return word.getLong(0);
+        }
     }
 
     private static void truncate(Path path, long size) throws IOException {
