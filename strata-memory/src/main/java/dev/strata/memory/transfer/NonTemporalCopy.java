@@ -808,11 +808,10 @@ public final class NonTemporalCopy {
         MemorySegment table = tableScratch(n); // a call's entries: its parts, the first and last perhaps in part
         long w = whole.address();
         long at = 0; // bytes of whole moved
-        int status = 0;
         try {
             int next = 0; // the part the next entry starts in
             long into = 0; // bytes of that part already in an entry
-            while (next < n && status == 0) {
+            while (next < n) {
                 MemorySegment anchor = parts.get(next);
                 int count = 0;
                 long bytes = 0;
@@ -838,22 +837,37 @@ public final class NonTemporalCopy {
                     MemorySegment.copy(a, 0, table, ValueLayout.JAVA_LONG, sums, SUM_WORDS);
                     MemorySegment.copy(b, 0, table, ValueLayout.JAVA_LONG, sums + SUMS / 2, SUM_WORDS);
                 }
-                // the first part's and the whole's segments ride along so that their arenas stay open for the call
-                status = (int) loop.invokeExact(table, (long) count, anchor, whole);
-                if (a != null && status == 0) {
+                callLoop(loop, table, count, anchor, whole, gather ? "gather" : "scatter");
+                if (a != null) {
                     MemorySegment.copy(table, ValueLayout.JAVA_LONG, sums, a, 0, SUM_WORDS);
                     MemorySegment.copy(table, ValueLayout.JAVA_LONG, sums + SUMS / 2, b, 0, SUM_WORDS);
                 }
             }
+        } finally {
+            fence();
+        }
+    }
+
+    /**
+     * Runs {@code loop} over the first {@code count} entries of {@code table}; {@code anchor} and
+     * {@code whole}, the first piece's segment and the whole's, ride along so that their arenas
+     * stay open for the call. No fence.
+     *
+     * @throws InternalError if a load or store faulted and the guard resumed the loop at its
+     *                       recovery (the message names {@code operation})
+     */
+    private static void callLoop(MethodHandle loop, MemorySegment table, int count, MemorySegment anchor,
+                                 MemorySegment whole, String operation) {
+        int status;
+        try {
+            status = (int) loop.invokeExact(table, (long) count, anchor, whole);
         } catch (RuntimeException | Error e) {
             throw e;
         } catch (Throwable t) {
             throw new IllegalStateException("non-temporal copy failed", t);
-        } finally {
-            fence();
         }
         if (status != 0) {
-            throw new InternalError(FAULT_MESSAGE + " (" + (gather ? "gather of " : "scatter into ") + n + " parts)");
+            throw new InternalError(FAULT_MESSAGE + " (" + operation + ", a call of " + count + " pieces)");
         }
     }
 
@@ -929,17 +943,7 @@ public final class NonTemporalCopy {
             table.setAtIndex(ValueLayout.JAVA_LONG, 0, s + head);
             table.setAtIndex(ValueLayout.JAVA_LONG, 1, d + head);
             table.setAtIndex(ValueLayout.JAVA_LONG, 2, body);
-            int status;
-            try {
-                status = (int) loop.invokeExact(table, 1L, src, dst);
-            } catch (RuntimeException | Error e) {
-                throw e;
-            } catch (Throwable t) {
-                throw new IllegalStateException("non-temporal copy failed", t);
-            }
-            if (status != 0) {
-                throw new InternalError(FAULT_MESSAGE + " (copy of " + body + " bytes)");
-            }
+            callLoop(loop, table, 1, src, dst, "copy");
         }
         long done = head + body;
         if (done < length) {
