@@ -61,6 +61,8 @@ public record MetricsSnapshot(List<TierStats> tiers, List<LinkStats> links, Stor
         store(out, s, "strata_store_bytes_out_total", PrometheusText.Type.COUNTER, "Payload bytes copied out of this tier", StoreTierStats::bytesOut);
         store(out, s, "strata_store_resident_objects", PrometheusText.Type.GAUGE, "Objects with a copy in this tier", StoreTierStats::residentObjects);
         store(out, s, "strata_store_resident_bytes", PrometheusText.Type.GAUGE, "Payload bytes of copies in this tier", StoreTierStats::residentBytes);
+        store(out, s, "strata_store_reusable_bytes", PrometheusText.Type.GAUGE,
+                "Bytes of evicted blocks kept for this tier's next allocations", StoreTierStats::reusableBytes);
         store(out, s, "strata_store_hit_ratio", PrometheusText.Type.GAUGE, "Hits over lookups that reached this tier", StoreTierStats::hitRate);
         out.family("strata_store_objects", PrometheusText.Type.GAUGE, "Live objects in the store").sample("strata_store_objects", s.objects());
         out.family("strata_store_pinned_objects", PrometheusText.Type.GAUGE, "Objects pinned by a reader")

@@ -17,6 +17,10 @@ import dev.strata.memory.TierKind;
  * @param residentObjects copies of the store's objects held here
  * @param residentBytes   payload bytes of those copies
  * @param reservedBytes   allocation bytes of those copies (rounding included)
+ * @param reusableBytes   allocation bytes of evicted copies' blocks the store keeps for its next
+ *                        allocations here (tiers of uniform blocks; see {@code ReusableBlocks}):
+ *                        {@code usedBytes} is {@code reservedBytes + reusableBytes} when the store
+ *                        is the tier's only user
  * @param hits            gets served here
  * @param misses          gets that found no copy here and went lower (or missed)
  * @param puts            objects stored here by put
@@ -41,6 +45,7 @@ public record StoreTierStats(
         long residentObjects,
         long residentBytes,
         long reservedBytes,
+        long reusableBytes,
         long hits,
         long misses,
         long puts,

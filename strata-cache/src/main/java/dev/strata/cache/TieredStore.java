@@ -96,6 +96,7 @@ public final class TieredStore implements AutoCloseable {
         long failedDemotionSize; // during a pressure pass: smallest size no lower tier could take
         final RevocableTier revocable; // the tier as revocable, or null for durable tiers
         final HashMap<Long, Residency> byHandle; // revocable tiers only: allocation handle -> copy there
+        final ReusableBlocks reusable; // durable tiers of uniform blocks only: evicted blocks kept for the next allocations
 
         ChainTier(Tier tier, int index, double high, double low, EvictionPolicy policy, AdmissionFilter admission) {
             this.tier = tier;
@@ -106,6 +107,17 @@ public final class TieredStore implements AutoCloseable {
             this.admission = admission;
             this.revocable = tier instanceof RevocableTier r && r.revocable() ? r : null;
             this.byHandle = revocable == null ? null : new HashMap<>();
+            this.reusable = revocable == null ? ReusableBlocks.of(tier) : null;
+        }
+
+        /** A kept block for an object of {@code size} bytes, or {@link Allocator#FULL}. */
+        long takeKept(long size) {
+            return reusable == null ? Allocator.FULL : reusable.take(size);
+        }
+
+        /** The tier's used bytes less the blocks kept for reuse (room the store holds): what the watermarks are compared with. */
+        long usedByCopies() {
+            return reusable == null ? tier.used() : tier.used() - reusable.bytes();
         }
 
         /** Bytes at the high watermark (recomputed only if the tier's capacity changed). */
@@ -126,6 +138,9 @@ public final class TieredStore implements AutoCloseable {
                 highBytes = (long) (capacity * high);
                 lowBytes = (long) (capacity * low);
                 capacitySeen = capacity;
+                if (reusable != null) {
+                    reusable.trim(highBytes, lowBytes);
+                }
             }
         }
     }
@@ -830,7 +845,7 @@ public final class TieredStore implements AutoCloseable {
                 StoreTierCounters c = s.counters;
                 tiers.add(new StoreTierStats(s.tier.name(), s.tier.kind(), s.index, s.policy.name(),
                         s.tier.capacity(), s.tier.used(), s.high, s.low,
-                        c.residentObjects, c.residentBytes, c.reservedBytes,
+                        c.residentObjects, c.residentBytes, c.reservedBytes, s.reusable == null ? 0 : s.reusable.bytes(),
                         c.hits, c.misses, c.puts, c.refusedPuts, c.evictions, c.demotions, c.promotions,
                         c.drops, c.corruptCopies, c.bytesIn, c.bytesOut));
             }
@@ -850,7 +865,11 @@ public final class TieredStore implements AutoCloseable {
      */
     private long allocateUnderPressure(ChainTier chainTier, long size) {
         Tier tier = chainTier.tier;
-        if (tier.used() + size <= chainTier.highBytes()) {
+        long kept = chainTier.takeKept(size);
+        if (kept != Allocator.FULL) {
+            return kept;
+        }
+        if (chainTier.usedByCopies() + size <= chainTier.highBytes()) {
             long handle = tier.allocate(size);
             if (handle != Allocator.FULL) {
                 return handle;
@@ -860,20 +879,26 @@ public final class TieredStore implements AutoCloseable {
         chainTier.failedDemotionSize = Long.MAX_VALUE;
         try {
             long target = chainTier.lowBytes() - size;
-            while (tier.used() > target) {
+            while (chainTier.usedByCopies() > target) {
                 if (!evictOne(chainTier)) {
                     break;
                 }
             }
-            long handle = tier.allocate(size);
+            long handle = allocateOrTakeKept(chainTier, size);
             while (handle == Allocator.FULL && evictOne(chainTier)) {
-                handle = tier.allocate(size);
+                handle = allocateOrTakeKept(chainTier, size);
             }
             return handle;
         } finally {
             chainTier.policy.restoreSkipped();
             chainTier.failedDemotionSize = savedFailed;
         }
+    }
+
+    /** A block the pass just kept for reuse, else a new allocation. */
+    private static long allocateOrTakeKept(ChainTier chainTier, long size) {
+        long kept = chainTier.takeKept(size);
+        return kept != Allocator.FULL ? kept : chainTier.tier.allocate(size);
     }
 
     /** Frees room in {@code chainTier} by evicting one copy. False if no victim can leave. */
@@ -885,7 +910,7 @@ public final class TieredStore implements AutoCloseable {
             if (object.copies > 1) {
                 chainTier.counters.evictions++;
                 evicting(chainTier, victim);
-                freeCopy(object, victim);
+                freeCopy(object, victim, true);
                 return true;
             }
             Demotion d = demote(chainTier, victim);
@@ -893,7 +918,7 @@ public final class TieredStore implements AutoCloseable {
                 chainTier.counters.evictions++;
                 chainTier.counters.demotions++;
                 evicting(chainTier, victim);
-                freeCopy(object, victim);
+                freeCopy(object, victim, true);
                 return true;
             }
             if (d == Demotion.SOURCE_LOST) {
@@ -903,7 +928,7 @@ public final class TieredStore implements AutoCloseable {
                 chainTier.counters.evictions++;
                 chainTier.counters.drops++;
                 evicting(chainTier, victim);
-                freeCopy(object, victim);
+                freeCopy(object, victim, true);
                 forget(object, DropReason.EVICTED);
                 return true;
             }
@@ -1020,13 +1045,24 @@ public final class TieredStore implements AutoCloseable {
     }
 
     private void freeCopy(StoredObject object, Residency r) {
+        freeCopy(object, r, false);
+    }
+
+    /**
+     * Takes copy {@code r} out of the store and frees its allocation, or, when {@code evicted} and
+     * its tier keeps blocks for reuse ({@link ReusableBlocks}), keeps the allocation for the
+     * tier's next one.
+     */
+    private void freeCopy(StoredObject object, Residency r, boolean evicted) {
         ChainTier chainTier = chain[r.tierIndex];
         chainTier.policy.onRemove(r);
         object.detach(r);
         if (chainTier.byHandle != null) {
             chainTier.byHandle.remove(r.handle, r);
         }
-        chainTier.tier.free(r.handle);
+        if (!evicted || chainTier.reusable == null || !chainTier.reusable.keep(r.handle)) {
+            chainTier.tier.free(r.handle);
+        }
         StoreTierCounters c = chainTier.counters;
         c.residentObjects--;
         c.residentBytes -= object.sizeBytes;
@@ -1174,6 +1210,11 @@ public final class TieredStore implements AutoCloseable {
                 o.state = StoredObject.State.GONE;
             }
             removedPinned.clear();
+            for (ChainTier chainTier : chain) {
+                if (chainTier.reusable != null) {
+                    chainTier.reusable.release();
+                }
+            }
             mover.close();
             for (ChainTier chainTier : chain) {
                 if (chainTier.revocable != null) {

@@ -63,4 +63,13 @@ public interface Allocator {
 
     /** Number of live allocations. */
     long allocationCount();
+
+    /**
+     * The size of every allocation when this allocator hands out one fixed-size block per request
+     * (any size up to it), so that an allocation can stand in for any other: 0 when allocations
+     * are sized to their requests.
+     */
+    default long uniformBlockBytes() {
+        return 0;
+    }
 }

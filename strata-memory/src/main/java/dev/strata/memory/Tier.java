@@ -73,6 +73,15 @@ public interface Tier extends AutoCloseable {
     /** Payload bytes that fit in the allocation {@code handle} (at least the size asked for). */
     long allocationSize(long handle);
 
+    /**
+     * The size of every allocation when each is one fixed-size block whatever was asked (up to
+     * it), so that a live allocation may be kept and reused for any object that fits; 0 otherwise
+     * (allocations sized to their requests, or framed).
+     */
+    default long uniformAllocationBytes() {
+        return 0;
+    }
+
     /** Stores {@code src} as the object in allocation {@code handle} and makes it readable. */
     void write(long handle, MemorySegment src);
 

@@ -140,6 +140,11 @@ public final class SlabAllocator implements Allocator {
     }
 
     @Override
+    public long uniformBlockBytes() {
+        return blockSize;
+    }
+
+    @Override
     public long allocationCount() {
         return liveCount.get();
     }

@@ -123,6 +123,11 @@ public class PlainMemoryTier implements Tier {
     }
 
     @Override
+    public final long uniformAllocationBytes() {
+        return allocator.uniformBlockBytes();
+    }
+
+    @Override
     public final long allocationSize(long handle) {
         checkOpen();
         try {
