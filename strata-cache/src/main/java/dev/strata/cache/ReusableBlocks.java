@@ -3,6 +3,8 @@ package dev.strata.cache;
 import dev.strata.memory.Allocator;
 import dev.strata.memory.Tier;
 
+import java.lang.foreign.ValueLayout;
+
 /**
  * The blocks a {@link TieredStore}'s pressure pass evicted from one tier of uniform blocks and
  * kept, still allocated, for the store's next allocations there.
@@ -32,6 +34,7 @@ final class ReusableBlocks {
     private final long blockBytes; // bytes: the tier's uniform allocation size
     private final long[] handles = new long[MAX_BLOCKS]; // [count] live allocations, top at count - 1
     private int count;
+    private long firstBytes; // sum of the kept blocks' first bytes: the reads' results, kept so the reads stay
     private int limit; // blocks that may be kept now: min(MAX_BLOCKS, room between the watermarks in blocks)
 
     private ReusableBlocks(Tier tier, long blockBytes) {
@@ -57,12 +60,18 @@ final class ReusableBlocks {
         }
     }
 
-    /** Keeps {@code handle}, the block of an evicted copy; false (the caller frees it) when the bound is reached. */
+    /**
+     * Keeps {@code handle}, the block of an evicted copy; false (the caller frees it) when the bound
+     * is reached. Reads the block's first byte: the pass's reads overlap one another, and the put
+     * that takes the block then writes a line already in cache, where a write to a line not in
+     * cache would hold the put's next atomic update (and the store's lock) until the line arrived.
+     */
     boolean keep(long handle) {
         if (count >= limit) {
             return false;
         }
         handles[count++] = handle;
+        firstBytes += tier.segment(handle, 0, 1).get(ValueLayout.JAVA_BYTE, 0);
         return true;
     }
 
