@@ -22,8 +22,9 @@ import java.lang.foreign.ValueLayout;
  * <p>Threads: the owning store's lock guards every call.
  *
  * <p>Invariants: every kept handle is a live allocation of the tier that no copy of the store
- * holds; {@link #count()} never passes {@link #limit()} after {@link #trim}; the tier's
- * {@code used()} equals the store's reserved bytes there plus {@link #bytes()}.
+ * holds, and appears once; the blocks kept never outnumber the bound after {@link #trim}; the
+ * tier's {@code used()} equals the store's reserved bytes there plus {@link #bytes()} (when the
+ * store is the tier's only user).
  */
 final class ReusableBlocks {
 
@@ -88,16 +89,6 @@ final class ReusableBlocks {
         while (count > 0) {
             tier.free(handles[--count]);
         }
-    }
-
-    /** Blocks kept. */
-    int count() {
-        return count;
-    }
-
-    /** The current bound. */
-    int limit() {
-        return limit;
     }
 
     /** Bytes of the tier the kept blocks hold. */
