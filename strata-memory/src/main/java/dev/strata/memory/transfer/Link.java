@@ -38,6 +38,9 @@ public final class Link {
     /** Name of the endpoint for raw memory ranges (sources of a gather, destinations of a scatter). */
     public static final String MEMORY = "memory";
 
+    /** Most like copies between plain-memory tiers that a batch slice runs in one call of the copy path. */
+    static final int RUN_ITEMS = 64;
+
     private final String sourceName;
     private final String destinationName;
     private final String name;                  // source->destination
@@ -241,7 +244,12 @@ public final class Link {
         return end;
     }
 
-    /** Runs a batch slice item by item; returns the time the last item ended. */
+    /**
+     * Runs a batch slice item by item, and each run of like copies between two plain-memory tiers
+     * ({@link TierCopy#copiesInRuns}: up to {@link #RUN_ITEMS} in a row, same tiers, until they hold
+     * {@link NonTemporalCopy#TABLE_CALL_BYTES}) in one call
+     * ({@link #runCopies}); returns the time the last item ended.
+     */
     private long runSlice(Worker self, BatchSlice slice, long lastEnd) {
         BatchTracker tracker = slice.tracker;
         long previousEnd = lastEnd;
@@ -251,7 +259,9 @@ public final class Link {
         long groupOps = 0;
         long groupBytes = 0;
         long groupNanos = 0;
-        for (int index : slice.indices) {
+        int[] indices = slice.indices;
+        for (int at = 0; at < indices.length; ) {
+            int index = indices[at];
             Transfer t = tracker.transfers[index];
             if (group != null && !sameEndpoints(group, t)) {
                 meterGroup(group, groupOps, groupBytes, groupNanos);
@@ -259,8 +269,29 @@ public final class Link {
                 groupOps = groupBytes = groupNanos = 0;
             }
             long start = startTime(previousEnd, tracker.submittedAt);
-            long end;
             noteStart(start);
+            if (t.kind() == Transfer.Kind.COPY && TierCopy.copiesInRuns(t.source(), t.destination())) {
+                int items = 1;
+                long runBytes = t.length();
+                while (items < RUN_ITEMS && runBytes < NonTemporalCopy.TABLE_CALL_BYTES && at + items < indices.length
+                        && sameEndpoints(t, tracker.transfers[indices[at + items]])) {
+                    runBytes += tracker.transfers[indices[at + items]].length();
+                    items++;
+                }
+                long[] done = runCopies(self, tracker, indices, at, items, start); // {end, completed, bytes}
+                if (done[1] > 0) {
+                    if (group == null) {
+                        group = t;
+                    }
+                    groupOps += done[1];
+                    groupBytes += done[2];
+                    groupNanos += done[0] - start;
+                }
+                previousEnd = done[0];
+                at += items;
+                continue;
+            }
+            long end;
             TransferResult result;
             try {
                 long moved = perform(t.kind(), t.source(), t.sourceHandle(), t.destination(), t.destinationHandle(),
@@ -286,20 +317,72 @@ public final class Link {
             }
             tracker.results[index] = result;
             previousEnd = end;
+            at++;
         }
         if (group != null) {
             meterGroup(group, groupOps, groupBytes, groupNanos);
         }
         synchronized (self) { // the completed items' latencies, each as its result states it (failures are in already)
-            for (int index : slice.indices) {
+            for (int index : indices) {
                 TransferResult r = tracker.results[index];
                 if (r.status() == TransferStatus.COMPLETED) {
                     self.latency.recordValue(Math.max(r.nanosQueued() + r.nanosRun(), 0));
                 }
             }
         }
-        tracker.finished(slice.indices.length);
+        tracker.finished(indices.length);
         return previousEnd;
+    }
+
+    /**
+     * Runs the {@code items} like copies at {@code indices[from...]} in one call of the copy path
+     * ({@link TierCopy#copyRunUnmetered}) and fills their results: each completed copy was queued
+     * from its submission to {@code start} and ran for the whole call, as its bytes did. Accounts
+     * the copies not found and failed (the completed ones are metered by the caller with the
+     * run's like transfers). Returns the call's end (nanoTime), the copies completed and their bytes.
+     */
+    private long[] runCopies(Worker self, BatchTracker tracker, int[] indices, int from, int items, long start) {
+        Transfer first = tracker.transfers[indices[from]];
+        long[] srcHandles = new long[items];
+        long[] dstHandles = new long[items];
+        long[] lengths = new long[items];
+        for (int i = 0; i < items; i++) {
+            Transfer t = tracker.transfers[indices[from + i]];
+            srcHandles[i] = t.sourceHandle();
+            dstHandles[i] = t.destinationHandle();
+            lengths[i] = t.length();
+        }
+        long[] moved = new long[items];
+        Throwable[] failures = new Throwable[items];
+        Throwable whole = null; // the call itself failed: every copy not already failed or not found
+        try {
+            copyPath.copyRunUnmetered(first.source(), srcHandles, first.destination(), dstHandles, lengths, items, moved,
+                    failures);
+        } catch (Throwable e) {
+            whole = e;
+        }
+        long end = System.nanoTime();
+        long completedCopies = 0;
+        long completedBytes = 0;
+        for (int i = 0; i < items; i++) {
+            int index = indices[from + i];
+            Throwable failure = failures[i] != null ? failures[i] : moved[i] > 0 ? whole : null;
+            TransferResult result;
+            if (failure != null) {
+                account(self, TransferStatus.FAILED, 0, end - start, end - tracker.submittedAt);
+                result = new TransferResult(TransferStatus.FAILED, 0, start - tracker.submittedAt, end - start,
+                        new TransferException(name, describe(tracker.transfers[index]) + " (batch item " + index + ")", failure));
+            } else if (moved[i] > 0) {
+                completedCopies++;
+                completedBytes += moved[i];
+                result = new TransferResult(TransferStatus.COMPLETED, moved[i], start - tracker.submittedAt, end - start, null);
+            } else {
+                account(self, TransferStatus.NOT_FOUND, 0, end - start, end - tracker.submittedAt);
+                result = new TransferResult(TransferStatus.NOT_FOUND, 0, start - tracker.submittedAt, end - start, null);
+            }
+            tracker.results[index] = result;
+        }
+        return new long[] {end, completedCopies, completedBytes};
     }
 
     private static boolean sameEndpoints(Transfer a, Transfer b) {

@@ -64,7 +64,9 @@ import java.util.concurrent.atomic.LongAdder;
  * than {@link #JVM_STREAMING_BYTES}, about 0.3 ms at the AVX2 loop's speed; a gather or scatter
  * makes one call per piece, or, where the table takes it (pieces of whole passes from one arena,
  * destination pieces on cache lines), one call per {@link #TABLE_CALL_BYTES} of pieces, about
- * 0.35 ms at the AVX-512 loop's speed.
+ * 0.35 ms at the AVX-512 loop's speed; so does a run of copies ({@link #copyPairs}), whose pairs
+ * the table takes when every source shares the first taken pair's arena and every destination
+ * its destination's.
  *
  * <p>File mappings. Where a loop is installed, this class also installs a guard: a SIGBUS
  * handler, in the code page, placed in front of the JVM's own. A fault whose instruction is in
@@ -648,6 +650,87 @@ public final class NonTemporalCopy {
             streamed = stream(src.asSlice(srcOffset, length), dst.asSlice(dstOffset, length));
         } finally {
             fence();
+        }
+        STREAMED.add(streamed);
+    }
+
+    /**
+     * Copies each {@code sources[i]} into {@code destinations[i]} (the same length, from each
+     * segment's start), for {@code i < count}, as {@link #copy} would one by one, then one fence:
+     * the pairs the loop can take (every source of the first such pair's arena, every destination
+     * of its destination's, whole passes on a cache line, no overlap, no pair of
+     * {@link #JVM_STREAMING_BYTES} or more) go through it in calls of up to
+     * {@link #TABLE_CALL_BYTES}, every other pair as {@link #copy} takes it, after the pairs
+     * before it. For a run of small objects (KV blocks of 16 KiB) this is one downcall and one
+     * fence where {@link #copy} pays one of each per object.
+     *
+     * @throws IllegalArgumentException if a pair's lengths differ (nothing is copied)
+     */
+    public static void copyPairs(MemorySegment[] sources, MemorySegment[] destinations, int count) {
+        for (int i = 0; i < count; i++) {
+            if (sources[i].byteSize() != destinations[i].byteSize()) {
+                throw new IllegalArgumentException("copy of " + sources[i].byteSize() + " bytes into "
+                        + destinations[i].byteSize() + " (pair " + i + " of " + count + ")");
+            }
+        }
+        boolean streaming = available() && count > 0;
+        MemorySegment.Scope srcScope = null;
+        MemorySegment.Scope dstScope = null;
+        MemorySegment anchor = null;
+        MemorySegment whole = null;
+        long pass = streaming ? passBytes() : 0;
+        MemorySegment table = streaming ? tableScratch(Math.min(count, 1024)) : null;
+        long room = streaming ? (table.byteSize() - SUMS) / TABLE_ENTRY : 0; // entries the table holds
+        int entries = 0;
+        long bytes = 0;
+        long streamed = 0;
+        try {
+            for (int i = 0; i < count; i++) {
+                MemorySegment s = sources[i];
+                MemorySegment d = destinations[i];
+                long len = d.byteSize();
+                long sa = s.address();
+                long da = d.address();
+                boolean takes = streaming && len > 0 && len % pass == 0 && len < JVM_STREAMING_BYTES
+                        && (da & (LINE - 1)) == 0 && !d.isReadOnly() && !(sa < da + len && da < sa + len);
+                if (takes && anchor == null) {
+                    takes = qualifies(s) && qualifies(d);
+                    if (takes) {
+                        anchor = s;
+                        whole = d;
+                        srcScope = s.scope();
+                        dstScope = d.scope();
+                    }
+                } else if (takes) {
+                    takes = s.scope() == srcScope && d.scope() == dstScope;
+                }
+                if (entries > 0 && (!takes || entries == room || bytes + len > TABLE_CALL_BYTES)) {
+                    // a full call; or a pair the loop does not take, after the pairs before it (pairs that
+                    // overlap copy in order, and copy() fills this thread's table)
+                    callLoop(LOOP, table, entries, anchor, whole, "copy");
+                    streamed += bytes;
+                    entries = 0;
+                    bytes = 0;
+                }
+                if (!takes) {
+                    copy(s, 0, d, 0, len);
+                    continue;
+                }
+                long entry = 3L * entries;
+                table.setAtIndex(ValueLayout.JAVA_LONG, entry, sa);
+                table.setAtIndex(ValueLayout.JAVA_LONG, entry + 1, da);
+                table.setAtIndex(ValueLayout.JAVA_LONG, entry + 2, len);
+                entries++;
+                bytes += len;
+            }
+            if (entries > 0) {
+                callLoop(LOOP, table, entries, anchor, whole, "copy");
+                streamed += bytes;
+            }
+        } finally {
+            if (streaming) {
+                fence();
+            }
         }
         STREAMED.add(streamed);
     }

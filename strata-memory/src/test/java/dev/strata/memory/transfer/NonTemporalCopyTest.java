@@ -168,6 +168,95 @@ class NonTemporalCopyTest {
         }
     }
 
+    /**
+     * A run of pairs: the pairs the loop takes stream in one table (more entries than one call
+     * holds, more bytes than one call moves), every other pair (another region, heap memory, an
+     * odd length, a destination off a cache line, a short one) copies as {@link NonTemporalCopy#copy}
+     * would, each pair lands whole and nothing around it moves, and pairs that read what an earlier
+     * pair wrote see it written (the order of the pairs is kept).
+     */
+    @Test
+    void aRunOfPairsCopiesEachPairWholeInOrderAndStreamsThoseTheLoopTakes() {
+        long pass = NonTemporalCopy.passBytes();
+        int streamedPairs = 1100; // past the 1,024 entries of one table call
+        long big = 2L * 1024 * 1024; // three of these pass one call's bytes, each short of the JVM's own streaming
+        long span = streamedPairs * 2 * pass + 3 * big + (1 << 20);
+        try (OffHeapRegion from = OffHeapRegion.allocate("nt-pairs-source", span, false);
+             OffHeapRegion to = OffHeapRegion.allocate("nt-pairs-target", span, false);
+             OffHeapRegion other = OffHeapRegion.allocate("nt-pairs-other", SPAN, false);
+             Arena arena = Arena.ofConfined()) {
+            fill(from.segment(), 23);
+            fill(other.segment(), 29);
+            to.segment().fill((byte) 0x5A);
+            List<MemorySegment> sources = new ArrayList<>();
+            List<MemorySegment> destinations = new ArrayList<>();
+            long expectStreamed = 0;
+            long at = 0;
+            for (int i = 0; i < streamedPairs; i++) { // every other pass-sized span, into the target's every other
+                sources.add(from.segment().asSlice(at, pass));
+                destinations.add(to.segment().asSlice(at, pass));
+                expectStreamed += pass;
+                at += 2 * pass;
+            }
+            for (int i = 0; i < 3; i++) {
+                sources.add(from.segment().asSlice(at, big - pass));
+                destinations.add(to.segment().asSlice(at, big - pass));
+                expectStreamed += big - pass;
+                at += big;
+            }
+            MemorySegment heap = MemorySegment.ofArray(new byte[64 * 1024]);
+            sources.add(other.segment().asSlice(0, 32 * 1024)); // another region: copy() streams it on its own
+            destinations.add(to.segment().asSlice(at, 32 * 1024));
+            sources.add(from.segment().asSlice(0, heap.byteSize())); // into heap memory: the plain copy
+            destinations.add(heap);
+            sources.add(from.segment().asSlice(7, 20 * 1024 + 37)); // an odd length at an odd place
+            destinations.add(to.segment().asSlice(at + 65_536, 20 * 1024 + 37));
+            sources.add(from.segment().asSlice(0, 2 * pass)); // a destination off a cache line
+            destinations.add(to.segment().asSlice(at + 131_072 + 8, 2 * pass));
+            sources.add(from.segment().asSlice(0, 100)); // shorter than a pass
+            destinations.add(to.segment().asSlice(at + 196_608, 100));
+            sources.add(to.segment().asSlice(0, pass)); // reads what the first pair wrote
+            destinations.add(to.segment().asSlice(at + 262_144, pass));
+            MemorySegment notCopied = arena.allocate(pass); // past the count: left alone
+            sources.add(from.segment().asSlice(0, pass));
+            destinations.add(notCopied);
+            int count = sources.size() - 1;
+
+            long before = NonTemporalCopy.bytesStreamed();
+            NonTemporalCopy.copyPairs(sources.toArray(MemorySegment[]::new), destinations.toArray(MemorySegment[]::new), count);
+
+            for (int i = 0; i < count; i++) {
+                MemorySegment expected = i == count - 1 ? from.segment().asSlice(0, pass) : sources.get(i);
+                assertThat(destinations.get(i).mismatch(expected)).as("pair %d", i).isEqualTo(-1);
+            }
+            for (int i = 0; i < streamedPairs; i++) { // the spans between the streamed pairs are untouched
+                long gap = (2L * i + 1) * pass;
+                assertThat(to.segment().get(ValueLayout.JAVA_BYTE, gap)).as("byte after pair %d", i).isEqualTo((byte) 0x5A);
+                assertThat(to.segment().get(ValueLayout.JAVA_BYTE, gap + pass - 1)).as("byte before pair %d", i + 1)
+                        .isEqualTo((byte) 0x5A);
+            }
+            assertThat(to.segment().get(ValueLayout.JAVA_BYTE, at + 131_072 + 7)).isEqualTo((byte) 0x5A);
+            assertThat(notCopied.get(ValueLayout.JAVA_BYTE, 0)).isEqualTo((byte) 0);
+            if (NonTemporalCopy.available()) { // the table's pairs, and the other region's pair on its own
+                assertThat(NonTemporalCopy.bytesStreamed() - before).isGreaterThanOrEqualTo(expectStreamed + 32 * 1024)
+                        .isLessThan(expectStreamed + 32 * 1024 + 20 * 1024 + 37);
+            }
+        }
+    }
+
+    @Test
+    void aRunOfPairsWithLengthsThatDifferIsRefusedBeforeAnyByteMoves() {
+        target.segment().fill((byte) 0x5A);
+        MemorySegment[] sources = {source.segment().asSlice(0, 16 * 1024), source.segment().asSlice(0, 16 * 1024)};
+        MemorySegment[] destinations = {target.segment().asSlice(0, 16 * 1024), target.segment().asSlice(65_536, 16 * 1024 - 1)};
+        assertThatThrownBy(() -> NonTemporalCopy.copyPairs(sources, destinations, 2))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("pair 1 of 2")
+                .hasMessageContaining("16384 bytes into 16383");
+        assertThat(target.segment().get(ValueLayout.JAVA_BYTE, 0)).isEqualTo((byte) 0x5A);
+        NonTemporalCopy.copyPairs(sources, destinations, 1); // the count bounds what is read
+        assertThat(target.segment().asSlice(0, 16 * 1024).mismatch(sources[0])).isEqualTo(-1);
+    }
+
     @Test
     void aGatherFromTwoRegionsCopiesTheSameBytes() {
         try (OffHeapRegion other = OffHeapRegion.allocate("nt-other", SPAN, false)) {

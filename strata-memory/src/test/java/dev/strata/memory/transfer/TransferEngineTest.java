@@ -347,6 +347,80 @@ class TransferEngineTest {
     }
 
     /**
+     * Copies between plain-memory tiers in a batch run many to a call of the copy loop; each item
+     * still gets its own result (a source not found, a length its allocation cannot hold, an
+     * odd-sized object beside 16 KiB ones, runs longer than one call), the bytes land exactly and
+     * nowhere else, and the link's counters and both tiers' meters count what each result says.
+     */
+    @Test
+    void copiesBetweenPlainTiersRunManyToACallAndEachKeepsItsOwnResult() throws Exception {
+        SplittableRandom random = new SplittableRandom(29);
+        HostTier host = track(HostTier.create("host", 8L << 20));
+        DeviceTier device = track(DeviceTier.cpu("device", 8L << 20));
+        int items = 3 * Link.RUN_ITEMS + 7;
+        int notFoundAt = Link.RUN_ITEMS + 3;
+        int tooLongAt = 2 * Link.RUN_ITEMS - 1;
+        try (TransferEngine engine = new TransferEngine()) {
+            List<Transfer> batch = new ArrayList<>();
+            List<MemorySegment> data = new ArrayList<>();
+            long[] dsts = new long[items];
+            long[] lengths = new long[items];
+            long expectedBytes = 0;
+            long freed = -1;
+            for (int i = 0; i < items; i++) {
+                long len = i % 10 == 9 ? random.nextLong(1, 20_000) : 16 * 1024;
+                long s = host.allocate(len);
+                MemorySegment bytes = randomBytes(len, random);
+                host.write(s, bytes);
+                data.add(bytes);
+                dsts[i] = device.allocate(len + 64); // room after the object, which must stay untouched
+                device.write(dsts[i], arena.allocate(len + 64).fill((byte) 0x5A));
+                lengths[i] = len;
+                if (i == notFoundAt) {
+                    freed = s;
+                } else if (i != tooLongAt) {
+                    expectedBytes += len;
+                }
+                batch.add(Transfer.copy(host, s, device, dsts[i], i == tooLongAt ? len + (1 << 20) : len));
+            }
+            host.free(freed); // after every allocation, so that no other object takes its place
+            long hostReadBefore = host.stats().bytesRead();
+            long deviceWrittenBefore = device.stats().bytesWritten();
+
+            BatchResult result = engine.submitBatch(batch).get(30, TimeUnit.SECONDS);
+
+            assertThat(result.results()).hasSize(items);
+            assertThat(result.count(TransferStatus.COMPLETED)).isEqualTo(items - 2);
+            assertThat(result.results().get(notFoundAt).status()).isEqualTo(TransferStatus.NOT_FOUND);
+            assertThat(result.results().get(tooLongAt).status()).isEqualTo(TransferStatus.FAILED);
+            assertThat(result.firstFailure()).isInstanceOf(TransferException.class)
+                    .hasMessageContaining("batch item " + tooLongAt).hasRootCauseInstanceOf(IllegalArgumentException.class);
+            assertThat(result.bytes()).isEqualTo(expectedBytes);
+            for (int i = 0; i < items; i++) {
+                TransferResult r = result.results().get(i);
+                MemorySegment landed = contents(device, dsts[i], lengths[i] + 64, arena);
+                if (r.status() == TransferStatus.COMPLETED) {
+                    assertThat(r.bytes()).as("item %d", i).isEqualTo(lengths[i]);
+                    assertThat(landed.asSlice(0, lengths[i]).mismatch(data.get(i))).as("item %d", i).isEqualTo(-1);
+                } else {
+                    assertThat(landed.get(ValueLayout.JAVA_BYTE, 0)).as("item %d untouched", i).isEqualTo((byte) 0x5A);
+                }
+                assertThat(landed.get(ValueLayout.JAVA_BYTE, lengths[i])).as("byte after item %d", i).isEqualTo((byte) 0x5A);
+                assertThat(r.nanosQueued()).as("item %d", i).isNotNegative();
+                assertThat(r.nanosRun()).as("item %d", i).isNotNegative();
+            }
+            LinkStats link = stats(engine, "host->device");
+            assertThat(link.operations()).isEqualTo(items);
+            assertThat(link.completed()).isEqualTo(items - 2);
+            assertThat(link.notFound()).isEqualTo(1);
+            assertThat(link.failed()).isEqualTo(1);
+            assertThat(link.bytes()).isEqualTo(expectedBytes);
+            assertThat(host.stats().bytesRead() - hostReadBefore).isEqualTo(expectedBytes);
+            assertThat(device.stats().bytesWritten() - deviceWrittenBefore).isEqualTo(expectedBytes);
+        }
+    }
+
+    /**
      * A link's latency percentiles are those of all its transfers, whichever worker ran them and
      * whether they came alone or in a batch: each worker keeps its own histogram and a snapshot
      * merges them. Latency is submission to completion, the result's queued plus run time.
