@@ -19,7 +19,8 @@ import java.util.concurrent.locks.LockSupport;
  * <p>Design (protocol): submitters add requests to a lock-free bounded queue ({@link MpmcQueue};
  * when it is full they spin and yield, which is the link's back-pressure) and then unpark one
  * parked worker, if any. A worker takes a request (a single transfer, or a whole batch slice in
- * one go), runs it and completes its future; with nothing queued it spins for
+ * one go; a slice's like copies between plain-memory tiers in runs of one call each), runs it and
+ * completes its future; with nothing queued it spins for
  * {@link TransferEngine.Settings#spinNanos()} before parking, so back-to-back transfers pay no
  * wake-up. Parking follows a flag handshake: the worker sets its {@code parked} flag, re-checks
  * the queue, and only then parks; a submitter publishes its request before reading the flags, so
