@@ -257,6 +257,43 @@ class TierCopyTest {
                 .hasMessageContaining(String.valueOf(tooLong)).hasMessageContaining("'" + host.name() + "'");
     }
 
+    /**
+     * A run of copies between plain tiers gives each object the result a copy of its own gives:
+     * bytes moved, not found, or the error it met (the others still copied); a framed side is
+     * refused before anything moves.
+     */
+    @Test
+    void aRunOfCopiesGivesEachObjectItsOwnResult() {
+        int[] sizes = {16 * 1024, 5_000, 16 * 1024, 100, 16 * 1024};
+        long[] src = new long[sizes.length];
+        long[] dst = new long[sizes.length];
+        long[] lengths = new long[sizes.length];
+        List<byte[]> data = new ArrayList<>();
+        for (int i = 0; i < sizes.length; i++) {
+            byte[] bytes = randomBytes(sizes[i]);
+            data.add(bytes);
+            src[i] = store(host, bytes);
+            dst[i] = device.allocate(sizes[i]);
+            lengths[i] = sizes[i];
+        }
+        host.free(src[1]); // not found
+        lengths[3] = 0; // invalid
+        long[] moved = new long[sizes.length];
+        Throwable[] failures = new Throwable[sizes.length];
+        copy.copyRunUnmetered(host, src, device, dst, lengths, sizes.length, moved, failures);
+        assertThat(moved).containsExactly(16 * 1024, TierCopy.NOT_FOUND, 16 * 1024, 0, 16 * 1024);
+        assertThat(failures[3]).isInstanceOf(IllegalArgumentException.class).hasMessageContaining("got 0")
+                .hasMessageContaining("'" + host.name() + "'");
+        assertThat(failures).filteredOn(java.util.Objects::nonNull).hasSize(1);
+        for (int i : new int[] {0, 2, 4}) {
+            assertThat(device.segment(dst[i], 0, sizes[i]).toArray(ValueLayout.JAVA_BYTE)).as("object %d", i).isEqualTo(data.get(i));
+        }
+        long p = pool.allocate(100);
+        assertThatThrownBy(() -> copy.copyRunUnmetered(host, new long[] {src[0]}, pool, new long[] {p}, new long[] {100}, 1,
+                new long[1], new Throwable[1])).isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("'" + pool.name() + "'").hasMessageContaining("plain-memory");
+    }
+
     @Test
     void gatherAndScatterOfViewsKeepTheOrderOfTheParts() {
         byte[] bytes = randomBytes(9000);
