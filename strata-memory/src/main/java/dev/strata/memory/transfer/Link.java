@@ -292,31 +292,24 @@ public final class Link {
                 at += items;
                 continue;
             }
-            long end;
-            TransferResult result;
+            long moved = 0;
+            Throwable failure = null;
             try {
-                long moved = perform(t.kind(), t.source(), t.sourceHandle(), t.destination(), t.destinationHandle(),
+                moved = perform(t.kind(), t.source(), t.sourceHandle(), t.destination(), t.destinationHandle(),
                         t.length(), t.segments());
-                end = System.nanoTime();
-                if (moved > 0) {
-                    if (group == null) {
-                        group = t;
-                    }
-                    groupOps++;
-                    groupBytes += moved;
-                    groupNanos += end - start;
-                    result = new TransferResult(TransferStatus.COMPLETED, moved, start - tracker.submittedAt, end - start, null);
-                } else {
-                    account(self, TransferStatus.NOT_FOUND, 0, end - start, end - tracker.submittedAt);
-                    result = new TransferResult(TransferStatus.NOT_FOUND, 0, start - tracker.submittedAt, end - start, null);
-                }
             } catch (Throwable e) {
-                end = System.nanoTime();
-                account(self, TransferStatus.FAILED, 0, end - start, end - tracker.submittedAt);
-                result = new TransferResult(TransferStatus.FAILED, 0, start - tracker.submittedAt, end - start,
-                        new TransferException(name, describe(t) + " (batch item " + index + ")", e));
+                failure = e;
             }
-            tracker.results[index] = result;
+            long end = System.nanoTime();
+            if (failure == null && moved > 0) {
+                if (group == null) {
+                    group = t;
+                }
+                groupOps++;
+                groupBytes += moved;
+                groupNanos += end - start;
+            }
+            tracker.results[index] = itemResult(self, tracker, index, moved, failure, start, end);
             previousEnd = end;
             at++;
         }
@@ -368,22 +361,33 @@ public final class Link {
         for (int i = 0; i < items; i++) {
             int index = indices[from + i];
             Throwable failure = failures[i] != null ? failures[i] : moved[i] > 0 ? whole : null;
-            TransferResult result;
-            if (failure != null) {
-                account(self, TransferStatus.FAILED, 0, end - start, end - tracker.submittedAt);
-                result = new TransferResult(TransferStatus.FAILED, 0, start - tracker.submittedAt, end - start,
-                        new TransferException(name, describe(tracker.transfers[index]) + " (batch item " + index + ")", failure));
-            } else if (moved[i] > 0) {
+            tracker.results[index] = itemResult(self, tracker, index, moved[i], failure, start, end);
+            if (failure == null && moved[i] > 0) {
                 completedCopies++;
                 completedBytes += moved[i];
-                result = new TransferResult(TransferStatus.COMPLETED, moved[i], start - tracker.submittedAt, end - start, null);
-            } else {
-                account(self, TransferStatus.NOT_FOUND, 0, end - start, end - tracker.submittedAt);
-                result = new TransferResult(TransferStatus.NOT_FOUND, 0, start - tracker.submittedAt, end - start, null);
             }
-            tracker.results[index] = result;
         }
         return new long[] {end, completedCopies, completedBytes};
+    }
+
+    /**
+     * The result of batch item {@code index}, run from {@code start} to {@code end}: failed if
+     * {@code failure} is set, else completed if it moved bytes (metered by the caller with its run
+     * of like transfers), else not found; failures and misses are accounted here.
+     */
+    private TransferResult itemResult(Worker self, BatchTracker tracker, int index, long moved, Throwable failure,
+                                      long start, long end) {
+        long queued = start - tracker.submittedAt;
+        if (failure != null) {
+            account(self, TransferStatus.FAILED, 0, end - start, end - tracker.submittedAt);
+            return new TransferResult(TransferStatus.FAILED, 0, queued, end - start,
+                    new TransferException(name, describe(tracker.transfers[index]) + " (batch item " + index + ")", failure));
+        }
+        if (moved > 0) {
+            return new TransferResult(TransferStatus.COMPLETED, moved, queued, end - start, null);
+        }
+        account(self, TransferStatus.NOT_FOUND, 0, end - start, end - tracker.submittedAt);
+        return new TransferResult(TransferStatus.NOT_FOUND, 0, queued, end - start, null);
     }
 
     private static boolean sameEndpoints(Transfer a, Transfer b) {
