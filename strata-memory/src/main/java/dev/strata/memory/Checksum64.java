@@ -259,6 +259,20 @@ public final class Checksum64 {
         return finish(fa, fb, totalLength);
     }
 
+    /**
+     * The checksum of {@code length} bytes, a whole number of 64-byte blocks, whose running sums
+     * from zero are {@code sums[offset...offset+15]}: eight word sums, then eight sums of those
+     * (as {@link NonTemporalCopy#copyPairsSummed} stores each object's).
+     *
+     * @throws IllegalArgumentException if {@code length} is negative or not a whole number of blocks
+     */
+    public static long ofSums(long[] sums, int offset, long length) {
+        if (length < 0 || length % BLOCK != 0) {
+            throw new IllegalArgumentException("sums cover whole blocks of " + BLOCK + " bytes, not " + length + " bytes");
+        }
+        return finish(sums, offset, sums, offset + 8, length);
+    }
+
     /** The checksum of {@code length} bytes of {@code src} at {@code offset}. */
     public static long of(MemorySegment src, long offset, long length) {
         return new Checksum64().update(src, offset, length).value();
@@ -420,10 +434,15 @@ public final class Checksum64 {
     }
 
     private static long finish(long[] a, long[] b, long length) {
+        return finish(a, 0, b, 0, length);
+    }
+
+    /** The value of sums {@code a[aAt...aAt+7]} and {@code b[bAt...bAt+7]} over {@code length} bytes. */
+    private static long finish(long[] a, int aAt, long[] b, int bAt, long length) {
         long h = 0x27D4EB2F165667C5L ^ length;
         for (int j = 0; j < 8; j++) {
-            h = mix(h ^ a[j]) + j;
-            h = mix(h ^ b[j]);
+            h = mix(h ^ a[aAt + j]) + j;
+            h = mix(h ^ b[bAt + j]);
         }
         return mix(h ^ (length * 0x9E3779B97F4A7C15L));
     }

@@ -122,15 +122,18 @@ public final class NonTemporalCopy {
      *
      * <p>The loops: {@code int loop(rdi = table, rsi = count, rdx, rcx)}, {@code count >= 1}
      * entries of {@link #TABLE_ENTRY} bytes (source address, destination address, length: a
-     * positive multiple of the loop's pass, the destination 64-byte aligned) followed by the
-     * {@link #SUMS} bytes of a {@link dev.strata.memory.Checksum64}'s running sums, to which the
-     * loop adds every byte it moves; {@code rdx} and {@code rcx} carry the segments whose memory
+     * positive multiple of the loop's pass, the destination 64-byte aligned; and where the
+     * entry's own sums go, or 0) followed by the {@link #SUMS} bytes of a
+     * {@link dev.strata.memory.Checksum64}'s running sums, to which the loop adds every byte it
+     * moves. After an entry whose sums have a place, the loop stores the running sums there and
+     * starts them again from zero, so that one call of a run of objects gives each object's own
+     * sums ({@link #copyPairsSummed}); {@code rdx} and {@code rcx} carry the segments whose memory
      * the pieces are in, only so that the downcall keeps their arenas open (the code never reads
      * them). Each pass prefetches the source {@link #PREFETCH_DISTANCE} bytes ahead into the
      * second-level cache, and near a piece's end as far into the next entry's source (a prefetch
      * never faults). Both return 0. At {@link #WIDE_OFFSET}, the AVX-512 loop, 256 bytes a pass:
      * <pre>
-     *        imul       rax, rsi, 24        ; the sums follow the last entry:
+     *        imul       rax, rsi, 32        ; the sums follow the last entry:
      *        vmovdqu64  zmm4, [rdi + rax]   ;   eight word sums (a)
      *        vmovdqu64  zmm5, [rdi + rax + 64] ; and eight sums of a (b)
      * piece: mov        r10, [rdi]          ; source
@@ -139,7 +142,7 @@ public final class NonTemporalCopy {
      *        mov        rcx, r10            ; where the source goes on: the next entry's...
      *        cmp        rsi, 1
      *        je         last                ; ...or, after the last, this one's start
-     *        mov        rcx, [rdi + 24]
+     *        mov        rcx, [rdi + 32]
      * last:  lea        r8, [r10 + rdx]     ; end of this piece's source
      * pass:  lea        rax, [r10 + 6144]   ; the prefetch address, PREFETCH_DISTANCE ahead...
      *        mov        r9, rax
@@ -171,7 +174,14 @@ public final class NonTemporalCopy {
      *        add        r11, 256
      *        sub        rdx, 256
      *        jnz        pass
-     *        add        rdi, 24
+     *        mov        rax, [rdi + 24]     ; where this entry's own sums go...
+     *        test       rax, rax
+     *        jz         next                ; ...if anywhere:
+     *        vmovdqu64  [rax], zmm4         ;   stored,
+     *        vmovdqu64  [rax + 64], zmm5
+     *        vpxorq     zmm4, zmm4, zmm4    ;   and started again from zero
+     *        vpxorq     zmm5, zmm5, zmm5
+     * next:  add        rdi, 32
      *        dec        rsi
      *        jnz        piece
      *        vmovdqu64  [rdi], zmm4         ; rdi is now where the sums are
@@ -183,7 +193,7 @@ public final class NonTemporalCopy {
      * At {@link #NARROW_OFFSET}, the AVX2 loop, the same with 32-byte registers, 128 bytes (two
      * blocks) a pass, each block's sums in two halves:
      * <pre>
-     *        imul       rax, rsi, 24
+     *        imul       rax, rsi, 32
      *        vmovdqu    ymm4, [rdi + rax]      ; a, words 0-3
      *        vmovdqu    ymm5, [rdi + rax + 32] ; a, words 4-7
      *        vmovdqu    ymm6, [rdi + rax + 64] ; b, words 0-3
@@ -211,7 +221,18 @@ public final class NonTemporalCopy {
      *        sub        r11, -128
      *        add        rdx, -128
      *        jnz        pass
-     *        add        rdi, 24
+     *        mov        rax, [rdi + 24]     ; this entry's own sums, as above
+     *        test       rax, rax
+     *        jz         next
+     *        vmovdqu    [rax], ymm4
+     *        vmovdqu    [rax + 32], ymm5
+     *        vmovdqu    [rax + 64], ymm6
+     *        vmovdqu    [rax + 96], ymm7
+     *        vpxor      ymm4, ymm4, ymm4
+     *        vpxor      ymm5, ymm5, ymm5
+     *        vpxor      ymm6, ymm6, ymm6
+     *        vpxor      ymm7, ymm7, ymm7
+     * next:  add        rdi, 32
      *        dec        rsi
      *        jnz        piece
      *        vmovdqu    [rdi], ymm4
@@ -257,7 +278,7 @@ public final class NonTemporalCopy {
         0x0F, (byte) 0xAE, (byte) 0xF8,
         (byte) 0xC3,
         // NARROW_OFFSET
-        0x48, 0x6B, (byte) 0xC6, 0x18,
+        0x48, 0x6B, (byte) 0xC6, 0x20,
         (byte) 0xC5, (byte) 0xFE, 0x6F, 0x24, 0x07,
         (byte) 0xC5, (byte) 0xFE, 0x6F, 0x6C, 0x07, 0x20,
         (byte) 0xC5, (byte) 0xFE, 0x6F, 0x74, 0x07, 0x40,
@@ -268,7 +289,7 @@ public final class NonTemporalCopy {
         0x4C, (byte) 0x89, (byte) 0xD1,
         0x48, (byte) 0x83, (byte) 0xFE, 0x01,
         0x74, 0x04, // to last
-        0x48, (byte) 0x8B, 0x4F, 0x18,
+        0x48, (byte) 0x8B, 0x4F, 0x20,
         0x4D, (byte) 0x8D, 0x04, 0x12,
         0x49, (byte) 0x8D, (byte) 0x82, 0x00, 0x18, 0x00, 0x00,
         0x49, (byte) 0x89, (byte) 0xC1,
@@ -298,9 +319,20 @@ public final class NonTemporalCopy {
         0x49, (byte) 0x83, (byte) 0xEB, (byte) 0x80,
         0x48, (byte) 0x83, (byte) 0xC2, (byte) 0x80,
         0x75, (byte) 0x86, // back 122 bytes, to pass
-        0x48, (byte) 0x83, (byte) 0xC7, 0x18,
+        0x48, (byte) 0x8B, 0x47, 0x18,
+        0x48, (byte) 0x85, (byte) 0xC0,
+        0x74, 0x23, // to next
+        (byte) 0xC5, (byte) 0xFE, 0x7F, 0x20,
+        (byte) 0xC5, (byte) 0xFE, 0x7F, 0x68, 0x20,
+        (byte) 0xC5, (byte) 0xFE, 0x7F, 0x70, 0x40,
+        (byte) 0xC5, (byte) 0xFE, 0x7F, 0x78, 0x60,
+        (byte) 0xC5, (byte) 0xDD, (byte) 0xEF, (byte) 0xE4,
+        (byte) 0xC5, (byte) 0xD5, (byte) 0xEF, (byte) 0xED,
+        (byte) 0xC5, (byte) 0xCD, (byte) 0xEF, (byte) 0xF6,
+        (byte) 0xC5, (byte) 0xC5, (byte) 0xEF, (byte) 0xFF,
+        0x48, (byte) 0x83, (byte) 0xC7, 0x20,
         0x48, (byte) 0xFF, (byte) 0xCE,
-        0x0F, (byte) 0x85, 0x5D, (byte) 0xFF, (byte) 0xFF, (byte) 0xFF, // back 163 bytes, to piece
+        0x0F, (byte) 0x85, 0x31, (byte) 0xFF, (byte) 0xFF, (byte) 0xFF, // back 207 bytes, to piece
         (byte) 0xC5, (byte) 0xFE, 0x7F, 0x27,
         (byte) 0xC5, (byte) 0xFE, 0x7F, 0x6F, 0x20,
         (byte) 0xC5, (byte) 0xFE, 0x7F, 0x77, 0x40,
@@ -309,16 +341,17 @@ public final class NonTemporalCopy {
         (byte) 0xC5, (byte) 0xF8, 0x77,
         (byte) 0xC3,
         // WIDE_OFFSET
-        0x48, 0x6B, (byte) 0xC6, 0x18,
+        0x48, 0x6B, (byte) 0xC6, 0x20,
         0x62, (byte) 0xF1, (byte) 0xFE, 0x48, 0x6F, 0x24, 0x07,
-        0x62, (byte) 0xF1, (byte) 0xFE, 0x48, 0x6F, 0x6C, 0x07, 0x01,
+        0x62, (byte) 0xF1, (byte) 0xFE, 0x48, 0x6F, 0x6C, 0x07,
+        0x01,
         0x4C, (byte) 0x8B, 0x17,
         0x4C, (byte) 0x8B, 0x5F, 0x08,
         0x48, (byte) 0x8B, 0x57, 0x10,
         0x4C, (byte) 0x89, (byte) 0xD1,
         0x48, (byte) 0x83, (byte) 0xFE, 0x01,
         0x74, 0x04, // to last
-        0x48, (byte) 0x8B, 0x4F, 0x18,
+        0x48, (byte) 0x8B, 0x4F, 0x20,
         0x4D, (byte) 0x8D, 0x04, 0x12,
         0x49, (byte) 0x8D, (byte) 0x82, 0x00, 0x18, 0x00, 0x00,
         0x49, (byte) 0x89, (byte) 0xC1,
@@ -350,9 +383,16 @@ public final class NonTemporalCopy {
         0x49, (byte) 0x81, (byte) 0xC3, 0x00, 0x01, 0x00, 0x00,
         0x48, (byte) 0x81, (byte) 0xEA, 0x00, 0x01, 0x00, 0x00,
         0x0F, (byte) 0x85, 0x53, (byte) 0xFF, (byte) 0xFF, (byte) 0xFF, // back 173 bytes, to pass
-        0x48, (byte) 0x83, (byte) 0xC7, 0x18,
+        0x48, (byte) 0x8B, 0x47, 0x18,
+        0x48, (byte) 0x85, (byte) 0xC0,
+        0x74, 0x19, // to next
+        0x62, (byte) 0xF1, (byte) 0xFE, 0x48, 0x7F, 0x20,
+        0x62, (byte) 0xF1, (byte) 0xFE, 0x48, 0x7F, 0x68, 0x01,
+        0x62, (byte) 0xF1, (byte) 0xDD, 0x48, (byte) 0xEF, (byte) 0xE4,
+        0x62, (byte) 0xF1, (byte) 0xD5, 0x48, (byte) 0xEF, (byte) 0xED,
+        0x48, (byte) 0x83, (byte) 0xC7, 0x20,
         0x48, (byte) 0xFF, (byte) 0xCE,
-        0x0F, (byte) 0x85, 0x2A, (byte) 0xFF, (byte) 0xFF, (byte) 0xFF, // back 214 bytes, to piece
+        0x0F, (byte) 0x85, 0x08, (byte) 0xFF, (byte) 0xFF, (byte) 0xFF, // back 248 bytes, to piece
         0x62, (byte) 0xF1, (byte) 0xFE, 0x48, 0x7F, 0x27,
         0x62, (byte) 0xF1, (byte) 0xFE, 0x48, 0x7F, 0x6F, 0x01,
         0x31, (byte) 0xC0,
@@ -366,7 +406,7 @@ public final class NonTemporalCopy {
         (byte) 0x83, 0x7E, 0x08, 0x00,
         0x7E, 0x27, // to chain
         0x48, (byte) 0x8B, (byte) 0x82, (byte) 0xA8, 0x00, 0x00, 0x00,
-        0x48, (byte) 0x8D, 0x0D, 0x10, (byte) 0xFE, (byte) 0xFF, (byte) 0xFF,
+        0x48, (byte) 0x8D, 0x0D, (byte) 0xC2, (byte) 0xFD, (byte) 0xFF, (byte) 0xFF,
         0x48, 0x39, (byte) 0xC8,
         0x72, 0x14, // to chain
         0x48, (byte) 0x8D, 0x0D, (byte) 0xD7, (byte) 0xFF, (byte) 0xFF, (byte) 0xFF,
@@ -374,8 +414,8 @@ public final class NonTemporalCopy {
         0x73, 0x08, // to chain
         0x48, (byte) 0x89, (byte) 0x8A, (byte) 0xA8, 0x00, 0x00, 0x00,
         (byte) 0xC3,
-        (byte) 0xFF, 0x25, 0x05, 0x00, 0x00, 0x00,
-        0x0F, 0x1F, 0x44, 0x00, 0x00, // five bytes of padding: the slot is 8-byte aligned
+        (byte) 0xFF, 0x25, 0x07, 0x00, 0x00, 0x00,
+        0x0F, 0x1F, (byte) 0x80, 0x00, 0x00, 0x00, 0x00, // seven bytes of padding: the slot is 8-byte aligned
         // PREVIOUS_OFFSET
         0, 0, 0, 0, 0, 0, 0, 0, // the previous SIGBUS handler's address, written at install
     };
@@ -383,10 +423,10 @@ public final class NonTemporalCopy {
     private static final long WIDE_PASS = 256; // bytes moved by one pass of the AVX-512 loop
     private static final int FENCE_OFFSET = 0;
     private static final int NARROW_OFFSET = 4;
-    private static final int WIDE_OFFSET = 219;
-    private static final int RECOVER_OFFSET = 471;
-    private static final int GUARD_OFFSET = 480;
-    private static final int PREVIOUS_OFFSET = 536;
+    private static final int WIDE_OFFSET = 263;
+    private static final int RECOVER_OFFSET = 549;
+    private static final int GUARD_OFFSET = 558;
+    private static final int PREVIOUS_OFFSET = 616;
     /** Bytes after a table's entries: the sums a Checksum64 keeps, eight 64-bit word sums then eight sums of those. */
     private static final long SUMS = 128;
     private static final int SUM_WORDS = 8; // longs in each of the two sums
@@ -397,7 +437,7 @@ public final class NonTemporalCopy {
     /** What a fault under the guard throws: the words the JDK uses for a fault in an unsafe copy, which tiers recognise. */
     static final String FAULT_MESSAGE = "a fault occurred in an unsafe memory access operation: a streaming copy met a page"
             + " that its file no longer backs";
-    private static final long TABLE_ENTRY = 24; // bytes per piece in a table: source address, destination address, length
+    private static final long TABLE_ENTRY = 32; // bytes per piece in a table: source address, destination address, length, own sums' address or 0
     /** Most bytes one call of a loop moves (more pieces take more calls): a critical call holds off safepoints. */
     static final long TABLE_CALL_BYTES = 4L << 20;
     private static final long CODE_PAGE = 4096;
@@ -415,6 +455,8 @@ public final class NonTemporalCopy {
     private static final LongAdder STREAMED = new LongAdder(); // bytes moved by the routine
     private static final ThreadLocal<MemorySegment> TABLE = // per thread: [entries * TABLE_ENTRY + SUMS] a loop's pieces, then sums
             ThreadLocal.withInitial(() -> Arena.ofAuto().allocate(256 * TABLE_ENTRY + SUMS, 8));
+    private static final ThreadLocal<MemorySegment> OWN_SUMS = // per thread: [objects * SUMS] each object's own sums from a call
+            ThreadLocal.withInitial(() -> Arena.ofAuto().allocate(64 * SUMS, 8));
     private static volatile Mode mode = Mode.AUTO;
 
     static {
@@ -523,8 +565,10 @@ public final class NonTemporalCopy {
     }
 
     /**
-     * Runs a loop of {@code pass} bytes a pass on a table of two pieces of a pattern and compares
-     * with {@link MemorySegment#copy} and with the sums computed here; null if they agree.
+     * Runs a loop of {@code pass} bytes a pass on a table of two pieces of a pattern, the first with
+     * a place for its own sums, and compares with {@link MemorySegment#copy} and with the sums
+     * computed here (the first piece's added to the table's starting sums, the second's from zero);
+     * null if they agree.
      */
     private static String selfCheck(MethodHandle table, long pass, MethodHandle fence) throws Throwable {
         long piece = 2 * pass;
@@ -532,32 +576,32 @@ public final class NonTemporalCopy {
             MemorySegment src = arena.allocate(4 * piece, 64);
             MemorySegment dst = arena.allocate(2 * piece + 2 * LINE, 64);
             MemorySegment entries = arena.allocate(2 * TABLE_ENTRY + SUMS, 8);
+            MemorySegment own = arena.allocate(SUMS, 8); // the first piece's sums
             for (long i = 0; i < src.byteSize(); i++) {
                 src.set(ValueLayout.JAVA_BYTE, i, (byte) (i * 37 + 5));
             }
             dst.fill((byte) 0x5A);
             // the second and fourth piece-sized spans of the source, end to end after one line of the destination
-            entries.setAtIndex(ValueLayout.JAVA_LONG, 0, src.address() + piece + 1);
-            entries.setAtIndex(ValueLayout.JAVA_LONG, 1, dst.address() + LINE);
-            entries.setAtIndex(ValueLayout.JAVA_LONG, 2, piece);
-            entries.setAtIndex(ValueLayout.JAVA_LONG, 3, src.address() + 3 * piece - 1);
-            entries.setAtIndex(ValueLayout.JAVA_LONG, 4, dst.address() + LINE + piece);
-            entries.setAtIndex(ValueLayout.JAVA_LONG, 5, piece);
-            long[] sums = new long[2 * SUM_WORDS]; // a then b, from values of their own
-            for (int j = 0; j < sums.length; j++) {
-                sums[j] = 0x0123_4567_89AB_CDEFL * (j + 1);
-                entries.setAtIndex(ValueLayout.JAVA_LONG, 6 + j, sums[j]);
+            setEntry(entries, 0, src.address() + piece + 1, dst.address() + LINE, piece, own.address());
+            setEntry(entries, 1, src.address() + 3 * piece - 1, dst.address() + LINE + piece, piece, 0);
+            long[] first = new long[2 * SUM_WORDS]; // a then b, from values of their own
+            long[] second = new long[2 * SUM_WORDS]; // from zero, after the first piece's were stored
+            for (int j = 0; j < first.length; j++) {
+                first[j] = 0x0123_4567_89AB_CDEFL * (j + 1);
+                entries.set(ValueLayout.JAVA_LONG, 2 * TABLE_ENTRY + 8L * j, first[j]);
             }
             int status = (int) table.invokeExact(entries, 2L, src, dst);
             fence.invokeExact();
             for (long block = 0; block < 2 * piece; block += 64) { // the moved bytes, summed as the loop should
+                long[] sums = block < piece ? first : second;
                 for (int j = 0; j < SUM_WORDS; j++) {
                     sums[j] += dst.get(ValueLayout.JAVA_LONG_UNALIGNED, LINE + block + 8L * j);
                     sums[SUM_WORDS + j] += sums[j];
                 }
             }
-            for (int j = 0; j < sums.length; j++) {
-                if (entries.getAtIndex(ValueLayout.JAVA_LONG, 6 + j) != sums[j]) {
+            for (int j = 0; j < first.length; j++) {
+                if (own.getAtIndex(ValueLayout.JAVA_LONG, j) != first[j]
+                        || entries.get(ValueLayout.JAVA_LONG, 2 * TABLE_ENTRY + 8L * j) != second[j]) {
                     status = 2;
                 }
             }
@@ -716,10 +760,7 @@ public final class NonTemporalCopy {
                     copy(s, 0, d, 0, len);
                     continue;
                 }
-                long entry = 3L * entries;
-                table.setAtIndex(ValueLayout.JAVA_LONG, entry, sa);
-                table.setAtIndex(ValueLayout.JAVA_LONG, entry + 1, da);
-                table.setAtIndex(ValueLayout.JAVA_LONG, entry + 2, len);
+                setEntry(table, entries, sa, da, len, 0);
                 entries++;
                 bytes += len;
             }
@@ -733,6 +774,115 @@ public final class NonTemporalCopy {
             }
         }
         STREAMED.add(streamed);
+    }
+
+    /**
+     * Copies each {@code sources[i]} into {@code destinations[i]} (the same length, from each
+     * segment's start), for {@code i < count}, through the guarded loop in use, one side of each
+     * pair a file mapping (a POOL's) or both private native memory, and stores each pair's own
+     * {@link dev.strata.memory.Checksum64} sums (eight word sums, then eight sums of those, from
+     * zero) at {@code sums[16 * i]}; then one fence. The pairs go to one call per
+     * {@link #TABLE_CALL_BYTES} (a longer pair in several entries, its sums carried from one to the
+     * next), so a run of small objects written to or read from the pool pays one downcall and one
+     * wait for its streaming stores where an object each pays one of each. Returns false without
+     * copying or summing anything when the run does not qualify: no guarded loop here, the setting
+     * {@link Mode#OFF}, no pairs, a source not native memory of the first source's arena or a
+     * destination not of the first destination's, a pair not a positive whole number of passes
+     * ({@link #passBytes}), a destination off a cache line or read-only, a pair whose sides
+     * overlap. The caller then copies each pair another way.
+     *
+     * @throws IllegalArgumentException if a pair's lengths differ, or {@code sums} holds fewer than
+     *                                  {@code 16 * count} words (nothing is copied)
+     * @throws InternalError            if a page of a mapping faulted (the file behind it was
+     *                                  truncated): the {@link #FAULT_MESSAGE} words; pairs before
+     *                                  the fault may have been copied, and no sums are to be used
+     */
+    public static boolean copyPairsSummed(MemorySegment[] sources, MemorySegment[] destinations, int count, long[] sums) {
+        return pairsSummed(LOOP, sources, destinations, count, sums);
+    }
+
+    /**
+     * {@link #copyPairsSummed} with the AVX-512 loop if {@code wide} else the AVX2 loop, whichever
+     * loop is in use. For tests.
+     *
+     * @throws IllegalStateException if that loop is not installed here
+     */
+    static boolean copyPairsSummedWithLoop(boolean wide, MemorySegment[] sources, MemorySegment[] destinations, int count,
+                                           long[] sums) {
+        return pairsSummed(loop(wide), sources, destinations, count, sums);
+    }
+
+    private static boolean pairsSummed(MethodHandle loop, MemorySegment[] sources, MemorySegment[] destinations, int count,
+                                       long[] sums) {
+        if (sums.length < 2L * SUM_WORDS * count) {
+            throw new IllegalArgumentException("sums of " + sums.length + " words for " + count + " pairs (" + 2 * SUM_WORDS
+                    + " each)");
+        }
+        for (int i = 0; i < count; i++) {
+            if (sources[i].byteSize() != destinations[i].byteSize()) {
+                throw new IllegalArgumentException("copy of " + sources[i].byteSize() + " bytes into "
+                        + destinations[i].byteSize() + " (pair " + i + " of " + count + ")");
+            }
+        }
+        if (!GUARDED || mode != Mode.AUTO || count == 0 || !sources[0].isNative() || !destinations[0].isNative()) {
+            return false;
+        }
+        long pass = passOf(loop);
+        MemorySegment.Scope srcScope = sources[0].scope();
+        MemorySegment.Scope dstScope = destinations[0].scope();
+        int entriesNeeded = 0;
+        for (int i = 0; i < count; i++) {
+            MemorySegment s = sources[i];
+            MemorySegment d = destinations[i];
+            long len = d.byteSize();
+            long sa = s.address();
+            long da = d.address();
+            if (s.scope() != srcScope || d.scope() != dstScope || len == 0 || len % pass != 0 || (da & (LINE - 1)) != 0
+                    || d.isReadOnly() || (sa < da + len && da < sa + len)) {
+                return false;
+            }
+            entriesNeeded += (int) ((len + TABLE_CALL_BYTES - 1) / TABLE_CALL_BYTES);
+        }
+        int room = Math.min(entriesNeeded, 1024); // entries a call holds
+        MemorySegment table = tableScratch(room);
+        MemorySegment own = ownSumsScratch(room); // [room * SUMS] each call's objects' own sums
+        long[] carried = new long[2 * SUM_WORDS]; // the sums of a pair split across calls, from call to call
+        long streamed = 0;
+        try {
+            int pair = 0;
+            long into = 0; // bytes of that pair already in an entry
+            while (pair < count) {
+                int first = pair; // the first pair whose sums this call stores
+                int entries = 0;
+                int stored = 0; // pairs ended in this call, whose sums it stores in own
+                long bytes = 0;
+                while (pair < count && entries < room && bytes < TABLE_CALL_BYTES) {
+                    MemorySegment s = sources[pair];
+                    MemorySegment d = destinations[pair];
+                    long len = Math.min(d.byteSize() - into, TABLE_CALL_BYTES - bytes);
+                    boolean ends = into + len == d.byteSize();
+                    setEntry(table, entries++, s.address() + into, d.address() + into, len,
+                            ends ? own.address() + stored * SUMS : 0);
+                    bytes += len;
+                    into += len;
+                    if (ends) {
+                        stored++;
+                        pair++;
+                        into = 0;
+                    }
+                }
+                long at = entries * TABLE_ENTRY;
+                MemorySegment.copy(carried, 0, table, ValueLayout.JAVA_LONG, at, carried.length);
+                callLoop(loop, table, entries, sources[first], destinations[first], "run of copies");
+                MemorySegment.copy(table, ValueLayout.JAVA_LONG, at, carried, 0, carried.length);
+                MemorySegment.copy(own, ValueLayout.JAVA_LONG, 0, sums, first * 2 * SUM_WORDS, stored * 2 * SUM_WORDS);
+                streamed += bytes;
+            }
+        } finally {
+            fence();
+        }
+        STREAMED.add(streamed);
+        return true;
     }
 
     /**
@@ -902,10 +1052,7 @@ public final class NonTemporalCopy {
                     MemorySegment part = parts.get(next);
                     long len = Math.min(part.byteSize() - into, TABLE_CALL_BYTES - bytes);
                     long p = part.address() + into;
-                    long entry = 3L * count;
-                    table.setAtIndex(ValueLayout.JAVA_LONG, entry, gather ? p : w + at);
-                    table.setAtIndex(ValueLayout.JAVA_LONG, entry + 1, gather ? w + at : p);
-                    table.setAtIndex(ValueLayout.JAVA_LONG, entry + 2, len);
+                    setEntry(table, count, gather ? p : w + at, gather ? w + at : p, len, 0);
                     count++;
                     bytes += len;
                     at += len;
@@ -954,6 +1101,15 @@ public final class NonTemporalCopy {
         }
     }
 
+    /** Fills entry {@code index} of {@code table}: copy {@code length} bytes from {@code src} to {@code dst}, store the entry's own sums at {@code sums} (0: keep summing). */
+    private static void setEntry(MemorySegment table, int index, long src, long dst, long length, long sums) {
+        long at = index * TABLE_ENTRY;
+        table.set(ValueLayout.JAVA_LONG, at, src);
+        table.set(ValueLayout.JAVA_LONG, at + 8, dst);
+        table.set(ValueLayout.JAVA_LONG, at + 16, length);
+        table.set(ValueLayout.JAVA_LONG, at + 24, sums);
+    }
+
     /** The calling thread's table of at least {@code entries} entries and the sums after them (native; it grows, never shrinks). */
     private static MemorySegment tableScratch(int entries) {
         MemorySegment table = TABLE.get();
@@ -963,6 +1119,16 @@ public final class NonTemporalCopy {
             TABLE.set(table);
         }
         return table;
+    }
+
+    /** The calling thread's place for the own sums of at least {@code objects} objects (native; it grows, never shrinks). */
+    private static MemorySegment ownSumsScratch(int objects) {
+        MemorySegment own = OWN_SUMS.get();
+        if (own.byteSize() < objects * SUMS) {
+            own = Arena.ofAuto().allocate(Math.max(objects, 2 * own.byteSize() / SUMS) * SUMS, 8);
+            OWN_SUMS.set(own);
+        }
+        return own;
     }
 
     /**
@@ -1023,9 +1189,7 @@ public final class NonTemporalCopy {
         }
         if (body > 0) {
             MemorySegment table = tableScratch(1);
-            table.setAtIndex(ValueLayout.JAVA_LONG, 0, s + head);
-            table.setAtIndex(ValueLayout.JAVA_LONG, 1, d + head);
-            table.setAtIndex(ValueLayout.JAVA_LONG, 2, body);
+            setEntry(table, 0, s + head, d + head, body, 0);
             callLoop(loop, table, 1, src, dst, "copy");
         }
         long done = head + body;

@@ -511,6 +511,10 @@ class NonTemporalCopyTest {
                         .as(wide ? "AVX-512" : "AVX2").isInstanceOf(InternalError.class)
                         .hasMessageContaining("fault occurred in an unsafe memory access").hasMessageContaining("scatter");
             }
+            assertThatThrownBy(() -> NonTemporalCopy.copyPairsSummed(new MemorySegment[] {parts.get(0), parts.get(1)},
+                    new MemorySegment[] {mapped.asSlice(0, 64 * 1024), mapped.asSlice(128 * 1024, 64 * 1024)}, 2, new long[32]))
+                    .isInstanceOf(InternalError.class).hasMessageContaining("fault occurred in an unsafe memory access")
+                    .hasMessageContaining("run of copies");
             // a fault outside the loop goes on to the JVM's handler, which reports its own copy's fault as before
             assertThatThrownBy(() -> MemorySegment.copy(source.segment(), 0, mapped, 8192, 4096)).isInstanceOf(InternalError.class)
                     .hasMessageContaining("fault occurred in an unsafe memory access");
@@ -561,6 +565,113 @@ class NonTemporalCopyTest {
                 scatterBack(whole, parts, total, 4096);
             }
         }
+    }
+
+    /**
+     * A run of pairs with their own sums, into a file mapping and back out of it, with each loop:
+     * more pairs than one call's entries, a pair longer than one call's bytes (split over entries
+     * and calls, its sums carried), pairs of one pass; every pair's bytes land where they should,
+     * and every pair's sums give the checksum of its bytes alone.
+     */
+    @Test
+    void aRunOfPairsSummedGivesEveryPairItsOwnChecksumAcrossEntriesAndCalls(@TempDir Path dir) throws IOException {
+        assumeTrue(NonTemporalCopy.guardsMappings(), "no guarded loop on this machine");
+        long big = NonTemporalCopy.TABLE_CALL_BYTES + 3 * 256 * 1024; // split over two calls
+        int small = 1_100; // pairs of 256 bytes: more than one call's 1,024 entries
+        long[] lengths = new long[small + 4];
+        for (int i = 0; i < small; i++) {
+            lengths[i] = 256;
+        }
+        lengths[small] = 16 * 1024;
+        lengths[small + 1] = big;
+        lengths[small + 2] = 512;
+        lengths[small + 3] = 64 * 1024;
+        long total = 0;
+        for (long l : lengths) {
+            total += l;
+        }
+        try (Arena arena = Arena.ofShared();
+             FileChannel channel = FileChannel.open(dir.resolve("run"), StandardOpenOption.CREATE, StandardOpenOption.READ,
+                     StandardOpenOption.WRITE)) {
+            MemorySegment privateSide = arena.allocate(total, 64);
+            MemorySegment back = arena.allocate(total, 64);
+            MemorySegment mapped = channel.map(FileChannel.MapMode.READ_WRITE, 0, total + 4096, arena);
+            for (boolean wide : loops()) {
+                fill(privateSide, wide ? 5 : 6);
+                mapped.fill((byte) 0x5A);
+                back.fill((byte) 0x5A);
+                MemorySegment[] from = new MemorySegment[lengths.length];
+                MemorySegment[] into = new MemorySegment[lengths.length];
+                MemorySegment[] out = new MemorySegment[lengths.length];
+                long at = 0;
+                for (int i = 0; i < lengths.length; i++) { // the mapping's pieces in reverse order, one line apart
+                    from[i] = privateSide.asSlice(at, lengths[i]);
+                    out[i] = back.asSlice(at, lengths[i]);
+                    at += lengths[i];
+                    into[i] = mapped.asSlice(total - at, lengths[i]);
+                }
+                long[] sums = new long[16 * lengths.length];
+                String what = wide ? "AVX-512" : "AVX2";
+                assertThat(NonTemporalCopy.copyPairsSummedWithLoop(wide, from, into, lengths.length, sums)).as(what).isTrue();
+                long[] backSums = new long[16 * lengths.length];
+                assertThat(NonTemporalCopy.copyPairsSummedWithLoop(wide, into, out, lengths.length, backSums)).as(what).isTrue();
+                for (int i = 0; i < lengths.length; i++) {
+                    long expected = dev.strata.memory.Checksum64.of(from[i], 0, lengths[i]);
+                    assertThat(into[i].mismatch(from[i])).as("%s, pair %d into the mapping", what, i).isEqualTo(-1);
+                    assertThat(out[i].mismatch(from[i])).as("%s, pair %d out of it", what, i).isEqualTo(-1);
+                    assertThat(dev.strata.memory.Checksum64.ofSums(sums, 16 * i, lengths[i])).as("%s, pair %d's sums", what, i)
+                            .isEqualTo(expected);
+                    assertThat(dev.strata.memory.Checksum64.ofSums(backSums, 16 * i, lengths[i]))
+                            .as("%s, pair %d's sums out of the mapping", what, i).isEqualTo(expected);
+                }
+                assertThat(mapped.get(ValueLayout.JAVA_BYTE, total)).as("the byte after the last piece").isEqualTo((byte) 0x5A);
+            }
+        }
+    }
+
+    /**
+     * A run the loop cannot take whole is refused before any byte moves, so that the caller copies
+     * each pair another way; pairs whose lengths differ and too few sums are errors.
+     */
+    @Test
+    void aRunOfPairsSummedThatTheLoopCannotTakeMovesNothing() {
+        assumeTrue(NonTemporalCopy.guardsMappings(), "no guarded loop on this machine");
+        long pass = NonTemporalCopy.passBytes();
+        MemorySegment s = source.segment();
+        MemorySegment t = target.segment();
+        target.segment().fill((byte) 0x5A);
+        try (Arena other = Arena.ofConfined()) {
+            MemorySegment elsewhere = other.allocate(4 * pass, 64);
+            MemorySegment first = s.asSlice(SPAN / 2, pass); // a pair the loop takes, ahead of the one it does not
+            MemorySegment firstInto = t.asSlice(SPAN / 2, pass);
+            MemorySegment[][][] refused = { // {sources, destinations}
+                {{first, s.asSlice(0, 4 * pass)}, {firstInto, t.asSlice(64 + 8, 4 * pass)}}, // a destination off a cache line
+                {{first, s.asSlice(0, 4 * pass + 64)}, {firstInto, t.asSlice(0, 4 * pass + 64)}}, // not whole passes
+                {{t.asSlice(0, 4 * pass)}, {t.asSlice(2 * pass, 4 * pass)}}, // overlap
+                {{first, elsewhere}, {firstInto, t.asSlice(0, 4 * pass)}}, // a second source in another arena
+                {{first, s.asSlice(0, 4 * pass)}, {firstInto, t.asSlice(0, 4 * pass).asReadOnly()}}, // a read-only destination
+            };
+            for (int k = 0; k < refused.length; k++) {
+                MemorySegment[] from = refused[k][0];
+                MemorySegment[] into = refused[k][1];
+                assertThat(NonTemporalCopy.copyPairsSummed(from, into, from.length, new long[32])).as("case %d", k).isFalse();
+                assertThat(t.get(ValueLayout.JAVA_BYTE, SPAN / 2)).as("case %d: the first pair not copied", k).isEqualTo((byte) 0x5A);
+                assertThat(t.get(ValueLayout.JAVA_BYTE, 2 * pass)).as("case %d", k).isEqualTo((byte) 0x5A);
+                assertThat(t.get(ValueLayout.JAVA_BYTE, 64 + 8)).as("case %d", k).isEqualTo((byte) 0x5A);
+            }
+        }
+        MemorySegment[] from = {s.asSlice(0, pass)};
+        MemorySegment[] into = {t.asSlice(0, pass)};
+        NonTemporalCopy.mode(NonTemporalCopy.Mode.OFF);
+        assertThat(NonTemporalCopy.copyPairsSummed(from, into, 1, new long[16])).as("setting off").isFalse();
+        NonTemporalCopy.mode(NonTemporalCopy.Mode.AUTO);
+        assertThatThrownBy(() -> NonTemporalCopy.copyPairsSummed(from, into, 1, new long[15]))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("15 words");
+        assertThatThrownBy(() -> NonTemporalCopy.copyPairsSummed(from, new MemorySegment[] {t.asSlice(0, 2 * pass)}, 1,
+                new long[16])).isInstanceOf(IllegalArgumentException.class).hasMessageContaining("pair 0");
+        assertThat(t.get(ValueLayout.JAVA_BYTE, 0)).isEqualTo((byte) 0x5A);
+        assertThat(NonTemporalCopy.copyPairsSummed(from, into, 1, new long[16])).isTrue();
+        assertThat(t.asSlice(0, pass).mismatch(from[0])).isEqualTo(-1);
     }
 
     /** The loops installed here: the AVX2 loop, and the AVX-512 loop where the processor has it. */
