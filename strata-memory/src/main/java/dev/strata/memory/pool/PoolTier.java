@@ -523,6 +523,70 @@ public final class PoolTier implements Tier {
         meter.recordWrite(length, System.nanoTime() - start);
     }
 
+    /**
+     * Writes {@code count} objects as {@link #write} writes each, object {@code i} the bytes of
+     * {@code sources[i]} (private native memory) into allocation {@code handles[i]}, their bytes in
+     * one pass of the streaming loop where it takes them: a run of small objects (16 KiB KV
+     * blocks) pays one downcall and one wait for its streaming stores instead of one per object.
+     * Sets {@code failures[i]} to what object {@code i} met, else null; the others are written and
+     * readable all the same.
+     *
+     * @throws TierIoException if the pool's file no longer backs a page (the objects begun stay unpublished)
+     */
+    public void writeRun(long[] handles, MemorySegment[] sources, int count, Throwable[] failures) {
+        checkUsable();
+        long start = System.nanoTime();
+        try {
+            protocol.writeRun(handles, sources, count, failures);
+            Libc.deliverPendingFaults();
+        } catch (InternalError e) {
+            throw faultOf(e);
+        }
+        long ops = 0;
+        long bytes = 0;
+        for (int i = 0; i < count; i++) {
+            if (failures[i] == null) {
+                ops++;
+                bytes += sources[i].byteSize();
+            }
+        }
+        if (ops > 0) {
+            meter.recordWrites(ops, bytes, System.nanoTime() - start);
+        }
+    }
+
+    /**
+     * Reads {@code count} objects as {@link #read} reads each, object {@code i} at
+     * {@code handles[i]} into {@code destinations[i]} (private native memory), their bytes in one
+     * pass of the streaming loop where it takes them. Sets {@code found[i]} to whether object
+     * {@code i} was read (false: no published object there, or it changed during the copy), and
+     * {@code failures[i]} to what it met (a destination of another length, a failed checksum),
+     * else null.
+     *
+     * @throws TierIoException if the pool's file no longer backs a page
+     */
+    public void readRun(long[] handles, MemorySegment[] destinations, int count, boolean[] found, Throwable[] failures) {
+        checkUsable();
+        long start = System.nanoTime();
+        try {
+            protocol.readRun(handles, destinations, count, found, failures);
+            Libc.deliverPendingFaults();
+        } catch (InternalError e) {
+            throw faultOf(e);
+        }
+        long ops = 0;
+        long bytes = 0;
+        for (int i = 0; i < count; i++) {
+            if (found[i] && failures[i] == null) {
+                ops++;
+                bytes += destinations[i].byteSize();
+            }
+        }
+        if (ops > 0) {
+            meter.recordReads(ops, bytes, System.nanoTime() - start);
+        }
+    }
+
     @Override
     public boolean read(long handle, MemorySegment dst) {
         return scatterRead(handle, List.of(dst));

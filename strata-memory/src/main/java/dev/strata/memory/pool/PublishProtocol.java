@@ -3,6 +3,7 @@ package dev.strata.memory.pool;
 import dev.strata.memory.Checksum64;
 import dev.strata.memory.CorruptObjectException;
 import dev.strata.memory.posix.Libc;
+import dev.strata.memory.transfer.NonTemporalCopy;
 import java.lang.foreign.MemorySegment;
 import java.lang.invoke.VarHandle;
 import java.util.List;
@@ -34,6 +35,18 @@ import java.util.List;
  *       read returns {@code false}. Otherwise the checksum of the copy is compared with the stored one: a mismatch
  *       means corruption of the pool memory itself and throws {@link CorruptObjectException}.</li>
  * </ul>
+ * <ul>
+ *   <li><b>Runs</b> ({@link #writeRun}, {@link #readRun}): the same steps for many objects around
+ *       one copy of all their bytes, in one call of the streaming loop, which stores each object's
+ *       own sums ({@link NonTemporalCopy#copyPairsSummed}). A run of writes begins every object
+ *       (to WRITING), copies and sums them all, then stores each length and checksum and CASes
+ *       each to PUBLISHED; the loop's closing store fence orders every payload byte before the
+ *       first CAS. A run of reads acquire-loads each state word, length and checksum, copies and
+ *       sums them all, then one {@link VarHandle#loadLoadFence()} and each state word again: an
+ *       object whose word changed is "no object", one whose sums do not give its stored checksum
+ *       is corrupt. Each object's failure is its own; where the loop does not take the run, each
+ *       object takes the single path.</li>
+ * </ul>
  * A reader therefore never returns a torn or half-written object. The writer's side needs no
  * flush on a cache-coherent host (one machine, or CXL 3 coherent memory); a non-coherent
  * multi-host CXL 2.0 pool would add non-temporal stores or cache-line flushes around these steps.
@@ -43,6 +56,7 @@ import java.util.List;
 final class PublishProtocol {
     /** One checksum state per thread, reset per object: the hot paths allocate nothing. */
     private static final ThreadLocal<Checksum64> CHECKSUM = ThreadLocal.withInitial(Checksum64::new);
+    private static final int SUMS_PER_OBJECT = 16; // words of one object's sums from a run: eight word sums, eight sums of those
 
     private final String tierName;
     private final ObjectDescriptorTable descriptors;
@@ -167,6 +181,126 @@ final class PublishProtocol {
             throw afterPendingFaults(new CorruptObjectException(tierName, handle, length, stored, actual));
         }
         return true;
+    }
+
+    /**
+     * Writes and publishes {@code count} objects, object {@code i} the bytes of {@code sources[i]}
+     * into allocation {@code handles[i]}, each as {@link #write} does, their bytes moved and summed
+     * in one pass of the streaming loop ({@link NonTemporalCopy#copyPairsSummed}) where it takes
+     * them, else one by one. Sets {@code failures[i]} to what object {@code i} met (not allocated,
+     * written by another process, too long for its allocation, freed while written), else null;
+     * the others are written all the same.
+     *
+     * @throws InternalError if a page of the mapping faulted: objects begun stay unpublished
+     */
+    void writeRun(long[] handles, MemorySegment[] sources, int count, Throwable[] failures) {
+        long[] heads = new long[count];
+        long[] writing = new long[count];
+        int[] objects = new int[count]; // the objects begun, in order
+        MemorySegment[] from = new MemorySegment[count];
+        MemorySegment[] to = new MemorySegment[count];
+        int begun = 0;
+        for (int i = 0; i < count; i++) {
+            failures[i] = null;
+            try {
+                long length = sources[i].byteSize();
+                heads[i] = allocator.headChunk(handles[i]);
+                writing[i] = beginWrite(handles[i], heads[i], length);
+                from[begun] = sources[i];
+                to[begun] = data.asSlice(handles[i], length);
+                objects[begun++] = i;
+            } catch (RuntimeException e) {
+                failures[i] = e;
+            }
+        }
+        long[] sums = new long[SUMS_PER_OBJECT * begun];
+        boolean summed = NonTemporalCopy.copyPairsSummed(from, to, begun, sums);
+        for (int k = 0; k < begun; k++) {
+            int i = objects[k];
+            long length = from[k].byteSize();
+            try {
+                long checksum = summed ? Checksum64.ofSums(sums, SUMS_PER_OBJECT * k, length)
+                        : CHECKSUM.get().reset().copyPartsToMappedAndUpdate(List.of(from[k]), data, handles[i]).value();
+                finishWrite(handles[i], heads[i], writing[i], length, checksum);
+            } catch (RuntimeException e) {
+                failures[i] = e;
+            }
+        }
+    }
+
+    /**
+     * Copies {@code count} published objects out, object {@code i} at {@code handles[i]} into
+     * {@code destinations[i]}, each as {@link #read} does (the same checks of state, length and
+     * checksum), their bytes moved and summed in one pass of the streaming loop
+     * ({@link NonTemporalCopy#copyPairsSummed}) where it takes them, else one by one. Sets
+     * {@code found[i]} to whether object {@code i} was there, whole, for the whole copy, and
+     * {@code failures[i]} to what it met (a destination of another length, a failed checksum:
+     * {@link CorruptObjectException}), else null.
+     *
+     * @throws InternalError if a page of the mapping faulted
+     */
+    void readRun(long[] handles, MemorySegment[] destinations, int count, boolean[] found, Throwable[] failures) {
+        long[] heads = new long[count];
+        long[] before = new long[count];
+        long[] stored = new long[count];
+        int[] objects = new int[count]; // the objects being copied, in order
+        MemorySegment[] from = new MemorySegment[count];
+        MemorySegment[] to = new MemorySegment[count];
+        int copying = 0;
+        for (int i = 0; i < count; i++) {
+            found[i] = false;
+            failures[i] = null;
+            try {
+                heads[i] = allocator.headChunk(handles[i]);
+                before[i] = descriptors.stateAcquire(heads[i]);
+                if (ObjectDescriptorTable.state(before[i]) != ObjectDescriptorTable.PUBLISHED) {
+                    continue;
+                }
+                long length = descriptors.length(heads[i]);
+                stored[i] = descriptors.checksum(heads[i]);
+                long wanted = destinations[i].byteSize();
+                if (wanted != length) {
+                    VarHandle.loadLoadFence();
+                    if (descriptors.stateAcquire(heads[i]) == before[i]) {
+                        failures[i] = afterPendingFaults(new IllegalArgumentException("destination of " + wanted
+                                + " bytes does not match object of " + length + " bytes at handle " + handles[i]
+                                + " in tier '" + tierName + "'"));
+                    }
+                    continue;
+                }
+                from[copying] = data.asSlice(handles[i], length);
+                to[copying] = destinations[i];
+                objects[copying++] = i;
+            } catch (RuntimeException e) {
+                failures[i] = e;
+            }
+        }
+        long[] sums = new long[SUMS_PER_OBJECT * copying];
+        if (!NonTemporalCopy.copyPairsSummed(from, to, copying, sums)) {
+            for (int k = 0; k < copying; k++) {
+                int i = objects[k];
+                try {
+                    found[i] = read(handles[i], List.of(to[k]));
+                } catch (RuntimeException e) {
+                    failures[i] = e;
+                }
+            }
+            return;
+        }
+        VarHandle.loadLoadFence();
+        for (int k = 0; k < copying; k++) {
+            int i = objects[k];
+            if (descriptors.stateAcquire(heads[i]) != before[i]) {
+                continue; // freed, reused or rewritten during the copy: not found
+            }
+            long length = from[k].byteSize();
+            long actual = Checksum64.ofSums(sums, SUMS_PER_OBJECT * k, length);
+            if (actual != stored[i]) {
+                failures[i] = afterPendingFaults(new CorruptObjectException(tierName, handles[i], length, stored[i], actual));
+            } else {
+                found[i] = true;
+            }
+        }
     }
 
     /**

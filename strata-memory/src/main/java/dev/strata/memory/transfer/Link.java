@@ -19,7 +19,7 @@ import java.util.concurrent.locks.LockSupport;
  * <p>Design (protocol): submitters add requests to a lock-free bounded queue ({@link MpmcQueue};
  * when it is full they spin and yield, which is the link's back-pressure) and then unpark one
  * parked worker, if any. A worker takes a request (a single transfer, or a whole batch slice in
- * one go; a slice's like copies between plain-memory tiers in runs of one call each), runs it and
+ * one go; a slice's like copies out of plain memory or a POOL in runs of one call each), runs it and
  * completes its future; with nothing queued it spins for
  * {@link TransferEngine.Settings#spinNanos()} before parking, so back-to-back transfers pay no
  * wake-up. Parking follows a flag handshake: the worker sets its {@code parked} flag, re-checks
@@ -39,7 +39,7 @@ public final class Link {
     /** Name of the endpoint for raw memory ranges (sources of a gather, destinations of a scatter). */
     public static final String MEMORY = "memory";
 
-    /** Most like copies between plain-memory tiers that a batch slice runs in one call of the copy path. */
+    /** Most like copies ({@link TierCopy#copiesInRuns}) that a batch slice runs in one call of the copy path. */
     static final int RUN_ITEMS = 64;
 
     private final String sourceName;
@@ -246,7 +246,7 @@ public final class Link {
     }
 
     /**
-     * Runs a batch slice item by item, and each run of like copies between two plain-memory tiers
+     * Runs a batch slice item by item, and each run of like copies out of plain memory or a POOL
      * ({@link TierCopy#copiesInRuns}: up to {@link #RUN_ITEMS} in a row, same tiers, until they hold
      * {@link NonTemporalCopy#TABLE_CALL_BYTES}) in one call
      * ({@link #runCopies}); returns the time the last item ended.

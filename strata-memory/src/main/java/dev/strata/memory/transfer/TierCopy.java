@@ -2,9 +2,12 @@ package dev.strata.memory.transfer;
 
 import dev.strata.memory.CorruptObjectException;
 import dev.strata.memory.Tier;
+import dev.strata.memory.TierIoException;
 import dev.strata.memory.host.PlainMemoryTier;
+import dev.strata.memory.pool.PoolTier;
 
 import java.lang.foreign.MemorySegment;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Objects;
 
@@ -155,35 +158,46 @@ public final class TierCopy {
 
     /**
      * Whether copies from {@code src} to {@code dst} can run many to a call
-     * ({@link #copyRunUnmetered}): both plain memory, the source's views checked for allocation.
+     * ({@link #copyRunUnmetered}): a plain-memory source whose views are checked for allocation,
+     * into plain memory or a POOL; or out of a POOL into plain memory.
      */
     public static boolean copiesInRuns(Tier src, Tier dst) {
-        return Route.of(src, dst) == Route.PLAIN_TO_PLAIN && src instanceof PlainMemoryTier;
+        return switch (Route.of(src, dst)) {
+            case PLAIN_TO_PLAIN -> src instanceof PlainMemoryTier;
+            case PLAIN_TO_FRAMED -> src instanceof PlainMemoryTier && dst instanceof PoolTier;
+            case FRAMED_TO_PLAIN -> src instanceof PoolTier;
+            case FRAMED_TO_FRAMED -> false;
+        };
     }
 
     /**
      * Copies {@code count} objects from {@code src} to {@code dst} ({@link #copiesInRuns} holds),
      * object {@code i} of {@code lengths[i]} bytes from allocation {@code srcHandles[i]} into
      * {@code dstHandles[i]}, with the result {@link #copyUnmetered} gives each, and leaves the
-     * plain sides unmetered as it does; the bytes of all of them move in one call of
-     * {@link NonTemporalCopy#copyPairs} (one downcall and one fence for the run where a copy each
-     * pays one of each: with the per-copy bookkeeping, about a quarter of a 16 KiB copy's time
-     * where a raw copy moves 13–17 GB/s). Sets {@code moved[i]} to the
-     * length, or to {@link #NOT_FOUND} where the source has no object, and {@code failures[i]} to
-     * the error object {@code i} met before its bytes moved (an invalid length or handle; its
-     * {@code moved[i]} is then 0), else null.
+     * plain sides unmetered as it does; the bytes of all of them move in one call of the streaming
+     * loop (one downcall and one fence for the run where a copy each pays one of each: with the
+     * per-copy bookkeeping, about a quarter of a 16 KiB copy's time where a raw copy moves 13–17
+     * GB/s): {@link NonTemporalCopy#copyPairs} between plain tiers; a POOL's
+     * {@link PoolTier#writeRun} or {@link PoolTier#readRun}, which frame and publish, or verify,
+     * each object as its {@code write} or {@code read} does. Sets {@code moved[i]} to the length,
+     * or to {@link #NOT_FOUND} where the source has no object, and {@code failures[i]} to the error
+     * object {@code i} met (an invalid length or handle, a POOL object that failed its checksum or
+     * has another length; its {@code moved[i]} is then 0), else null.
      *
-     * @throws IllegalArgumentException if a route other than plain to plain is asked for (nothing is copied)
+     * @throws IllegalArgumentException if copies between these tiers do not run many to a call (nothing is copied)
+     * @throws TierIoException          if a POOL's file no longer backs a page (the whole run failed)
      */
     public void copyRunUnmetered(Tier src, long[] srcHandles, Tier dst, long[] dstHandles, long[] lengths, int count,
                                  long[] moved, Throwable[] failures) {
         if (!copiesInRuns(src, dst)) {
             throw new IllegalArgumentException("a run of copies from tier '" + src.name() + "' to tier '" + dst.name()
-                    + "': only copies between plain-memory tiers run many to a call");
+                    + "': only copies from plain memory into plain memory or a POOL, and from a POOL into plain memory,"
+                    + " run many to a call");
         }
-        PlainMemoryTier plainSource = (PlainMemoryTier) src;
         MemorySegment[] from = new MemorySegment[count];
         MemorySegment[] to = new MemorySegment[count];
+        int[] objects = new int[count]; // the objects whose views were found, in order
+        long[] handles = new long[count]; // their handles in the POOL, where one side is a POOL
         int pairs = 0;
         for (int i = 0; i < count; i++) {
             long length = lengths[i];
@@ -191,19 +205,39 @@ public final class TierCopy {
             failures[i] = null;
             try {
                 requirePositive(length, src, srcHandles[i], dst, dstHandles[i]);
-                MemorySegment view = plainSource.viewIfAllocated(srcHandles[i], length);
-                if (view == null) {
-                    moved[i] = NOT_FOUND;
-                    continue;
+                if (src instanceof PlainMemoryTier plainSource) {
+                    MemorySegment view = plainSource.viewIfAllocated(srcHandles[i], length);
+                    if (view == null) {
+                        moved[i] = NOT_FOUND;
+                        continue;
+                    }
+                    from[pairs] = view;
                 }
-                to[pairs] = dst.segment(dstHandles[i], 0, length);
-                from[pairs++] = view;
-                moved[i] = length;
+                if (dst.isPlainMemory()) {
+                    to[pairs] = dst.segment(dstHandles[i], 0, length);
+                }
+                handles[pairs] = src instanceof PoolTier ? srcHandles[i] : dstHandles[i];
+                objects[pairs++] = i;
             } catch (RuntimeException e) {
                 failures[i] = e;
             }
         }
-        NonTemporalCopy.copyPairs(from, to, pairs);
+        Throwable[] met = new Throwable[pairs];
+        boolean[] found = new boolean[pairs];
+        if (dst instanceof PoolTier pool) {
+            pool.writeRun(handles, from, pairs, met);
+            Arrays.fill(found, true);
+        } else if (src instanceof PoolTier pool) {
+            pool.readRun(handles, to, pairs, found, met);
+        } else {
+            NonTemporalCopy.copyPairs(from, to, pairs);
+            Arrays.fill(found, true);
+        }
+        for (int k = 0; k < pairs; k++) {
+            int i = objects[k];
+            failures[i] = met[k];
+            moved[i] = met[k] != null ? 0 : found[k] ? lengths[i] : NOT_FOUND;
+        }
     }
 
     private static void requirePositive(long length, Tier src, long srcHandle, Tier dst, long dstHandle) {

@@ -22,6 +22,6 @@ class PublishProtocolStressTest {
     @Test
     void publishProtocolHasNoForbiddenOutcomes(@TempDir Path dir) throws Exception {
         JcstressRun.assertNoForbiddenOutcomes(dir, PublishProtocolStress.class,
-                List.of("--add-modules=jdk.incubator.vector"), "Publish", "Reuse");
+                List.of("--add-modules=jdk.incubator.vector", "--enable-native-access=ALL-UNNAMED"), "Publish", "Reuse", "RunPublish", "RunReuse");
     }
 }

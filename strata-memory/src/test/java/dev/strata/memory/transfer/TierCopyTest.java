@@ -288,10 +288,94 @@ class TierCopyTest {
         for (int i : new int[] {0, 2, 4}) {
             assertThat(device.segment(dst[i], 0, sizes[i]).toArray(ValueLayout.JAVA_BYTE)).as("object %d", i).isEqualTo(data.get(i));
         }
-        long p = pool.allocate(100);
-        assertThatThrownBy(() -> copy.copyRunUnmetered(host, new long[] {src[0]}, pool, new long[] {p}, new long[] {100}, 1,
+        long p = store(pool, data.get(3));
+        long d = disk.allocate(100);
+        assertThatThrownBy(() -> copy.copyRunUnmetered(pool, new long[] {p}, disk, new long[] {d}, new long[] {100}, 1,
                 new long[1], new Throwable[1])).isInstanceOf(IllegalArgumentException.class)
-                .hasMessageContaining("'" + pool.name() + "'").hasMessageContaining("plain-memory");
+                .hasMessageContaining("'" + pool.name() + "'").hasMessageContaining("'" + disk.name() + "'")
+                .hasMessageContaining("run many to a call");
+        assertThat(disk.read(d, MemorySegment.ofArray(new byte[100]))).as("nothing written").isFalse();
+    }
+
+    /**
+     * Runs of copies into and out of the POOL give each object what its own copy gives: written
+     * objects are framed and verify, read objects are checked; a source not found, an allocation
+     * that is not there or too small, an object not published, a destination of another length and
+     * a corrupted frame are each that object's own result, and the others still copy. The same with
+     * streaming off, where the pool takes each object in turn.
+     */
+    @Test
+    void runsIntoAndOutOfThePoolFrameAndVerifyEachObjectAsItsOwnCopyWould() {
+        for (NonTemporalCopy.Mode mode : NonTemporalCopy.Mode.values()) {
+            NonTemporalCopy.mode(mode);
+            try {
+                int n = 7;
+                int size = 16 * 1024;
+                long[] src = new long[n];
+                long[] dst = new long[n];
+                long[] lengths = new long[n];
+                List<byte[]> data = new ArrayList<>();
+                for (int i = 0; i < n; i++) {
+                    byte[] bytes = randomBytes(size);
+                    data.add(bytes);
+                    src[i] = store(host, bytes);
+                    dst[i] = pool.allocate(i == 4 ? 4096 : size); // 4: an allocation too small
+                    lengths[i] = size;
+                }
+                host.free(src[1]); // not found
+                pool.free(dst[3]); // not allocated
+                long streamedBefore = NonTemporalCopy.bytesStreamed();
+                long[] moved = new long[n];
+                Throwable[] failures = new Throwable[n];
+                copy.copyRunUnmetered(host, src, pool, dst, lengths, n, moved, failures);
+                String what = "into the pool, " + mode;
+                assertThat(moved).as(what).containsExactly(size, TierCopy.NOT_FOUND, size, 0, 0, size, size);
+                assertThat(failures[3]).as(what).isInstanceOf(IllegalStateException.class).hasMessageContaining("not allocated");
+                assertThat(failures[4]).as(what).isInstanceOf(IllegalArgumentException.class).hasMessageContaining("does not fit");
+                assertThat(failures).as(what).filteredOn(java.util.Objects::nonNull).hasSize(2);
+                for (int i : new int[] {0, 2, 5, 6}) {
+                    assertThat(readBack(pool, dst[i], size)).as("%s, object %d", what, i).isEqualTo(data.get(i));
+                }
+                if (mode == NonTemporalCopy.Mode.AUTO && NonTemporalCopy.guardsMappings()) {
+                    assertThat(NonTemporalCopy.bytesStreamed() - streamedBefore).as("streamed").isGreaterThanOrEqualTo(4L * size);
+                }
+
+                // back out: 0 and 6 whole, 2 corrupted, 5 asked for with another length, 3 never published
+                dst[3] = pool.allocate(size);
+                MemorySegment frame = pool.segment(dst[2], 0, size);
+                frame.set(ValueLayout.JAVA_BYTE, 9_000, (byte) (data.get(2)[9_000] ^ 0x10));
+                long[] back = new long[n];
+                for (int i = 0; i < n; i++) {
+                    back[i] = host.allocate(size);
+                }
+                long[] backLengths = lengths.clone();
+                backLengths[5] = size - 256;
+                long[] pooled = {dst[0], dst[2], dst[3], dst[5], dst[6]};
+                long[] into = {back[0], back[2], back[3], back[5], back[6]};
+                long[] wanted = {size, size, size, size - 256, size};
+                long[] out = new long[5];
+                Throwable[] outFailures = new Throwable[5];
+                copy.copyRunUnmetered(pool, pooled, host, into, wanted, 5, out, outFailures);
+                what = "out of the pool, " + mode;
+                assertThat(out).as(what).containsExactly(size, 0, TierCopy.NOT_FOUND, 0, size);
+                assertThat(outFailures[1]).as(what).isInstanceOf(CorruptObjectException.class)
+                        .hasMessageContaining("handle " + dst[2]).hasMessageContaining("'" + pool.name() + "'");
+                assertThat(outFailures[3]).as(what).isInstanceOf(IllegalArgumentException.class)
+                        .hasMessageContaining("does not match object of " + size);
+                assertThat(outFailures).as(what).filteredOn(java.util.Objects::nonNull).hasSize(2);
+                assertThat(host.segment(back[0], 0, size).toArray(ValueLayout.JAVA_BYTE)).as(what).isEqualTo(data.get(0));
+                assertThat(host.segment(back[6], 0, size).toArray(ValueLayout.JAVA_BYTE)).as(what).isEqualTo(data.get(6));
+                for (int i = 0; i < n; i++) {
+                    if (i != 1) {
+                        host.free(src[i]);
+                    }
+                    host.free(back[i]);
+                    pool.free(dst[i]);
+                }
+            } finally {
+                NonTemporalCopy.mode(NonTemporalCopy.Mode.AUTO);
+            }
+        }
     }
 
     @Test

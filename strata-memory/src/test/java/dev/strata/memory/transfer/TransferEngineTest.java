@@ -1,19 +1,24 @@
 package dev.strata.memory.transfer;
 
 import dev.strata.memory.Allocator;
+import dev.strata.memory.CorruptObjectException;
 import dev.strata.memory.Tier;
 import dev.strata.memory.TierKind;
 import dev.strata.memory.device.DeviceTier;
 import dev.strata.memory.host.HostTier;
 import dev.strata.memory.host.MemoryAudit;
+import dev.strata.memory.pool.PoolConfig;
+import dev.strata.memory.pool.PoolTier;
 import dev.strata.testing.Property;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
@@ -417,6 +422,100 @@ class TransferEngineTest {
             assertThat(link.bytes()).isEqualTo(expectedBytes);
             assertThat(host.stats().bytesRead() - hostReadBefore).isEqualTo(expectedBytes);
             assertThat(device.stats().bytesWritten() - deviceWrittenBefore).isEqualTo(expectedBytes);
+        }
+    }
+
+    /**
+     * Copies into and out of a POOL in a batch run many to a call too: each item still gets its own
+     * result (a source not found and an allocation too small on the way in, a corrupted frame on
+     * the way out, runs longer than one call), every object written verifies, and the links'
+     * counters and the tiers' meters count what each result says.
+     */
+    @Test
+    void copiesIntoAndOutOfThePoolRunManyToACallAndEachKeepsItsOwnResult(@TempDir Path dir) throws Exception {
+        SplittableRandom random = new SplittableRandom(31);
+        HostTier host = track(HostTier.create("host", 16L << 20));
+        PoolTier pool = track(PoolTier.open(PoolConfig.builder("pool").paths(List.of(dir.resolve("engine.pool")))
+                .capacity(8L << 20).chunkSize(4096).conclude()));
+        int items = 3 * Link.RUN_ITEMS + 7;
+        int size = 16 * 1024;
+        int notFoundAt = Link.RUN_ITEMS + 3;
+        int tooSmallAt = 2 * Link.RUN_ITEMS - 1;
+        int corruptAt = 2 * Link.RUN_ITEMS + 5;
+        try (TransferEngine engine = new TransferEngine()) {
+            List<Transfer> in = new ArrayList<>();
+            List<MemorySegment> data = new ArrayList<>();
+            long[] pooled = new long[items];
+            long freed = -1;
+            for (int i = 0; i < items; i++) {
+                long s = host.allocate(size);
+                MemorySegment bytes = randomBytes(size, random);
+                host.write(s, bytes);
+                data.add(bytes);
+                pooled[i] = pool.allocate(i == tooSmallAt ? 4096 : size);
+                if (i == notFoundAt) {
+                    freed = s;
+                }
+                in.add(Transfer.copy(host, s, pool, pooled[i], size));
+            }
+            host.free(freed); // after every allocation, so that no other object takes its place
+            long hostReadBefore = host.stats().bytesRead();
+            long poolWrittenBefore = pool.stats().bytesWritten();
+
+            BatchResult written = engine.submitBatch(in).get(30, TimeUnit.SECONDS);
+
+            assertThat(written.count(TransferStatus.COMPLETED)).isEqualTo(items - 2);
+            assertThat(written.results().get(notFoundAt).status()).isEqualTo(TransferStatus.NOT_FOUND);
+            assertThat(written.results().get(tooSmallAt).status()).isEqualTo(TransferStatus.FAILED);
+            assertThat(written.firstFailure()).hasMessageContaining("batch item " + tooSmallAt)
+                    .hasRootCauseInstanceOf(IllegalArgumentException.class);
+            long expected = (long) (items - 2) * size;
+            assertThat(written.bytes()).isEqualTo(expected);
+            assertThat(host.stats().bytesRead() - hostReadBefore).isEqualTo(expected);
+            assertThat(pool.stats().bytesWritten() - poolWrittenBefore).isEqualTo(expected);
+            LinkStats inLink = engine.linkStats().stream().filter(l -> l.bytes() == expected).findFirst().orElseThrow();
+            assertThat(inLink.completed()).isEqualTo(items - 2);
+            assertThat(inLink.notFound()).isEqualTo(1);
+            assertThat(inLink.failed()).isEqualTo(1);
+
+            MemorySegment frame = pool.segment(pooled[corruptAt], 0, size);
+            frame.set(ValueLayout.JAVA_BYTE, 100, (byte) (frame.get(ValueLayout.JAVA_BYTE, 100) ^ 1)); // behind the frame's back
+            List<Transfer> out = new ArrayList<>();
+            long[] back = new long[items];
+            for (int i = 0; i < items; i++) {
+                back[i] = host.allocate(size);
+                host.write(back[i], arena.allocate(size).fill((byte) 0x5A));
+                out.add(Transfer.copy(pool, pooled[i], host, back[i], size));
+            }
+            long poolReadBefore = pool.stats().bytesRead();
+
+            BatchResult read = engine.submitBatch(out).get(30, TimeUnit.SECONDS);
+
+            for (int i = 0; i < items; i++) {
+                TransferStatus status = read.results().get(i).status();
+                MemorySegment landed = contents(host, back[i], size, arena);
+                if (i == notFoundAt || i == tooSmallAt) {
+                    assertThat(status).as("item %d, never published", i).isEqualTo(TransferStatus.NOT_FOUND);
+                } else if (i == corruptAt) {
+                    assertThat(status).as("item %d", i).isEqualTo(TransferStatus.FAILED);
+                } else {
+                    assertThat(status).as("item %d", i).isEqualTo(TransferStatus.COMPLETED);
+                    assertThat(landed.mismatch(data.get(i))).as("item %d", i).isEqualTo(-1);
+                    continue;
+                }
+                if (i != corruptAt) {
+                    assertThat(landed.get(ValueLayout.JAVA_BYTE, 0)).as("item %d untouched", i).isEqualTo((byte) 0x5A);
+                }
+            }
+            assertThat(read.firstFailure()).hasMessageContaining("batch item " + corruptAt)
+                    .hasRootCauseInstanceOf(CorruptObjectException.class);
+            long readBytes = (long) (items - 3) * size;
+            assertThat(read.bytes()).isEqualTo(readBytes);
+            assertThat(pool.stats().bytesRead() - poolReadBefore).isEqualTo(readBytes);
+            LinkStats outLink = engine.linkStats().stream().filter(l -> l.bytes() == readBytes).findFirst().orElseThrow();
+            assertThat(outLink.completed()).isEqualTo(items - 3);
+            assertThat(outLink.notFound()).isEqualTo(2);
+            assertThat(outLink.failed()).isEqualTo(1);
         }
     }
 
