@@ -182,10 +182,12 @@ public final class TierCopy {
      * each object as its {@code write} or {@code read} does. Sets {@code moved[i]} to the length,
      * or to {@link #NOT_FOUND} where the source has no object, and {@code failures[i]} to the error
      * object {@code i} met (an invalid length or handle, a POOL object that failed its checksum or
-     * has another length; its {@code moved[i]} is then 0), else null.
+     * has another length; its {@code moved[i]} is then 0), else null. When the call itself throws,
+     * {@code moved[i]} holds the length of every object whose copy was under way (the caller fails
+     * those with the exception), {@link #NOT_FOUND} or 0 with its failure for the others.
      *
      * @throws IllegalArgumentException if copies between these tiers do not run many to a call (nothing is copied)
-     * @throws TierIoException          if a POOL's file no longer backs a page (the whole run failed)
+     * @throws TierIoException          if a POOL's file no longer backs a page (every object under way failed)
      */
     public void copyRunUnmetered(Tier src, long[] srcHandles, Tier dst, long[] dstHandles, long[] lengths, int count,
                                  long[] moved, Throwable[] failures) {
@@ -218,6 +220,7 @@ public final class TierCopy {
                 }
                 handles[pairs] = src instanceof PoolTier ? srcHandles[i] : dstHandles[i];
                 objects[pairs++] = i;
+                moved[i] = length; // under way: if the call below throws, the caller fails this copy with it
             } catch (RuntimeException e) {
                 failures[i] = e;
             }

@@ -8,7 +8,13 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import dev.strata.memory.Sizes;
 import dev.strata.memory.TierIoException;
+import dev.strata.memory.host.HostTier;
+import dev.strata.memory.transfer.BatchResult;
 import dev.strata.memory.transfer.NonTemporalCopy;
+import dev.strata.memory.transfer.Transfer;
+import dev.strata.memory.transfer.TransferEngine;
+import dev.strata.memory.transfer.TransferResult;
+import dev.strata.memory.transfer.TransferStatus;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -22,6 +28,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.SplittableRandom;
+import java.util.concurrent.TimeUnit;
 import org.assertj.core.api.ThrowableAssert.ThrowingCallable;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -126,6 +133,50 @@ class PoolFaultTest {
             boolean readFirst = first.equals("scatter read");
             Throwable fault = assertFaultedThenClosed(pool, files.paths.getFirst(), readFirst ? read : write, readFirst ? write : read);
             assertThat(fault).rootCause().as("the fault the guard caught in the loop").hasMessageContaining("a streaming copy met a page");
+        }
+    }
+
+    /**
+     * A batch of the transfer engine whose copies into or out of the pool run many to a call, over a
+     * pool file truncated part way through its first object: every copy of the run fails with the
+     * tier's fault (none is reported not found, none completes), the process lives, and the tier
+     * is faulted and closes.
+     */
+    @ParameterizedTest(name = "{0}")
+    @ValueSource(strings = {"into the pool", "out of the pool"})
+    void aTruncatedPoolFileUnderARunOfCopiesFailsEveryCopyOfTheRun(String direction) throws Exception {
+        assumeTrue(NonTemporalCopy.guardsMappings(), "no guarded streaming loop on this machine");
+        int n = 16;
+        long size = 16 * 1024;
+        try (PoolFiles files = new PoolFiles("run", 1);
+             HostTier host = HostTier.create("run-host", 4 * MiB);
+             TransferEngine engine = new TransferEngine()) {
+            PoolTier pool = PoolTier.open(files.config().capacity(4 * MiB).chunkSize(16 * 1024)
+                    .heartbeatInterval(Duration.ofMillis(20)).conclude());
+            long[] hosted = new long[n];
+            long[] pooled = new long[n];
+            SplittableRandom random = new SplittableRandom(5);
+            for (int i = 0; i < n; i++) {
+                hosted[i] = host.allocate(size);
+                host.write(hosted[i], MemorySegment.ofArray(PoolTierTest.randomBytes(random, (int) size)));
+                pooled[i] = pool.allocate(size);
+                pool.write(pooled[i], host.segment(hosted[i], 0, size));
+            }
+            long first = java.util.Arrays.stream(pooled).min().orElseThrow();
+            truncate(files.paths.getFirst(), dataOffset(files.paths.getFirst()) + first + 4096); // tables and one page stay
+
+            boolean into = direction.equals("into the pool");
+            List<Transfer> batch = new ArrayList<>();
+            for (int i = 0; i < n; i++) {
+                batch.add(into ? Transfer.copy(host, hosted[i], pool, pooled[i], size) : Transfer.copy(pool, pooled[i], host, hosted[i], size));
+            }
+            BatchResult result = engine.submitBatch(batch).get(30, TimeUnit.SECONDS);
+
+            assertThat(result.results()).extracting(TransferResult::status).containsOnly(TransferStatus.FAILED);
+            assertThat(result.firstFailure()).cause().isInstanceOf(TierIoException.class)
+                    .hasMessageContaining(files.paths.getFirst().toString()).hasMessageContaining("truncated");
+            assertThat(pool.fault()).isNotNull();
+            assertTimeoutPreemptively(Duration.ofSeconds(20), pool::close);
         }
     }
 
