@@ -542,17 +542,7 @@ public final class PoolTier implements Tier {
         } catch (InternalError e) {
             throw faultOf(e);
         }
-        long ops = 0;
-        long bytes = 0;
-        for (int i = 0; i < count; i++) {
-            if (failures[i] == null) {
-                ops++;
-                bytes += sources[i].byteSize();
-            }
-        }
-        if (ops > 0) {
-            meter.recordWrites(ops, bytes, System.nanoTime() - start);
-        }
+        meterRun(false, sources, null, failures, count, start);
     }
 
     /**
@@ -574,16 +564,28 @@ public final class PoolTier implements Tier {
         } catch (InternalError e) {
             throw faultOf(e);
         }
+        meterRun(true, destinations, found, failures, count, start);
+    }
+
+    /**
+     * Records the objects of a run that were written (no failure) or, for {@code reads}, read
+     * ({@code found} and no failure), the sizes of their {@code segments}, as one run begun at
+     * {@code start}.
+     */
+    private void meterRun(boolean reads, MemorySegment[] segments, boolean[] found, Throwable[] failures, int count,
+                          long start) {
         long ops = 0;
         long bytes = 0;
         for (int i = 0; i < count; i++) {
-            if (found[i] && failures[i] == null) {
+            if (failures[i] == null && (!reads || found[i])) {
                 ops++;
-                bytes += destinations[i].byteSize();
+                bytes += segments[i].byteSize();
             }
         }
-        if (ops > 0) {
+        if (ops > 0 && reads) {
             meter.recordReads(ops, bytes, System.nanoTime() - start);
+        } else if (ops > 0) {
+            meter.recordWrites(ops, bytes, System.nanoTime() - start);
         }
     }
 

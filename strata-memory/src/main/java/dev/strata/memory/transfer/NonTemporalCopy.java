@@ -711,12 +711,7 @@ public final class NonTemporalCopy {
      * @throws IllegalArgumentException if a pair's lengths differ (nothing is copied)
      */
     public static void copyPairs(MemorySegment[] sources, MemorySegment[] destinations, int count) {
-        for (int i = 0; i < count; i++) {
-            if (sources[i].byteSize() != destinations[i].byteSize()) {
-                throw new IllegalArgumentException("copy of " + sources[i].byteSize() + " bytes into "
-                        + destinations[i].byteSize() + " (pair " + i + " of " + count + ")");
-            }
-        }
+        requireSameLengths(sources, destinations, count);
         boolean streaming = available() && count > 0;
         MemorySegment.Scope srcScope = null;
         MemorySegment.Scope dstScope = null;
@@ -733,10 +728,7 @@ public final class NonTemporalCopy {
                 MemorySegment s = sources[i];
                 MemorySegment d = destinations[i];
                 long len = d.byteSize();
-                long sa = s.address();
-                long da = d.address();
-                boolean takes = streaming && len > 0 && len % pass == 0 && len < JVM_STREAMING_BYTES
-                        && (da & (LINE - 1)) == 0 && !d.isReadOnly() && !(sa < da + len && da < sa + len);
+                boolean takes = streaming && len < JVM_STREAMING_BYTES && loopTakes(s, d, pass);
                 if (takes && anchor == null) {
                     takes = qualifies(s) && qualifies(d);
                     if (takes) {
@@ -760,7 +752,7 @@ public final class NonTemporalCopy {
                     copy(s, 0, d, 0, len);
                     continue;
                 }
-                setEntry(table, entries, sa, da, len, 0);
+                setEntry(table, entries, s.address(), d.address(), len, 0);
                 entries++;
                 bytes += len;
             }
@@ -818,12 +810,7 @@ public final class NonTemporalCopy {
             throw new IllegalArgumentException("sums of " + sums.length + " words for " + count + " pairs (" + 2 * SUM_WORDS
                     + " each)");
         }
-        for (int i = 0; i < count; i++) {
-            if (sources[i].byteSize() != destinations[i].byteSize()) {
-                throw new IllegalArgumentException("copy of " + sources[i].byteSize() + " bytes into "
-                        + destinations[i].byteSize() + " (pair " + i + " of " + count + ")");
-            }
-        }
+        requireSameLengths(sources, destinations, count);
         if (!GUARDED || mode != Mode.AUTO || count == 0 || !sources[0].isNative() || !destinations[0].isNative()) {
             return false;
         }
@@ -834,14 +821,10 @@ public final class NonTemporalCopy {
         for (int i = 0; i < count; i++) {
             MemorySegment s = sources[i];
             MemorySegment d = destinations[i];
-            long len = d.byteSize();
-            long sa = s.address();
-            long da = d.address();
-            if (s.scope() != srcScope || d.scope() != dstScope || len == 0 || len % pass != 0 || (da & (LINE - 1)) != 0
-                    || d.isReadOnly() || (sa < da + len && da < sa + len)) {
+            if (s.scope() != srcScope || d.scope() != dstScope || !loopTakes(s, d, pass)) {
                 return false;
             }
-            entriesNeeded += (int) ((len + TABLE_CALL_BYTES - 1) / TABLE_CALL_BYTES);
+            entriesNeeded += (int) ((d.byteSize() + TABLE_CALL_BYTES - 1) / TABLE_CALL_BYTES);
         }
         int room = Math.min(entriesNeeded, 1024); // entries a call holds
         MemorySegment table = tableScratch(room);
@@ -1098,6 +1081,28 @@ public final class NonTemporalCopy {
         }
         if (status != 0) {
             throw new InternalError(FAULT_MESSAGE + " (" + operation + ", a call of " + count + " pieces)");
+        }
+    }
+
+    /**
+     * Whether a loop of {@code pass} bytes a pass can copy {@code src} into {@code dst} (the same
+     * length): a positive whole number of passes, the destination writable and on a cache line,
+     * the two not overlapping.
+     */
+    private static boolean loopTakes(MemorySegment src, MemorySegment dst, long pass) {
+        long len = dst.byteSize();
+        long sa = src.address();
+        long da = dst.address();
+        return len > 0 && len % pass == 0 && (da & (LINE - 1)) == 0 && !dst.isReadOnly() && !(sa < da + len && da < sa + len);
+    }
+
+    /** @throws IllegalArgumentException naming the first of the {@code count} pairs whose lengths differ */
+    private static void requireSameLengths(MemorySegment[] sources, MemorySegment[] destinations, int count) {
+        for (int i = 0; i < count; i++) {
+            if (sources[i].byteSize() != destinations[i].byteSize()) {
+                throw new IllegalArgumentException("copy of " + sources[i].byteSize() + " bytes into "
+                        + destinations[i].byteSize() + " (pair " + i + " of " + count + ")");
+            }
         }
     }
 
