@@ -301,7 +301,8 @@ public final class LocalRedisCluster {
 
     /**
      * Starts every node that is not running and waits until the cluster reports
-     * {@code cluster_state:ok} on every node. A start that fails stops the nodes it started.
+     * {@code cluster_state:ok} on every node. A start that fails stops the nodes it started and
+     * waits until they have exited.
      *
      * @param wait the longest to wait for the nodes and the cluster
      * @throws IllegalStateException naming the binary and the install command when
@@ -348,10 +349,10 @@ public final class LocalRedisCluster {
             awaitClusterOk(deadline);
             return this;
         } catch (IOException e) {
-            launched.values().forEach(Process::destroy); // a failed start leaves no node of its own running
+            terminate(launched.values().stream().map(Process::toHandle).toList()); // a failed start leaves no node of its own running
             throw new UncheckedIOException("cannot start the cluster in " + dir + ": " + e.getMessage(), e);
         } catch (RuntimeException e) {
-            launched.values().forEach(Process::destroy);
+            terminate(launched.values().stream().map(Process::toHandle).toList());
             throw e;
         }
     }
@@ -367,11 +368,20 @@ public final class LocalRedisCluster {
         for (int port : ports()) {
             running(port).ifPresent(live::add);
         }
-        for (ProcessHandle h : live) {
+        terminate(live);
+        return live.size();
+    }
+
+    /**
+     * Stops {@code nodes} and returns once every one has exited: SIGTERM, then SIGKILL to any still
+     * running after {@link #STOP_GRACE} (a node shutting down still writes in its directory).
+     */
+    private static void terminate(List<ProcessHandle> nodes) {
+        for (ProcessHandle h : nodes) {
             h.destroy();
         }
         long deadline = System.nanoTime() + STOP_GRACE.toNanos();
-        for (ProcessHandle h : live) {
+        for (ProcessHandle h : nodes) {
             try {
                 long left = deadline - System.nanoTime();
                 h.onExit().get(Math.max(1, left), TimeUnit.NANOSECONDS);
@@ -380,7 +390,6 @@ public final class LocalRedisCluster {
                 h.onExit().join();
             }
         }
-        return live.size();
     }
 
     /**
