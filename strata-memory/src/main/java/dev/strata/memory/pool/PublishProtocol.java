@@ -164,12 +164,11 @@ final class PublishProtocol {
             wanted += p.byteSize();
         }
         if (wanted != length) {
-            VarHandle.loadLoadFence();
-            if (descriptors.stateAcquire(head) != before) {
+            RuntimeException mismatch = lengthMismatch(handle, head, before, wanted, length);
+            if (mismatch == null) {
                 return false;
             }
-            throw afterPendingFaults(new IllegalArgumentException("destination of " + wanted + " bytes does not match object of "
-                    + length + " bytes at handle " + handle + " in tier '" + tierName + "'"));
+            throw mismatch;
         }
         Checksum64 checksum = CHECKSUM.get().reset().copyMappedToPartsAndUpdate(data, handle, parts);
         VarHandle.loadLoadFence();
@@ -260,12 +259,7 @@ final class PublishProtocol {
                 stored[i] = descriptors.checksum(heads[i]);
                 long wanted = destinations[i].byteSize();
                 if (wanted != length) {
-                    VarHandle.loadLoadFence();
-                    if (descriptors.stateAcquire(heads[i]) == before[i]) {
-                        failures[i] = afterPendingFaults(new IllegalArgumentException("destination of " + wanted
-                                + " bytes does not match object of " + length + " bytes at handle " + handles[i]
-                                + " in tier '" + tierName + "'"));
-                    }
+                    failures[i] = lengthMismatch(handles[i], heads[i], before[i], wanted, length);
                     continue;
                 }
                 from[copying] = data.asSlice(handles[i], length);
@@ -301,6 +295,20 @@ final class PublishProtocol {
                 found[i] = true;
             }
         }
+    }
+
+    /**
+     * The error of a read into {@code wanted} bytes of the object of {@code length} bytes at
+     * {@code handle}, whose state word was {@code before}: null if the word has changed since (the
+     * length read may be another object's, so there is no object to read), else the mismatch.
+     */
+    private RuntimeException lengthMismatch(long handle, long head, long before, long wanted, long length) {
+        VarHandle.loadLoadFence();
+        if (descriptors.stateAcquire(head) != before) {
+            return null;
+        }
+        return afterPendingFaults(new IllegalArgumentException("destination of " + wanted + " bytes does not match object of "
+                + length + " bytes at handle " + handle + " in tier '" + tierName + "'"));
     }
 
     /**
