@@ -9,6 +9,7 @@ import dev.strata.memory.transfer.TransferStatus;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.Callable;
 import java.util.concurrent.CompletableFuture;
 
 /**
@@ -20,7 +21,8 @@ import java.util.concurrent.CompletableFuture;
  * objects at once, such as the blocks of a sequence) with two batches in flight and one wait per
  * batch; {@link #engine} submits every copy as its own request with up to {@code window}
  * outstanding, which keeps several requests in flight on links with several workers (DISK), as
- * the KV block manager's load pipeline submits each block it loads. Confined to the calling thread.
+ * the KV block manager's load pipeline submits each block it loads. Confined to the calling thread,
+ * except a baseline handed to {@link #onLinkThread}, which runs on the link's worker.
  */
 final class CopyMeasure {
     private CopyMeasure() {
@@ -33,6 +35,17 @@ final class CopyMeasure {
             MemorySegment.copy(src.segment(srcHandles[i], 0, size), 0, dst.segment(dstHandles[i], 0, size), 0, size);
         }
         return gbPerSecond(size * srcHandles.length, System.nanoTime() - start);
+    }
+
+    /**
+     * Runs a baseline {@code measure} (GB/s) on the worker thread of the engine's link from
+     * {@code src} to {@code dst} (null: raw memory ranges) and returns its figure: the baseline then
+     * runs on the thread, and so the processor, that runs the engine's copies it is paired with. On
+     * a machine whose processors copy at different speeds, a baseline on the bench's own thread
+     * moved every engine figure by up to a fifth.
+     */
+    static double onLinkThread(TransferEngine engine, Tier src, Tier dst, Callable<Double> measure) {
+        return engine.runOnLink(src, dst, measure).join();
     }
 
     /** The same copies through {@code engine}, pipelined with at most {@code window} outstanding. */

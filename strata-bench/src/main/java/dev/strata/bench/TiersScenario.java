@@ -182,10 +182,10 @@ public final class TiersScenario implements Scenario {
                     long[] dh = handles[d];
                     Trials.warmUntilCompiled(1, warmUpNanos, () -> CopyMeasure.batched(engine, src, sh, dst, dh, size, BATCH_BYTES));
                     Paired m = Trials.pairedUntilDecided(rounds, maxRounds, COPY_GOAL,
-                            () -> CopyMeasure.raw(src, sh, dst, dh, size),
+                            () -> CopyMeasure.onLinkThread(engine, src, dst, () -> CopyMeasure.raw(src, sh, dst, dh, size)),
                             () -> CopyMeasure.batched(engine, src, sh, dst, dh, size, BATCH_BYTES));
                     Figure f = Figure.paired(src.name() + "_to_" + dst.name() + "_copy_" + label(size), "GB/s",
-                            "raw MemorySegment.copy", m, COPY_GOAL).withNote("submitBatch, 16 MiB or 256 transfers a batch, 2 in flight");
+                            "raw MemorySegment.copy on the link's thread", m, COPY_GOAL).withNote("submitBatch, 16 MiB or 256 transfers a batch, 2 in flight");
                     figures.add(f);
                     engineGBps[s][d][sizeIndex] = f.value();
                     rawGBps[s][d][sizeIndex] = f.baselineValue();
@@ -237,16 +237,16 @@ public final class TiersScenario implements Scenario {
                 long[] handles = allocate(dst, blocks, blockBytes);
                 Trials.warmUntilCompiled(1, warmUpNanos, () -> gather(engine, layouts, dst, handles));
                 Paired g = Trials.pairedUntilDecided(rounds, maxRounds, GATHER_GOAL,
-                        () -> rawContiguous(cache, dst, handles, blockBytes, true),
+                        () -> CopyMeasure.onLinkThread(engine, null, dst, () -> rawContiguous(cache, dst, handles, blockBytes, true)),
                         () -> gather(engine, layouts, dst, handles));
                 figures.add(Figure.paired("kv_gather_" + shapeName + "_device_to_" + dst.name(), "GB/s",
-                        "raw copy of the same bytes (contiguous)", g, GATHER_GOAL));
+                        "raw copy of the same bytes (contiguous) on the link's thread", g, GATHER_GOAL));
                 Trials.warmUntilCompiled(1, warmUpNanos, () -> scatter(engine, layouts, dst, handles));
                 Paired s = Trials.pairedUntilDecided(rounds, maxRounds, GATHER_GOAL,
-                        () -> rawContiguous(cache, dst, handles, blockBytes, false),
+                        () -> CopyMeasure.onLinkThread(engine, dst, null, () -> rawContiguous(cache, dst, handles, blockBytes, false)),
                         () -> scatter(engine, layouts, dst, handles));
                 figures.add(Figure.paired("kv_scatter_" + shapeName + "_" + dst.name() + "_to_device", "GB/s",
-                        "raw copy of the same bytes (contiguous)", s, GATHER_GOAL));
+                        "raw copy of the same bytes (contiguous) on the link's thread", s, GATHER_GOAL));
                 freeAll(dst, handles);
             }
             device.free(kv);

@@ -5,6 +5,7 @@ import org.HdrHistogram.Histogram;
 
 import java.lang.foreign.MemorySegment;
 import java.util.List;
+import java.util.concurrent.Callable;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -29,6 +30,10 @@ import java.util.concurrent.locks.LockSupport;
  *
  * <p>Statistics are recorded before a future completes, so a caller that waited on a future sees
  * that transfer counted.
+ *
+ * <p>A caller's task ({@link TransferEngine#runOnLink}) queues like a request and runs on a worker
+ * between transfers, uncounted: a measurement's baseline copy runs there so that it and the copies
+ * it is compared with share a thread.
  *
  * <p>Threads: {@link #stats()} and the package-private submit methods may be called from any
  * thread; futures complete on the link's worker threads (dependent actions that are not async run
@@ -186,6 +191,9 @@ public final class Link {
             }
             if (request instanceof CopyRequest single) {
                 lastEnd = runSingle(self, single, lastEnd);
+            } else if (request instanceof Task<?> task) {
+                task.run();
+                lastEnd = 0; // a task is not a transfer: the next one's start is read afresh
             } else {
                 lastEnd = runSlice(self, (BatchSlice) request, lastEnd);
             }
@@ -544,6 +552,30 @@ public final class Link {
     }
 
     /** The part of a batch that runs on one link, taken by a worker in one go. */
+    /**
+     * A caller's task run on a worker of this link in queue order ({@link TransferEngine#runOnLink}):
+     * not a transfer, so neither the link's counters nor its latencies see it. Completes with the
+     * task's value, or exceptionally with what it threw; the worker goes on either way.
+     */
+    static final class Task<T> extends SpinningFuture<T> {
+        private final Callable<T> work;
+
+        Task(Callable<T> work) {
+            this.work = work;
+        }
+
+        void run() {
+            T value;
+            try {
+                value = work.call();
+            } catch (Throwable t) {
+                completeExceptionally(t);
+                return;
+            }
+            complete(value);
+        }
+    }
+
     static final class BatchSlice {
         final BatchTracker tracker;
         final int[] indices; // positions in tracker.transfers, ascending

@@ -10,6 +10,7 @@ import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.concurrent.Callable;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
@@ -245,6 +246,34 @@ public final class TransferEngine implements AutoCloseable {
                 }
             }
             return tracker.future;
+        } finally {
+            exit();
+        }
+    }
+
+    /**
+     * Runs {@code task} on a worker of the link from {@code src} to {@code dst} (null on either side
+     * stands for raw memory ranges, the link of gathers or of scatters), after the requests queued on
+     * that link before it; the future completes with the task's value or what it threw. The task is
+     * not a transfer: the link's counters, latencies and the tiers' meters do not see it, and while
+     * it runs the link's other requests wait (with one worker) behind it, so it should be short.
+     *
+     * <p>Its use is measurement: a baseline copy run here shares the thread (and so the processor
+     * and its caches) of the transfers it is compared with, which a baseline on the caller's thread
+     * does not. Any thread may call; the task runs on the link's worker thread.
+     *
+     * @throws IllegalStateException if the engine is closed
+     */
+    public <T> CompletableFuture<T> runOnLink(Tier src, Tier dst, Callable<T> task) {
+        Objects.requireNonNull(task, "task");
+        if (src == null && dst == null) {
+            throw new IllegalArgumentException("a link has a tier on at least one side; both were null");
+        }
+        enter();
+        try {
+            Link.Task<T> request = new Link.Task<>(task);
+            linkFor(src, dst).submit(request);
+            return request;
         } finally {
             exit();
         }

@@ -666,6 +666,60 @@ class TransferEngineTest {
     }
 
     @Test
+    void aTaskRunsOnTheLinksWorkerAfterTheRequestsBeforeItAndIsNotCountedAsATransfer() throws Exception {
+        SplittableRandom random = new SplittableRandom(17);
+        HostTier host = track(HostTier.create("host", 8L << 20));
+        DeviceTier device = track(DeviceTier.cpu("device", 8L << 20));
+        try (TransferEngine engine = new TransferEngine(TransferEngine.Settings.defaults().withSpinNanos(0))) {
+            long s = host.allocate(256 * 1024);
+            MemorySegment bytes = randomBytes(256 * 1024, random);
+            host.write(s, bytes);
+            List<CompletableFuture<TransferResult>> before = new ArrayList<>();
+            long[] d = new long[20];
+            for (int i = 0; i < d.length; i++) {
+                d[i] = device.allocate(256 * 1024);
+                before.add(engine.copy(host, s, device, d[i], 256 * 1024));
+            }
+            // the task sees every copy queued before it done, and runs on the link's own thread
+            CompletableFuture<String> task = engine.runOnLink(host, device, () -> {
+                for (CompletableFuture<TransferResult> f : before) {
+                    if (!f.isDone()) {
+                        return "ran before a copy queued ahead of it";
+                    }
+                }
+                return Thread.currentThread().getName();
+            });
+            assertThat(task.get(10, TimeUnit.SECONDS)).isEqualTo("strata-link-host->device-0");
+            for (int i = 0; i < d.length; i++) {
+                assertThat(contents(device, d[i], 256 * 1024, arena).mismatch(bytes)).isEqualTo(-1);
+            }
+            // gathers' and scatters' links take tasks too (null stands for raw memory)
+            assertThat(engine.runOnLink(null, host, () -> Thread.currentThread().getName()).get(10, TimeUnit.SECONDS))
+                    .isEqualTo("strata-link-memory->host-0");
+            assertThat(engine.runOnLink(device, null, () -> Thread.currentThread().getName()).get(10, TimeUnit.SECONDS))
+                    .isEqualTo("strata-link-device->memory-0");
+            // a task that throws fails its own future; the worker goes on with the next copy
+            CompletableFuture<Object> failing = engine.runOnLink(host, device, () -> {
+                throw new IllegalStateException("injected task failure");
+            });
+            CompletableFuture<TransferResult> after = engine.copy(host, s, device, d[0], 256 * 1024);
+            assertThatThrownBy(() -> failing.get(10, TimeUnit.SECONDS)).isInstanceOf(ExecutionException.class)
+                    .cause().isInstanceOf(IllegalStateException.class).hasMessage("injected task failure");
+            assertThat(done(after).completed()).isTrue();
+            LinkStats stats = stats(engine, "host->device");
+            assertThat(stats.operations()).as("tasks are not transfers").isEqualTo(d.length + 1);
+            assertThat(stats.completed()).isEqualTo(d.length + 1);
+            assertThat(stats.failed()).isZero();
+            assertThat(stats(engine, "memory->host").operations()).isZero();
+            assertThatThrownBy(() -> engine.runOnLink(null, null, () -> 1)).isInstanceOf(IllegalArgumentException.class)
+                    .hasMessageContaining("both were null");
+            engine.close();
+            assertThatThrownBy(() -> engine.runOnLink(host, device, () -> 1)).isInstanceOf(IllegalStateException.class)
+                    .hasMessageContaining("closed");
+        }
+    }
+
+    @Test
     void settingsOverrideWorkersAndRejectNonsense() throws Exception {
         HostTier host = track(HostTier.create("host", 1L << 20));
         DeviceTier device = track(DeviceTier.cpu("device", 1L << 20));
