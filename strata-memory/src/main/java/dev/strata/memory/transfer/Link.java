@@ -551,7 +551,6 @@ public final class Link {
         }
     }
 
-    /** The part of a batch that runs on one link, taken by a worker in one go. */
     /**
      * A caller's task run on a worker of this link in queue order ({@link TransferEngine#runOnLink}):
      * not a transfer, so neither the link's counters nor its latencies see it. Completes with the
@@ -576,6 +575,7 @@ public final class Link {
         }
     }
 
+    /** The part of a batch that runs on one link, taken by a worker in one go. */
     static final class BatchSlice {
         final BatchTracker tracker;
         final int[] indices; // positions in tracker.transfers, ascending
