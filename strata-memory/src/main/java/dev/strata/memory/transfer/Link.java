@@ -47,6 +47,9 @@ public final class Link {
     /** Most like copies ({@link TierCopy#copiesInRuns}) that a batch slice runs in one call of the copy path. */
     static final int RUN_ITEMS = 64;
 
+    /** Least bytes a request must move for its rate to count in the link's average: shorter ones are mostly fixed costs. */
+    static final long RATE_SAMPLE_BYTES = 64 * 1024;
+
     private final String sourceName;
     private final String destinationName;
     private final String name;                  // source->destination
@@ -62,6 +65,8 @@ public final class Link {
     private final LongAdder failed = new LongAdder();
     private final LongAdder bytes = new LongAdder();                  // bytes moved by completed transfers
     private final LongAdder busyNanos = new LongAdder();              // ns spent running, summed over workers
+    private final AtomicLong pendingBytes = new AtomicLong();            // bytes of the requests queued or running
+    private volatile double nanosPerByte;                             // a worker's run time per byte, averaged over recent requests; 0 before the first
     private final AtomicLong firstStartNanos = new AtomicLong(Long.MIN_VALUE); // nanoTime of the first run, MIN_VALUE before
     private final Histogram cumulative = new Histogram(3);           // ns, submission to completion; guarded by this
     private volatile boolean stopping;
@@ -139,6 +144,42 @@ public final class Link {
         while (depth > max && !maxQueueDepth.compareAndSet(max, depth)) {
             max = maxQueueDepth.get();
         }
+    }
+
+    /**
+     * Counts a request of {@code bytes} as pending on this link and returns when it should be done
+     * ({@link System#nanoTime()}): now plus every pending byte, this request's included, at the
+     * rate the workers have run at lately, shared among them; 0 before the link has measured its
+     * rate or for a request of no bytes. Call once per request, before {@link #submit}; the worker
+     * takes the bytes off when it has run the request. Only a hint for waiters
+     * ({@link SpinningFuture#expectDoneAt}).
+     */
+    long expectDone(long bytes) {
+        long pending = pendingBytes.addAndGet(bytes);
+        double rate = nanosPerByte;
+        if (rate == 0 || bytes == 0) {
+            return 0;
+        }
+        return System.nanoTime() + (long) (pending * rate / workers.length);
+    }
+
+    /**
+     * After a request of {@code bytes} ran for {@code nanos} and moved {@code moved} bytes: takes
+     * its bytes off the pending ones and, if it moved at least {@link #RATE_SAMPLE_BYTES}, folds
+     * its rate into the link's average (a quarter weight to each new request).
+     */
+    private void ran(long bytes, long moved, long nanos) {
+        pendingBytes.addAndGet(-bytes);
+        if (moved >= RATE_SAMPLE_BYTES && nanos > 0) {
+            double sample = nanos / (double) moved;
+            double rate = nanosPerByte;
+            nanosPerByte = rate == 0 ? sample : rate + (sample - rate) / 4;
+        }
+    }
+
+    /** Bytes waiting or running on this link, as counted by {@link #expectDone} (for tests). */
+    long pendingBytes() {
+        return pendingBytes.get();
     }
 
     private void wakeOne() {
@@ -239,6 +280,7 @@ public final class Link {
         } catch (Throwable t) {
             long end = System.nanoTime();
             account(self, TransferStatus.FAILED, 0, end - start, end - r.submittedAt);
+            ran(r.length, 0, end - start);
             r.completeExceptionally(new TransferException(name, r.describe(), t));
             return end;
         }
@@ -249,6 +291,7 @@ public final class Link {
             meterDirectAccess(r.kind, r.source, r.destination, 1, moved, end - start);
         }
         account(self, status, moves, end - start, end - r.submittedAt);
+        ran(r.length, moves, end - start);
         r.complete(new TransferResult(status, moves, start - r.submittedAt, end - start, null));
         return end;
     }
@@ -269,6 +312,8 @@ public final class Link {
         long groupBytes = 0;
         long groupNanos = 0;
         int[] indices = slice.indices;
+        long sliceStart = previousEnd;
+        long sliceMoved = 0; // bytes of the completed items
         for (int at = 0; at < indices.length; ) {
             int index = indices[at];
             Transfer t = tracker.transfers[index];
@@ -278,6 +323,9 @@ public final class Link {
                 groupOps = groupBytes = groupNanos = 0;
             }
             long start = startTime(previousEnd, tracker.submittedAt);
+            if (at == 0) {
+                sliceStart = start;
+            }
             noteStart(start);
             if (t.kind() == Transfer.Kind.COPY && TierCopy.copiesInRuns(t.source(), t.destination())) {
                 int items = 1;
@@ -329,9 +377,11 @@ public final class Link {
                 TransferResult r = tracker.results[index];
                 if (r.status() == TransferStatus.COMPLETED) {
                     self.latency.recordValue(Math.max(r.nanosQueued() + r.nanosRun(), 0));
+                    sliceMoved += r.bytes();
                 }
             }
         }
+        ran(slice.bytes, sliceMoved, previousEnd - sliceStart);
         tracker.finished(indices.length);
         return previousEnd;
     }
@@ -579,10 +629,16 @@ public final class Link {
     static final class BatchSlice {
         final BatchTracker tracker;
         final int[] indices; // positions in tracker.transfers, ascending
+        final long bytes;    // the lengths of its transfers, summed
 
         BatchSlice(BatchTracker tracker, int[] indices) {
             this.tracker = tracker;
             this.indices = indices;
+            long sum = 0;
+            for (int index : indices) {
+                sum += tracker.transfers[index].length();
+            }
+            this.bytes = sum;
         }
     }
 
@@ -591,7 +647,7 @@ public final class Link {
         final Transfer[] transfers;
         final TransferResult[] results;            // filled by the slices' workers
         final AtomicInteger remaining;             // transfers not yet finished
-        final CompletableFuture<BatchResult> future = new SpinningFuture<>();
+        final SpinningFuture<BatchResult> future = new SpinningFuture<>();
         final long submittedAt;                    // System.nanoTime()
 
         BatchTracker(Transfer[] transfers, long submittedAt) {

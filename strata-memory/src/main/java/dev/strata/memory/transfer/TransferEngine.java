@@ -162,7 +162,7 @@ public final class TransferEngine implements AutoCloseable {
         try {
             Link.CopyRequest request = new Link.CopyRequest(Transfer.Kind.COPY, src, srcHandle, dst, dstHandle, length,
                     List.of(), System.nanoTime());
-            linkFor(src, dst).submit(request);
+            submit(linkFor(src, dst), request, length);
             return request;
         } finally {
             exit();
@@ -177,7 +177,7 @@ public final class TransferEngine implements AutoCloseable {
         try {
             Link.CopyRequest request = new Link.CopyRequest(Transfer.Kind.GATHER, null, -1, dst, dstHandle,
                     Transfer.totalBytes(parts), parts, System.nanoTime());
-            linkFor(null, dst).submit(request);
+            submit(linkFor(null, dst), request, request.length);
             return request;
         } finally {
             exit();
@@ -192,7 +192,7 @@ public final class TransferEngine implements AutoCloseable {
         try {
             Link.CopyRequest request = new Link.CopyRequest(Transfer.Kind.SCATTER, src, srcHandle, null, -1,
                     Transfer.totalBytes(parts), parts, System.nanoTime());
-            linkFor(src, null).submit(request);
+            submit(linkFor(src, null), request, request.length);
             return request;
         } finally {
             exit();
@@ -222,7 +222,9 @@ public final class TransferEngine implements AutoCloseable {
                 for (int i = 0; i < indices.length; i++) {
                     indices[i] = i;
                 }
-                first.submit(new Link.BatchSlice(tracker, indices));
+                Link.BatchSlice slice = new Link.BatchSlice(tracker, indices);
+                tracker.future.expectDoneAt(first.expectDone(slice.bytes));
+                first.submit(slice);
             } else {
                 Map<Link, List<Integer>> byLink = new IdentityHashMap<>();
                 List<Link> order = new ArrayList<>();
@@ -236,14 +238,21 @@ public final class TransferEngine implements AutoCloseable {
                     }
                     list.add(i);
                 }
+                long expected = 0; // the latest link's estimate, 0 if any link has none
+                boolean known = true;
                 for (Link link : order) {
                     List<Integer> list = byLink.get(link);
                     int[] indices = new int[list.size()];
                     for (int i = 0; i < indices.length; i++) {
                         indices[i] = list.get(i);
                     }
-                    link.submit(new Link.BatchSlice(tracker, indices));
+                    Link.BatchSlice slice = new Link.BatchSlice(tracker, indices);
+                    long at = link.expectDone(slice.bytes);
+                    known &= at != 0;
+                    expected = known ? (expected == 0 ? at : Math.max(expected, at)) : 0;
+                    link.submit(slice);
                 }
+                tracker.future.expectDoneAt(expected);
             }
             return tracker.future;
         } finally {
@@ -277,6 +286,12 @@ public final class TransferEngine implements AutoCloseable {
         } finally {
             exit();
         }
+    }
+
+    /** Queues a single transfer of {@code bytes} on {@code link}, stating when its waiters should expect it done. */
+    private static void submit(Link link, Link.CopyRequest request, long bytes) {
+        request.expectDoneAt(link.expectDone(bytes));
+        link.submit(request);
     }
 
     /** Snapshots of every link's measurements, in the order the links were created. */

@@ -720,6 +720,53 @@ class TransferEngineTest {
     }
 
     @Test
+    void aLinkStatesWhenItsQueuedWorkShouldBeDoneSoItsWaitersNeedNoWakeUp() throws Exception {
+        SplittableRandom random = new SplittableRandom(23);
+        HostTier host = track(HostTier.create("host", 16L << 20));
+        DeviceTier device = track(DeviceTier.cpu("device", 16L << 20));
+        try (TransferEngine engine = new TransferEngine()) {
+            int n = 16;
+            long size = 256 * 1024;
+            long[] s = new long[n];
+            long[] d = new long[n];
+            List<Transfer> batch = new ArrayList<>();
+            for (int i = 0; i < n; i++) {
+                s[i] = host.allocate(size);
+                host.write(s[i], randomBytes(size, random));
+                d[i] = device.allocate(size);
+                batch.add(Transfer.copy(host, s[i], device, d[i], size));
+            }
+            SpinningFuture<BatchResult> first = (SpinningFuture<BatchResult>) engine.submitBatch(batch);
+            assertThat(first.expectedDoneAt()).as("no estimate before the link has measured itself").isZero();
+            assertThat(first.get(10, TimeUnit.SECONDS).count(TransferStatus.COMPLETED)).isEqualTo(n);
+            Link link = engine.links().getFirst();
+            assertThat(link.pendingBytes()).as("a finished batch is no longer pending").isZero();
+
+            long before = System.nanoTime();
+            SpinningFuture<BatchResult> second = (SpinningFuture<BatchResult>) engine.submitBatch(batch);
+            SpinningFuture<BatchResult> third = (SpinningFuture<BatchResult>) engine.submitBatch(batch);
+            assertThat(second.expectedDoneAt()).as("measured: the batch's bytes at the link's rate").isGreaterThan(before);
+            assertThat(third.expectedDoneAt()).as("queued behind the second").isGreaterThan(second.expectedDoneAt());
+            assertThat(second.get(10, TimeUnit.SECONDS).count(TransferStatus.COMPLETED)).isEqualTo(n);
+            assertThat(third.get(10, TimeUnit.SECONDS).count(TransferStatus.COMPLETED)).isEqualTo(n);
+            SpinningFuture<TransferResult> single = (SpinningFuture<TransferResult>) engine.copy(host, s[0], device, d[0], size);
+            assertThat(single.expectedDoneAt()).isGreaterThan(before);
+            assertThat(single.get(10, TimeUnit.SECONDS).completed()).isTrue();
+            for (int i = 0; i < n; i++) {
+                assertThat(contents(device, d[i], size, arena).mismatch(contents(host, s[i], size, arena))).isEqualTo(-1);
+            }
+
+            // failed and missing copies are taken off the pending bytes too
+            host.free(s[1]);
+            List<Transfer> some = List.of(batch.get(0), batch.get(1), Transfer.copy(host, s[2], device, d[2], size + 1));
+            BatchResult r = engine.submitBatch(some).get(10, TimeUnit.SECONDS);
+            assertThat(r.results().get(1).status()).isEqualTo(TransferStatus.NOT_FOUND);
+            assertThat(r.results().get(2).status()).isEqualTo(TransferStatus.FAILED);
+            assertThat(link.pendingBytes()).isZero();
+        }
+    }
+
+    @Test
     void settingsOverrideWorkersAndRejectNonsense() throws Exception {
         HostTier host = track(HostTier.create("host", 1L << 20));
         DeviceTier device = track(DeviceTier.cpu("device", 1L << 20));
