@@ -67,6 +67,7 @@ public final class Link {
     private final LongAdder busyNanos = new LongAdder();              // ns spent running, summed over workers
     private final AtomicLong pendingBytes = new AtomicLong();            // bytes of the requests queued or running
     private volatile double nanosPerByte;                             // a worker's run time per byte, averaged over recent requests; 0 before the first
+    private final AtomicLong busyUntil = new AtomicLong();            // nanoTime by which the pending requests should be done, at that rate
     private final AtomicLong firstStartNanos = new AtomicLong(Long.MIN_VALUE); // nanoTime of the first run, MIN_VALUE before
     private final Histogram cumulative = new Histogram(3);           // ns, submission to completion; guarded by this
     private volatile boolean stopping;
@@ -148,32 +149,47 @@ public final class Link {
 
     /**
      * Counts a request of {@code bytes} as pending on this link and returns when it should be done
-     * ({@link System#nanoTime()}): now plus every pending byte, this request's included, at the
-     * rate the workers have run at lately, shared among them; 0 before the link has measured its
-     * rate or for a request of no bytes. Call once per request, before {@link #submit}; the worker
-     * takes the bytes off when it has run the request. Only a hint for waiters
-     * ({@link SpinningFuture#expectDoneAt}).
+     * ({@link System#nanoTime()}): when the work already pending should be done (or now, if
+     * sooner), plus this request's bytes at the rate the workers have run at lately, shared among
+     * them; 0 before the link has measured its rate or for a request of no bytes. Call once per
+     * request, before {@link #submit}; the worker takes the bytes off when it has run the request,
+     * and then states afresh when the rest should be done, so the estimates do not drift. Only a
+     * hint for waiters ({@link SpinningFuture#expectDoneAt}); submitters racing each other or the
+     * worker may each see a little less pending work than there is.
      */
     long expectDone(long bytes) {
-        long pending = pendingBytes.addAndGet(bytes);
+        pendingBytes.addAndGet(bytes);
         double rate = nanosPerByte;
         if (rate == 0 || bytes == 0) {
             return 0;
         }
-        return System.nanoTime() + (long) (pending * rate / workers.length);
+        long duration = (long) (bytes * rate / workers.length);
+        long now = System.nanoTime();
+        long previous;
+        long done;
+        do {
+            previous = busyUntil.get();
+            done = (previous - now > 0 ? previous : now) + duration;
+        } while (!busyUntil.compareAndSet(previous, done));
+        return done;
     }
 
     /**
-     * After a request of {@code bytes} ran for {@code nanos} and moved {@code moved} bytes: takes
-     * its bytes off the pending ones and, if it moved at least {@link #RATE_SAMPLE_BYTES}, folds
-     * its rate into the link's average (a quarter weight to each new request).
+     * After a request of {@code bytes} ran for {@code nanos} until {@code end} and moved
+     * {@code moved} bytes: takes its bytes off the pending ones; if it moved at least
+     * {@link #RATE_SAMPLE_BYTES}, folds its rate into the link's average (a quarter weight to each
+     * new request); and states when the bytes still pending should be done.
      */
-    private void ran(long bytes, long moved, long nanos) {
-        pendingBytes.addAndGet(-bytes);
+    private void ran(long bytes, long moved, long nanos, long end) {
+        long pending = pendingBytes.addAndGet(-bytes);
+        double rate = nanosPerByte;
         if (moved >= RATE_SAMPLE_BYTES && nanos > 0) {
             double sample = nanos / (double) moved;
-            double rate = nanosPerByte;
-            nanosPerByte = rate == 0 ? sample : rate + (sample - rate) / 4;
+            rate = rate == 0 ? sample : rate + (sample - rate) / 4;
+            nanosPerByte = rate;
+        }
+        if (rate != 0) {
+            busyUntil.set(end + (long) (Math.max(pending, 0) * rate / workers.length));
         }
     }
 
@@ -280,7 +296,7 @@ public final class Link {
         } catch (Throwable t) {
             long end = System.nanoTime();
             account(self, TransferStatus.FAILED, 0, end - start, end - r.submittedAt);
-            ran(r.length, 0, end - start);
+            ran(r.length, 0, end - start, end);
             r.completeExceptionally(new TransferException(name, r.describe(), t));
             return end;
         }
@@ -291,7 +307,7 @@ public final class Link {
             meterDirectAccess(r.kind, r.source, r.destination, 1, moved, end - start);
         }
         account(self, status, moves, end - start, end - r.submittedAt);
-        ran(r.length, moves, end - start);
+        ran(r.length, moves, end - start, end);
         r.complete(new TransferResult(status, moves, start - r.submittedAt, end - start, null));
         return end;
     }
@@ -381,7 +397,7 @@ public final class Link {
                 }
             }
         }
-        ran(slice.bytes, sliceMoved, previousEnd - sliceStart);
+        ran(slice.bytes, sliceMoved, previousEnd - sliceStart, previousEnd);
         tracker.finished(indices.length);
         return previousEnd;
     }

@@ -19,8 +19,9 @@ import java.util.concurrent.locks.LockSupport;
  * A batch of megabytes takes hundreds of microseconds, too long to spin, and the wake-up of a
  * parked waiter costs the worker tens of microseconds of its own time on a virtual machine (the
  * wake goes through the hypervisor): about 9% of a worker copying 4 MiB batches of 16 KiB objects.
- * A waiter that knows when to expect the end sleeps in naps of at most {@link #MAX_NAP_NANOS}
- * (so work that ends early is seen within one nap) until {@link #WAKE_EARLY_NANOS} before it, and
+ * A waiter that knows when to expect the end sleeps in naps of at most {@link #MAX_NAP_NANOS} or an
+ * eighth of the wait (so work that ends early is seen within one nap, and a long wait costs the
+ * waiter about eight timer wake-ups) until {@link #WAKE_EARLY_NANOS} before it, and
  * is awake when the worker completes the future: the worker then wakes nobody. The estimate is only
  * a hint: a wait past it falls back to parking, and a nap never outlasts a {@code get} timeout.
  * An interrupted waiter does not nap (its naps would return at once); it parks as before.
@@ -34,7 +35,10 @@ class SpinningFuture<T> extends CompletableFuture<T> {
     static final long SPIN_NANOS = 20_000;
     /** A waiter wakes from its naps this long before the expected end (covers the timer's slack), ns. */
     static final long WAKE_EARLY_NANOS = 40_000;
-    /** Longest single nap, ns: work that ends before its estimate is seen within about this long. */
+    /**
+     * Longest single nap, ns, or an eighth of the expected wait if longer: work that ends before its
+     * estimate is seen within about this long, and a long wait takes about eight naps.
+     */
     static final long MAX_NAP_NANOS = 200_000;
 
     private volatile long expectedDoneAt; // System.nanoTime() by which the work should be done; 0: unknown
@@ -66,9 +70,10 @@ class SpinningFuture<T> extends CompletableFuture<T> {
             return;
         }
         boolean napped = false;
+        long longestNap = Math.max(MAX_NAP_NANOS, (due - start) / 8);
         while (!isDone() && !Thread.currentThread().isInterrupted()) {
             long now = System.nanoTime();
-            long nap = Math.min(Math.min(due - WAKE_EARLY_NANOS - now, MAX_NAP_NANOS), budget - (now - start));
+            long nap = Math.min(Math.min(due - WAKE_EARLY_NANOS - now, longestNap), budget - (now - start));
             if (nap <= 0) {
                 break;
             }
