@@ -31,6 +31,11 @@ import java.util.concurrent.locks.LockSupport;
  * <p>Statistics are recorded before a future completes, so a caller that waited on a future sees
  * that transfer counted.
  *
+ * <p>Each request's future is told when the request should be done ({@link #expectDone}: the
+ * link's recent rate per byte over the bytes pending before it and its own), so its waiter sleeps
+ * on its own timer and is awake at the end ({@link SpinningFuture}) instead of parking for the
+ * worker to wake it: a wake-up costs the worker a system call per request or batch.
+ *
  * <p>A caller's task ({@link TransferEngine#runOnLink}) queues like a request and runs on a worker
  * between transfers, uncounted: a measurement's baseline copy runs there so that it and the copies
  * it is compared with share a thread.
@@ -65,7 +70,7 @@ public final class Link {
     private final LongAdder failed = new LongAdder();
     private final LongAdder bytes = new LongAdder();                  // bytes moved by completed transfers
     private final LongAdder busyNanos = new LongAdder();              // ns spent running, summed over workers
-    private final AtomicLong pendingBytes = new AtomicLong();            // bytes of the requests queued or running
+    private final AtomicLong pendingBytes = new AtomicLong();         // bytes of the requests queued or running
     private volatile double nanosPerByte;                             // a worker's run time per byte, averaged over recent requests; 0 before the first
     private final AtomicLong busyUntil = new AtomicLong();            // nanoTime by which the pending requests should be done, at that rate
     private final AtomicLong firstStartNanos = new AtomicLong(Long.MIN_VALUE); // nanoTime of the first run, MIN_VALUE before

@@ -81,7 +81,7 @@ class SpinningFuture<T> extends CompletableFuture<T> {
             napped = true;
         }
         if (!napped && due - System.nanoTime() > WAKE_EARLY_NANOS) {
-            return; // interrupted before any nap: no spin to the expected end either
+            return; // interrupted, or out of time, before any nap: no spin to the expected end either
         }
         long now;
         while (!isDone() && (now = System.nanoTime()) - due < SPIN_NANOS && now - start < budget) {
