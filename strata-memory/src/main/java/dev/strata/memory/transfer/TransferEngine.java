@@ -238,8 +238,8 @@ public final class TransferEngine implements AutoCloseable {
                     }
                     list.add(i);
                 }
-                long expected = 0; // the latest link's estimate, 0 if any link has none
-                boolean known = true;
+                long expected = 0; // the latest link's estimate
+                boolean known = true; // every link had one
                 for (Link link : order) {
                     List<Integer> list = byLink.get(link);
                     int[] indices = new int[list.size()];
@@ -248,11 +248,14 @@ public final class TransferEngine implements AutoCloseable {
                     }
                     Link.BatchSlice slice = new Link.BatchSlice(tracker, indices);
                     long at = link.expectDone(slice.bytes);
-                    known &= at != 0;
-                    expected = known ? (expected == 0 ? at : Math.max(expected, at)) : 0;
+                    if (at == 0) {
+                        known = false;
+                    } else if (expected == 0 || at - expected > 0) {
+                        expected = at;
+                    }
                     link.submit(slice);
                 }
-                tracker.future.expectDoneAt(expected);
+                tracker.future.expectDoneAt(known ? expected : 0);
             }
             return tracker.future;
         } finally {

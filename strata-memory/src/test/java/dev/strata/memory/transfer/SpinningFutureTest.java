@@ -49,6 +49,15 @@ class SpinningFutureTest {
         assertThat(f.getNumberOfDependents()).as("a waiter parked to be woken").isEqualTo(1);
     }
 
+    /** Completes {@code f} with {@code value} and checks that {@code waiter} returns it. */
+    private static void completeAndSee(SpinningFuture<String> f, String value, Thread waiter, AtomicReference<String> got)
+            throws InterruptedException {
+        f.complete(value);
+        waiter.join(TimeUnit.SECONDS.toMillis(10));
+        assertThat(waiter.isAlive()).as("the waiter returned").isFalse();
+        assertThat(got.get()).isEqualTo(value);
+    }
+
     @Test
     void aWaiterWithAnExpectedEndSleepsOnItsOwnTimerAndLeavesNobodyToWake() throws Exception {
         SpinningFuture<String> f = new SpinningFuture<>();
@@ -57,10 +66,7 @@ class SpinningFutureTest {
         Thread waiter = joiner(f, got);
         letItWait(waiter, 100);
         assertThat(f.getNumberOfDependents()).as("no waiter registered to be woken").isZero();
-        f.complete("done");
-        waiter.join(TimeUnit.SECONDS.toMillis(10));
-        assertThat(waiter.isAlive()).as("work that ends before its estimate is seen within a nap").isFalse();
-        assertThat(got.get()).isEqualTo("done");
+        completeAndSee(f, "done", waiter, got); // seen within a nap, long before the estimate
     }
 
     @Test
@@ -69,9 +75,7 @@ class SpinningFutureTest {
         AtomicReference<String> got = new AtomicReference<>();
         Thread waiter = joiner(f, got);
         awaitRegisteredWaiter(f);
-        f.complete("done");
-        waiter.join(TimeUnit.SECONDS.toMillis(10));
-        assertThat(got.get()).isEqualTo("done");
+        completeAndSee(f, "done", waiter, got);
     }
 
     @Test
@@ -82,9 +86,7 @@ class SpinningFutureTest {
         Thread waiter = joiner(f, got);
         letItWait(waiter, 100);
         awaitRegisteredWaiter(f); // past the estimate the waiter asks to be woken
-        f.complete("late");
-        waiter.join(TimeUnit.SECONDS.toMillis(10));
-        assertThat(got.get()).isEqualTo("late");
+        completeAndSee(f, "late", waiter, got);
     }
 
     @Test
@@ -110,9 +112,7 @@ class SpinningFutureTest {
             stillInterrupted.set(Thread.currentThread().isInterrupted());
         });
         awaitRegisteredWaiter(f);
-        f.complete("done");
-        waiter.join(TimeUnit.SECONDS.toMillis(10));
-        assertThat(got.get()).isEqualTo("done");
+        completeAndSee(f, "done", waiter, got);
         assertThat(stillInterrupted).isTrue();
     }
 
