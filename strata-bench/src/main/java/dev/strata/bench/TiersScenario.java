@@ -22,6 +22,7 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.SplittableRandom;
+import java.util.function.DoubleSupplier;
 
 /**
  * {@code strata bench tiers}: the Foundation's figures, each against a baseline measured in the
@@ -55,9 +56,10 @@ public final class TiersScenario implements Scenario {
     private static final String GATHER_GOAL = ">= 0.85";
     private static final String DISK_GOAL = ">= 0.9";
     /**
-     * Longest warm-up of one memory figure's engine side, ns: it runs until a run passes without
-     * the JIT compiling anything (a gather runs its per-piece code 6,528 times a run; in a probe of
-     * the engine's gather, the first rounds after a single warm-up run were the slowest).
+     * Longest warm-up of one memory figure, ns: its baseline and engine side run in pairs until
+     * the JIT has been quiet for {@link Trials#JIT_QUIET_NANOS} (a gather runs its per-piece code
+     * 6,528 times a run; in a probe of the engine's gather, the first rounds after a single
+     * warm-up run were the slowest).
      */
     private static final long WARM_UP_NANOS = 3_000_000_000L;
     /** Rounds of an undecided DISK figure after its second look: each DISK round moves a GiB twice, so 18 rather than 27. */
@@ -138,6 +140,18 @@ public final class TiersScenario implements Scenario {
         }
     }
 
+    /**
+     * Warms a memory figure's baseline and subject together, a pair per step, until the JIT has
+     * compiled both and stayed quiet ({@link Trials#warmUntilCompiled}): the paired rounds then
+     * start with neither side still being compiled.
+     */
+    private static void warmUp(long warmUpNanos, DoubleSupplier baseline, DoubleSupplier subject) {
+        Trials.warmUntilCompiled(1, warmUpNanos, () -> {
+            baseline.getAsDouble();
+            subject.getAsDouble();
+        });
+    }
+
     /** Fills a segment with seeded random bytes (never all zero). */
     static void fillRandom(MemorySegment seg, long seed) {
         SplittableRandom r = new SplittableRandom(seed);
@@ -180,10 +194,10 @@ public final class TiersScenario implements Scenario {
                     Tier dst = tiers[d];
                     long[] sh = handles[s];
                     long[] dh = handles[d];
-                    Trials.warmUntilCompiled(1, warmUpNanos, () -> CopyMeasure.batched(engine, src, sh, dst, dh, size, BATCH_BYTES));
-                    Paired m = Trials.pairedUntilDecided(rounds, maxRounds, COPY_GOAL,
-                            () -> CopyMeasure.onLinkThread(engine, src, dst, () -> CopyMeasure.raw(src, sh, dst, dh, size)),
-                            () -> CopyMeasure.batched(engine, src, sh, dst, dh, size, BATCH_BYTES));
+                    DoubleSupplier raw = () -> CopyMeasure.onLinkThread(engine, src, dst, () -> CopyMeasure.raw(src, sh, dst, dh, size));
+                    DoubleSupplier subject = () -> CopyMeasure.batched(engine, src, sh, dst, dh, size, BATCH_BYTES);
+                    warmUp(warmUpNanos, raw, subject);
+                    Paired m = Trials.pairedUntilDecided(rounds, maxRounds, COPY_GOAL, raw, subject);
                     Figure f = Figure.paired(src.name() + "_to_" + dst.name() + "_copy_" + label(size), "GB/s",
                             "raw MemorySegment.copy on the link's thread", m, COPY_GOAL).withNote("submitBatch, 16 MiB or 256 transfers a batch, 2 in flight");
                     figures.add(f);
@@ -235,16 +249,18 @@ public final class TiersScenario implements Scenario {
             String shapeName = chunks + "x" + (chunk / 1024) + "KiB";
             for (Tier dst : new Tier[] {host, pool}) {
                 long[] handles = allocate(dst, blocks, blockBytes);
-                Trials.warmUntilCompiled(1, warmUpNanos, () -> gather(engine, layouts, dst, handles));
-                Paired g = Trials.pairedUntilDecided(rounds, maxRounds, GATHER_GOAL,
-                        () -> CopyMeasure.onLinkThread(engine, null, dst, () -> rawContiguous(cache, dst, handles, blockBytes, true)),
-                        () -> gather(engine, layouts, dst, handles));
+                DoubleSupplier rawIn = () -> CopyMeasure.onLinkThread(engine, null, dst,
+                        () -> rawContiguous(cache, dst, handles, blockBytes, true));
+                DoubleSupplier gatherRun = () -> gather(engine, layouts, dst, handles);
+                warmUp(warmUpNanos, rawIn, gatherRun);
+                Paired g = Trials.pairedUntilDecided(rounds, maxRounds, GATHER_GOAL, rawIn, gatherRun);
                 figures.add(Figure.paired("kv_gather_" + shapeName + "_device_to_" + dst.name(), "GB/s",
                         "raw copy of the same bytes (contiguous) on the link's thread", g, GATHER_GOAL));
-                Trials.warmUntilCompiled(1, warmUpNanos, () -> scatter(engine, layouts, dst, handles));
-                Paired s = Trials.pairedUntilDecided(rounds, maxRounds, GATHER_GOAL,
-                        () -> CopyMeasure.onLinkThread(engine, dst, null, () -> rawContiguous(cache, dst, handles, blockBytes, false)),
-                        () -> scatter(engine, layouts, dst, handles));
+                DoubleSupplier rawOut = () -> CopyMeasure.onLinkThread(engine, dst, null,
+                        () -> rawContiguous(cache, dst, handles, blockBytes, false));
+                DoubleSupplier scatterRun = () -> scatter(engine, layouts, dst, handles);
+                warmUp(warmUpNanos, rawOut, scatterRun);
+                Paired s = Trials.pairedUntilDecided(rounds, maxRounds, GATHER_GOAL, rawOut, scatterRun);
                 figures.add(Figure.paired("kv_scatter_" + shapeName + "_" + dst.name() + "_to_device", "GB/s",
                         "raw copy of the same bytes (contiguous) on the link's thread", s, GATHER_GOAL));
                 freeAll(dst, handles);

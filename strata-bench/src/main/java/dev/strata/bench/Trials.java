@@ -5,6 +5,7 @@ import java.lang.management.ManagementFactory;
 import java.util.Arrays;
 import java.util.function.DoubleSupplier;
 import java.util.function.Function;
+import java.util.function.LongSupplier;
 import java.util.function.Supplier;
 
 /**
@@ -54,6 +55,14 @@ public final class Trials {
      * {@link #SECOND_LOOK_COVERAGE} to the 8th to 20th of 27 values.
      */
     public static final int SECOND_LOOK_ROUNDS = 3 * FULL_ROUNDS;
+
+    /**
+     * How long a warm-up goes on without the JVM finishing a compilation before it ends
+     * ({@link #warmUntilCompiled}), ns: longer than the gaps between the compilations of a
+     * deoptimised path being compiled again (up to about 0.45 s in a compilation log of
+     * {@code bench tiers}' first gather).
+     */
+    public static final long JIT_QUIET_NANOS = 500_000_000L;
 
     private Trials() {
     }
@@ -181,30 +190,57 @@ public final class Trials {
     }
 
     /**
-     * Warms up a measure made of many short steps (a revocation, a request) until the JIT has
-     * compiled what they run: {@code step} runs in batches of {@code batch}, at least one batch, and
-     * stops after a batch during which the JVM spent no time compiling, or once {@code maxNanos}
+     * Warms up a measure until the JIT has compiled what it runs and stayed quiet: {@code step}
+     * runs in batches of {@code batch}, at least one batch, and stops once
+     * {@link #JIT_QUIET_NANOS} have passed since the end of the last batch during which the JVM
+     * finished a compilation (counted from the start when none did), or once {@code maxNanos}
      * have passed. A fixed count of warm-up steps does not do: a path that runs a few hundred times
      * a second reaches its last compilations seconds in, and on two cores a compiler thread at work
-     * takes a core from the threads measured. Returns the steps run.
+     * takes a core from the threads measured. Nor does the first batch that compiles nothing: a
+     * path whose code was compiled for another use (the transfer engine's batch loop after a run of
+     * plain copies, then warmed by its first gather) is deoptimised, runs interpreted, and is
+     * compiled again, some of it twice more, over the next seconds, while a batch of one gather
+     * (8 ms) often passes without a compilation finishing: the first gather figure measured after
+     * the copy figures ran at 0.44–0.64 of its baseline where, measured first, it ran at 0.84.
+     * Returns the steps run.
      *
      * @throws IllegalArgumentException if {@code batch < 1}
      */
     public static <E extends Exception> int warmUntilCompiled(int batch, long maxNanos, Step<E> step) throws E {
+        CompilationMXBean jit = ManagementFactory.getCompilationMXBean();
+        LongSupplier compiledMillis = jit != null && jit.isCompilationTimeMonitoringSupported()
+                ? jit::getTotalCompilationTime : null;
+        return warmUntilQuiet(batch, maxNanos, JIT_QUIET_NANOS, compiledMillis, System::nanoTime, step);
+    }
+
+    /**
+     * {@link #warmUntilCompiled} with its clocks given: {@code compiledMillis} is the JVM's total
+     * compilation time (null where it is not measured: one batch), {@code nanoTime} the clock
+     * the quiet spell and the deadline are read on.
+     */
+    static <E extends Exception> int warmUntilQuiet(int batch, long maxNanos, long quietNanos, LongSupplier compiledMillis,
+                                                    LongSupplier nanoTime, Step<E> step) throws E {
         if (batch < 1) {
             throw new IllegalArgumentException("warm-up batch must be at least 1, got " + batch);
         }
-        CompilationMXBean jit = ManagementFactory.getCompilationMXBean();
-        boolean timed = jit != null && jit.isCompilationTimeMonitoringSupported();
-        long deadline = System.nanoTime() + maxNanos;
+        long start = nanoTime.getAsLong();
+        long quietSince = start; // end of the last batch during which a compilation finished
+        long compiled = compiledMillis == null ? 0 : compiledMillis.getAsLong(); // ms
         int steps = 0;
         while (true) {
-            long compiledBefore = timed ? jit.getTotalCompilationTime() : 0; // ms
             for (int i = 0; i < batch; i++) {
                 step.run();
             }
             steps += batch;
-            if (!timed || jit.getTotalCompilationTime() == compiledBefore || System.nanoTime() - deadline > 0) {
+            long now = nanoTime.getAsLong();
+            if (compiledMillis == null || now - start - maxNanos > 0) {
+                return steps;
+            }
+            long c = compiledMillis.getAsLong();
+            if (c != compiled) {
+                compiled = c;
+                quietSince = now;
+            } else if (now - quietSince >= quietNanos) {
                 return steps;
             }
         }

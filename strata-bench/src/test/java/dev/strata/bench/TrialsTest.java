@@ -225,7 +225,7 @@ class TrialsTest {
     }
 
     @Test
-    void aWarmUpRunsWholeBatchesUntilABatchCompilesNothingOrItsTimeIsUp() {
+    void aWarmUpRunsWholeBatchesUntilTheJitIsQuietOrItsTimeIsUp() {
         int[] steps = {0};
         assertThat(Trials.warmUntilCompiled(7, 0, () -> steps[0]++)).as("no time: one batch").isEqualTo(7);
         assertThat(steps[0]).isEqualTo(7);
@@ -237,6 +237,44 @@ class TrialsTest {
         assertThat(System.nanoTime() - start).as("stops by its deadline, a batch later at most").isLessThan(3_000_000_000L);
         assertThatThrownBy(() -> Trials.warmUntilCompiled(0, 0, () -> { })).isInstanceOf(IllegalArgumentException.class)
                 .hasMessageContaining("got 0");
+    }
+
+    @Test
+    void aWarmUpGoesOnUntilTheJitHasBeenQuietForTheWholeSpell() {
+        long[] now = {0};
+        long[] compiledMillis = {0};
+        int[] steps = {0};
+        // each step takes 100 ms; the compiler finishes something during steps 1, 2, 3 and 5, then stays quiet
+        Trials.Step<RuntimeException> step = () -> {
+            steps[0]++;
+            now[0] += 100_000_000L;
+            if (steps[0] <= 3 || steps[0] == 5) {
+                compiledMillis[0] += 2;
+            }
+        };
+        int ran = Trials.warmUntilQuiet(1, 10_000_000_000L, 500_000_000L, () -> compiledMillis[0], () -> now[0], step);
+        assertThat(ran).as("quiet from the end of step 5 (0.5 s) to the end of step 10, not from the first quiet step (4)")
+                .isEqualTo(10);
+    }
+
+    @Test
+    void aWarmUpWithoutAQuietSpellEndsAtItsDeadlineAndOneWithoutACompileClockAfterOneBatch() {
+        long[] now = {0};
+        long[] compiledMillis = {0};
+        int[] steps = {0};
+        Trials.Step<RuntimeException> busy = () -> { // the compiler finishes something during every step of 100 ms
+            steps[0]++;
+            now[0] += 100_000_000L;
+            compiledMillis[0]++;
+        };
+        assertThat(Trials.warmUntilQuiet(3, 1_000_000_000L, 500_000_000L, () -> compiledMillis[0], () -> now[0], busy))
+                .as("batches of 3 until past the 1 s deadline").isEqualTo(12);
+        assertThat(Trials.warmUntilQuiet(3, 1_000_000_000L, 500_000_000L, null, () -> now[0], busy))
+                .as("no compile clock: one batch").isEqualTo(3);
+        long before = now[0];
+        assertThat(Trials.warmUntilQuiet(2, 10_000_000_000L, 500_000_000L, () -> 7L, () -> now[0], busy))
+                .as("never compiles: a quiet spell from the start").isEqualTo(6);
+        assertThat(now[0] - before).isEqualTo(600_000_000L);
     }
 
     @Test
