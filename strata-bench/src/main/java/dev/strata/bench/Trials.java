@@ -57,7 +57,7 @@ public final class Trials {
     public static final int SECOND_LOOK_ROUNDS = 3 * FULL_ROUNDS;
 
     /**
-     * How long a warm-up goes on without the JVM finishing a compilation before it ends
+     * How long a warm-up goes on without the JVM's compilation time growing before it ends
      * ({@link #warmUntilCompiled}), ns: longer than the gaps between the compilations of a
      * deoptimised path being compiled again (up to about 0.45 s in a compilation log of
      * {@code bench tiers}' first gather).
@@ -192,15 +192,15 @@ public final class Trials {
     /**
      * Warms up a measure until the JIT has compiled what it runs and stayed quiet: {@code step}
      * runs in batches of {@code batch}, at least one batch, and stops once
-     * {@link #JIT_QUIET_NANOS} have passed since the end of the last batch during which the JVM
-     * finished a compilation (counted from the start when none did), or once {@code maxNanos}
+     * {@link #JIT_QUIET_NANOS} have passed since the end of the last batch during which the JVM's
+     * total compilation time grew (counted from the start when it never did), or once {@code maxNanos}
      * have passed. A fixed count of warm-up steps does not do: a path that runs a few hundred times
      * a second reaches its last compilations seconds in, and on two cores a compiler thread at work
      * takes a core from the threads measured. Nor does the first batch that compiles nothing: a
      * path whose code was compiled for another use (the transfer engine's batch loop after a run of
      * plain copies, then warmed by its first gather) is deoptimised, runs interpreted, and is
      * compiled again, some of it twice more, over the next seconds, while a batch of one gather
-     * (8 ms) often passes without a compilation finishing: the first gather figure measured after
+     * (8 ms) often passes without the compilation time growing: the first gather figure measured after
      * the copy figures ran at 0.44–0.64 of its baseline where, measured first, it ran at 0.84.
      * Returns the steps run.
      *
@@ -224,7 +224,7 @@ public final class Trials {
             throw new IllegalArgumentException("warm-up batch must be at least 1, got " + batch);
         }
         long start = nanoTime.getAsLong();
-        long quietSince = start; // end of the last batch during which a compilation finished
+        long quietSince = start; // end of the last batch during which the compilation time grew
         long compiled = compiledMillis == null ? 0 : compiledMillis.getAsLong(); // ms
         int steps = 0;
         while (true) {
