@@ -964,9 +964,10 @@ public final class PeerClient implements PeerMemory {
      *
      * <p>The thread spins for {@value #DRAIN_SPIN_NANOS} ns, about one copy step at 4 GB/s, so that
      * an access seen at its next step boundary ends the wait without a wake-up (with a spin of
-     * 20 µs, a drain of 20–90 µs cost a park and a wake-up, and the in-process in-flight
-     * revoke-to-callback p99 of {@code bench peer} was 1.87–2.32 reads' medians; with 60 µs,
-     * 0.99 in both runs), then parks, and the access that leaves last wakes it. Polling with
+     * 20 µs, drains of 20–90 µs cost a park and a wake-up: the in-process in-flight
+     * revoke-to-callback p99 of {@code bench peer} was 1.86–2.41 reads' medians in seven runs on
+     * a two-processor machine; with 60 µs, 0.63, 2.06 and 2.42 in three, and 0.99 twice in a
+     * harness of the same measure), then parks, and the access that leaves last wakes it. Polling with
      * {@code Thread.yield()} would give the core away for a whole scheduler slice (milliseconds)
      * whenever another thread is runnable there: a fair scheduler that honours a yield moves the
      * yielding thread behind the others. Who finishes is settled by one compare-and-set
