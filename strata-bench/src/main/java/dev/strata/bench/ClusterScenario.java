@@ -67,6 +67,7 @@ public final class ClusterScenario implements Scenario {
         // a full run's new-key SET test writes seconds of values without evicting: room for them
         LocalRedisCluster cluster = quick ? create(dir) : create(dir, FULL_RUN_NODE_MEMORY);
         List<Figure> figures = new ArrayList<>();
+        LocalRedisCluster.StopOnExit running = cluster.stopOnExit(); // stops it at the end, or if the run is interrupted
         try {
             cluster.start(Duration.ofSeconds(60));
             ClusterSettings settings = ClusterSettings.of(cluster, Duration.ofSeconds(2));
@@ -94,7 +95,7 @@ public final class ClusterScenario implements Scenario {
                         "not measured: " + e));
             }
         } finally {
-            cluster.stop();
+            running.close();
             try {
                 deleteTree(dir);
             } catch (IOException e) {

@@ -232,6 +232,7 @@ public final class SeedsScenario implements Scenario {
         try {
             ClusterScenario.deleteTree(dir);
             LocalRedisCluster cluster = ClusterScenario.create(dir);
+            LocalRedisCluster.StopOnExit running = cluster.stopOnExit(); // stops it at the end, or if the run is interrupted
             try {
                 cluster.start(Duration.ofSeconds(60));
                 ClusterSettings settings = ClusterSettings.of(cluster, Duration.ofSeconds(2));
@@ -241,7 +242,7 @@ public final class SeedsScenario implements Scenario {
                 return labelled(poolVsCluster, MEASURED, published + "; the network store is a Redis Cluster on this machine's"
                         + " loopback (3 primaries, 1 replica each), not RDMA");
             } finally {
-                cluster.stop();
+                running.close();
                 ClusterScenario.deleteTree(dir);
             }
         } catch (Exception e) {

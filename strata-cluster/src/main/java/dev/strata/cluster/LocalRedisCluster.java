@@ -358,6 +358,44 @@ public final class LocalRedisCluster {
     }
 
     /**
+     * A guard that stops this cluster ({@link #stop}) when it is closed, or when the JVM exits while
+     * it is open: on SIGTERM or SIGINT (Ctrl-C) as on {@link System#exit}. The nodes are separate
+     * processes that outlive the JVM otherwise, so an owner that runs a cluster for the length of a
+     * task (a benchmark) opens the guard before {@link #start} and closes it when done (in a {@code finally}).
+     * {@code strata cluster up}, whose cluster outlives the command on purpose, opens none.
+     */
+    public StopOnExit stopOnExit() {
+        return new StopOnExit(this);
+    }
+
+    /**
+     * An open {@link #stopOnExit} guard: a shutdown hook that stops the cluster until {@link #close}
+     * stops it and removes the hook. Threads: opened and closed by the owner's thread; the hook runs
+     * on the JVM's shutdown thread.
+     */
+    public static final class StopOnExit implements AutoCloseable {
+        private final LocalRedisCluster cluster;
+        private final Thread hook;
+
+        private StopOnExit(LocalRedisCluster cluster) {
+            this.cluster = cluster;
+            hook = new Thread(cluster::stop, "strata-redis-cluster-stop");
+            Runtime.getRuntime().addShutdownHook(hook);
+        }
+
+        /** Stops the cluster, then removes the shutdown hook (during shutdown the hook stops it too). */
+        @Override
+        public void close() {
+            cluster.stop();
+            try {
+                Runtime.getRuntime().removeShutdownHook(hook);
+            } catch (IllegalStateException shuttingDown) {
+                // the JVM is exiting: the hook runs (or ran) and stops the cluster
+            }
+        }
+    }
+
+    /**
      * Stops every node: SIGTERM, then SIGKILL to any still running after a grace period. Removes
      * nothing from the directory.
      *
