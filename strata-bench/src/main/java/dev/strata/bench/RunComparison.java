@@ -19,7 +19,10 @@ import java.util.Objects;
  * names a unit. Rounds are shown where a figure has more than {@link Trials#FULL_ROUNDS}: it was
  * measured on after a first look ({@link Trials#pairedUntilDecided}), or its measure counts many
  * short rounds. A figure missing from some run, or measured in one and not
- * in another, has not kept its verdict.
+ * in another, has not kept its verdict. A goal stated from the run's own measurement (the expert
+ * pager's step "within 1 µs of the raw copy" measured in that run) can differ between runs; such a
+ * row's goal column reads {@value #GOAL_PER_RUN} and each cell carries its run's goal, so that no
+ * verdict is shown beside a goal it was not judged against.
  *
  * <p>Immutable; any thread.
  *
@@ -28,18 +31,32 @@ import java.util.Objects;
  * @param rows     one per figure, in the order figures first appear across the runs
  */
 public record RunComparison(String scenario, List<String> runs, List<Row> rows) {
+    /** The goal column of a row whose runs state different goals. */
+    public static final String GOAL_PER_RUN = "per run";
 
     /**
      * One figure across the runs.
      *
      * @param name    the figure's name
-     * @param goal    its goal (as the first run that has it states it)
+     * @param goal    its goal, as every run that has it states it, or {@link #GOAL_PER_RUN} when the runs differ
      * @param figures the figure in each run, in run order; null where a run lacks it
      */
     public record Row(String name, String goal, List<Figure> figures) {
         /** Immutable copy; nulls kept (a run without the figure). */
         public Row {
             figures = java.util.Collections.unmodifiableList(new ArrayList<>(figures));
+        }
+
+        /** True when the runs state different goals: each cell shows its own. */
+        public boolean goalPerRun() {
+            return GOAL_PER_RUN.equals(goal);
+        }
+
+        /** The cell of run {@code i} ({@link RunComparison#cell}), with the run's goal when goals differ per run. */
+        String cell(int i, boolean markdown) {
+            Figure f = figures.get(i);
+            String goalText = f == null || !goalPerRun() ? "" : ", goal " + (markdown ? RunComparison.markdownGoal(f.goal()) : f.goal());
+            return RunComparison.cell(f) + goalText;
         }
 
         /** True if every run has the figure, with the same verdict (a figure no run could measure keeps {@code not judged}). */
@@ -91,7 +108,8 @@ public record RunComparison(String scenario, List<String> runs, List<Row> rows) 
         }
         List<Row> rows = new ArrayList<>(byName.size());
         for (Map.Entry<String, Figure[]> e : byName.entrySet()) {
-            String goal = java.util.Arrays.stream(e.getValue()).filter(Objects::nonNull).findFirst().orElseThrow().goal();
+            List<String> goals = java.util.Arrays.stream(e.getValue()).filter(Objects::nonNull).map(Figure::goal).distinct().toList();
+            String goal = goals.size() == 1 ? goals.getFirst() : GOAL_PER_RUN;
             rows.add(new Row(e.getKey(), goal, java.util.Arrays.asList(e.getValue())));
         }
         return new RunComparison(scenario, labels, rows);
@@ -144,6 +162,11 @@ public record RunComparison(String scenario, List<String> runs, List<Row> rows) 
         return ReportWriter.num(x) + spread + " " + f.verdict().label() + rounds;
     }
 
+    /** A goal as the Markdown tables print it: {@code ≥} and {@code ≤} for {@code >=} and {@code <=}. */
+    static String markdownGoal(String goal) {
+        return goal.replace(">=", "≥").replace("<=", "≤");
+    }
+
     /** The rows a table shows: all, or ({@code changedOnly}) those that did not keep one verdict. */
     private List<Row> shown(boolean changedOnly) {
         return changedOnly ? rows.stream().filter(r -> !r.kept()).toList() : rows;
@@ -152,18 +175,20 @@ public record RunComparison(String scenario, List<String> runs, List<Row> rows) 
     /** Prints the rows ({@code changedOnly}: those that did not keep one verdict) as an aligned table, then the summary. */
     public void printTable(PrintStream out, boolean changedOnly) {
         int width = Math.max(6, rows.stream().mapToInt(r -> r.name().length()).max().orElse(6));
+        int cellWidth = Math.max(42, rows.stream().flatMap(r -> java.util.stream.IntStream.range(0, runs.size())
+                .mapToObj(i -> r.cell(i, false))).mapToInt(String::length).max().orElse(42));
         for (int i = 0; i < runs.size(); i++) {
             out.printf(Locale.ROOT, "run %d: %s%n", i + 1, runs.get(i));
         }
         StringBuilder head = new StringBuilder(String.format(Locale.ROOT, "%-" + width + "s", "figure"));
         for (int i = 0; i < runs.size(); i++) {
-            head.append(String.format(Locale.ROOT, "  %-42s", "run " + (i + 1)));
+            head.append(String.format(Locale.ROOT, "  %-" + cellWidth + "s", "run " + (i + 1)));
         }
         out.println(head.append("  goal").toString().stripTrailing());
         for (Row r : shown(changedOnly)) {
             StringBuilder line = new StringBuilder(String.format(Locale.ROOT, "%-" + width + "s", r.name()));
-            for (Figure f : r.figures()) {
-                line.append(String.format(Locale.ROOT, "  %-42s", cell(f)));
+            for (int i = 0; i < runs.size(); i++) {
+                line.append(String.format(Locale.ROOT, "  %-" + cellWidth + "s", r.cell(i, false)));
             }
             out.println(line.append("  ").append(r.goal()).append(r.kept() ? "" : "  (changed)"));
         }
@@ -180,10 +205,10 @@ public record RunComparison(String scenario, List<String> runs, List<Row> rows) 
         md.append("---|".repeat(runs.size())).append("---|\n");
         for (Row r : shown(changedOnly)) {
             md.append("| `").append(r.name()).append("` |");
-            for (Figure f : r.figures()) {
-                md.append(' ').append(cell(f)).append(" |");
+            for (int i = 0; i < runs.size(); i++) {
+                md.append(' ').append(r.cell(i, true)).append(" |");
             }
-            md.append(' ').append(r.goal().replace(">=", "≥").replace("<=", "≤")).append(" |\n");
+            md.append(' ').append(markdownGoal(r.goal())).append(" |\n");
         }
         return md.toString();
     }

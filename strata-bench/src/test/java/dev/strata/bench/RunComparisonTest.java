@@ -86,6 +86,32 @@ class RunComparisonTest {
     }
 
     @Test
+    void aGoalThatDependsOnTheRunIsShownInEachRunsCell() {
+        // a goal stated from the run's own baseline (e.g. "within 1 us of the raw copy"): 480 us misses
+        // the second run's bound and would meet the first run's, so one goal column would misstate a verdict
+        Figure first = Figure.sampled("step", "ns", "raw copy", new Sample(new double[] {569e3, 570e3, 571e3}), 570e3,
+                "<= 571000 ns");
+        Figure second = Figure.sampled("step", "ns", "raw copy", new Sample(new double[] {487e3, 488e3, 489e3}), 476e3,
+                "<= 477000 ns");
+        Figure same = copy("a", nine(0.95, 0.97));
+        RunComparison c = RunComparison.of(List.of("r1", "r2"), List.of(run("experts", false, first, same),
+                run("experts", false, second, same)));
+        RunComparison.Row step = c.rows().get(0);
+        assertThat(step.goal()).isEqualTo("per run");
+        assertThat(c.markdown(false)).isEqualTo("""
+                | figure | run 1 | run 2 | goal |
+                |---|---|---|---|
+                | `step` | 570000.000 (569000.000–571000.000) met, goal ≤ 571000 ns | 488000.000 (487000.000–489000.000) missed, goal ≤ 477000 ns | per run |
+                | `a` | 0.960 (0.950–0.970) met | 0.960 (0.950–0.970) met | ≥ 0.9 |
+                """);
+        ByteArrayOutputStream bytes = new ByteArrayOutputStream();
+        c.printTable(new PrintStream(bytes, true, StandardCharsets.UTF_8), false);
+        assertThat(bytes.toString(StandardCharsets.UTF_8).lines().filter(l -> l.startsWith("step "))).singleElement()
+                .asString().contains("missed, goal <= 477000 ns").contains("met, goal <= 571000 ns")
+                .contains("per run");
+    }
+
+    @Test
     void reportsAreReadFromTheFilesTheRunsWrote() throws IOException {
         Path first = ReportWriter.write(run("tiers", false, copy("a", nine(0.95, 0.97))), dir.resolve("one"));
         Path second = ReportWriter.write(run("tiers", false, copy("a", nine(0.5, 0.6))), dir.resolve("two"));
