@@ -2,12 +2,10 @@ package dev.strata.bench.peer;
 
 import dev.strata.bench.Figure;
 import dev.strata.bench.Paired;
-import dev.strata.bench.Sample;
 import dev.strata.bench.Series;
 import dev.strata.bench.Trials;
 import dev.strata.cache.Durability;
 import dev.strata.cache.peer.LeaseHints;
-import dev.strata.cache.peer.PeerClientStats;
 import dev.strata.cache.peer.PeerLease;
 import dev.strata.cache.peer.RevocationCallback;
 import java.lang.foreign.Arena;
@@ -41,10 +39,14 @@ import org.HdrHistogram.Recorder;
  *   <li><b>Revocation to callback with a read in flight.</b> Another thread reads the lease over and
  *       over ({@code readBytes} per read); the agent takes the memory back at a random point of a
  *       read. The callback runs only after that read has left the lease, so this is drain plus
- *       notification. Baseline: the median duration of one such read, measured in the same run
- *       (the longest an access can hold a revocation up).</li>
+ *       notification. Baseline: the median duration of one such read, measured in the same block
+ *       (a bound on how long an access can hold a revocation up; a read looks at its lease's guard
+ *       every {@link dev.strata.cache.peer.PeerClient#COPY_STEP_BYTES} and stops there, so it holds
+ *       it up for one step at most); the reads' own p99 is in the note.</li>
  *   <li><b>Drain</b>, as the client itself measures it (from the revocation event to the last access
- *       leaving), in the same in-flight rounds; same baseline.</li>
+ *       leaving, {@link dev.strata.cache.peer.PeerClient#drainNanos}), of the in-flight revocations
+ *       alone, in the same blocks; same baseline. (The client's drain summary also counts the idle
+ *       revocations, which drain at once, so its p99 is not the in-flight drains' p99.)</li>
  * </ul>
  *
  * <p>The measuring thread parks rather than spins while it waits, and so does the reader between
@@ -81,10 +83,12 @@ public final class RevocationLatencyMeasure {
         Histogram idle = new Histogram(3);
         Histogram fromDemand = new Histogram(3); // ns, the rig asking the lender for its memory -> the callback, idle leases
         Histogram inFlight = new Histogram(3);
+        Histogram drains = new Histogram(3); // ns, revocation event -> last access left, in-flight rounds
         Histogram reads = new Histogram(3);
         double[][] idleP = new double[2][blocks]; // [p50, p99][block], us
         double[][] handoffP = new double[2][blocks];
         double[][] inFlightP = new double[2][blocks];
+        double[][] drainP = new double[2][blocks];
         double[] readP50 = new double[blocks];
         try (Arena arena = Arena.ofShared()) {
             MemorySegment fill = arena.allocate(readBytes, 64);
@@ -113,31 +117,31 @@ public final class RevocationLatencyMeasure {
                 percentiles(h, handoffP, b);
                 percentiles(idleBlock, idleP, b);
             }
-            PeerClientStats.Peer before = rig.client().stats().peers().getFirst();
             Recorder readRecorder = new Recorder(3);
             Reader reader = new Reader(rig, arena.allocate(readBytes, 64), readRecorder);
             Thread t = Thread.ofPlatform().name("strata-bench-peer-reader").daemon().start(reader);
             try {
                 Trials.warmUntilCompiled(Math.max(1, rounds / 10), warmUpNanos(rounds), // the reads and the drain
-                        () -> revokeInFlight(rig, readBytes, fill, reader, r));
+                        () -> revokeInFlight(rig, readBytes, fill, reader, r, new Histogram(3)));
                 readRecorder.getIntervalHistogram(); // reset
                 for (int b = 0; b < blocks; b++) {
                     Histogram block = new Histogram(3);
+                    Histogram blockDrains = new Histogram(3);
                     for (int i = 0, n = blockSize(rounds, blocks, b); i < n; i++) {
-                        block.recordValue(revokeInFlight(rig, readBytes, fill, reader, r));
+                        block.recordValue(revokeInFlight(rig, readBytes, fill, reader, r, blockDrains));
                     }
                     Histogram blockReads = readRecorder.getIntervalHistogram();
                     inFlight.add(block);
+                    drains.add(blockDrains);
                     reads.add(blockReads);
                     percentiles(block, inFlightP, b);
+                    percentiles(blockDrains, drainP, b);
                     readP50[b] = blockReads.getValueAtPercentile(50) / 1e3;
                 }
             } finally {
                 reader.stop = true;
                 t.join(10_000);
             }
-            PeerClientStats.Peer after = rig.client().stats().peers().getFirst();
-            double readMedian = reads.getValueAtPercentile(50);
             String label = rig.label();
             List<Figure> out = new ArrayList<>();
             String handoffName = "thread hand-off through a blocking queue";
@@ -160,13 +164,11 @@ public final class RevocationLatencyMeasure {
                     Paired.of(readP50, inFlightP[1]), "<= 2")
                     .withNote("the reads themselves in the same blocks: p99 " + micros(reads, 99) + " us, p99.9 "
                             + micros(reads, 99.9) + " us, for a median of " + micros(reads, 50) + " us"));
-            long drains = after.drainCount() - before.drainCount();
-            out.add(Figure.sampled("peer_drain_p50_" + label, "us", readName, Sample.of(after.drainP50Nanos() / 1e3),
-                    readMedian / 1e3, "<= 1")
-                    .withNote("the client's own drain histogram (" + drains + " drains in the in-flight rounds, "
-                            + after.drainCount() + " in all): one value, no spread"));
-            out.add(Figure.sampled("peer_drain_p99_" + label, "us", readName, Sample.of(after.drainP99Nanos() / 1e3),
-                    readMedian / 1e3, "<= 1.5"));
+            out.add(Figure.paired("peer_drain_p50_" + label, "us", readName, Paired.of(readP50, drainP[0]), "<= 1")
+                    .withNote("the client's drain of each in-flight revocation alone (PeerClient.drainNanos: from the revocation"
+                            + " reaching the client to the last access leaving; " + drains.getTotalCount() + " drains, p99.9 "
+                            + micros(drains, 99.9) + " us)" + paired));
+            out.add(Figure.paired("peer_drain_p99_" + label, "us", readName, Paired.of(readP50, drainP[1]), "<= 1.5"));
             String plot = "revocation to callback, " + label + " (CDF)";
             plots.add(cdf(plot, "idle lease", idle));
             plots.add(cdf(plot, "idle lease, from the rig's demand", fromDemand));
@@ -235,8 +237,12 @@ public final class RevocationLatencyMeasure {
         return revoked;
     }
 
-    private static long revokeInFlight(RevocationRig rig, long readBytes, MemorySegment fill, Reader reader, SplittableRandom r)
-            throws InterruptedException {
+    /**
+     * Revokes a lease while a read of it is under way; returns nanoseconds from the lender's
+     * revocation to the callback, and records in {@code drains} the client's drain of the lease.
+     */
+    private static long revokeInFlight(RevocationRig rig, long readBytes, MemorySegment fill, Reader reader, SplittableRandom r,
+                                       Histogram drains) throws InterruptedException {
         PeerLease lease = borrow(rig, readBytes);
         rig.client().write(lease, 0, fill);
         AtomicLong calledAt = new AtomicLong();
@@ -255,6 +261,11 @@ public final class RevocationLatencyMeasure {
         rig.takeBack();
         long at = awaitNonZero(calledAt, rig.label() + ": no revocation callback for " + lease + " with a read in flight");
         long revoked = revokedAt(rig, lease);
+        long drained = rig.client().drainNanos(lease); // set before the callbacks run
+        if (drained < 0) {
+            throw new IllegalStateException(rig.label() + ": the client knows no drain time for " + lease + " after its callback");
+        }
+        drains.recordValue(drained);
         reader.lease = null;
         settle(rig);
         rig.offerAll();

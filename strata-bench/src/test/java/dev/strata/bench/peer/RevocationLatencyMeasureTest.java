@@ -38,6 +38,12 @@ class RevocationLatencyMeasureTest {
             List<Figure> figures = RevocationLatencyMeasure.figures(rig, 20, Sizes.MiB + 4032, 2 * Sizes.MiB + 64, plots);
             assertFigures(figures, "in_process", rig);
             assertThat(figures.getFirst().rounds()).as("20 revocations make 2 paired blocks").isEqualTo(2);
+            // the drains are paired block by block with the reads timed in the same block, as the in-flight revocations are
+            assertThat(figures.subList(2, 6)).extracting(Figure::baseline)
+                    .containsOnly("one " + (2 * Sizes.MiB + 64) + "-byte read of the lease, median");
+            assertThat(figures.subList(2, 6)).extracting(Figure::rounds).containsOnly(2);
+            assertThat(figures.get(4).note()).as("the drains of the 20 in-flight revocations alone, not of the idle ones")
+                    .contains(" 20 drains");
             assertThat(plots).extracting(Series::label).containsExactly("idle lease", "idle lease, from the rig's demand",
                     "read in flight", "thread hand-off through a blocking queue (baseline)");
             double[] fromRevocation = plots.get(0).x();

@@ -367,6 +367,7 @@ public final class PeerClient implements PeerMemory {
         long receivedAtNanos;          // System.nanoTime when the revocation event arrived
         long askedAtNanos;             // System.nanoTime when the lender revoked (RECLAIMED only; 0 otherwise)
         long drainedAtNanos;           // System.nanoTime when the last access left a revoked lease (0: drained at the revocation)
+        long drainNanos = -1;          // revoked and finished: revocation event -> last access left, ns; -1 before (guarded by lock)
 
         LeaseEntry(PeerLease lease, LentRegion region, PeerState peer, ConsumerState consumer) {
             this.lease = lease;
@@ -707,6 +708,26 @@ public final class PeerClient implements PeerMemory {
                 e = ended.get(lease);
             }
             return e == null || e.reason != RevocationReason.RECLAIMED ? 0 : e.askedAtNanos;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /**
+     * How long the revocation of {@code lease} waited for the accesses under way: from the
+     * revocation reaching this client to the last of them leaving, in nanoseconds (0 when none was
+     * under way), as the {@code strata_peer_drain_seconds} summary records it; -1 if the lease was
+     * not revoked (freed, or still open), its revocation has not finished, or it is no longer
+     * remembered (the client keeps the most recent ended leases only). Any thread.
+     */
+    public long drainNanos(PeerLease lease) {
+        lock.lock();
+        try {
+            LeaseEntry e = leases.get(lease);
+            if (e == null) {
+                e = ended.get(lease);
+            }
+            return e == null ? -1 : e.drainNanos;
         } finally {
             lock.unlock();
         }
@@ -1098,6 +1119,7 @@ public final class PeerClient implements PeerMemory {
                 e.reason = RevocationReason.FENCED; // fenced before its event arrived: no acknowledgement
             }
             reason = e.reason;
+            e.drainNanos = Math.max(0, drained - e.receivedAtNanos);
             end(e);
             PeerState p = e.peer;
             p.revocations[reason.ordinal()]++;
@@ -1105,7 +1127,7 @@ public final class PeerClient implements PeerMemory {
         } finally {
             lock.unlock();
         }
-        e.peer.drain.recordValue(Math.max(0, drained - e.receivedAtNanos));
+        e.peer.drain.recordValue(Math.max(0, drained - e.receivedAtNanos)); // e.drainNanos, without the lock
         List<RevocationCallback> run;
         synchronized (e) {
             e.callbacksTaken = true;

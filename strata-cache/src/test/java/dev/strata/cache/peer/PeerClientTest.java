@@ -112,6 +112,7 @@ class PeerClientTest {
             assertThat(client.read(lease, 0, MemorySegment.ofArray(new byte[10]))).as("new access while revoking").isFalse();
             Thread.sleep(50);
             assertThat(ended).as("no callback while an access is under way").isEmpty();
+            assertThat(client.drainNanos(lease)).as("revocation not finished: no drain time yet").isEqualTo(-1);
             assertThat(lender.phase(lease)).as("not acknowledged while draining").isEqualTo(LocalLender.Phase.REVOKING);
             release.countDown();
             reader.join(5_000);
@@ -120,6 +121,14 @@ class PeerClientTest {
             assertThat(ended).containsExactly(new Ended(lease, RevocationReason.RECLAIMED));
             await("released", 2_000, () -> lender.phase(lease) == LocalLender.Phase.RELEASED);
             assertThat(client.stats().peer(0).drainMaxNanos()).isGreaterThanOrEqualTo(TimeUnit.MILLISECONDS.toNanos(50));
+            assertThat(client.drainNanos(lease)).as("this lease's own drain: the access held it for the 50 ms sleep")
+                    .isGreaterThanOrEqualTo(TimeUnit.MILLISECONDS.toNanos(50))
+                    .isLessThanOrEqualTo(client.stats().peer(0).drainMaxNanos() + client.stats().peer(0).drainMaxNanos() / 100);
+            lender.lendable(16 * 1024);
+            PeerLease idle = client.alloc(1_000, ANY).orElseThrow();
+            assertThat(client.drainNanos(idle)).as("open").isEqualTo(-1);
+            client.free(idle);
+            assertThat(client.drainNanos(idle)).as("freed, never revoked").isEqualTo(-1);
         }
     }
 
