@@ -106,7 +106,8 @@ public final class EngineScenario implements Scenario {
 
         progress.step("decoding constrained to a JSON schema against unconstrained, and the mask's cost per token");
         try {
-            figures.addAll(ConstrainedDecodeMeasure.figures(decodeMoe, threads, quick ? 48 : 160, quick ? 3 : Trials.FULL_ROUNDS));
+            figures.addAll(ConstrainedDecodeMeasure.figures(decodeMoe, threads, quick ? 48 : 160, quick ? 3 : Trials.FULL_ROUNDS,
+                    quick ? 3 : Trials.SECOND_LOOK_ROUNDS));
             figures.addAll(ConstrainedDecodeMeasure.largeVocabularyFigures(quick ? 32_000 : 151_643, quick ? 48 : 160, quick ? 3 : 7));
         } catch (RuntimeException e) {
             figures.add(Figure.missing("constrained_decode_tokens_per_s", "tokens/s", ConstrainedDecodeMeasure.BASELINE,

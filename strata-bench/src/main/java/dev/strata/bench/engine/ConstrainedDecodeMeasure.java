@@ -60,10 +60,12 @@ public final class ConstrainedDecodeMeasure {
     }
 
     /**
-     * @param tokens the budget of each answer
-     * @param rounds paired rounds
+     * @param tokens    the budget of each answer
+     * @param rounds    paired rounds
+     * @param maxRounds paired rounds of the decode rate when the first {@code rounds} leave its
+     *                  verdict open ({@link Trials#pairedUntilDecided}; {@code rounds} for none)
      */
-    public static List<Figure> figures(Path dir, int threads, int tokens, int rounds) {
+    public static List<Figure> figures(Path dir, int threads, int tokens, int rounds, int maxRounds) {
         int blocks = (64 + tokens) / 16 + 4;
         try (ServeEngine engine = new ServeEngine(dir, threads, 16, blocks, 0);
              ContinuousBatchingGenerator generator = new ContinuousBatchingGenerator(engine, new ServeMetrics())) {
@@ -71,7 +73,7 @@ public final class ConstrainedDecodeMeasure {
             JsonNode schema = schema(tokens / 2);
             SchemaGrammar grammar = SchemaGrammar.of(schema);
             long[] seed = {1};
-            Paired rate = Trials.paired(rounds,
+            Paired rate = Trials.pairedUntilDecided(rounds, maxRounds, RATE_GOAL,
                     () -> tokensPerSecond(generator, new GenerationRequest(prompt, sampling(tokens, seed[0]))),
                     () -> tokensPerSecond(generator, new GenerationRequest(prompt, sampling(tokens, seed[0]++),
                             GenerationRequest.NO_LOGPROBS, grammar)));
