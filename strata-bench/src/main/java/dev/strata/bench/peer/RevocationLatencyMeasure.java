@@ -1,9 +1,11 @@
 package dev.strata.bench.peer;
 
 import dev.strata.bench.Figure;
+import dev.strata.bench.Goal;
 import dev.strata.bench.Paired;
 import dev.strata.bench.Series;
 import dev.strata.bench.Trials;
+import dev.strata.bench.Verdict;
 import dev.strata.cache.Durability;
 import dev.strata.cache.peer.LeaseHints;
 import dev.strata.cache.peer.PeerLease;
@@ -17,6 +19,7 @@ import java.util.SplittableRandom;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.BooleanSupplier;
 import java.util.concurrent.locks.LockSupport;
 import org.HdrHistogram.Histogram;
 import org.HdrHistogram.Recorder;
@@ -59,6 +62,11 @@ public final class RevocationLatencyMeasure {
     private static final long AWAIT_PARK_NANOS = 10_000_000; // longest park while waiting for a callback
     private static final long WAIT_STEP_NANOS = 20_000; // park between looks at the reader's progress
     private static final long WARM_UP_NANOS = TimeUnit.SECONDS.toNanos(10); // longest warm-up of a run of 500 rounds or more
+    private static final String IDLE_GOAL = "<= 3"; // revocation to callback, p50 and p99, against the hand-off's
+    private static final String IN_FLIGHT_P50_GOAL = "<= 1.5"; // against the reads' median
+    private static final String IN_FLIGHT_P99_GOAL = "<= 2";
+    private static final String DRAIN_P50_GOAL = "<= 1";
+    private static final String DRAIN_P99_GOAL = "<= 1.5";
 
     private RevocationLatencyMeasure() {
     }
@@ -73,23 +81,27 @@ public final class RevocationLatencyMeasure {
      * (between 1 and {@link Trials#FULL_ROUNDS}, of about ten revocations or more each: with nine,
      * a full run's spread is the median's confidence interval, not the whole range): a block of hand-offs and a block of
      * idle revocations back to back, in alternating order, and the reads under way timed in the
-     * same block as the in-flight revocations; each block's percentiles make one pair. Adds the
-     * latency distributions (CDFs over all blocks) to {@code plots}.
+     * same block as the in-flight revocations; each block's percentiles make one pair. In a full
+     * run (nine blocks) a kind whose figures are not all decided after nine blocks is measured on
+     * to {@link Trials#SECOND_LOOK_ROUNDS} blocks of the same size and judged again on all of them,
+     * as {@link Trials#pairedUntilDecided} does for rounds. Adds the latency distributions (CDFs
+     * over all blocks) to {@code plots}.
      */
     public static List<Figure> figures(RevocationRig rig, int rounds, long leaseBytes, long readBytes, List<Series> plots)
             throws InterruptedException {
         int blocks = Math.clamp(rounds / 10, 1, Trials.FULL_ROUNDS);
+        int maxBlocks = blocks == Trials.FULL_ROUNDS ? Trials.SECOND_LOOK_ROUNDS : blocks; // a second look in full runs
         Histogram handoffAll = new Histogram(3);
         Histogram idle = new Histogram(3);
         Histogram fromDemand = new Histogram(3); // ns, the rig asking the lender for its memory -> the callback, idle leases
         Histogram inFlight = new Histogram(3);
         Histogram drains = new Histogram(3); // ns, revocation event -> last access left, in-flight rounds
         Histogram reads = new Histogram(3);
-        double[][] idleP = new double[2][blocks]; // [p50, p99][block], us
-        double[][] handoffP = new double[2][blocks];
-        double[][] inFlightP = new double[2][blocks];
-        double[][] drainP = new double[2][blocks];
-        double[] readP50 = new double[blocks];
+        double[][] idleP = new double[2][maxBlocks]; // [p50, p99][block], us
+        double[][] handoffP = new double[2][maxBlocks];
+        double[][] inFlightP = new double[2][maxBlocks];
+        double[][] drainP = new double[2][maxBlocks];
+        double[] readP50 = new double[maxBlocks];
         try (Arena arena = Arena.ofShared()) {
             MemorySegment fill = arena.allocate(readBytes, 64);
             SplittableRandom r = new SplittableRandom(0x7E70CA7EL);
@@ -99,7 +111,7 @@ public final class RevocationLatencyMeasure {
             // a tenth of the rounds warms up, and in a full run more, until the JIT has compiled the revocation path
             Trials.warmUntilCompiled(Math.max(1, rounds / 10), warmUpNanos(rounds), () -> revokeIdle(rig, leaseBytes, fill,
                     new Histogram(3)));
-            for (int b = 0; b < blocks; b++) {
+            int idleBlocks = runBlocks(blocks, maxBlocks, b -> {
                 int n = blockSize(rounds, blocks, b);
                 Histogram h = null;
                 Histogram idleBlock = new Histogram(3);
@@ -116,15 +128,16 @@ public final class RevocationLatencyMeasure {
                 idle.add(idleBlock);
                 percentiles(h, handoffP, b);
                 percentiles(idleBlock, idleP, b);
-            }
+            }, () -> undecided(blocks, handoffP, idleP, IDLE_GOAL, IDLE_GOAL));
             Recorder readRecorder = new Recorder(3);
             Reader reader = new Reader(rig, arena.allocate(readBytes, 64), readRecorder);
             Thread t = Thread.ofPlatform().name("strata-bench-peer-reader").daemon().start(reader);
+            int inFlightBlocks;
             try {
                 Trials.warmUntilCompiled(Math.max(1, rounds / 10), warmUpNanos(rounds), // the reads and the drain
                         () -> revokeInFlight(rig, readBytes, fill, reader, r, new Histogram(3)));
                 readRecorder.getIntervalHistogram(); // reset
-                for (int b = 0; b < blocks; b++) {
+                inFlightBlocks = runBlocks(blocks, maxBlocks, b -> {
                     Histogram block = new Histogram(3);
                     Histogram blockDrains = new Histogram(3);
                     for (int i = 0, n = blockSize(rounds, blocks, b); i < n; i++) {
@@ -137,7 +150,8 @@ public final class RevocationLatencyMeasure {
                     percentiles(block, inFlightP, b);
                     percentiles(blockDrains, drainP, b);
                     readP50[b] = blockReads.getValueAtPercentile(50) / 1e3;
-                }
+                }, () -> undecided(blocks, new double[][] {readP50, readP50}, inFlightP, IN_FLIGHT_P50_GOAL, IN_FLIGHT_P99_GOAL)
+                        || undecided(blocks, new double[][] {readP50, readP50}, drainP, DRAIN_P50_GOAL, DRAIN_P99_GOAL));
             } finally {
                 reader.stop = true;
                 t.join(10_000);
@@ -145,30 +159,33 @@ public final class RevocationLatencyMeasure {
             String label = rig.label();
             List<Figure> out = new ArrayList<>();
             String handoffName = "thread hand-off through a blocking queue";
-            String paired = "; " + blocks + " paired blocks, each block's percentile";
+            String idlePaired = paired(idleBlocks, blocks);
             out.add(Figure.paired("peer_revoke_to_callback_p50_" + label, "us", handoffName + " p50",
-                    Paired.of(handoffP[0], idleP[0]), "<= 3")
-                    .withNote(rounds + " revocations of an idle " + leaseBytes + "-byte lease, each timed from the lender's"
-                            + " revocation (its clock reading, passed with the revocation) to the callback, which runs on the"
-                            + " lender's event thread when the revocation reaches it; from the rig asking the lender for the"
+                    pairs(handoffP[0], idleP[0], idleBlocks, blocks), IDLE_GOAL)
+                    .withNote(idle.getTotalCount() + " revocations of an idle " + leaseBytes + "-byte lease, each timed from the"
+                            + " lender's revocation (its clock reading, passed with the revocation) to the callback, which runs on"
+                            + " the lender's event thread when the revocation reaches it; from the rig asking the lender for the"
                             + " memory to the callback: p50 " + micros(fromDemand, 50) + " us, p99 " + micros(fromDemand, 99)
-                            + " us" + paired));
+                            + " us" + idlePaired));
             out.add(Figure.paired("peer_revoke_to_callback_p99_" + label, "us", handoffName + " p99",
-                    Paired.of(handoffP[1], idleP[1]), "<= 3"));
+                    pairs(handoffP[1], idleP[1], idleBlocks, blocks), IDLE_GOAL));
             String readName = "one " + readBytes + "-byte read of the lease, median";
+            String inFlightPaired = paired(inFlightBlocks, blocks);
             out.add(Figure.paired("peer_revoke_to_callback_in_flight_p50_" + label, "us", readName,
-                    Paired.of(readP50, inFlightP[0]), "<= 1.5")
-                    .withNote("a read under way when the agent takes the memory back: drain, then the callback; reads timed in the"
-                            + " same blocks" + paired));
+                    pairs(readP50, inFlightP[0], inFlightBlocks, blocks), IN_FLIGHT_P50_GOAL)
+                    .withNote(inFlight.getTotalCount() + " revocations with a read under way when the agent takes the memory"
+                            + " back: drain, then the callback; reads timed in the same blocks" + inFlightPaired));
             out.add(Figure.paired("peer_revoke_to_callback_in_flight_p99_" + label, "us", readName,
-                    Paired.of(readP50, inFlightP[1]), "<= 2")
+                    pairs(readP50, inFlightP[1], inFlightBlocks, blocks), IN_FLIGHT_P99_GOAL)
                     .withNote("the reads themselves in the same blocks: p99 " + micros(reads, 99) + " us, p99.9 "
                             + micros(reads, 99.9) + " us, for a median of " + micros(reads, 50) + " us"));
-            out.add(Figure.paired("peer_drain_p50_" + label, "us", readName, Paired.of(readP50, drainP[0]), "<= 1")
+            out.add(Figure.paired("peer_drain_p50_" + label, "us", readName, pairs(readP50, drainP[0], inFlightBlocks, blocks),
+                            DRAIN_P50_GOAL)
                     .withNote("the client's drain of each in-flight revocation alone (PeerClient.drainNanos: from the revocation"
                             + " reaching the client to the last access leaving; " + drains.getTotalCount() + " drains, p99.9 "
-                            + micros(drains, 99.9) + " us)" + paired));
-            out.add(Figure.paired("peer_drain_p99_" + label, "us", readName, Paired.of(readP50, drainP[1]), "<= 1.5"));
+                            + micros(drains, 99.9) + " us)" + inFlightPaired));
+            out.add(Figure.paired("peer_drain_p99_" + label, "us", readName, pairs(readP50, drainP[1], inFlightBlocks, blocks),
+                    DRAIN_P99_GOAL));
             String plot = "revocation to callback, " + label + " (CDF)";
             plots.add(cdf(plot, "idle lease", idle));
             plots.add(cdf(plot, "idle lease, from the rig's demand", fromDemand));
@@ -176,6 +193,56 @@ public final class RevocationLatencyMeasure {
             plots.add(cdf(plot, handoffName + " (baseline)", handoffAll));
             return out;
         }
+    }
+
+    /** One block of revocations (and of its baseline), block {@code b} of a kind. */
+    @FunctionalInterface
+    interface Block {
+        void run(int b) throws InterruptedException;
+    }
+
+    /**
+     * Runs blocks {@code 0} to {@code blocks - 1}; then, if {@code undecided} says a figure of them
+     * is inconclusive, on to {@code maxBlocks}. Returns the blocks run.
+     */
+    static int runBlocks(int blocks, int maxBlocks, Block block, BooleanSupplier undecided) throws InterruptedException {
+        for (int b = 0; b < blocks; b++) {
+            block.run(b);
+        }
+        if (maxBlocks == blocks || !undecided.getAsBoolean()) {
+            return blocks;
+        }
+        for (int b = blocks; b < maxBlocks; b++) {
+            block.run(b);
+        }
+        return maxBlocks;
+    }
+
+    /**
+     * True if the p50 or the p99 figure of the first {@code blocks} blocks ({@code baseline[k]}
+     * against {@code subject[k]}, {@code k} 0 for p50 and 1 for p99) is inconclusive at its goal.
+     */
+    static boolean undecided(int blocks, double[][] baseline, double[][] subject, String p50Goal, String p99Goal) {
+        String[] goals = {p50Goal, p99Goal};
+        for (int k = 0; k < 2; k++) {
+            if (pairs(baseline[k], subject[k], blocks, blocks).judge(Goal.parse(goals[k])) == Verdict.INCONCLUSIVE) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /** The first {@code n} blocks' pairs: one look when {@code n} is the first look's {@code blocks}, a second look beyond. */
+    static Paired pairs(double[] baseline, double[] subject, int n, int blocks) {
+        double[] base = java.util.Arrays.copyOf(baseline, n);
+        double[] subj = java.util.Arrays.copyOf(subject, n);
+        return n > blocks ? new Paired(base, subj, 2) : Paired.of(base, subj);
+    }
+
+    /** The end of a note: how many paired blocks, and whether they were a second look. */
+    private static String paired(int n, int blocks) {
+        return "; " + n + " paired blocks, each block's percentile"
+                + (n > blocks ? " (a second look: " + blocks + " blocks left the verdict open)" : "");
     }
 
     private static String micros(Histogram h, double percentile) {
@@ -190,10 +257,13 @@ public final class RevocationLatencyMeasure {
         return rounds >= 500 ? WARM_UP_NANOS : 0;
     }
 
-    /** Revocations in block {@code b} of {@code blocks}: an even share, the last block taking the rest. */
+    /**
+     * Revocations in block {@code b} of {@code blocks}: an even share, the last block taking the
+     * rest; a block of a second look ({@code b >= blocks}) an even share.
+     */
     private static int blockSize(int rounds, int blocks, int b) {
         int share = Math.max(1, rounds / blocks);
-        return b < blocks - 1 ? share : Math.max(1, rounds - share * (blocks - 1));
+        return b != blocks - 1 ? share : Math.max(1, rounds - share * (blocks - 1));
     }
 
     /** Stores {@code h}'s p50 and p99, in microseconds, at {@code [0][b]} and {@code [1][b]}. */

@@ -4,6 +4,9 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.strata.bench.Figure;
 import dev.strata.bench.FigureChecks;
+import dev.strata.bench.Goal;
+import dev.strata.bench.Paired;
+import dev.strata.bench.Verdict;
 import dev.strata.bench.Series;
 import dev.strata.memory.Sizes;
 import java.nio.file.Path;
@@ -67,6 +70,38 @@ class RevocationLatencyMeasureTest {
             List<Figure> figures = RevocationLatencyMeasure.figures(rig, 10, 2 * Sizes.MiB, 4 * Sizes.MiB);
             assertFigures(figures, "cross_process", rig);
         }
+    }
+
+    @Test
+    void blocksThatLeaveAFigureUndecidedAreMeasuredOnToASecondLook() throws Exception {
+        List<Integer> run = new java.util.ArrayList<>();
+        assertThat(RevocationLatencyMeasure.runBlocks(9, 27, run::add, () -> false)).isEqualTo(9);
+        assertThat(run).as("decided after nine blocks: no more").hasSize(9);
+        run.clear();
+        assertThat(RevocationLatencyMeasure.runBlocks(9, 27, run::add, () -> true)).isEqualTo(27);
+        assertThat(run).as("undecided: blocks 9 to 26 follow, in order").containsExactlyElementsOf(
+                java.util.stream.IntStream.range(0, 27).boxed().toList());
+        run.clear();
+        assertThat(RevocationLatencyMeasure.runBlocks(2, 2, run::add, () -> true)).as("no second look allowed").isEqualTo(2);
+
+        double[] base = new double[27];
+        java.util.Arrays.fill(base, 100);
+        double[] clear = new double[27]; // every block at 1.2x: met against <= 2 at once
+        java.util.Arrays.fill(clear, 120);
+        double[] straddling = clear.clone(); // two of nine blocks at 2.5x: the interval [x(2), x(8)] reaches 2.5
+        straddling[0] = 250;
+        straddling[1] = 250;
+        double[][] b = {base, base};
+        assertThat(RevocationLatencyMeasure.undecided(9, b, new double[][] {clear, clear}, "<= 1.5", "<= 2")).isFalse();
+        assertThat(RevocationLatencyMeasure.undecided(9, b, new double[][] {clear, straddling}, "<= 1.5", "<= 2")).isTrue();
+        assertThat(RevocationLatencyMeasure.undecided(9, b, new double[][] {straddling, clear}, "<= 3", "<= 2"))
+                .as("2.5x meets a goal of 3x").isFalse();
+        Paired second = RevocationLatencyMeasure.pairs(base, straddling, 27, 9);
+        assertThat(second.looks()).isEqualTo(2);
+        assertThat(second.rounds()).isEqualTo(27);
+        assertThat(second.judge(Goal.parse("<= 2"))).as("25 of 27 blocks at 1.2x: decided on the second look")
+                .isEqualTo(Verdict.MET);
+        assertThat(RevocationLatencyMeasure.pairs(base, straddling, 9, 9).looks()).isEqualTo(1);
     }
 
     @Test
