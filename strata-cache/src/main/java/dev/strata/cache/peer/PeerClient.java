@@ -703,10 +703,7 @@ public final class PeerClient implements PeerMemory {
     public long revokedAtNanos(PeerLease lease) {
         lock.lock();
         try {
-            LeaseEntry e = leases.get(lease);
-            if (e == null) {
-                e = ended.get(lease);
-            }
+            LeaseEntry e = knownLocked(lease);
             return e == null || e.reason != RevocationReason.RECLAIMED ? 0 : e.askedAtNanos;
         } finally {
             lock.unlock();
@@ -723,14 +720,17 @@ public final class PeerClient implements PeerMemory {
     public long drainNanos(PeerLease lease) {
         lock.lock();
         try {
-            LeaseEntry e = leases.get(lease);
-            if (e == null) {
-                e = ended.get(lease);
-            }
+            LeaseEntry e = knownLocked(lease);
             return e == null ? -1 : e.drainNanos;
         } finally {
             lock.unlock();
         }
+    }
+
+    /** The entry of {@code lease}, not yet ended or among the ended ones remembered, or null; under the lock. */
+    private LeaseEntry knownLocked(PeerLease lease) {
+        LeaseEntry e = leases.get(lease);
+        return e != null ? e : ended.get(lease);
     }
 
     /** The leases not yet ended (open, being freed or being revoked), as of now. */
