@@ -237,7 +237,7 @@ public final class PeerChurnMeasure {
                         driver.apply(step);
                     }
                     if (rebalancer != null) {
-                        settle(client, rebalancer.tier(), null);
+                        settle(client, lenders, rebalancer.tier(), null);
                         rebalancer.rebalance();
                     }
                     int end = Math.min(calls.size(), next + perStep);
@@ -380,14 +380,14 @@ public final class PeerChurnMeasure {
                 driver.apply(0);
             }
             try (TieredStore store = b.build(); StoreReplay replay = factory.open(store)) {
-                settle(client, peerTier, store);
+                settle(client, lenders, peerTier, store);
                 int steps = driver.steps();
                 int perStep = (int) Math.ceil((double) refs.length / steps);
                 int next = 0;
                 for (int step = 0; step < steps && next < refs.length; step++) {
                     if (peers == Peers.CHURN) {
                         driver.apply(step);
-                        settle(client, peerTier, store);
+                        settle(client, lenders, peerTier, store);
                     }
                     int end = Math.min(refs.length, next + perStep);
                     for (; next < end; next++) {
@@ -415,13 +415,20 @@ public final class PeerChurnMeasure {
         }
     }
 
-    /** Lets revocations under way finish, so each step's workload sees the peers as the trace says. */
-    private static void settle(PeerClient client, PeerTier tier, TieredStore store) {
+    /**
+     * Lets revocations under way finish, so each step's workload sees the peers as the trace says:
+     * first every event the lenders posted (a lender asks for its memory back on its own event
+     * thread) has reached the client, then the client has ended those leases. Waiting for the
+     * client alone raced the lenders' event threads: a revocation that had not yet reached it
+     * arrived in the middle of the step's references, at a point that changed from run to run.
+     */
+    private static void settle(PeerClient client, List<LocalLender> lenders, PeerTier tier, TieredStore store) {
         if (client == null) {
             return;
         }
         long deadline = System.nanoTime() + 2_000_000_000L;
-        while (!client.revocationsIdle() && System.nanoTime() < deadline) {
+        while (!(lenders.stream().allMatch(LocalLender::eventsDelivered) && client.revocationsIdle())
+                && System.nanoTime() < deadline) {
             java.util.concurrent.locks.LockSupport.parkNanos(20_000);
         }
         if (store != null) {

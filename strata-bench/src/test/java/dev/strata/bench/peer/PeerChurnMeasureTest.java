@@ -80,6 +80,34 @@ class PeerChurnMeasureTest {
         assertThat(expertRuns[0].tally().fetches()).isEqualTo(expertRuns[2].tally().fetches());
     }
 
+    /**
+     * The churn figures are reported as exact values (no rounds, no spread), so the replay under
+     * churn must give the same counts every time: each step's revocations reach the client and
+     * end before the step's references, whatever the event threads' timing.
+     */
+    @Test
+    void theReplayUnderChurnGivesTheSameCountsEveryTime() {
+        PeerChurnMeasure.Setup s = tiny();
+        AvailabilityTrace trace = new AvailabilityTraceGenerator(s.trace()).toTrace();
+        AvailabilityTraceStats stats = AvailabilityTraceStats.of(trace, s.peerCapacity(), 0.1);
+        long[] kv = PeerChurnMeasure.kvReferences(s.kvStream());
+        List<int[]> experts = PeerChurnMeasure.expertCalls(s.routing(), s.expertDeviceSlots() / s.routing().layers());
+        List<List<Long>> kvCounts = new ArrayList<>();
+        List<List<Long>> expertCounts = new ArrayList<>();
+        for (int i = 0; i < 4; i++) {
+            kvCounts.add(counts(PeerChurnMeasure.replayKv(s, trace, stats, PeerChurnMeasure.Peers.CHURN, kv)));
+            expertCounts.add(counts(PeerChurnMeasure.replayExperts(s, trace, stats, PeerChurnMeasure.Peers.CHURN, experts)));
+        }
+        assertThat(kvCounts).as("KV: peer fetches, host fetches, lost, revocations, LOSSY drops").containsOnly(kvCounts.getFirst());
+        assertThat(expertCounts).as("experts: peer fetches, host fetches, lost, revocations").containsOnly(expertCounts.getFirst());
+        assertThat(kvCounts.getFirst().get(2)).as("blocks lost to revocations").isPositive();
+    }
+
+    private static List<Long> counts(PeerChurnMeasure.Run run) {
+        FetchTally t = run.tally();
+        return List.of(t.peerFetches(), t.hostFetches(), t.lost(), run.revocations(), run.lossyDropped());
+    }
+
     @Test
     void figuresCarryBaselinesAndLabelTheModelledCosts() {
         List<String> notes = new ArrayList<>();
