@@ -28,6 +28,17 @@ class PeerChurnMeasureTest {
                 RoutingWorkload.defaults().withShape(4, 24, 4).withLength(1, 1, 8, 48, 8).withSeed(7));
     }
 
+    /** A setup's trace, its statistics and both workloads' references, as the measure derives them. */
+    private record Workloads(PeerChurnMeasure.Setup setup, AvailabilityTrace trace, AvailabilityTraceStats stats, long[] kv,
+                             List<int[]> experts) {
+        static Workloads of(PeerChurnMeasure.Setup s) {
+            AvailabilityTrace trace = new AvailabilityTraceGenerator(s.trace()).toTrace();
+            return new Workloads(s, trace, AvailabilityTraceStats.of(trace, s.peerCapacity(), 0.1),
+                    PeerChurnMeasure.kvReferences(s.kvStream()),
+                    PeerChurnMeasure.expertCalls(s.routing(), s.expertDeviceSlots() / s.routing().layers()));
+        }
+    }
+
     private static void assertAccounted(PeerChurnMeasure.Run run, int references) {
         FetchTally t = run.tally();
         assertThat(t.references()).isEqualTo(references);
@@ -38,11 +49,12 @@ class PeerChurnMeasureTest {
 
     @Test
     void everyReferenceIsAccountedForAndRevocationsOnlyCostUnderChurn() {
-        PeerChurnMeasure.Setup s = tiny();
-        AvailabilityTrace trace = new AvailabilityTraceGenerator(s.trace()).toTrace();
-        AvailabilityTraceStats stats = AvailabilityTraceStats.of(trace, s.peerCapacity(), 0.1);
-        long[] kv = PeerChurnMeasure.kvReferences(s.kvStream());
-        List<int[]> experts = PeerChurnMeasure.expertCalls(s.routing(), s.expertDeviceSlots() / s.routing().layers());
+        Workloads w = Workloads.of(tiny());
+        PeerChurnMeasure.Setup s = w.setup();
+        AvailabilityTrace trace = w.trace();
+        AvailabilityTraceStats stats = w.stats();
+        long[] kv = w.kv();
+        List<int[]> experts = w.experts();
         assertThat(kv).isNotEmpty();
         assertThat(experts).isNotEmpty();
         int routed = experts.stream().mapToInt(c -> c.length - 1).sum();
@@ -87,16 +99,13 @@ class PeerChurnMeasureTest {
      */
     @Test
     void theReplayUnderChurnGivesTheSameCountsEveryTime() {
-        PeerChurnMeasure.Setup s = tiny();
-        AvailabilityTrace trace = new AvailabilityTraceGenerator(s.trace()).toTrace();
-        AvailabilityTraceStats stats = AvailabilityTraceStats.of(trace, s.peerCapacity(), 0.1);
-        long[] kv = PeerChurnMeasure.kvReferences(s.kvStream());
-        List<int[]> experts = PeerChurnMeasure.expertCalls(s.routing(), s.expertDeviceSlots() / s.routing().layers());
+        Workloads w = Workloads.of(tiny());
         List<List<Long>> kvCounts = new ArrayList<>();
         List<List<Long>> expertCounts = new ArrayList<>();
         for (int i = 0; i < 4; i++) {
-            kvCounts.add(counts(PeerChurnMeasure.replayKv(s, trace, stats, PeerChurnMeasure.Peers.CHURN, kv)));
-            expertCounts.add(counts(PeerChurnMeasure.replayExperts(s, trace, stats, PeerChurnMeasure.Peers.CHURN, experts)));
+            kvCounts.add(counts(PeerChurnMeasure.replayKv(w.setup(), w.trace(), w.stats(), PeerChurnMeasure.Peers.CHURN, w.kv())));
+            expertCounts.add(counts(PeerChurnMeasure.replayExperts(w.setup(), w.trace(), w.stats(), PeerChurnMeasure.Peers.CHURN,
+                    w.experts())));
         }
         assertThat(kvCounts).as("KV: peer fetches, host fetches, lost, revocations, LOSSY drops").containsOnly(kvCounts.getFirst());
         assertThat(expertCounts).as("experts: peer fetches, host fetches, lost, revocations").containsOnly(expertCounts.getFirst());
