@@ -49,6 +49,15 @@ public record Paired(double[] baseline, double[] subject, int looks) {
         return new Paired(baseline, subject);
     }
 
+    /**
+     * The first {@code rounds} of the pairs in {@code baseline} and {@code subject} (arrays sized
+     * for a second look): judged once when {@code rounds} is the first look's {@code firstLook},
+     * at the second look's coverage when there are more ({@link Trials#roundsUntilDecided}).
+     */
+    public static Paired firstRounds(double[] baseline, double[] subject, int rounds, int firstLook) {
+        return new Paired(Arrays.copyOf(baseline, rounds), Arrays.copyOf(subject, rounds), rounds > firstLook ? 2 : 1);
+    }
+
     @Override
     public double[] baseline() {
         return baseline.clone();

@@ -134,13 +134,35 @@ public final class Trials {
         Supplier<double[]> s = () -> new double[] {subject.getAsDouble()};
         warmUp(b, s);
         double[][][] runs = new double[2][1][maxRounds];
-        runRounds(0, rounds, b, s, runs);
-        Paired first = new Paired(Arrays.copyOf(runs[0][0], rounds), Arrays.copyOf(runs[1][0], rounds));
-        if (maxRounds == rounds || verdict.apply(first) != Verdict.INCONCLUSIVE) {
-            return first;
+        int n = roundsUntilDecided(rounds, maxRounds, i -> runRounds(i, i + 1, b, s, runs),
+                () -> verdict.apply(Paired.firstRounds(runs[0][0], runs[1][0], rounds, rounds)) == Verdict.INCONCLUSIVE);
+        return Paired.firstRounds(runs[0][0], runs[1][0], n, rounds);
+    }
+
+    /** One round (or block of rounds) of a measure, by its index. */
+    @FunctionalInterface
+    public interface Round<E extends Exception> {
+        void run(int index) throws E;
+    }
+
+    /**
+     * The second look's course ({@link #pairedUntilDecided}), for measures that run their rounds
+     * themselves: runs rounds {@code 0} to {@code rounds - 1}; then, if {@code undecided} says a
+     * figure of them is inconclusive, on to {@code maxRounds}. Returns the rounds run; judge them
+     * with {@link Paired#firstRounds}.
+     */
+    public static <E extends Exception> int roundsUntilDecided(int rounds, int maxRounds, Round<E> round,
+                                                               java.util.function.BooleanSupplier undecided) throws E {
+        for (int i = 0; i < rounds; i++) {
+            round.run(i);
         }
-        runRounds(rounds, maxRounds, b, s, runs);
-        return new Paired(runs[0][0], runs[1][0], 2);
+        if (maxRounds == rounds || !undecided.getAsBoolean()) {
+            return rounds;
+        }
+        for (int i = rounds; i < maxRounds; i++) {
+            round.run(i);
+        }
+        return maxRounds;
     }
 
     /** Runs each side once unmeasured; returns how many quantities a run measures. */

@@ -19,7 +19,6 @@ import java.util.SplittableRandom;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
-import java.util.function.BooleanSupplier;
 import java.util.concurrent.locks.LockSupport;
 import org.HdrHistogram.Histogram;
 import org.HdrHistogram.Recorder;
@@ -111,7 +110,7 @@ public final class RevocationLatencyMeasure {
             // a tenth of the rounds warms up, and in a full run more, until the JIT has compiled the revocation path
             Trials.warmUntilCompiled(Math.max(1, rounds / 10), warmUpNanos(rounds), () -> revokeIdle(rig, leaseBytes, fill,
                     new Histogram(3)));
-            int idleBlocks = runBlocks(blocks, maxBlocks, b -> {
+            int idleBlocks = Trials.roundsUntilDecided(blocks, maxBlocks, b -> {
                 int n = blockSize(rounds, blocks, b);
                 Histogram h = null;
                 Histogram idleBlock = new Histogram(3);
@@ -137,7 +136,7 @@ public final class RevocationLatencyMeasure {
                 Trials.warmUntilCompiled(Math.max(1, rounds / 10), warmUpNanos(rounds), // the reads and the drain
                         () -> revokeInFlight(rig, readBytes, fill, reader, r, new Histogram(3)));
                 readRecorder.getIntervalHistogram(); // reset
-                inFlightBlocks = runBlocks(blocks, maxBlocks, b -> {
+                inFlightBlocks = Trials.roundsUntilDecided(blocks, maxBlocks, b -> {
                     Histogram block = new Histogram(3);
                     Histogram blockDrains = new Histogram(3);
                     for (int i = 0, n = blockSize(rounds, blocks, b); i < n; i++) {
@@ -161,31 +160,31 @@ public final class RevocationLatencyMeasure {
             String handoffName = "thread hand-off through a blocking queue";
             String idlePaired = paired(idleBlocks, blocks);
             out.add(Figure.paired("peer_revoke_to_callback_p50_" + label, "us", handoffName + " p50",
-                    pairs(handoffP[0], idleP[0], idleBlocks, blocks), IDLE_GOAL)
+                    Paired.firstRounds(handoffP[0], idleP[0], idleBlocks, blocks), IDLE_GOAL)
                     .withNote(idle.getTotalCount() + " revocations of an idle " + leaseBytes + "-byte lease, each timed from the"
                             + " lender's revocation (its clock reading, passed with the revocation) to the callback, which runs on"
                             + " the lender's event thread when the revocation reaches it; from the rig asking the lender for the"
                             + " memory to the callback: p50 " + micros(fromDemand, 50) + " us, p99 " + micros(fromDemand, 99)
                             + " us" + idlePaired));
             out.add(Figure.paired("peer_revoke_to_callback_p99_" + label, "us", handoffName + " p99",
-                    pairs(handoffP[1], idleP[1], idleBlocks, blocks), IDLE_GOAL));
+                    Paired.firstRounds(handoffP[1], idleP[1], idleBlocks, blocks), IDLE_GOAL));
             String readName = "one " + readBytes + "-byte read of the lease, median";
             String inFlightPaired = paired(inFlightBlocks, blocks);
             out.add(Figure.paired("peer_revoke_to_callback_in_flight_p50_" + label, "us", readName,
-                    pairs(readP50, inFlightP[0], inFlightBlocks, blocks), IN_FLIGHT_P50_GOAL)
+                    Paired.firstRounds(readP50, inFlightP[0], inFlightBlocks, blocks), IN_FLIGHT_P50_GOAL)
                     .withNote(inFlight.getTotalCount() + " revocations with a read under way when the agent takes the memory"
                             + " back: drain, then the callback; reads timed in the same blocks" + inFlightPaired));
             out.add(Figure.paired("peer_revoke_to_callback_in_flight_p99_" + label, "us", readName,
-                    pairs(readP50, inFlightP[1], inFlightBlocks, blocks), IN_FLIGHT_P99_GOAL)
+                    Paired.firstRounds(readP50, inFlightP[1], inFlightBlocks, blocks), IN_FLIGHT_P99_GOAL)
                     .withNote("the reads themselves in the same blocks: p99 " + micros(reads, 99) + " us, p99.9 "
                             + micros(reads, 99.9) + " us, for a median of " + micros(reads, 50) + " us"));
-            out.add(Figure.paired("peer_drain_p50_" + label, "us", readName, pairs(readP50, drainP[0], inFlightBlocks, blocks),
-                            DRAIN_P50_GOAL)
+            out.add(Figure.paired("peer_drain_p50_" + label, "us", readName,
+                            Paired.firstRounds(readP50, drainP[0], inFlightBlocks, blocks), DRAIN_P50_GOAL)
                     .withNote("the client's drain of each in-flight revocation alone (PeerClient.drainNanos: from the revocation"
                             + " reaching the client to the last access leaving; " + drains.getTotalCount() + " drains, p99.9 "
                             + micros(drains, 99.9) + " us)" + inFlightPaired));
-            out.add(Figure.paired("peer_drain_p99_" + label, "us", readName, pairs(readP50, drainP[1], inFlightBlocks, blocks),
-                    DRAIN_P99_GOAL));
+            out.add(Figure.paired("peer_drain_p99_" + label, "us", readName,
+                    Paired.firstRounds(readP50, drainP[1], inFlightBlocks, blocks), DRAIN_P99_GOAL));
             String plot = "revocation to callback, " + label + " (CDF)";
             plots.add(cdf(plot, "idle lease", idle));
             plots.add(cdf(plot, "idle lease, from the rig's demand", fromDemand));
@@ -195,29 +194,6 @@ public final class RevocationLatencyMeasure {
         }
     }
 
-    /** One block of revocations (and of its baseline), block {@code b} of a kind. */
-    @FunctionalInterface
-    interface Block {
-        void run(int b) throws InterruptedException;
-    }
-
-    /**
-     * Runs blocks {@code 0} to {@code blocks - 1}; then, if {@code undecided} says a figure of them
-     * is inconclusive, on to {@code maxBlocks}. Returns the blocks run.
-     */
-    static int runBlocks(int blocks, int maxBlocks, Block block, BooleanSupplier undecided) throws InterruptedException {
-        for (int b = 0; b < blocks; b++) {
-            block.run(b);
-        }
-        if (maxBlocks == blocks || !undecided.getAsBoolean()) {
-            return blocks;
-        }
-        for (int b = blocks; b < maxBlocks; b++) {
-            block.run(b);
-        }
-        return maxBlocks;
-    }
-
     /**
      * True if the p50 or the p99 figure of the first {@code blocks} blocks ({@code baseline[k]}
      * against {@code subject[k]}, {@code k} 0 for p50 and 1 for p99) is inconclusive at its goal.
@@ -225,18 +201,11 @@ public final class RevocationLatencyMeasure {
     static boolean undecided(int blocks, double[][] baseline, double[][] subject, String p50Goal, String p99Goal) {
         String[] goals = {p50Goal, p99Goal};
         for (int k = 0; k < 2; k++) {
-            if (pairs(baseline[k], subject[k], blocks, blocks).judge(Goal.parse(goals[k])) == Verdict.INCONCLUSIVE) {
+            if (Paired.firstRounds(baseline[k], subject[k], blocks, blocks).judge(Goal.parse(goals[k])) == Verdict.INCONCLUSIVE) {
                 return true;
             }
         }
         return false;
-    }
-
-    /** The first {@code n} blocks' pairs: one look when {@code n} is the first look's {@code blocks}, a second look beyond. */
-    static Paired pairs(double[] baseline, double[] subject, int n, int blocks) {
-        double[] base = java.util.Arrays.copyOf(baseline, n);
-        double[] subj = java.util.Arrays.copyOf(subject, n);
-        return n > blocks ? new Paired(base, subj, 2) : Paired.of(base, subj);
     }
 
     /** The end of a note: how many paired blocks, and whether they were a second look. */

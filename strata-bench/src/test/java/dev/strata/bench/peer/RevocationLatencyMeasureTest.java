@@ -6,6 +6,7 @@ import dev.strata.bench.Figure;
 import dev.strata.bench.FigureChecks;
 import dev.strata.bench.Goal;
 import dev.strata.bench.Paired;
+import dev.strata.bench.Trials;
 import dev.strata.bench.Verdict;
 import dev.strata.bench.Series;
 import dev.strata.memory.Sizes;
@@ -75,14 +76,14 @@ class RevocationLatencyMeasureTest {
     @Test
     void blocksThatLeaveAFigureUndecidedAreMeasuredOnToASecondLook() throws Exception {
         List<Integer> run = new java.util.ArrayList<>();
-        assertThat(RevocationLatencyMeasure.runBlocks(9, 27, run::add, () -> false)).isEqualTo(9);
+        assertThat(Trials.roundsUntilDecided(9, 27, run::add, () -> false)).isEqualTo(9);
         assertThat(run).as("decided after nine blocks: no more").hasSize(9);
         run.clear();
-        assertThat(RevocationLatencyMeasure.runBlocks(9, 27, run::add, () -> true)).isEqualTo(27);
+        assertThat(Trials.roundsUntilDecided(9, 27, run::add, () -> true)).isEqualTo(27);
         assertThat(run).as("undecided: blocks 9 to 26 follow, in order").containsExactlyElementsOf(
                 java.util.stream.IntStream.range(0, 27).boxed().toList());
         run.clear();
-        assertThat(RevocationLatencyMeasure.runBlocks(2, 2, run::add, () -> true)).as("no second look allowed").isEqualTo(2);
+        assertThat(Trials.roundsUntilDecided(2, 2, run::add, () -> true)).as("no second look allowed").isEqualTo(2);
 
         double[] base = new double[27];
         java.util.Arrays.fill(base, 100);
@@ -96,12 +97,12 @@ class RevocationLatencyMeasureTest {
         assertThat(RevocationLatencyMeasure.undecided(9, b, new double[][] {clear, straddling}, "<= 1.5", "<= 2")).isTrue();
         assertThat(RevocationLatencyMeasure.undecided(9, b, new double[][] {straddling, clear}, "<= 3", "<= 2"))
                 .as("2.5x meets a goal of 3x").isFalse();
-        Paired second = RevocationLatencyMeasure.pairs(base, straddling, 27, 9);
+        Paired second = Paired.firstRounds(base, straddling, 27, 9);
         assertThat(second.looks()).isEqualTo(2);
         assertThat(second.rounds()).isEqualTo(27);
         assertThat(second.judge(Goal.parse("<= 2"))).as("25 of 27 blocks at 1.2x: decided on the second look")
                 .isEqualTo(Verdict.MET);
-        assertThat(RevocationLatencyMeasure.pairs(base, straddling, 9, 9).looks()).isEqualTo(1);
+        assertThat(Paired.firstRounds(base, straddling, 9, 9).looks()).isEqualTo(1);
     }
 
     @Test

@@ -1110,6 +1110,7 @@ public final class PeerClient implements PeerMemory {
     private long finishRevocation(LeaseEntry e) {
         long drained = e.drainedAtNanos != 0 ? e.drainedAtNanos : System.nanoTime();
         RevocationReason reason;
+        long drainNanos;
         lock.lock();
         try {
             if (e.phase != LeasePhase.REVOKING) {
@@ -1119,7 +1120,8 @@ public final class PeerClient implements PeerMemory {
                 e.reason = RevocationReason.FENCED; // fenced before its event arrived: no acknowledgement
             }
             reason = e.reason;
-            e.drainNanos = Math.max(0, drained - e.receivedAtNanos);
+            drainNanos = Math.max(0, drained - e.receivedAtNanos);
+            e.drainNanos = drainNanos;
             end(e);
             PeerState p = e.peer;
             p.revocations[reason.ordinal()]++;
@@ -1127,7 +1129,7 @@ public final class PeerClient implements PeerMemory {
         } finally {
             lock.unlock();
         }
-        e.peer.drain.recordValue(Math.max(0, drained - e.receivedAtNanos)); // e.drainNanos, without the lock
+        e.peer.drain.recordValue(drainNanos);
         List<RevocationCallback> run;
         synchronized (e) {
             e.callbacksTaken = true;
