@@ -12,9 +12,10 @@ import org.junit.jupiter.api.Test;
  * {@link GhostTable} against a plain model of what it promises: per segment a FIFO of at most
  * {@code limit} ring positions (a taken ghost leaves its position until it is the oldest), each
  * hash a ghost of at most one segment, the newest eviction winning. Hashes are drawn from a small
- * set full of colliding home slots (k and k << 32 share one), so probe runs wrap around the table
- * and backward-shift deletion moves entries; the table's own invariants are checked after every
- * operation.
+ * set full of shared fingerprints (every small k has fingerprint 1, and k << 32 has k), so probe
+ * runs wrap around the table, backward-shift deletion moves entries, and a fingerprint that
+ * matches must be told apart by the whole hash; the table's own invariants are checked after
+ * every operation.
  */
 class GhostTableTest {
     private static final long TAKEN = Long.MIN_VALUE; // a model ring position whose ghost was taken
@@ -77,6 +78,19 @@ class GhostTableTest {
 
     @Test
     void recordsAndTakesAsTheModelDoesThroughGrowthCollisionsAndForgetting() {
+        recordsAndTakesAsTheModel(31);
+    }
+
+    /**
+     * The same with 9 bits of each ring position kept, so the kept positions wrap around five
+     * times in a run: the forced sweeps keep every entry young enough to be read back exactly.
+     */
+    @Test
+    void ringPositionsThatWrapAroundAreReadBackExactly() {
+        recordsAndTakesAsTheModel(9);
+    }
+
+    private static void recordsAndTakesAsTheModel(int seqBits) {
         for (long seed = 1; seed <= 20; seed++) {
             SplittableRandom random = new SplittableRandom(seed);
             long[] pool = new long[96];
@@ -88,12 +102,12 @@ class GhostTableTest {
                     default -> random.nextLong();
                 };
             }
-            GhostTable table = new GhostTable();
+            GhostTable table = new GhostTable(seqBits);
             Model model = new Model();
             int limit = 1;
             for (int op = 0; op < 4000; op++) {
                 if (op % 400 == 0) {
-                    limit = 1 + random.nextInt(op < 2000 ? 8 + op / 20 : 8); // grows (ring and table grow), then shrinks
+                    limit = 1 + random.nextInt(op < 2000 ? 8 + op / 20 : 8); // grows (ring and table grow), then shrinks; under 2^(9-2)
                 }
                 long hash = pool[random.nextInt(pool.length)];
                 if (random.nextInt(3) == 0) {
@@ -115,9 +129,36 @@ class GhostTableTest {
     }
 
     /**
+     * A stale entry outlives no wrap of the kept ring positions, even when the table never fills:
+     * with 6 bits kept, two forgotten ghosts stay behind while a thousand ghosts are recorded and
+     * taken again at once (so the table holds three entries at most and never passes half full);
+     * the forced sweeps drop them before their positions read as the ring's newest.
+     */
+    @Test
+    void staleEntriesAreSweptBeforeTheirRingPositionsWrap() {
+        GhostTable table = new GhostTable(6);
+        long a = 11 * 0x9E3779B97F4A7C15L;
+        long b = 12 * 0x9E3779B97F4A7C15L;
+        table.record(a, 0, 1);
+        table.record(b, 0, 1); // forgets a: stale
+        table.record(b + 1, 0, 1); // forgets b: stale
+        assertThat(table.take(b + 1)).isZero();
+        for (long k = 100; k < 1100; k++) {
+            long h = k * 0xC2B2AE3D27D4EB4FL;
+            table.record(h, 0, 1);
+            table.check();
+            assertThat(table.take(h)).as("ghost %d", k).isZero();
+            table.check();
+        }
+        assertThat(table.take(a)).as("forgotten").isEqualTo(GhostTable.NONE);
+        assertThat(table.take(b)).as("forgotten").isEqualTo(GhostTable.NONE);
+        assertThat(table.count(0)).isZero();
+    }
+
+    /**
      * Forgotten ghosts leave stale entries behind (forgetting is lazy), which the table drops
      * when it would pass half full: a million evictions through a limit of 100 keep it at a few
-     * hundred slots, and every ghost still remembered is found.
+     * hundred slots (at most 6 per ghost remembered), and every ghost still remembered is found.
      */
     @Test
     void staleEntriesAreDroppedSoTheTableStaysBoundedByTheLimit() {
@@ -127,7 +168,7 @@ class GhostTableTest {
             table.record(k * 0x9E3779B97F4A7C15L, (int) (k & 1), limit);
         }
         table.check();
-        assertThat(table.slots()).as("slots after a million evictions through 2 x %d ghosts", limit).isLessThanOrEqualTo(8 * 2 * limit); // at most 8 slots per ghost remembered
+        assertThat(table.slots()).as("slots after a million evictions through 2 x %d ghosts", limit).isLessThanOrEqualTo(6 * 2 * limit);
         assertThat(table.count(0)).isEqualTo(limit);
         assertThat(table.count(1)).isEqualTo(limit);
         for (long k = 1_000_000; k > 1_000_000 - 2 * limit; k--) {
