@@ -124,6 +124,7 @@ public final class ServingMemory implements AutoCloseable {
         private final int kvBlocks; // the DEVICE KV blocks; the floor under a split
         private final PrefixHasher hasher;
         private PolicyKind kvPolicy = PolicyKind.KV_DEFAULT; // of the KV manager's DEVICE slots (kv.policy)
+        private boolean kvRecomputeWhenFaster = true; // kv.recompute-when-faster
         private StrataConfig offload;
         private SharedBlockStore shared;
         private PeerClient peers;
@@ -155,6 +156,15 @@ public final class ServingMemory implements AutoCloseable {
         /** The eviction policy of the KV manager's DEVICE slots ({@code kv.policy}; default {@link PolicyKind#KV_DEFAULT}). */
         public Builder kvPolicy(PolicyKind kind) {
             kvPolicy = Objects.requireNonNull(kind, "KV policy");
+            return this;
+        }
+
+        /**
+         * Whether the KV manager leaves cached blocks that load slower than they recompute to the
+         * engine ({@code kv.recompute-when-faster}; default on; see {@link KvManagerConfig#recomputeWhenFaster(boolean)}).
+         */
+        public Builder kvRecomputeWhenFaster(boolean on) {
+            kvRecomputeWhenFaster = on;
             return this;
         }
 
@@ -289,7 +299,7 @@ public final class ServingMemory implements AutoCloseable {
                 layout = StridedKvLayout.blockMajor(b.geometry, b.kvBlocks, kvArea.segment());
             }
             KvBlockManager.Builder kvb = KvBlockManager.builder(layout, b.hasher);
-            KvManagerConfig settings = KvManagerConfig.defaults().devicePolicy(b.kvPolicy);
+            KvManagerConfig settings = KvManagerConfig.defaults().devicePolicy(b.kvPolicy).recomputeWhenFaster(b.kvRecomputeWhenFaster);
             if (b.offload != null) {
                 KvDropRelay relay = new KvDropRelay();
                 PeerClient.ConsumerView view = b.offload.peer() == null ? null

@@ -94,7 +94,8 @@ final class InspectCommand implements Runnable {
                 .append(", api-key: ").append(p.server().apiKey() != null || System.getenv("STRATA_API_KEY") != null ? "set" : "none")
                 .append(", max-body: ").append(size(p.server().maxBodyBytes())).append(" }\n");
         b.append("  kv: { block-tokens: ").append(p.kv().blockTokens()).append(", device-blocks: ").append(p.kv().deviceBlocks())
-                .append(", policy: ").append(p.kv().policy().configName()).append(" }\n");
+                .append(", policy: ").append(p.kv().policy().configName())
+                .append(", recompute-when-faster: ").append(p.kv().recomputeWhenFaster()).append(" }\n");
         b.append("  experts: { device-slots: ").append(p.experts().deviceSlots()).append(", peer-bytes: ")
                 .append(size(p.experts().peerBytes())).append(", rebalance-ms: ").append(p.experts().rebalanceMillis()).append(" }\n");
         var offload = c.onlyTiers(dev.strata.engine.serve.ServeEngine.Options.OFFLOAD_TIERS);

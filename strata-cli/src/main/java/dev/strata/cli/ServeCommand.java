@@ -163,7 +163,7 @@ public final class ServeCommand implements Callable<Integer> {
                 opened.add(access);
             }
             ServeEngine.Options.Builder o = ServeEngine.Options.builder().threads(threads).blockTokens(blockTokens).kvBlocks(kvBlocks)
-                    .kvPolicy(p.kv().policy()).expertCap(expertCap).split(splitBudget).offload(c).rebalancePeriod(Duration.ofMillis(p.experts().rebalanceMillis()))
+                    .kvPolicy(p.kv().policy()).kvRecomputeWhenFaster(p.kv().recomputeWhenFaster()).expertCap(expertCap).split(splitBudget).offload(c).rebalancePeriod(Duration.ofMillis(p.experts().rebalanceMillis()))
                     .weightLoad(WeightLoad.valueOf(p.model().load().name())).expertMasters(p.experts().mastersDir());
             if (peers != null) {
                 o.peers(peers, 0, peerExpertBytes);

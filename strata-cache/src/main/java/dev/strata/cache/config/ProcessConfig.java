@@ -85,8 +85,10 @@ public record ProcessConfig(Model model, Server server, Kv kv, Experts experts, 
      * @param blockTokens  tokens per KV block
      * @param deviceBlocks KV blocks in DEVICE memory; a sequence holds at most deviceBlocks × blockTokens tokens
      * @param policy       the eviction policy of the KV manager's DEVICE slots ({@link PolicyKind#KV_DEFAULT} unless set)
+     * @param recomputeWhenFaster recompute a cached block rather than load it where that is faster, by the measured
+     *                     load and prefill times ({@code kv.recompute-when-faster}, on unless set)
      */
-    public record Kv(int blockTokens, int deviceBlocks, PolicyKind policy) {
+    public record Kv(int blockTokens, int deviceBlocks, PolicyKind policy, boolean recomputeWhenFaster) {
         public Kv {
             Objects.requireNonNull(policy, "kv.policy");
         }
@@ -166,9 +168,9 @@ public record ProcessConfig(Model model, Server server, Kv kv, Experts experts, 
                 s.integer("max-prompt-tokens", 0, 0, Integer.MAX_VALUE), s.integer("max-tokens-limit", 0, 0, Integer.MAX_VALUE),
                 path(s.text("routing-trace", null)), s.bool("insecure", false), s.integer("header-timeout-ms", 10_000, 1, 3_600_000),
                 s.integer("max-idle-connections", 256, 0, 1 << 20));
-        ConfigNode k = section(root, "kv", "block-tokens", "device-blocks", "policy");
+        ConfigNode k = section(root, "kv", "block-tokens", "device-blocks", "policy", "recompute-when-faster");
         Kv kv = new Kv(k.integer("block-tokens", 16, 1, 1 << 20), k.integer("device-blocks", 256, 1, Integer.MAX_VALUE),
-                k.policy("policy", PolicyKind.KV_DEFAULT));
+                k.policy("policy", PolicyKind.KV_DEFAULT), k.bool("recompute-when-faster", true));
         if ((long) kv.blockTokens() * kv.deviceBlocks() > Integer.MAX_VALUE) {
             throw new ConfigException("kv.device-blocks (" + kv.deviceBlocks() + ") × kv.block-tokens (" + kv.blockTokens()
                     + ") is more tokens than a sequence can index");

@@ -43,6 +43,7 @@ public final class DeviceBlock extends PolicyNode implements PrefixNode {
     boolean published; // a copy is in the shared pool (published by this manager or found there)
     boolean byPrefetch; // loaded ahead of being required
     boolean required; // a progressive load has asked for it
+    KvLoadGate.Batch loadBatch; // the batch of a load(...) this block's read belongs to, timed for the load gate; null otherwise
     CompletableFuture<Void> ready; // completes when a load lands (exceptionally when it fails); null if none
 
     DeviceBlock(int slot) {

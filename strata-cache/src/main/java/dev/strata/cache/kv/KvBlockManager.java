@@ -112,6 +112,7 @@ public final class KvBlockManager implements AutoCloseable {
     private final KvLoadPipeline loads; // reads blocks into slots
     private final KvOffloadPipeline offloads; // copies blocks to the store and the shared pool
     private final KvCounters counters = new KvCounters();
+    private final KvLoadGate gate; // load or recompute: measured costs of both
     private boolean closed;
 
     private KvBlockManager(Builder b) {
@@ -124,6 +125,7 @@ public final class KvBlockManager implements AutoCloseable {
         this.blockTokens = hasher.blockTokens();
         this.allTokens = TokenSelection.all(blockTokens);
         this.blockBytes = layout.blockBytes(allTokens);
+        this.gate = new KvLoadGate(blockTokens);
         this.storeTiers = store == null ? List.of() : store.tiers();
         this.deviceSlots = new DeviceSlots(layout.slots(), config.newDevicePolicy(), root);
         this.async = new KvAsync();
@@ -214,6 +216,38 @@ public final class KvBlockManager implements AutoCloseable {
         return null;
     }
 
+    /**
+     * The part of {@code match} worth loading: its leading blocks up to where loading them stops
+     * beating recomputing them, by the load times this manager measured per location and the
+     * prefill speed the engine reported ({@link #recordPrefill}); see {@link KvLoadGate}. The
+     * blocks left out are counted ({@link KvManagerStats#recomputedInstead}) and are for the
+     * engine to recompute. With {@link KvManagerConfig#recomputeWhenFaster} off, or before the
+     * prefill speed is known, the match itself.
+     */
+    public PrefixMatch worthLoading(PrefixMatch match) {
+        checkOpen();
+        if (!config.recomputeWhenFaster() || match.blocks() == 0) {
+            return match;
+        }
+        int k = gate.blocksWorthLoading(match, System.nanoTime());
+        if (k == match.blocks()) {
+            return match;
+        }
+        for (int i = k; i < match.blocks(); i++) {
+            counters.recomputedInstead(match.location(i));
+        }
+        return match.prefix(k);
+    }
+
+    /**
+     * One prefill of the engine: {@code tokens} tokens computed in {@code nanos} ns of wall time,
+     * the cost {@link #worthLoading} weighs loads against. Prefills of less than a block are not
+     * counted. Scheduler thread.
+     */
+    public void recordPrefill(long tokens, long nanos) {
+        gate.recordPrefill(tokens, nanos);
+    }
+
     // ------------------------------------------------------------------ load
 
     /**
@@ -242,6 +276,8 @@ public final class KvBlockManager implements AutoCloseable {
      */
     private CompletableFuture<LoadOutcome> loadInto(PrefixMatch match, KvSequence seq, StagedBlock[] staged) {
         int n = match.blocks();
+        long startNanos = System.nanoTime();
+        KvLoadGate.Batch[] batches = new KvLoadGate.Batch[BlockLocation.values().length]; // [location] timed together
         BlockLocation[] sources = new BlockLocation[n]; // [block] where it is read from
         BlockLoadFailure early = null; // a block gone between match and load
         boolean async = false; // some block is still loading
@@ -273,7 +309,14 @@ public final class KvBlockManager implements AutoCloseable {
                 }
                 b = newLoadingBlock(slot, key, i == 0 ? root : match.key(i - 1));
                 if (st == null || !claimStaged(st, b)) {
-                    startLoad(b, stored == null ? match.location(i) : stored, KvLink.RELOAD); // not stored: fails as a missing block
+                    BlockLocation from = stored == null ? match.location(i) : stored; // not stored: fails as a missing block
+                    KvLoadGate.Batch batch = batches[from.ordinal()];
+                    if (batch == null) {
+                        batch = batches[from.ordinal()] = new KvLoadGate.Batch(from, startNanos);
+                    }
+                    b.loadBatch = batch;
+                    gate.start(batch);
+                    startLoad(b, from, KvLink.RELOAD);
                 }
                 if (st != null) {
                     staged[i] = null; // claimed, or refused and nothing to give back
@@ -451,8 +494,13 @@ public final class KvBlockManager implements AutoCloseable {
     }
 
     /** On the scheduler thread: the load of {@code b} finished. */
-    private void applyLoad(DeviceBlock b, KvLoadException failure, boolean forgetStoreCopy, KvLink link, boolean twoStage) {
+    private void applyLoad(DeviceBlock b, KvLoadException failure, boolean forgetStoreCopy, KvLink link, boolean twoStage,
+            long endNanos) {
         b.inFlight--;
+        if (b.loadBatch != null) {
+            gate.landed(b.loadBatch, endNanos, failure == null);
+            b.loadBatch = null;
+        }
         if (failure == null) {
             landed(b, link, twoStage);
             return;
@@ -1167,8 +1215,12 @@ public final class KvBlockManager implements AutoCloseable {
 
     /** Counters and gauges now. */
     public KvManagerStats stats() {
+        double[] loadSeconds = new double[BlockLocation.values().length];
+        for (BlockLocation l : BlockLocation.values()) {
+            loadSeconds[l.ordinal()] = gate.secondsPerBlock(l);
+        }
         return new KvManagerStats(counters.snapshot(), deviceSlots.count(), deviceSlots.freeCount(), deviceSlots.keyed(), sequences.size(),
-                deviceSlots.policyName());
+                deviceSlots.policyName(), loadSeconds, gate.recomputeSecondsPerBlock());
     }
 
     /** The engine KV layout the slots live in. */

@@ -9,7 +9,7 @@ import java.lang.invoke.VarHandle;
  * is applied there) updates them with opaque stores, so a metrics scrape on any other thread reads
  * each counter whole and eventually current, and the writer pays no fence on its hot path.
  *
- * <p>Threads: {@code add}/{@code inc}/{@code hit}/{@code link}/{@code eviction} by the scheduler
+ * <p>Threads: {@code add}/{@code inc}/{@code hit}/{@code link}/{@code eviction}/{@code recomputedInstead} by the scheduler
  * thread only; {@link #snapshot()} by any thread.
  */
 final class KvCounters {
@@ -34,7 +34,8 @@ final class KvCounters {
     static final int OFFLOAD_REFUSED = UNEXPECTED_DROPS + 1; // offloads the store refused (no space)
     static final int SLOT_MOVES = OFFLOAD_REFUSED + 1; // cached blocks moved to another slot by a shrink of the slots
     static final int FAILED_STAGINGS = SLOT_MOVES + 1; // staging reads for a resume that failed (the resume loads those blocks)
-    static final int SIZE = FAILED_STAGINGS + 1;
+    static final int RECOMPUTED_INSTEAD = FAILED_STAGINGS + 1; // [LOCATIONS] matched blocks left to recompute, faster than their load
+    static final int SIZE = RECOMPUTED_INSTEAD + LOCATIONS;
 
     private final long[] cells = new long[SIZE];
 
@@ -55,6 +56,10 @@ final class KvCounters {
     void link(KvLink link, long bytes) {
         inc(LINK_BLOCKS + link.ordinal());
         add(LINK_BYTES + link.ordinal(), bytes);
+    }
+
+    void recomputedInstead(BlockLocation where) {
+        inc(RECOMPUTED_INSTEAD + where.ordinal());
     }
 
     void eviction(PriorityClass c) {

@@ -38,7 +38,8 @@ final class KvLoadPipeline implements AutoCloseable {
     /** Applies a finished load on the scheduler thread. */
     @FunctionalInterface
     interface Landing {
-        void landed(DeviceBlock b, KvLoadException failure, boolean forgetStoreCopy, KvLink link, boolean twoStage);
+        /** {@code endNanos}: {@link System#nanoTime} when the read ended, on the thread that ended it. */
+        void landed(DeviceBlock b, KvLoadException failure, boolean forgetStoreCopy, KvLink link, boolean twoStage, long endNanos);
     }
 
     private final KvLayout layout;
@@ -346,7 +347,8 @@ final class KvLoadPipeline implements AutoCloseable {
 
     /** On an I/O or transfer thread: hands a finished load to the scheduler, then completes its future. */
     private void done(DeviceBlock b, KvLoadException failure, boolean forgetStoreCopy, KvLink link, boolean twoStage) {
-        async.hand(() -> landing.landed(b, failure, forgetStoreCopy, link, twoStage));
+        long endNanos = System.nanoTime();
+        async.hand(() -> landing.landed(b, failure, forgetStoreCopy, link, twoStage, endNanos));
         if (failure == null) {
             b.ready.complete(null);
         } else {

@@ -41,12 +41,14 @@ public final class KvManagerConfig {
     private final int stagingBlocks; // blocks of HOST staging for two-stage disk reads in flight at once
     private final Durability offloadDurability; // of the blocks put into the store
     private final int resumeStagingBlocks; // blocks of HOST staging that resume staging may hold at once, all sequences together
+    private final boolean recomputeWhenFaster; // worthLoading leaves cached blocks to recompute where that is faster than loading them
 
     private KvManagerConfig(String policyName, Supplier<EvictionPolicy> devicePolicy, OffloadMode offload,
             SharedPublishMode sharedPublish, int hostLookahead, int diskLookahead, boolean twoStageDisk,
             int maxPendingEvictions, KvDiskAdmission diskAdmission, int stagingBlocks, Durability offloadDurability,
-            int resumeStagingBlocks) {
+            int resumeStagingBlocks, boolean recomputeWhenFaster) {
         this.policyName = policyName;
+        this.recomputeWhenFaster = recomputeWhenFaster;
         this.devicePolicy = devicePolicy;
         this.offload = offload;
         this.sharedPublish = sharedPublish;
@@ -62,13 +64,13 @@ public final class KvManagerConfig {
 
     /**
      * {@link PolicyKind#KV_DEFAULT} (adaptive reach levels) on the slots, write-back, publish at commit, lookahead 1
-     * (HOST) and 2 (DISK).
+     * (HOST) and 2 (DISK), cached blocks recomputed where that is faster than loading them.
      */
     public static KvManagerConfig defaults() {
         return new KvManagerConfig(PolicyKind.KV_DEFAULT.configName(), PolicyKind.KV_DEFAULT::create, OffloadMode.WRITE_BACK,
                 SharedPublishMode.AT_COMMIT, DEFAULT_HOST_LOOKAHEAD, DEFAULT_DISK_LOOKAHEAD, true,
                 DEFAULT_MAX_PENDING_EVICTIONS, null, DEFAULT_STAGING_BLOCKS, Durability.LOSSY,
-                DEFAULT_RESUME_STAGING_BLOCKS);
+                DEFAULT_RESUME_STAGING_BLOCKS, true);
     }
 
     /** One of the shipped policies for the DEVICE slots (a serving process takes it from {@code kv.policy}). */
@@ -76,7 +78,7 @@ public final class KvManagerConfig {
         Objects.requireNonNull(kind, "policy kind");
         return new KvManagerConfig(kind.configName(), kind::create,
                 offload, sharedPublish, hostLookahead, diskLookahead, twoStageDisk, maxPendingEvictions, diskAdmission, stagingBlocks,
-                offloadDurability, resumeStagingBlocks);
+                offloadDurability, resumeStagingBlocks, recomputeWhenFaster);
     }
 
     /**
@@ -86,39 +88,39 @@ public final class KvManagerConfig {
     public KvManagerConfig devicePolicy(String name, Supplier<EvictionPolicy> factory) {
         return new KvManagerConfig(Objects.requireNonNull(name, "policy name"), Objects.requireNonNull(factory, "policy"),
                 offload, sharedPublish, hostLookahead, diskLookahead, twoStageDisk, maxPendingEvictions, diskAdmission, stagingBlocks,
-                offloadDurability, resumeStagingBlocks);
+                offloadDurability, resumeStagingBlocks, recomputeWhenFaster);
     }
 
     public KvManagerConfig offload(OffloadMode mode) {
         return new KvManagerConfig(policyName, devicePolicy, Objects.requireNonNull(mode, "offload mode"), sharedPublish,
-                hostLookahead, diskLookahead, twoStageDisk, maxPendingEvictions, diskAdmission, stagingBlocks, offloadDurability, resumeStagingBlocks);
+                hostLookahead, diskLookahead, twoStageDisk, maxPendingEvictions, diskAdmission, stagingBlocks, offloadDurability, resumeStagingBlocks, recomputeWhenFaster);
     }
 
     public KvManagerConfig sharedPublish(SharedPublishMode mode) {
         return new KvManagerConfig(policyName, devicePolicy, offload, Objects.requireNonNull(mode, "publish mode"),
-                hostLookahead, diskLookahead, twoStageDisk, maxPendingEvictions, diskAdmission, stagingBlocks, offloadDurability, resumeStagingBlocks);
+                hostLookahead, diskLookahead, twoStageDisk, maxPendingEvictions, diskAdmission, stagingBlocks, offloadDurability, resumeStagingBlocks, recomputeWhenFaster);
     }
 
     /** Lookahead in blocks for HOST (and POOL, shared-pool) resident blocks and for DISK resident ones. */
     public KvManagerConfig lookahead(int host, int disk) {
         return new KvManagerConfig(policyName, devicePolicy, offload, sharedPublish, host, disk, twoStageDisk,
-                maxPendingEvictions, diskAdmission, stagingBlocks, offloadDurability, resumeStagingBlocks);
+                maxPendingEvictions, diskAdmission, stagingBlocks, offloadDurability, resumeStagingBlocks, recomputeWhenFaster);
     }
 
     public KvManagerConfig twoStageDisk(boolean on) {
         return new KvManagerConfig(policyName, devicePolicy, offload, sharedPublish, hostLookahead, diskLookahead, on,
-                maxPendingEvictions, diskAdmission, stagingBlocks, offloadDurability, resumeStagingBlocks);
+                maxPendingEvictions, diskAdmission, stagingBlocks, offloadDurability, resumeStagingBlocks, recomputeWhenFaster);
     }
 
     public KvManagerConfig maxPendingEvictions(int n) {
         return new KvManagerConfig(policyName, devicePolicy, offload, sharedPublish, hostLookahead, diskLookahead,
-                twoStageDisk, n, diskAdmission, stagingBlocks, offloadDurability, resumeStagingBlocks);
+                twoStageDisk, n, diskAdmission, stagingBlocks, offloadDurability, resumeStagingBlocks, recomputeWhenFaster);
     }
 
     /** The disk admission filter the manager reports block uses to (install it on the store's disk tier too). */
     public KvManagerConfig diskAdmission(KvDiskAdmission filter) {
         return new KvManagerConfig(policyName, devicePolicy, offload, sharedPublish, hostLookahead, diskLookahead,
-                twoStageDisk, maxPendingEvictions, filter, stagingBlocks, offloadDurability, resumeStagingBlocks);
+                twoStageDisk, maxPendingEvictions, filter, stagingBlocks, offloadDurability, resumeStagingBlocks, recomputeWhenFaster);
     }
 
     /**
@@ -127,7 +129,7 @@ public final class KvManagerConfig {
      */
     public KvManagerConfig stagingBlocks(int n) {
         return new KvManagerConfig(policyName, devicePolicy, offload, sharedPublish, hostLookahead, diskLookahead,
-                twoStageDisk, maxPendingEvictions, diskAdmission, n, offloadDurability, resumeStagingBlocks);
+                twoStageDisk, maxPendingEvictions, diskAdmission, n, offloadDurability, resumeStagingBlocks, recomputeWhenFaster);
     }
 
     /**
@@ -138,7 +140,7 @@ public final class KvManagerConfig {
      */
     public KvManagerConfig resumeStagingBlocks(int n) {
         return new KvManagerConfig(policyName, devicePolicy, offload, sharedPublish, hostLookahead, diskLookahead,
-                twoStageDisk, maxPendingEvictions, diskAdmission, stagingBlocks, offloadDurability, n);
+                twoStageDisk, maxPendingEvictions, diskAdmission, stagingBlocks, offloadDurability, n, recomputeWhenFaster);
     }
 
     /**
@@ -150,7 +152,22 @@ public final class KvManagerConfig {
     public KvManagerConfig offloadDurability(Durability durability) {
         return new KvManagerConfig(policyName, devicePolicy, offload, sharedPublish, hostLookahead, diskLookahead,
                 twoStageDisk, maxPendingEvictions, diskAdmission, stagingBlocks, Objects.requireNonNull(durability, "durability"),
-                resumeStagingBlocks);
+                resumeStagingBlocks, recomputeWhenFaster);
+    }
+
+    /**
+     * Whether {@link KvBlockManager#worthLoading} leaves the cached blocks whose load is slower
+     * than recomputing them to the engine (on by default; a serving process takes it from
+     * {@code kv.recompute-when-faster}). Off: every matched block is loaded, however slow its tier.
+     */
+    public KvManagerConfig recomputeWhenFaster(boolean on) {
+        return new KvManagerConfig(policyName, devicePolicy, offload, sharedPublish, hostLookahead, diskLookahead,
+                twoStageDisk, maxPendingEvictions, diskAdmission, stagingBlocks, offloadDurability, resumeStagingBlocks, on);
+    }
+
+    /** Whether cached blocks slower to load than to recompute are recomputed ({@link #recomputeWhenFaster(boolean)}). */
+    public boolean recomputeWhenFaster() {
+        return recomputeWhenFaster;
     }
 
     /**

@@ -21,9 +21,14 @@ public final class KvManagerStats {
     private final int residentBlocks; // keyed blocks in slots
     private final int openSequences; // sequences not released
     private final String policy; // the DEVICE slots' eviction policy, e.g. adaptive-reach
+    private final double[] loadSeconds; // [location] measured seconds to load one block, NaN if not measured
+    private final double recomputeSeconds; // measured seconds to recompute one block, NaN if not measured
 
-    KvManagerStats(long[] cells, int slots, int freeSlots, int residentBlocks, int openSequences, String policy) {
+    KvManagerStats(long[] cells, int slots, int freeSlots, int residentBlocks, int openSequences, String policy,
+            double[] loadSeconds, double recomputeSeconds) {
         this.c = cells;
+        this.loadSeconds = loadSeconds;
+        this.recomputeSeconds = recomputeSeconds;
         this.policy = policy;
         this.slots = slots;
         this.freeSlots = freeSlots;
@@ -106,6 +111,24 @@ public final class KvManagerStats {
         return c[KvCounters.FAILED_STAGINGS];
     }
 
+    /**
+     * Matched blocks found at {@code where} that were left for the engine to recompute because
+     * recomputing them was faster than loading them ({@link KvBlockManager#worthLoading}).
+     */
+    public long recomputedInstead(BlockLocation where) {
+        return c[KvCounters.RECOMPUTED_INSTEAD + where.ordinal()];
+    }
+
+    /** The measured seconds one block takes to load from {@code where} (an average of recent loads); NaN if never measured. */
+    public double loadSecondsPerBlock(BlockLocation where) {
+        return loadSeconds[where.ordinal()];
+    }
+
+    /** The measured seconds the engine's prefill takes for one block's tokens (recent average); NaN if never measured. */
+    public double recomputeSecondsPerBlock() {
+        return recomputeSeconds;
+    }
+
     /** Cached blocks a shrink of the DEVICE slots moved into a surviving slot. */
     public long slotMoves() {
         return c[KvCounters.SLOT_MOVES];
@@ -140,6 +163,23 @@ public final class KvManagerStats {
         }
         out.family("strata_kv_misses_total", PrometheusText.Type.COUNTER, "Full blocks past the matched prefix")
                 .sample("strata_kv_misses_total", misses());
+        out.family("strata_kv_recomputed_instead_total", PrometheusText.Type.COUNTER,
+                "Matched blocks recomputed because that was faster than loading them, by where they were found");
+        for (BlockLocation l : BlockLocation.values()) {
+            out.sample("strata_kv_recomputed_instead_total", recomputedInstead(l), "location", lower(l));
+        }
+        out.family("strata_kv_load_seconds_per_block", PrometheusText.Type.GAUGE,
+                "Measured time to load one block, by where it is loaded from (recent average; locations measured so far)");
+        for (BlockLocation l : BlockLocation.values()) {
+            if (!Double.isNaN(loadSecondsPerBlock(l))) {
+                out.sample("strata_kv_load_seconds_per_block", loadSecondsPerBlock(l), "location", lower(l));
+            }
+        }
+        out.family("strata_kv_recompute_seconds_per_block", PrometheusText.Type.GAUGE,
+                "Measured prefill time of one block's tokens (recent average; once measured)");
+        if (!Double.isNaN(recomputeSeconds)) {
+            out.sample("strata_kv_recompute_seconds_per_block", recomputeSeconds);
+        }
         out.family("strata_kv_link_blocks_total", PrometheusText.Type.COUNTER, "KV blocks moved per link");
         for (KvLink k : KvLink.values()) {
             out.sample("strata_kv_link_blocks_total", blocks(k), "link", lower(k));

@@ -50,6 +50,14 @@ public final class PrefixMatch {
         return keys[i];
     }
 
+    /** The same match cut to its first {@code blocks} matched blocks (the keys of every full block kept). */
+    PrefixMatch prefix(int blocks) {
+        if (blocks < 0 || blocks > locations.length) {
+            throw new IllegalArgumentException("a prefix of " + blocks + " blocks of a match of " + locations.length);
+        }
+        return blocks == locations.length ? this : new PrefixMatch(keys, Arrays.copyOf(locations, blocks), tokensLength);
+    }
+
     /** Number of matched blocks found at {@code where}. */
     public int count(BlockLocation where) {
         int n = 0;

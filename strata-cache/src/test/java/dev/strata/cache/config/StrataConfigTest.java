@@ -236,6 +236,18 @@ class StrataConfigTest {
     }
 
     @Test
+    void recomputeWhenFasterIsOnUnlessTurnedOffAndABadValueIsNamed() throws Exception {
+        assertThat(StrataConfig.defaults().conclude(64 * Sizes.GiB).process().kv().recomputeWhenFaster()).isTrue();
+        assertThat(ConfigLoader.load(yaml("kv: { recompute-when-faster: false }\n"), List.of(), null).process().kv()
+                .recomputeWhenFaster()).isFalse();
+        assertThat(ConfigLoader.load(null, List.of("kv.recompute-when-faster=off"), null).process().kv().recomputeWhenFaster())
+                .isFalse();
+        assertThatThrownBy(() -> ConfigLoader.load(null, List.of("kv.recompute-when-faster=sometimes"), null))
+                .isInstanceOf(ConfigException.class)
+                .hasMessage("kv.recompute-when-faster: not a boolean: 'sometimes' (use true or false)");
+    }
+
+    @Test
     void aBadKvPolicyNamesTheKeyTheValueAndTheChoices() throws Exception {
         assertThatThrownBy(() -> ConfigLoader.load(null, List.of("kv.policy=fifo"), null))
                 .isInstanceOf(ConfigException.class)

@@ -9,7 +9,9 @@ import java.util.List;
 /**
  * Test fixture: a {@link SharedBlockStore} kept in this JVM's heap, with a capacity in blocks and
  * oldest-first eviction, standing in for the pool-backed store of strata-node. Several managers
- * given the same instance share blocks as separate processes would through a pool.
+ * given the same instance share blocks as separate processes would through a pool. Fault
+ * injection: {@link #readDelayMillis} makes every read wait that long first, as a store behind a
+ * slow network would.
  *
  * <p>Threads: thread-safe (one monitor).
  */
@@ -18,6 +20,7 @@ final class InMemorySharedBlockStore implements SharedBlockStore {
     private final LinkedHashMap<ObjectKey, byte[]> blocks = new LinkedHashMap<>(); // oldest first
     int publishes; // blocks published
     int reads; // successful reads
+    volatile long readDelayMillis; // each read waits this long before it reads (0: none)
 
     InMemorySharedBlockStore(int capacityBlocks) {
         this.capacityBlocks = capacityBlocks;
@@ -33,7 +36,20 @@ final class InMemorySharedBlockStore implements SharedBlockStore {
     }
 
     @Override
-    public synchronized boolean read(ObjectKey key, List<MemorySegment> destinations) {
+    public boolean read(ObjectKey key, List<MemorySegment> destinations) {
+        long delay = readDelayMillis;
+        if (delay > 0) {
+            try {
+                Thread.sleep(delay); // outside the monitor: other calls go on meanwhile
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new IllegalStateException("interrupted while delaying a read of " + key, e);
+            }
+        }
+        return readNow(key, destinations);
+    }
+
+    private synchronized boolean readNow(ObjectKey key, List<MemorySegment> destinations) {
         byte[] b = blocks.get(key);
         if (b == null) {
             return false;

@@ -406,11 +406,13 @@ public final class ModelRunner {
          */
         private float[][] timedPrefill(int promptLength, boolean everyPosition) {
             RecomputeMeter meter = recomputeMeter;
-            long start = meter == null ? 0 : System.nanoTime();
+            long start = System.nanoTime();
             int n = promptLength - reused;
             float[][] every = step(reused, n, everyPosition);
+            long nanos = System.nanoTime() - start;
+            kv.recordPrefill(n, nanos); // what the KV manager weighs a slow load against
             if (meter != null) {
-                meter.recordPrefill(n, System.nanoTime() - start);
+                meter.recordPrefill(n, nanos);
             }
             return everyPosition ? every : new float[][] {logits};
         }
@@ -424,7 +426,7 @@ public final class ModelRunner {
                 throw new IllegalArgumentException("a prompt needs at least one token");
             }
             append(prompt, prompt.length);
-            PrefixMatch match = kv.match(prompt, prompt.length - 1);
+            PrefixMatch match = kv.worthLoading(kv.match(prompt, prompt.length - 1)); // a block slower to load than to recompute is recomputed
             if (match.blocks() > 0) {
                 LoadOutcome outcome = kv.load(match, seq).join();
                 kv.poll();

@@ -89,10 +89,11 @@ public final class ServeEngine implements AutoCloseable {
      * @param weightLoad   how the model's weights are brought into memory ({@code model.load}): copied (default) or mapped
      * @param expertMastersDir a directory on SSD where the expert masters live (DISK) instead of HOST memory; null: HOST
      * @param kvPolicy     the eviction policy of the KV manager's DEVICE slots ({@code kv.policy})
+     * @param kvRecomputeWhenFaster recompute cached KV blocks whose load is slower ({@code kv.recompute-when-faster})
      */
     public record Options(int threads, int blockTokens, int kvBlocks, int expertCap, StrataConfig offload, SharedBlockStore shared,
                           PeerClient peers, long peerExpertBytes, Duration rebalancePeriod, LiveSplit.Settings split,
-                          WeightLoad weightLoad, Path expertMastersDir, PolicyKind kvPolicy) {
+                          WeightLoad weightLoad, Path expertMastersDir, PolicyKind kvPolicy, boolean kvRecomputeWhenFaster) {
         /** The KV tiers a serving process offloads into; DEVICE and the shared POOL are reached through the KV manager. */
         public static final Set<TierKind> OFFLOAD_TIERS = ServingMemory.OFFLOAD_TIERS;
 
@@ -205,6 +206,7 @@ public final class ServeEngine implements AutoCloseable {
             private WeightLoad weightLoad = WeightLoad.COPY;
             private Path expertMastersDir; // null: the expert masters in HOST memory
             private PolicyKind kvPolicy = PolicyKind.KV_DEFAULT; // of the KV manager's DEVICE slots
+            private boolean kvRecomputeWhenFaster = true; // kv.recompute-when-faster
 
             private Builder() {
             }
@@ -232,6 +234,12 @@ public final class ServeEngine implements AutoCloseable {
             /** The eviction policy of the KV manager's DEVICE slots ({@code kv.policy}; default {@link PolicyKind#KV_DEFAULT}). */
             public Builder kvPolicy(PolicyKind kind) {
                 kvPolicy = kind;
+                return this;
+            }
+
+            /** Recompute cached KV blocks that load slower than they recompute ({@code kv.recompute-when-faster}; default on). */
+            public Builder kvRecomputeWhenFaster(boolean on) {
+                kvRecomputeWhenFaster = on;
                 return this;
             }
 
@@ -347,7 +355,7 @@ public final class ServeEngine implements AutoCloseable {
                     tiers = hostKvBytes == 0 ? null : shorthandTiers();
                 }
                 return new Options(threads, blockTokens, kvBlocks, expertCap, tiers, shared, peers, peerExpertBytes, rebalancePeriod, split,
-                        weightLoad, expertMastersDir, kvPolicy);
+                        weightLoad, expertMastersDir, kvPolicy, kvRecomputeWhenFaster);
             }
 
             /** The shorthands as configuration keys: PEER (watermarks 0.95/0.85), HOST and DISK (1.0/0.9). */
@@ -398,7 +406,7 @@ public final class ServeEngine implements AutoCloseable {
             KvGeometry g = ModelRunner.kvGeometry(c, options.blockTokens());
             fingerprint = fingerprint(dir, g);
             ServingMemory.Builder mb = ServingMemory.builder(g, options.kvBlocks(), new PrefixHasher(PrefixHashContext.of(fingerprint, g)))
-                    .kvPolicy(options.kvPolicy()).offload(options.offload()).shared(options.shared())
+                    .kvPolicy(options.kvPolicy()).kvRecomputeWhenFaster(options.kvRecomputeWhenFaster()).offload(options.offload()).shared(options.shared())
                     .peers(options.peers(), options.peerExpertBytes(), options.rebalancePeriod());
             if (options.expertCap() > 0 && c.moe()) {
                 ModelWeights weights = model.weights();

@@ -234,8 +234,10 @@ class ModelRunnerTest {
         // baseline: experts read in place (all resident), one kernel thread, cold KV
         try (ForwardRig rig = new ForwardRig(model, 1, BLOCK_TOKENS, 16, 0, SlotScope.PER_LAYER)) {
             prompt = prompt(99 + family.ordinal(), rig.model.config().vocabSize());
+            assertThat(rig.kv.stats().recomputeSecondsPerBlock()).as("no prefill yet").isNaN();
             baseline = rig.greedy(prompt, STEPS);
             assertThat(baseline.reusedTokens()).isZero();
+            assertThat(rig.kv.stats().recomputeSecondsPerBlock()).as("the prefill told the KV manager its speed").isPositive();
             // a second run of the same prompt reuses the committed blocks (never the last token)
             ForwardRig.Generation hit = rig.greedy(prompt, STEPS);
             assertThat(hit.reusedTokens()).isEqualTo((PROMPT - 1) / BLOCK_TOKENS * BLOCK_TOKENS);
