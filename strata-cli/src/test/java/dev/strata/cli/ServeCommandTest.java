@@ -122,6 +122,10 @@ class ServeCommandTest {
         Path model = tinyModel();
         try (ServeCommand.Running r = serveTiny(model)) {
             assertThat(r.engine().kv().policyName()).isEqualTo("adaptive-reach");
+            assertThat(r.engine().kv().recomputeWhenFaster()).as("kv.recompute-when-faster by default").isTrue();
+        }
+        try (ServeCommand.Running r = serveTiny(model, "--set", "kv.recompute-when-faster=false")) {
+            assertThat(r.engine().kv().recomputeWhenFaster()).isFalse();
         }
         try (ServeCommand.Running r = serveTiny(model, "--set", "kv.policy=lru")) {
             assertThat(r.engine().kv().policyName()).isEqualTo("lru");
@@ -132,10 +136,10 @@ class ServeCommandTest {
         }
         CliRun inspect = CliRun.of("inspect", "config", "--model", model.toString(), "--set", "kv.policy=prefix-aware");
         assertThat(inspect.status()).isZero();
-        assertThat(inspect.out()).contains("kv: { block-tokens: 16, device-blocks: 256, policy: prefix-aware }");
+        assertThat(inspect.out()).contains("kv: { block-tokens: 16, device-blocks: 256, policy: prefix-aware, recompute-when-faster: true }");
         assertThat(CliRun.of("inspect", "config", "--model", model.toString(), "--kv-policy", "priority-lru").out())
-                .contains("policy: priority-lru }");
-        assertThat(CliRun.of("inspect", "config", "--model", model.toString()).out()).contains("policy: adaptive-reach }");
+                .contains("policy: priority-lru, ");
+        assertThat(CliRun.of("inspect", "config", "--model", model.toString()).out()).contains("policy: adaptive-reach, ");
         CliRun bad = CliRun.of("serve", "--model", model.toString(), "--port", "0", "--set", "kv.policy=fifo");
         assertThat(bad.status()).isEqualTo(2);
         assertThat(bad.err().strip()).isEqualTo("strata: kv.policy: unknown eviction policy 'fifo'"

@@ -276,8 +276,8 @@ public final class KvBlockManager implements AutoCloseable {
      */
     private CompletableFuture<LoadOutcome> loadInto(PrefixMatch match, KvSequence seq, StagedBlock[] staged) {
         int n = match.blocks();
-        long startNanos = System.nanoTime();
-        KvLoadGate.Batch[] batches = new KvLoadGate.Batch[BlockLocation.values().length]; // [location] timed together
+        long startNanos = 0; // when the first read started
+        KvLoadGate.Batch[] batches = null; // [location] the reads started here, timed together; made at the first read
         BlockLocation[] sources = new BlockLocation[n]; // [block] where it is read from
         BlockLoadFailure early = null; // a block gone between match and load
         boolean async = false; // some block is still loading
@@ -310,6 +310,10 @@ public final class KvBlockManager implements AutoCloseable {
                 b = newLoadingBlock(slot, key, i == 0 ? root : match.key(i - 1));
                 if (st == null || !claimStaged(st, b)) {
                     BlockLocation from = stored == null ? match.location(i) : stored; // not stored: fails as a missing block
+                    if (batches == null) {
+                        batches = new KvLoadGate.Batch[BlockLocation.values().length];
+                        startNanos = System.nanoTime();
+                    }
                     KvLoadGate.Batch batch = batches[from.ordinal()];
                     if (batch == null) {
                         batch = batches[from.ordinal()] = new KvLoadGate.Batch(from, startNanos);
@@ -1231,6 +1235,11 @@ public final class KvBlockManager implements AutoCloseable {
     /** The hasher that keys the blocks. */
     public PrefixHasher hasher() {
         return hasher;
+    }
+
+    /** Whether {@link #worthLoading} leaves blocks slower to load than to recompute to the engine ({@code kv.recompute-when-faster}). */
+    public boolean recomputeWhenFaster() {
+        return config.recomputeWhenFaster();
     }
 
     /** The slot eviction policy's name. */
