@@ -4,6 +4,7 @@ import dev.strata.bench.engine.ComputeMeasure;
 import dev.strata.bench.engine.ConstrainedDecodeMeasure;
 import dev.strata.bench.engine.DiskExpertMeasure;
 import dev.strata.bench.engine.PrefixTtftMeasure;
+import dev.strata.bench.engine.SlowTierTtftMeasure;
 import dev.strata.bench.engine.SyntheticModels;
 import dev.strata.engine.model.DType;
 import dev.strata.engine.model.ModelFamily;
@@ -20,7 +21,8 @@ import java.util.List;
  * Hugging Face format, each figure against a ceiling or baseline measured in the same run:
  * decode tokens/s against the memory-bandwidth roofline, prefill GFLOP/s against the matmul
  * kernel's peak (a dense and a MoE model), time to first token on a prefix another engine
- * instance published in a shared pool against a cold prefill (8K-token prompts), decoding
+ * instance published in a shared pool against a cold prefill (8K-token prompts), the same when the
+ * prefix sits in a tier slower than recomputing it (2K-token prompts), decoding
  * constrained to a JSON schema against unconstrained decoding (and the mask's cost per token), and
  * decoding with expert masters on DISK under a DRAM budget smaller than the model, the expert pager
  * against static layer-by-layer streaming and against the disk-bandwidth bound.
@@ -40,7 +42,7 @@ public final class EngineScenario implements Scenario {
 
     @Override
     public String description() {
-        return "decode vs memory roofline, prefill vs matmul peak, cross-instance prefix TTFT, disk experts vs streaming";
+        return "decode vs memory roofline, prefill vs matmul peak, cross-instance and slow-tier prefix TTFT, disk experts vs streaming";
     }
 
     /** The synthetic models of one run. */
@@ -72,7 +74,7 @@ public final class EngineScenario implements Scenario {
         Files.createDirectories(work);
         Models m = Models.of(quick);
         List<Figure> figures = new ArrayList<>();
-        Progress progress = new Progress(Log.stream("bench"), 7);
+        Progress progress = new Progress(Log.stream("bench"), 8);
 
         progress.step("synthesising (or reusing) the models under " + work.resolve("models"));
         Path decodeMoe = SyntheticModels.prepare(m.decodeMoe(), "decode-moe", work, Log.stream("bench"));
@@ -102,6 +104,15 @@ public final class EngineScenario implements Scenario {
         } catch (RuntimeException e) {
             figures.add(Figure.missing(PrefixTtftMeasure.figureName(promptTokens), "s", PrefixTtftMeasure.BASELINE,
                     PrefixTtftMeasure.GOAL, "not measured: " + e));
+        }
+
+        progress.step("TTFT on a prefix in a tier slower than recomputing it, against a cold prefill");
+        int slowTokens = quick ? 512 : 2048;
+        try {
+            figures.add(SlowTierTtftMeasure.measure(ttftDense, threads, slowTokens, 16, quick ? 2 : Trials.FULL_ROUNDS, Log.stream("bench")));
+        } catch (RuntimeException e) {
+            figures.add(Figure.missing(SlowTierTtftMeasure.figureName(slowTokens), "s", PrefixTtftMeasure.BASELINE,
+                    SlowTierTtftMeasure.GOAL, "not measured: " + e));
         }
 
         progress.step("decoding constrained to a JSON schema against unconstrained, and the mask's cost per token");

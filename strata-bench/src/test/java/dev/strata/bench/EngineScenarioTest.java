@@ -24,7 +24,7 @@ class EngineScenarioTest {
         Map<String, Figure> byName = figures.stream().collect(Collectors.toMap(Figure::name, Function.identity()));
         assertThat(byName.keySet()).containsExactlyInAnyOrder("decode_tokens_per_s_vs_roofline",
                 "prefill_gflops_vs_matmul_peak_dense", "prefill_gflops_vs_matmul_peak_moe",
-                "ttft_cross_instance_prefix_hit_1024tok", "expert_disk_decode_vs_static_streaming",
+                "ttft_cross_instance_prefix_hit_1024tok", "ttft_slow_tier_prefix_hit_512tok", "expert_disk_decode_vs_static_streaming",
                 "expert_disk_decode_vs_disk_bound", "constrained_decode_tokens_per_s",
                 "constrained_mask_us_per_token_first_request", "constrained_mask_us_per_token_repeated_schema",
                 "constrained_mask_vs_sampling_first_request_32k_vocab", "constrained_mask_vs_sampling_repeated_schema_32k_vocab");
@@ -37,6 +37,8 @@ class EngineScenarioTest {
         Figure ttft = byName.get("ttft_cross_instance_prefix_hit_1024tok");
         assertThat(ttft.unit()).isEqualTo("s");
         assertThat(ttft.note()).contains("the prefix hit loads 1008 tokens");
+        assertThat(byName.get("ttft_slow_tier_prefix_hit_512tok").note()).as("every block loaded by the instance without the gate")
+                .contains("loading every block instead took");
         assertThat(byName.get("expert_disk_decode_vs_static_streaming").unit()).isEqualTo("tokens/s");
         // the DISK tier's files are gone; the models stay for the next run
         assertThat(work.resolve("expert-disk")).satisfiesAnyOf(p -> assertThat(p).doesNotExist(),

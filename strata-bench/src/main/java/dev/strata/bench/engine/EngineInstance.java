@@ -2,6 +2,7 @@ package dev.strata.bench.engine;
 
 import dev.strata.cache.expert.ExpertPager;
 import dev.strata.cache.kv.KvBlockManager;
+import dev.strata.cache.kv.KvManagerConfig;
 import dev.strata.cache.kv.KvGeometry;
 import dev.strata.cache.kv.ModelFingerprint;
 import dev.strata.cache.kv.PrefixHashContext;
@@ -40,6 +41,12 @@ final class EngineInstance implements AutoCloseable {
      */
     EngineInstance(ModelDirectory model, Kernels kernels, int blockTokens, int kvBlocks, SharedBlockStore shared,
             ExpertPager pager) {
+        this(model, kernels, blockTokens, kvBlocks, shared, pager, KvManagerConfig.defaults());
+    }
+
+    /** As above, with the KV manager's {@code settings} (e.g. {@link KvManagerConfig#recomputeWhenFaster(boolean)}). */
+    EngineInstance(ModelDirectory model, Kernels kernels, int blockTokens, int kvBlocks, SharedBlockStore shared,
+            ExpertPager pager, KvManagerConfig settings) {
         KvGeometry g = ModelRunner.kvGeometry(model.config(), blockTokens);
         MemorySegment kvArena = arena.allocate(StridedKvLayout.blockMajorBytes(g, kvBlocks), 4096);
         kvArena.fill((byte) 0); // pre-touch: first touches are not what a TTFT measures
@@ -48,7 +55,7 @@ final class EngineInstance implements AutoCloseable {
         if (shared != null) {
             b.shared(shared);
         }
-        kv = b.build();
+        kv = b.config(settings).build();
         runner = new ModelRunner(model.weights(), kernels, kv, kvArena, pager);
     }
 

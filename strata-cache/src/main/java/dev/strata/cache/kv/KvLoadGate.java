@@ -27,10 +27,12 @@ import java.lang.invoke.VarHandle;
  *       loads before it computes the rest, the request's time is the loads' plus the prefill's,
  *       and this {@code k} makes it least.</li>
  *   <li><b>Until measured, and again later.</b> Before the prefill speed is measured every
- *       matched block is loaded. A location not yet measured, or whose last sample is older than
- *       {@value #PROBE_INTERVAL_NANOS} ns, counts as free: its blocks are loaded, which measures
- *       it. So a location found slow is measured again about once a second (one request pays for
- *       the probe), and a tier that became fast again is used again.</li>
+ *       matched block is loaded. A location not yet measured counts as free: its blocks are
+ *       loaded, which measures it. Of a location whose last sample is older than
+ *       {@value #PROBE_INTERVAL_NANOS} ns, the first block of a match counts as free (a probe)
+ *       and the others cost the old estimate: so a location found slow is measured again about
+ *       once a second at the price of one block's load, and a tier that became fast again is
+ *       used again.</li>
  * </ol>
  *
  * <p>Threads: {@link #recordPrefill}, {@link #start}, {@link #landed} and
@@ -122,23 +124,26 @@ final class KvLoadGate {
         double saved = 0;
         double best = 0;
         int bestBlocks = 0;
+        int probed = 0; // [location bit] stale locations whose one free block this decision has given
         for (int i = 0; i < m; i++) {
-            saved += recompute - trustedCost(match.location(i), nowNanos);
+            BlockLocation l = match.location(i);
+            double cost = 0; // DEVICE, or a location never measured
+            if (l != BlockLocation.DEVICE && !Double.isNaN(loadSeconds[l.ordinal()])) {
+                int bit = 1 << l.ordinal();
+                boolean stale = nowNanos - sampledAt[l.ordinal()] > PROBE_INTERVAL_NANOS;
+                if (stale && (probed & bit) == 0) {
+                    probed |= bit; // the probe: this block is loaded whatever the old estimate says
+                } else {
+                    cost = loadSeconds[l.ordinal()];
+                }
+            }
+            saved += recompute - cost;
             if (saved >= best) {
                 best = saved;
                 bestBlocks = i + 1;
             }
         }
         return bestBlocks;
-    }
-
-    /** The load cost of a block at {@code l} as the decision takes it: 0 on DEVICE, unmeasured or stale. */
-    private double trustedCost(BlockLocation l, long nowNanos) {
-        if (l == BlockLocation.DEVICE) {
-            return 0;
-        }
-        double c = loadSeconds[l.ordinal()];
-        return Double.isNaN(c) || nowNanos - sampledAt[l.ordinal()] > PROBE_INTERVAL_NANOS ? 0 : c;
     }
 
     /** The measured seconds to load one block from {@code l}, NaN if never measured. Any thread. */

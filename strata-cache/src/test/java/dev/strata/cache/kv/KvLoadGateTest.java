@@ -8,8 +8,8 @@ import org.junit.jupiter.api.Test;
 
 /**
  * {@link KvLoadGate}'s decision on given measurements: the prefix of a match that saves the most
- * against recomputing, loads taken until the prefill speed and the location are measured, and a
- * location measured slow taken again once its estimate is older than the probe interval.
+ * against recomputing, loads taken until the prefill speed and the location are measured, and one
+ * block of a location measured slow taken again once its estimate is older than the probe interval.
  */
 class KvLoadGateTest {
     private static final int BT = 4; // tokens per block
@@ -68,7 +68,7 @@ class KvLoadGateTest {
     }
 
     @Test
-    void aSlowLocationIsTakenAgainOnceItsEstimateIsOlderThanTheProbeInterval() {
+    void oneBlockOfASlowLocationIsTakenAgainOnceItsEstimateIsOlderThanTheProbeInterval() {
         KvLoadGate gate = new KvLoadGate(BT);
         gate.recordPrefill(BT, MS); // 1 ms a block
         assertThat(gate.blocksWorthLoading(match(BlockLocation.SHARED), 0)).as("not measured: loaded").isEqualTo(1);
@@ -77,6 +77,8 @@ class KvLoadGateTest {
         assertThat(gate.blocksWorthLoading(match(BlockLocation.SHARED), sampled + KvLoadGate.PROBE_INTERVAL_NANOS)).isZero();
         assertThat(gate.blocksWorthLoading(match(BlockLocation.SHARED), sampled + KvLoadGate.PROBE_INTERVAL_NANOS + 1))
                 .as("a probe").isEqualTo(1);
+        assertThat(gate.blocksWorthLoading(match(BlockLocation.SHARED, BlockLocation.SHARED, BlockLocation.SHARED),
+                sampled + KvLoadGate.PROBE_INTERVAL_NANOS + 1)).as("a probe is one block; the others cost the old estimate").isEqualTo(1);
         // the probe finds the store fast again: the estimate moves by a fifth of the difference per sample
         long at = sampled + KvLoadGate.PROBE_INTERVAL_NANOS + 1;
         for (int i = 0; i < 30; i++) {
