@@ -73,11 +73,12 @@ public final class SlowTierTtftMeasure {
                 // B and C have served before: cold prompts of their own (their pool lookups miss), the
                 // kernels compiled first, so that B's estimate of its prefill speed is a running server's
                 for (int w = 0; w < 3; w++) {
-                    PrefixTtftMeasure.firstToken(w == 0 ? a.runner() : b.runner(), ComputeMeasure.prompt(vocab, promptTokens, 70_000 + w));
+                    EngineInstance first = w == 0 ? a : b;
+                    PrefixTtftMeasure.firstToken(first.runner(), ComputeMeasure.prompt(vocab, promptTokens, 70_000 + w));
                     PrefixTtftMeasure.firstToken(c.runner(), ComputeMeasure.prompt(vocab, promptTokens, 70_100 + w));
+                    first.awaitIdle(); // the blocks' publication has landed: their slots can be reused by the next prompt
+                    c.awaitIdle();
                 }
-                b.awaitIdle();
-                c.awaitIdle();
                 // the slow tier: each read waits SLOWDOWN times what B's KV manager measured a block's recompute to take
                 double recomputeBlock = b.kv().stats().recomputeSecondsPerBlock();
                 long delayNanos = Math.max(1_000_000L, (long) (SLOWDOWN * recomputeBlock * 1e9));
