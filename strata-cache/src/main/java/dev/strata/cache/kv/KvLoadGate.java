@@ -19,7 +19,7 @@ import java.lang.invoke.VarHandle;
  *       prefill seconds per token ({@link #recordPrefill}), times the tokens of a block; a
  *       prefill of less than a block is no sample (its fixed cost would read as a per-token
  *       cost). Each figure is an exponentially weighted moving average (weight
- *       {@value #ALPHA} on the newest sample; the first sample replaces nothing).</li>
+ *       {@value #ALPHA} on the newest sample; the first sample is taken as it is).</li>
  *   <li><b>The decision.</b> A block is usable only after every block before it, so the choice
  *       is a prefix: of the {@code m} matched blocks, the {@code k} that save the most, where
  *       loading block {@code i} saves the recompute cost less its load cost; ties go to the longer

@@ -7,8 +7,10 @@ import java.util.Locale;
 /**
  * A snapshot of a {@link KvBlockManager}'s counters (running since it was created) and gauges:
  * prefix hits by where the block was found, blocks and bytes per link, prefetch hits and late
- * prefetches, evictions from DEVICE slots by priority class, dedups, drops and failed loads, and
- * the name of the eviction policy of the DEVICE slots.
+ * prefetches, evictions from DEVICE slots by priority class, dedups, drops and failed loads,
+ * the name of the eviction policy of the DEVICE slots, and what the load gate weighs: the measured
+ * time to load a block per location and to recompute one, and the matched blocks it left to
+ * recompute ({@link KvBlockManager#worthLoading}).
  * {@link #writeTo} renders them in the Prometheus text format beside the store's metrics
  * ({@code strata_kv_*}).
  *
