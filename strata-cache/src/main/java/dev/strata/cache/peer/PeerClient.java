@@ -210,6 +210,7 @@ public final class PeerClient implements PeerMemory {
         long failedAllocs;
         final long[] revocations = new long[RevocationReason.values().length];
         long lateFences;
+        long reclaimsOfFreed;            // reclaims that met a lease already freed or being freed: acknowledged, not revocations
         volatile long finishHereFrom;    // System.nanoTime from which drained leases are finished on the event thread again
 
         PeerState(int index, PeerLender lender, long now) {
@@ -230,6 +231,7 @@ public final class PeerClient implements PeerMemory {
                 LeaseEntry e = leases.get(region.lease()); // by lease (peer, region, epoch): a lender may pass another instance
                 if (e == null) {
                     ackNow = true; // already freed and given back: nothing to drain
+                    reclaimsOfFreed++;
                 } else {
                     switch (e.phase) {
                         case OPEN -> {
@@ -238,7 +240,12 @@ public final class PeerClient implements PeerMemory {
                             here = next == AfterBegin.NOTHING ? null : e;
                             awaitHere = next == AfterBegin.AWAIT_DRAIN_HERE;
                         }
-                        case FREEING -> e.revocationAsked = true;
+                        case FREEING -> {
+                            if (!e.revocationAsked) {
+                                e.revocationAsked = true; // the free acknowledges it
+                                reclaimsOfFreed++;
+                            }
+                        }
                         case REVOKING, ENDED -> {
                         }
                     }
@@ -789,7 +796,7 @@ public final class PeerClient implements PeerMemory {
                         p.drain.getMaxValue(), p.callback.getValueAtPercentile(50), p.callback.getValueAtPercentile(99),
                         p.callback.getMaxValue(), p.reattachments, p.revokeToCallback.getTotalCount(),
                         p.revokeToCallback.getValueAtPercentile(50), p.revokeToCallback.getValueAtPercentile(99),
-                        p.revokeToCallback.getMaxValue()));
+                        p.revokeToCallback.getMaxValue(), p.reclaimsOfFreed));
             }
             List<PeerClientStats.Consumer> cs = new ArrayList<>(consumers.size());
             for (ConsumerState c : consumers.values()) {

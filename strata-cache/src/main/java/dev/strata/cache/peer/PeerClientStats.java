@@ -55,13 +55,15 @@ public record PeerClientStats(List<Peer> peers, List<Consumer> consumers, long a
      *                          with the revocation) to the lease's callbacks starting here, ns
      * @param revokeToCallbackP99Nanos 99th percentile, ns
      * @param revokeToCallbackMaxNanos largest, ns
+     * @param reclaimsOfFreed   reclaims that met a lease this client had freed or was freeing: acknowledged (by the
+     *                          free), but no revocation; the lender's acknowledgements are {@code reclaimed} plus these
      */
     public record Peer(int peer, String name, int distance, boolean alive, long lendableBytes, long borrowedBytes,
                        long leases, long allocs, long failedAllocs, long reclaimed, long fenced, long lost,
                        long lateFences, double recentRevocations, long drainCount, long drainP50Nanos,
                        long drainP99Nanos, long drainMaxNanos, long callbackP50Nanos, long callbackP99Nanos,
                        long callbackMaxNanos, long reattachments, long revokeToCallbackCount, long revokeToCallbackP50Nanos,
-                       long revokeToCallbackP99Nanos, long revokeToCallbackMaxNanos) {
+                       long revokeToCallbackP99Nanos, long revokeToCallbackMaxNanos, long reclaimsOfFreed) {
 
         /** Leases ended for {@code reason}. */
         public long revocations(RevocationReason reason) {
@@ -136,6 +138,9 @@ public record PeerClientStats(List<Peer> peers, List<Consumer> consumers, long a
                 out.sample("strata_peer_revocations_total", p.revocations(r), "peer", p.name(), "reason", r.name().toLowerCase(Locale.ROOT));
             }
         }
+        peerFamily(out, "strata_peer_reclaims_of_freed_total", PrometheusText.Type.COUNTER,
+                "Reclaims that met a lease this client had freed or was freeing: acknowledged by the free, not revocations",
+                Peer::reclaimsOfFreed);
         peerFamily(out, "strata_peer_late_fences_total", PrometheusText.Type.COUNTER,
                 "Fences of leases whose callbacks had run but whose acknowledgement came too late", Peer::lateFences);
         peerFamily(out, "strata_peer_recent_revocations", PrometheusText.Type.GAUGE, "Revocations, exponentially decayed",

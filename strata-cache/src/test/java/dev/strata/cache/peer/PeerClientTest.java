@@ -463,6 +463,43 @@ class PeerClientTest {
         }
     }
 
+    /**
+     * A reclaim that meets a lease the store is freeing (its free waiting for an access to leave)
+     * is acknowledged by the free and counted apart from revocations: the lender's
+     * acknowledgements are the client's reclaimed leases plus these.
+     */
+    @Test
+    void aReclaimOfALeaseBeingFreedIsAcknowledgedByTheFreeAndCountedApart() throws Exception {
+        LocalLender lender = new LocalLender(LocalLender.Config.of(0, "gpu0", 8_192).withGrace(10_000_000_000L));
+        try (PeerClient client = PeerClient.of(List.of(lender), "best_fit")) {
+            List<Ended> ended = new CopyOnWriteArrayList<>();
+            PeerLease lease = client.alloc(3_000, ANY, (l, r) -> ended.add(new Ended(l, r))).orElseThrow();
+            CountDownLatch inside = new CountDownLatch(1);
+            CountDownLatch release = new CountDownLatch(1);
+            Thread holder = Thread.ofPlatform().start(() -> client.access(lease, 0, 3_000, view -> {
+                inside.countDown();
+                await("released", 10_000, () -> release.getCount() == 0);
+            }));
+            assertThat(inside.await(5, TimeUnit.SECONDS)).isTrue();
+            Thread freer = Thread.ofPlatform().start(() -> client.free(lease)); // waits for the access to leave
+            await("freeing", 2_000, () -> !client.valid(lease));
+            lender.lendable(0);
+            await("the reclaim reached the client", 2_000, () -> lender.eventsDelivered()
+                    && client.stats().peer(0).reclaimsOfFreed() == 1);
+            release.countDown();
+            holder.join(5_000);
+            freer.join(5_000);
+            await("acknowledged", 2_000, () -> lender.stats().acknowledgements() == 1);
+            PeerClientStats.Peer stats = client.stats().peer(0);
+            assertThat(stats.reclaimed()).as("no revocation: the lease was freed").isZero();
+            assertThat(stats.reclaimsOfFreed()).isEqualTo(1);
+            assertThat(lender.stats().giveBacks()).isZero();
+            assertThat(ended).as("a freed lease never calls its callback").isEmpty();
+            assertThat(client.stats().toPrometheus()).contains("strata_peer_reclaims_of_freed_total{peer=\"gpu0\"} 1");
+            client.checkInvariants();
+        }
+    }
+
     @Test
     void closingTheClientGivesEveryLeaseBackAndClosesItsLenders() {
         LocalLender a = new LocalLender(LocalLender.Config.of(0, "a", 8_192));
