@@ -96,15 +96,9 @@ class PeerClientTest {
             PeerLease lease = client.alloc(4_095, ANY, (l, r) -> ended.add(new Ended(l, r))).orElseThrow();
             byte[] data = PeerTesting.random(new SplittableRandom(5), 4_095);
             assertThat(client.write(lease, 0, PeerTesting.segment(data))).isTrue();
-            CountDownLatch inside = new CountDownLatch(1);
-            CountDownLatch release = new CountDownLatch(1);
             AtomicBoolean sawBytes = new AtomicBoolean();
-            Thread reader = Thread.ofPlatform().start(() -> client.access(lease, 0, 4_095, view -> {
-                inside.countDown();
-                await("released", 10_000, () -> release.getCount() == 0);
-                sawBytes.set(java.util.Arrays.equals(view.toArray(java.lang.foreign.ValueLayout.JAVA_BYTE), data));
-            }));
-            assertThat(inside.await(5, TimeUnit.SECONDS)).isTrue();
+            PeerTesting.HeldAccess reader = PeerTesting.HeldAccess.start(client, lease, 4_095,
+                    view -> sawBytes.set(java.util.Arrays.equals(view.toArray(java.lang.foreign.ValueLayout.JAVA_BYTE), data)));
             lender.lendable(0);
             // the lender closes its region first; the client's drain clock starts when the event reaches it
             await("revoking", 2_000, () -> client.revoking(lease));
@@ -114,8 +108,7 @@ class PeerClientTest {
             assertThat(ended).as("no callback while an access is under way").isEmpty();
             assertThat(client.drainNanos(lease)).as("revocation not finished: no drain time yet").isEqualTo(-1);
             assertThat(lender.phase(lease)).as("not acknowledged while draining").isEqualTo(LocalLender.Phase.REVOKING);
-            release.countDown();
-            reader.join(5_000);
+            reader.release(5_000);
             assertThat(sawBytes).as("the drained access saw its bytes").isTrue();
             await("callback after the drain", 2_000, () -> ended.size() == 1);
             assertThat(ended).containsExactly(new Ended(lease, RevocationReason.RECLAIMED));
@@ -211,15 +204,9 @@ class PeerClientTest {
             PeerLease lease = client.alloc(8_000, ANY, (l, r) -> ended.add(new Ended(l, r))).orElseThrow();
             byte[] data = PeerTesting.random(new SplittableRandom(9), 8_000);
             assertThat(client.write(lease, 0, PeerTesting.segment(data))).isTrue();
-            CountDownLatch inside = new CountDownLatch(1);
-            CountDownLatch release = new CountDownLatch(1);
             AtomicBoolean sawBytes = new AtomicBoolean();
-            Thread slow = Thread.ofPlatform().start(() -> client.access(lease, 0, 8_000, view -> {
-                inside.countDown();
-                await("released", 10_000, () -> release.getCount() == 0);
-                sawBytes.set(java.util.Arrays.equals(view.toArray(java.lang.foreign.ValueLayout.JAVA_BYTE), data));
-            }));
-            assertThat(inside.await(5, TimeUnit.SECONDS)).isTrue();
+            PeerTesting.HeldAccess slow = PeerTesting.HeldAccess.start(client, lease, 8_000,
+                    view -> sawBytes.set(java.util.Arrays.equals(view.toArray(java.lang.foreign.ValueLayout.JAVA_BYTE), data)));
             lender.lendable(0);
             await("fenced", 2_000, () -> lender.stats().fences() == 1);
             // the fence reaches the client on the lender's event thread; the reason is fixed only once the client has it
@@ -231,8 +218,7 @@ class PeerClientTest {
             assertThat(client.read(lease, 0, MemorySegment.ofArray(new byte[10]))).isFalse();
             assertThat(ended).isEmpty();
 
-            release.countDown();
-            slow.join(5_000);
+            slow.release(5_000);
             assertThat(sawBytes).isTrue();
             await("callback", 2_000, () -> ended.size() == 1);
             assertThat(ended).containsExactly(new Ended(lease, RevocationReason.FENCED));
@@ -441,20 +427,13 @@ class PeerClientTest {
         try (PeerClient client = PeerClient.of(List.of(lender), "best_fit")) {
             List<Ended> ended = new CopyOnWriteArrayList<>();
             PeerLease lease = client.alloc(3_000, ANY, (l, r) -> ended.add(new Ended(l, r))).orElseThrow();
-            CountDownLatch inside = new CountDownLatch(1);
-            CountDownLatch release = new CountDownLatch(1);
-            Thread holder = Thread.ofPlatform().start(() -> client.access(lease, 0, 3_000, view -> {
-                inside.countDown();
-                await("released", 10_000, () -> release.getCount() == 0);
-            }));
-            assertThat(inside.await(5, TimeUnit.SECONDS)).isTrue();
+            PeerTesting.HeldAccess holder = PeerTesting.HeldAccess.start(client, lease, 3_000);
             lender.lendable(0);
             await("revoking", 2_000, () -> client.revoking(lease));
             assertThat(client.valid(lease)).isFalse();
             client.free(lease); // returns at once: the revocation owns the lease now
             assertThat(client.liveLeases()).contains(lease);
-            release.countDown();
-            holder.join(5_000);
+            holder.release(5_000);
             await("revoked", 2_000, () -> ended.size() == 1);
             assertThat(ended).containsExactly(new Ended(lease, RevocationReason.RECLAIMED));
             assertThat(lender.stats().giveBacks()).isZero();
@@ -474,20 +453,13 @@ class PeerClientTest {
         try (PeerClient client = PeerClient.of(List.of(lender), "best_fit")) {
             List<Ended> ended = new CopyOnWriteArrayList<>();
             PeerLease lease = client.alloc(3_000, ANY, (l, r) -> ended.add(new Ended(l, r))).orElseThrow();
-            CountDownLatch inside = new CountDownLatch(1);
-            CountDownLatch release = new CountDownLatch(1);
-            Thread holder = Thread.ofPlatform().start(() -> client.access(lease, 0, 3_000, view -> {
-                inside.countDown();
-                await("released", 10_000, () -> release.getCount() == 0);
-            }));
-            assertThat(inside.await(5, TimeUnit.SECONDS)).isTrue();
+            PeerTesting.HeldAccess holder = PeerTesting.HeldAccess.start(client, lease, 3_000);
             Thread freer = Thread.ofPlatform().start(() -> client.free(lease)); // waits for the access to leave
             await("freeing", 2_000, () -> !client.valid(lease));
             lender.lendable(0);
             await("the reclaim reached the client", 2_000, () -> lender.eventsDelivered()
                     && client.stats().peer(0).reclaimsOfFreed() == 1);
-            release.countDown();
-            holder.join(5_000);
+            holder.release(5_000);
             freer.join(5_000);
             await("acknowledged", 2_000, () -> lender.stats().acknowledgements() == 1);
             PeerClientStats.Peer stats = client.stats().peer(0);
@@ -585,18 +557,11 @@ class PeerClientTest {
         try (PeerClient client = PeerClient.builder().lender(withholding).build()) {
             List<Ended> ended = new CopyOnWriteArrayList<>();
             PeerLease lease = client.alloc(3_000, ANY, (l, r) -> ended.add(new Ended(l, r))).orElseThrow();
-            CountDownLatch inside = new CountDownLatch(1);
-            CountDownLatch release = new CountDownLatch(1);
-            Thread holder = Thread.ofPlatform().start(() -> client.access(lease, 0, 3_000, view -> {
-                inside.countDown();
-                await("released", 10_000, () -> release.getCount() == 0);
-            }));
-            assertThat(inside.await(5, TimeUnit.SECONDS)).isTrue();
+            PeerTesting.HeldAccess holder = PeerTesting.HeldAccess.start(client, lease, 3_000);
             inner.lendable(0);
             await("fenced by the lender at its deadline", 5_000, () -> inner.phase(lease) != LocalLender.Phase.REVOKING
                     && inner.phase(lease) != LocalLender.Phase.LENT);
-            release.countDown();
-            holder.join(10_000);
+            holder.release(10_000);
             await("called back", 5_000, () -> ended.size() == 1);
             assertThat(ended).containsExactly(new Ended(lease, RevocationReason.FENCED));
             assertThat(client.stats().peer(0).revocations(RevocationReason.FENCED)).isEqualTo(1);
@@ -610,20 +575,13 @@ class PeerClientTest {
         try (PeerClient client = PeerClient.builder().lender(new WrappingLender(inner)).build()) {
             List<Ended> ended = new CopyOnWriteArrayList<>();
             PeerLease lease = client.alloc(3_000, ANY, (l, r) -> ended.add(new Ended(l, r))).orElseThrow();
-            CountDownLatch inside = new CountDownLatch(1);
-            CountDownLatch release = new CountDownLatch(1);
-            Thread holder = Thread.ofPlatform().start(() -> client.access(lease, 0, 3_000, view -> {
-                inside.countDown();
-                await("released", 10_000, () -> release.getCount() == 0);
-            }));
-            assertThat(inside.await(5, TimeUnit.SECONDS)).isTrue();
+            PeerTesting.HeldAccess holder = PeerTesting.HeldAccess.start(client, lease, 3_000);
             inner.lendable(0);
             await("revoking", 2_000, () -> client.revoking(lease));
             Thread.sleep(30);
             assertThat(inner.phase(lease)).as("not acknowledged while the access is under way").isEqualTo(LocalLender.Phase.REVOKING);
             assertThat(ended).isEmpty();
-            release.countDown();
-            holder.join(5_000);
+            holder.release(5_000);
             await("revoked", 2_000, () -> ended.size() == 1);
             await("acknowledged", 2_000, () -> inner.phase(lease) == LocalLender.Phase.RELEASED);
             assertThat(inner.stats().acknowledgements()).isEqualTo(1);
@@ -662,21 +620,14 @@ class PeerClientTest {
 
             lender.lendable(16 * 1024);
             PeerLease busy = borrow(client, 4_000, record);
-            CountDownLatch inside = new CountDownLatch(1);
-            CountDownLatch release = new CountDownLatch(1);
-            Thread holder = Thread.ofPlatform().start(() -> client.access(busy, 0, 4_000, view -> {
-                inside.countDown();
-                await("released", 10_000, () -> release.getCount() == 0);
-            }));
-            assertThat(inside.await(5, TimeUnit.SECONDS)).isTrue();
+            PeerTesting.HeldAccess holder = PeerTesting.HeldAccess.start(client, busy, 4_000);
             lender.lendable(0);
             await("revoking", 2_000, () -> client.revoking(busy));
             Thread.sleep(30);
             assertThat(ended).as("no callback while the access is under way").hasSize(1);
             assertThat(lender.phase(busy)).as("not acknowledged while the access is under way").isEqualTo(LocalLender.Phase.REVOKING);
             assertThat(client.revocationsIdle()).isFalse();
-            release.countDown();
-            holder.join(5_000);
+            holder.release(5_000);
             await("the busy lease revoked", 2_000, () -> ended.size() == 2);
             assertThat(ended.get(1)).isEqualTo(new Ended(busy, RevocationReason.RECLAIMED));
             assertThat(threads.get(1)).as("drained later: ended by the revocation thread").isEqualTo("strata-peer-client-revocations");
