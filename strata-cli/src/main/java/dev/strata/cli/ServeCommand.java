@@ -5,6 +5,7 @@ import dev.strata.cache.kv.PrefixHasher;
 import dev.strata.cache.kv.SharedBlockStore;
 import dev.strata.cluster.ClusterBlockStore;
 import dev.strata.cache.peer.PeerClient;
+import dev.strata.cache.peer.PlacementPolicy;
 import dev.strata.engine.model.WeightLoad;
 import dev.strata.engine.schedule.PreemptionMode;
 import dev.strata.engine.serve.ContinuousBatchingGenerator;
@@ -147,7 +148,7 @@ public final class ServeCommand implements Callable<Integer> {
         int expertCap = p.experts().deviceSlots();
         long peerExpertBytes = !peerFiles.isEmpty() && expertCap > 0 ? p.experts().peerBytes() : 0;
         long splitBudget = splitBudget(c);
-        PeerClient peers = peerFiles.isEmpty() ? null : openPeers(peerFiles, p.peers().reattachMillis(), p.peers().drainWaitMicros(), c.peer() != null ? c.peer().policy() : "best-fit");
+        PeerClient peers = peerFiles.isEmpty() ? null : openPeers(peerFiles, p.peers().reattachMillis(), p.peers().drainWaitMicros(), c.peer() != null ? c.peer().policy() : PlacementPolicy.DEFAULT_NAME);
         List<AutoCloseable> opened = new ArrayList<>(); // closed in reverse on failure
         if (peers != null) {
             opened.add(peers);

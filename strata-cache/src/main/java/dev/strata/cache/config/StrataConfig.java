@@ -28,7 +28,7 @@ import java.util.Map;
  * <pre>
  * tiers:
  *   device: { capacity: 2GiB }                      # CPU backend: a budgeted arena
- *   peer:   { capacity: 4GiB, chunk: 4MiB, durability: lossy, policy: best-fit } # memory lent by peers
+ *   peer:   { capacity: 4GiB, chunk: 4MiB, durability: lossy, policy: stability } # memory lent by peers
  *   host:   { capacity: 8GiB, allocator: best-fit }  # or: slab, with block: 256KiB
  *   pool:   { capacity: 4GiB, paths: [/dev/shm/strata.pool] } # several paths: 2 MiB stripes
  *   disk:   { capacity: 64GiB, directory: /var/tmp/strata, direct-io: true }
@@ -300,7 +300,7 @@ public record StrataConfig(DeviceTier device, PeerTier peer, HostTier host, Pool
             ConfigNode e = tiers.child("peer");
             if (e != null) {
                 e.allowOnly("capacity", "chunk", "durability", "policy");
-                String policy = e.text("policy", "best-fit");
+                String policy = e.text("policy", PlacementPolicy.DEFAULT_NAME);
                 try {
                     PlacementPolicy.named(policy);
                 } catch (IllegalArgumentException ex) {

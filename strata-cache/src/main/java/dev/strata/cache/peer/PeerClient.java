@@ -119,7 +119,7 @@ public final class PeerClient implements PeerMemory {
     /** Builds a client; {@link #lenders} is required. */
     public static final class Builder {
         private final List<PeerLender> lenders = new ArrayList<>();
-        private PlacementPolicy policy = PlacementPolicy.bestFit();
+        private PlacementPolicy policy = PlacementPolicy.defaultPolicy();
         private LongSupplier clock = System::nanoTime;
         private long revocationHalfLifeNanos = TimeUnit.SECONDS.toNanos(60);
         private long drainWaitNanos = DEFAULT_DRAIN_WAIT_NANOS;

@@ -34,7 +34,7 @@ class PeerTierConfigTest {
 
         StrataConfig d = ConfigLoader.load(null, List.of("tiers.host.capacity=1GiB", "tiers.peer.capacity=64MiB"), null)
                 .conclude(64 * Sizes.GiB);
-        assertThat(d.peer()).isEqualTo(new StrataConfig.PeerTier(64 * Sizes.MiB, 4 * Sizes.MiB, Durability.LOSSY, "best-fit"));
+        assertThat(d.peer()).isEqualTo(new StrataConfig.PeerTier(64 * Sizes.MiB, 4 * Sizes.MiB, Durability.LOSSY, "stability"));
 
         assertThatThrownBy(() -> ConfigLoader.load(null, List.of("tiers.peer.capacity=1GiB", "tiers.peer.policy=nearest"), null))
                 .isInstanceOf(ConfigException.class).hasMessageContaining("tiers.peer.policy").hasMessageContaining("nearest");

@@ -151,11 +151,28 @@ class PlacementPolicyTest {
     }
 
     @Test
+    void byDefaultAClientTurnsAwayFromAPeerThatKeepsTakingItsMemoryBack() {
+        List<LocalLender> ls = lenders(new long[] {8_000, 16_000}, new int[] {1, 1}, new long[] {1, 1});
+        PeerClient c = PeerClient.builder().lenders(ls).clock(clock::get).build(); // no policy named
+        clients.add(c);
+        assertThat(c.policy().name()).isEqualTo("STABILITY");
+        assertThat(peerOf(c.alloc(1_000, ANY))).as("no revocations yet: best fit").isEqualTo(0);
+        c.free(c.liveLeases().getFirst());
+        PeerLease l = c.alloc(1_000, ANY).orElseThrow();
+        ls.get(0).lendable(0); // peer 0's own demand comes back: it takes the lease back
+        await("revoked", 2_000, () -> !c.liveLeases().contains(l));
+        ls.get(0).lendable(8_000);
+        assertThat(peerOf(c.alloc(1_000, ANY))).as("the next lease comes from the peer that kept its word").isEqualTo(1);
+    }
+
+    @Test
     void policiesAreChosenByNameWithAClearErrorForOthers() {
         assertThat(PlacementPolicy.named("best-fit").name()).isEqualTo("BEST_FIT");
         assertThat(PlacementPolicy.named("Locality").name()).isEqualTo("LOCALITY");
         assertThat(PlacementPolicy.named("fairness").name()).isEqualTo("FAIRNESS");
         assertThat(PlacementPolicy.named("STABILITY").name()).isEqualTo("STABILITY");
+        assertThat(PlacementPolicy.defaultPolicy().name()).isEqualTo("STABILITY");
+        assertThat(PlacementPolicy.named(PlacementPolicy.DEFAULT_NAME)).isSameAs(PlacementPolicy.defaultPolicy());
         assertThatThrownBy(() -> PlacementPolicy.named("closest")).isInstanceOf(IllegalArgumentException.class)
                 .hasMessageContaining("'closest'").hasMessageContaining("BEST_FIT");
         assertThatThrownBy(() -> new ConsumerLimits(0, 1, 1)).isInstanceOf(IllegalArgumentException.class)
