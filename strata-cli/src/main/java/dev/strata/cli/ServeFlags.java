@@ -86,7 +86,7 @@ final class ServeFlags {
     Path routingTrace;
     @Option(names = "--rebalance-ms", paramLabel = "MS", description = "time between the expert rebalancer's passes (default: 200) [experts.rebalance-ms]")
     Long rebalanceMillis;
-    @Option(names = "--peer-policy", paramLabel = "NAME", description = "how a peer is picked: best-fit, locality, fairness or stability (default: stability, the peer that took memory back least recently) [tiers.peer.policy]")
+    @Option(names = "--peer-policy", paramLabel = "NAME", description = "how a peer is picked: best-fit, locality, fairness or stability (default: stability: the peer that took memory back least often lately) [tiers.peer.policy]")
     String peerPolicy;
     @Option(names = "--max-body-bytes", description = "largest request body (default: 1MiB) [server.max-body]")
     String maxBodyBytes;
