@@ -107,7 +107,8 @@ final class InspectCommand implements Runnable {
         }
         if (!p.peers().files().isEmpty()) {
             b.append("  peers: ").append(p.peers().files()).append(", re-attach looks every ").append(p.peers().reattachMillis())
-                    .append(" ms, a revocation waits up to ").append(p.peers().drainWaitMicros()).append(" us for copies under way\n");
+                    .append(" ms, a revocation waits up to ").append(p.peers().drainWaitMicros()).append(" us for copies under way")
+                    .append(", a peer's revocations count half after ").append(p.peers().revocationHalfLifeSeconds()).append(" s\n");
         }
         if (p.split().enabled()) { // the budget serve splits: split.budget, else tiers.device.capacity
             b.append("  split: { enabled: true, budget: ").append(p.split().budget() > 0 ? size(p.split().budget())

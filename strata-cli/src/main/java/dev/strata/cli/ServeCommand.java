@@ -71,11 +71,13 @@ public final class ServeCommand implements Callable<Integer> {
     }
 
     /**
-     * A client over one shared-memory lender per lending file (peer ids in order), each looking at
-     * its path every {@code reattachMillis} for an agent restarted there; a revocation's event
-     * thread waits up to {@code drainWaitMicros} for the copies under way.
+     * A client over one shared-memory lender per lending file (peer ids in order), with the
+     * {@code peers} settings: each lender looks at its path every {@code reattach-ms} for an agent
+     * restarted there, a revocation's event thread waits up to {@code drain-wait-us} for the copies
+     * under way, and {@code policy} places leases (STABILITY forgetting revocations with
+     * {@code revocation-half-life-s}).
      */
-    private static PeerClient openPeers(List<Path> files, long reattachMillis, long drainWaitMicros, String policy) {
+    private static PeerClient openPeers(List<Path> files, ProcessConfig.Peers settings, String policy) {
         List<ShmPeerLender> lenders = new ArrayList<>();
         try {
             for (int i = 0; i < files.size(); i++) {
@@ -85,9 +87,10 @@ public final class ServeCommand implements Callable<Integer> {
                             + file + "?)");
                 }
                 lenders.add(ShmPeerLender.open(file, i, ShmLenderOptions.defaults().withName(file.getFileName().toString())
-                        .withReattachInterval(Duration.ofMillis(reattachMillis))));
+                        .withReattachInterval(Duration.ofMillis(settings.reattachMillis()))));
             }
-            return PeerClient.builder().lenders(lenders).policy(policy).drainWaitNanos(drainWaitMicros * 1000).build();
+            return PeerClient.builder().lenders(lenders).policy(policy).drainWaitNanos(settings.drainWaitMicros() * 1000)
+                    .revocationHalfLifeNanos(settings.revocationHalfLifeSeconds() * 1_000_000_000L).build();
         } catch (RuntimeException | Error e) {
             lenders.forEach(ShmPeerLender::close);
             throw e;
@@ -148,7 +151,7 @@ public final class ServeCommand implements Callable<Integer> {
         int expertCap = p.experts().deviceSlots();
         long peerExpertBytes = !peerFiles.isEmpty() && expertCap > 0 ? p.experts().peerBytes() : 0;
         long splitBudget = splitBudget(c);
-        PeerClient peers = peerFiles.isEmpty() ? null : openPeers(peerFiles, p.peers().reattachMillis(), p.peers().drainWaitMicros(), c.peer() != null ? c.peer().policy() : PlacementPolicy.DEFAULT_NAME);
+        PeerClient peers = peerFiles.isEmpty() ? null : openPeers(peerFiles, p.peers(), c.peer() != null ? c.peer().policy() : PlacementPolicy.DEFAULT_NAME);
         List<AutoCloseable> opened = new ArrayList<>(); // closed in reverse on failure
         if (peers != null) {
             opened.add(peers);

@@ -25,6 +25,17 @@ class StrataCommandTest {
     }
 
     @Test
+    void inspectConfigShowsHowPeersArePlaced() {
+        CliRun r = run("inspect", "config", "--peer", "/dev/shm/strata-test-a.lend", "--set", "tiers.host.capacity=64MiB",
+                "--set", "peers.revocation-half-life-s=600");
+        assertThat(r.status()).as(r.err()).isZero();
+        assertThat(r.out()).contains("policy: stability").contains("a peer's revocations count half after 600 s");
+        CliRun bad = run("inspect", "config", "--set", "peers.revocation-half-life-s=0");
+        assertThat(bad.status()).isEqualTo(2);
+        assertThat(bad.err()).contains("peers.revocation-half-life-s").contains("0 is outside");
+    }
+
+    @Test
     void theHugePagesSettingIsShownAndAppliedToTheProcess() {
         try {
             CliRun r = run("inspect", "config", "--set", "memory.huge-pages=off");

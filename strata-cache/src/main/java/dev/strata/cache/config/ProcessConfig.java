@@ -29,7 +29,7 @@ import java.util.Objects;
  * node:    { access: auto, rpc: PATH, pool-name: NAME, channels: 16, slots: 64, payload: 512,
  *            process-slots: 64, hash-version: 0, model-fingerprint: HEX, pins-per-process: 2048,
  *            pin-seconds: 30 }
- * peers:   { files: [PATH, ...], reattach-ms: 1000, drain-wait-us: 100 }
+ * peers:   { files: [PATH, ...], reattach-ms: 1000, drain-wait-us: 100, revocation-half-life-s: 60 }
  * agent:   { file: PATH, budget: SIZE, region: 2MiB, demand: fixed:0, grace-ms: 1000, tick-ms: 2, stamp: true }
  * split:   { enabled: false, budget: SIZE }
  * </pre>
@@ -131,8 +131,11 @@ public record ProcessConfig(Model model, Server server, Kv kv, Experts experts, 
      * @param drainWaitMicros how long a lender's event thread waits for the copies under way on a
      *                       lease it revokes before leaving the lease to them (they stop at their
      *                       next 256 KiB step), µs; 0: never waits
+     * @param revocationHalfLifeSeconds how long until a peer's revocations count half as much in
+     *                       the default placement (STABILITY, which passes over peers that took
+     *                       memory back lately), s
      */
-    public record Peers(List<Path> files, long reattachMillis, long drainWaitMicros) {
+    public record Peers(List<Path> files, long reattachMillis, long drainWaitMicros, long revocationHalfLifeSeconds) {
         public Peers {
             files = List.copyOf(files);
         }
@@ -192,13 +195,14 @@ public record ProcessConfig(Model model, Server server, Kv kv, Experts experts, 
                 n.integer("process-slots", 64, 1, 4096), n.integer("hash-version", 0, 0, 255), fingerprint,
                 n.integer("pins-per-process", 2048, 1, 1 << 24), n.integer("pin-seconds", 30, 1, 86_400));
         // channels, slots and payload are checked together by the node, which names every bad value
-        ConfigNode p = section(root, "peers", "files", "reattach-ms", "drain-wait-us");
+        ConfigNode p = section(root, "peers", "files", "reattach-ms", "drain-wait-us", "revocation-half-life-s");
         List<Path> files = new ArrayList<>();
         for (String f : p.list("files")) {
             files.add(Path.of(f));
         }
         Peers peers = new Peers(files, p.integer("reattach-ms", 1000, 1, 3_600_000),
-                p.integer("drain-wait-us", (int) (PeerClient.DEFAULT_DRAIN_WAIT_NANOS / 1000), 0, 1_000_000));
+                p.integer("drain-wait-us", (int) (PeerClient.DEFAULT_DRAIN_WAIT_NANOS / 1000), 0, 1_000_000),
+                p.integer("revocation-half-life-s", (int) (PeerClient.DEFAULT_REVOCATION_HALF_LIFE_NANOS / 1_000_000_000L), 1, 86_400));
         ConfigNode a = section(root, "agent", "file", "budget", "region", "demand", "grace-ms", "tick-ms", "stamp");
         Agent agent = new Agent(path(a.text("file", null)), nonNegative(a.size("budget", 0), "agent.budget"),
                 positive(a.size("region", 2 * Sizes.MiB), "agent.region"), a.text("demand", "fixed:0"),

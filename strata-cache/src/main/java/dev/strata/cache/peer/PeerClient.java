@@ -113,6 +113,9 @@ public final class PeerClient implements PeerMemory {
         NOTHING           // the access that leaves last, or the revocation thread, ends it
     }
 
+    /** Default of {@link Builder#revocationHalfLifeNanos}: a minute. */
+    public static final long DEFAULT_REVOCATION_HALF_LIFE_NANOS = 60_000_000_000L;
+
     /** Default of {@link Builder#drainWaitNanos}: a few copy steps ({@link #COPY_STEP_BYTES}). */
     public static final long DEFAULT_DRAIN_WAIT_NANOS = 100_000;
 
@@ -121,7 +124,7 @@ public final class PeerClient implements PeerMemory {
         private final List<PeerLender> lenders = new ArrayList<>();
         private PlacementPolicy policy = PlacementPolicy.defaultPolicy();
         private LongSupplier clock = System::nanoTime;
-        private long revocationHalfLifeNanos = TimeUnit.SECONDS.toNanos(60);
+        private long revocationHalfLifeNanos = DEFAULT_REVOCATION_HALF_LIFE_NANOS;
         private long drainWaitNanos = DEFAULT_DRAIN_WAIT_NANOS;
 
         private Builder() {
@@ -154,7 +157,7 @@ public final class PeerClient implements PeerMemory {
             return this;
         }
 
-        /** Half-life of the decayed revocation counts STABILITY weighs; 60 s by default. */
+        /** Half-life of the decayed revocation counts STABILITY weighs ({@link #DEFAULT_REVOCATION_HALF_LIFE_NANOS} by default). */
         public Builder revocationHalfLifeNanos(long nanos) {
             if (nanos <= 0) {
                 throw new IllegalArgumentException("revocation half-life must be positive, got " + nanos + " ns");

@@ -151,6 +151,11 @@ class StrataConfigTest {
         assertThat(defaults.files()).containsExactly(Path.of("/dev/shm/a.lend"));
         assertThat(defaults.reattachMillis()).isEqualTo(1000);
         assertThat(defaults.drainWaitMicros()).isEqualTo(100);
+        assertThat(defaults.revocationHalfLifeSeconds()).isEqualTo(60);
+        assertThat(ConfigLoader.load(yaml("peers: { revocation-half-life-s: 600 }\n"), List.of(), null).conclude(64 * Sizes.GiB)
+                .process().peers().revocationHalfLifeSeconds()).isEqualTo(600);
+        assertThatThrownBy(() -> ConfigLoader.load(yaml("peers: { revocation-half-life-s: 0 }\n"), List.of(), null).conclude(64 * Sizes.GiB))
+                .isInstanceOf(ConfigException.class).hasMessageContaining("peers.revocation-half-life-s").hasMessageContaining("0 is outside");
         assertThat(ConfigLoader.load(yaml("peers: { drain-wait-us: 0 }\n"), List.of(), null).conclude(64 * Sizes.GiB)
                 .process().peers().drainWaitMicros()).isZero();
         assertThatThrownBy(() -> ConfigLoader.load(yaml("peers: { drain-wait-us: -5 }\n"), List.of(), null).conclude(64 * Sizes.GiB))
