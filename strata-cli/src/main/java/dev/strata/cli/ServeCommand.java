@@ -71,13 +71,14 @@ public final class ServeCommand implements Callable<Integer> {
     }
 
     /**
-     * A client over one shared-memory lender per lending file (peer ids in order), with the
-     * {@code peers} settings: each lender looks at its path every {@code reattach-ms} for an agent
+     * A client over one shared-memory lender per lending file of the {@code peers} settings (peer
+     * ids in order): each lender looks at its path every {@code reattach-ms} for an agent
      * restarted there, a revocation's event thread waits up to {@code drain-wait-us} for the copies
      * under way, and {@code policy} places leases (STABILITY forgetting revocations with
      * {@code revocation-half-life-s}).
      */
-    private static PeerClient openPeers(List<Path> files, ProcessConfig.Peers settings, String policy) {
+    private static PeerClient openPeers(ProcessConfig.Peers settings, String policy) {
+        List<Path> files = settings.files();
         List<ShmPeerLender> lenders = new ArrayList<>();
         try {
             for (int i = 0; i < files.size(); i++) {
@@ -151,7 +152,7 @@ public final class ServeCommand implements Callable<Integer> {
         int expertCap = p.experts().deviceSlots();
         long peerExpertBytes = !peerFiles.isEmpty() && expertCap > 0 ? p.experts().peerBytes() : 0;
         long splitBudget = splitBudget(c);
-        PeerClient peers = peerFiles.isEmpty() ? null : openPeers(peerFiles, p.peers(), c.peer() != null ? c.peer().policy() : PlacementPolicy.DEFAULT_NAME);
+        PeerClient peers = peerFiles.isEmpty() ? null : openPeers(p.peers(), c.peer() != null ? c.peer().policy() : PlacementPolicy.DEFAULT_NAME);
         List<AutoCloseable> opened = new ArrayList<>(); // closed in reverse on failure
         if (peers != null) {
             opened.add(peers);
