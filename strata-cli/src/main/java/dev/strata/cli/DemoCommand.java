@@ -99,7 +99,7 @@ final class DemoCommand implements Callable<Integer> {
             + "no peer agent) (default: ${DEFAULT-VALUE})")
     int machines = 1;
     @Option(names = "--sessions", description = "chat sessions (default: ${DEFAULT-VALUE})")
-    int sessions = 4;
+    int sessions = 6;
     @Option(names = "--turns", description = "turns per session (default: ${DEFAULT-VALUE})")
     int turns = 5;
     @Option(names = "--max-tokens", description = "tokens generated per turn (default: ${DEFAULT-VALUE})")

@@ -278,14 +278,14 @@ final class DemoReport {
                     + ") to see it");
         } else if (b[1] == 0) {
             why.add("HOST 0.0%: every block asked for again was still in DEVICE" + (peer ? " or on the peer" : "")
-                    + ", or found in the pool first; lower --kv-blocks (now " + deviceKvBlocks + ") or raise --turns to see it");
+                    + ", or found in the pool first; lower --kv-blocks (now " + deviceKvBlocks + ") or " + fartherApart());
         }
         if (diskKvBytes == 0) {
             why.add("DISK: no DISK KV tier in this run (--disk-kv 0)");
         } else if (b[2] == 0) {
             why.add("DISK 0.0%: every block asked for again was still in DEVICE, " + (peer ? "on the peer, " : "")
                     + "in HOST or found in the pool first; lower --host-kv (now " + dev.strata.memory.Sizes.format(hostKvBytes)
-                    + ") or raise --turns to see it");
+                    + ") or " + fartherApart());
         }
         if (b[3] == 0 && machines == 2) {
             why.add("POOL 0.0%: each machine runs one instance, so its pool holds only blocks that instance wrote, and every block "
@@ -311,9 +311,25 @@ final class DemoReport {
         } else if (b[5] == 0) {
             why.add("PEER 0.0%: no block asked for again was still on the peer: each was still in DEVICE, had moved down to HOST"
                     + (reclaimedAfterTurn > 0 ? ", or was lost when the peer took its memory back after turn " + reclaimedAfterTurn : "")
-                    + "; lower --kv-blocks (now " + deviceKvBlocks + ") or raise --turns to see it");
+                    + "; lower --kv-blocks (now " + deviceKvBlocks + ") or " + fartherApart());
         }
         return why;
+    }
+
+    /**
+     * The end of a hint for a lower tier left empty: how to make a session's blocks come back to
+     * the instance that holds them after more traffic has pushed them down. A session's turns
+     * alternate between the instances, so only from its third turn does it ask its first turn's
+     * instance again; before that comes back, the other sessions' turns are what push its blocks
+     * out of DEVICE (more turns of its own do not: they run after it came back).
+     */
+    private String fartherApart() {
+        if (turnsPerSession < 3) {
+            return "raise --turns (now " + turnsPerSession + ") to 3 or more to see it: turns alternate between the instances, so a "
+                    + "session first comes back to an instance at its third turn";
+        }
+        return "raise --sessions (now " + sessions + ") to see it: the more sessions, the more turns come between two of a "
+                + "session's and push its blocks down";
     }
 
     /** KV blocks found on the peer, both instances. */

@@ -43,14 +43,33 @@ class DemoReportTest {
     }
 
     @Test
-    void blocksNeverLeavingDeviceAskForFewerDeviceBlocks() {
-        assertThat(report(23, 0, 0, 4, 3, 0).emptyColumns()).containsExactly(
+    void blocksNeverLeavingDeviceAskForFewerDeviceBlocksOrMoreSessionsBetweenASessionsTurns() {
+        DemoReport r = report(23, 0, 0, 4, 3, 0);
+        r.sessions = 4;
+        r.turnsPerSession = 5;
+        String more = "raise --sessions (now 4) to see it: the more sessions, the more turns come between two of a session's and push "
+                + "its blocks down";
+        assertThat(r.emptyColumns()).containsExactly(
                 "HOST 0.0%: every block asked for again was still in DEVICE or on the peer, or found in the pool first; "
-                        + "lower --kv-blocks (now 58) or raise --turns to see it",
+                        + "lower --kv-blocks (now 58) or " + more,
                 "DISK 0.0%: every block asked for again was still in DEVICE, on the peer, in HOST or found in the pool first; "
-                        + "lower --host-kv (now 512 KiB) or raise --turns to see it",
+                        + "lower --host-kv (now 512 KiB) or " + more,
                 "PEER 0.0%: no block asked for again was still on the peer: each was still in DEVICE, had moved down to HOST, "
-                        + "or was lost when the peer took its memory back after turn 3; lower --kv-blocks (now 58) or raise --turns to see it");
+                        + "or was lost when the peer took its memory back after turn 3; lower --kv-blocks (now 58) or " + more);
+    }
+
+    @Test
+    void withTwoTurnsNoSessionComesBackToAnInstanceSoTheLowerTiersAskForAThirdTurn() {
+        DemoReport r = report(23, 0, 0, 4, 3, 2);
+        r.sessions = 6;
+        r.turnsPerSession = 2;
+        String third = "raise --turns (now 2) to 3 or more to see it: turns alternate between the instances, so a session first comes "
+                + "back to an instance at its third turn";
+        assertThat(r.emptyColumns()).containsExactly(
+                "HOST 0.0%: every block asked for again was still in DEVICE or on the peer, or found in the pool first; "
+                        + "lower --kv-blocks (now 58) or " + third,
+                "DISK 0.0%: every block asked for again was still in DEVICE, on the peer, in HOST or found in the pool first; "
+                        + "lower --host-kv (now 512 KiB) or " + third);
     }
 
     @Test
