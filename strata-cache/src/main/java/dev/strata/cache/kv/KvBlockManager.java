@@ -603,7 +603,7 @@ public final class KvBlockManager implements AutoCloseable {
         while (seq.blocks.size() < needBlocks) {
             int slot = takeSlot();
             if (slot < 0) {
-                return pendingEvictions > 0 ? AllocationStatus.WAIT : AllocationStatus.NO_SPACE;
+                return aSlotFreesWhenTransfersLand() ? AllocationStatus.WAIT : AllocationStatus.NO_SPACE;
             }
             DeviceBlock b = deviceSlots.newBlock(slot);
             b.refCount = 1;
@@ -971,6 +971,27 @@ public final class KvBlockManager implements AutoCloseable {
             }
         }
         return deviceSlots.popFree();
+    }
+
+    /**
+     * True if a transfer in flight will give a slot back without anyone being preempted: a block
+     * waits for its copy to land before it is evicted, or a block no sequence holds is still being
+     * copied (a write-through offload or a publish begun at commit, a load whose sequence went
+     * away), after which it is evictable or freed. Otherwise every slot is held by a sequence and
+     * only preempting one frees any. Scans the slots: only an allocation that found none free
+     * and nothing evictable asks.
+     */
+    private boolean aSlotFreesWhenTransfersLand() {
+        if (pendingEvictions > 0) {
+            return true;
+        }
+        for (int s = 0; s < deviceSlots.count(); s++) {
+            DeviceBlock b = deviceSlots.owner(s);
+            if (b != null && b.refCount == 0 && b.inFlight > 0) {
+                return true;
+            }
+        }
+        return false;
     }
 
     private boolean needsSharedCopy(DeviceBlock b) {

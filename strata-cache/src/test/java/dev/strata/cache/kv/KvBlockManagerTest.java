@@ -189,6 +189,42 @@ class KvBlockManagerTest {
     }
 
     @Test
+    void slotsWhoseCommitCopiesAreStillInFlightAskTheCallerToWaitNotToPreempt() throws Exception {
+        // write-through to a slow tier: a finished request's blocks are cached but still being copied when the next one
+        // needs their slots; NO_SPACE would have the scheduler preempt a running sequence for room that frees itself
+        KvManagerConfig through = KvManagerConfig.defaults().offload(OffloadMode.WRITE_THROUGH);
+        GatedTier slow = new GatedTier(dev.strata.memory.host.HostTier.slab("kvtest-slow-" + ProcessHandle.current().pid(), 16 * 512L,
+                512));
+        try (KvRig rig = new KvRig(KvRig.Spec.of(4, 16, 0, 0).config(through).peer(slow))) {
+            try {
+                KvBlockManager m = rig.manager;
+                int[] a = KvRig.tokens(31, 4 * BT);
+                KvSequence sa = m.newSequence();
+                rig.extend(sa, a, a.length); // every slot committed; the copies wait at the gate
+                m.release(sa);
+                KvSequence sb = m.newSequence();
+                assertThat(m.allocate(sb, BT)).as("the slots free themselves once the copies land").isEqualTo(AllocationStatus.WAIT);
+                assertThat(m.stats().blocks(KvLink.OFFLOAD)).isZero();
+                m.checkInvariants();
+                slow.open();
+                rig.idle();
+                assertThat(m.allocate(sb, BT)).isEqualTo(AllocationStatus.ALLOCATED);
+                assertThat(m.stats().blocks(KvLink.OFFLOAD)).isEqualTo(4);
+                KvSequence sc = m.newSequence();
+                assertThat(m.allocate(sc, 4 * BT)).as("held by a running sequence, a slot frees only if one is preempted")
+                        .isEqualTo(AllocationStatus.NO_SPACE);
+                m.release(sb);
+                m.release(sc);
+                m.checkInvariants();
+            } finally {
+                slow.open(); // a failed check must not leave the copies held while the rig closes
+            }
+        } finally {
+            slow.close();
+        }
+    }
+
+    @Test
     void preemptOffloadsFreesSlotsAndResumeReloads() throws Exception {
         try (KvRig rig = new KvRig(KvRig.Spec.of(8, 16, 0, 0))) {
             KvBlockManager m = rig.manager;
