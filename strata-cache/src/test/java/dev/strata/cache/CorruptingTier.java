@@ -2,8 +2,6 @@ package dev.strata.cache;
 
 import dev.strata.memory.CorruptObjectException;
 import dev.strata.memory.Tier;
-import dev.strata.memory.TierKind;
-import dev.strata.memory.TierStats;
 
 import java.lang.foreign.MemorySegment;
 import java.util.HashSet;
@@ -14,12 +12,11 @@ import java.util.Set;
  * Fault injection: wraps a real tier, presents it as a framed, non-addressable tier (like POOL or
  * DISK), and fails the checksum of chosen handles on read.
  */
-final class CorruptingTier implements Tier {
-    private final Tier inner;
+final class CorruptingTier extends ForwardingTier {
     private final Set<Long> corrupt = new HashSet<>();
 
     CorruptingTier(Tier inner) {
-        this.inner = inner;
+        super(inner, true);
     }
 
     synchronized void corrupt(long handle) {
@@ -28,26 +25,6 @@ final class CorruptingTier implements Tier {
 
     private synchronized boolean isCorrupt(long handle) {
         return corrupt.contains(handle);
-    }
-
-    @Override
-    public String name() {
-        return inner.name();
-    }
-
-    @Override
-    public TierKind kind() {
-        return TierKind.DISK;
-    }
-
-    @Override
-    public long capacity() {
-        return inner.capacity();
-    }
-
-    @Override
-    public long used() {
-        return inner.used();
     }
 
     @Override
@@ -61,39 +38,9 @@ final class CorruptingTier implements Tier {
     }
 
     @Override
-    public boolean isAddressable() {
-        return false;
-    }
-
-    @Override
-    public boolean isPlainMemory() {
-        return false;
-    }
-
-    @Override
-    public long allocate(long size) {
-        return inner.allocate(size);
-    }
-
-    @Override
     public synchronized void free(long handle) {
         corrupt.remove(handle);
         inner.free(handle);
-    }
-
-    @Override
-    public long allocationSize(long handle) {
-        return inner.allocationSize(handle);
-    }
-
-    @Override
-    public void write(long handle, MemorySegment src) {
-        inner.write(handle, src);
-    }
-
-    @Override
-    public void gatherWrite(long handle, List<MemorySegment> parts) {
-        inner.gatherWrite(handle, parts);
     }
 
     @Override
@@ -110,20 +57,5 @@ final class CorruptingTier implements Tier {
             throw new CorruptObjectException(name(), handle, "injected");
         }
         return inner.scatterRead(handle, parts);
-    }
-
-    @Override
-    public MemorySegment segment(long handle, long offset, long length) {
-        throw new UnsupportedOperationException("tier '" + name() + "' is not addressable");
-    }
-
-    @Override
-    public TierStats stats() {
-        return inner.stats();
-    }
-
-    @Override
-    public void close() {
-        inner.close();
     }
 }

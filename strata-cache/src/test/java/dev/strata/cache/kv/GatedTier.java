@@ -1,26 +1,25 @@
 package dev.strata.cache.kv;
 
+import dev.strata.cache.ForwardingTier;
 import dev.strata.memory.Tier;
-import dev.strata.memory.TierKind;
-import dev.strata.memory.TierStats;
 import java.lang.foreign.MemorySegment;
 import java.util.List;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 
 /**
- * Fault injection: wraps a real tier and holds every write until {@link #open} is called, so that
- * copies into it stay in flight for as long as a test needs (a slow store tier: a busy disk, a
- * peer across a congested link). A write waits at most a minute, then fails.
+ * Fault injection: wraps a real tier, presents it as a framed, non-addressable tier (so every copy
+ * into it goes through {@code write}), and holds every write until {@link #open} is called, so
+ * that copies into it stay in flight for as long as a test needs (a slow store tier: a busy disk,
+ * a peer across a congested link). A write waits at most a minute, then fails.
  *
  * <p>Threads: any; {@link #open} releases every waiting and later write.
  */
-final class GatedTier implements Tier {
-    private final Tier inner;
+final class GatedTier extends ForwardingTier {
     private final CountDownLatch gate = new CountDownLatch(1);
 
     GatedTier(Tier inner) {
-        this.inner = inner;
+        super(inner, true);
     }
 
     /** Lets every held and later write through. */
@@ -40,61 +39,6 @@ final class GatedTier implements Tier {
     }
 
     @Override
-    public String name() {
-        return inner.name();
-    }
-
-    @Override
-    public TierKind kind() {
-        return TierKind.DISK; // framed and not addressable, so every copy goes through write and read
-    }
-
-    @Override
-    public long capacity() {
-        return inner.capacity();
-    }
-
-    @Override
-    public long used() {
-        return inner.used();
-    }
-
-    @Override
-    public boolean sharedAcrossProcesses() {
-        return inner.sharedAcrossProcesses();
-    }
-
-    @Override
-    public boolean revocable() {
-        return inner.revocable();
-    }
-
-    @Override
-    public boolean isAddressable() {
-        return false;
-    }
-
-    @Override
-    public boolean isPlainMemory() {
-        return false;
-    }
-
-    @Override
-    public long allocate(long size) {
-        return inner.allocate(size);
-    }
-
-    @Override
-    public void free(long handle) {
-        inner.free(handle);
-    }
-
-    @Override
-    public long allocationSize(long handle) {
-        return inner.allocationSize(handle);
-    }
-
-    @Override
     public void write(long handle, MemorySegment src) {
         pass();
         inner.write(handle, src);
@@ -104,30 +48,5 @@ final class GatedTier implements Tier {
     public void gatherWrite(long handle, List<MemorySegment> parts) {
         pass();
         inner.gatherWrite(handle, parts);
-    }
-
-    @Override
-    public boolean read(long handle, MemorySegment dst) {
-        return inner.read(handle, dst);
-    }
-
-    @Override
-    public boolean scatterRead(long handle, List<MemorySegment> parts) {
-        return inner.scatterRead(handle, parts);
-    }
-
-    @Override
-    public MemorySegment segment(long handle, long offset, long length) {
-        throw new UnsupportedOperationException("tier '" + name() + "' is not addressable");
-    }
-
-    @Override
-    public TierStats stats() {
-        return inner.stats();
-    }
-
-    @Override
-    public void close() {
-        inner.close();
     }
 }
