@@ -320,8 +320,8 @@ final class DemoReport {
      * The end of a hint for a lower tier left empty: how to make a session's blocks come back to
      * the instance that holds them after more traffic has pushed them down. A session's turns
      * alternate between the instances, so only from its third turn does it ask its first turn's
-     * instance again; before that comes back, the other sessions' turns are what push its blocks
-     * out of DEVICE (more turns of its own do not: they run after it came back).
+     * instance again; until then, the other sessions' turns are what push its blocks out of DEVICE
+     * (more turns of its own do not: they run after it came back).
      */
     private String fartherApart() {
         if (turnsPerSession < 3) {
