@@ -24,11 +24,12 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * {@code strata demo} end to end with real child processes: a node daemon and two serve instances
- * over one pool in /dev/shm, a small topic-routed MoE model, a short replay. The report's facts are
- * checked from its JSON: turns loaded blocks the other instance wrote, every tier of the default run
- * (every size its default, the demo model) served blocks (and a column left empty says why), every output matched the unpaged
- * run, and afterwards no child lives and the pool's directory is gone. With {@code --machines 2} the
- * two machines share KV through a real local Redis Cluster the demo starts and stops itself.
+ * over one pool in /dev/shm, a topic-routed MoE model, a short replay. The report's facts are
+ * checked from its JSON: turns loaded blocks the other instance wrote, every tier of the default
+ * run (every size its default, the demo model) served blocks (and a column left empty says why),
+ * every output matched the unpaged run, and afterwards no child lives and the pool's directory is
+ * gone. With {@code --machines 2} the two machines share KV through a real local Redis Cluster the
+ * demo starts and stops itself.
  */
 class DemoCommandTest {
     @TempDir
