@@ -19,14 +19,17 @@ import java.util.concurrent.locks.LockSupport;
  * {@link #hand} (its completion is queued, then the count drops) or {@link #end()} (nothing to
  * apply). {@link #idle()} is therefore true only when nothing is in flight and nothing queued.
  *
- * <p>Threads: {@link #begin}, {@link #execute}, {@link #poll}, {@link #awaitIdle} and
- * {@link #shutdown} on the scheduler thread; {@link #hand}, {@link #end} and {@link #post} on any
- * thread.
+ * <p>Threads: {@link #begin}, {@link #execute}, {@link #poll}, {@link #awaitIdle},
+ * {@link #awaitCompletion} and {@link #shutdown} on the scheduler thread; {@link #hand},
+ * {@link #end} and {@link #post} on any thread. A scheduler thread parked in
+ * {@link #awaitCompletion} registers itself first, then looks at the queue; a completion is queued
+ * first, then the registered thread is woken: so a completion queued while it parks is never missed.
  */
 final class KvAsync {
     private final ConcurrentLinkedQueue<Runnable> completions = new ConcurrentLinkedQueue<>(); // to run on the scheduler
     private final AtomicInteger outstanding = new AtomicInteger(); // tasks and transfers whose completion is not yet queued
     private final ExecutorService io; // the single I/O thread
+    private volatile Thread waiter; // the scheduler thread while it waits in awaitCompletion; null otherwise
 
     KvAsync() {
         this.io = new ThreadPoolExecutor(1, 1, 0, TimeUnit.MILLISECONDS, new LinkedBlockingQueue<>(), r -> {
@@ -50,16 +53,26 @@ final class KvAsync {
     void hand(Runnable apply) {
         completions.add(apply);
         outstanding.decrementAndGet();
+        wake();
     }
 
     /** Ends a piece of work that has nothing to apply. */
     void end() {
         outstanding.decrementAndGet();
+        wake();
     }
 
     /** Queues {@code apply} for the scheduler thread (not counted work: e.g. a store drop). */
     void post(Runnable apply) {
         completions.add(apply);
+        wake();
+    }
+
+    private void wake() {
+        Thread t = waiter;
+        if (t != null) {
+            LockSupport.unpark(t);
+        }
     }
 
     /** Work in flight now. */
@@ -96,6 +109,31 @@ final class KvAsync {
             }
             LockSupport.parkNanos(20_000);
         }
+    }
+
+    /**
+     * Waits until a completion is queued or a piece of work ends, or {@code nanos} pass, whichever
+     * comes first; returns at once when one is queued already or nothing is in flight. Then applies
+     * the queued completions ({@link #poll}) and returns how many. Waits, parked.
+     */
+    int awaitCompletion(long nanos) {
+        if (completions.isEmpty() && outstanding.get() > 0) {
+            long deadline = System.nanoTime() + nanos;
+            int before = outstanding.get();
+            waiter = Thread.currentThread();
+            try {
+                while (completions.isEmpty() && outstanding.get() == before && before > 0) {
+                    long left = deadline - System.nanoTime();
+                    if (left <= 0) {
+                        break;
+                    }
+                    LockSupport.parkNanos(this, left); // a spurious return looks again
+                }
+            } finally {
+                waiter = null;
+            }
+        }
+        return poll();
     }
 
     /** Stops the I/O thread after its queued tasks; false if they did not finish in a minute. Waits. */

@@ -1229,6 +1229,19 @@ public final class KvBlockManager implements AutoCloseable {
     }
 
     /**
+     * Waits until one transfer or store task of this manager ends (its completion queued), or
+     * {@code nanos} pass, then applies the queued completions, as {@link #poll} does; returns at once
+     * when nothing is in flight or a completion is queued already. For a scheduler whose step could
+     * do nothing but wait for slots ({@link AllocationStatus#WAIT}): it parks instead of stepping
+     * again at once. Scheduler thread only.
+     *
+     * @return completions applied
+     */
+    public int awaitTransfer(long nanos) {
+        return async.awaitCompletion(nanos);
+    }
+
+    /**
      * Waits until no transfer or store task of this manager is in flight, applying completions as
      * they arrive. Waits: for tests, shutdown and barriers, not for the scheduling loop.
      *

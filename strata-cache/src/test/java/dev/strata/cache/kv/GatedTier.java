@@ -15,15 +15,15 @@ import java.util.concurrent.TimeUnit;
  *
  * <p>Threads: any; {@link #open} releases every waiting and later write.
  */
-final class GatedTier extends ForwardingTier {
+public final class GatedTier extends ForwardingTier {
     private final CountDownLatch gate = new CountDownLatch(1);
 
-    GatedTier(Tier inner) {
+    public GatedTier(Tier inner) {
         super(inner, true);
     }
 
     /** Lets every held and later write through. */
-    void open() {
+    public void open() {
         gate.countDown();
     }
 

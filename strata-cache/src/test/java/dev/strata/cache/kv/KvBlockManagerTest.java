@@ -225,6 +225,45 @@ class KvBlockManagerTest {
     }
 
     @Test
+    void awaitTransferReturnsWhenACopyLandsAndAtOnceWhenNothingIsInFlight() throws Exception {
+        KvManagerConfig through = KvManagerConfig.defaults().offload(OffloadMode.WRITE_THROUGH);
+        GatedTier slow = new GatedTier(dev.strata.memory.host.HostTier.slab("kvtest-await-" + ProcessHandle.current().pid(), 16 * 512L,
+                512));
+        try (KvRig rig = new KvRig(KvRig.Spec.of(4, 16, 0, 0).config(through).peer(slow))) {
+            try {
+                KvBlockManager m = rig.manager;
+                assertThat(m.awaitTransfer(TimeUnit.MINUTES.toNanos(1))).as("nothing in flight: no wait").isZero();
+                int[] a = KvRig.tokens(32, BT);
+                KvSequence sa = m.newSequence();
+                rig.extend(sa, a, a.length); // one block committed; its copy waits at the gate
+                assertThat(m.transfersIdle()).isFalse();
+                assertThat(m.awaitTransfer(TimeUnit.MILLISECONDS.toNanos(20))).as("the copy is still held").isZero();
+                Thread opener = Thread.ofPlatform().start(() -> {
+                    try {
+                        Thread.sleep(50);
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                    }
+                    slow.open();
+                });
+                int applied = 0;
+                for (int tries = 0; applied == 0 && tries < 100; tries++) { // one wait per task of the copy, each ended by it
+                    applied = m.awaitTransfer(TimeUnit.MINUTES.toNanos(1));
+                }
+                opener.join();
+                assertThat(applied).as("the copy's completion, applied").isPositive();
+                rig.idle();
+                assertThat(m.stats().blocks(KvLink.OFFLOAD)).isEqualTo(1);
+                m.release(sa);
+            } finally {
+                slow.open();
+            }
+        } finally {
+            slow.close();
+        }
+    }
+
+    @Test
     void preemptOffloadsFreesSlotsAndResumeReloads() throws Exception {
         try (KvRig rig = new KvRig(KvRig.Spec.of(8, 16, 0, 0))) {
             KvBlockManager m = rig.manager;

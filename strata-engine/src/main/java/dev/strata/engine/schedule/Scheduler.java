@@ -57,7 +57,10 @@ import java.util.function.IntSupplier;
  *   <li><b>Preemption</b>: when a running sequence cannot get the block for its next token
  *       ({@link AllocationStatus#NO_SPACE}), the most recently admitted running sequence (possibly
  *       itself) is preempted, by swap or by recompute ({@link PreemptionMode}), until the block is
- *       had. {@link AllocationStatus#WAIT} (offloads in flight) skips the sequence for this step.
+ *       had. {@link AllocationStatus#WAIT} (transfers in flight will free slots) skips the
+ *       sequence for this step; a step in which nothing could run (no admission, token, preemption
+ *       or end) while transfers are in flight then parks until one of them ends, at most
+ *       {@link #TRANSFER_WAIT_NANOS}, instead of stepping again at once.
  *       A preempted request is re-admitted like any other, ahead of new ones. At the end of every
  *       step the swapped requests that resume first ({@link Builder#resumeLookahead}, 1 by default)
  *       have their stored KV blocks staged toward the device (HOST staging buffers filled from HOST
@@ -103,6 +106,9 @@ import java.util.function.IntSupplier;
  * {@link #close}, whatever threw in between.
  */
 public final class Scheduler implements AutoCloseable {
+    /** Longest park of a step in which every request waited for slots that transfers in flight will free. */
+    static final long TRANSFER_WAIT_NANOS = 1_000_000;
+
     private final ModelRunner runner;
     private final KvBlockManager kv;
     private final TokenChooser chooser;
@@ -131,6 +137,7 @@ public final class Scheduler implements AutoCloseable {
     private volatile long decodedTokens; // tokens those calls decoded
     private volatile long failures; // requests failed by their own work
     private boolean burstOpen; // the current step has written its burst start
+    private boolean progressed; // the current step admitted, resumed, emitted, preempted or ended a request
 
     private int[] traceIds = new int[256]; // ids of the current forward call, layer-major
     private int traceCount;
@@ -257,19 +264,26 @@ public final class Scheduler implements AutoCloseable {
     public boolean step() {
         steps++;
         burstOpen = false;
+        progressed = false;
         drainInbox();
         retireCancelled();
         admit();
         decodeRunning();
         stageNextResumes();
         peakRunning = Math.max(peakRunning, running.size());
-        return !idle();
+        boolean more = !idle();
+        if (more && !progressed && !kv.transfersIdle()) {
+            // every request waits for slots that transfers in flight will give back: park until one ends
+            // (or a moment passes: a new or cancelled request is seen by the next step) instead of stepping at once
+            kv.awaitTransfer(TRANSFER_WAIT_NANOS);
+        }
+        return more;
     }
 
     /** Steps until no request remains. Scheduler thread only. */
     public void runUntilIdle() {
         while (step()) {
-            // a step emits a token, admits, preempts, or (offloads in flight) polls the manager
+            // a step emits a token, admits, preempts, or (transfers in flight) waits for one to end
         }
     }
 
@@ -480,6 +494,7 @@ public final class Scheduler implements AutoCloseable {
     private void enterRunning(Request r) {
         r.order = admissions++;
         running.add(r);
+        progressed = true;
     }
 
     private void decodeRunning() {
@@ -598,6 +613,7 @@ public final class Scheduler implements AutoCloseable {
 
     /** Preempts {@code victim} (running); a preemption that throws fails the victim, which frees its blocks just the same. */
     private void preempt(Request victim) {
+        progressed = true;
         running.remove(victim);
         preemptions++;
         try {
@@ -620,6 +636,7 @@ public final class Scheduler implements AutoCloseable {
 
     /** Chooses {@code r}'s next token from {@code logits} and hands it to its sink; a chooser or sink that throws fails {@code r}. */
     private void emit(Request r, float[] logits) {
+        progressed = true;
         int token;
         try {
             token = r.chooser.choose(r.id, logits);
@@ -639,6 +656,7 @@ public final class Scheduler implements AutoCloseable {
     }
 
     private void finish(Request r, FinishReason reason) {
+        progressed = true;
         RuntimeException closeFailure = closeSequence(r);
         live.remove(r.id);
         r.sink.finished(r.id, reason);
@@ -653,6 +671,7 @@ public final class Scheduler implements AutoCloseable {
      * (the request is over and holds nothing; nobody is left to tell).
      */
     private void fail(Request r, RuntimeException error) {
+        progressed = true;
         running.remove(r);
         preempted.remove(r);
         waiting.remove(r);

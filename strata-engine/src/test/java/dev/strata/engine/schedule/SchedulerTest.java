@@ -10,8 +10,10 @@ import dev.strata.cache.expert.SlotScope;
 import dev.strata.memory.device.DeviceTier;
 import dev.strata.cache.kv.AllocationStatus;
 import dev.strata.cache.kv.BlockLocation;
+import dev.strata.cache.kv.GatedTier;
 import dev.strata.cache.kv.KvDropRelay;
 import dev.strata.cache.policy.PolicyKind;
+import dev.strata.memory.Tier;
 import dev.strata.memory.host.HostTier;
 import dev.strata.testing.Property;
 import dev.strata.memory.transfer.TransferEngine;
@@ -50,6 +52,7 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.SplittableRandom;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Function;
 import java.util.function.UnaryOperator;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -90,6 +93,7 @@ class SchedulerTest {
         final KernelPool pool = new KernelPool(1);
         final Arena arena = Arena.ofShared();
         final HostTier host;
+        final GatedTier gate; // null: the store writes to HOST at once
         final TransferEngine transfers;
         final TieredStore store;
         final KvBlockManager kv;
@@ -114,6 +118,18 @@ class SchedulerTest {
 
         /** The manager's layout is {@code layout} applied to the block-major layout over the arena. */
         Rig(int slots, int hostBlocks, int expertSlots, UnaryOperator<KvLayout> layout) {
+            this(slots, hostBlocks, expertSlots, layout, null);
+        }
+
+        /**
+         * With {@code gate}, the store keeps its blocks in a tier that holds every write until the
+         * test opens it (so the write-back offloads that evictions wait for stay in flight).
+         */
+        Rig(int slots, int hostBlocks, boolean gate) {
+            this(slots, hostBlocks, 0, UnaryOperator.identity(), gate ? GatedTier::new : null);
+        }
+
+        private Rig(int slots, int hostBlocks, int expertSlots, UnaryOperator<KvLayout> layout, Function<Tier, GatedTier> gateOf) {
             KvGeometry g = ModelRunner.kvGeometry(dirModel.config(), BLOCK_TOKENS);
             MemorySegment kvArena = arena.allocate(StridedKvLayout.blockMajorBytes(g, slots), 64);
             PrefixHasher hasher = new PrefixHasher(PrefixHashContext.of(ModelFingerprint.of("qwen3-moe", g), g));
@@ -122,11 +138,13 @@ class SchedulerTest {
                 long slab = Long.highestOneBit(g.bytesPerBlock() * 2 - 1); // a power of two ≥ the block
                 host = HostTier.slab("scheduler-test-host", hostBlocks * slab, slab);
                 KvDropRelay relay = new KvDropRelay();
-                store = TieredStore.builder().dropListener(relay).tier(host, 1.0, 0.9, PolicyKind.PRIORITY_LRU).build();
+                gate = gateOf == null ? null : gateOf.apply(host);
+                store = TieredStore.builder().dropListener(relay).tier(gate != null ? gate : host, 1.0, 0.9, PolicyKind.PRIORITY_LRU).build();
                 transfers = new TransferEngine(TransferEngine.Settings.defaults().withStagingBytes(64 * 1024));
                 b.store(store, transfers, relay);
             } else {
                 host = null;
+                gate = null;
                 store = null;
                 transfers = null;
             }
@@ -315,6 +333,40 @@ class SchedulerTest {
                 assertSame(outs[i], alone(prompt(20 + i, lengths[i]), maxNew[i]), mode + " request " + i);
                 assertThat(outs[i].finishes).containsExactly(FinishReason.LENGTH);
             }
+            rig.assertNothingHeld();
+        }
+    }
+
+    @Test
+    void aStepThatCanOnlyWaitForOffloadsParksInsteadOfSpinning() throws Exception {
+        try (Rig rig = new Rig(8, 64, true)) {
+            Scheduler scheduler = Scheduler.builder(rig.runner, rig.kv).build();
+            Output first = new Output();
+            scheduler.submit(prompt(90, 13), 3, first); // four blocks, cached once it ends (write-back: no copy yet)
+            drain(scheduler, rig);
+            Output second = new Output();
+            scheduler.submit(prompt(91, 25), 3, second); // seven blocks: three of the first's must be written back first
+            long before = scheduler.steps();
+            java.util.concurrent.atomic.AtomicBoolean done = new java.util.concurrent.atomic.AtomicBoolean();
+            Thread worker = Thread.ofPlatform().name("scheduler-test-worker").start(() -> {
+                scheduler.runUntilIdle();
+                done.set(true);
+            });
+            long heldNanos = TimeUnit.SECONDS.toNanos(1);
+            Thread.sleep(TimeUnit.NANOSECONDS.toMillis(heldNanos)); // the write-backs wait at the gate all this time
+            long waitingSteps = scheduler.steps() - before;
+            assertThat(done).as("the second request cannot run before its slots are written back").isFalse();
+            rig.gate.open();
+            worker.join(TimeUnit.SECONDS.toMillis(30));
+            assertThat(done).isTrue();
+            // parked up to TRANSFER_WAIT_NANOS a step: about one step a millisecond, where stepping again at once
+            // ran tens of thousands in the same second
+            assertThat(waitingSteps).as("steps while every request waited for the offloads")
+                    .isPositive().isLessThan(3 * heldNanos / Scheduler.TRANSFER_WAIT_NANOS);
+            assertThat(scheduler.preemptions()).isZero();
+            assertSame(second, alone(prompt(91, 25), 3), "the request that waited");
+            assertThat(second.finishes).containsExactly(FinishReason.LENGTH);
+            rig.kv.awaitIdle(10, TimeUnit.SECONDS);
             rig.assertNothingHeld();
         }
     }
