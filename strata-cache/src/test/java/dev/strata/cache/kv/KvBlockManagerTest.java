@@ -188,79 +188,86 @@ class KvBlockManagerTest {
         }
     }
 
-    @Test
-    void slotsWhoseCommitCopiesAreStillInFlightAskTheCallerToWaitNotToPreempt() throws Exception {
-        // write-through to a slow tier: a finished request's blocks are cached but still being copied when the next one
-        // needs their slots; NO_SPACE would have the scheduler preempt a running sequence for room that frees itself
+    /** A test body over a rig of four slots whose store writes through to a tier that holds every write until opened. */
+    private interface GatedBody {
+        void run(KvRig rig, GatedTier gate) throws Exception;
+    }
+
+    /**
+     * Runs {@code body} over a write-through rig of four slots whose store's first tier is a
+     * {@link GatedTier}; opens the gate before the rig closes whatever the body did, so a failed
+     * check does not leave copies held.
+     */
+    private static void withGatedWriteThrough(GatedBody body) throws Exception {
         KvManagerConfig through = KvManagerConfig.defaults().offload(OffloadMode.WRITE_THROUGH);
-        GatedTier slow = new GatedTier(dev.strata.memory.host.HostTier.slab("kvtest-slow-" + ProcessHandle.current().pid(), 16 * 512L,
+        GatedTier gate = new GatedTier(dev.strata.memory.host.HostTier.slab("kvtest-gated-" + ProcessHandle.current().pid(), 16 * 512L,
                 512));
-        try (KvRig rig = new KvRig(KvRig.Spec.of(4, 16, 0, 0).config(through).peer(slow))) {
+        try (KvRig rig = new KvRig(KvRig.Spec.of(4, 16, 0, 0).config(through).peer(gate))) {
             try {
-                KvBlockManager m = rig.manager;
-                int[] a = KvRig.tokens(31, 4 * BT);
-                KvSequence sa = m.newSequence();
-                rig.extend(sa, a, a.length); // every slot committed; the copies wait at the gate
-                m.release(sa);
-                KvSequence sb = m.newSequence();
-                assertThat(m.allocate(sb, BT)).as("the slots free themselves once the copies land").isEqualTo(AllocationStatus.WAIT);
-                assertThat(m.stats().blocks(KvLink.OFFLOAD)).isZero();
-                m.checkInvariants();
-                slow.open();
-                rig.idle();
-                assertThat(m.allocate(sb, BT)).isEqualTo(AllocationStatus.ALLOCATED);
-                assertThat(m.stats().blocks(KvLink.OFFLOAD)).isEqualTo(4);
-                KvSequence sc = m.newSequence();
-                assertThat(m.allocate(sc, 4 * BT)).as("held by a running sequence, a slot frees only if one is preempted")
-                        .isEqualTo(AllocationStatus.NO_SPACE);
-                m.release(sb);
-                m.release(sc);
-                m.checkInvariants();
+                body.run(rig, gate);
             } finally {
-                slow.open(); // a failed check must not leave the copies held while the rig closes
+                gate.open();
             }
         } finally {
-            slow.close();
+            gate.close();
         }
     }
 
     @Test
+    void slotsWhoseCommitCopiesAreStillInFlightAskTheCallerToWaitNotToPreempt() throws Exception {
+        // write-through to a slow tier: a finished request's blocks are cached but still being copied when the next one
+        // needs their slots; NO_SPACE would have the scheduler preempt a running sequence for room that frees itself
+        withGatedWriteThrough((rig, gate) -> {
+            KvBlockManager m = rig.manager;
+            int[] a = KvRig.tokens(31, 4 * BT);
+            KvSequence sa = m.newSequence();
+            rig.extend(sa, a, a.length); // every slot committed; the copies wait at the gate
+            m.release(sa);
+            KvSequence sb = m.newSequence();
+            assertThat(m.allocate(sb, BT)).as("the slots free themselves once the copies land").isEqualTo(AllocationStatus.WAIT);
+            assertThat(m.stats().blocks(KvLink.OFFLOAD)).isZero();
+            m.checkInvariants();
+            gate.open();
+            rig.idle();
+            assertThat(m.allocate(sb, BT)).isEqualTo(AllocationStatus.ALLOCATED);
+            assertThat(m.stats().blocks(KvLink.OFFLOAD)).isEqualTo(4);
+            KvSequence sc = m.newSequence();
+            assertThat(m.allocate(sc, 4 * BT)).as("held by a running sequence, a slot frees only if one is preempted")
+                    .isEqualTo(AllocationStatus.NO_SPACE);
+            m.release(sb);
+            m.release(sc);
+            m.checkInvariants();
+        });
+    }
+
+    @Test
     void awaitTransferReturnsWhenACopyLandsAndAtOnceWhenNothingIsInFlight() throws Exception {
-        KvManagerConfig through = KvManagerConfig.defaults().offload(OffloadMode.WRITE_THROUGH);
-        GatedTier slow = new GatedTier(dev.strata.memory.host.HostTier.slab("kvtest-await-" + ProcessHandle.current().pid(), 16 * 512L,
-                512));
-        try (KvRig rig = new KvRig(KvRig.Spec.of(4, 16, 0, 0).config(through).peer(slow))) {
-            try {
-                KvBlockManager m = rig.manager;
-                assertThat(m.awaitTransfer(TimeUnit.MINUTES.toNanos(1))).as("nothing in flight: no wait").isZero();
-                int[] a = KvRig.tokens(32, BT);
-                KvSequence sa = m.newSequence();
-                rig.extend(sa, a, a.length); // one block committed; its copy waits at the gate
-                assertThat(m.transfersIdle()).isFalse();
-                assertThat(m.awaitTransfer(TimeUnit.MILLISECONDS.toNanos(20))).as("the copy is still held").isZero();
-                Thread opener = Thread.ofPlatform().start(() -> {
-                    try {
-                        Thread.sleep(50);
-                    } catch (InterruptedException e) {
-                        Thread.currentThread().interrupt();
-                    }
-                    slow.open();
-                });
-                int applied = 0;
-                for (int tries = 0; applied == 0 && tries < 100; tries++) { // one wait per task of the copy, each ended by it
-                    applied = m.awaitTransfer(TimeUnit.MINUTES.toNanos(1));
+        withGatedWriteThrough((rig, gate) -> {
+            KvBlockManager m = rig.manager;
+            assertThat(m.awaitTransfer(TimeUnit.MINUTES.toNanos(1))).as("nothing in flight: no wait").isZero();
+            int[] a = KvRig.tokens(32, BT);
+            KvSequence sa = m.newSequence();
+            rig.extend(sa, a, a.length); // one block committed; its copy waits at the gate
+            assertThat(m.transfersIdle()).isFalse();
+            assertThat(m.awaitTransfer(TimeUnit.MILLISECONDS.toNanos(20))).as("the copy is still held").isZero();
+            Thread opener = Thread.ofPlatform().start(() -> {
+                try {
+                    Thread.sleep(50);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
                 }
-                opener.join();
-                assertThat(applied).as("the copy's completion, applied").isPositive();
-                rig.idle();
-                assertThat(m.stats().blocks(KvLink.OFFLOAD)).isEqualTo(1);
-                m.release(sa);
-            } finally {
-                slow.open();
+                gate.open();
+            });
+            int applied = 0;
+            for (int tries = 0; applied == 0 && tries < 100; tries++) { // one wait per task of the copy, each ended by it
+                applied = m.awaitTransfer(TimeUnit.MINUTES.toNanos(1));
             }
-        } finally {
-            slow.close();
-        }
+            opener.join();
+            assertThat(applied).as("the copy's completion, applied").isPositive();
+            rig.idle();
+            assertThat(m.stats().blocks(KvLink.OFFLOAD)).isEqualTo(1);
+            m.release(sa);
+        });
     }
 
     @Test
