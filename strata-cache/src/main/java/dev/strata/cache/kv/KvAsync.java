@@ -68,7 +68,8 @@ final class KvAsync {
         wake();
     }
 
-    private void wake() {
+    /** Wakes the scheduler thread if it waits in {@link #awaitCompletion}: it looks at its condition again. Any thread. */
+    void wake() {
         Thread t = waiter;
         if (t != null) {
             LockSupport.unpark(t);
@@ -112,17 +113,18 @@ final class KvAsync {
     }
 
     /**
-     * Waits until a completion is queued or a piece of work ends, or {@code nanos} pass, whichever
-     * comes first; returns at once when one is queued already or nothing is in flight. Then applies
-     * the queued completions ({@link #poll}) and returns how many. Waits, parked.
+     * Waits until a completion is queued or a piece of work ends, {@code nanos} pass, or
+     * {@code enough} is true (checked after every {@link #wake}), whichever comes first; returns at
+     * once when one is queued already or nothing is in flight. Then applies the queued completions
+     * ({@link #poll}) and returns how many. Waits, parked.
      */
-    int awaitCompletion(long nanos) {
+    int awaitCompletion(long nanos, java.util.function.BooleanSupplier enough) {
         if (completions.isEmpty() && outstanding.get() > 0) {
             long deadline = System.nanoTime() + nanos;
             int before = outstanding.get();
             waiter = Thread.currentThread();
             try {
-                while (completions.isEmpty() && outstanding.get() == before && before > 0) {
+                while (completions.isEmpty() && outstanding.get() == before && before > 0 && !enough.getAsBoolean()) {
                     long left = deadline - System.nanoTime();
                     if (left <= 0) {
                         break;

@@ -1229,16 +1229,22 @@ public final class KvBlockManager implements AutoCloseable {
     }
 
     /**
-     * Waits until one transfer or store task of this manager ends (its completion queued), or
-     * {@code nanos} pass, then applies the queued completions, as {@link #poll} does; returns at once
-     * when nothing is in flight or a completion is queued already. For a scheduler whose step could
-     * do nothing but wait for slots ({@link AllocationStatus#WAIT}): it parks instead of stepping
-     * again at once. Scheduler thread only.
+     * Waits until one transfer or store task of this manager ends (its completion queued),
+     * {@code nanos} pass, or {@code enough} is true (looked at again after each
+     * {@link #wakeTransferWait}), then applies the queued completions, as {@link #poll} does;
+     * returns at once when nothing is in flight or a completion is queued already. For a scheduler
+     * whose step could do nothing but wait for slots ({@link AllocationStatus#WAIT}): it parks
+     * instead of stepping again at once, and a new request ends the wait. Scheduler thread only.
      *
      * @return completions applied
      */
-    public int awaitTransfer(long nanos) {
-        return async.awaitCompletion(nanos);
+    public int awaitTransfer(long nanos, java.util.function.BooleanSupplier enough) {
+        return async.awaitCompletion(nanos, enough);
+    }
+
+    /** Has a wait in {@link #awaitTransfer} look at its condition again now. Any thread. */
+    public void wakeTransferWait() {
+        async.wake();
     }
 
     /**

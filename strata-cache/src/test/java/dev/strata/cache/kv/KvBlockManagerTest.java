@@ -241,32 +241,47 @@ class KvBlockManagerTest {
     }
 
     @Test
-    void awaitTransferReturnsWhenACopyLandsAndAtOnceWhenNothingIsInFlight() throws Exception {
+    void awaitTransferReturnsWhenACopyLandsWhenWokenWithReasonAndAtOnceWhenNothingIsInFlight() throws Exception {
         withGatedWriteThrough((rig, gate) -> {
             KvBlockManager m = rig.manager;
-            assertThat(m.awaitTransfer(TimeUnit.MINUTES.toNanos(1))).as("nothing in flight: no wait").isZero();
+            long minute = TimeUnit.MINUTES.toNanos(1);
+            assertThat(m.awaitTransfer(minute, () -> false)).as("nothing in flight: no wait").isZero();
             int[] a = KvRig.tokens(32, BT);
             KvSequence sa = m.newSequence();
             rig.extend(sa, a, a.length); // one block committed; its copy waits at the gate
             assertThat(m.transfersIdle()).isFalse();
-            assertThat(m.awaitTransfer(TimeUnit.MILLISECONDS.toNanos(20))).as("the copy is still held").isZero();
-            Thread opener = Thread.ofPlatform().start(() -> {
-                try {
-                    Thread.sleep(50);
-                } catch (InterruptedException e) {
-                    Thread.currentThread().interrupt();
-                }
-                gate.open();
+            assertThat(m.awaitTransfer(TimeUnit.MILLISECONDS.toNanos(20), () -> false)).as("the copy is still held").isZero();
+            java.util.concurrent.atomic.AtomicBoolean request = new java.util.concurrent.atomic.AtomicBoolean();
+            Thread submitter = later(() -> { // as a scheduler's submit does: the reason first, then the wake
+                request.set(true);
+                m.wakeTransferWait();
             });
+            assertThat(m.awaitTransfer(minute, request::get)).as("woken for a new request, nothing landed").isZero();
+            submitter.join();
+            assertThat(m.transfersIdle()).isFalse();
+            Thread opener = later(gate::open);
             int applied = 0;
             for (int tries = 0; applied == 0 && tries < 100; tries++) { // one wait per task of the copy, each ended by it
-                applied = m.awaitTransfer(TimeUnit.MINUTES.toNanos(1));
+                applied = m.awaitTransfer(minute, () -> false);
             }
             opener.join();
             assertThat(applied).as("the copy's completion, applied").isPositive();
             rig.idle();
             assertThat(m.stats().blocks(KvLink.OFFLOAD)).isEqualTo(1);
             m.release(sa);
+        });
+    }
+
+    /** Runs {@code action} on a new thread after 50 ms. */
+    private static Thread later(Runnable action) {
+        return Thread.ofPlatform().start(() -> {
+            try {
+                Thread.sleep(50);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                return;
+            }
+            action.run();
         });
     }
 

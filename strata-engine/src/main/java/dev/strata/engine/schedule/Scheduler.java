@@ -59,8 +59,9 @@ import java.util.function.IntSupplier;
  *       itself) is preempted, by swap or by recompute ({@link PreemptionMode}), until the block is
  *       had. {@link AllocationStatus#WAIT} (transfers in flight will free slots) skips the
  *       sequence for this step; a step in which nothing could run (no admission, token, preemption
- *       or end) while transfers are in flight then parks until one of them ends, at most
- *       {@link #TRANSFER_WAIT_NANOS}, instead of stepping again at once.
+ *       or end) while transfers are in flight then parks until one of them ends or a request is
+ *       submitted, cancelled or stopped, at most {@link #TRANSFER_WAIT_NANOS}, instead of stepping
+ *       again at once.
  *       A preempted request is re-admitted like any other, ahead of new ones. At the end of every
  *       step the swapped requests that resume first ({@link Builder#resumeLookahead}, 1 by default)
  *       have their stored KV blocks staged toward the device (HOST staging buffers filled from HOST
@@ -138,6 +139,7 @@ public final class Scheduler implements AutoCloseable {
     private volatile long failures; // requests failed by their own work
     private boolean burstOpen; // the current step has written its burst start
     private boolean progressed; // the current step admitted, resumed, emitted, preempted or ended a request
+    private volatile boolean nudged; // a request was submitted, cancelled or stopped since the step began: do not park
 
     private int[] traceIds = new int[256]; // ids of the current forward call, layer-major
     private int traceCount;
@@ -216,6 +218,7 @@ public final class Scheduler implements AutoCloseable {
         Request r = new Request(nextId.getAndIncrement(), session, prompt.clone(), maxNewTokens, chooser, sink);
         live.put(r.id, r);
         inbox.add(r);
+        nudge();
         return r.id;
     }
 
@@ -236,7 +239,14 @@ public final class Scheduler implements AutoCloseable {
             return false;
         }
         r.cancelled = true;
+        nudge();
         return true;
+    }
+
+    /** Any thread: ends a step's park for transfers, so that the next step sees what changed. */
+    private void nudge() {
+        nudged = true;
+        kv.wakeTransferWait();
     }
 
     /**
@@ -252,6 +262,7 @@ public final class Scheduler implements AutoCloseable {
             return false;
         }
         r.stopRequested = true;
+        nudge();
         return true;
     }
 
@@ -265,6 +276,7 @@ public final class Scheduler implements AutoCloseable {
         steps++;
         burstOpen = false;
         progressed = false;
+        nudged = false; // before the inbox is read: a request submitted from now on ends the park below
         drainInbox();
         retireCancelled();
         admit();
@@ -273,9 +285,9 @@ public final class Scheduler implements AutoCloseable {
         peakRunning = Math.max(peakRunning, running.size());
         boolean more = !idle();
         if (more && !progressed && !kv.transfersIdle()) {
-            // every request waits for slots that transfers in flight will give back: park until one ends
-            // (or a moment passes: a new or cancelled request is seen by the next step) instead of stepping at once
-            kv.awaitTransfer(TRANSFER_WAIT_NANOS);
+            // every request waits for slots that transfers in flight will give back: park until one ends, a request
+            // is submitted, cancelled or stopped, or a moment passes, instead of stepping again at once
+            kv.awaitTransfer(TRANSFER_WAIT_NANOS, () -> nudged);
         }
         return more;
     }
