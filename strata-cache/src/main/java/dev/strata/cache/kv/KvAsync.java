@@ -6,6 +6,7 @@ import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.BooleanSupplier;
 import java.util.concurrent.locks.LockSupport;
 
 /**
@@ -118,13 +119,13 @@ final class KvAsync {
      * once when one is queued already or nothing is in flight. Then applies the queued completions
      * ({@link #poll}) and returns how many. Waits, parked.
      */
-    int awaitCompletion(long nanos, java.util.function.BooleanSupplier enough) {
-        if (completions.isEmpty() && outstanding.get() > 0) {
+    int awaitCompletion(long nanos, BooleanSupplier enough) {
+        int before = outstanding.get();
+        if (completions.isEmpty() && before > 0) {
             long deadline = System.nanoTime() + nanos;
-            int before = outstanding.get();
             waiter = Thread.currentThread();
             try {
-                while (completions.isEmpty() && outstanding.get() == before && before > 0 && !enough.getAsBoolean()) {
+                while (completions.isEmpty() && outstanding.get() == before && !enough.getAsBoolean()) {
                     long left = deadline - System.nanoTime();
                     if (left <= 0) {
                         break;

@@ -18,6 +18,7 @@ import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.TimeUnit;
+import java.util.function.BooleanSupplier;
 
 /**
  * The KV block manager an engine calls: it finds the cached prefix of a token sequence across
@@ -1238,7 +1239,7 @@ public final class KvBlockManager implements AutoCloseable {
      *
      * @return completions applied
      */
-    public int awaitTransfer(long nanos, java.util.function.BooleanSupplier enough) {
+    public int awaitTransfer(long nanos, BooleanSupplier enough) {
         return async.awaitCompletion(nanos, enough);
     }
 

@@ -4,12 +4,14 @@ import dev.strata.cache.ObjectKey;
 import dev.strata.cache.PriorityClass;
 import dev.strata.cache.ResidencyInfo;
 import dev.strata.memory.disk.DiskTier;
+import dev.strata.memory.host.HostTier;
 import org.junit.jupiter.api.Test;
 
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.file.StandardOpenOption;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
@@ -200,7 +202,7 @@ class KvBlockManagerTest {
      */
     private static void withGatedWriteThrough(GatedBody body) throws Exception {
         KvManagerConfig through = KvManagerConfig.defaults().offload(OffloadMode.WRITE_THROUGH);
-        GatedTier gate = new GatedTier(dev.strata.memory.host.HostTier.slab("kvtest-gated-" + ProcessHandle.current().pid(), 16 * 512L,
+        GatedTier gate = new GatedTier(HostTier.slab("kvtest-gated-" + ProcessHandle.current().pid(), 16 * 512L,
                 512));
         try (KvRig rig = new KvRig(KvRig.Spec.of(4, 16, 0, 0).config(through).peer(gate))) {
             try {
@@ -251,7 +253,7 @@ class KvBlockManagerTest {
             rig.extend(sa, a, a.length); // one block committed; its copy waits at the gate
             assertThat(m.transfersIdle()).isFalse();
             assertThat(m.awaitTransfer(TimeUnit.MILLISECONDS.toNanos(20), () -> false)).as("the copy is still held").isZero();
-            java.util.concurrent.atomic.AtomicBoolean request = new java.util.concurrent.atomic.AtomicBoolean();
+            AtomicBoolean request = new AtomicBoolean();
             Thread submitter = later(() -> { // as a scheduler's submit does: the reason first, then the wake
                 request.set(true);
                 m.wakeTransferWait();

@@ -13,7 +13,6 @@ import dev.strata.cache.kv.BlockLocation;
 import dev.strata.cache.kv.GatedTier;
 import dev.strata.cache.kv.KvDropRelay;
 import dev.strata.cache.policy.PolicyKind;
-import dev.strata.memory.Tier;
 import dev.strata.memory.host.HostTier;
 import dev.strata.testing.Property;
 import dev.strata.memory.transfer.TransferEngine;
@@ -52,7 +51,7 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.SplittableRandom;
 import java.util.concurrent.TimeUnit;
-import java.util.function.Function;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.UnaryOperator;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -118,7 +117,7 @@ class SchedulerTest {
 
         /** The manager's layout is {@code layout} applied to the block-major layout over the arena. */
         Rig(int slots, int hostBlocks, int expertSlots, UnaryOperator<KvLayout> layout) {
-            this(slots, hostBlocks, expertSlots, layout, null);
+            this(slots, hostBlocks, expertSlots, layout, false);
         }
 
         /**
@@ -126,10 +125,10 @@ class SchedulerTest {
          * test opens it (so the write-back offloads that evictions wait for stay in flight).
          */
         Rig(int slots, int hostBlocks, boolean gate) {
-            this(slots, hostBlocks, 0, UnaryOperator.identity(), gate ? GatedTier::new : null);
+            this(slots, hostBlocks, 0, UnaryOperator.identity(), gate);
         }
 
-        private Rig(int slots, int hostBlocks, int expertSlots, UnaryOperator<KvLayout> layout, Function<Tier, GatedTier> gateOf) {
+        private Rig(int slots, int hostBlocks, int expertSlots, UnaryOperator<KvLayout> layout, boolean gated) {
             KvGeometry g = ModelRunner.kvGeometry(dirModel.config(), BLOCK_TOKENS);
             MemorySegment kvArena = arena.allocate(StridedKvLayout.blockMajorBytes(g, slots), 64);
             PrefixHasher hasher = new PrefixHasher(PrefixHashContext.of(ModelFingerprint.of("qwen3-moe", g), g));
@@ -138,7 +137,7 @@ class SchedulerTest {
                 long slab = Long.highestOneBit(g.bytesPerBlock() * 2 - 1); // a power of two ≥ the block
                 host = HostTier.slab("scheduler-test-host", hostBlocks * slab, slab);
                 KvDropRelay relay = new KvDropRelay();
-                gate = gateOf == null ? null : gateOf.apply(host);
+                gate = gated ? new GatedTier(host) : null;
                 store = TieredStore.builder().dropListener(relay).tier(gate != null ? gate : host, 1.0, 0.9, PolicyKind.PRIORITY_LRU).build();
                 transfers = new TransferEngine(TransferEngine.Settings.defaults().withStagingBytes(64 * 1024));
                 b.store(store, transfers, relay);
@@ -347,7 +346,7 @@ class SchedulerTest {
             Output second = new Output();
             scheduler.submit(prompt(91, 25), 3, second); // seven blocks: three of the first's must be written back first
             long before = scheduler.steps();
-            java.util.concurrent.atomic.AtomicBoolean done = new java.util.concurrent.atomic.AtomicBoolean();
+            AtomicBoolean done = new AtomicBoolean();
             Thread worker = Thread.ofPlatform().name("scheduler-test-worker").start(() -> {
                 scheduler.runUntilIdle();
                 done.set(true);
