@@ -35,6 +35,9 @@ import org.junit.jupiter.api.io.TempDir;
 class ServeEnginePeerTest {
     private static final int BLOCK_TOKENS = 8;
     private static final int ANSWER = 6;
+    // four conversations: the three other ones' turns between two turns of one push all its own blocks
+    // off the 16 DEVICE slots, so each of its third turn's prefills finds them on the peer
+    private static final int CONVERSATIONS = 4;
     private static final long PEER_BUDGET = 2L << 20;
 
     @TempDir
@@ -71,14 +74,14 @@ class ServeEnginePeerTest {
         return out;
     }
 
-    /** Turns of three conversations over a shared system prefix, each prompt extending the last by its answer. */
+    /** Turns of {@value #CONVERSATIONS} conversations over a shared system prefix, each prompt extending the last by its answer. */
     private static List<int[]> conversation(ServeEngine reference, long seed) {
         SplittableRandom r = new SplittableRandom(seed);
         int[] system = r.ints(37, 1, 390).toArray();
         List<int[]> prompts = new ArrayList<>();
-        List<int[]> histories = new ArrayList<>(List.of(system, system, system));
+        List<int[]> histories = new ArrayList<>(java.util.Collections.nCopies(CONVERSATIONS, system));
         for (int t = 0; t < 3; t++) {
-            for (int s = 0; s < 3; s++) {
+            for (int s = 0; s < CONVERSATIONS; s++) {
                 int[] user = r.ints(5 + r.nextInt(13), 1, 390).toArray();
                 int[] prompt = concat(histories.get(s), user);
                 prompts.add(prompt);
@@ -118,9 +121,9 @@ class ServeEnginePeerTest {
             assertThat(engine.kvTiers()).hasSize(2);
             assertThat(engine.kvPeerTier()).isNotNull();
             assertThat(engine.rebalancer()).isNotNull();
-            // the third turn (prompts 6..8) reloads evicted prefix blocks: peers take everything back in the
-            // middle of its first generation, lend again in the second, and one dies in the third
-            int revokeAt = prompts.size() - 3;
+            // the third turn reloads evicted prefix blocks from the peers: they take everything back in the
+            // middle of its first generation, lend again in the second, and one dies in the last
+            int revokeAt = prompts.size() - CONVERSATIONS;
             int[] leasesAtRevoke = {-1}; // leases live when the peers take their memory back
             int killAt = prompts.size() - 1;
             for (int p = 0; p < prompts.size(); p++) {
@@ -142,11 +145,13 @@ class ServeEnginePeerTest {
                 engine.kv().checkInvariants();
             }
             engine.kv().awaitIdle(30, TimeUnit.SECONDS);
-            // revocations end on the client's revocation thread once their accesses drained: let the last ones end
+            // a peer's reclaims and its death reach the client on the lender's event thread, and revocations end
+            // on the client's revocation thread once their accesses drained: let the last ones arrive and end
             long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-            while (!client.revocationsIdle() && System.nanoTime() < until) {
+            while (!(a.eventsDelivered() && b.eventsDelivered() && client.revocationsIdle()) && System.nanoTime() < until) {
                 LockSupport.parkNanos(5_000_000);
             }
+            assertThat(a.eventsDelivered() && b.eventsDelivered()).as("the peers' events reached the client").isTrue();
             assertThat(client.revocationsIdle()).as("revocations under way ended").isTrue();
             assertThat(leasesAtRevoke[0]).as("leases live when the peers took their memory back (%s)", durability).isPositive();
             engine.rebalancer().checkInvariants();
@@ -155,7 +160,7 @@ class ServeEnginePeerTest {
             assertThat(kv.hits(BlockLocation.PEER)).as("KV blocks reloaded from the peers (%s)", durability).isPositive();
             assertThat(engine.rebalancer().stats().fetchesFromPeer()).as("expert fetches served from the peers").isPositive();
             assertThat(engine.rebalancer().stats().bytesKeptOffHostLink()).isPositive();
-            assertThat(stats.peer(0).revocations() + stats.peer(1).revocations()).as("leases revoked").isPositive();
+            assertThat(stats.peer(0).revocations() + stats.peer(1).revocations()).as("leases revoked (%s; %d leases live at the reclaim): %s", durability, leasesAtRevoke[0], stats.peers()).isPositive();
             assertThat(stats.peer(0).alive()).isFalse();
             assertThat(engine.kvPeerTier().counters().leasesRevoked()).isPositive();
             String metrics = engine.peerMetrics();
@@ -183,3 +188,4 @@ class ServeEnginePeerTest {
         }
     }
 }
+
