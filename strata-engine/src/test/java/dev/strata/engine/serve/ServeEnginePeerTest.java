@@ -17,6 +17,7 @@ import dev.strata.engine.synth.SynthSpec;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.Collections;
 import java.util.List;
 import java.util.SplittableRandom;
 import java.util.concurrent.TimeUnit;
@@ -35,8 +36,8 @@ import org.junit.jupiter.api.io.TempDir;
 class ServeEnginePeerTest {
     private static final int BLOCK_TOKENS = 8;
     private static final int ANSWER = 6;
-    // four conversations: the three other ones' turns between two turns of one push all its own blocks
-    // off the 16 DEVICE slots, so each of its third turn's prefills finds them on the peer
+    // four conversations: the other three's turns between two turns of one push its own blocks off the
+    // 16 DEVICE slots, so the third turn's first prefill finds some on the peer before the peers take it all back
     private static final int CONVERSATIONS = 4;
     private static final long PEER_BUDGET = 2L << 20;
 
@@ -79,7 +80,7 @@ class ServeEnginePeerTest {
         SplittableRandom r = new SplittableRandom(seed);
         int[] system = r.ints(37, 1, 390).toArray();
         List<int[]> prompts = new ArrayList<>();
-        List<int[]> histories = new ArrayList<>(java.util.Collections.nCopies(CONVERSATIONS, system));
+        List<int[]> histories = new ArrayList<>(Collections.nCopies(CONVERSATIONS, system));
         for (int t = 0; t < 3; t++) {
             for (int s = 0; s < CONVERSATIONS; s++) {
                 int[] user = r.ints(5 + r.nextInt(13), 1, 390).toArray();
@@ -160,7 +161,9 @@ class ServeEnginePeerTest {
             assertThat(kv.hits(BlockLocation.PEER)).as("KV blocks reloaded from the peers (%s)", durability).isPositive();
             assertThat(engine.rebalancer().stats().fetchesFromPeer()).as("expert fetches served from the peers").isPositive();
             assertThat(engine.rebalancer().stats().bytesKeptOffHostLink()).isPositive();
-            assertThat(stats.peer(0).revocations() + stats.peer(1).revocations()).as("leases revoked (%s; %d leases live at the reclaim): %s", durability, leasesAtRevoke[0], stats.peers()).isPositive();
+            assertThat(stats.peer(0).revocations() + stats.peer(1).revocations())
+                    .as("leases revoked (%s; %d leases live at the reclaim): %s", durability, leasesAtRevoke[0], stats.peers())
+                    .isPositive();
             assertThat(stats.peer(0).alive()).isFalse();
             assertThat(engine.kvPeerTier().counters().leasesRevoked()).isPositive();
             String metrics = engine.peerMetrics();
@@ -188,4 +191,3 @@ class ServeEnginePeerTest {
         }
     }
 }
-
